@@ -1,0 +1,172 @@
+"""Start/stop NATS server processes (natsd or the reference nats-server) for the benchmark."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+HOST = "127.0.0.1"
+
+
+class ServerStartError(Exception):
+    """The server did not become ready (exited, or no INFO within the time limit)."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def read_info(port: int, timeout: float = 1.0) -> dict[str, Any] | None:
+    """Connect once and return the parsed INFO JSON, or None if not (yet) possible."""
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as s:
+            buf = b""
+            deadline = time.monotonic() + timeout
+            while b"\r\n" not in buf and len(buf) < 65536 and time.monotonic() < deadline:
+                chunk = s.recv(4096)
+                if not chunk:
+                    return None
+                buf += chunk
+    except OSError:
+        return None
+    line = buf.split(b"\r\n", 1)[0]
+    if not line.startswith(b"INFO "):
+        return None
+    try:
+        info = json.loads(line[5:])
+    except ValueError:
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+@dataclass
+class Server:
+    """One server under test, started as ``cmd + ["-a", HOST, "-p", port]``."""
+
+    name: str
+    cmd: list[str]
+    log_dir: Path
+    env: dict[str, str] | None = None
+    port: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    _log: IO[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"{self.name}.log"
+
+    @property
+    def version(self) -> str:
+        v = self.info.get("version")
+        return str(v) if v else "?"
+
+    def start(self, timeout: float = 20.0, attempts: int = 3) -> None:
+        last: Exception | None = None
+        for _ in range(attempts):
+            try:
+                self._start_once(timeout)
+                return
+            except ServerStartError as exc:  # e.g. lost the race for the port: retry
+                last = exc
+                self.stop()
+        assert last is not None
+        raise last
+
+    def _start_once(self, timeout: float) -> None:
+        self.port = free_port()
+        self.starts += 1
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._log.write(f"\n=== start #{self.starts}: port {self.port}\n".encode())
+        self._log.flush()
+        argv = [*self.cmd, "-a", HOST, "-p", str(self.port)]
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,  # own process group: stop() kills the whole tree
+            )
+        except OSError as exc:
+            raise ServerStartError(f"{self.name}: cannot run {argv!r}: {exc}") from exc
+        deadline = time.monotonic() + timeout
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise ServerStartError(
+                    f"{self.name} exited with code {rc} during startup; log tail:\n"
+                    + self.log_tail()
+                )
+            info = read_info(self.port, timeout=0.5)
+            if info is not None:
+                self.info = info
+                return
+            if time.monotonic() > deadline:
+                raise ServerStartError(
+                    f"{self.name} not ready (no INFO on port {self.port}) after {timeout:.0f}s;"
+                    " log tail:\n" + self.log_tail()
+                )
+            time.sleep(0.02)
+
+    def cpu_seconds(self) -> float:
+        """User+system CPU time used so far by the server process (all threads); 0 if unknown."""
+        if self.proc is None:
+            return 0.0
+        try:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        except OSError:
+            return 0.0
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """SIGTERM the server's process group, SIGKILL after ``timeout``."""
+        proc = self.proc
+        if proc is not None:
+            if proc.poll() is None:
+                self._signal(proc, signal.SIGTERM)
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self._signal(proc, signal.SIGKILL)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout)
+            # children that outlived the leader (if any)
+            self._signal(proc, signal.SIGKILL)
+            self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def restart(self, timeout: float = 20.0) -> None:
+        self.stop()
+        self.start(timeout)
+
+    @staticmethod
+    def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join("    " + ln for ln in text.splitlines()[-lines:])

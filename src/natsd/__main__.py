@@ -1,0 +1,5 @@
+import sys
+
+from natsd.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The only layer that touches sockets: asyncio protocols for client connections."""

@@ -1,0 +1,507 @@
+"""A client connection: asyncio protocol, protocol state, outbound buffering and limits.
+
+Ownership: the event loop thread owns every ClientConnection. Inbound bytes go through the
+sans-I/O parser; published messages are matched in the account's Sublist and fanned out by
+``router.deliver``, which appends frames to subscribers' ``out`` lists. The ``Flusher`` then
+writes each dirty connection once per loop turn.
+
+Flow control: outbound bytes queued for a client (our ``out`` list plus the transport's
+buffer) are bounded by ``max_pending``; past it the client is a slow consumer and is cut off,
+as is a client whose transport stays paused for longer than ``write_deadline``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import orjson
+
+from natsd.core.subjects import is_valid_literal_subject, is_valid_subject
+from natsd.protocol.encode import OK, PING, PONG, encode_err
+from natsd.protocol.parser import (
+    OP_CONNECT,
+    OP_ERR,
+    OP_HPUB,
+    OP_PING,
+    OP_PONG,
+    OP_PUB,
+    OP_SUB,
+    OP_UNSUB,
+    Parser,
+)
+from natsd.router.account import Account
+from natsd.router.deliver import deliver, no_responders_frame
+from natsd.router.subscription import Subscription
+
+if TYPE_CHECKING:
+    from natsd.connection.flusher import Flusher
+    from natsd.connection.limits import ConnectionLimits
+    from natsd.security.permissions import Permissions
+
+__all__ = ["ClientConnection", "ClientHost", "CloseReason"]
+
+_FLUSH_NOW = 65536
+
+
+class CloseReason:
+    CLIENT_CLOSED = "Client Closed"
+    SLOW_CONSUMER_PENDING = "Slow Consumer (Pending Bytes)"
+    SLOW_CONSUMER_DEADLINE = "Slow Consumer (Write Deadline)"
+    STALE = "Stale Connection"
+    AUTH_VIOLATION = "Authentication Failure"
+    AUTH_TIMEOUT = "Authentication Timeout"
+    PROTOCOL = "Protocol Violation"
+    MAX_PAYLOAD = "Maximum Payload Exceeded"
+    MAX_CONNECTIONS = "Maximum Connections Exceeded"
+    SERVER_SHUTDOWN = "Server Shutdown"
+    READ_ERROR = "Read Error"
+
+
+class ClientHost(Protocol):
+    """What a connection needs from the server that owns it."""
+
+    flusher: Flusher
+    limits: ConnectionLimits
+    auth_required: bool
+
+    def info_for(self, client: ClientConnection) -> bytes: ...
+
+    def authenticate(
+        self, client: ClientConnection, opts: dict[str, Any]
+    ) -> tuple[Account, Permissions | None, str] | None: ...
+
+    def default_account(self) -> Account: ...
+
+    def admit(self, client: ClientConnection) -> str | None:
+        """Register a new connection; returns an -ERR text to refuse it."""
+
+    def release(self, client: ClientConnection, reason: str) -> None: ...
+
+    def log_debug(self, msg: str) -> None: ...
+
+
+class ClientConnection(asyncio.Protocol):
+    def __init__(self, host: ClientHost, cid: int) -> None:
+        self.host = host
+        self.cid = cid
+        lim = host.limits
+        self.limits = lim
+        self.parser = Parser(lim.max_payload, lim.max_control_line)
+        self.transport: asyncio.Transport | None = None
+        self.account: Account = host.default_account()
+        self.subs: dict[bytes, Subscription] = {}
+        # Sink interface used by router.deliver.
+        self.out: list[bytes] = []
+        self.out_size = 0
+        self.flush_pending = False
+        self.headers = False
+        self.echo = True
+        self.sub_deny: Callable[[bytes], bool] | None = None
+        self.msgs_out = 0
+        self.bytes_out = 0
+        self.msgs_in = 0
+        self.bytes_in = 0
+        # CONNECT state
+        self.verbose = False
+        self.pedantic = False
+        self.no_responders = False
+        self.connected = False
+        self.name = ""
+        self.lang = ""
+        self.version = ""
+        self.user = ""
+        self.permissions: Permissions | None = None
+        # Publishes need the slow path when any per-message check applies.
+        self._pub_checks = False
+        self.ip = ""
+        self.port = 0
+        self.start = time.time()
+        self.last_activity = self.start
+        self.rtt_start = 0.0
+        self.rtt = 0.0
+        self.pings_out = 0
+        self.closed = False
+        self.close_reason = ""
+        self._auth_timer: asyncio.TimerHandle | None = None
+        self._ping_timer: asyncio.TimerHandle | None = None
+        self._deadline_timer: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport; they implement it.
+        transport = cast(asyncio.Transport, transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.ip, self.port = str(peer[0]), int(peer[1])
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        # Pause notifications start the write deadline; the byte bound is checked on flush.
+        transport.set_write_buffer_limits(high=256 * 1024)
+        refused = self.host.admit(self)
+        if refused is not None:
+            transport.write(encode_err(refused))
+            self._close(CloseReason.MAX_CONNECTIONS, flush=True)
+            return
+        transport.write(self.host.info_for(self))
+        loop = asyncio.get_running_loop()
+        if self.host.auth_required:
+            self._auth_timer = loop.call_later(self.limits.auth_timeout, self._auth_timeout)
+        self._ping_timer = loop.call_later(self.limits.ping_interval, self._ping_tick)
+        self.rtt_start = time.monotonic()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close(self.close_reason or CloseReason.CLIENT_CLOSED, flush=False)
+
+    def pause_writing(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._deadline_timer is None:
+            self._deadline_timer = loop.call_later(
+                self.limits.write_deadline, self._write_deadline_exceeded
+            )
+
+    def resume_writing(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+
+    def _write_deadline_exceeded(self) -> None:
+        self._deadline_timer = None
+        self._slow_consumer(CloseReason.SLOW_CONSUMER_DEADLINE)
+
+    # ------------------------------------------------------------------ inbound
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_activity = time.time()
+        events = self.parser.feed(data)
+        acct = self.account
+        for ev in events:
+            op = ev[0]
+            if op == OP_PUB:
+                # (OP_PUB, subject, reply, sizeb, payload)
+                subject = ev[1]
+                payload = ev[4]
+                self.msgs_in += 1
+                self.bytes_in += len(payload)
+                acct.msgs_in += 1
+                acct.bytes_in += len(payload)
+                if self._pub_checks and not self._check_pub(subject, ev[2]):
+                    continue
+                psubs, qsubs = acct.sublist.match(subject)
+                if psubs or qsubs:
+                    n = deliver(psubs, qsubs, subject, ev[2], ev[3], payload, 0, self)
+                    acct.msgs_out += n
+                    acct.bytes_out += n * len(payload)
+                elif ev[2] and self.no_responders:
+                    self._send_no_responders(subject, ev[2])
+                if self.verbose:
+                    self.send(OK)
+            elif op == OP_HPUB:
+                # (OP_HPUB, subject, reply, hlen, sizes, data)
+                if not self.headers:
+                    # nats-server drops the connection when HPUB arrives without headers.
+                    self._close(CloseReason.PROTOCOL, flush=True)
+                    return
+                subject = ev[1]
+                data_ = ev[5]
+                self.msgs_in += 1
+                self.bytes_in += len(data_)
+                acct.msgs_in += 1
+                acct.bytes_in += len(data_)
+                if self._pub_checks and not self._check_pub(subject, ev[2]):
+                    continue
+                psubs, qsubs = acct.sublist.match(subject)
+                if psubs or qsubs:
+                    n = deliver(psubs, qsubs, subject, ev[2], ev[4], data_, ev[3], self)
+                    acct.msgs_out += n
+                    acct.bytes_out += n * len(data_)
+                elif ev[2] and self.no_responders:
+                    self._send_no_responders(subject, ev[2])
+                if self.verbose:
+                    self.send(OK)
+            elif op == OP_SUB:
+                if not self._pre_connect_ok():
+                    return
+                self._process_sub(ev[1], ev[2], ev[3])
+            elif op == OP_UNSUB:
+                if not self._pre_connect_ok():
+                    return
+                self._process_unsub(ev[1], ev[2])
+            elif op == OP_PING:
+                if not self._pre_connect_ok():
+                    return
+                self.send(PONG)
+            elif op == OP_PONG:
+                self.pings_out = 0
+                if self.rtt_start:
+                    self.rtt = time.monotonic() - self.rtt_start
+                    self.rtt_start = 0.0
+            elif op == OP_CONNECT:
+                if not self._process_connect(ev[1]):
+                    return
+            elif op == OP_ERR:
+                msg = ev[1]
+                if msg is not None:
+                    self.send(encode_err(msg))
+                reason = CloseReason.PROTOCOL
+                if msg == "Maximum Payload Violation":
+                    reason = CloseReason.MAX_PAYLOAD
+                self._close(reason, flush=True)
+                return
+        if len(data) >= _FLUSH_NOW:
+            # Large reads carry many messages: start writing them before the next read.
+            self.host.flusher.run()
+
+    def _pre_connect_ok(self) -> bool:
+        if self.connected or not self.host.auth_required:
+            return True
+        self._auth_violation()
+        return False
+
+    def _check_pub(self, subject: bytes, reply: bytes | None) -> bool:
+        """Slow-path publish checks: auth state, pedantic subject rules, permissions."""
+        if not self._pre_connect_ok():
+            return False
+        if self.pedantic and not is_valid_literal_subject(subject):
+            self.send(encode_err("Invalid Publish Subject"))
+            return False
+        perms = self.permissions
+        if perms is not None and perms.publish is not None and not perms.publish.allowed(subject):
+            self.send(
+                encode_err(f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"')
+            )
+            return False
+        return True
+
+    def _update_pub_checks(self) -> None:
+        perms = self.permissions
+        self._pub_checks = (
+            self.pedantic
+            or (self.host.auth_required and not self.connected)
+            or (perms is not None and perms.publish is not None)
+        )
+
+    def _send_no_responders(self, subject: bytes, reply: bytes) -> None:
+        if not self.headers:
+            return
+        psubs, qsubs = self.account.sublist.match(reply)
+        for sub in psubs:
+            if sub.client is self:
+                self.send(no_responders_frame(reply, sub.sid, subject))
+                return
+        for grp in qsubs:
+            for sub in grp:
+                if sub.client is self:
+                    self.send(no_responders_frame(reply, sub.sid, subject))
+                    return
+
+    def _process_connect(self, raw: bytes) -> bool:
+        try:
+            opts = orjson.loads(raw)
+            if not isinstance(opts, dict):
+                raise ValueError("CONNECT is not an object")
+        except (orjson.JSONDecodeError, ValueError):
+            self._close(CloseReason.PROTOCOL, flush=True)
+            return False
+        self.verbose = bool(opts.get("verbose", False))
+        self.pedantic = bool(opts.get("pedantic", False))
+        self.echo = bool(opts.get("echo", True))
+        self.headers = bool(opts.get("headers", False))
+        self.no_responders = bool(opts.get("no_responders", False))
+        self.name = str(opts.get("name", "") or "")
+        self.lang = str(opts.get("lang", "") or "")
+        self.version = str(opts.get("version", "") or "")
+        if self.host.auth_required and not self.connected:
+            if self._auth_timer is not None:
+                self._auth_timer.cancel()
+                self._auth_timer = None
+            res = self.host.authenticate(self, opts)
+            if res is None:
+                self._auth_violation()
+                return False
+            self._bind_account(*res)
+        elif not self.connected:
+            # Even without auth a CONNECT may name no_auth_user's account (server decides).
+            res = self.host.authenticate(self, opts)
+            if res is not None:
+                self._bind_account(*res)
+        self.connected = True
+        self._update_pub_checks()
+        if self.verbose:
+            self.send(OK)
+        return True
+
+    def _bind_account(self, account: Account, perms: Permissions | None, user: str) -> None:
+        if account is not self.account:
+            # Subscriptions made before CONNECT move with the client.
+            old = self.account
+            old.clients.pop(self.cid, None)
+            for sub in self.subs.values():
+                old.sublist.remove(sub)
+                account.sublist.insert(sub)
+            self.account = account
+            account.clients[self.cid] = self
+        self.permissions = perms
+        self.user = user
+        if perms is not None and perms.subscribe is not None and perms.subscribe.deny:
+            self.sub_deny = perms.subscribe.denied
+
+    def _auth_violation(self) -> None:
+        self.send(encode_err("Authorization Violation"))
+        self._close(CloseReason.AUTH_VIOLATION, flush=True)
+
+    def _auth_timeout(self) -> None:
+        self._auth_timer = None
+        if not self.connected and not self.closed:
+            self.send(encode_err("Authentication Timeout"))
+            self._close(CloseReason.AUTH_TIMEOUT, flush=True)
+
+    def _process_sub(self, subject: bytes, queue: bytes | None, sid: bytes) -> None:
+        if not is_valid_subject(subject) or (queue is not None and not _valid_queue(queue)):
+            self.send(encode_err("Invalid Subject"))
+            return
+        perms = self.permissions
+        if perms is not None and perms.subscribe is not None:
+            if not perms.subscribe.sub_allowed(subject, queue):
+                s = subject.decode(errors="replace")
+                if queue is not None:
+                    q = queue.decode(errors="replace")
+                    text = f'Permissions Violation for Subscription to "{s}" using queue "{q}"'
+                else:
+                    text = f'Permissions Violation for Subscription to "{s}"'
+                self.send(encode_err(text))
+                return
+        if sid in self.subs:
+            # nats-server keeps the existing subscription for a duplicate sid.
+            if self.verbose:
+                self.send(OK)
+            return
+        max_subs = self.limits.max_subs
+        if max_subs and len(self.subs) >= max_subs:
+            self.send(encode_err("Maximum Subscriptions Exceeded"))
+            return
+        sub = Subscription(subject, queue, sid, client=self)
+        self.subs[sid] = sub
+        self.account.sublist.insert(sub)
+        if self.verbose:
+            self.send(OK)
+
+    def _process_unsub(self, sid: bytes, max_msgs: int | None) -> None:
+        sub = self.subs.get(sid)
+        if sub is not None:
+            if max_msgs and sub.delivered < max_msgs:
+                sub.max = max_msgs
+            else:
+                self._remove_sub(sub)
+        if self.verbose:
+            self.send(OK)
+
+    def _remove_sub(self, sub: Subscription) -> None:
+        if self.subs.get(sub.sid) is sub:
+            del self.subs[sub.sid]
+            self.account.sublist.remove(sub)
+
+    def sub_exhausted(self, sub: Subscription) -> None:
+        self._remove_sub(sub)
+
+    # ------------------------------------------------------------------ outbound
+    def send(self, frame: bytes) -> None:
+        """Queue a control frame; it goes out with the next flush."""
+        self.out.append(frame)
+        self.out_size += len(frame)
+        if not self.flush_pending:
+            self.kick()
+
+    def kick(self) -> None:
+        self.flush_pending = True
+        self.host.flusher.add(self)
+
+    def flush(self) -> None:
+        self.flush_pending = False
+        out = self.out
+        if not out:
+            return
+        t = self.transport
+        if self.closed or t is None:
+            self.out = []
+            self.out_size = 0
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        self.out = []
+        self.out_size = 0
+        t.write(data)
+        if t.get_write_buffer_size() > self.limits.max_pending:
+            self._slow_consumer(CloseReason.SLOW_CONSUMER_PENDING)
+
+    def _slow_consumer(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.host.log_debug(f"Slow Consumer Detected: cid={self.cid} {reason}")
+        t = self.transport
+        if t is not None:
+            # The client may never read it, but a client that does learns why it was cut.
+            t.write(encode_err("Slow Consumer"))
+        self._close(reason, flush=False)
+
+    # ------------------------------------------------------------------ timers
+    def _ping_tick(self) -> None:
+        self._ping_timer = None
+        if self.closed:
+            return
+        if self.pings_out + 1 > self.limits.ping_max:
+            self.send(encode_err("Stale Connection"))
+            self._close(CloseReason.STALE, flush=True)
+            return
+        self.pings_out += 1
+        self.rtt_start = time.monotonic()
+        self.send(PING)
+        loop = asyncio.get_running_loop()
+        self._ping_timer = loop.call_later(self.limits.ping_interval, self._ping_tick)
+
+    # ------------------------------------------------------------------ teardown
+    def close(self, reason: str = CloseReason.SERVER_SHUTDOWN) -> None:
+        self._close(reason, flush=True)
+
+    def _close(self, reason: str, flush: bool) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        for timer in (self._auth_timer, self._ping_timer, self._deadline_timer):
+            if timer is not None:
+                timer.cancel()
+        self._auth_timer = self._ping_timer = self._deadline_timer = None
+        sl = self.account.sublist
+        for sub in self.subs.values():
+            sl.remove(sub)
+        t = self.transport
+        if t is not None:
+            if flush and self.out:
+                t.write(b"".join(self.out))
+            if flush:
+                t.close()
+            else:
+                t.abort()
+        self.out = []
+        self.out_size = 0
+        self.host.release(self, reason)
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def pending_bytes(self) -> int:
+        t = self.transport
+        buffered = t.get_write_buffer_size() if t is not None and not t.is_closing() else 0
+        return self.out_size + buffered
+
+
+def _valid_queue(queue: bytes) -> bool:
+    return bool(queue) and not any(c in queue for c in (b" ", b"\t", b"\r", b"\n"))

@@ -1,0 +1,1 @@
+"""Pure building blocks: subjects, headers, ids, clock. Imports nothing else from natsd."""

@@ -1,0 +1,1 @@
+"""HTTP monitoring endpoints (/varz, /connz, /subsz, /healthz, /metrics)."""

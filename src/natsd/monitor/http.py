@@ -1,0 +1,273 @@
+"""Monitoring over HTTP with nats-server's endpoint names and JSON field names.
+
+Served by aiohttp on the server's event loop; handlers only read server state.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from natsd.core.clock import format_duration, rfc3339
+from natsd.version import PROTO, SERVER_VERSION, __version__
+
+if TYPE_CHECKING:
+    from natsd.server import Server
+
+__all__ = ["MonitorServer"]
+
+
+def _json(data: Any) -> web.Response:
+    return web.Response(body=orjson.dumps(data, option=orjson.OPT_INDENT_2),
+                        content_type="application/json")
+
+
+def _ts(t: float) -> str:
+    return rfc3339(int(t * 1_000_000_000))
+
+
+class MonitorServer:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self._runner: web.AppRunner | None = None
+        app = web.Application()
+        app.router.add_get("/", self.root)
+        app.router.add_get("/varz", self.varz)
+        app.router.add_get("/connz", self.connz)
+        app.router.add_get("/subsz", self.subsz)
+        app.router.add_get("/subscriptionsz", self.subsz)
+        app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/accountz", self.accountz)
+        app.router.add_get("/metrics", self.metrics)
+        self.app = app
+
+    async def start(self, host: str, port: int) -> int:
+        runner = web.AppRunner(self.app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host or None, port, reuse_address=True)
+        await site.start()
+        self._runner = runner
+        server = site._server
+        assert server is not None
+        socks = getattr(server, "sockets", None) or []
+        return int(socks[0].getsockname()[1]) if socks else port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def root(self, request: web.Request) -> web.Response:
+        links = "".join(
+            f'<a href="/{p}">{p}</a><br/>'
+            for p in ("varz", "connz", "subsz", "accountz", "healthz", "metrics")
+        )
+        return web.Response(text=f"<html><body>natsd {__version__}<br/>{links}</body></html>",
+                            content_type="text/html")
+
+    def varz_data(self) -> dict[str, Any]:
+        s = self.server
+        o = s.options
+        mi, bi, mo, bo = s.totals()
+        now = time.time()
+        data: dict[str, Any] = {
+            "server_id": s.server_id,
+            "server_name": s.server_name,
+            "version": SERVER_VERSION,
+            "proto": PROTO,
+            "go": f"natsd {__version__}",
+            "host": o.host,
+            "port": s.port,
+            "max_connections": o.max_connections,
+            "ping_interval": int(o.ping_interval * 1e9),
+            "ping_max": o.ping_max,
+            "http_host": o.http_host,
+            "http_port": s.monitor_port,
+            "auth_timeout": o.auth_timeout,
+            "max_control_line": o.max_control_line,
+            "max_payload": o.max_payload,
+            "max_pending": o.max_pending,
+            "write_deadline": int(o.write_deadline * 1e9),
+            "start": _ts(s.start_time),
+            "now": _ts(now),
+            "uptime": format_duration(round(now - s.start_time)),
+            "cores": os.cpu_count() or 1,
+            "mem": _rss(),
+            "connections": len(s.clients),
+            "total_connections": s.total_connections,
+            "routes": 0,
+            "remotes": 0,
+            "leafnodes": 0,
+            "in_msgs": mi,
+            "out_msgs": mo,
+            "in_bytes": bi,
+            "out_bytes": bo,
+            "slow_consumers": s.slow_consumers,
+            "stale_connections": s.stale_connections,
+            "subscriptions": s.num_subscriptions(),
+            "config_load_time": _ts(s.start_time),
+            "auth_required": s.auth_required or None,
+            "system_account": "$SYS",
+        }
+        if s.jetstream_enabled:
+            data["jetstream"] = {"config": {"store_dir": o.js.store_dir}}
+        return {k: v for k, v in data.items() if v is not None}
+
+    async def varz(self, request: web.Request) -> web.Response:
+        return _json(self.varz_data())
+
+    async def connz(self, request: web.Request) -> web.Response:
+        s = self.server
+        q = request.query
+        offset = int(q.get("offset", "0") or 0)
+        limit = int(q.get("limit", "1024") or 1024)
+        want_subs = q.get("subs", "") in ("1", "true", "detail")
+        sort = q.get("sort", "cid")
+        now = time.time()
+        clients = list(s.clients.values())
+        keyf: dict[str, Any] = {
+            "cid": lambda c: c.cid,
+            "start": lambda c: c.start,
+            "subs": lambda c: -len(c.subs),
+            "pending": lambda c: -c.pending_bytes,
+            "msgs_to": lambda c: -c.msgs_out,
+            "msgs_from": lambda c: -c.msgs_in,
+            "bytes_to": lambda c: -c.bytes_out,
+            "bytes_from": lambda c: -c.bytes_in,
+            "last": lambda c: -c.last_activity,
+            "idle": lambda c: c.last_activity,
+            "uptime": lambda c: c.start,
+        }
+        clients.sort(key=keyf.get(sort, keyf["cid"]))
+        page = clients[offset : offset + limit]
+        conns = []
+        for c in page:
+            info: dict[str, Any] = {
+                "cid": c.cid,
+                "kind": "Client",
+                "type": "nats",
+                "ip": c.ip,
+                "port": c.port,
+                "start": _ts(c.start),
+                "last_activity": _ts(c.last_activity),
+                "rtt": format_duration(c.rtt),
+                "uptime": format_duration(round(now - c.start)),
+                "idle": format_duration(round(now - c.last_activity)),
+                "pending_bytes": c.pending_bytes,
+                "in_msgs": c.msgs_in,
+                "out_msgs": c.msgs_out,
+                "in_bytes": c.bytes_in,
+                "out_bytes": c.bytes_out,
+                "subscriptions": len(c.subs),
+            }
+            if c.name:
+                info["name"] = c.name
+            if c.lang:
+                info["lang"] = c.lang
+            if c.version:
+                info["version"] = c.version
+            if c.user:
+                info["authorized_user"] = c.user
+            if c.account.name != "$G" or c.user:
+                info["account"] = c.account.name
+            if want_subs:
+                info["subscriptions_list"] = [sub.subject.decode() for sub in c.subs.values()]
+            conns.append(info)
+        return _json({
+            "server_id": s.server_id,
+            "now": _ts(now),
+            "num_connections": len(page),
+            "total": len(clients),
+            "offset": offset,
+            "limit": limit,
+            "connections": conns,
+        })
+
+    async def subsz(self, request: web.Request) -> web.Response:
+        s = self.server
+        q = request.query
+        total_cache = sum(a.sublist.cache_size for a in s.accounts.values())
+        matches = sum(a.sublist.matches + a.sublist.cache_hits for a in s.accounts.values())
+        hits = sum(a.sublist.cache_hits for a in s.accounts.values())
+        inserts = sum(a.sublist.inserts for a in s.accounts.values())
+        removes = sum(a.sublist.removes for a in s.accounts.values())
+        data: dict[str, Any] = {
+            "server_id": s.server_id,
+            "now": _ts(time.time()),
+            "num_subscriptions": s.num_subscriptions(),
+            "num_cache": total_cache,
+            "num_inserts": inserts,
+            "num_removes": removes,
+            "num_matches": matches,
+            "cache_hit_rate": (hits / matches) if matches else 0,
+            "max_fanout": 0,
+            "avg_fanout": 0,
+        }
+        if q.get("subs", "") in ("1", "true", "detail"):
+            offset = int(q.get("offset", "0") or 0)
+            limit = int(q.get("limit", "1024") or 1024)
+            test = q.get("test")
+            subs = []
+            for a in s.accounts.values():
+                for sub in a.sublist:
+                    if test is not None:
+                        from natsd.core.subjects import subject_matches
+
+                        if not subject_matches(test.encode(), sub.subject):
+                            continue
+                    d: dict[str, Any] = {
+                        "account": a.name,
+                        "subject": sub.subject.decode(),
+                        "sid": sub.sid.decode(),
+                        "msgs": sub.delivered,
+                        "cid": sub.client.cid if sub.client is not None else 0,
+                    }
+                    if sub.queue:
+                        d["qgroup"] = sub.queue.decode()
+                    if sub.max:
+                        d["max"] = sub.max
+                    subs.append(d)
+            data["total"] = len(subs)
+            data["offset"] = offset
+            data["limit"] = limit
+            data["subscriptions_list"] = subs[offset : offset + limit]
+        return _json(data)
+
+    async def accountz(self, request: web.Request) -> web.Response:
+        s = self.server
+        return _json({
+            "server_id": s.server_id,
+            "now": _ts(time.time()),
+            "system_account": "$SYS",
+            "accounts": sorted(s.accounts),
+        })
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        if not self.server.ready.is_set():
+            return web.Response(
+                status=503,
+                body=orjson.dumps({"status": "unavailable", "error": "server not ready"}),
+                content_type="application/json",
+            )
+        return _json({"status": "ok"})
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        from natsd.monitor.metrics import render_metrics
+
+        body, ctype = render_metrics(self.server, self.varz_data())
+        resp = web.Response(body=body)
+        resp.headers["Content-Type"] = ctype
+        return resp
+
+
+def _rss() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0

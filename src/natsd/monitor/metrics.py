@@ -1,0 +1,68 @@
+"""Prometheus exposition of server statistics via prometheus_client.
+
+A custom collector reads the live numbers at scrape time, so the hot path never touches a
+metrics object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+if TYPE_CHECKING:
+    from natsd.server import Server
+
+__all__ = ["render_metrics"]
+
+_GAUGES = {
+    "connections": "Current client connections",
+    "subscriptions": "Current subscriptions",
+    "mem": "Resident memory in bytes",
+    "cores": "CPU cores",
+}
+_COUNTERS = {
+    "total_connections": "Connections accepted since start",
+    "in_msgs": "Messages received from clients",
+    "out_msgs": "Messages delivered to clients",
+    "in_bytes": "Payload bytes received from clients",
+    "out_bytes": "Payload bytes delivered to clients",
+    "slow_consumers": "Clients cut off as slow consumers",
+    "stale_connections": "Connections closed for missing PONGs",
+}
+
+
+class _VarzCollector:
+    def __init__(self, server: Server, varz: dict[str, Any]) -> None:
+        self.server = server
+        self.varz = varz
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["server_id"]
+        sid = [self.server.server_id]
+        for key, doc in _GAUGES.items():
+            g = GaugeMetricFamily(f"gnatsd_varz_{key}", doc, labels=labels)
+            g.add_metric(sid, float(self.varz.get(key, 0)))
+            yield g
+        for key, doc in _COUNTERS.items():
+            c = CounterMetricFamily(f"gnatsd_varz_{key}", doc, labels=labels)
+            c.add_metric(sid, float(self.varz.get(key, 0)))
+            yield c
+        up = GaugeMetricFamily("gnatsd_varz_uptime_seconds", "Seconds since start", labels=labels)
+        up.add_metric(sid, self.server.uptime())
+        yield up
+        acct = GaugeMetricFamily(
+            "gnatsd_account_conns", "Connections per account", labels=["server_id", "account"]
+        )
+        for name, a in self.server.accounts.items():
+            acct.add_metric([self.server.server_id, name], float(len(a.clients)))
+        yield acct
+
+
+def render_metrics(server: Server, varz: dict[str, Any]) -> tuple[bytes, str]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_VarzCollector(server, varz))  # type: ignore[arg-type]
+    return generate_latest(registry), CONTENT_TYPE_LATEST

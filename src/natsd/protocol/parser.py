@@ -1,0 +1,240 @@
+"""Server-side parser for the NATS client protocol.
+
+``Parser.feed(data)`` returns a list of events. Events are plain tuples whose first item is
+an ``OP_*`` tag, because the hot path creates one per message and tuples are the cheapest
+immutable value in CPython:
+
+* ``(OP_PUB, subject, reply | None, size_token, payload)``
+* ``(OP_HPUB, subject, reply | None, hdr_len, sizes_token, hdr_and_payload)`` where
+  ``sizes_token`` is ``b"<hdr_len> <total_len>"`` ready to be copied into an HMSG line
+* ``(OP_SUB, subject, queue | None, sid)``, ``(OP_UNSUB, sid, max | None)``
+* ``(OP_CONNECT, json_bytes)``, ``(OP_PING,)``, ``(OP_PONG,)``
+* ``(OP_ERR, message | None)``: the peer broke the protocol. ``message`` is the text
+  nats-server sends in ``-ERR '...'`` (``None`` means nats-server closes without a reason).
+  After an error the parser is dead and returns nothing more.
+
+Control lines are located with ``bytes.find`` and payloads sliced by length, never walked byte
+by byte. A control line is re-parsed when its payload arrives in a later read; that costs one
+extra split per split frame and saves a state machine. Payloads larger than what arrived are
+accumulated in a ``bytearray`` so a 1 MB payload in 64 KB reads is not copied quadratically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MAX_CONTROL_LINE",
+    "DEFAULT_MAX_PAYLOAD",
+    "OP_CONNECT",
+    "OP_ERR",
+    "OP_HPUB",
+    "OP_INFO",
+    "OP_PING",
+    "OP_PONG",
+    "OP_PUB",
+    "OP_SUB",
+    "OP_UNSUB",
+    "Event",
+    "Parser",
+]
+
+OP_PUB = 1
+OP_HPUB = 2
+OP_SUB = 3
+OP_UNSUB = 4
+OP_PING = 5
+OP_PONG = 6
+OP_CONNECT = 7
+OP_INFO = 8
+OP_ERR = 9
+
+DEFAULT_MAX_CONTROL_LINE = 4096
+DEFAULT_MAX_PAYLOAD = 1024 * 1024
+
+# The events are heterogeneous tuples; consumers unpack by tag.
+Event = tuple[Any, ...]
+
+ERR_UNKNOWN_OP = "Unknown Protocol Operation"
+ERR_MAX_CONTROL_LINE = "maximum control line exceeded"
+ERR_MAX_PAYLOAD = "Maximum Payload Violation"
+
+_PUB_HEADS = (b"PUB ", b"PUB\t")
+_HPUB_HEADS = (b"HPUB ", b"HPUB\t")
+_PING = (OP_PING,)
+_PONG = (OP_PONG,)
+# CONNECT may carry a JWT and signatures; it is bounded separately from other control lines.
+_MAX_CONNECT_LINE = 1024 * 1024
+
+
+class Parser:
+    __slots__ = ("_acc", "_acc_need", "_buf", "_dead", "max_control_line", "max_payload")
+
+    def __init__(
+        self,
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
+        max_control_line: int = DEFAULT_MAX_CONTROL_LINE,
+    ) -> None:
+        self.max_payload = max_payload
+        self.max_control_line = max_control_line
+        self._buf = b""
+        self._acc: bytearray | None = None
+        self._acc_need = 0
+        self._dead = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held back waiting for the rest of a frame."""
+        return len(self._acc) if self._acc is not None else len(self._buf)
+
+    def feed(self, data: bytes) -> list[Event]:
+        ev: list[Event] = []
+        if self._dead:
+            return ev
+        acc = self._acc
+        if acc is not None:
+            acc += data
+            if len(acc) < self._acc_need:
+                return ev
+            data = bytes(acc)
+            self._acc = None
+        elif self._buf:
+            data = self._buf + data
+            self._buf = b""
+        n = len(data)
+        pos = 0
+        find = data.find
+        append = ev.append
+        mcl = self.max_control_line
+        while pos < n:
+            eol = find(b"\n", pos)
+            if eol < 0:
+                # No complete line yet. The +6 allows for the verb and its separator.
+                if n - pos > mcl + 6 and not _is_connect(data, pos):
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
+                if n - pos > _MAX_CONNECT_LINE:
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
+                break
+            end = eol - 1 if eol > pos and data[eol - 1] == 13 else eol
+            c0 = data[pos]
+            if data.startswith(b"PUB ", pos) or (
+                (c0 == 80 or c0 == 112) and data[pos : pos + 4].upper() in _PUB_HEADS
+            ):
+                args = data[pos + 4 : end].split()
+                if end - pos - 4 > mcl:
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
+                na = len(args)
+                if na == 2:
+                    subject, sizeb = args
+                    reply = None
+                elif na == 3:
+                    subject, reply, sizeb = args
+                else:
+                    return self._fail(ev, None)
+                if not sizeb.isdigit():
+                    return self._fail(ev, None)
+                size = int(sizeb)
+                if size > self.max_payload:
+                    return self._fail(ev, ERR_MAX_PAYLOAD)
+                start = eol + 1
+                stop = start + size
+                if stop + 2 > n:
+                    self._hold(data, pos, stop + 2 - pos)
+                    return ev
+                if data[stop : stop + 2] != b"\r\n":
+                    return self._fail(ev, ERR_UNKNOWN_OP)
+                append((OP_PUB, subject, reply, sizeb, data[start:stop]))
+                pos = stop + 2
+                continue
+            if c0 == 72 or c0 == 104:  # 'H' / 'h': HPUB
+                if data[pos : pos + 5].upper() not in _HPUB_HEADS:
+                    return self._fail(ev, ERR_UNKNOWN_OP)
+                if end - pos - 5 > mcl:
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
+                args = data[pos + 5 : end].split()
+                na = len(args)
+                if na == 3:
+                    subject, hb, tb = args
+                    reply = None
+                elif na == 4:
+                    subject, reply, hb, tb = args
+                else:
+                    return self._fail(ev, None)
+                if not hb.isdigit() or not tb.isdigit():
+                    return self._fail(ev, None)
+                hlen = int(hb)
+                size = int(tb)
+                if hlen > size:
+                    return self._fail(ev, None)
+                if size > self.max_payload:
+                    return self._fail(ev, ERR_MAX_PAYLOAD)
+                start = eol + 1
+                stop = start + size
+                if stop + 2 > n:
+                    self._hold(data, pos, stop + 2 - pos)
+                    return ev
+                if data[stop : stop + 2] != b"\r\n":
+                    return self._fail(ev, ERR_UNKNOWN_OP)
+                append((OP_HPUB, subject, reply, hlen, hb + b" " + tb, data[start:stop]))
+                pos = stop + 2
+                continue
+            line = data[pos:end]
+            verb, _, rest = line.partition(b" ")
+            if not _:
+                verb, _, rest = line.partition(b"\t")
+            verb = verb.upper()
+            if verb == b"PING":
+                append(_PING)
+            elif verb == b"PONG":
+                append(_PONG)
+            elif verb == b"SUB":
+                if len(rest) > mcl:
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
+                args = rest.split()
+                if len(args) == 2:
+                    append((OP_SUB, args[0], None, args[1]))
+                elif len(args) == 3:
+                    append((OP_SUB, args[0], args[1], args[2]))
+                else:
+                    return self._fail(ev, None)
+            elif verb == b"UNSUB":
+                if len(rest) > mcl:
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
+                args = rest.split()
+                if len(args) == 1:
+                    append((OP_UNSUB, args[0], None))
+                elif len(args) == 2 and args[1].isdigit():
+                    append((OP_UNSUB, args[0], int(args[1])))
+                else:
+                    return self._fail(ev, None)
+            elif verb == b"CONNECT":
+                append((OP_CONNECT, rest.strip()))
+            elif verb == b"INFO":
+                # Clients never need to send INFO; nats-server ignores it from clients.
+                pass
+            else:
+                return self._fail(ev, ERR_UNKNOWN_OP)
+            pos = eol + 1
+        if pos < n:
+            self._buf = data[pos:]
+        return ev
+
+    def _hold(self, data: bytes, pos: int, need: int) -> None:
+        """Keep the unfinished frame starting at ``pos``; ``need`` is its full length."""
+        rest = data[pos:]
+        if need - len(rest) > 65536:
+            self._acc = bytearray(rest)
+            self._acc_need = need
+        else:
+            self._buf = rest
+
+    def _fail(self, ev: list[Event], message: str | None) -> list[Event]:
+        self._dead = True
+        self._buf = b""
+        self._acc = None
+        ev.append((OP_ERR, message))
+        return ev
+
+
+def _is_connect(data: bytes, pos: int) -> bool:
+    return data[pos : pos + 8].upper() == b"CONNECT "

@@ -1,0 +1,238 @@
+"""Subject trie with ``*`` / ``>`` wildcards, queue groups and a match cache.
+
+Modelled on nats-server's ``sublist.go``. Every level maps literal tokens to nodes and keeps
+the ``*`` and ``>`` children apart so a match walks at most three branches per token. Match
+results are cached per literal subject; an insert or removal evicts only the cached subjects
+that the changed subscription could match, so a steady set of subscriptions is matched with
+one dict lookup per message.
+
+Not thread-safe: one event loop owns a Sublist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Generic, Protocol, TypeVar
+
+from natsd.core.subjects import subject_matches
+
+__all__ = ["EMPTY_RESULT", "MatchResult", "SubLike", "Sublist"]
+
+_PWC = b"*"
+_FWC = b">"
+
+# Bounded so a client publishing to endless unique subjects cannot grow the server.
+CACHE_MAX = 4096
+CACHE_SWEEP_TO = 3072
+
+
+class SubLike(Protocol):
+    subject: bytes
+    queue: bytes | None
+
+
+S = TypeVar("S", bound=SubLike)
+
+# (plain subscriptions, one list per queue group)
+MatchResult = tuple[list[S], list[list[S]]]
+EMPTY_RESULT: tuple[list[SubLike], list[list[SubLike]]] = ([], [])
+
+
+class _Node(Generic[S]):
+    __slots__ = ("next", "psubs", "qsubs")
+
+    def __init__(self) -> None:
+        self.next: _Level[S] | None = None
+        self.psubs: dict[S, None] = {}
+        self.qsubs: dict[bytes, dict[S, None]] = {}
+
+    def empty(self) -> bool:
+        return not self.psubs and not self.qsubs and (self.next is None or self.next.empty())
+
+
+class _Level(Generic[S]):
+    __slots__ = ("fwc", "nodes", "pwc")
+
+    def __init__(self) -> None:
+        self.nodes: dict[bytes, _Node[S]] = {}
+        self.pwc: _Node[S] | None = None
+        self.fwc: _Node[S] | None = None
+
+    def empty(self) -> bool:
+        return not self.nodes and self.pwc is None and self.fwc is None
+
+
+class Sublist(Generic[S]):
+    __slots__ = ("_cache", "_count", "_root", "cache_hits", "inserts", "matches", "removes")
+
+    def __init__(self) -> None:
+        self._root: _Level[S] = _Level()
+        self._cache: dict[bytes, MatchResult[S]] = {}
+        self._count = 0
+        self.matches = 0
+        self.cache_hits = 0
+        self.inserts = 0
+        self.removes = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+    def insert(self, sub: S) -> None:
+        level = self._root
+        node: _Node[S] | None = None
+        for tok in sub.subject.split(b"."):
+            if tok == _PWC:
+                if level.pwc is None:
+                    level.pwc = _Node()
+                node = level.pwc
+            elif tok == _FWC:
+                if level.fwc is None:
+                    level.fwc = _Node()
+                node = level.fwc
+            else:
+                node = level.nodes.get(tok)
+                if node is None:
+                    node = level.nodes[tok] = _Node()
+            if node.next is None:
+                node.next = _Level()
+            level = node.next
+        assert node is not None
+        if sub.queue is None:
+            node.psubs[sub] = None
+        else:
+            node.qsubs.setdefault(sub.queue, {})[sub] = None
+        self._count += 1
+        self.inserts += 1
+        self._invalidate(sub.subject)
+
+    def remove(self, sub: S) -> bool:
+        """Remove ``sub``; returns False if it was not present."""
+        path: list[tuple[_Level[S], bytes, _Node[S]]] = []
+        level: _Level[S] | None = self._root
+        node: _Node[S] | None = None
+        for tok in sub.subject.split(b"."):
+            if level is None:
+                return False
+            if tok == _PWC:
+                node = level.pwc
+            elif tok == _FWC:
+                node = level.fwc
+            else:
+                node = level.nodes.get(tok)
+            if node is None:
+                return False
+            path.append((level, tok, node))
+            level = node.next
+        assert node is not None
+        if sub.queue is None:
+            if node.psubs.pop(sub, 1) is not None:
+                return False
+        else:
+            group = node.qsubs.get(sub.queue)
+            if group is None or group.pop(sub, 1) is not None:
+                return False
+            if not group:
+                del node.qsubs[sub.queue]
+        self._count -= 1
+        self.removes += 1
+        # Prune empty nodes bottom-up so churn in unique subjects does not leak memory.
+        for lvl, tok, nd in reversed(path):
+            if nd.psubs or nd.qsubs or (nd.next is not None and not nd.next.empty()):
+                break
+            if tok == _PWC:
+                lvl.pwc = None
+            elif tok == _FWC:
+                lvl.fwc = None
+            else:
+                lvl.nodes.pop(tok, None)
+        self._invalidate(sub.subject)
+        return True
+
+    def _invalidate(self, pattern: bytes) -> None:
+        cache = self._cache
+        if not cache:
+            return
+        if _PWC not in pattern and _FWC not in pattern:
+            cache.pop(pattern, None)
+            return
+        stale = [k for k in cache if subject_matches(k, pattern)]
+        for k in stale:
+            del cache[k]
+
+    def match(self, subject: bytes) -> MatchResult[S]:
+        res = self._cache.get(subject)
+        if res is not None:
+            self.cache_hits += 1
+            return res
+        self.matches += 1
+        psubs: list[S] = []
+        qmap: dict[bytes, list[S]] = {}
+        _match_level(self._root, subject.split(b"."), 0, psubs, qmap)
+        res = (psubs, list(qmap.values()))
+        cache = self._cache
+        if len(cache) >= CACHE_MAX:
+            # Evict the oldest entries (dicts keep insertion order).
+            for k in list(cache)[: CACHE_MAX - CACHE_SWEEP_TO]:
+                del cache[k]
+        cache[subject] = res
+        return res
+
+    def has_interest(self, subject: bytes) -> bool:
+        p, q = self.match(subject)
+        return bool(p or q)
+
+    def __iter__(self) -> Iterator[S]:
+        stack = [self._root]
+        while stack:
+            lvl = stack.pop()
+            nodes = list(lvl.nodes.values())
+            if lvl.pwc is not None:
+                nodes.append(lvl.pwc)
+            if lvl.fwc is not None:
+                nodes.append(lvl.fwc)
+            for nd in nodes:
+                yield from nd.psubs
+                for grp in nd.qsubs.values():
+                    yield from grp
+                if nd.next is not None:
+                    stack.append(nd.next)
+
+
+def _collect(node: _Node[S], psubs: list[S], qmap: dict[bytes, list[S]]) -> None:
+    if node.psubs:
+        psubs.extend(node.psubs)
+    for q, grp in node.qsubs.items():
+        lst = qmap.get(q)
+        if lst is None:
+            qmap[q] = list(grp)
+        else:
+            lst.extend(grp)
+
+
+def _match_level(
+    level: _Level[S], toks: list[bytes], i: int, psubs: list[S], qmap: dict[bytes, list[S]]
+) -> None:
+    last = len(toks) - 1
+    while True:
+        if level.fwc is not None:
+            _collect(level.fwc, psubs, qmap)
+        pwc = level.pwc
+        if pwc is not None:
+            if i == last:
+                _collect(pwc, psubs, qmap)
+            elif pwc.next is not None:
+                _match_level(pwc.next, toks, i + 1, psubs, qmap)
+        node = level.nodes.get(toks[i])
+        if node is None:
+            return
+        if i == last:
+            _collect(node, psubs, qmap)
+            return
+        if node.next is None:
+            return
+        level = node.next
+        i += 1

@@ -1,0 +1,1 @@
+"""Users, passwords and permissions. Pure: no sockets, no event loop."""
