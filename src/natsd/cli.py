@@ -99,9 +99,7 @@ def parse_args(argv: Sequence[str]) -> Parsed:
             raise FlagError(f"flag provided but not defined: -{name}")
         dest, kind = spec
         if kind == "bool":
-            if val is None:
-                values[dest] = True
-            elif val.lower() in _TRUE:
+            if val is None or val.lower() in _TRUE:
                 values[dest] = True
             elif val.lower() in _FALSE:
                 values[dest] = False
@@ -259,13 +257,14 @@ def run(opts: ServerOptions) -> int:
             log.error("%s", e)
             return 1
         loop = asyncio.get_running_loop()
+        tasks: set[asyncio.Task[None]] = set()
 
         def stop(sig: int) -> None:
             log.info("Trapped %r signal", signal.Signals(sig).name)
             if opts.lame_duck_duration > 0 and sig == signal.SIGUSR2:
-                loop.create_task(server.lame_duck(opts.lame_duck_duration))
+                tasks.add(loop.create_task(server.lame_duck(opts.lame_duck_duration)))
             else:
-                loop.create_task(server.shutdown())
+                tasks.add(loop.create_task(server.shutdown()))
 
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2):
             with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -22,8 +22,16 @@ class ConfigError(ValueError):
 
 
 # Keys nats-server knows that natsd accepts without acting on them (logging cosmetics).
-_HARMLESS = {"logtime", "logtime_utc", "syslog", "remote_syslog", "log_size_limit",
-             "max_traced_msg_len", "connect_error_reports", "reconnect_error_reports"}
+_HARMLESS = {
+    "logtime",
+    "logtime_utc",
+    "syslog",
+    "remote_syslog",
+    "log_size_limit",
+    "max_traced_msg_len",
+    "connect_error_reports",
+    "reconnect_error_reports",
+}
 
 
 def _int(v: Any, key: str) -> int:

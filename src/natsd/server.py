@@ -16,8 +16,9 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -116,7 +117,9 @@ class Server:
         client.account.clients[client.cid] = client
         self.total_connections += 1
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s:%d - cid:%d - Client connection created", client.ip, client.port, client.cid)
+            log.debug(
+                "%s:%d - cid:%d - Client connection created", client.ip, client.port, client.cid
+            )
         return None
 
     def release(self, client: ClientConnection, reason: str) -> None:
@@ -124,9 +127,7 @@ class Server:
         client.account.clients.pop(client.cid, None)
         if reason in (CloseReason.SLOW_CONSUMER_PENDING, CloseReason.SLOW_CONSUMER_DEADLINE):
             self.slow_consumers += 1
-            log.info(
-                "%s:%d - cid:%d - Slow Consumer Detected", client.ip, client.port, client.cid
-            )
+            log.info("%s:%d - cid:%d - Slow Consumer Detected", client.ip, client.port, client.cid)
         elif reason == CloseReason.STALE:
             self.stale_connections += 1
         if log.isEnabledFor(logging.DEBUG):
@@ -175,7 +176,8 @@ class Server:
             self._prepare_jetstream()
         port = opts.port if opts.port > 0 else 0
         self._tcp = await loop.create_server(
-            self._new_client,
+            # ClientConnection implements asyncio.Protocol by duck typing (see its docstring).
+            cast("Callable[[], asyncio.Protocol]", self._new_client),
             host=opts.host or None,
             port=port,
             reuse_address=True,

@@ -16,7 +16,7 @@ import asyncio
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import orjson
 
@@ -48,17 +48,17 @@ _FLUSH_NOW = 65536
 
 
 class CloseReason:
-    CLIENT_CLOSED = "Client Closed"
-    SLOW_CONSUMER_PENDING = "Slow Consumer (Pending Bytes)"
-    SLOW_CONSUMER_DEADLINE = "Slow Consumer (Write Deadline)"
-    STALE = "Stale Connection"
-    AUTH_VIOLATION = "Authentication Failure"
-    AUTH_TIMEOUT = "Authentication Timeout"
-    PROTOCOL = "Protocol Violation"
-    MAX_PAYLOAD = "Maximum Payload Exceeded"
-    MAX_CONNECTIONS = "Maximum Connections Exceeded"
-    SERVER_SHUTDOWN = "Server Shutdown"
-    READ_ERROR = "Read Error"
+    CLIENT_CLOSED: Final = "Client Closed"
+    SLOW_CONSUMER_PENDING: Final = "Slow Consumer (Pending Bytes)"
+    SLOW_CONSUMER_DEADLINE: Final = "Slow Consumer (Write Deadline)"
+    STALE: Final = "Stale Connection"
+    AUTH_VIOLATION: Final = "Authentication Failure"
+    AUTH_TIMEOUT: Final = "Authentication Timeout"
+    PROTOCOL: Final = "Protocol Violation"
+    MAX_PAYLOAD: Final = "Maximum Payload Exceeded"
+    MAX_CONNECTIONS: Final = "Maximum Connections Exceeded"
+    SERVER_SHUTDOWN: Final = "Server Shutdown"
+    READ_ERROR: Final = "Read Error"
 
 
 class ClientHost(Protocol):
@@ -84,7 +84,9 @@ class ClientHost(Protocol):
     def log_debug(self, msg: str) -> None: ...
 
 
-class ClientConnection(asyncio.Protocol):
+class ClientConnection:
+    """An asyncio protocol (duck-typed so mypyc can compile it as a native class)."""
+
     def __init__(self, host: ClientHost, cid: int) -> None:
         self.host = host
         self.cid = cid
@@ -161,6 +163,9 @@ class ClientConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._close(self.close_reason or CloseReason.CLIENT_CLOSED, flush=False)
 
+    def eof_received(self) -> bool | None:
+        return None
+
     def pause_writing(self) -> None:
         loop = asyncio.get_running_loop()
         if self._deadline_timer is None:
@@ -184,48 +189,43 @@ class ClientConnection(asyncio.Protocol):
         self.last_activity = time.time()
         events = self.parser.feed(data)
         acct = self.account
+        sublist = acct.sublist
+        # Counters are summed in locals and stored once per read.
+        nin = 0
+        bin_ = 0
+        nout = 0
+        bout = 0
         for ev in events:
             op = ev[0]
-            if op == OP_PUB:
-                # (OP_PUB, subject, reply, sizeb, payload)
+            if op == OP_PUB or op == OP_HPUB:
+                # (OP_PUB, subject, reply, size, tail) / (OP_HPUB, subject, reply, hlen, size, tail)
+                if op == OP_PUB:
+                    hlen = 0
+                    size = ev[3]
+                    tail = ev[4]
+                else:
+                    if not self.headers:
+                        # nats-server drops a client that sends HPUB without headers support.
+                        self._close(CloseReason.PROTOCOL, flush=True)
+                        return
+                    hlen = ev[3]
+                    size = ev[4]
+                    tail = ev[5]
                 subject = ev[1]
-                payload = ev[4]
-                self.msgs_in += 1
-                self.bytes_in += len(payload)
-                acct.msgs_in += 1
-                acct.bytes_in += len(payload)
-                if self._pub_checks and not self._check_pub(subject, ev[2]):
+                reply = ev[2]
+                nin += 1
+                bin_ += size
+                if self._pub_checks and not self._check_pub(subject, reply):
+                    if self.closed:
+                        return
                     continue
-                psubs, qsubs = acct.sublist.match(subject)
+                psubs, qsubs = sublist.match(subject)
                 if psubs or qsubs:
-                    n = deliver(psubs, qsubs, subject, ev[2], ev[3], payload, 0, self)
-                    acct.msgs_out += n
-                    acct.bytes_out += n * len(payload)
-                elif ev[2] and self.no_responders:
-                    self._send_no_responders(subject, ev[2])
-                if self.verbose:
-                    self.send(OK)
-            elif op == OP_HPUB:
-                # (OP_HPUB, subject, reply, hlen, sizes, data)
-                if not self.headers:
-                    # nats-server drops the connection when HPUB arrives without headers.
-                    self._close(CloseReason.PROTOCOL, flush=True)
-                    return
-                subject = ev[1]
-                data_ = ev[5]
-                self.msgs_in += 1
-                self.bytes_in += len(data_)
-                acct.msgs_in += 1
-                acct.bytes_in += len(data_)
-                if self._pub_checks and not self._check_pub(subject, ev[2]):
-                    continue
-                psubs, qsubs = acct.sublist.match(subject)
-                if psubs or qsubs:
-                    n = deliver(psubs, qsubs, subject, ev[2], ev[4], data_, ev[3], self)
-                    acct.msgs_out += n
-                    acct.bytes_out += n * len(data_)
-                elif ev[2] and self.no_responders:
-                    self._send_no_responders(subject, ev[2])
+                    k = deliver(psubs, qsubs, subject, reply, tail, size, hlen, self)
+                    nout += k
+                    bout += k * size
+                elif reply and self.no_responders:
+                    self._send_no_responders(subject, reply)
                 if self.verbose:
                     self.send(OK)
             elif op == OP_SUB:
@@ -248,6 +248,8 @@ class ClientConnection(asyncio.Protocol):
             elif op == OP_CONNECT:
                 if not self._process_connect(ev[1]):
                     return
+                acct = self.account
+                sublist = acct.sublist
             elif op == OP_ERR:
                 msg = ev[1]
                 if msg is not None:
@@ -256,7 +258,14 @@ class ClientConnection(asyncio.Protocol):
                 if msg == "Maximum Payload Violation":
                     reason = CloseReason.MAX_PAYLOAD
                 self._close(reason, flush=True)
-                return
+                break
+        if nin:
+            self.msgs_in += nin
+            self.bytes_in += bin_
+            acct.msgs_in += nin
+            acct.bytes_in += bin_
+            acct.msgs_out += nout
+            acct.bytes_out += bout
         if len(data) >= _FLUSH_NOW:
             # Large reads carry many messages: start writing them before the next read.
             self.host.flusher.run()
@@ -277,7 +286,9 @@ class ClientConnection(asyncio.Protocol):
         perms = self.permissions
         if perms is not None and perms.publish is not None and not perms.publish.allowed(subject):
             self.send(
-                encode_err(f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"')
+                encode_err(
+                    f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"'
+                )
             )
             return False
         return True

@@ -20,7 +20,7 @@ def parse_headers(block: bytes) -> tuple[int | None, str, dict[str, list[str]]]:
     if not block.startswith(_PREFIX):
         raise HeaderError("header block must start with NATS/1.0")
     lines = block.split(b"\r\n")
-    first = lines[0][len(_PREFIX):].strip()
+    first = lines[0][len(_PREFIX) :].strip()
     status: int | None = None
     desc = ""
     if first:

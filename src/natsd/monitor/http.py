@@ -22,8 +22,9 @@ __all__ = ["MonitorServer"]
 
 
 def _json(data: Any) -> web.Response:
-    return web.Response(body=orjson.dumps(data, option=orjson.OPT_INDENT_2),
-                        content_type="application/json")
+    return web.Response(
+        body=orjson.dumps(data, option=orjson.OPT_INDENT_2), content_type="application/json"
+    )
 
 
 def _ts(t: float) -> str:
@@ -66,8 +67,10 @@ class MonitorServer:
             f'<a href="/{p}">{p}</a><br/>'
             for p in ("varz", "connz", "subsz", "accountz", "healthz", "metrics")
         )
-        return web.Response(text=f"<html><body>natsd {__version__}<br/>{links}</body></html>",
-                            content_type="text/html")
+        return web.Response(
+            text=f"<html><body>natsd {__version__}<br/>{links}</body></html>",
+            content_type="text/html",
+        )
 
     def varz_data(self) -> dict[str, Any]:
         s = self.server
@@ -177,15 +180,17 @@ class MonitorServer:
             if want_subs:
                 info["subscriptions_list"] = [sub.subject.decode() for sub in c.subs.values()]
             conns.append(info)
-        return _json({
-            "server_id": s.server_id,
-            "now": _ts(now),
-            "num_connections": len(page),
-            "total": len(clients),
-            "offset": offset,
-            "limit": limit,
-            "connections": conns,
-        })
+        return _json(
+            {
+                "server_id": s.server_id,
+                "now": _ts(now),
+                "num_connections": len(page),
+                "total": len(clients),
+                "offset": offset,
+                "limit": limit,
+                "connections": conns,
+            }
+        )
 
     async def subsz(self, request: web.Request) -> web.Response:
         s = self.server
@@ -239,12 +244,14 @@ class MonitorServer:
 
     async def accountz(self, request: web.Request) -> web.Response:
         s = self.server
-        return _json({
-            "server_id": s.server_id,
-            "now": _ts(time.time()),
-            "system_account": "$SYS",
-            "accounts": sorted(s.accounts),
-        })
+        return _json(
+            {
+                "server_id": s.server_id,
+                "now": _ts(time.time()),
+                "system_account": "$SYS",
+                "accounts": sorted(s.accounts),
+            }
+        )
 
     async def healthz(self, request: web.Request) -> web.Response:
         if not self.server.ready.is_set():

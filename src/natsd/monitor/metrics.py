@@ -64,5 +64,5 @@ class _VarzCollector:
 
 def render_metrics(server: Server, varz: dict[str, Any]) -> tuple[bytes, str]:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_VarzCollector(server, varz))  # type: ignore[arg-type]
+    registry.register(_VarzCollector(server, varz))
     return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -4,9 +4,14 @@
 an ``OP_*`` tag, because the hot path creates one per message and tuples are the cheapest
 immutable value in CPython:
 
-* ``(OP_PUB, subject, reply | None, size_token, payload)``
-* ``(OP_HPUB, subject, reply | None, hdr_len, sizes_token, hdr_and_payload)`` where
-  ``sizes_token`` is ``b"<hdr_len> <total_len>"`` ready to be copied into an HMSG line
+* ``(OP_PUB, subject, reply | None, size, tail)``
+* ``(OP_HPUB, subject, reply | None, hdr_len, total_len, tail)``
+
+  ``tail`` is ``b" <size>\r\n<payload>\r\n"`` (for HPUB
+  ``b" <hdr> <total>\r\n<headers+payload>\r\n"``): exactly the end of the MSG/HMSG frame
+  a subscriber receives, usually one slice of the input, so fan-out only prepends
+  ``MSG <subject> <sid>``. ``message_body(tail, size)`` returns the payload (headers
+  included for HPUB).
 * ``(OP_SUB, subject, queue | None, sid)``, ``(OP_UNSUB, sid, max | None)``
 * ``(OP_CONNECT, json_bytes)``, ``(OP_PING,)``, ``(OP_PONG,)``
 * ``(OP_ERR, message | None)``: the peer broke the protocol. ``message`` is the text
@@ -37,6 +42,7 @@ __all__ = [
     "OP_UNSUB",
     "Event",
     "Parser",
+    "message_body",
 ]
 
 OP_PUB = 1
@@ -137,14 +143,20 @@ class Parser:
                 if size > self.max_payload:
                     return self._fail(ev, ERR_MAX_PAYLOAD)
                 start = eol + 1
-                stop = start + size
-                if stop + 2 > n:
-                    self._hold(data, pos, stop + 2 - pos)
+                stop = start + size + 2
+                if stop > n:
+                    self._hold(data, pos, stop - pos)
                     return ev
-                if data[stop : stop + 2] != b"\r\n":
+                if not data.startswith(b"\r\n", stop - 2):
                     return self._fail(ev, ERR_UNKNOWN_OP)
-                append((OP_PUB, subject, reply, sizeb, data[start:stop]))
-                pos = stop + 2
+                ts = end - len(sizeb) - 1
+                if data[ts] == 32 and end != eol and data[end - 1] > 32:
+                    # Canonical "PUB s 12\r\n": " 12\r\n<payload>\r\n" is one slice.
+                    tail = data[ts:stop]
+                else:
+                    tail = b" " + sizeb + b"\r\n" + data[start:stop]
+                append((OP_PUB, subject, reply, size, tail))
+                pos = stop
                 continue
             if c0 == 72 or c0 == 104:  # 'H' / 'h': HPUB
                 if data[pos : pos + 5].upper() not in _HPUB_HEADS:
@@ -169,14 +181,24 @@ class Parser:
                 if size > self.max_payload:
                     return self._fail(ev, ERR_MAX_PAYLOAD)
                 start = eol + 1
-                stop = start + size
-                if stop + 2 > n:
-                    self._hold(data, pos, stop + 2 - pos)
+                stop = start + size + 2
+                if stop > n:
+                    self._hold(data, pos, stop - pos)
                     return ev
-                if data[stop : stop + 2] != b"\r\n":
+                if not data.startswith(b"\r\n", stop - 2):
                     return self._fail(ev, ERR_UNKNOWN_OP)
-                append((OP_HPUB, subject, reply, hlen, hb + b" " + tb, data[start:stop]))
-                pos = stop + 2
+                ts = end - len(tb) - len(hb) - 2
+                if (
+                    data[ts] == 32
+                    and data[end - len(tb) - 1] == 32
+                    and end != eol
+                    and data[end - 1] > 32
+                ):
+                    tail = data[ts:stop]
+                else:
+                    tail = b" " + hb + b" " + tb + b"\r\n" + data[start:stop]
+                append((OP_HPUB, subject, reply, hlen, size, tail))
+                pos = stop
                 continue
             line = data[pos:end]
             verb, _, rest = line.partition(b" ")
@@ -234,6 +256,12 @@ class Parser:
         self._acc = None
         ev.append((OP_ERR, message))
         return ev
+
+
+def message_body(tail: bytes, size: int) -> bytes:
+    """The payload bytes (headers and body for HPUB) inside a PUB/HPUB event's ``tail``."""
+    n = len(tail)
+    return tail[n - size - 2 : n - 2]
 
 
 def _is_connect(data: bytes, pos: int) -> bool:

@@ -1,15 +1,16 @@
 """Fan-out of one published message to the subscriptions that match it.
 
-This is the hot path. It builds each MSG/HMSG frame with two byte concatenations: the part
-that depends only on the message (subject, reply, sizes, payload) is built once, and only the
-``sid`` differs per subscriber. Sizes are copied from the publisher's control line instead of
-being formatted again.
+This is the hot path. Each MSG/HMSG frame is two byte concatenations: ``MSG <subject> `` is
+built once per message, the parser already sliced `` <size>\r\n<payload>\r\n`` out of the
+publisher's input, and only the ``sid`` differs per subscriber. Sizes are copied from the
+publisher's control line instead of being formatted again.
 """
 
 from __future__ import annotations
 
 from random import randrange
 
+from natsd.protocol.parser import message_body
 from natsd.router.subscription import Sink, Subscription
 
 __all__ = ["deliver", "no_responders_frame"]
@@ -22,29 +23,25 @@ def deliver(
     qsubs: list[list[Subscription]],
     subject: bytes,
     reply: bytes | None,
-    sizeb: bytes,
-    payload: bytes,
+    tail: bytes,
+    size: int,
     hlen: int,
     publisher: Sink | None,
 ) -> int:
     """Deliver to every plain subscription and one member of each queue group.
 
-    ``hlen`` is the header length (0 for PUB; then ``sizeb`` is the payload size, otherwise
-    ``b"<hdr> <total>"`` and ``payload`` holds headers and body). Returns deliveries made.
+    ``tail`` is ``b" <sizes>\r\n<data>\r\n"`` from the parser, ``size`` the length of
+    ``<data>`` and ``hlen`` the length of its header block (0 for PUB). Returns the number of
+    deliveries made.
     """
-    if hlen:
-        head = b"HMSG " + subject + b" "
-    else:
-        head = b"MSG " + subject + b" "
+    head = b"HMSG " + subject + b" " if hlen else b"MSG " + subject + b" "
     if reply:
-        tail = b" " + reply + b" " + sizeb + _CRLF + payload + _CRLF
-    else:
-        tail = b" " + sizeb + _CRLF + payload + _CRLF
+        tail = b" " + reply + tail
     n = 0
     for sub in psubs:
         c = sub.client
         if c is None:
-            _internal(sub, subject, reply, payload, hlen)
+            _internal(sub, subject, reply, tail, size, hlen)
             n += 1
             continue
         if c is publisher and not c.echo:
@@ -52,13 +49,13 @@ def deliver(
         if c.sub_deny is not None and c.sub_deny(subject):
             continue
         if hlen and not c.headers:
-            frame = _strip_headers(subject, sub.sid, reply, payload[hlen:])
+            frame = _strip_headers(subject, sub.sid, reply, message_body(tail, size)[hlen:])
         else:
             frame = head + sub.sid + tail
         c.out.append(frame)
         c.out_size += len(frame)
         c.msgs_out += 1
-        c.bytes_out += len(payload)
+        c.bytes_out += size
         if not c.flush_pending:
             c.kick()
         n += 1
@@ -68,25 +65,25 @@ def deliver(
                 c.sub_exhausted(sub)
     for group in qsubs:
         # One member of the group, picked at random; skip members that cannot take it.
-        size = len(group)
-        start = randrange(size) if size > 1 else 0
-        for k in range(size):
-            sub = group[(start + k) % size]
+        gsize = len(group)
+        start = randrange(gsize) if gsize > 1 else 0
+        for k in range(gsize):
+            sub = group[(start + k) % gsize]
             c = sub.client
             if c is None:
-                _internal(sub, subject, reply, payload, hlen)
+                _internal(sub, subject, reply, tail, size, hlen)
                 n += 1
                 break
             if c is publisher and not c.echo:
                 continue
             if hlen and not c.headers:
-                frame = _strip_headers(subject, sub.sid, reply, payload[hlen:])
+                frame = _strip_headers(subject, sub.sid, reply, message_body(tail, size)[hlen:])
             else:
                 frame = head + sub.sid + tail
             c.out.append(frame)
             c.out_size += len(frame)
             c.msgs_out += 1
-            c.bytes_out += len(payload)
+            c.bytes_out += size
             if not c.flush_pending:
                 c.kick()
             n += 1
@@ -98,9 +95,12 @@ def deliver(
     return n
 
 
-def _internal(sub: Subscription, subject: bytes, reply: bytes | None, data: bytes, hlen: int) -> None:
+def _internal(
+    sub: Subscription, subject: bytes, reply: bytes | None, tail: bytes, size: int, hlen: int
+) -> None:
     cb = sub.callback
     assert cb is not None
+    data = message_body(tail, size)
     if hlen:
         cb(sub, subject, reply, data[:hlen], data[hlen:])
     else:

@@ -2,8 +2,8 @@
 
 The router never imports the connection layer: a client connection is any object that
 satisfies ``Sink``. The fan-out loop appends encoded frames straight to ``sink.out`` and
-calls ``sink.kick()`` only when the sink has no flush pending yet, because a method call per message is the
-single largest cost of delivery in CPython.
+calls ``sink.kick()`` only when the sink has no flush pending yet, because a method call
+per message is the single largest cost of delivery in CPython.
 """
 
 from __future__ import annotations
