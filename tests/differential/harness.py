@@ -323,11 +323,25 @@ def parse_info(line: bytes, drop: Iterable[str] = VOLATILE_INFO_FIELDS) -> dict[
     return info
 
 
-def split_lines(data: bytes) -> list[str]:
+def split_lines(data: bytes, info_drop: Iterable[str] = VOLATILE_INFO_FIELDS) -> list[str]:
+    """Split server output on CRLF. Later ``INFO {...}`` lines (async INFO)
+    are normalised like the greeting: volatile fields dropped, keys sorted."""
     parts = data.split(b"\r\n")
     if parts and parts[-1] == b"":
         parts.pop()
-    return [p.decode("utf-8", "backslashreplace") for p in parts]
+    drop = frozenset(info_drop)
+    out = []
+    for p in parts:
+        if p.startswith(b"INFO {"):
+            try:
+                info = parse_info(p, drop)
+            except ValueError:
+                pass
+            else:
+                out.append("INFO " + json.dumps(info, sort_keys=True, separators=(",", ":")))
+                continue
+        out.append(p.decode("utf-8", "backslashreplace"))
+    return out
 
 
 def _recv_available(
@@ -433,7 +447,7 @@ def run_raw(
         end = data.index(b"\r\n") if b"\r\n" in data else len(data)
         info = parse_info(data[:end], info_drop)
         rest = data[end + 2 :]
-    return Transcript(info, split_lines(rest), closed, data)
+    return Transcript(info, split_lines(rest, info_drop), closed, data)
 
 
 def _recv_until(

@@ -75,7 +75,7 @@ async def test_wildcards(server, connect, pattern, matching, non_matching) -> No
         await pub_nc.publish(subj, subj.encode())
     # A sentinel published last on a subject the pattern matches proves ordering is done.
     await pub_nc.flush()
-    await wait_for(lambda: len(got) >= len(matching), what=f"{len(matching)} messages")
+    await wait_for(lambda: len(got) >= len(matching), what=lambda: f"{matching} got {[m.subject for m in got]} errs={sub_nc.test_errors} {pub_nc.test_errors} stats={sub_nc.stats} {pub_nc.stats} {sub_nc.is_connected}")
     await asyncio.sleep(0.1)
     assert sorted(m.subject for m in got) == sorted(matching)
     assert all(m.data == m.subject.encode() for m in got)

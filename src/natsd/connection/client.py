@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import orjson
@@ -35,7 +34,7 @@ from natsd.protocol.parser import (
 )
 from natsd.router.account import Account
 from natsd.router.deliver import deliver, no_responders_frame
-from natsd.router.subscription import Subscription
+from natsd.router.subscription import Sink, Subscription
 
 if TYPE_CHECKING:
     from natsd.connection.flusher import Flusher
@@ -84,27 +83,18 @@ class ClientHost(Protocol):
     def log_debug(self, msg: str) -> None: ...
 
 
-class ClientConnection:
+class ClientConnection(Sink):
     """An asyncio protocol (duck-typed so mypyc can compile it as a native class)."""
 
     def __init__(self, host: ClientHost, cid: int) -> None:
+        super().__init__(cid)
         self.host = host
-        self.cid = cid
         lim = host.limits
         self.limits = lim
         self.parser = Parser(lim.max_payload, lim.max_control_line)
         self.transport: asyncio.Transport | None = None
         self.account: Account = host.default_account()
         self.subs: dict[bytes, Subscription] = {}
-        # Sink interface used by router.deliver.
-        self.out: list[bytes] = []
-        self.out_size = 0
-        self.flush_pending = False
-        self.headers = False
-        self.echo = True
-        self.sub_deny: Callable[[bytes], bool] | None = None
-        self.msgs_out = 0
-        self.bytes_out = 0
         self.msgs_in = 0
         self.bytes_in = 0
         # CONNECT state

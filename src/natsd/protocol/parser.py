@@ -109,11 +109,13 @@ class Parser:
             self._buf = b""
         n = len(data)
         pos = 0
-        find = data.find
         append = ev.append
         mcl = self.max_control_line
+        maxp = self.max_payload
+        # Tabs are legal separators; one memchr per read keeps them off the fast path.
+        fast = b"\t" not in data
         while pos < n:
-            eol = find(b"\n", pos)
+            eol = data.find(b"\n", pos)
             if eol < 0:
                 # No complete line yet. The +6 allows for the verb and its separator.
                 if n - pos > mcl + 6 and not _is_connect(data, pos):
@@ -123,6 +125,47 @@ class Parser:
                 break
             end = eol - 1 if eol > pos and data[eol - 1] == 13 else eol
             c0 = data[pos]
+            if (
+                c0 == 80
+                and fast
+                and end != eol
+                and end - pos > 6
+                and end - pos - 4 <= mcl
+                and data[pos + 1] == 85
+                and data[pos + 2] == 66
+                and data[pos + 3] == 32
+            ):
+                # Fast path for the canonical "PUB <subject> [<reply>] <size>\r\n": single
+                # spaces, decimal size. Indexing and find() keep it free of temporary lists;
+                # anything unusual falls through to the general path below.
+                sp = data.find(b" ", pos + 4, end)
+                if sp > pos + 4:
+                    ds = sp + 1
+                    reply = None
+                    sp2 = data.find(b" ", ds, end)
+                    if sp2 > ds:
+                        reply = data[ds:sp2]
+                        ds = sp2 + 1
+                    size = -1
+                    if (sp2 < 0 or sp2 > sp + 1) and 0 < end - ds <= 10:
+                        size = 0
+                        i = ds
+                        while i < end:
+                            d = data[i] - 48
+                            if d < 0 or d > 9:
+                                size = -1
+                                break
+                            size = size * 10 + d
+                            i += 1
+                    if 0 <= size <= maxp:
+                        stop = eol + 3 + size
+                        if stop > n:
+                            self._hold(data, pos, stop - pos)
+                            return ev
+                        if data[stop - 2] == 13 and data[stop - 1] == 10:
+                            append((OP_PUB, data[pos + 4 : sp], reply, size, data[ds - 1 : stop]))
+                            pos = stop
+                            continue
             if data.startswith(b"PUB ", pos) or (
                 (c0 == 80 or c0 == 112) and data[pos : pos + 4].upper() in _PUB_HEADS
             ):
@@ -140,7 +183,7 @@ class Parser:
                 if not sizeb.isdigit():
                     return self._fail(ev, None)
                 size = int(sizeb)
-                if size > self.max_payload:
+                if size > maxp:
                     return self._fail(ev, ERR_MAX_PAYLOAD)
                 start = eol + 1
                 stop = start + size + 2

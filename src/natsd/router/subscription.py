@@ -9,28 +9,37 @@ per message is the single largest cost of delivery in CPython.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 __all__ = ["InternalCallback", "Sink", "Subscription"]
 
 
-class Sink(Protocol):
-    cid: int
-    out: list[bytes]
-    out_size: int
-    flush_pending: bool
-    headers: bool
-    echo: bool
-    # None unless the user has subscribe deny rules that must be checked per delivery.
-    sub_deny: Callable[[bytes], bool] | None
-    msgs_out: int
-    bytes_out: int
+class Sink:
+    """The outbound side of a subscriber, as the fan-out loop sees it.
+
+    A concrete base class rather than a Protocol: under mypyc, attribute access on a native
+    class is a struct field read, while a Protocol forces a dictionary lookup per access,
+    and the fan-out loop touches these fields for every delivered message.
+    """
+
+    def __init__(self, cid: int) -> None:
+        self.cid = cid
+        self.out: list[bytes] = []
+        self.out_size = 0
+        self.flush_pending = False
+        self.headers = False
+        self.echo = True
+        # None unless the user has subscribe deny rules that must be checked per delivery.
+        self.sub_deny: Callable[[bytes], bool] | None = None
+        self.msgs_out = 0
+        self.bytes_out = 0
 
     def kick(self) -> None:
         """Frames were appended to ``out`` and no flush is pending: schedule one."""
+        raise NotImplementedError
 
     def sub_exhausted(self, sub: Subscription) -> None:
         """A subscription reached its UNSUB max and must be removed."""
+        raise NotImplementedError
 
 
 # (sub, subject, reply, headers | None, payload)
