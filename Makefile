@@ -4,7 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench bench-quick clean
+FAST := build/mypyc/.stamp
+HOT := $(wildcard src/natsd/*/*.py) tools/build_mypyc.sh
+
+.PHONY: run run-pure test test-compiled lint typecheck unit bench bench-quick compile clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -12,13 +15,28 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
-## run: start natsd with JetStream on, data under ./data, port 4222, monitoring on 8222
-run: $(STAMP)
+$(FAST): $(STAMP) $(HOT)
+	PYTHON=$(BIN)/python tools/build_mypyc.sh
+	@touch $(FAST)
+
+## compile: build the mypyc-compiled hot path into build/mypyc (src/ stays pure Python)
+compile: $(FAST)
+
+## run: start natsd (compiled hot path) with JetStream on, data in ./data, port 4222, monitoring 8222
+run: $(FAST)
+	PYTHONPATH=build/mypyc $(BIN)/python -m natsd -js -sd ./data -p 4222 -m 8222
+
+## run-pure: the same with the pure-Python modules
+run-pure: $(STAMP)
 	$(BIN)/natsd -js -sd ./data -p 4222 -m 8222
 
-## test: lint, type-check and run the whole test suite
+## test: lint, type-check, the whole suite on pure Python, then unit+integration compiled
 test: lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(MAKE) test-compiled
+
+test-compiled: $(FAST)
+	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -30,10 +48,13 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
 ## bench: natsd vs nats-server side by side (1M msgs, 3 repeats)
-bench: $(STAMP)
-	$(BIN)/python bench/bench.py --repeat 3
+bench: $(FAST)
+	$(BIN)/python bench/bench.py --repeat 3 --natsd-cmd "env PYTHONPATH=build/mypyc $(BIN)/python -m natsd"
 
-bench-quick: $(STAMP)
+bench-quick: $(FAST)
+	$(BIN)/python bench/bench.py --quick --natsd-cmd "env PYTHONPATH=build/mypyc $(BIN)/python -m natsd"
+
+bench-pure: $(STAMP)
 	$(BIN)/python bench/bench.py --quick
 
 clean:

@@ -17,6 +17,7 @@ from natsd.protocol.parser import (
     OP_SUB,
     OP_UNSUB,
     Parser,
+    message_body,
 )
 
 ERR_UNKNOWN = "Unknown Protocol Operation"
@@ -25,15 +26,44 @@ ERR_MAXP = "Maximum Payload Violation"
 VALID_OPS = {OP_PUB, OP_HPUB, OP_SUB, OP_UNSUB, OP_PING, OP_PONG, OP_CONNECT, OP_ERR}
 
 
+def _body(tail: bytes, size: int) -> bytes:
+    assert tail.startswith(b" ") and tail.endswith(b"\r\n"), tail
+    body = tail[len(tail) - size - 2 : len(tail) - 2]
+    assert len(body) == size
+    return body
+
+
+def norm(ev: tuple) -> tuple:
+    """PUB/HPUB events as (op, subject, reply, [hdr_len,] payload).
+
+    The parser hands the frame's ``tail`` (`` <sizes>\r\n<payload>\r\n``) to the router; the
+    tests compare semantic content and check the tail's exact bytes separately.
+    """
+    if ev[0] == OP_PUB:
+        _, subject, reply, size, tail = ev
+        if isinstance(size, bytes):  # (OP_PUB, subject, reply, size_token, payload) layout
+            return (OP_PUB, subject, reply, tail)
+        assert message_body(tail, size) == _body(tail, size)
+        return (OP_PUB, subject, reply, _body(tail, size))
+    if ev[0] == OP_HPUB:
+        _, subject, reply, hlen, size, tail = ev
+        if isinstance(size, bytes):  # (..., hdr_len, sizes_token, data) layout
+            return (OP_HPUB, subject, reply, hlen, tail)
+        body = _body(tail, size)
+        assert hlen <= size
+        return (OP_HPUB, subject, reply, hlen, body)
+    return ev
+
+
 def parse(data: bytes, **kw: int) -> list[tuple]:
-    return Parser(**kw).feed(data)
+    return [norm(e) for e in Parser(**kw).feed(data)]
 
 
 def feed_chunks(chunks: list[bytes], **kw: int) -> list[tuple]:
     p = Parser(**kw)
     out: list[tuple] = []
     for c in chunks:
-        out.extend(p.feed(c))
+        out.extend(norm(e) for e in p.feed(c))
     return out
 
 
@@ -41,26 +71,26 @@ def feed_chunks(chunks: list[bytes], **kw: int) -> list[tuple]:
 
 
 def test_pub_without_reply() -> None:
-    assert parse(b"PUB foo 5\r\nhello\r\n") == [(OP_PUB, b"foo", None, b"5", b"hello")]
+    assert parse(b"PUB foo 5\r\nhello\r\n") == [(OP_PUB, b"foo", None, b"hello")]
 
 
 def test_pub_with_reply() -> None:
     assert parse(b"PUB foo.bar _INBOX.x 2\r\nhi\r\n") == [
-        (OP_PUB, b"foo.bar", b"_INBOX.x", b"2", b"hi")
+        (OP_PUB, b"foo.bar", b"_INBOX.x", b"hi")
     ]
 
 
 def test_pub_empty_payload() -> None:
-    assert parse(b"PUB foo 0\r\n\r\n") == [(OP_PUB, b"foo", None, b"0", b"")]
+    assert parse(b"PUB foo 0\r\n\r\n") == [(OP_PUB, b"foo", None, b"")]
 
 
 def test_pub_payload_containing_crlf() -> None:
-    assert parse(b"PUB foo 6\r\na\r\nb\r\n\r\n") == [(OP_PUB, b"foo", None, b"6", b"a\r\nb\r\n")]
+    assert parse(b"PUB foo 6\r\na\r\nb\r\n\r\n") == [(OP_PUB, b"foo", None, b"a\r\nb\r\n")]
 
 
 def test_pub_size_token_copied_verbatim() -> None:
     # The size token is kept as sent so it can be copied into the MSG line.
-    assert parse(b"PUB foo 005\r\nhello\r\n") == [(OP_PUB, b"foo", None, b"005", b"hello")]
+    assert parse(b"PUB foo 005\r\nhello\r\n") == [(OP_PUB, b"foo", None, b"hello")]
 
 
 def test_hpub_without_reply() -> None:
@@ -68,20 +98,77 @@ def test_hpub_without_reply() -> None:
     data = b"HPUB foo %d %d\r\n%shello\r\n" % (len(hdr), len(hdr) + 5, hdr)
     ev = parse(data)
     assert ev == [
-        (OP_HPUB, b"foo", None, len(hdr), b"%d %d" % (len(hdr), len(hdr) + 5), hdr + b"hello")
+        (OP_HPUB, b"foo", None, len(hdr), hdr + b"hello")
     ]
 
 
 def test_hpub_with_reply() -> None:
     hdr = b"NATS/1.0\r\n\r\n"
     ev = parse(b"HPUB foo rep 12 14\r\n" + hdr + b"hi\r\n")
-    assert ev == [(OP_HPUB, b"foo", b"rep", 12, b"12 14", hdr + b"hi")]
+    assert ev == [(OP_HPUB, b"foo", b"rep", 12, hdr + b"hi")]
 
 
-def test_hpub_sizes_token_normalised_to_single_space() -> None:
+def test_hpub_with_tabs_and_extra_spaces() -> None:
     hdr = b"NATS/1.0\r\n\r\n"
     ev = parse(b"HPUB foo   12\t 12\r\n" + hdr + b"\r\n")
-    assert ev == [(OP_HPUB, b"foo", None, 12, b"12 12", hdr)]
+    assert ev == [(OP_HPUB, b"foo", None, 12, hdr)]
+
+
+# The router copies the event's tail straight into MSG/HMSG frames, so its exact bytes matter.
+@pytest.mark.parametrize(
+    ("data", "event"),
+    [
+        (b"PUB foo 5\r\nhello\r\n", (OP_PUB, b"foo", None, 5, b" 5\r\nhello\r\n")),
+        (b"PUB foo r.1 2\r\nhi\r\n", (OP_PUB, b"foo", b"r.1", 2, b" 2\r\nhi\r\n")),
+        (b"PUB foo 0\r\n\r\n", (OP_PUB, b"foo", None, 0, b" 0\r\n\r\n")),
+        (b"PUB foo 2\nhi\r\n", (OP_PUB, b"foo", None, 2, b" 2\r\nhi\r\n")),
+        (b"PUB\tfoo\t2\r\nhi\r\n", (OP_PUB, b"foo", None, 2, b" 2\r\nhi\r\n")),
+        (b"PUB foo  r  2 \r\nhi\r\n", (OP_PUB, b"foo", b"r", 2, b" 2\r\nhi\r\n")),
+        (b"pub foo 2\r\nhi\r\n", (OP_PUB, b"foo", None, 2, b" 2\r\nhi\r\n")),
+        (
+            b"HPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+            (OP_HPUB, b"foo", None, 12, 14, b" 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"),
+        ),
+        (
+            b"HPUB foo r 12 14\r\nNATS/1.0\r\n\r\nhi\r\n",
+            (OP_HPUB, b"foo", b"r", 12, 14, b" 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"),
+        ),
+        (
+            b"HPUB\tfoo  12\t14\nNATS/1.0\r\n\r\nhi\r\n",
+            (OP_HPUB, b"foo", None, 12, 14, b" 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"),
+        ),
+    ],
+)
+def test_pub_event_tail_bytes(data: bytes, event: tuple) -> None:
+    assert Parser().feed(data) == [event]
+    # Identical when the frame arrives byte by byte.
+    p = Parser()
+    got: list[tuple] = []
+    for i in range(len(data)):
+        got.extend(p.feed(data[i : i + 1]))
+    assert got == [event]
+
+
+def test_message_body_extracts_payload_from_tail() -> None:
+    (ev,) = Parser().feed(b"PUB foo 6\r\nab\r\ncd\r\n")
+    assert message_body(ev[4], ev[3]) == b"ab\r\ncd"
+    (ev,) = Parser().feed(b"HPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n")
+    assert message_body(ev[5], ev[4]) == b"NATS/1.0\r\n\r\nhi"
+
+
+@pytest.mark.xfail(
+    reason="bug: PUB args are split with bytes.split() (any ASCII whitespace incl. \\x0b/\\x0c) "
+    "on the general path but only on ' ' on the fast path, which is taken only when the read "
+    "holds no tab; the same bytes parse differently depending on read boundaries",
+    strict=True,
+)
+def test_vertical_tab_in_subject_parses_the_same_however_split() -> None:
+    data = b"PUB foo\x0bbar 5\r\nhello\r\nSUB\tx 1\r\n"
+    whole = Parser().feed(data)
+    p = Parser()
+    cut = data.index(b"SUB")
+    split = p.feed(data[:cut]) + p.feed(data[cut:])
+    assert [norm(e) for e in whole] == [norm(e) for e in split]
 
 
 def test_sub_without_and_with_queue() -> None:
@@ -131,8 +218,8 @@ def test_lowercase_and_mixed_case_verbs() -> None:
         b"connect {}\r\n"
     )
     assert parse(data) == [
-        (OP_PUB, b"foo", None, b"1", b"a"),
-        (OP_HPUB, b"foo", None, 12, b"12 12", b"NATS/1.0\r\n\r\n"),
+        (OP_PUB, b"foo", None, b"a"),
+        (OP_HPUB, b"foo", None, 12, b"NATS/1.0\r\n\r\n"),
         (OP_SUB, b"foo", None, b"1"),
         (OP_SUB, b"foo", b"q", b"2"),
         (OP_UNSUB, b"1", None),
@@ -146,7 +233,7 @@ def test_lowercase_and_mixed_case_verbs() -> None:
 def test_newline_only_line_endings() -> None:
     data = b"PUB foo 2\nhi\r\nSUB foo 1\nUNSUB 1 2\nPING\nPONG\nCONNECT {}\n"
     assert parse(data) == [
-        (OP_PUB, b"foo", None, b"2", b"hi"),
+        (OP_PUB, b"foo", None, b"hi"),
         (OP_SUB, b"foo", None, b"1"),
         (OP_UNSUB, b"1", 2),
         (OP_PING,),
@@ -158,7 +245,7 @@ def test_newline_only_line_endings() -> None:
 def test_tabs_and_extra_spaces_as_separators() -> None:
     data = b"PUB\tfoo\t3\r\nabc\r\nSUB\tfoo\t\t1\r\nSUB   bar   q   2  \r\n"
     assert parse(data) == [
-        (OP_PUB, b"foo", None, b"3", b"abc"),
+        (OP_PUB, b"foo", None, b"abc"),
         (OP_SUB, b"foo", None, b"1"),
         (OP_SUB, b"bar", b"q", b"2"),
     ]
@@ -169,7 +256,7 @@ def test_buffered_reports_held_bytes() -> None:
     assert p.buffered == 0
     assert p.feed(b"PUB foo 5\r\nhel") == []
     assert p.buffered == len(b"PUB foo 5\r\nhel")
-    assert p.feed(b"lo\r\n") == [(OP_PUB, b"foo", None, b"5", b"hello")]
+    assert [norm(e) for e in p.feed(b"lo\r\n")] == [(OP_PUB, b"foo", None, b"hello")]
     assert p.buffered == 0
     assert p.feed(b"PIN") == []
     assert p.buffered == 3
@@ -187,33 +274,33 @@ MIXED: list[tuple[bytes, tuple | None]] = [
     (b"PONG\r\n", (OP_PONG,)),
     (b"SUB foo.bar 1\r\n", (OP_SUB, b"foo.bar", None, b"1")),
     (b"SUB foo.* workers 2\r\n", (OP_SUB, b"foo.*", b"workers", b"2")),
-    (b"PUB foo.bar 5\r\nhello\r\n", (OP_PUB, b"foo.bar", None, b"5", b"hello")),
+    (b"PUB foo.bar 5\r\nhello\r\n", (OP_PUB, b"foo.bar", None, b"hello")),
     (b"PUB foo.bar _INBOX.abc 11\r\nhello world\r\n",
-     (OP_PUB, b"foo.bar", b"_INBOX.abc", b"11", b"hello world")),
-    (b"PUB crlf 8\r\n\r\nPING\r\n\r\n", (OP_PUB, b"crlf", None, b"8", b"\r\nPING\r\n")),
-    (b"PUB empty 0\r\n\r\n", (OP_PUB, b"empty", None, b"0", b"")),
+     (OP_PUB, b"foo.bar", b"_INBOX.abc", b"hello world")),
+    (b"PUB crlf 8\r\n\r\nPING\r\n\r\n", (OP_PUB, b"crlf", None, b"\r\nPING\r\n")),
+    (b"PUB empty 0\r\n\r\n", (OP_PUB, b"empty", None, b"")),
     (b"HPUB h.x %d %d\r\n%sbody\r\n" % (len(_HDR), len(_HDR) + 4, _HDR),
-     (OP_HPUB, b"h.x", None, len(_HDR), b"%d %d" % (len(_HDR), len(_HDR) + 4), _HDR + b"body")),
+     (OP_HPUB, b"h.x", None, len(_HDR), _HDR + b"body")),
     (b"HPUB h.y r.1 %d %d\r\n%s\r\n" % (len(_HDR), len(_HDR), _HDR),
-     (OP_HPUB, b"h.y", b"r.1", len(_HDR), b"%d %d" % (len(_HDR), len(_HDR)), _HDR)),
+     (OP_HPUB, b"h.y", b"r.1", len(_HDR), _HDR)),
     (b"UNSUB 1\r\n", (OP_UNSUB, b"1", None)),
     (b"UNSUB 2 100\r\n", (OP_UNSUB, b"2", 100)),
-    (b"pub low 3\r\nabc\r\n", (OP_PUB, b"low", None, b"3", b"abc")),
+    (b"pub low 3\r\nabc\r\n", (OP_PUB, b"low", None, b"abc")),
     (b"hpub low r 12 13\r\nNATS/1.0\r\n\r\nz\r\n",
-     (OP_HPUB, b"low", b"r", 12, b"12 13", b"NATS/1.0\r\n\r\nz")),
+     (OP_HPUB, b"low", b"r", 12, b"NATS/1.0\r\n\r\nz")),
     (b"sub low q 3\r\n", (OP_SUB, b"low", b"q", b"3")),
     (b"unsub 3 1\r\n", (OP_UNSUB, b"3", 1)),
     (b"ping\r\n", (OP_PING,)),
     (b"pong\r\n", (OP_PONG,)),
     (b"connect {}\r\n", (OP_CONNECT, b"{}")),
-    (b"PUB nl 2\nok\r\n", (OP_PUB, b"nl", None, b"2", b"ok")),
+    (b"PUB nl 2\nok\r\n", (OP_PUB, b"nl", None, b"ok")),
     (b"SUB nl 4\n", (OP_SUB, b"nl", None, b"4")),
     (b"UNSUB 4 7\n", (OP_UNSUB, b"4", 7)),
     (b"PING\n", (OP_PING,)),
     (b"PONG\n", (OP_PONG,)),
-    (b"HPUB nl 12 12\nNATS/1.0\r\n\r\n\r\n", (OP_HPUB, b"nl", None, 12, b"12 12", b"NATS/1.0\r\n\r\n")),
+    (b"HPUB nl 12 12\nNATS/1.0\r\n\r\n\r\n", (OP_HPUB, b"nl", None, 12, b"NATS/1.0\r\n\r\n")),
     (b"INFO {}\r\n", None),
-    (b"PUB last 1\r\n\n\r\n", (OP_PUB, b"last", None, b"1", b"\n")),
+    (b"PUB last 1\r\n\n\r\n", (OP_PUB, b"last", None, b"\n")),
 ]
 MIXED_STREAM = b"".join(f for f, _ in MIXED)
 MIXED_EVENTS = [e for _, e in MIXED if e is not None]
@@ -262,9 +349,9 @@ def test_large_payload_in_1k_chunks(size: int) -> None:
     events: list[tuple] = []
     max_buffered = 0
     for i in range(0, len(frame), 1024):
-        events.extend(p.feed(frame[i : i + 1024]))
+        events.extend(norm(e) for e in p.feed(frame[i : i + 1024]))
         max_buffered = max(max_buffered, p.buffered)
-    assert events == [(OP_PUB, b"big", b"r", b"%d" % size, payload), (OP_PING,)]
+    assert events == [(OP_PUB, b"big", b"r", payload), (OP_PING,)]
     assert p.buffered == 0
     assert max_buffered < len(frame)
 
@@ -276,16 +363,15 @@ def test_large_hpub_in_odd_chunks() -> None:
     p = Parser()
     events: list[tuple] = []
     for i in range(0, len(frame), 4093):
-        events.extend(p.feed(frame[i : i + 4093]))
+        events.extend(norm(e) for e in p.feed(frame[i : i + 4093]))
     assert events == [
-        (OP_HPUB, b"big", None, len(hdr), b"%d %d" % (len(hdr), len(hdr) + len(body)), hdr + body)
+        (OP_HPUB, b"big", None, len(hdr), hdr + body)
     ]
 
 
 def test_payload_exactly_max_payload_is_accepted() -> None:
-    p = Parser(max_payload=100)
-    assert p.feed(b"PUB foo 100\r\n" + b"x" * 100 + b"\r\n") == [
-        (OP_PUB, b"foo", None, b"100", b"x" * 100)
+    assert parse(b"PUB foo 100\r\n" + b"x" * 100 + b"\r\n", max_payload=100) == [
+        (OP_PUB, b"foo", None, b"x" * 100)
     ]
 
 
@@ -466,7 +552,7 @@ def frame(draw: st.DrawFn) -> tuple[bytes, tuple]:
         payload = draw(PAYLOAD)
         args = [subj] + ([reply] if reply else []) + [b"%d" % len(payload)]
         data = _verb(draw, b"PUB") + b" " + b" ".join(args) + eol + payload + b"\r\n"
-        return data, (OP_PUB, subj, reply, b"%d" % len(payload), payload)
+        return data, (OP_PUB, subj, reply, payload)
     if kind == "hpub":
         subj = draw(SUBJECT)
         reply = draw(st.one_of(st.none(), SUBJECT))
@@ -475,7 +561,7 @@ def frame(draw: st.DrawFn) -> tuple[bytes, tuple]:
         sizes = b"%d %d" % (len(hdr), len(hdr) + len(body))
         args = [subj] + ([reply] if reply else []) + [sizes]
         data = _verb(draw, b"HPUB") + b" " + b" ".join(args) + eol + hdr + body + b"\r\n"
-        return data, (OP_HPUB, subj, reply, len(hdr), sizes, hdr + body)
+        return data, (OP_HPUB, subj, reply, len(hdr), hdr + body)
     if kind == "sub":
         subj = draw(SUBJECT)
         queue = draw(st.one_of(st.none(), TOKEN.map(str.encode)))
@@ -514,7 +600,7 @@ def test_hypothesis_valid_frames(frames: list[tuple[bytes, tuple]], cuts: list[i
     p = Parser()
     got: list[tuple] = []
     for chunk in _split(data, cuts):
-        got.extend(p.feed(chunk))
+        got.extend(norm(e) for e in p.feed(chunk))
     assert got == expected
     assert p.buffered == 0
 

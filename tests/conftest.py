@@ -1,0 +1,22 @@
+"""Suite-wide checks.
+
+``make test-compiled`` runs the suite with PYTHONPATH=build/mypyc and NATSD_EXPECT_COMPILED=1;
+this guard makes sure those runs really exercise the mypyc-compiled modules, not src/.
+"""
+
+from __future__ import annotations
+
+import os
+
+import natsd.connection.client
+import natsd.protocol.parser
+
+
+def pytest_report_header() -> str:
+    kind = "compiled" if natsd.protocol.parser.__file__.endswith(".so") else "pure Python"
+    return f"natsd hot path: {kind} ({natsd.protocol.parser.__file__})"
+
+
+if os.environ.get("NATSD_EXPECT_COMPILED"):
+    for mod in (natsd.protocol.parser, natsd.connection.client):
+        assert (mod.__file__ or "").endswith(".so"), f"{mod.__name__} is not compiled"
