@@ -113,7 +113,7 @@ def parse_args(argv: Sequence[str]) -> Parsed:
             i += 1
         if kind == "int":
             try:
-                values[dest] = int(val)
+                values[dest] = _go_int(val)
             except ValueError:
                 raise FlagError(f'invalid value "{val}" for flag -{name}: parse error') from None
         else:
@@ -126,6 +126,15 @@ def parse_args(argv: Sequence[str]) -> Parsed:
         show_help=bool(values.pop("help", False)),
         test_config=bool(values.pop("test", False)),
     )
+
+
+def _go_int(val: str) -> int:
+    """strconv.ParseInt(s, 0, 64): 0x/0o/0b prefixes and leading-zero octal."""
+    sign = -1 if val.startswith("-") else 1
+    body = val.lstrip("+-")
+    if len(body) > 1 and body[0] == "0" and body[1].isdigit():
+        return sign * int(body, 8)
+    return sign * int(body, 0)
 
 
 def build_options(parsed: Parsed) -> tuple[ServerOptions, list[str]]:

@@ -88,15 +88,20 @@ class Server:
         self._stopped = asyncio.Event()
         self._info_base: dict[str, Any] = {}
         self.jetstream_enabled = False
+        # Protocol tracing (-V): one log line per read and per write, never per message.
+        self.trace = opts.trace
 
     # ------------------------------------------------------------------ ClientHost
     def default_account(self) -> Account:
         return self.accounts[GLOBAL_ACCOUNT]
 
-    def info_for(self, client: ClientConnection) -> bytes:
+    def info_for(self, client: ClientConnection, connect_info: bool = False) -> bytes:
         info = dict(self._info_base)
         info["client_id"] = client.cid
         info["client_ip"] = client.ip
+        if connect_info:
+            info["connect_info"] = True
+            info["remote_account"] = client.account.name
         return b"INFO " + orjson.dumps(info) + b" \r\n"
 
     def authenticate(
@@ -141,6 +146,9 @@ class Server:
 
     def log_debug(self, msg: str) -> None:
         log.debug("%s", msg)
+
+    def log_trace(self, msg: str) -> None:
+        log.log(5, "%s", msg)
 
     # ------------------------------------------------------------------ lifecycle
     @property

@@ -38,9 +38,7 @@ authorization {
 """
 
 
-def pair_fixture(
-    args: Sequence[str] = (), *, config: str | None = None, scope: str = "session"
-):  # type: ignore[no-untyped-def]
+def pair_fixture(args: Sequence[str] = (), *, config: str | None = None, scope: str = "session"):  # type: ignore[no-untyped-def]
     """Build a fixture that yields a :class:`ServerPair` started with ``args``
     and config text ``config``; skips if nats-server is not installed."""
 

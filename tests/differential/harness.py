@@ -208,9 +208,7 @@ def write_config(text: str, directory: Path | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def server_pair(
-    args: Sequence[str] = (), *, config: str | None = None
-) -> Iterator[ServerPair]:
+def server_pair(args: Sequence[str] = (), *, config: str | None = None) -> Iterator[ServerPair]:
     """Start nats-server and natsd with the same flags and (optional) config
     file text; yield a :class:`ServerPair`; stop both on exit.
 
@@ -367,6 +365,15 @@ def _recv_available(
         buf.extend(chunk)
 
 
+def _recv_for(sock: socket.socket, buf: bytearray, seconds: float) -> bool:
+    """Read whatever arrives during exactly ``seconds``. True if peer closed."""
+    end = time.monotonic() + seconds
+    while (remaining := end - time.monotonic()) > 0:
+        if _recv_available(sock, buf, remaining, end):
+            return True
+    return False
+
+
 def run_raw(
     address: tuple[str, int] | ServerProcess,
     chunks: Sequence[Chunk],
@@ -417,11 +424,10 @@ def run_raw(
                 break
             if isinstance(item, Pause | float | int):
                 seconds = item.seconds if isinstance(item, Pause) else float(item)
-                closed = _recv_available(sock, buf, seconds) or closed
-                # _recv_available returns early only on close; top up sleep.
+                closed = _recv_for(sock, buf, seconds)
                 continue
             if not first_send and delay:
-                closed = _recv_available(sock, buf, delay)
+                closed = _recv_for(sock, buf, delay)
                 if closed:
                     break
             first_send = False
@@ -597,9 +603,7 @@ DEFAULT_JSON_IGNORE: frozenset[str] = frozenset(
     }
 )
 
-_TIMESTAMP_RE = re.compile(
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
-)
+_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 # NUID (22 chars) and server / account nkeys (56 chars, N/A/U... prefix).
 _ID_RE = re.compile(r"^(?:[A-Za-z0-9]{22}|[NACUOX][A-Z2-7]{55})$")
 
@@ -623,9 +627,7 @@ def normalise_json(
 
     Accepts a JSON string/bytes too (parsed first).
     """
-    if isinstance(obj, bytes | bytearray):
-        obj = json.loads(obj)
-    elif isinstance(obj, str) and obj[:1] in ("{", "["):
+    if isinstance(obj, bytes | bytearray) or (isinstance(obj, str) and obj[:1] in ("{", "[")):
         obj = json.loads(obj)
     ignore_set = frozenset(ignore)
     drop_set = frozenset(drop)

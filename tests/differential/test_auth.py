@@ -14,7 +14,9 @@ pytestmark = pytest.mark.differential
 PING = b"PING\r\n"
 PONG = b"PONG\r\n"
 
-XFAILS: dict[str, str] = {}
+# Known differences (scenario id -> description); strict xfails.
+XFAILS: dict[str, str] = {
+}
 
 
 def check(pair: ServerPair, chunks: list[Any], **kwargs: Any) -> None:
@@ -67,7 +69,11 @@ USER_PASS_SCENARIOS = [
     P("sub-before-connect", b"SUB foo 1\r\n" + PING),
     P("pub-before-connect", b"PUB foo 2\r\nhi\r\n" + PING),
     P("unknown-before-connect", b"FOO\r\n"),
-    P("lowercase-connect-right", b'connect {"verbose":false,"user":"a","pass":"b"}\r\n' + PING, until=PONG),
+    P(
+        "lowercase-connect-right",
+        b'connect {"verbose":false,"user":"a","pass":"b"}\r\n' + PING,
+        until=PONG,
+    ),
     P("invalid-json-connect", b"CONNECT {nope}\r\n" + PING),
     P(
         "second-connect-wrong",
@@ -135,8 +141,13 @@ PERMISSION_SCENARIOS = [
         until=PONG,
     ),
     P("publish-deny-verbose", LIMITED_V + b"PUB secret.x 2\r\nhi\r\n" + PING, until=PONG),
-    P("publish-deny-hpub", connect(user="limited", headers=True, **{"pass": "pw"})
-      + b"HPUB secret.x 12 14\r\nNATS/1.0\r\n\r\nhi\r\n" + PING, until=PONG),
+    P(
+        "publish-deny-hpub",
+        connect(user="limited", headers=True, **{"pass": "pw"})
+        + b"HPUB secret.x 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"
+        + PING,
+        until=PONG,
+    ),
     P("subscribe-deny", LIMITED + b"SUB private.x 1\r\n" + PING, until=PONG),
     P("subscribe-deny-wildcard", LIMITED + b"SUB private.> 1\r\n" + PING, until=PONG),
     P("subscribe-deny-literal", LIMITED + b"SUB ro 1\r\n" + PING, until=PONG),
@@ -177,7 +188,11 @@ PERMISSION_SCENARIOS = [
         until=PONG,
     ),
     P("allow-queue-only-plain-denied", ALLOWONLY + b"SUB work.a 1\r\n" + PING, until=PONG),
-    P("allow-queue-only-other-queue-denied", ALLOWONLY + b"SUB work.a other 1\r\n" + PING, until=PONG),
+    P(
+        "allow-queue-only-other-queue-denied",
+        ALLOWONLY + b"SUB work.a other 1\r\n" + PING,
+        until=PONG,
+    ),
     P(
         "pub-reply-to-denied-subject",
         ALLOWONLY + b"SUB ok.x 1\r\nPUB ok.x other.reply 2\r\nhi\r\n" + PING,
@@ -188,7 +203,5 @@ PERMISSION_SCENARIOS = [
 
 
 @pytest.mark.parametrize(("chunks", "until"), PERMISSION_SCENARIOS)
-def test_permissions(
-    permissions_pair: ServerPair, chunks: list[Any], until: bytes | None
-) -> None:
+def test_permissions(permissions_pair: ServerPair, chunks: list[Any], until: bytes | None) -> None:
     check(permissions_pair, chunks, until=until)

@@ -39,82 +39,6 @@ def check(pair: ServerPair, chunks: list[Any], **kwargs: Any) -> None:
 # Known differences (scenario id -> description). Kept as strict xfails so a
 # fix in natsd turns them into XPASS failures and the entry must be removed.
 XFAILS: dict[str, str] = {
-    "connect-empty-object-defaults-verbose": (
-        "CONNECT {} (verbose omitted) -> nats-server defaults verbose=true and sends +OK; "
-        "natsd defaults verbose=false"
-    ),
-    "connect-omitted-pedantic-defaults-true": (
-        "pedantic omitted -> nats-server defaults pedantic=true and answers "
-        "PUB foo..bar with -ERR 'Invalid Publish Subject'; natsd defaults pedantic=false"
-    ),
-    "sub-pub-before-connect": (
-        "ops before any CONNECT use nats-server's default client opts (verbose=true) "
-        "so SUB/PUB get +OK; natsd sends none"
-    ),
-    "connect-verbose-sub-pub-unsub": (
-        "verbose PUB: nats-server sends the PUB's +OK before the resulting MSG to the "
-        "same connection; natsd sends MSG first, then +OK"
-    ),
-    "connect-verbose-pedantic-bad-subject": (
-        "verbose+pedantic PUB to invalid subject: nats-server sends -ERR then +OK; "
-        "natsd sends only -ERR"
-    ),
-    "connect-protocol-2": (
-        "CONNECT protocol 2 -> nats-server: -ERR 'invalid client protocol' and close; "
-        "natsd accepts"
-    ),
-    "connect-protocol-negative": (
-        "CONNECT protocol -1 -> nats-server: -ERR 'invalid client protocol' and close; "
-        "natsd accepts"
-    ),
-    "connect-json-wrong-type": (
-        'CONNECT {"verbose":"yes"} -> nats-server closes silently (JSON type error); '
-        "natsd accepts it as verbose (+OK)"
-    ),
-    "connect-no-responders-without-headers": (
-        "no_responders without headers -> nats-server: "
-        "-ERR 'no responders requires headers support' and close; natsd accepts"
-    ),
-    "connect-no-responders-headers-false": (
-        "no_responders with headers:false -> nats-server: "
-        "-ERR 'no responders requires headers support' and close; natsd accepts"
-    ),
-    "unsub-max-after-delivered": (
-        "UNSUB sid max where max <= already delivered: nats-server removes the sub "
-        "immediately; natsd keeps delivering"
-    ),
-    "unsub-non-numeric-max": (
-        "UNSUB 1 abc -> nats-server treats bad max as 'unsubscribe now' and stays open; "
-        "natsd closes the connection silently"
-    ),
-    "cr-only": (
-        "nats-server ignores any bytes between PING and \\n ('PING\\rPING\\r\\n' -> one "
-        "PONG); natsd: -ERR 'Unknown Protocol Operation' and close"
-    ),
-    "verb-without-space": (
-        "'PINGX\\r\\n' -> nats-server ignores trailing bytes after PING and sends PONG; "
-        "natsd: -ERR 'Unknown Protocol Operation' and close"
-    ),
-    "sub-no-args": (
-        "'SUB\\r\\n' -> nats-server: -ERR 'Unknown Protocol Operation' and close; "
-        "natsd closes without -ERR"
-    ),
-    "unsub-no-args": (
-        "'UNSUB\\r\\n' -> nats-server: -ERR 'Unknown Protocol Operation' and close; "
-        "natsd closes without -ERR"
-    ),
-    "pub-huge-size": (
-        "'PUB foo 99999999999999999999' (overflowing size) -> nats-server closes without "
-        "-ERR (bad size); natsd sends -ERR 'Maximum Payload Violation'"
-    ),
-    "garbage-after-connect": (
-        "non-verb byte (\\x16 TLS handshake) -> nats-server: -ERR 'Unknown Protocol "
-        "Operation' and close at once; natsd waits for a newline and sends nothing"
-    ),
-    "connect-protocol-1-async-info": (
-        'CONNECT {"protocol":1} -> nats-server sends PONG then an async INFO with '
-        '"connect_info":true,"remote_account":"$G"; natsd sends only PONG'
-    ),
 }
 
 
@@ -223,7 +147,11 @@ DEFAULT_SCENARIOS = [
     ),
     P(
         "unsub-max-after-delivered",
-        C + b"SUB foo 1\r\n" + b"PUB foo 1\r\nx\r\n" * 2 + b"UNSUB 1 1\r\nPUB foo 1\r\ny\r\n" + PING,
+        C
+        + b"SUB foo 1\r\n"
+        + b"PUB foo 1\r\nx\r\n" * 2
+        + b"UNSUB 1 1\r\nPUB foo 1\r\ny\r\n"
+        + PING,
         until=PONG,
     ),
     P("unsub-max-zero", C + b"SUB foo 1\r\nUNSUB 1 0\r\nPUB foo 1\r\nx\r\n" + PING, until=PONG),
@@ -259,13 +187,18 @@ DEFAULT_SCENARIOS = [
         until=PONG,
     ),
     P(
-        "hpub-to-sub-without-headers-support",
+        "hpub-empty-header-block",
         CH + b"SUB foo 1\r\nHPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n" + PING,
         until=PONG,
     ),
     P(
         "hpub-headers-false",
         C + b"HPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n" + PING,
+    ),
+    P(
+        "hpub-headers-explicit-false",
+        b'CONNECT {"verbose":false,"headers":false}\r\nHPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n'
+        + PING,
     ),
     P("hpub-before-connect", b"HPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n" + PING),
     P("hpub-header-larger-than-total", CH + b"HPUB foo 20 10\r\n" + PING),
@@ -303,7 +236,11 @@ DEFAULT_SCENARIOS = [
         b'CoNnEcT {"verbose":false}\r\nSuB foo 1\r\nPuB foo 2\r\nhi\r\nPiNg\r\n',
         until=PONG,
     ),
-    P("lowercase-hpub", CH + b"SUB foo 1\r\nhpub foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n" + PING, until=PONG),
+    P(
+        "lowercase-hpub",
+        CH + b"SUB foo 1\r\nhpub foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n" + PING,
+        until=PONG,
+    ),
     P("lowercase-unsub", C + b"SUB foo 1\r\nunsub 1\r\nPUB foo 1\r\nx\r\n" + PING, until=PONG),
     P(
         "tab-separators",
@@ -362,7 +299,11 @@ DEFAULT_SCENARIOS = [
     P("only-spaces", C + b"   \r\n" + PING),
     # --- subject validation (non-pedantic) ---------------------------------
     *[
-        P(f"pub-subject-{name}-nonpedantic", C + b"PUB " + subj + b" 2\r\nhi\r\n" + PING, until=PONG)
+        P(
+            f"pub-subject-{name}-nonpedantic",
+            C + b"PUB " + subj + b" 2\r\nhi\r\n" + PING,
+            until=PONG,
+        )
         for name, subj in [
             ("double-dot", b"foo..bar"),
             ("trailing-dot", b"foo."),
@@ -446,13 +387,21 @@ N = MAX_PAYLOAD
 
 PAYLOAD_SCENARIOS = [
     P("info-max-payload"),
-    P("pub-exactly-max", C + b"SUB foo 1\r\nPUB foo %d\r\n" % N + b"x" * N + b"\r\n" + PING, until=PONG),
+    P(
+        "pub-exactly-max",
+        C + b"SUB foo 1\r\nPUB foo %d\r\n" % N + b"x" * N + b"\r\n" + PING,
+        until=PONG,
+    ),
     P("pub-max-plus-one", C + b"PUB foo %d\r\n" % (N + 1) + b"x" * (N + 1) + b"\r\n" + PING),
     P("pub-max-plus-one-no-body", C + b"PUB foo %d\r\n" % (N + 1)),
     P("pub-way-over-max", C + b"PUB foo 100000000\r\n"),
     P(
         "hpub-exactly-max",
-        CH + b"SUB foo 1\r\nHPUB foo 12 %d\r\nNATS/1.0\r\n\r\n" % N + b"x" * (N - 12) + b"\r\n" + PING,
+        CH
+        + b"SUB foo 1\r\nHPUB foo 12 %d\r\nNATS/1.0\r\n\r\n" % N
+        + b"x" * (N - 12)
+        + b"\r\n"
+        + PING,
         until=PONG,
     ),
     P(

@@ -110,7 +110,8 @@ class RawClient:
         self.buf = b""
         self.info: dict[str, Any] = {}
         self.eof = False
-        self.skip_info = True
+        # Set once the greeting INFO was read: later (async) INFO lines are dropped.
+        self.skip_info = False
 
     @classmethod
     async def open(
@@ -126,7 +127,6 @@ class RawClient:
             reader, writer = await asyncio.open_connection(sock=sock, limit=rcvbuf)
         rc = cls(reader, writer)
         if read_info:
-            rc.skip_info = False
             line = await rc.readline()
             rc.skip_info = True
             assert line.startswith(b"INFO "), line
@@ -174,28 +174,47 @@ class RawClient:
         while needle not in self.buf:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"{needle!r} not received within {timeout}s; have {self.buf[-300:]!r}")
+                raise TimeoutError(
+                    f"{needle!r} not received within {timeout}s; have {self.buf[-300:]!r}"
+                )
             if not await self._fill(left):
                 raise ConnectionError(f"closed before {needle!r}; have {self.buf[-300:]!r}")
         i = self.buf.index(needle) + len(needle)
         out, self.buf = self.buf[:i], self.buf[i:]
         return out
 
-    async def read_until_closed(self, timeout: float = 5.0) -> bytes:
-        """Read until the server closes the connection; returns all bytes received."""
+    async def read_until_closed(self, timeout: float = 5.0, keep: int | None = None) -> bytes:
+        """Read until the server closes the connection; returns the bytes received.
+
+        With ``keep`` only the last ``keep`` bytes are returned (for draining large volumes);
+        ``self.total_read`` counts everything read by this call.
+        """
         deadline = time.monotonic() + timeout
+        self.total_read = len(self.buf)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"connection still open after {timeout}s; have {self.buf[-300:]!r}")
+                raise TimeoutError(
+                    f"connection still open after {timeout}s; read {self.total_read} bytes, "
+                    f"last: {self.buf[-200:]!r}"
+                )
+            n = len(self.buf)
             if not await self._fill(left):
                 out, self.buf = self.buf, b""
                 return out
+            self.total_read += len(self.buf) - n
+            if keep is not None and len(self.buf) > keep:
+                self.buf = self.buf[-keep:]
 
     async def connect(self, **opts: Any) -> None:
         """CONNECT (verbose off) and PING/PONG to know it was processed."""
-        o = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True,
-             "protocol": 1}
+        o = {
+            "verbose": False,
+            "pedantic": False,
+            "headers": True,
+            "no_responders": True,
+            "protocol": 1,
+        }
         o.update(opts)
         await self.send(f"CONNECT {json.dumps(o)}\r\nPING\r\n")
         await self.expect(b"PONG\r\n")
@@ -255,9 +274,15 @@ def _conf_value(v: Any) -> str:
 
 def nats_server_config(opts: dict[str, Any]) -> str:
     """Translate make_server options into a nats-server configuration file."""
-    lines = ['listen: "127.0.0.1:-1"', "http: \"127.0.0.1:-1\""]
-    simple = ("max_payload", "max_pending", "max_connections", "ping_max", "max_control_line",
-              "max_subs")
+    lines = ['listen: "127.0.0.1:-1"', 'http: "127.0.0.1:-1"']
+    simple = (
+        "max_payload",
+        "max_pending",
+        "max_connections",
+        "ping_max",
+        "max_control_line",
+        "max_subs",
+    )
     for k in simple:
         if k in opts:
             lines.append(f"{k}: {opts[k]}")
@@ -412,16 +437,16 @@ async def make_server(tmp_dir: str) -> AsyncIterator[Callable[..., Awaitable[Ser
             sp = ServerProcess(["-c", conf], os.path.join(tmp_dir, f"real-{len(procs)}.log"))
             procs.append(sp)
             await sp.start().wait_ready()
-            h = ServerHandle("127.0.0.1", sp.port, sp.monitor_port, proc=sp.proc,
-                             log_path=sp.log_path, opts=opts)
+            h = ServerHandle(
+                "127.0.0.1", sp.port, sp.monitor_port, proc=sp.proc, log_path=sp.log_path, opts=opts
+            )
         else:
             kw = dict(opts)
             if "users" in kw:
                 kw["users"] = _natsd_users(kw["users"])
             if "accounts" in kw:
                 kw["accounts"] = {a: AccountConfig(a) for a in kw["accounts"]}
-            srv = natsd.Server(host="127.0.0.1", port=0, http_port=-1, http_host="127.0.0.1",
-                               **kw)
+            srv = natsd.Server(host="127.0.0.1", port=0, http_port=-1, http_host="127.0.0.1", **kw)
             await srv.start()
             h = ServerHandle("127.0.0.1", srv.port, srv.monitor_port, embedded=srv, opts=opts)
         handles.append(h)

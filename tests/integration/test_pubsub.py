@@ -69,16 +69,23 @@ async def test_reply_subject_is_forwarded(server, connect) -> None:
 async def test_wildcards(server, connect, pattern, matching, non_matching) -> None:
     sub_nc = await connect(server.client_url)
     pub_nc = await connect(server.client_url)
-    _, got = await collect(sub_nc, pattern)
+    sub = await sub_nc.subscribe(pattern)
+    sentinel = "zz.sentinel.done"
+    done = await sub_nc.subscribe(sentinel)
     await sub_nc.flush()
     for subj in non_matching + matching:
         await pub_nc.publish(subj, subj.encode())
-    # A sentinel published last on a subject the pattern matches proves ordering is done.
+    # Messages from one publisher reach one subscriber connection in order: once the
+    # sentinel arrived, everything published before it is in the subscription's queue.
+    await pub_nc.publish(sentinel, b"")
     await pub_nc.flush()
-    await wait_for(lambda: len(got) >= len(matching), what=lambda: f"{matching} got {[m.subject for m in got]} errs={sub_nc.test_errors} {pub_nc.test_errors} stats={sub_nc.stats} {pub_nc.stats} {sub_nc.is_connected}")
-    await asyncio.sleep(0.1)
-    assert sorted(m.subject for m in got) == sorted(matching)
-    assert all(m.data == m.subject.encode() for m in got)
+    await done.next_msg(timeout=5)
+    got = []
+    while sub.pending_msgs:
+        got.append(await sub.next_msg(timeout=1))
+    subjects = [m.subject for m in got if m.subject != sentinel]
+    assert sorted(subjects) == sorted(matching)
+    assert all(m.data == m.subject.encode() for m in got if m.subject != sentinel)
 
 
 async def test_overlapping_subscriptions_each_get_a_copy(server, connect) -> None:
@@ -129,19 +136,21 @@ async def test_auto_unsubscribe_after_max_msgs(server, connect) -> None:
 
 
 async def test_auto_unsubscribe_counts_already_delivered(server, raw) -> None:
-    """UNSUB sid N after N messages were delivered removes the subscription at once."""
+    """UNSUB sid N counts the messages the subscription already received (nats-server)."""
     c = await raw(server.port)
     await c.connect()
-    await c.send("SUB cnt 1\r\n")
+    await c.send("SUB cnt 1\r\nSUB cnt2 2\r\n")
     for i in range(2):
-        await c.send(f"PUB cnt 1\r\n{i}\r\n")
+        await c.send(f"PUB cnt 1\r\n{i}\r\nPUB cnt2 1\r\n{i}\r\n")
     await c.ping()
-    await c.send("UNSUB 1 2\r\nPUB cnt 1\r\nX\r\nPING\r\n")
+    # sid 1 already had 2 messages: a limit of 3 leaves room for exactly one more.
+    await c.send("UNSUB 1 3\r\nPUB cnt 1\r\nX\r\nPUB cnt 1\r\nY\r\nPING\r\n")
     data = await c.expect(b"PONG\r\n")
-    assert b"X" not in data
-    await c.send("UNSUB 1 5\r\nPUB cnt 1\r\nY\r\nPING\r\n")
+    assert data == b"MSG cnt 1 1\r\nX\r\nPONG\r\n"
+    # sid 2 already had 2 messages: a limit of 2 removes it at once.
+    await c.send("UNSUB 2 2\r\nPUB cnt2 1\r\nZ\r\nPING\r\n")
     data = await c.expect(b"PONG\r\n")
-    assert b"MSG" not in data
+    assert data == b"PONG\r\n"
 
 
 async def test_no_echo(server, connect) -> None:
@@ -201,3 +210,95 @@ async def test_raw_protocol_msg_format(server, raw) -> None:
     await c.send("SUB raw.* 7\r\nPUB raw.x 5\r\nhello\r\nPUB raw.y r.inbox 2\r\nhi\r\nPING\r\n")
     data = await c.expect(b"PONG\r\n")
     assert data == b"MSG raw.x 7 5\r\nhello\r\nMSG raw.y 7 r.inbox 2\r\nhi\r\nPONG\r\n"
+
+
+async def test_connect_info_follows_first_pong(server, raw) -> None:
+    """nats-server 2.11+ confirms CONNECT with an INFO (connect_info=true) sent after the first
+    PONG. Clients such as nats-py read exactly one line after CONNECT+PING and require it to
+    be PONG, so nothing may be sent between CONNECT and that PONG."""
+    c = await raw(server.port)
+    c.skip_info = False
+    await c.send('CONNECT {"verbose":false,"headers":true,"protocol":1}\r\n')
+    with pytest.raises(TimeoutError):
+        await c.readline(timeout=0.3)
+    assert c.buf == b""
+    await c.send("PING\r\n")
+    assert await c.readline() == b"PONG"
+
+
+async def test_nats_py_with_handshake_split_across_reads(server, connect) -> None:
+    """nats-py writes CONNECT and PING separately; a proxy that forwards the client's bytes
+    one line at a time, with a pause between lines, makes the server read them separately,
+    as happens on a busy host or a real network."""
+
+    async def pipe(reader, writer, split: bool) -> None:
+        try:
+            while data := await reader.read(65536):
+                if split:
+                    for line in data.splitlines(keepends=True):
+                        writer.write(line)
+                        await writer.drain()
+                        await asyncio.sleep(0.02)
+                else:
+                    writer.write(data)
+                    await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    tasks: list[asyncio.Task] = []
+
+    async def handle(cr, cw) -> None:
+        sr, sw = await asyncio.open_connection("127.0.0.1", server.port)
+        tasks.append(asyncio.create_task(pipe(cr, sw, True)))
+        tasks.append(asyncio.create_task(pipe(sr, cw, False)))
+
+    proxy = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        port = proxy.sockets[0].getsockname()[1]
+        nc = await connect(f"nats://127.0.0.1:{port}")
+        sub = await nc.subscribe("split")
+        await nc.publish("split", b"hello")
+        await nc.flush()
+        assert (await sub.next_msg(timeout=1)).data == b"hello"
+        await nc.close()
+    finally:
+        proxy.close()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_drain_delivers_pending_then_closes(server, connect) -> None:
+    sub_nc = await connect(server.client_url)
+    pub_nc = await connect(server.client_url)
+    got: list[bytes] = []
+
+    async def slow_cb(msg) -> None:
+        await asyncio.sleep(0.001)
+        got.append(msg.data)
+
+    await sub_nc.subscribe("drain.me", cb=slow_cb)
+    await sub_nc.flush()
+    for i in range(100):
+        await pub_nc.publish("drain.me", str(i).encode())
+    await pub_nc.flush()
+    await sub_nc.flush()
+    await sub_nc.drain()
+    assert sub_nc.is_closed
+    assert got == [str(i).encode() for i in range(100)]
+    # The server dropped the drained client's interest.
+    await pub_nc.publish("drain.me", b"late")
+    await pub_nc.flush()
+    assert len(got) == 100
+
+
+async def test_verbose_mode_acks_every_command(server, raw) -> None:
+    c = await raw(server.port)
+    await c.send('CONNECT {"verbose":true,"pedantic":false}\r\n')
+    assert await c.readline() == b"+OK"
+    await c.send("SUB v 1\r\nPUB v 2\r\nhi\r\nUNSUB 1\r\nPING\r\n")
+    data = await c.expect(b"PONG\r\n")
+    # SUB, then PUB acknowledged before its own echo is delivered, then UNSUB.
+    assert data == b"+OK\r\n+OK\r\nMSG v 1 2\r\nhi\r\n+OK\r\nPONG\r\n"

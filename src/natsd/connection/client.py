@@ -67,7 +67,7 @@ class ClientHost(Protocol):
     limits: ConnectionLimits
     auth_required: bool
 
-    def info_for(self, client: ClientConnection) -> bytes: ...
+    def info_for(self, client: ClientConnection, connect_info: bool = False) -> bytes: ...
 
     def authenticate(
         self, client: ClientConnection, opts: dict[str, Any]
@@ -81,6 +81,10 @@ class ClientHost(Protocol):
     def release(self, client: ClientConnection, reason: str) -> None: ...
 
     def log_debug(self, msg: str) -> None: ...
+
+    trace: bool
+
+    def log_trace(self, msg: str) -> None: ...
 
 
 class ClientConnection(Sink):
@@ -98,8 +102,9 @@ class ClientConnection(Sink):
         self.msgs_in = 0
         self.bytes_in = 0
         # CONNECT state
-        self.verbose = False
-        self.pedantic = False
+        # nats-server's defaults before (and beneath) CONNECT.
+        self.verbose = True
+        self.pedantic = True
         self.no_responders = False
         self.connected = False
         self.name = ""
@@ -108,7 +113,7 @@ class ClientConnection(Sink):
         self.user = ""
         self.permissions: Permissions | None = None
         # Publishes need the slow path when any per-message check applies.
-        self._pub_checks = False
+        self._pub_checks = True
         self.ip = ""
         self.port = 0
         self.start = time.time()
@@ -118,6 +123,7 @@ class ClientConnection(Sink):
         self.pings_out = 0
         self.closed = False
         self.close_reason = ""
+        self._connect_info_pending = False
         self._auth_timer: asyncio.TimerHandle | None = None
         self._ping_timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
@@ -177,6 +183,8 @@ class ClientConnection(Sink):
         if self.closed:
             return
         self.last_activity = time.time()
+        if self.host.trace:
+            self.host.log_trace(f"cid:{self.cid} <<- {data[:512]!r}")
         events = self.parser.feed(data)
         acct = self.account
         sublist = acct.sublist
@@ -216,8 +224,6 @@ class ClientConnection(Sink):
                     bout += k * size
                 elif reply and self.no_responders:
                     self._send_no_responders(subject, reply)
-                if self.verbose:
-                    self.send(OK)
             elif op == OP_SUB:
                 if not self._pre_connect_ok():
                     return
@@ -230,6 +236,9 @@ class ClientConnection(Sink):
                 if not self._pre_connect_ok():
                     return
                 self.send(PONG)
+                if self._connect_info_pending:
+                    self._connect_info_pending = False
+                    self.send(self.host.info_for(self, connect_info=True))
             elif op == OP_PONG:
                 self.pings_out = 0
                 if self.rtt_start:
@@ -242,6 +251,10 @@ class ClientConnection(Sink):
                 sublist = acct.sublist
             elif op == OP_ERR:
                 msg = ev[1]
+                if self.host.auth_required and not self.connected:
+                    # Anything but CONNECT first is an auth error when auth is required.
+                    self._auth_violation()
+                    break
                 if msg is not None:
                     self.send(encode_err(msg))
                 reason = CloseReason.PROTOCOL
@@ -267,26 +280,30 @@ class ClientConnection(Sink):
         return False
 
     def _check_pub(self, subject: bytes, reply: bytes | None) -> bool:
-        """Slow-path publish checks: auth state, pedantic subject rules, permissions."""
+        """Slow-path publish checks: auth state, pedantic subject rules, +OK, permissions.
+
+        The order is nats-server's: a pedantic subject error is reported but the message
+        still goes out; a permissions violation drops it with no +OK; otherwise +OK comes
+        before any delivery.
+        """
         if not self._pre_connect_ok():
             return False
         if self.pedantic and not is_valid_literal_subject(subject):
             self.send(encode_err("Invalid Publish Subject"))
-            return False
         perms = self.permissions
         if perms is not None and perms.publish is not None and not perms.publish.allowed(subject):
-            self.send(
-                encode_err(
-                    f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"'
-                )
-            )
+            s = subject.decode(errors="replace")
+            self.send(encode_err(f'Permissions Violation for Publish to "{s}"'))
             return False
+        if self.verbose:
+            self.send(OK)
         return True
 
     def _update_pub_checks(self) -> None:
         perms = self.permissions
         self._pub_checks = (
             self.pedantic
+            or self.verbose
             or (self.host.auth_required and not self.connected)
             or (perms is not None and perms.publish is not None)
         )
@@ -306,39 +323,46 @@ class ClientConnection(Sink):
                     return
 
     def _process_connect(self, raw: bytes) -> bool:
-        try:
-            opts = orjson.loads(raw)
-            if not isinstance(opts, dict):
-                raise ValueError("CONNECT is not an object")
-        except (orjson.JSONDecodeError, ValueError):
+        opts = _decode_connect(raw)
+        if opts is None:
+            # nats-server closes without a reason when CONNECT does not unmarshal.
             self._close(CloseReason.PROTOCOL, flush=True)
             return False
-        self.verbose = bool(opts.get("verbose", False))
-        self.pedantic = bool(opts.get("pedantic", False))
-        self.echo = bool(opts.get("echo", True))
-        self.headers = bool(opts.get("headers", False))
-        self.no_responders = bool(opts.get("no_responders", False))
-        self.name = str(opts.get("name", "") or "")
-        self.lang = str(opts.get("lang", "") or "")
-        self.version = str(opts.get("version", "") or "")
-        if self.host.auth_required and not self.connected:
-            if self._auth_timer is not None:
-                self._auth_timer.cancel()
-                self._auth_timer = None
-            res = self.host.authenticate(self, opts)
-            if res is None:
-                self._auth_violation()
-                return False
+        proto = opts.get("protocol", 0)
+        if proto < 0 or proto > 1:
+            self.send(encode_err("invalid client protocol"))
+            self._close(CloseReason.PROTOCOL, flush=True)
+            return False
+        # nats-server overlays the JSON on the options in force (verbose/pedantic default on).
+        self.verbose = opts.get("verbose", self.verbose)
+        self.pedantic = opts.get("pedantic", self.pedantic)
+        self.echo = opts.get("echo", self.echo)
+        self.headers = opts.get("headers", self.headers)
+        self.no_responders = opts.get("no_responders", self.no_responders)
+        self.name = opts.get("name", self.name)
+        self.lang = opts.get("lang", self.lang)
+        self.version = opts.get("version", self.version)
+        if self.no_responders and not self.headers:
+            self.send(encode_err("no responders requires headers support"))
+            self._close(CloseReason.PROTOCOL, flush=True)
+            return False
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
+        # Every CONNECT is authenticated (a second CONNECT with bad credentials is refused).
+        res = self.host.authenticate(self, opts)
+        if res is not None:
             self._bind_account(*res)
-        elif not self.connected:
-            # Even without auth a CONNECT may name no_auth_user's account (server decides).
-            res = self.host.authenticate(self, opts)
-            if res is not None:
-                self._bind_account(*res)
+        elif self.host.auth_required:
+            self._auth_violation()
+            return False
         self.connected = True
         self._update_pub_checks()
         if self.verbose:
             self.send(OK)
+        # nats-server confirms a protocol-1 CONNECT with an INFO right after the first PONG;
+        # clients read that PONG as the end of their handshake, so it must come first.
+        self._connect_info_pending = proto == 1
         return True
 
     def _bind_account(self, account: Account, perms: Permissions | None, user: str) -> None:
@@ -399,7 +423,7 @@ class ClientConnection(Sink):
     def _process_unsub(self, sid: bytes, max_msgs: int | None) -> None:
         sub = self.subs.get(sid)
         if sub is not None:
-            if max_msgs and sub.delivered < max_msgs:
+            if max_msgs is not None and max_msgs > 0 and sub.delivered < max_msgs:
                 sub.max = max_msgs
             else:
                 self._remove_sub(sub)
@@ -439,6 +463,8 @@ class ClientConnection(Sink):
         data = out[0] if len(out) == 1 else b"".join(out)
         self.out = []
         self.out_size = 0
+        if self.host.trace:
+            self.host.log_trace(f"cid:{self.cid} ->> {data[:512]!r}")
         t.write(data)
         if t.get_write_buffer_size() > self.limits.max_pending:
             self._slow_consumer(CloseReason.SLOW_CONSUMER_PENDING)
@@ -502,6 +528,46 @@ class ClientConnection(Sink):
         t = self.transport
         buffered = t.get_write_buffer_size() if t is not None and not t.is_closing() else 0
         return self.out_size + buffered
+
+
+_CONNECT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "verbose": bool,
+    "pedantic": bool,
+    "echo": bool,
+    "headers": bool,
+    "no_responders": bool,
+    "tls_required": bool,
+    "name": str,
+    "lang": str,
+    "version": str,
+    "user": str,
+    "pass": str,
+    "auth_token": str,
+    "jwt": str,
+    "nkey": str,
+    "sig": str,
+    "protocol": int,
+}
+
+
+def _decode_connect(raw: bytes) -> dict[str, Any] | None:
+    """CONNECT JSON with Go's unmarshal strictness on the fields natsd reads."""
+    try:
+        opts = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(opts, dict):
+        return None
+    for key, typ in _CONNECT_TYPES.items():
+        v = opts.get(key)
+        if v is None:
+            opts.pop(key, None)
+            continue
+        if typ is int and isinstance(v, bool):
+            return None
+        if not isinstance(v, typ):
+            return None
+    return opts
 
 
 def _valid_queue(queue: bytes) -> bool:

@@ -26,11 +26,12 @@ def format_duration(seconds: float) -> str:
     if seconds == 0:
         return "0s"
     if seconds < 1:
-        ms = seconds * 1000
-        if ms >= 1:
-            return f"{ms:g}ms"
-        us = seconds * 1_000_000
-        return f"{us:g}µs"
+        ns = round(seconds * 1_000_000_000)
+        if ns >= 1_000_000:
+            return _trim(f"{ns / 1_000_000:.6f}") + "ms"
+        if ns >= 1_000:
+            return _trim(f"{ns / 1_000:.3f}") + "µs"
+        return f"{ns}ns"
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     out = ""
@@ -38,8 +39,12 @@ def format_duration(seconds: float) -> str:
         out += f"{int(h)}h"
     if h or m:
         out += f"{int(m)}m"
-    out += f"{round(s, 9):g}s"
+    out += _trim(f"{s:.9f}") + "s"
     return out
+
+
+def _trim(num: str) -> str:
+    return num.rstrip("0").rstrip(".") if "." in num else num
 
 
 _UNITS = {

@@ -117,7 +117,11 @@ class Parser:
         while pos < n:
             eol = data.find(b"\n", pos)
             if eol < 0:
-                # No complete line yet. The +6 allows for the verb and its separator.
+                # No complete line yet. Like nats-server's byte-driven parser, reject a frame
+                # whose first bytes cannot begin any verb without waiting for a newline.
+                if not _could_be_verb(data[pos : pos + 8]):
+                    return self._fail(ev, ERR_UNKNOWN_OP)
+                # The +6 allows for the verb and its separator.
                 if n - pos > mcl + 6 and not _is_connect(data, pos):
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
                 if n - pos > _MAX_CONNECT_LINE:
@@ -147,7 +151,7 @@ class Parser:
                         reply = data[ds:sp2]
                         ds = sp2 + 1
                     size = -1
-                    if (sp2 < 0 or sp2 > sp + 1) and 0 < end - ds <= 10:
+                    if (sp2 < 0 or sp2 > sp + 1) and 0 < end - ds <= 9:
                         size = 0
                         i = ds
                         while i < end:
@@ -169,7 +173,7 @@ class Parser:
             if data.startswith(b"PUB ", pos) or (
                 (c0 == 80 or c0 == 112) and data[pos : pos + 4].upper() in _PUB_HEADS
             ):
-                args = data[pos + 4 : end].split()
+                args = _split_args(data[pos + 4 : end])
                 if end - pos - 4 > mcl:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
                 na = len(args)
@@ -180,7 +184,7 @@ class Parser:
                     subject, reply, sizeb = args
                 else:
                     return self._fail(ev, None)
-                if not sizeb.isdigit():
+                if not sizeb.isdigit() or len(sizeb) > 9:
                     return self._fail(ev, None)
                 size = int(sizeb)
                 if size > maxp:
@@ -206,7 +210,7 @@ class Parser:
                     return self._fail(ev, ERR_UNKNOWN_OP)
                 if end - pos - 5 > mcl:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
-                args = data[pos + 5 : end].split()
+                args = _split_args(data[pos + 5 : end])
                 na = len(args)
                 if na == 3:
                     subject, hb, tb = args
@@ -215,7 +219,7 @@ class Parser:
                     subject, reply, hb, tb = args
                 else:
                     return self._fail(ev, None)
-                if not hb.isdigit() or not tb.isdigit():
+                if not hb.isdigit() or not tb.isdigit() or len(hb) > 9 or len(tb) > 9:
                     return self._fail(ev, None)
                 hlen = int(hb)
                 size = int(tb)
@@ -240,22 +244,40 @@ class Parser:
                     tail = data[ts:stop]
                 else:
                     tail = b" " + hb + b" " + tb + b"\r\n" + data[start:stop]
-                append((OP_HPUB, subject, reply, hlen, size, tail))
+                if hlen == 0:
+                    # An empty header block is a plain message (nats-server: hdr > 0).
+                    append((OP_PUB, subject, reply, size, b" " + tb + b"\r\n" + data[start:stop]))
+                else:
+                    append((OP_HPUB, subject, reply, hlen, size, tail))
                 pos = stop
                 continue
             line = data[pos:end]
-            verb, _, rest = line.partition(b" ")
-            if not _:
-                verb, _, rest = line.partition(b"\t")
-            verb = verb.upper()
-            if verb == b"PING":
+            head4 = line[:4].upper()
+            if head4 == b"PING":
+                # nats-server reads the verb and skips to the newline: "PINGX" is a PING.
                 append(_PING)
-            elif verb == b"PONG":
+                pos = eol + 1
+                continue
+            if head4 == b"PONG":
                 append(_PONG)
-            elif verb == b"SUB":
+                pos = eol + 1
+                continue
+            # The verb ends at the first space or tab, whichever comes first.
+            sp = line.find(b" ")
+            tab = line.find(b"\t")
+            if sp < 0 or 0 <= tab < sp:
+                sp = tab
+            if sp < 0:
+                # A verb with no separator (e.g. "SUB\r\n") is a parse error in nats-server;
+                # a bare CONNECT is closed without a reason.
+                bare = line.upper()
+                return self._fail(ev, None if bare == b"CONNECT" else ERR_UNKNOWN_OP)
+            verb = line[:sp].upper()
+            rest = line[sp + 1 :]
+            if verb == b"SUB":
                 if len(rest) > mcl:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
-                args = rest.split()
+                args = _split_args(rest)
                 if len(args) == 2:
                     append((OP_SUB, args[0], None, args[1]))
                 elif len(args) == 3:
@@ -265,11 +287,13 @@ class Parser:
             elif verb == b"UNSUB":
                 if len(rest) > mcl:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
-                args = rest.split()
+                args = _split_args(rest)
                 if len(args) == 1:
                     append((OP_UNSUB, args[0], None))
-                elif len(args) == 2 and args[1].isdigit():
-                    append((OP_UNSUB, args[0], int(args[1])))
+                elif len(args) == 2:
+                    # A max that is not a number unsubscribes at once, as in nats-server.
+                    mx = args[1]
+                    append((OP_UNSUB, args[0], int(mx) if mx.isdigit() and len(mx) <= 9 else 0))
                 else:
                     return self._fail(ev, None)
             elif verb == b"CONNECT":
@@ -305,6 +329,26 @@ def message_body(tail: bytes, size: int) -> bytes:
     """The payload bytes (headers and body for HPUB) inside a PUB/HPUB event's ``tail``."""
     n = len(tail)
     return tail[n - size - 2 : n - 2]
+
+
+_VERBS = (b"PUB ", b"HPUB ", b"SUB ", b"UNSUB ", b"PING", b"PONG", b"CONNECT ", b"INFO ")
+
+
+def _split_args(line: bytes) -> list[bytes]:
+    """Split arguments on spaces, tabs and stray CRs only, as nats-server's splitArg does
+    (bytes.split() would also split on \x0b and \x0c, which are legal in subjects)."""
+    if b"\t" in line or b"\r" in line:
+        line = line.replace(b"\t", b" ").replace(b"\r", b" ")
+    return [a for a in line.split(b" ") if a]
+
+
+def _could_be_verb(head: bytes) -> bool:
+    """Whether ``head`` (the first bytes of an unfinished line) can start a known verb."""
+    h = head.upper().replace(b"\t", b" ")
+    for v in _VERBS:
+        if v.startswith(h) or h.startswith(v):
+            return True
+    return h.startswith(b"PING") or h.startswith(b"PONG")
 
 
 def _is_connect(data: bytes, pos: int) -> bool:

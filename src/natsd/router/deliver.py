@@ -59,10 +59,9 @@ def deliver(
         if not c.flush_pending:
             c.kick()
         n += 1
-        if sub.max:
-            sub.delivered += 1
-            if sub.delivered >= sub.max:
-                c.sub_exhausted(sub)
+        sub.delivered += 1
+        if sub.max and sub.delivered >= sub.max:
+            c.sub_exhausted(sub)
     for group in qsubs:
         # One member of the group, picked at random; skip members that cannot take it.
         gsize = len(group)
@@ -76,6 +75,8 @@ def deliver(
                 break
             if c is publisher and not c.echo:
                 continue
+            if c.sub_deny is not None and c.sub_deny(subject):
+                continue
             if hlen and not c.headers:
                 frame = _strip_headers(subject, sub.sid, reply, message_body(tail, size)[hlen:])
             else:
@@ -87,10 +88,9 @@ def deliver(
             if not c.flush_pending:
                 c.kick()
             n += 1
-            if sub.max:
-                sub.delivered += 1
-                if sub.delivered >= sub.max:
-                    c.sub_exhausted(sub)
+            sub.delivered += 1
+            if sub.max and sub.delivered >= sub.max:
+                c.sub_exhausted(sub)
             break
     return n
 

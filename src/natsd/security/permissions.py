@@ -36,7 +36,10 @@ class PermissionSet:
         self.allow = list(allow) if allow is not None else None
         self.deny = list(deny) if deny is not None else None
         self._allow = _build(self.allow)
-        self._deny = _build(self.deny)
+        # Queue-qualified deny entries ("subject queue") only refuse queue SUBs; they must
+        # not filter deliveries to plain subscriptions.
+        plain_deny = [p for p in self.deny if " " not in p.strip()] if self.deny else None
+        self._deny = _build(plain_deny) if plain_deny else None
         self._cache: dict[bytes, bool] = {}
 
     def allowed(self, subject: bytes) -> bool:
