@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 FAST := build/mypyc/.stamp
-HOT := $(wildcard src/natsd/*/*.py) tools/build_mypyc.sh
+HOT := $(shell find src -name '*.py') tools/build_mypyc.sh
 
 .PHONY: run run-pure test test-compiled lint typecheck unit bench bench-quick compile clean
 

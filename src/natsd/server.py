@@ -48,6 +48,11 @@ class Server:
             opts = replace(opts, **kw)
         if js_kw:
             opts = replace(opts, js=replace(opts.js, **js_kw))
+        if opts.max_payload > opts.max_pending:
+            raise ValueError(
+                f"max_payload ({opts.max_payload}) cannot be higher than "
+                f"max_pending ({opts.max_pending})"
+            )
         self.options = opts
         self.server_id = new_server_id()
         self.server_name = opts.server_name or self.server_id

@@ -186,12 +186,6 @@ async def test_unknown_config_key_nats_server_refuses(tmp_dir) -> None:
     assert b'unknown field "some_future_option"' in res.stderr
 
 
-@pytest.mark.xfail(
-    not REAL,
-    reason="natsd bug: starts although max_payload > max_pending; nats-server exits 1 with "
-    "'max_payload (1048576) cannot be higher than max_pending (262144)'",
-    strict=True,
-)
 async def test_max_payload_above_max_pending_is_refused(tmp_dir) -> None:
     conf = write(
         tmp_dir,

@@ -695,3 +695,8 @@ def test_hypothesis_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) ->
                 assert len(ev[4]) == int(ev[3]) <= p.max_payload
             elif ev[0] == OP_HPUB:
                 assert ev[3] <= len(ev[5]) <= p.max_payload
+
+
+def test_bare_connect_closes_without_reason() -> None:
+    # nats-server closes a "CONNECT" with no JSON silently (differential-tested).
+    assert parse(b"CONNECT\r\n") == [(OP_ERR, None)]
