@@ -144,30 +144,32 @@ class Parser:
                 # anything unusual falls through to the general path below.
                 sp = data.find(b" ", pos + 4, end)
                 if sp > pos + 4:
-                    ds = sp + 1
+                    # The size is the last token: read its digits backwards from the end of
+                    # the line, which also finds where a reply subject (if any) ends.
+                    size = 0
+                    mul = 1
+                    i = end - 1
+                    while i > sp and mul <= 100_000_000:
+                        d = data[i] - 48
+                        if d < 0 or d > 9:
+                            break
+                        size += d * mul
+                        mul *= 10
+                        i -= 1
                     reply = None
-                    sp2 = data.find(b" ", ds, end)
-                    if sp2 > ds:
-                        reply = data[ds:sp2]
-                        ds = sp2 + 1
-                    size = -1
-                    if (sp2 < 0 or sp2 > sp + 1) and 0 < end - ds <= 9:
-                        size = 0
-                        i = ds
-                        while i < end:
-                            d = data[i] - 48
-                            if d < 0 or d > 9:
-                                size = -1
-                                break
-                            size = size * 10 + d
-                            i += 1
+                    if i == end - 1 or data[i] != 32:
+                        size = -1  # no digits, or not separated by a single space
+                    elif i != sp:
+                        reply = data[sp + 1 : i]
+                        if not reply or b" " in reply:
+                            size = -1
                     if 0 <= size <= maxp:
                         stop = eol + 3 + size
                         if stop > n:
                             self._hold(data, pos, stop - pos)
                             return ev
                         if data[stop - 2] == 13 and data[stop - 1] == 10:
-                            append((OP_PUB, data[pos + 4 : sp], reply, size, data[ds - 1 : stop]))
+                            append((OP_PUB, data[pos + 4 : sp], reply, size, data[i:stop]))
                             pos = stop
                             continue
             if data.startswith(b"PUB ", pos) or (
