@@ -13,6 +13,7 @@ as is a client whose transport stays paused for longer than ``write_deadline``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
@@ -44,6 +45,13 @@ if TYPE_CHECKING:
 __all__ = ["ClientConnection", "ClientHost", "CloseReason"]
 
 _FLUSH_NOW = 65536
+# How long a closing connection may take to drain what is queued before it is aborted.
+_CLOSE_GRACE = 2.0
+
+
+def _abort(t: asyncio.Transport) -> None:
+    with contextlib.suppress(Exception):
+        t.abort()
 
 
 class CloseReason:
@@ -463,21 +471,22 @@ class ClientConnection(Sink):
         data = out[0] if len(out) == 1 else b"".join(out)
         self.out = []
         self.out_size = 0
+        if t.get_write_buffer_size() + len(data) > self.limits.max_pending:
+            # Refuse to queue past max_pending: memory per client stays bounded.
+            self._slow_consumer(CloseReason.SLOW_CONSUMER_PENDING)
+            return
         if self.host.trace:
             self.host.log_trace(f"cid:{self.cid} ->> {data[:512]!r}")
         t.write(data)
-        if t.get_write_buffer_size() > self.limits.max_pending:
-            self._slow_consumer(CloseReason.SLOW_CONSUMER_PENDING)
 
     def _slow_consumer(self, reason: str) -> None:
         if self.closed:
             return
         self.host.log_debug(f"Slow Consumer Detected: cid={self.cid} {reason}")
-        t = self.transport
-        if t is not None:
-            # The client may never read it, but a client that does learns why it was cut.
-            t.write(encode_err("Slow Consumer"))
-        self._close(reason, flush=False)
+        # Drop what is not yet queued; the -ERR goes behind what the transport holds, so a
+        # client that is merely slow still learns why it was cut off. _close bounds the wait.
+        self.out = [encode_err("Slow Consumer")]
+        self._close(reason, flush=True)
 
     # ------------------------------------------------------------------ timers
     def _ping_tick(self) -> None:
@@ -514,8 +523,10 @@ class ClientConnection(Sink):
         if t is not None:
             if flush and self.out:
                 t.write(b"".join(self.out))
-            if flush:
+            if flush and not t.is_closing():
                 t.close()
+                # A peer that never reads would hold the socket open forever; cut it off.
+                asyncio.get_running_loop().call_later(_CLOSE_GRACE, _abort, t)
             else:
                 t.abort()
         self.out = []
