@@ -43,25 +43,8 @@ def deliver(
         if c is None:
             _internal(sub, subject, reply, tail, size, hlen)
             n += 1
-            continue
-        if c is publisher and not c.echo:
-            continue
-        if c.sub_deny is not None and c.sub_deny(subject):
-            continue
-        if hlen and not c.headers:
-            frame = _strip_headers(subject, sub.sid, reply, message_body(tail, size)[hlen:])
-        else:
-            frame = head + sub.sid + tail
-        c.out.append(frame)
-        c.out_size += len(frame)
-        c.msgs_out += 1
-        c.bytes_out += size
-        if not c.flush_pending:
-            c.kick()
-        n += 1
-        sub.delivered += 1
-        if sub.max and sub.delivered >= sub.max:
-            c.sub_exhausted(sub)
+        elif _to_sink(sub, c, publisher, subject, reply, head, tail, size, hlen):
+            n += 1
     for group in qsubs:
         # One member of the group, picked at random; skip members that cannot take it.
         gsize = len(group)
@@ -73,26 +56,42 @@ def deliver(
                 _internal(sub, subject, reply, tail, size, hlen)
                 n += 1
                 break
-            if c is publisher and not c.echo:
-                continue
-            if c.sub_deny is not None and c.sub_deny(subject):
-                continue
-            if hlen and not c.headers:
-                frame = _strip_headers(subject, sub.sid, reply, message_body(tail, size)[hlen:])
-            else:
-                frame = head + sub.sid + tail
-            c.out.append(frame)
-            c.out_size += len(frame)
-            c.msgs_out += 1
-            c.bytes_out += size
-            if not c.flush_pending:
-                c.kick()
-            n += 1
-            sub.delivered += 1
-            if sub.max and sub.delivered >= sub.max:
-                c.sub_exhausted(sub)
-            break
+            if _to_sink(sub, c, publisher, subject, reply, head, tail, size, hlen):
+                n += 1
+                break
     return n
+
+
+def _to_sink(
+    sub: Subscription,
+    c: Sink,
+    publisher: Sink | None,
+    subject: bytes,
+    reply: bytes | None,
+    head: bytes,
+    tail: bytes,
+    size: int,
+    hlen: int,
+) -> bool:
+    """Queue one frame for a client subscriber; False when this subscriber must skip it."""
+    if c is publisher and not c.echo:
+        return False
+    if c.sub_deny is not None and c.sub_deny(subject):
+        return False
+    if hlen and not c.headers:
+        frame = _strip_headers(subject, sub.sid, reply, message_body(tail, size)[hlen:])
+    else:
+        frame = head + sub.sid + tail
+    c.out.append(frame)
+    c.out_size += len(frame)
+    c.msgs_out += 1
+    c.bytes_out += size
+    if not c.flush_pending:
+        c.kick()
+    sub.delivered += 1
+    if sub.max and sub.delivered >= sub.max:
+        c.sub_exhausted(sub)
+    return True
 
 
 def _internal(
