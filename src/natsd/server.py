@@ -85,8 +85,7 @@ class Server:
         self._cid = 0
         self._tcp: asyncio.Server | None = None
         self._monitor: Any = None
-        # Replaced in start(), where the running loop is known.
-        self.flusher = Flusher(asyncio.get_event_loop_policy().get_event_loop())
+        self.flusher = Flusher()
         self.port = 0
         self.monitor_port = 0
         self.ready = asyncio.Event()
@@ -173,7 +172,6 @@ class Server:
     async def start(self) -> None:
         opts = self.options
         loop = asyncio.get_running_loop()
-        self.flusher = Flusher(loop)
         log.info("Starting natsd")
         log.info("  Version:  %s (nats-server protocol %s)", __version__, SERVER_VERSION)
         log.info("  Name:     %s", self.server_name)

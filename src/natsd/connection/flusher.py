@@ -19,8 +19,8 @@ class Flushable(Protocol):
 class Flusher:
     __slots__ = ("_dirty", "_loop", "_scheduled")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._dirty: list[Flushable] = []
         self._scheduled = False
 
@@ -28,7 +28,11 @@ class Flusher:
         self._dirty.append(conn)
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon(self.run)
+            loop = self._loop
+            if loop is None:
+                # Bound on first use: the flusher lives on the loop that runs the server.
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self.run)
 
     def run(self) -> None:
         self._scheduled = False

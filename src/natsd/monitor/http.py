@@ -52,10 +52,8 @@ class MonitorServer:
         site = web.TCPSite(runner, host or None, port, reuse_address=True)
         await site.start()
         self._runner = runner
-        server = site._server
-        assert server is not None
-        socks = getattr(server, "sockets", None) or []
-        return int(socks[0].getsockname()[1]) if socks else port
+        addrs = runner.addresses
+        return int(addrs[0][1]) if addrs else port
 
     async def stop(self) -> None:
         if self._runner is not None:
