@@ -92,6 +92,7 @@ class Server:
         self._stopped = asyncio.Event()
         self._info_base: dict[str, Any] = {}
         self.jetstream_enabled = False
+        self.jetstream: Any = None
         # Protocol tracing (-V): one log line per read and per write, never per message.
         self.trace = opts.trace
 
@@ -217,15 +218,38 @@ class Server:
         self.ready.set()
 
     def _prepare_jetstream(self) -> None:
+        # Concrete storage classes are chosen here and only here.
+        from natsd.jetstream.engine import JetStream
+        from natsd.storage.disk_catalog import DiskCatalog
+
         js = self.options.js
         if not js.store_dir:
             js.store_dir = os.path.join(os.path.abspath("."), "data")
         os.makedirs(js.store_dir, exist_ok=True)
         log.info("Starting JetStream")
         log.info("  Store Directory: %r", js.store_dir)
-        # The stream engine arrives with the JetStream issue; until then natsd says so in
-        # INFO (jetstream=false) rather than pretending, so clients fail fast.
-        log.warning("JetStream engine not available in this build; serving core NATS only")
+        sync = "always" if js.sync_always else (
+            f"every {js.sync_interval}s (lazy)" if js.sync_interval else "before every ack"
+        )
+        log.info("  Sync:            %s", sync)
+        engine = JetStream(
+            DiskCatalog(js.store_dir),
+            domain=js.domain,
+            max_memory=js.max_memory,
+            max_store=js.max_file,
+            sync_interval=js.sync_interval,
+            sync_always=js.sync_always,
+        )
+        configured = {n: a for n, a in self.options.accounts.items()}
+        if not configured:
+            engine.enable_account(self.accounts[GLOBAL_ACCOUNT])
+        for name, acfg in configured.items():
+            if acfg.jetstream is not None:
+                engine.enable_account(self.accounts[name], acfg.jetstream)
+        engine.restore(self.accounts)
+        engine.start()
+        self.jetstream = engine
+        self.jetstream_enabled = True
 
     async def _start_monitor(self) -> None:
         from natsd.monitor.http import MonitorServer
@@ -253,6 +277,8 @@ class Server:
         if self._tcp is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._tcp.wait_closed(), 2.0)
+        if self.jetstream is not None:
+            await self.jetstream.shutdown()
         if self._monitor is not None:
             await self._monitor.stop()
         if self.options.pid_file:

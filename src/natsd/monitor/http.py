@@ -43,6 +43,7 @@ class MonitorServer:
         app.router.add_get("/subscriptionsz", self.subsz)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/accountz", self.accountz)
+        app.router.add_get("/jsz", self.jsz)
         app.router.add_get("/metrics", self.metrics)
         self.app = app
 
@@ -250,6 +251,75 @@ class MonitorServer:
                 "accounts": sorted(s.accounts),
             }
         )
+
+    async def jsz(self, request: web.Request) -> web.Response:
+        s = self.server
+        engine = s.jetstream
+        now = time.time()
+        if engine is None:
+            return _json({"server_id": s.server_id, "now": _ts(now), "disabled": True})
+        o = s.options.js
+        mem = store = streams = msgs = nbytes = total = errors = 0
+        details = []
+        want = request.query.get("accounts", "") in ("1", "true")
+        want_streams = request.query.get("streams", "") in ("1", "true")
+        for name, ja in sorted(engine.accounts.items()):
+            m, st = engine.usage(ja)
+            mem += m
+            store += st
+            streams += len(ja.streams)
+            total += ja.api.total
+            errors += ja.api.errors
+            sd = []
+            for stream in sorted(ja.streams.values(), key=lambda x: x.name):
+                state = stream.store.state()
+                msgs += state.msgs
+                nbytes += state.bytes
+                if want_streams:
+                    sd.append(
+                        {
+                            "name": stream.name,
+                            "created": _ts(stream.created_ns / 1e9),
+                            "state": stream.state_json(),
+                        }
+                    )
+            if want:
+                d: dict[str, Any] = {
+                    "name": name,
+                    "id": name,
+                    "memory": m,
+                    "storage": st,
+                    "api": {"total": ja.api.total, "errors": ja.api.errors},
+                }
+                if want_streams:
+                    d["stream_detail"] = sd
+                details.append(d)
+        data: dict[str, Any] = {
+            "server_id": s.server_id,
+            "now": _ts(now),
+            "config": {
+                "max_memory": o.max_memory,
+                "max_storage": o.max_file,
+                "store_dir": o.store_dir,
+                "sync_interval": int((o.sync_interval or 0) * 1e9),
+                "sync_always": o.sync_always,
+                "domain": o.domain or None,
+            },
+            "memory": mem,
+            "storage": store,
+            "reserved_memory": 0,
+            "reserved_storage": 0,
+            "accounts": len(engine.accounts),
+            "ha_assets": 0,
+            "api": {"total": total, "errors": errors},
+            "streams": streams,
+            "consumers": 0,
+            "messages": msgs,
+            "bytes": nbytes,
+        }
+        if want:
+            data["account_details"] = details
+        return _json(data)
 
     async def healthz(self, request: web.Request) -> web.Response:
         if not self.server.ready.is_set():

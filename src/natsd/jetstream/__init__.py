@@ -1,0 +1,1 @@
+"""JetStream: streams, consumers and the $JS.API, layered on the router and the stores."""

@@ -1,0 +1,404 @@
+"""The ``$JS.API.>`` handlers, dispatched from a table like nats-server's jetstream_api.go.
+
+Each handler takes (account, subject tokens after ``$JS.API``, request JSON) and returns the
+response document; the ``type`` field and error bookkeeping are added here. Unknown API
+subjects get no answer, as in nats-server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from natsd.core.clock import rfc3339
+from natsd.core.headers import encode_headers
+from natsd.core.subjects import subject_matches
+from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream.stream import Stream
+from natsd.jetstream.stream_config import check_update, parse_stream_config_json
+from natsd.router.subscription import Subscription
+from natsd.storage.store import StoreError
+
+if TYPE_CHECKING:
+    from natsd.jetstream.engine import JsAccount
+
+__all__ = ["make_api_callback"]
+
+# (account, subject tokens after the API verb, raw request body) -> response document
+Handler = Callable[["JsAccount", list[str], bytes], dict[str, Any]]
+
+_PREFIX = "io.nats.jetstream.api.v1."
+NAMES_LIMIT = 1024
+LIST_LIMIT = 256
+
+
+def make_api_callback(
+    ja: JsAccount,
+) -> Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]:
+    def on_api(
+        sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        handle(ja, subject, reply, data)
+
+    return on_api
+
+
+def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> None:
+    toks = subject.decode(errors="replace").split(".")[2:]
+    if toks and toks[0] == "DIRECT":
+        if reply:
+            direct_get(ja, toks, reply, data)
+        return
+    route = _route(toks)
+    if route is None:
+        return  # nats-server does not answer unknown API subjects
+    rtype, handler, args = route
+    ja.api.total += 1
+    try:
+        resp = handler(ja, args, data)
+    except ApiError as e:
+        ja.api.errors += 1
+        resp = {"error": e.to_json()}
+        resp.update(_ERROR_EXTRAS.get(rtype, {}))
+    if reply:
+        out = {"type": _PREFIX + rtype}
+        out.update(resp)
+        ja.engine.send(ja, reply, orjson.dumps(out))
+
+
+# Some error responses carry empty paging fields in nats-server.
+_ERROR_EXTRAS: dict[str, dict[str, Any]] = {
+    "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
+}
+
+
+def _decode(data: bytes) -> Any:
+    if not data.strip():
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise err("JSInvalidJSONErr", err=str(e)) from None
+
+
+def _obj(req: Any) -> dict[str, Any]:
+    if req is None:
+        return {}
+    if not isinstance(req, dict):
+        raise err("JSInvalidJSONErr", err="request must be a JSON object")
+    return req
+
+
+def _stream(ja: JsAccount, args: list[str]) -> Stream:
+    if not args or not args[0]:
+        raise err("JSStreamNotFoundErr")
+    s = ja.streams.get(args[0])
+    if s is None:
+        raise err("JSStreamNotFoundErr")
+    return s
+
+
+# ---------------------------------------------------------------------- handlers
+def account_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    mem, store = ja.engine.usage(ja)
+    return {
+        "memory": mem,
+        "storage": store,
+        "reserved_memory": 0,
+        "reserved_storage": 0,
+        "streams": len(ja.streams),
+        "consumers": 0,
+        "limits": {
+            "max_memory": ja.limit("max_memory"),
+            "max_storage": ja.limit("max_storage"),
+            "max_streams": ja.limit("max_streams"),
+            "max_consumers": ja.limit("max_consumers"),
+            "max_ack_pending": -1,
+            "memory_max_stream_bytes": -1,
+            "storage_max_stream_bytes": -1,
+            "max_bytes_required": False,
+        },
+        "api": {"total": ja.api.total, "errors": ja.api.errors},
+    }
+
+
+def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    name = args[0] if args else ""
+    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name)
+    existing = ja.streams.get(cfg.name)
+    if existing is not None:
+        if existing.cfg.to_json() == cfg.to_json():
+            out = existing.info_json()
+            return out
+        raise err("JSStreamNameExistErr")
+    _check_overlap(ja, cfg.subjects or [cfg.name], None)
+    max_streams = ja.limit("max_streams")
+    if max_streams >= 0 and len(ja.streams) >= max_streams:
+        raise err("JSMaximumStreamsLimitErr")
+    _check_resources(ja, cfg.storage, cfg.max_bytes)
+    created = time.time_ns()
+    meta = orjson.dumps({"config": cfg.to_json(), "created": created})
+    try:
+        store = ja.engine.catalog.create(
+            ja.account.name, cfg.name, cfg.storage, cfg.to_store_config(), meta
+        )
+    except (OSError, StoreError) as e:
+        raise err("JSStreamCreateErrF", err=str(e)) from None
+    stream = Stream(ja, cfg, store, created)
+    ja.streams[cfg.name] = stream
+    stream.subscribe()
+    out = stream.info_json()
+    out["did_create"] = True
+    return out
+
+
+def _check_overlap(ja: JsAccount, subjects: list[str], skip: str | None) -> None:
+    for other in ja.streams.values():
+        if other.name == skip:
+            continue
+        for a in subjects:
+            for b in other.cfg.subjects or [other.name]:
+                if _overlaps(a, b):
+                    raise err("JSStreamSubjectOverlapErr")
+
+
+def _overlaps(a: str, b: str) -> bool:
+    ab, bb = a.encode(), b.encode()
+    from natsd.core.subjects import subset_match
+
+    if subject_matches(ab, bb) or subject_matches(bb, ab):
+        return True
+    if subset_match(ab, bb) or subset_match(bb, ab):
+        return True
+    # Two wildcard patterns overlap when some literal matches both.
+    at, bt = a.split("."), b.split(".")
+    for i in range(max(len(at), len(bt))):
+        x = at[i] if i < len(at) else None
+        y = bt[i] if i < len(bt) else None
+        if x == ">" or y == ">":
+            return x is not None and y is not None
+        if x is None or y is None:
+            return False
+        if x != y and x != "*" and y != "*":
+            return False
+    return True
+
+
+def _check_resources(ja: JsAccount, storage: str, max_bytes: int) -> None:
+    engine = ja.engine
+    mem, store = engine.usage(ja)
+    if storage == "memory":
+        limit = ja.limit("max_memory")
+        if limit < 0:
+            limit = engine.max_memory
+        if limit >= 0 and (mem >= limit or (max_bytes > 0 and max_bytes > limit - mem)):
+            raise err("JSMemoryResourcesExceededErr")
+    else:
+        limit = ja.limit("max_storage")
+        if limit < 0:
+            limit = engine.max_store
+        if limit >= 0 and (store >= limit or (max_bytes > 0 and max_bytes > limit - store)):
+            raise err("JSStorageResourcesExceededErr")
+
+
+def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    name = args[0] if args else ""
+    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name, action="update")
+    stream = ja.streams.get(cfg.name)
+    if stream is None:
+        raise err("JSStreamNotFoundErr")
+    cfg = check_update(stream.cfg, cfg)
+    _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
+    meta = orjson.dumps({"config": cfg.to_json(), "created": stream.created_ns})
+    ja.engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)
+    stream.cfg = cfg
+    stream.store.update_config(cfg.to_store_config())
+    stream.resubscribe()
+    return stream.info_json()
+
+
+def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    stream = _stream(ja, args)
+    r = _obj(_decode(data))
+    out: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
+    out.update(
+        stream.info_json(
+            with_deleted=bool(r.get("deleted_details")),
+            subjects_filter=str(r.get("subjects_filter") or ""),
+        )
+    )
+    return out
+
+
+def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    stream = _stream(ja, args)
+    stream.unsubscribe()
+    del ja.streams[stream.name]
+    ja.engine.catalog.remove(ja.account.name, stream.name, stream.cfg.storage, stream.store)
+    return {"success": True}
+
+
+def _paged(data: bytes) -> tuple[int, str]:
+    r = _obj(_decode(data))
+    offset = r.get("offset", 0)
+    if not isinstance(offset, int) or offset < 0:
+        offset = 0
+    subject = r.get("subject", "")
+    return offset, subject if isinstance(subject, str) else ""
+
+
+def _filtered(ja: JsAccount, subject: str) -> list[Stream]:
+    streams = sorted(ja.streams.values(), key=lambda s: s.name)
+    if subject:
+        streams = [
+            s for s in streams if any(_overlaps(subject, x) for x in (s.cfg.subjects or [s.name]))
+        ]
+    return streams
+
+
+def stream_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    offset, subject = _paged(data)
+    streams = _filtered(ja, subject)
+    page = streams[offset : offset + NAMES_LIMIT]
+    return {
+        "total": len(streams),
+        "offset": offset,
+        "limit": NAMES_LIMIT,
+        "streams": [s.name for s in page] if page else None,
+    }
+
+
+def stream_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    offset, subject = _paged(data)
+    streams = _filtered(ja, subject)
+    page = streams[offset : offset + LIST_LIMIT]
+    return {
+        "total": len(streams),
+        "offset": offset,
+        "limit": LIST_LIMIT,
+        "streams": [s.info_json() for s in page],
+    }
+
+
+def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    stream = _stream(ja, args)
+    if stream.cfg.deny_purge:
+        raise err("JSStreamPurgeFailedF", err="stream purge is not permitted")
+    if stream.cfg.sealed:
+        raise err("JSStreamSealedErr")
+    r = _obj(_decode(data))
+    filt = r.get("filter", "") or ""
+    seq = r.get("seq", 0) or 0
+    keep = r.get("keep", 0) or 0
+    if not isinstance(filt, str) or not isinstance(seq, int) or not isinstance(keep, int):
+        raise err("JSBadRequestErr")
+    if seq and keep:
+        raise err("JSStreamPurgeFailedF", err="can not specify both sequence and keep")
+    if not filt and not seq and not keep:
+        purged = stream.store.purge()
+    else:
+        purged = stream.store.purge_ex(filt, seq, keep)
+    return {"success": True, "purged": purged}
+
+
+def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    stream = _stream(ja, args)
+    r = _obj(_decode(data))
+    m = _lookup(stream, r)
+    return {"message": stream.stored_msg_json(m)}
+
+
+def _lookup(stream: Stream, r: dict[str, Any]) -> Any:
+    seq = r.get("seq", 0) or 0
+    last_by = r.get("last_by_subj", "") or ""
+    next_by = r.get("next_by_subj", "") or ""
+    if not isinstance(seq, int) or seq < 0:
+        raise err("JSBadRequestErr")
+    if (seq and last_by) or (next_by and last_by) or (not seq and not last_by and not next_by):
+        raise err("JSBadRequestErr")
+    store = stream.store
+    if last_by:
+        m = store.load_last_msg(str(last_by))
+    elif next_by:
+        m = store.load_next_msg(str(next_by), seq)
+    else:
+        m = store.load_msg(seq)
+    if m is None:
+        raise err("JSNoMessageFoundErr")
+    return m
+
+
+def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    stream = _stream(ja, args)
+    if stream.cfg.deny_delete:
+        raise err("JSStreamMsgDeleteFailedF", err="message delete not permitted")
+    if stream.cfg.sealed:
+        raise err("JSStreamSealedErr")
+    r = _obj(_decode(data))
+    seq = r.get("seq", 0)
+    if not isinstance(seq, int) or seq <= 0:
+        raise err("JSBadRequestErr")
+    ok = stream.store.remove_msg(seq) if r.get("no_erase") else stream.store.erase_msg(seq)
+    if not ok:
+        raise err("JSSequenceNotFoundErrF", seq=seq)
+    return {"success": True}
+
+
+# ---------------------------------------------------------------------- direct get
+def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> None:
+    """``$JS.API.DIRECT.GET.<stream>[.<subject>]``: the message itself, with headers."""
+    engine = ja.engine
+    if len(toks) < 3 or toks[1] != "GET":
+        return
+    stream = ja.streams.get(toks[2])
+    if stream is None or not stream.cfg.allow_direct:
+        return  # no responders: the client sees 503 like with nats-server
+    try:
+        if len(toks) > 3:
+            r: dict[str, Any] = {"last_by_subj": ".".join(toks[3:])}
+        else:
+            req = _decode(data)
+            r = _obj(req)
+        m = _lookup(stream, r)
+    except ApiError as e:
+        desc = "Message Not Found" if e.err_code == 10037 else "Bad Request"
+        status = 404 if e.err_code == 10037 else 408
+        engine.send(ja, reply, b"", encode_headers(None, status, desc))
+        return
+    hdrs = {
+        "Nats-Stream": [stream.name],
+        "Nats-Subject": [m.subject],
+        "Nats-Sequence": [str(m.seq)],
+        "Nats-Time-Stamp": [rfc3339(m.ts)],
+    }
+    block = encode_headers(hdrs)
+    if m.hdr:
+        # Keep the message's own headers, then the direct-get ones.
+        block = m.hdr[:-2] + block[len(b"NATS/1.0\r\n") :]
+    engine.send(ja, reply, m.data, block)
+
+
+_TABLE: dict[tuple[str, ...], tuple[str, Handler]] = {
+    ("INFO",): ("account_info_response", account_info),
+    ("STREAM", "CREATE"): ("stream_create_response", stream_create),
+    ("STREAM", "UPDATE"): ("stream_update_response", stream_update),
+    ("STREAM", "INFO"): ("stream_info_response", stream_info),
+    ("STREAM", "DELETE"): ("stream_delete_response", stream_delete),
+    ("STREAM", "NAMES"): ("stream_names_response", stream_names),
+    ("STREAM", "LIST"): ("stream_list_response", stream_list),
+    ("STREAM", "PURGE"): ("stream_purge_response", stream_purge),
+    ("STREAM", "MSG", "GET"): ("stream_msg_get_response", msg_get),
+    ("STREAM", "MSG", "DELETE"): ("stream_msg_delete_response", msg_delete),
+}
+
+
+def _route(toks: list[str]) -> tuple[str, Handler, list[str]] | None:
+    for n in (3, 2, 1):
+        key = tuple(toks[:n])
+        hit = _TABLE.get(key)
+        if hit is not None:
+            return hit[0], hit[1], toks[n:]
+    return None

@@ -1,0 +1,226 @@
+"""The JetStream engine: per-account stream namespaces, the API subscription, group commit.
+
+Like nats-server's jetstream_api.go, the engine is a set of internal subscriptions on each
+account's Sublist (``$JS.API.>`` and every stream's subjects); replies go out by publishing
+to the reply subject. It reaches stores only through the StreamCatalog interface it is
+given, and clients only through the router.
+
+Ownership: everything runs on the server's event loop, except ``StreamStore.sync()`` which
+the Committer runs on its worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from natsd.jetstream.commit import Committer
+from natsd.jetstream.stream import Stream
+from natsd.router.account import Account
+from natsd.router.publish import publish
+from natsd.router.subscription import Subscription
+from natsd.storage.catalog import StreamCatalog
+
+__all__ = ["JetStream", "JsAccount"]
+
+log = logging.getLogger("natsd")
+
+# How often max_age / per-message TTL expiry runs (seconds).
+EXPIRE_INTERVAL = 0.25
+
+
+@dataclass
+class ApiStats:
+    total: int = 0
+    errors: int = 0
+
+
+@dataclass(eq=False)
+class JsAccount:
+    engine: JetStream
+    account: Account
+    limits: dict[str, Any] = field(default_factory=dict)
+    streams: dict[str, Stream] = field(default_factory=dict)
+    api: ApiStats = field(default_factory=ApiStats)
+    api_sub: Subscription | None = None
+
+    def limit(self, key: str) -> int:
+        v = self.limits.get(key, -1)
+        return int(v) if isinstance(v, int | float) else -1
+
+
+class JetStream:
+    def __init__(
+        self,
+        catalog: StreamCatalog,
+        *,
+        domain: str = "",
+        max_memory: int = -1,
+        max_store: int = -1,
+        sync_interval: float | None = None,
+        sync_always: bool = False,
+    ) -> None:
+        self.catalog = catalog
+        self.domain = domain
+        self.max_memory = max_memory
+        self.max_store = max_store
+        self.accounts: dict[str, JsAccount] = {}
+        self.committer = Committer(self._send_raw, sync_interval, sync_always)
+        self._expiry_task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start background work (age and TTL expiry); needs the running loop."""
+        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_loop())
+
+    async def _expire_loop(self) -> None:
+        # max_age and Nats-TTL are applied by the engine; stores only know "as of now".
+        while True:
+            await asyncio.sleep(EXPIRE_INTERVAL)
+            now = time.time_ns()
+            for ja in list(self.accounts.values()):
+                for s in list(ja.streams.values()):
+                    if s.cfg.max_age > 0 or s.cfg.allow_msg_ttl:
+                        try:
+                            s.store.expire(now)
+                        except Exception as e:
+                            log.error("stream %s: expiry failed: %s", s.name, e)
+
+    # ------------------------------------------------------------------ accounts
+    def enable_account(self, account: Account, limits: dict[str, Any] | None = None) -> JsAccount:
+        ja = self.accounts.get(account.name)
+        if ja is not None:
+            return ja
+        ja = JsAccount(self, account, _normalise_limits(limits or {}))
+        self.accounts[account.name] = ja
+        from natsd.jetstream.api import make_api_callback
+
+        sub = Subscription(b"$JS.API.>", None, b"js-api", callback=make_api_callback(ja))
+        account.sublist.insert(sub)
+        ja.api_sub = sub
+        return ja
+
+    def restore(self, accounts: dict[str, Account]) -> None:
+        """Re-open the streams persisted by the catalog."""
+        from natsd.jetstream.stream_config import parse_stream_config
+
+        for rec in self.catalog.load():
+            acct = accounts.get(rec.account)
+            ja = self.accounts.get(rec.account)
+            if acct is None or ja is None:
+                log.warning(
+                    "stream %s of account %s found on disk but the account has no JetStream;"
+                    " left untouched",
+                    rec.name,
+                    rec.account,
+                )
+                rec.store.stop()
+                continue
+            try:
+                meta = orjson.loads(rec.meta)
+                cfg = parse_stream_config(meta["config"], name_in_subject=None)
+                created = int(meta.get("created", time.time_ns()))
+            except Exception as e:
+                log.error(
+                    "stream %s/%s: unreadable metadata (%s); left untouched",
+                    rec.account,
+                    rec.name,
+                    e,
+                )
+                rec.store.stop()
+                continue
+            rec.store.update_config(cfg.to_store_config())
+            stream = Stream(ja, cfg, rec.store, created)
+            ja.streams[cfg.name] = stream
+            stream.subscribe()
+            report = getattr(rec.store, "recovery_report", None)
+            if report:
+                for line in report:
+                    log.warning("stream %s/%s: %s", rec.account, rec.name, line)
+            st = rec.store.state()
+            log.info(
+                "  Restored stream %s/%s: %d messages, %d bytes",
+                rec.account,
+                cfg.name,
+                st.msgs,
+                st.bytes,
+            )
+
+    # ------------------------------------------------------------------ messaging
+    def _send_raw(self, reply: bytes, payload: bytes) -> None:
+        # Acks are routed in the account that stored the message; the committer only has
+        # the reply, so it is encoded as "<account>\x00<reply>".
+        acct_name, _, subj = reply.partition(b"\x00")
+        ja = self.accounts.get(acct_name.decode())
+        if ja is not None:
+            publish(ja.account.sublist, subj, None, None, payload)
+
+    def send(self, ja: JsAccount, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
+        publish(ja.account.sublist, subject, None, hdr, payload)
+
+    def stored(self, stream: Stream, reply: bytes | None, ack: bytes) -> None:
+        """A message was stored: acknowledge now (memory) or after the fsync (file)."""
+        if stream.cfg.storage == "memory":
+            if reply:
+                self.send(stream.account, reply, ack)
+            return
+        key = stream.account.account.name.encode() + b"\x00" + reply if reply else b""
+        if reply:
+            from natsd.jetstream.errors import err
+
+            bad = stream._ack_err(err("JSStreamStoreFailedF", err="write failed"))
+            self.committer.add(stream.store, (key, ack, bad))
+        else:
+            self.committer.add(stream.store, None)
+
+    # ------------------------------------------------------------------ usage
+    def usage(self, ja: JsAccount) -> tuple[int, int]:
+        mem = store = 0
+        for s in ja.streams.values():
+            b = s.store.state().bytes
+            if s.cfg.storage == "memory":
+                mem += b
+            else:
+                store += b
+        return mem, store
+
+    async def shutdown(self) -> None:
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+            self._expiry_task = None
+        await self.committer.drain()
+        for ja in self.accounts.values():
+            for s in ja.streams.values():
+                s.unsubscribe()
+                try:
+                    s.store.stop()
+                except Exception as e:
+                    log.error("stream %s: stop failed: %s", s.name, e)
+        self.committer.close()
+
+
+_LIMIT_KEYS = {
+    "max_mem": "max_memory",
+    "max_memory": "max_memory",
+    "max_memory_store": "max_memory",
+    "max_file": "max_storage",
+    "max_store": "max_storage",
+    "max_storage": "max_storage",
+    "max_file_store": "max_storage",
+    "max_streams": "max_streams",
+    "max_consumers": "max_consumers",
+}
+
+
+def _normalise_limits(limits: dict[str, Any]) -> dict[str, Any]:
+    """Account jetstream {} blocks use several spellings; the API reports one."""
+    out: dict[str, Any] = {}
+    for k, v in limits.items():
+        key = _LIMIT_KEYS.get(str(k).lower())
+        if key is not None:
+            out[key] = v
+    return out

@@ -1,0 +1,309 @@
+"""A stream: its config, its store, its subject subscriptions and the publish path.
+
+Ownership: the event loop owns every Stream. Messages arrive through internal subscriptions
+on the account's Sublist (``_on_msg``), are checked against the JetStream publish headers,
+stored, and acknowledged through the Committer (file streams) or at once (memory streams).
+Acks are small JSON documents formatted directly as bytes: no JSON encoder per message.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from natsd.core.clock import rfc3339
+from natsd.core.headers import HeaderError, parse_headers
+from natsd.jetstream import errors as E
+from natsd.jetstream.errors import ApiError
+from natsd.jetstream.stream_config import StreamConfig
+from natsd.router.subscription import Subscription
+from natsd.storage.store import (
+    ErrMaxBytes,
+    ErrMaxMsgs,
+    ErrMaxMsgsPerSubject,
+    ErrMsgTooLarge,
+    StoredMsg,
+    StoreError,
+    StreamStore,
+)
+
+if TYPE_CHECKING:
+    from natsd.jetstream.engine import JsAccount
+
+__all__ = ["Stream"]
+
+_ZERO_TIME = "0001-01-01T00:00:00Z"
+
+H_MSG_ID = "Nats-Msg-Id"
+H_EXP_STREAM = "Nats-Expected-Stream"
+H_EXP_LAST_SEQ = "Nats-Expected-Last-Sequence"
+H_EXP_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
+H_EXP_LAST_SUBJ_SEQ_SUBJ = "Nats-Expected-Last-Subject-Sequence-Subject"
+H_EXP_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+H_ROLLUP = "Nats-Rollup"
+H_TTL = "Nats-TTL"
+
+
+class Stream:
+    def __init__(
+        self,
+        account: JsAccount,
+        cfg: StreamConfig,
+        store: StreamStore,
+        created_ns: int,
+    ) -> None:
+        self.account = account
+        self.cfg = cfg
+        self.name = cfg.name
+        self.store = store
+        self.created_ns = created_ns
+        self.subs: list[Subscription] = []
+        # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
+        self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._last_msg_id = ""
+        self._name_b = self.name.encode()
+        self._domain = account.engine.domain
+
+    # ------------------------------------------------------------------ wiring
+    def subscribe(self) -> None:
+        sublist = self.account.account.sublist
+        for i, subj in enumerate(self.cfg.subjects or [self.name]):
+            sub = Subscription(subj.encode(), None, b"js-%d" % i, callback=self._on_msg)
+            sublist.insert(sub)
+            self.subs.append(sub)
+
+    def unsubscribe(self) -> None:
+        sublist = self.account.account.sublist
+        for sub in self.subs:
+            sublist.remove(sub)
+        self.subs = []
+
+    def resubscribe(self) -> None:
+        self.unsubscribe()
+        self.subscribe()
+
+    # ------------------------------------------------------------------ publish path
+    def _on_msg(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        if reply is not None and reply.startswith(b"$JS.ACK."):
+            return
+        self.process(subject, reply, hdr, data)
+
+    def _ack_ok(self, seq: int, duplicate: bool = False) -> bytes:
+        out = b'{"stream":"%s",' % self._name_b
+        if self._domain:
+            out += b'"domain":"%s",' % self._domain.encode()
+        out += b'"seq":%d' % seq
+        if duplicate:
+            out += b',"duplicate": true'
+        return out + b"}"
+
+    def _ack_err(self, err: ApiError) -> bytes:
+        import orjson
+
+        return b'{"error":%s,"stream":"%s","seq":0}' % (
+            orjson.dumps(err.to_json()),
+            self._name_b,
+        )
+
+    def _reply(self, reply: bytes | None, payload: bytes) -> None:
+        if reply:
+            self.account.engine.send(self.account, reply, payload)
+
+    def process(
+        self, subject_b: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        cfg = self.cfg
+        if cfg.sealed:
+            self._reply(reply, self._ack_err(E.err("JSStreamSealedErr")))
+            return
+        size = len(data) + (len(hdr) if hdr else 0)
+        if cfg.max_msg_size >= 0 and size > cfg.max_msg_size:
+            self._reply(reply, self._ack_err(E.err("JSStreamMessageExceedsMaximumErr")))
+            return
+        subject = subject_b.decode()
+        msg_id = ""
+        ttl = 0
+        rollup = ""
+        if hdr:
+            try:
+                _status, _desc, h = parse_headers(hdr)
+            except HeaderError:
+                h = {}
+            if h:
+                exp = _first(h, H_EXP_STREAM)
+                if exp is not None and exp != self.name:
+                    self._reply(reply, self._ack_err(E.err("JSStreamNotMatchErr")))
+                    return
+                msg_id = _first(h, H_MSG_ID) or ""
+                if msg_id:
+                    dup = self._check_dup(msg_id)
+                    if dup is not None:
+                        self._reply(reply, self._ack_ok(dup, duplicate=True))
+                        return
+                exp_id = _first(h, H_EXP_LAST_MSG_ID)
+                if exp_id is not None and exp_id != self._last_msg_id:
+                    self._reply(
+                        reply,
+                        self._ack_err(E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)),
+                    )
+                    return
+                exp_seq = _first(h, H_EXP_LAST_SEQ)
+                if exp_seq is not None:
+                    last = self.store.state().last_seq
+                    if not exp_seq.isdigit() or int(exp_seq) != last:
+                        self._reply(
+                            reply, self._ack_err(E.err("JSStreamWrongLastSequenceErr", seq=last))
+                        )
+                        return
+                exp_sseq = _first(h, H_EXP_LAST_SUBJ_SEQ)
+                if exp_sseq is not None:
+                    on = _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ) or subject
+                    lm = self.store.load_last_msg(on)
+                    last = lm.seq if lm is not None else 0
+                    if not exp_sseq.isdigit() or int(exp_sseq) != last:
+                        self._reply(
+                            reply, self._ack_err(E.err("JSStreamWrongLastSequenceErr", seq=last))
+                        )
+                        return
+                rollup = _first(h, H_ROLLUP) or ""
+                if rollup:
+                    if not cfg.allow_rollup_hdrs:
+                        self._reply(
+                            reply,
+                            self._ack_err(
+                                E.err("JSStreamRollupFailedF", err="rollup not permitted")
+                            ),
+                        )
+                        return
+                    if rollup not in ("sub", "all"):
+                        self._reply(
+                            reply,
+                            self._ack_err(
+                                E.err(
+                                    "JSStreamRollupFailedF",
+                                    err=f"unrecognized rollup type {rollup!r}",
+                                )
+                            ),
+                        )
+                        return
+                ttl_s = _first(h, H_TTL)
+                if ttl_s is not None:
+                    if not cfg.allow_msg_ttl:
+                        self._reply(reply, self._ack_err(E.err("JSMessageTTLDisabledErr")))
+                        return
+                    parsed = _parse_ttl(ttl_s)
+                    if parsed is None:
+                        self._reply(reply, self._ack_err(E.err("JSMessageTTLInvalidErr")))
+                        return
+                    ttl = parsed
+        try:
+            seq, ts = self.store.store_msg(subject, hdr, data, ttl)
+        except ErrMsgTooLarge:
+            self._reply(reply, self._ack_err(E.err("JSStreamMessageExceedsMaximumErr")))
+            return
+        except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject) as e:
+            self._reply(reply, self._ack_err(E.err("JSStreamStoreFailedF", err=_limit_text(e))))
+            return
+        except StoreError as e:
+            self._reply(reply, self._ack_err(E.err("JSStreamStoreFailedF", err=str(e))))
+            return
+        if msg_id:
+            self._dedup[msg_id] = (seq, ts)
+            self._last_msg_id = msg_id
+        if rollup == "sub":
+            self.store.purge_ex(subject, seq, 0)
+        elif rollup == "all":
+            self.store.compact(seq)
+        self.account.engine.stored(self, reply, self._ack_ok(seq) if reply else b"")
+
+    def _check_dup(self, msg_id: str) -> int | None:
+        window = self.cfg.duplicate_window
+        if window <= 0:
+            return None
+        now = time.time_ns()
+        d = self._dedup
+        # Prune from the oldest end; entries are in arrival order.
+        while d:
+            k, (_s, ts) = next(iter(d.items()))
+            if now - ts <= window:
+                break
+            del d[k]
+        hit = d.get(msg_id)
+        return hit[0] if hit is not None else None
+
+    # ------------------------------------------------------------------ info
+    def state_json(self, with_deleted: bool = False, subjects_filter: str = "") -> dict[str, Any]:
+        st = self.store.state(with_deleted=with_deleted)
+        out: dict[str, Any] = {
+            "messages": st.msgs,
+            "bytes": st.bytes,
+            "first_seq": st.first_seq,
+            "first_ts": rfc3339(st.first_ts) if st.first_ts else _ZERO_TIME,
+            "last_seq": st.last_seq,
+            "last_ts": rfc3339(st.last_ts) if st.last_ts else _ZERO_TIME,
+        }
+        if st.num_deleted:
+            out["num_deleted"] = st.num_deleted
+            if with_deleted and st.deleted:
+                out["deleted"] = st.deleted
+        if st.num_subjects:
+            out["num_subjects"] = st.num_subjects
+        if subjects_filter:
+            totals = self.store.subjects_totals(subjects_filter)
+            if totals:
+                out["subjects"] = totals
+        if st.lost is not None and (st.lost.msgs or st.lost.bytes):
+            out["lost"] = {"msgs": st.lost.msgs, "bytes": st.lost.bytes}
+        out["consumer_count"] = 0
+        return out
+
+    def info_json(self, with_deleted: bool = False, subjects_filter: str = "") -> dict[str, Any]:
+        return {
+            "config": self.cfg.to_json(),
+            "created": rfc3339(self.created_ns),
+            "state": self.state_json(with_deleted, subjects_filter),
+            "ts": rfc3339(time.time_ns()),
+        }
+
+    def stored_msg_json(self, m: StoredMsg) -> dict[str, Any]:
+        out: dict[str, Any] = {"subject": m.subject, "seq": m.seq}
+        if m.hdr:
+            out["hdrs"] = base64.b64encode(m.hdr).decode()
+        if m.data:
+            # nats-server's StoredMsg has `json:"data,omitempty"`.
+            out["data"] = base64.b64encode(m.data).decode()
+        out["time"] = rfc3339(m.ts)
+        return out
+
+
+def _first(h: dict[str, list[str]], key: str) -> str | None:
+    v = h.get(key)
+    return v[0] if v else None
+
+
+def _parse_ttl(s: str) -> int | None:
+    """Nats-TTL: seconds as an integer, a Go duration, or "never" (-1)."""
+    from natsd.core.clock import parse_duration
+
+    s = s.strip()
+    if s.lower() == "never":
+        return -1
+    try:
+        secs = parse_duration(s)
+    except ValueError:
+        return None
+    if secs < 1:
+        return None
+    return int(secs)
+
+
+def _limit_text(e: StoreError) -> str:
+    if isinstance(e, ErrMaxMsgs):
+        return "maximum messages exceeded"
+    if isinstance(e, ErrMaxBytes):
+        return "maximum bytes exceeded"
+    return "maximum messages per subject exceeded"

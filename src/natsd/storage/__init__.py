@@ -1,0 +1,1 @@
+"""Stream storage: the StreamStore interface and its memory and file implementations."""

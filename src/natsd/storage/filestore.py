@@ -1,0 +1,554 @@
+"""FileStore: a stream's messages in append-only block files (nats-server ``filestore.go``).
+
+Modules: ``filestore_format`` (bytes on disk), ``filestore_recovery`` (open, verify, report),
+``filestore_io`` (blocks, buffers, flush, sync, reads), ``filestore_query`` (read-side queries),
+this one (stream semantics: limits, removal, purge, compaction, truncation, expiry).
+
+Ownership and threads. One thread (the server's event loop) owns the store and calls every
+method except ``sync``, which may run on a worker thread at the same time (group commit);
+``filestore_io`` explains the small lock that makes that safe.
+
+Durability contract.
+
+- ``store_msg`` appends the record to the block's in-memory buffer: no system call.
+- ``flush`` writes all buffers with ``os.write`` (plus the tombstones of deletions since the
+  last flush) and returns the last sequence. Nothing is durable yet.
+- ``sync`` fsyncs every block file written since the last sync, then the directory if files
+  were created, then performs the unlinks of dropped blocks that were queued before the last
+  flush (so the tombstone that makes a purge stick is on disk before the old files go, and a
+  purge can never make the store forget its last sequence), then fsyncs the directory again.
+  An fsync failure poisons the store's durability: every later ``sync`` raises ErrStoreIO,
+  because after a failed fsync the kernel may have dropped the dirty pages and a retry that
+  "succeeds" would be a lie (the PostgreSQL fsyncgate lesson).
+
+Disk errors during ``flush`` (ENOSPC, EIO...): a flush is all-or-nothing for messages. Every
+message buffered since the last successful flush is rolled back: the files are truncated to
+their pre-flush sizes, the messages leave the index (storage-update callbacks report them
+removed) and their sequences are burned, not reused, recorded by a tombstone written with the
+next successful flush. ``flush`` raises ErrStoreIO; the engine must fail those publishes.
+Deletions are not rolled back (they stay applied in memory and their tombstones are retried).
+Reads keep working. If even the truncation fails the store is marked failed: writes raise
+ErrStoreIO until it is reopened (recovery then sorts out the tail).
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import os
+import time
+import zlib
+
+from natsd.storage.filestore_format import (
+    REC_FIELDS,
+    REC_HDR_SIZE,
+    REC_MAGIC,
+    REC_OVERHEAD,
+    REC_PREFIX,
+    REC_TRAILER,
+    encode_erased,
+)
+from natsd.storage.filestore_index import Entry, SubjState
+from natsd.storage.filestore_io import BlockStore, fsync_path
+from natsd.storage.filestore_recovery import manifest_doc, write_manifest
+from natsd.storage.store import (
+    DiscardPolicy,
+    ErrMaxBytes,
+    ErrMaxMsgs,
+    ErrMaxMsgsPerSubject,
+    ErrMsgTooLarge,
+    ErrStoreClosed,
+    ErrStoreIO,
+    StorageUpdate,
+    StoreConfig,
+    StoreError,
+)
+
+__all__ = ["DEFAULT_BLOCK_SIZE", "FileStore"]
+
+DEFAULT_BLOCK_SIZE = 8 * 1024 * 1024
+_crc32 = zlib.crc32
+_pack_fields = REC_FIELDS.pack
+_pack_prefix = REC_PREFIX.pack
+_pack_trailer = REC_TRAILER.pack
+_unpack_fields = REC_FIELDS.unpack_from
+_time_ns = time.time_ns
+
+
+class FileStore(BlockStore):
+    """See the module docstring. ``recovery_report`` lists what opening found and fixed."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        cfg: StoreConfig,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+    ) -> None:
+        super().__init__(directory, cfg, block_size)
+        self._cb: StorageUpdate | None = None
+        self._apply_limits_cfg(cfg)
+        if not self._blocks and self._last_seq == 0 and cfg.first_seq > 0:
+            # A new stream that starts at first_seq: an empty block named first_seq says so.
+            self._first_seq = cfg.first_seq
+            self._last_seq = cfg.first_seq - 1
+            self._roll(cfg.first_seq)
+        if self._blocks:
+            self._open_for_write(self._blocks[-1])
+            # Leading blocks left empty by a crash between a purge and its unlinks go now
+            # (with the next flush+sync, like any other).
+            self._drop_leading_blocks()
+
+    # ------------------------------------------------------------------ config
+    def _apply_limits_cfg(self, cfg: StoreConfig) -> None:
+        self._max_msgs = cfg.max_msgs
+        self._max_bytes = cfg.max_bytes
+        self._maxp = cfg.max_msgs_per_subject
+        self._max_msg_size = cfg.max_msg_size
+        self._discard_new = cfg.discard is DiscardPolicy.NEW
+
+    @property
+    def config(self) -> StoreConfig:
+        return self._cfg
+
+    def update_config(self, cfg: StoreConfig) -> None:
+        self._check_open()
+        old_maxp = self._maxp
+        self._cfg = cfg
+        self._apply_limits_cfg(cfg)
+        maxp = self._maxp
+        if maxp > 0 and (old_maxp <= 0 or maxp < old_maxp):
+            for subj, ss in list(self._subjects.items()):
+                if ss.msgs > maxp:
+                    self._enforce_per_subject(subj, ss)
+        self._enforce_limits()
+        if cfg.max_age_ns > 0:
+            self.expire(_time_ns())
+
+    def register_updates(self, cb: StorageUpdate | None) -> None:
+        self._cb = cb
+
+    # ------------------------------------------------------------------ writes
+    def store_msg(
+        self, subject: str, hdr: bytes | None, data: bytes, ttl: int = 0
+    ) -> tuple[int, int]:
+        if self._closed:
+            raise ErrStoreClosed()
+        seq = self._last_seq + 1
+        ts = _time_ns()
+        self._store(subject, hdr, data, seq, ts, ttl)
+        return seq, ts
+
+    def store_raw(
+        self, subject: str, hdr: bytes | None, data: bytes, seq: int, ts: int, ttl: int = 0
+    ) -> None:
+        self._check_open()
+        if seq <= self._last_seq:
+            raise StoreError(f"sequence mismatch: {seq} <= last {self._last_seq}")
+        self._store(subject, hdr, data, seq, ts, ttl)
+
+    def _store(
+        self, subject: str, hdr: bytes | None, data: bytes, seq: int, ts: int, ttl: int
+    ) -> None:
+        if self._failed is not None:
+            raise ErrStoreIO(self._failed)
+        sb = subject.encode()
+        slen = len(sb)
+        hlen = len(hdr) if hdr else 0
+        dlen = len(data)
+        size = 30 + slen + dlen + (4 + hlen if hlen else 0)
+        if 0 < self._max_msg_size < hlen + dlen:
+            raise ErrMsgTooLarge()
+        ss = self._subjects.get(subject)
+        if self._discard_new:
+            self._check_discard_new(subject, ss, size)
+        if seq > self._last_seq + 1:
+            # store_raw with a gap: the skipped sequences are deleted, durably.
+            self._add_tomb_range(self._last_seq + 1, seq - 1, ts)
+
+        # Append the record (inlined encode_record: this is the per-message hot path).
+        reclen = REC_OVERHEAD + slen + hlen + dlen
+        blks = self._blocks
+        blk = blks[-1] if blks else None
+        if blk is None or (blk.nrec and blk.flushed + len(blk.buf) + reclen > self._block_size):
+            blk = self._roll(seq)
+        buf = blk.buf
+        off = blk.flushed + len(buf)
+        fields = _pack_fields(reclen, seq, ts, slen, hlen, ttl)
+        if hlen:
+            rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, sb, hdr or b"", data))
+        else:
+            rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, sb, data))
+        buf += rec
+        buf += _pack_trailer(_crc32(rec))
+        if not self._unflushed or self._unflushed[-1] is not blk:
+            self._unflushed.append(blk)
+
+        # Index.
+        self._msgs[seq] = (subject, blk, off, reclen, ts, ttl, size)
+        blk.seqs.append(seq)
+        blk.live += 1
+        blk.nrec += 1
+        if ss is None:
+            self._subjects[subject] = SubjState(seq)
+        else:
+            ss.msgs += 1
+            ss.last = seq
+        if len(self._msgs) == 1:
+            self._first_seq = seq
+            self._first_ts = ts
+        self._bytes += size
+        self._last_seq = seq
+        self._last_ts = ts
+        if ttl > 0:
+            heapq.heappush(self._ttl_heap, (ts + ttl * 1_000_000_000, seq))
+
+        # Limits (discard old and per-subject): removals are reported before the add, as
+        # nats-server does.
+        if ss is not None and 0 < self._maxp < ss.msgs:
+            self._enforce_per_subject(subject, ss)
+        if (0 < self._max_msgs < len(self._msgs)) or (0 < self._max_bytes < self._bytes):
+            self._enforce_limits()
+        cb = self._cb
+        if cb is not None:
+            cb(1, size, seq, subject)
+
+    def _check_discard_new(self, subject: str, ss: SubjState | None, size: int) -> None:
+        asl = ss is not None and 0 < self._maxp <= ss.msgs
+        if asl and self._cfg.discard_new_per_subject:
+            raise ErrMaxMsgsPerSubject()
+        if 0 < self._max_msgs <= len(self._msgs) and not asl:
+            raise ErrMaxMsgs()
+        if 0 < self._max_bytes < self._bytes + size:
+            if not asl or ss is None:
+                raise ErrMaxBytes()
+            # At the per-subject limit the oldest of this subject goes: is that room enough?
+            self._fresh(subject, ss)
+            first = self._msgs.get(ss.first)
+            if first is None or first[6] < size:
+                raise ErrMaxBytes()
+
+    def _enforce_per_subject(self, subject: str, ss: SubjState) -> None:
+        while ss.msgs > self._maxp > 0:
+            self._fresh(subject, ss)
+            if self._remove(ss.first) is None:
+                break
+
+    def _enforce_limits(self) -> None:
+        if self._discard_new:
+            return
+        while 0 < self._max_msgs < len(self._msgs):
+            self._remove(self._first_seq)
+        while 0 < self._max_bytes < self._bytes and self._msgs:
+            self._remove(self._first_seq)
+
+    def skip_msgs(self, seq: int, num: int) -> None:
+        self._check_open()
+        if seq != self._last_seq + 1:
+            raise StoreError(f"sequence mismatch: {seq} != {self._last_seq + 1}")
+        if num <= 0:
+            return
+        now = _time_ns()
+        last = seq + num - 1
+        self._add_tomb_range(seq, last, now)
+        self._last_seq = last
+        self._last_ts = now
+        if not self._msgs:
+            self._first_seq = last + 1
+            self._first_ts = 0
+
+    # ------------------------------------------------------------------ removal
+    def remove_msg(self, seq: int) -> bool:
+        self._check_open()
+        return self._remove(seq) is not None
+
+    def erase_msg(self, seq: int) -> bool:
+        self._check_open()
+        e = self._msgs.get(seq)
+        if e is None:
+            return False
+        blk, off, reclen = e[1], e[2], e[3]
+        raw, base = self._read(blk, off, REC_HDR_SIZE)
+        _r, _seqf, ts, slen, hlen, _ttl = _unpack_fields(raw, base + 8)
+        dlen = reclen - REC_OVERHEAD - slen - hlen
+        new = encode_erased(seq, ts, slen, hlen, dlen, os.urandom(slen + hlen + dlen))
+        if off >= blk.flushed:
+            start = off - blk.flushed
+            blk.buf[start : start + reclen] = new
+        else:
+            # Overwrite the bytes where they are (secure delete), then make it durable like
+            # any other write. On failure the message stays: nothing was erased.
+            try:
+                fd = self._ensure_fd(blk)
+                if os.pwrite(fd, new, off) != reclen:
+                    raise OSError(errno.EIO, "short write")
+            except OSError as exc:
+                raise ErrStoreIO(f"erase seq {seq}: {exc}") from exc
+            self._rwin = None
+            with self._lock:
+                self._dirty[blk] = None
+        self._remove(seq)
+        return True
+
+    def _remove(self, seq: int, tomb: bool = True, notify: bool = True) -> Entry | None:
+        e = self._msgs.pop(seq, None)
+        if e is None:
+            return None
+        subj = e[0]
+        blk = e[1]
+        size = e[6]
+        self._bytes -= size
+        blk.live -= 1
+        ss = self._subjects[subj]
+        if ss.msgs == 1:
+            del self._subjects[subj]
+        else:
+            ss.msgs -= 1
+            if seq == ss.first:
+                ss.first_stale = True
+            if seq == ss.last:
+                ss.last_stale = True
+        if tomb:
+            self._add_tomb_range(seq, seq, _time_ns())
+        if seq == self._first_seq:
+            self._advance_first(seq + 1)
+        if blk.live == 0:
+            self._drop_leading_blocks()
+        elif len(blk.seqs) > 64 and blk.live * 2 < len(blk.seqs):
+            msgs = self._msgs
+            blk.seqs = [s for s in blk.seqs if s in msgs]
+        cb = self._cb
+        if notify and cb is not None:
+            cb(-1, -size, seq, subj)
+        return e
+
+    def _advance_first(self, start: int) -> None:
+        for s in self._iter_live(start, self._last_seq):
+            self._first_seq = s
+            self._first_ts = self._msgs[s][4]
+            return
+        self._first_seq = self._last_seq + 1
+        self._first_ts = 0
+
+    def purge(self) -> int:
+        self._check_open()
+        return self._compact_to(self._last_seq + 1)
+
+    def compact(self, seq: int) -> int:
+        self._check_open()
+        if seq <= 0:
+            return self.purge()
+        return self._compact_to(seq)
+
+    def _compact_to(self, seq: int) -> int:
+        """Remove every message below ``seq`` with one range tombstone; one callback."""
+        doomed = list(self._iter_live(1, min(seq - 1, self._last_seq)))
+        nbytes = 0
+        for s in doomed:
+            e = self._remove(s, tomb=False, notify=False)
+            if e is not None:
+                nbytes += e[6]
+        if seq - 1 > self._last_seq:
+            self._last_seq = seq - 1
+        if not self._msgs:
+            self._first_seq = self._last_seq + 1
+            self._first_ts = 0
+        if seq > 1:
+            # One range supersedes every pending deletion below it. ts = last_ts so that a
+            # restart which finds only this record still reports the right last_ts.
+            self._pending_tombs = [t for t in self._pending_tombs if t[1] >= seq]
+            self._add_tomb_range(1, seq - 1, self._last_ts)
+        active = self._blocks[-1] if self._blocks else None
+        if active is None or (active.live == 0 and active.nrec):
+            # A fresh block named last+1: the emptied ones (including the old active one) can
+            # go as files, and an empty store still remembers its first sequence.
+            self._roll(self._last_seq + 1)
+        self._drop_leading_blocks()
+        cb = self._cb
+        if cb is not None and doomed:
+            cb(-len(doomed), -nbytes, 0, "")
+        return len(doomed)
+
+    def purge_ex(self, subject: str, seq: int, keep: int) -> int:
+        self._check_open()
+        if subject == "" or subject == ">":
+            if seq > 0:
+                return self.compact(seq)  # (seq 1 removes nothing from a stored stream)
+            if keep <= 0:
+                return self.purge()
+            if keep >= len(self._msgs):
+                return 0
+            # Keep ``keep`` messages (not sequences): compact up to the keep-th newest.
+            it = self._iter_live_rev(self._last_seq, 1)
+            for _ in range(keep - 1):
+                next(it)
+            return self.compact(next(it))
+        ss = self.filtered_state(1, subject)
+        if ss.msgs == 0:
+            return 0
+        todo = ss.msgs
+        if keep > 0:
+            if keep >= todo:
+                return 0
+            todo -= keep
+        # Any seq > 0 is an exclusive upper bound (seq=1 removes nothing, as nats-server).
+        last = seq - 1 if seq > 0 else ss.last
+        literal = self._is_literal_cached(subject)
+        purged = 0
+        for s in list(self._iter_live(ss.first, last)):
+            e = self._msgs.get(s)
+            if e is None:
+                continue
+            if (e[0] == subject) if literal else self._matches(e[0], subject):
+                self._remove(s)
+                purged += 1
+                if purged >= todo:
+                    break
+        return purged
+
+    def truncate(self, seq: int) -> None:
+        """Remove every message above ``seq`` (0 = reset everything).
+
+        Rare and heavyweight, so it runs synchronously: flush and sync, rewrite the block
+        holding ``seq`` (tmp file, fsync, rename) with tombstones for every dead sequence up
+        to ``seq``, unlink later blocks newest first, then flush and sync again. A crash part
+        way can leave messages above ``seq``; it never loses one at or below it, nor revives
+        a deletion, nor makes the store forget ``seq``."""
+        self._check_open()
+        if seq <= 0:
+            seq = 0  # a full reset: first and last go back to 0
+        elif seq >= self._last_seq:
+            return
+        self.flush()
+        self.sync()
+        self._unlink_now = True
+        try:
+            doomed = list(self._iter_live(seq + 1, self._last_seq))
+            nbytes = 0
+            for s in doomed:
+                e = self._remove(s, tomb=False, notify=False)
+                if e is not None:
+                    nbytes += e[6]
+            self._pending_tombs = [t for t in self._pending_tombs if t[0] <= seq]
+            for t in self._pending_tombs:
+                t[1] = min(t[1], seq)
+            keep_ts = 0
+            for s in self._iter_live_rev(seq, 1):
+                keep_ts = self._msgs[s][4]
+                break
+            self._last_seq = seq
+            self._last_ts = keep_ts
+            if not self._msgs:
+                self._first_seq = seq + 1 if seq > 0 else 0
+                self._first_ts = 0
+            try:
+                self._truncate_files(seq)
+            except OSError as exc:
+                self._failed = f"truncate to {seq} failed: {exc}; reopen the store"
+                raise ErrStoreIO(self._failed) from exc
+            self.flush()
+            self.sync()
+        finally:
+            self._unlink_now = False
+        cb = self._cb
+        if cb is not None and doomed:
+            cb(-len(doomed), -nbytes, 0, "")
+
+    def _truncate_files(self, seq: int) -> None:
+        blocks = self._blocks
+        cut = -1
+        for i, b in enumerate(blocks):
+            if b.first <= seq:
+                cut = i
+        later = blocks[cut + 1 :]
+        kept = blocks[: cut + 1]
+        if cut >= 0:
+            self._rewrite_block(kept[-1], seq)
+        for b in reversed(later):
+            self._retire(b)
+        self._blocks = kept
+        self._firsts = [b.first for b in kept]
+        if not kept and seq > 0:
+            self._roll(seq + 1)
+        elif kept:
+            self._open_for_write(kept[-1])
+        fsync_path(self._mdir)
+
+    def expire(self, now_ns: int) -> int:
+        self._check_open()
+        removed = 0
+        max_age = self._cfg.max_age_ns
+        # Per-message TTLs count only while the stream allows them (a reopened store gets
+        # its real config through update_config).
+        ttl_on = self._cfg.allow_msg_ttl
+        if max_age > 0 and self._msgs:
+            cutoff = now_ns - max_age
+            doomed: list[int] = []
+            msgs = self._msgs
+            for s in self._iter_live(self._first_seq, self._last_seq):
+                ent = msgs[s]
+                if ent[4] > cutoff:
+                    break
+                if ent[5] >= 0 or not ttl_on:  # ttl -1 ("never") is exempt from max_age
+                    doomed.append(s)
+            for s in doomed:
+                if self._remove(s) is not None:
+                    removed += 1
+        heap = self._ttl_heap
+        while ttl_on and heap and heap[0][0] <= now_ns:
+            exp, s = heapq.heappop(heap)
+            e = self._msgs.get(s)
+            if e is not None and e[5] > 0 and e[4] + e[5] * 1_000_000_000 == exp:
+                self._remove(s)
+                removed += 1
+        return removed
+
+    # ------------------------------------------------------------------ lifecycle
+    def stop(self) -> None:
+        if self._closed:
+            return
+        err: StoreError | None = None
+        try:
+            self.flush()
+        except StoreError as exc:
+            err = exc
+        try:
+            self.sync()
+        except StoreError as exc:
+            err = err or exc
+        if err is None and self._failed is None:
+            try:
+                doc = manifest_doc(
+                    self._blocks, self._msgs, self._first_seq, self._last_seq, self._bytes
+                )
+                write_manifest(self._mdir, doc)
+            except OSError:
+                pass  # only a cache
+        self._close_fds()
+        self._closed = True
+        if err is not None:
+            raise err
+
+    def delete(self) -> None:
+        if self._closed:
+            return
+        cb = self._cb
+        if cb is not None and self._msgs:
+            # The stream's accounting sees every message go, as with a purge.
+            cb(-len(self._msgs), -self._bytes, 0, "")
+        try:
+            self.stop()
+        except StoreError:
+            self._close_fds()
+            self._closed = True
+        if os.path.isdir(self._mdir):
+            for name in os.listdir(self._mdir):
+                try:
+                    os.unlink(os.path.join(self._mdir, name))
+                except FileNotFoundError:
+                    pass
+            try:
+                os.rmdir(self._mdir)
+            except OSError:
+                pass
+        self._msgs = {}
+        self._subjects = {}

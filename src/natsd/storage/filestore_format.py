@@ -1,0 +1,340 @@
+"""The file store's on-disk format: block files, their records, and the scan that reads them.
+
+Layout of a stream directory (``FileStore(directory, cfg)``)::
+
+    <directory>/msgs/00000000000000000001.blk    blocks, named by their first sequence
+    <directory>/msgs/00000000000000004097.blk
+    <directory>/msgs/index.cache                 clean-shutdown manifest (a cache, optional)
+
+A block starts with a 20-byte header and then holds records back to back::
+
+    block header  <4sHHQI   magic b"\\x89NDB", version, reserved (0), first_seq,
+                            crc32 of the 16 bytes before it
+    record        <4sI      magic b"\\xf1NDR", crc32 of the 34 field bytes that follow
+                  <IQqHIq   record length (all of it, trailer included),
+                            sequence | flag bits 56..63, timestamp ns,
+                            subject length, headers length, ttl seconds
+                  subject, headers, payload
+                  <I        crc32 of everything above (header and body)
+
+Why two checksums: the header crc makes the length and sequence trustworthy before the body
+is checked, so (1) a record whose body is damaged is skipped by its own length and reported
+by its exact sequence, and (2) a record that runs past the end of the file is known to be a
+torn append rather than a corrupt length. When a header itself is damaged, the scanner looks
+for the next record magic whose header crc, lengths and body crc all check out
+(resynchronisation, as in LevelDB's log format), so one bad record costs only itself.
+
+Why crc32 and not blake2b: zlib's crc32 costs ~0.2 µs per small record and ~2 ms per 8 MiB
+block here, blake2b about three times (small) to five times (bulk) that, and the threat is
+media errors and torn writes, not an adversary. Two independent 32-bit checks (header and
+body) plus the magic make an accidental false accept during resynchronisation negligible.
+
+Flag bits in the sequence field:
+
+- ``FLAG_TOMBSTONE``: a deletion record. The sequence is the first deleted sequence and the
+  8-byte payload the last (a range, so a purge, a compaction or ``skip_msgs`` is one record).
+  Tombstones are appended to the block being written, never to the message's own block, so
+  the files stay append-only; a tombstone always lives in the same block as its message or a
+  later one, which is why only *leading* blocks are ever removed.
+- ``FLAG_ERASED``: a message record whose subject, headers and payload were overwritten in
+  place with random bytes (``erase_msg``); the record stays valid (new checksums).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+__all__ = [
+    "BLOCK_HDR_SIZE",
+    "BLOCK_MAGIC",
+    "BLOCK_VERSION",
+    "FLAG_ERASED",
+    "FLAG_MASK",
+    "FLAG_TOMBSTONE",
+    "REC_HDR_SIZE",
+    "REC_MAGIC",
+    "REC_OVERHEAD",
+    "SEQ_MASK",
+    "BlockScan",
+    "BlockVersionError",
+    "block_header",
+    "block_name",
+    "encode_erased",
+    "encode_record",
+    "encode_tombstone",
+    "parse_block_name",
+    "record_msg_size",
+    "scan_block",
+]
+
+BLOCK_MAGIC = b"\x89NDB"
+BLOCK_VERSION = 1
+_BLOCK_HDR = struct.Struct("<4sHHQI")
+BLOCK_HDR_SIZE = _BLOCK_HDR.size  # 20
+_BLOCK_HDR_BODY = struct.Struct("<4sHHQ")
+
+REC_MAGIC = b"\xf1NDR"
+REC_PREFIX = struct.Struct("<4sI")
+REC_FIELDS = struct.Struct("<IQqHIq")
+REC_TRAILER = struct.Struct("<I")
+REC_HDR_SIZE = REC_PREFIX.size + REC_FIELDS.size  # 42
+REC_OVERHEAD = REC_HDR_SIZE + REC_TRAILER.size  # 46
+_TOMB_BODY = struct.Struct("<Q")
+TOMB_SIZE = REC_OVERHEAD + _TOMB_BODY.size
+
+SEQ_MASK = (1 << 56) - 1
+FLAG_TOMBSTONE = 1 << 63
+FLAG_ERASED = 1 << 62
+FLAG_MASK = ~SEQ_MASK & 0xFFFF_FFFF_FFFF_FFFF
+_KNOWN_FLAGS = FLAG_TOMBSTONE | FLAG_ERASED
+
+_crc32 = zlib.crc32
+_pack_fields = REC_FIELDS.pack
+_pack_prefix = REC_PREFIX.pack
+_pack_trailer = REC_TRAILER.pack
+
+
+class BlockVersionError(Exception):
+    """A block with an intact header of a format version this code does not know."""
+
+
+def block_name(first: int) -> str:
+    return f"{first:020d}.blk"
+
+
+def parse_block_name(name: str) -> int | None:
+    if not name.endswith(".blk"):
+        return None
+    stem = name[:-4]
+    if len(stem) != 20 or not stem.isdigit():
+        return None
+    return int(stem)
+
+
+def block_header(first: int) -> bytes:
+    body = _BLOCK_HDR_BODY.pack(BLOCK_MAGIC, BLOCK_VERSION, 0, first)
+    return body + struct.pack("<I", _crc32(body))
+
+
+def record_msg_size(slen: int, hlen: int, dlen: int) -> int:
+    """``file_msg_size`` from lengths (nats-server fileStoreMsgSizeRaw)."""
+    return 30 + slen + dlen + (4 + hlen if hlen else 0)
+
+
+def encode_record(seqf: int, ts: int, subject: bytes, hdr: bytes, data: bytes, ttl: int) -> bytes:
+    """One complete record. The store's hot path inlines the same steps."""
+    slen = len(subject)
+    hlen = len(hdr)
+    reclen = REC_OVERHEAD + slen + hlen + len(data)
+    fields = _pack_fields(reclen, seqf, ts, slen, hlen, ttl)
+    rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, subject, hdr, data))
+    return rec + _pack_trailer(_crc32(rec))
+
+
+def encode_tombstone(first: int, last: int, ts: int) -> bytes:
+    return encode_record(first | FLAG_TOMBSTONE, ts, b"", b"", _TOMB_BODY.pack(last), 0)
+
+
+def encode_erased(seq: int, ts: int, slen: int, hlen: int, dlen: int, noise: bytes) -> bytes:
+    """A same-length replacement for a message record: flagged erased, body overwritten."""
+    assert len(noise) == slen + hlen + dlen
+    return encode_record(
+        seq | FLAG_ERASED, ts, noise[:slen], noise[slen : slen + hlen], noise[slen + hlen :], 0
+    )
+
+
+# ---------------------------------------------------------------------------------- scanning
+
+# One scanned message record: (seq, offset, record length, ts, ttl, subject, msg size, erased)
+ScannedMsg = tuple[int, int, int, int, int, str, int, bool]
+
+
+@dataclass(slots=True)
+class BadRegion:
+    """Bytes that held no valid record. ``seq`` is known when the header checked out and only
+    the body was damaged; otherwise the missing sequences are inferred from the neighbours
+    (``prev_seq`` < missing < ``next_seq``)."""
+
+    offset: int
+    length: int
+    seq: int | None
+    size: int  # message size when seq is known, else the region's byte length
+    prev_seq: int
+    next_seq: int | None = None
+    tombstone: bool = False
+
+
+@dataclass(slots=True)
+class BlockScan:
+    first: int
+    header_ok: bool = True
+    header_problem: str = ""
+    msgs: list[ScannedMsg] = field(default_factory=list)
+    # (first, last, ts) of every tombstone range
+    tombs: list[tuple[int, int, int]] = field(default_factory=list)
+    bad: list[BadRegion] = field(default_factory=list)
+    # Offset just past the last valid record; the file is cut here when the tail is torn.
+    valid_end: int = BLOCK_HDR_SIZE
+    # Set when the block ends in an incomplete or unreadable tail: (offset, why, seq or None).
+    tail: tuple[int, str, int | None] | None = None
+    seen_max: int = 0  # highest sequence any valid record here accounts for
+    notes: list[str] = field(default_factory=list)
+
+
+def _check_header(buf: bytes, name_first: int, scan: BlockScan) -> None:
+    if len(buf) < BLOCK_HDR_SIZE:
+        scan.header_ok = False
+        scan.header_problem = f"short header ({len(buf)} bytes)"
+        return
+    magic, version, _res, first, crc = _BLOCK_HDR.unpack_from(buf, 0)
+    if _crc32(buf[: BLOCK_HDR_SIZE - 4]) != crc or magic != BLOCK_MAGIC:
+        scan.header_ok = False
+        why = "bad magic" if magic != BLOCK_MAGIC else "header checksum mismatch"
+        scan.header_problem = why
+        return
+    if version != BLOCK_VERSION:
+        raise BlockVersionError(f"block {block_name(name_first)} has format version {version}")
+    if first != name_first:
+        scan.header_ok = False
+        scan.header_problem = f"header says first sequence {first}, file name says {name_first}"
+
+
+def _valid_at(mv: memoryview, pos: int, end: int) -> tuple[int, int] | None:
+    """(record length, header state) when a record header at ``pos`` checks out: state 2 = body
+    valid too, 1 = header valid, body damaged, complete; 0 = header valid, runs past ``end``."""
+    if pos + REC_HDR_SIZE > end:
+        return None
+    magic, hcrc = REC_PREFIX.unpack_from(mv, pos)
+    if magic != REC_MAGIC or _crc32(mv[pos + 8 : pos + REC_HDR_SIZE]) != hcrc:
+        return None
+    reclen, _seqf, _ts, slen, hlen, _ttl = REC_FIELDS.unpack_from(mv, pos + 8)
+    if reclen < REC_OVERHEAD + slen + hlen:
+        return None
+    if pos + reclen > end:
+        return reclen, 0
+    (crc,) = REC_TRAILER.unpack_from(mv, pos + reclen - 4)
+    return reclen, 2 if _crc32(mv[pos : pos + reclen - 4]) == crc else 1
+
+
+def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = None) -> BlockScan:
+    """Read every record of one block file's contents. Pure: no I/O, nothing changed.
+
+    ``subjects`` interns decoded subjects across blocks (many messages share a subject).
+    """
+    scan = BlockScan(first=name_first, seen_max=name_first - 1)
+    _check_header(buf, name_first, scan)
+    if subjects is None:
+        subjects = {}
+    mv = memoryview(buf)
+    end = len(buf)
+    pos = BLOCK_HDR_SIZE
+    if not scan.header_ok and len(buf) < BLOCK_HDR_SIZE:
+        # Nothing past a partial header; the opener rewrites the header.
+        scan.valid_end = 0
+        return scan
+    msgs = scan.msgs
+    seen = name_first - 1
+    unpack_fields = REC_FIELDS.unpack_from
+    while pos < end:
+        state = _valid_at(mv, pos, end)
+        if state is None or state[1] == 0:
+            # Unreadable header, or a readable one whose record runs past the end of file.
+            nxt = _resync(buf, mv, pos + 1, end)
+            if nxt is None:
+                if state is not None:
+                    _r, seqf, *_ = unpack_fields(mv, pos + 8)
+                    scan.tail = (
+                        pos,
+                        f"incomplete record ({end - pos} of {state[0]} bytes)",
+                        seqf & SEQ_MASK,
+                    )
+                else:
+                    scan.tail = (pos, f"{end - pos} unreadable bytes", None)
+                break
+            region = BadRegion(pos, nxt - pos, None, nxt - pos, seen)
+            region.next_seq = _first_msg_seq(mv, nxt, end)
+            scan.bad.append(region)
+            pos = nxt
+            continue
+        reclen, ok = state
+        _r, seqf, ts, slen, hlen, ttl = unpack_fields(mv, pos + 8)
+        seq = seqf & SEQ_MASK
+        flags = seqf & FLAG_MASK
+        if ok == 1:
+            dlen = reclen - REC_OVERHEAD - slen - hlen
+            is_tomb = bool(flags & FLAG_TOMBSTONE)
+            size = reclen if is_tomb else record_msg_size(slen, hlen, dlen)
+            scan.bad.append(BadRegion(pos, reclen, seq, size, seen, seq, is_tomb))
+            if not is_tomb and seq > seen:
+                seen = seq
+            pos += reclen
+            scan.valid_end = pos
+            continue
+        if flags & ~_KNOWN_FLAGS:
+            scan.notes.append(f"record at offset {pos} has unknown flags {flags:#x}; skipped")
+        elif flags & FLAG_TOMBSTONE:
+            if reclen != TOMB_SIZE or slen or hlen:
+                scan.notes.append(f"malformed tombstone at offset {pos}; skipped")
+            else:
+                (last,) = _TOMB_BODY.unpack_from(mv, pos + REC_HDR_SIZE)
+                if last < seq:
+                    scan.notes.append(f"tombstone at offset {pos} has an empty range; skipped")
+                else:
+                    scan.tombs.append((seq, last, ts))
+                    if last > seen:
+                        seen = last
+        else:
+            sb = bytes(mv[pos + REC_HDR_SIZE : pos + REC_HDR_SIZE + slen])
+            subj = subjects.get(sb)
+            if subj is None:
+                subj = sb.decode("utf-8", "surrogateescape")
+                subjects[sb] = subj
+            dlen = reclen - REC_OVERHEAD - slen - hlen
+            msgs.append(
+                (
+                    seq,
+                    pos,
+                    reclen,
+                    ts,
+                    ttl,
+                    subj,
+                    record_msg_size(slen, hlen, dlen),
+                    bool(flags & FLAG_ERASED),
+                )
+            )
+            if seq > seen:
+                seen = seq
+        pos += reclen
+        scan.valid_end = pos
+    scan.seen_max = seen
+    return scan
+
+
+def _resync(buf: bytes, mv: memoryview, start: int, end: int) -> int | None:
+    """Offset of the next fully valid record at or after ``start``."""
+    pos = start
+    while True:
+        pos = buf.find(REC_MAGIC, pos, end)
+        if pos < 0:
+            return None
+        state = _valid_at(mv, pos, end)
+        if state is not None and state[1] == 2:
+            return pos
+        pos += 1
+
+
+def _first_msg_seq(mv: memoryview, pos: int, end: int) -> int | None:
+    """Sequence of the first message record (not tombstone) from ``pos`` on, walking only
+    valid records; used to bound the sequences an unreadable region can have held."""
+    while pos < end:
+        state = _valid_at(mv, pos, end)
+        if state is None or state[1] == 0:
+            return None
+        # A record with a valid header but a damaged body still tells its sequence.
+        _r, seqf, *_ = REC_FIELDS.unpack_from(mv, pos + 8)
+        if not seqf & FLAG_TOMBSTONE:
+            return int(seqf & SEQ_MASK)
+        pos += state[0]
+    return None

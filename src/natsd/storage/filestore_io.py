@@ -1,0 +1,541 @@
+"""The block layer of FileStore: block files, write buffers, flush, sync, reads.
+
+``BlockStore`` owns the files and the durability machinery; ``FileStore`` (``filestore``)
+builds the stream semantics on top of it. See ``filestore``'s docstring for the durability
+contract and the thread rules this code implements.
+
+Ownership and threads. One thread (the server's event loop) owns the store and calls every
+method except ``sync``. ``sync`` may run on a worker thread at the same time (group commit).
+The only state the two share is guarded by ``_lock``: the set of blocks written since the
+last sync, the "directory changed" flag, the unlinks waiting for a sync, and every block's
+``fd`` (closed only under the lock; ``sync`` fsyncs ``dup``s taken under it, so it can never
+fsync a descriptor number the owner closed and reused).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+import zlib
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from collections.abc import Iterator
+
+from natsd.storage.filestore_format import (
+    BLOCK_HDR_SIZE,
+    FLAG_TOMBSTONE,
+    REC_FIELDS,
+    REC_HDR_SIZE,
+    REC_TRAILER,
+    SEQ_MASK,
+    block_header,
+    block_name,
+    encode_tombstone,
+)
+from natsd.storage.filestore_index import Block, Entry, SubjState
+from natsd.storage.filestore_query import QueryMixin
+from natsd.storage.filestore_recovery import recover
+from natsd.storage.store import (
+    ErrStoreClosed,
+    ErrStoreIO,
+    LostData,
+    StoreConfig,
+    StoredMsg,
+    StoreError,
+)
+
+__all__ = ["BlockStore", "fsync_path"]
+
+# Block files kept open for reading besides the ones being written.
+_MAX_OPEN_FDS = 16
+# A sequential reader gets this much read-ahead per pread.
+_READAHEAD = 64 * 1024
+
+_crc32 = zlib.crc32
+_unpack_fields = REC_FIELDS.unpack_from
+_unpack_trailer = REC_TRAILER.unpack_from
+_time_ns = time.time_ns
+_fdatasync = getattr(os, "fdatasync", os.fsync)
+O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+
+
+class BlockStore(QueryMixin):
+    """Block files plus the in-memory index; stream semantics live in the subclass."""
+
+    def __init__(self, directory: str | os.PathLike[str], cfg: StoreConfig, block_size: int):
+        self._dir = os.fspath(directory)
+        self._mdir = os.path.join(self._dir, "msgs")
+        # Any size works (a block takes at least one record); tests use tiny ones.
+        self._block_size = max(block_size, 64)
+        self._cfg = cfg
+        self._closed = False
+        self._failed: str | None = None
+        self._lock = threading.Lock()
+        self._dirty: dict[Block, None] = {}
+        self._dir_dirty = False
+        self._unlink_wait: list[str] = []  # dropped before the last flush
+        self._pending_unlinks: list[str] = []  # the next sync may unlink these
+        self._sync_error: str | None = None
+        self._unflushed: list[Block] = []
+        self._pending_tombs: list[list[int]] = []  # [first, last, ts]
+        self._open_fds: OrderedDict[Block, None] = OrderedDict()
+        self._rwin: tuple[Block, int, bytes] | None = None
+        self._read_end: tuple[Block | None, int] = (None, -1)
+        self._unlink_now = False  # truncate unlinks at once instead of at the next sync
+
+        created = not os.path.isdir(self._mdir)
+        os.makedirs(self._mdir, exist_ok=True)
+        if created:
+            fsync_path(self._dir)
+        r = recover(self._mdir)
+        self.recovery_report: list[str] = r.report
+        self._lost: LostData | None = r.lost
+        self._blocks: list[Block] = r.blocks
+        self._firsts: list[int] = [b.first for b in r.blocks]
+        self._msgs: dict[int, Entry] = r.msgs
+        self._subjects: dict[str, SubjState] = r.subjects
+        self._ttl_heap: list[tuple[int, int]] = r.ttl_heap
+        self._bytes = r.bytes
+        self._first_seq = r.first_seq
+        self._first_ts = r.first_ts
+        self._last_seq = r.last_seq
+        self._last_ts = r.last_ts
+
+    def _remove(self, seq: int, tomb: bool = True, notify: bool = True) -> Entry | None:
+        """Take one message out of the index (the subclass's stream semantics)."""
+        raise NotImplementedError
+
+    def _add_tomb_range(self, first: int, last: int, ts: int) -> None:
+        tombs = self._pending_tombs
+        if tombs and tombs[-1][1] + 1 == first:
+            tombs[-1][1] = last
+            tombs[-1][2] = ts
+        else:
+            tombs.append([first, last, ts])
+
+    def _roll(self, first: int) -> Block:
+        blk = Block(first, os.path.join(self._mdir, block_name(first)))
+        blk.buf = bytearray(block_header(first))
+        self._blocks.append(blk)
+        self._firsts.append(first)
+        self._unflushed.append(blk)
+        if len(self._blocks) > 1:
+            self._drop_leading_blocks()
+        return blk
+
+    def _drop_leading_blocks(self) -> None:
+        """Drop leading blocks with no live message (never the block being written). Only
+        leading ones: a tombstone lives in its message's block or a later one, so removing a
+        middle block could lose deletions of earlier messages."""
+        blocks = self._blocks
+        k = 0
+        while k < len(blocks) - 1 and blocks[k].live == 0:
+            k += 1
+        if not k:
+            return
+        for b in blocks[:k]:
+            self._retire(b)
+        # New lists, not in-place deletes: iterators over the old ones stay valid.
+        self._blocks = blocks[k:]
+        self._firsts = self._firsts[k:]
+
+    def _retire(self, blk: Block) -> None:
+        with self._lock:
+            if blk.fd >= 0:
+                os.close(blk.fd)
+                blk.fd = -1
+            self._dirty.pop(blk, None)
+        self._open_fds.pop(blk, None)
+        if blk in self._unflushed:
+            self._unflushed.remove(blk)
+        if self._rwin is not None and self._rwin[0] is blk:
+            self._rwin = None
+        blk.buf = bytearray()
+        if blk.on_disk:
+            if self._unlink_now:
+                try:
+                    os.unlink(blk.path)
+                except FileNotFoundError:
+                    pass
+            else:
+                # Unlinked by the sync after the next flush (see the module docstring).
+                self._unlink_wait.append(blk.path)
+
+    def _open_for_write(self, blk: Block) -> None:
+        fd = self._ensure_fd(blk)
+        os.lseek(fd, blk.flushed, os.SEEK_SET)
+
+    def _ensure_fd(self, blk: Block) -> int:
+        fd = blk.fd
+        if fd >= 0:
+            self._open_fds.move_to_end(blk)
+            return fd
+        if blk.on_disk:
+            fd = os.open(blk.path, os.O_RDWR | O_CLOEXEC)
+        else:
+            path = blk.path
+            if path in self._unlink_wait or path in self._pending_unlinks:
+                # Only truncate can reuse a name; finish the old file's removal first.
+                with self._lock:
+                    for lst in (self._unlink_wait, self._pending_unlinks):
+                        while path in lst:
+                            lst.remove(path)
+                os.unlink(path)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o644)
+            blk.on_disk = True
+            with self._lock:
+                self._dir_dirty = True
+        os.lseek(fd, blk.flushed, os.SEEK_SET)
+        blk.fd = fd
+        self._open_fds[blk] = None
+        if len(self._open_fds) > _MAX_OPEN_FDS:
+            self._evict_fds()
+        return fd
+
+    def _evict_fds(self) -> None:
+        active = self._blocks[-1] if self._blocks else None
+        for b in list(self._open_fds):
+            if len(self._open_fds) <= _MAX_OPEN_FDS:
+                break
+            if b is active or b.buf:
+                continue
+            with self._lock:
+                os.close(b.fd)
+                b.fd = -1
+            del self._open_fds[b]
+
+    def flush(self) -> int:
+        if self._closed:
+            raise ErrStoreClosed()
+        if self._failed is not None:
+            raise ErrStoreIO(self._failed)
+        saved_tombs = [list(t) for t in self._pending_tombs]
+        if self._pending_tombs:
+            self._emit_tombstones()
+        blocks = list(self._unflushed)
+        try:
+            for blk in blocks:
+                fd = self._ensure_fd(blk)
+                with memoryview(blk.buf) as view:
+                    done = 0
+                    total = len(view)
+                    while done < total:
+                        n = os.write(fd, view[done:])
+                        if n <= 0:
+                            raise OSError(errno.EIO, "write returned 0")
+                        done += n
+        except OSError as exc:
+            self._rollback(blocks, saved_tombs)
+            raise ErrStoreIO(f"flush failed: {exc}") from exc
+        for blk in blocks:
+            blk.flushed += len(blk.buf)
+            blk.buf = bytearray()
+        self._unflushed.clear()
+        with self._lock:
+            for blk in blocks:
+                self._dirty[blk] = None
+            if self._unlink_wait:
+                self._pending_unlinks.extend(self._unlink_wait)
+                self._unlink_wait = []
+        if len(self._open_fds) > _MAX_OPEN_FDS:
+            self._evict_fds()
+        return self._last_seq
+
+    def _emit_tombstones(self) -> None:
+        blk = self._blocks[-1] if self._blocks else self._roll(self._last_seq + 1)
+        for first, last, ts in self._pending_tombs:
+            blk.buf += encode_tombstone(first, last, ts)
+        self._pending_tombs = []
+        if blk not in self._unflushed:
+            self._unflushed.append(blk)
+
+    def _rollback(self, blocks: list[Block], saved_tombs: list[list[int]]) -> None:
+        """Undo a failed flush: files back to their pre-flush size, buffered messages out of
+        the index with their sequences burned (tombstoned by the next good flush)."""
+        burned: list[int] = []
+        for blk in blocks:
+            if blk.fd >= 0:
+                try:
+                    os.ftruncate(blk.fd, blk.flushed)
+                    os.lseek(blk.fd, blk.flushed, os.SEEK_SET)
+                except OSError as exc:
+                    self._failed = (
+                        f"block {os.path.basename(blk.path)} could not be restored after a "
+                        f"failed write ({exc}); reopen the store"
+                    )
+            keep = BLOCK_HDR_SIZE if blk.flushed == 0 else 0
+            buf = bytes(blk.buf)
+            pos = keep
+            while pos + REC_HDR_SIZE <= len(buf):
+                reclen, seqf, *_ = _unpack_fields(buf, pos + 8)
+                if not seqf & FLAG_TOMBSTONE:
+                    burned.append(seqf & SEQ_MASK)
+                    blk.nrec -= 1
+                pos += reclen
+            blk.buf = bytearray(buf[:keep])
+        self._unflushed = [b for b in blocks if b.buf]
+        self._pending_tombs = saved_tombs
+        for seq in burned:
+            if self._remove(seq) is None:
+                # Already deleted (its tombstone is among saved_tombs) or erased.
+                self._add_tomb_range(seq, seq, _time_ns())
+        msgs = self._msgs
+        for blk in blocks:
+            blk.seqs = [s for s in blk.seqs if s in msgs]
+
+    def sync(self) -> None:
+        with self._lock:
+            if self._closed and not self._dirty:
+                return
+            if self._sync_error is not None:
+                raise ErrStoreIO(self._sync_error)
+            dirty = list(self._dirty)
+            self._dirty.clear()
+            fds: list[int] = []
+            paths: list[str] = []
+            try:
+                for blk in dirty:
+                    if blk.fd >= 0:
+                        fds.append(os.dup(blk.fd))
+                    else:
+                        paths.append(blk.path)
+            except OSError as exc:
+                for fd in fds:
+                    os.close(fd)
+                for blk in dirty:
+                    self._dirty[blk] = None
+                raise ErrStoreIO(f"sync: {exc}") from exc
+            need_dir = self._dir_dirty
+            self._dir_dirty = False
+            unlinks = self._pending_unlinks
+            self._pending_unlinks = []
+        try:
+            for fd in fds:
+                _fdatasync(fd)
+            for path in paths:
+                try:
+                    fd = os.open(path, os.O_RDONLY | O_CLOEXEC)
+                except FileNotFoundError:
+                    continue
+                try:
+                    _fdatasync(fd)
+                finally:
+                    os.close(fd)
+            if need_dir or unlinks:
+                fsync_path(self._mdir)
+        except OSError as exc:
+            with self._lock:
+                self._sync_error = f"fsync failed ({exc}); durability of earlier writes unknown"
+            raise ErrStoreIO(self._sync_error) from exc
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if unlinks:
+            failed: list[str] = []
+            for path in unlinks:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    failed.append(path)
+            try:
+                fsync_path(self._mdir)
+            except OSError:
+                failed = unlinks
+            if failed:
+                with self._lock:
+                    self._pending_unlinks.extend(failed)
+
+    def _close_fds(self) -> None:
+        with self._lock:
+            for blk in self._blocks:
+                if blk.fd >= 0:
+                    os.close(blk.fd)
+                    blk.fd = -1
+            self._dirty.clear()
+        self._open_fds.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ErrStoreClosed()
+
+    def _read(self, blk: Block, off: int, length: int) -> tuple[bytes, int]:
+        """(buffer, start) holding ``length`` bytes of ``blk`` at ``off``."""
+        fl = blk.flushed
+        if off >= fl:
+            start = off - fl
+            return bytes(blk.buf[start : start + length]), 0
+        w = self._rwin
+        if w is not None and w[0] is blk and w[1] <= off and off + length <= w[1] + len(w[2]):
+            self._read_end = (blk, off + length)
+            return w[2], off - w[1]
+        fd = self._ensure_fd(blk)
+        sequential = self._read_end[0] is blk and self._read_end[1] == off
+        want = max(length, min(_READAHEAD, fl - off)) if sequential else length
+        data = os.pread(fd, want, off)
+        if len(data) < length:
+            raise StoreError(f"short read in block {blk.first} at {off}")
+        self._read_end = (blk, off + length)
+        if want > length:
+            self._rwin = (blk, off, data)
+        return data, 0
+
+    def _load(self, seq: int) -> StoredMsg | None:
+        e = self._msgs.get(seq)
+        if e is None:
+            return None
+        reclen = e[3]
+        try:
+            raw, base = self._read(e[1], e[2], reclen)
+        except OSError as exc:
+            raise ErrStoreIO(f"read seq {seq}: {exc}") from exc
+        if base + reclen <= len(raw):
+            (crc,) = _unpack_trailer(raw, base + reclen - 4)
+            _r, seqf, ts, slen, hlen, ttl = _unpack_fields(raw, base + 8)
+            if seqf == seq and _crc32(memoryview(raw)[base : base + reclen - 4]) == crc:
+                p = base + REC_HDR_SIZE + slen
+                hdr = raw[p : p + hlen] if hlen else None
+                return StoredMsg(e[0], seq, ts, hdr, raw[p + hlen : base + reclen - 4], ttl)
+        self._mark_lost(seq, e)
+        return None
+
+    def _mark_lost(self, seq: int, e: Entry) -> None:
+        """A record that was fine at open is not now (media error): report it, drop it."""
+        self.recovery_report.append(
+            f"block {e[1].first}: record seq {seq} failed its checksum on read; message lost"
+        )
+        if self._lost is None:
+            self._lost = LostData()
+        self._lost.msgs.append(seq)
+        self._lost.bytes += e[6]
+        self._remove(seq, tomb=True)
+
+    def _iter_live(self, lo: int, hi: int) -> Iterator[int]:
+        return _iter_live(self._blocks, self._firsts, self._msgs, lo, hi)
+
+    def _iter_live_rev(self, hi: int, lo: int) -> Iterator[int]:
+        return _iter_live_rev(self._blocks, self._firsts, self._msgs, hi, lo)
+
+    def _fresh(self, subject: str, ss: SubjState) -> None:
+        """Recompute a subject's first/last after removals (lazily, like nats-server)."""
+        msgs = self._msgs
+        if ss.first_stale:
+            hi = self._last_seq if ss.last_stale else ss.last
+            for s in self._iter_live(ss.first + 1, hi):
+                if msgs[s][0] == subject:
+                    ss.first = s
+                    break
+            ss.first_stale = False
+            if ss.msgs == 1:
+                ss.last = ss.first
+                ss.last_stale = False
+        if ss.last_stale:
+            for s in self._iter_live_rev(ss.last - 1, ss.first):
+                if msgs[s][0] == subject:
+                    ss.last = s
+                    break
+            ss.last_stale = False
+
+    def _rewrite_block(self, blk: Block, seq: int) -> None:
+        """Replace ``blk`` with its live records <= seq plus tombstones for every dead
+        sequence from the first block up to ``seq`` (deletions recorded in blocks about to go
+        must survive them)."""
+        msgs = self._msgs
+        parts: list[bytes] = [block_header(blk.first)]
+        pos = BLOCK_HDR_SIZE
+        moved: list[tuple[int, Entry]] = []
+        for s in blk.seqs:
+            e = msgs.get(s)
+            if e is None or s > seq:
+                continue
+            raw, base = self._read(blk, e[2], e[3])
+            parts.append(bytes(raw[base : base + e[3]]))
+            moved.append((s, e))
+            pos += e[3]
+        lo = self._blocks[0].first
+        prev = lo - 1
+        now = self._last_ts
+        for s in self._iter_live(lo, seq):
+            if s > prev + 1:
+                parts.append(encode_tombstone(prev + 1, s - 1, now))
+            prev = s
+        if prev < seq:
+            parts.append(encode_tombstone(max(prev + 1, 1), seq, now))
+        data = b"".join(parts)
+        tmp = blk.path + ".tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.replace(tmp, blk.path)
+        with self._lock:
+            if blk.fd >= 0:
+                os.close(blk.fd)
+            blk.fd = fd
+            self._dirty.pop(blk, None)
+        self._open_fds[blk] = None
+        self._rwin = None
+        blk.flushed = len(data)
+        blk.buf = bytearray()
+        if blk in self._unflushed:
+            self._unflushed.remove(blk)
+        # Entries point at the new offsets.
+        pos = BLOCK_HDR_SIZE
+        seqs: list[int] = []
+        for s, e in moved:
+            msgs[s] = (e[0], blk, pos, e[3], e[4], e[5], e[6])
+            pos += e[3]
+            seqs.append(s)
+        blk.seqs = seqs
+        blk.nrec = len(seqs)
+
+
+def _iter_live(
+    blocks: list[Block], firsts: list[int], msgs: dict[int, Entry], lo: int, hi: int
+) -> Iterator[int]:
+    i = bisect_right(firsts, lo) - 1
+    if i < 0:
+        i = 0
+    for bi in range(i, len(blocks)):
+        blk = blocks[bi]
+        if blk.first > hi:
+            return
+        seqs = blk.seqs
+        j = bisect_left(seqs, lo) if seqs and seqs[0] < lo else 0
+        for k in range(j, len(seqs)):
+            s = seqs[k]
+            if s > hi:
+                return
+            if s in msgs:
+                yield s
+
+
+def _iter_live_rev(
+    blocks: list[Block], firsts: list[int], msgs: dict[int, Entry], hi: int, lo: int
+) -> Iterator[int]:
+    i = bisect_right(firsts, hi) - 1
+    for bi in range(min(i, len(blocks) - 1), -1, -1):
+        seqs = blocks[bi].seqs
+        j = bisect_right(seqs, hi) - 1
+        for k in range(j, -1, -1):
+            s = seqs[k]
+            if s < lo:
+                return
+            if s in msgs:
+                yield s
+
+
+def fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,457 @@
+"""Opening a file store: read every block, verify it, rebuild the index, report what was lost.
+
+Rules (and why):
+
+- Every record is checked (header crc, lengths, body crc). A damaged record costs only
+  itself: the scan resynchronises on the next valid record (``filestore_format.scan_block``).
+- A record that runs past the end of its file is a torn append (the process or machine died
+  mid-write): it is cut off. Unreadable bytes at the very end of the *last* block are treated
+  the same way, since that is where a crash leaves garbage. Both are reported, and neither is
+  counted as lost: no flush+sync ever covered them.
+- Anything else unreadable stays on disk untouched and is reported; the sequences it held are
+  inferred from the neighbouring records and listed in ``LostData`` unless a tombstone says
+  they were deleted anyway. Blocks and streams are never deleted because of damage.
+- A block whose own header is damaged is salvaged (its records carry their own checksums)
+  and the header is rewritten from the file name.
+- ``index.cache`` (the manifest ``FileStore.stop`` writes) is only a cross-check: after a
+  clean shutdown it says which sequences were live and how big each block was, which catches
+  what per-record checksums cannot (a block file gone, a block cut short, a last record
+  damaged beyond recognition). It is deleted at open so a stale one is never trusted, and a
+  missing or unreadable one costs nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import os
+import zlib
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from natsd.storage.filestore_format import (
+    BLOCK_HDR_SIZE,
+    BlockScan,
+    BlockVersionError,
+    block_header,
+    parse_block_name,
+    scan_block,
+)
+from natsd.storage.filestore_index import Block, Entry, SubjState
+from natsd.storage.store import LostData, StoreError
+
+__all__ = [
+    "MANIFEST",
+    "Recovered",
+    "manifest_doc",
+    "read_manifest",
+    "recover",
+    "write_manifest",
+]
+
+MANIFEST = "index.cache"
+_MANIFEST_MAGIC = b"NDSC1\n"
+# Listing every lost sequence is pointless past this; the report gives the ranges.
+_MAX_LOST_LISTED = 1_000_000
+
+
+@dataclass(slots=True)
+class Recovered:
+    blocks: list[Block] = field(default_factory=list)
+    msgs: dict[int, Entry] = field(default_factory=dict)
+    subjects: dict[str, SubjState] = field(default_factory=dict)
+    ttl_heap: list[tuple[int, int]] = field(default_factory=list)
+    bytes: int = 0
+    first_seq: int = 0
+    first_ts: int = 0
+    last_seq: int = 0
+    last_ts: int = 0
+    lost: LostData | None = None
+    report: list[str] = field(default_factory=list)
+
+
+class _Tombs:
+    """Merged tombstone ranges with a membership test."""
+
+    def __init__(self, ranges: list[tuple[int, int, int]]) -> None:
+        merged: list[list[int]] = []
+        for a, b, _ts in sorted(ranges):
+            if merged and a <= merged[-1][1] + 1:
+                if b > merged[-1][1]:
+                    merged[-1][1] = b
+            else:
+                merged.append([a, b])
+        self.starts = [r[0] for r in merged]
+        self.ends = [r[1] for r in merged]
+
+    def __contains__(self, seq: int) -> bool:
+        i = bisect_right(self.starts, seq) - 1
+        return i >= 0 and seq <= self.ends[i]
+
+
+def _runs(seqs: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for s in seqs:
+        if out and out[-1][1] + 1 == s:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return out
+
+
+def _fmt_seqs(seqs: list[int]) -> str:
+    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in _runs(seqs)[:20]]
+    more = " ..." if len(_runs(seqs)) > 20 else ""
+    return ",".join(parts) + more
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------------------ manifest
+
+
+def write_manifest(mdir: str, doc: dict[str, object]) -> None:
+    """Atomically write the clean-shutdown manifest (tmp, fsync, rename, fsync dir)."""
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    data = _MANIFEST_MAGIC + b"%08x\n" % zlib.crc32(body) + body
+    tmp = os.path.join(mdir, MANIFEST + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(mdir, MANIFEST))
+    _fsync_dir(mdir)
+
+
+def read_manifest(mdir: str, report: list[str]) -> dict[str, object] | None:
+    path = os.path.join(mdir, MANIFEST)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        report.append(f"{MANIFEST}: unreadable ({e}); ignored, blocks are the truth")
+        return None
+    doc: object = None
+    if raw.startswith(_MANIFEST_MAGIC) and len(raw) >= len(_MANIFEST_MAGIC) + 9:
+        crc_hex = raw[len(_MANIFEST_MAGIC) : len(_MANIFEST_MAGIC) + 8]
+        body = raw[len(_MANIFEST_MAGIC) + 9 :]
+        try:
+            if int(crc_hex, 16) == zlib.crc32(body):
+                doc = json.loads(body)
+        except ValueError:
+            doc = None
+    if not isinstance(doc, dict):
+        report.append(f"{MANIFEST}: damaged; ignored, index rebuilt from the blocks")
+        return None
+    return doc
+
+
+# ------------------------------------------------------------------------------ recovery
+
+
+def recover(mdir: str) -> Recovered:
+    """Scan ``mdir`` and rebuild everything. Repairs only torn tails and block headers."""
+    rec = Recovered()
+    report = rec.report
+    manifest = read_manifest(mdir, report)
+    if manifest is not None or os.path.exists(os.path.join(mdir, MANIFEST)):
+        # A manifest describes one clean shutdown; once we start writing it is stale.
+        try:
+            os.unlink(os.path.join(mdir, MANIFEST))
+        except FileNotFoundError:
+            pass
+
+    named: list[tuple[int, str]] = []
+    for name in os.listdir(mdir):
+        first = parse_block_name(name)
+        if first is not None:
+            named.append((first, name))
+        elif name.endswith(".tmp"):
+            # Left by an interrupted rewrite or manifest write; the rename never happened,
+            # so the original file is intact and this copy is garbage by construction.
+            os.unlink(os.path.join(mdir, name))
+            report.append(f"removed leftover temporary file {name}")
+        elif name != MANIFEST:
+            report.append(f"ignored unknown file {name}")
+    named.sort()
+
+    interned: dict[bytes, str] = {}
+    scans: list[tuple[Block, BlockScan]] = []
+    for i, (first, name) in enumerate(named):
+        blk = Block(first, os.path.join(mdir, name))
+        blk.on_disk = True
+        fd = os.open(blk.path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, size, 0) if size else b""
+            try:
+                scan = scan_block(data, first, interned)
+            except BlockVersionError as e:
+                raise StoreError(f"{e}; this natsd cannot read it") from e
+            _repair(fd, blk, scan, size, is_last=i == len(named) - 1, report=report)
+        finally:
+            os.close(fd)
+        scans.append((blk, scan))
+
+    _rebuild(rec, scans, manifest)
+    if any(s.tail is not None or not s.header_ok for _b, s in scans):
+        _fsync_dir(mdir)
+    return rec
+
+
+def _repair(
+    fd: int, blk: Block, scan: BlockScan, size: int, *, is_last: bool, report: list[str]
+) -> None:
+    name = os.path.basename(blk.path)
+    changed = False
+    if not scan.header_ok:
+        if size < BLOCK_HDR_SIZE:
+            report.append(f"block {name}: {scan.header_problem}; header rewritten")
+            os.ftruncate(fd, 0)
+            size = 0
+        else:
+            report.append(
+                f"block {name}: {scan.header_problem}; {len(scan.msgs)} message records "
+                f"salvaged by their own checksums, header rewritten"
+            )
+        os.pwrite(fd, block_header(blk.first), 0)
+        changed = True
+        size = max(size, BLOCK_HDR_SIZE)
+    end = size
+    if scan.tail is not None:
+        off, why, seq = scan.tail
+        off = max(off, BLOCK_HDR_SIZE)
+        torn = why.startswith("incomplete")
+        if torn or is_last:
+            what = f" (seq {seq})" if seq is not None else ""
+            report.append(
+                f"block {name}: torn tail at offset {off}: {why}{what}; truncated "
+                f"{size - off} bytes (never covered by a sync)"
+            )
+            os.ftruncate(fd, off)
+            end = off
+            changed = True
+        else:
+            report.append(
+                f"block {name}: {why} at offset {off} (not the last block); left in place"
+            )
+    if changed:
+        os.fsync(fd)
+    blk.flushed = end
+    for note in scan.notes:
+        report.append(f"block {name}: {note}")
+
+
+def _rebuild(
+    rec: Recovered, scans: list[tuple[Block, BlockScan]], manifest: dict[str, object] | None
+) -> None:
+    report = rec.report
+    tomb_ranges = [t for _b, s in scans for t in s.tombs]
+    tombs = _Tombs(tomb_ranges)
+    msgs = rec.msgs
+    last_seq = 0
+    last_ts = 0
+    last_is_msg = False
+    for a_b in tomb_ranges:
+        if a_b[1] > last_seq:
+            last_seq, last_ts, last_is_msg = a_b[1], a_b[2], False
+    for blk, scan in scans:
+        if blk.first - 1 > last_seq:
+            last_seq, last_ts, last_is_msg = blk.first - 1, 0, False
+        seqs: list[int] = []
+        if scan.seen_max > last_seq:
+            # A damaged last record still used its sequence.
+            last_seq, last_ts, last_is_msg = scan.seen_max, 0, False
+        for seq, off, reclen, ts, ttl, subj, size, erased in scan.msgs:
+            if seq > last_seq or (seq == last_seq and not last_is_msg):
+                last_seq, last_ts, last_is_msg = seq, ts, True
+            if erased or seq in tombs:
+                continue
+            if seq in msgs or seq < blk.first:
+                report.append(f"block {blk.first}: unexpected record for seq {seq}; ignored")
+                continue
+            msgs[seq] = (subj, blk, off, reclen, ts, ttl, size)
+            seqs.append(seq)
+            rec.bytes += size
+            if ttl > 0:
+                rec.ttl_heap.append((ts + ttl * 1_000_000_000, seq))
+        if any(seqs[i] > seqs[i + 1] for i in range(len(seqs) - 1)):
+            seqs.sort()
+        blk.seqs = seqs
+        blk.live = len(seqs)
+        blk.nrec = len(scan.msgs)
+        rec.blocks.append(blk)
+    heapq.heapify(rec.ttl_heap)
+
+    lost: set[int] = set()
+    lost_bytes = 0
+    # Damaged records and unreadable regions inside blocks.
+    for i, (blk, scan) in enumerate(scans):
+        name = os.path.basename(blk.path)
+        for bad in scan.bad:
+            if bad.seq is not None:
+                if bad.tombstone:
+                    report.append(
+                        f"block {name}: damaged tombstone at offset {bad.offset} (first seq "
+                        f"{bad.seq}); messages it deleted may have reappeared"
+                    )
+                elif bad.seq in tombs or bad.seq in msgs:
+                    report.append(
+                        f"block {name}: damaged record of deleted seq {bad.seq} at offset "
+                        f"{bad.offset}; nothing lost"
+                    )
+                else:
+                    lost.add(bad.seq)
+                    lost_bytes += bad.size
+                    report.append(
+                        f"block {name}: damaged record seq {bad.seq} at offset {bad.offset} "
+                        f"({bad.length} bytes, checksum mismatch); message lost"
+                    )
+                continue
+            hi = bad.next_seq
+            if hi is None:
+                # No message record follows in this block: bounded by the next block.
+                hi = scans[i + 1][0].first if i + 1 < len(scans) else None
+            cand: list[int] = []
+            if hi is not None and hi - bad.prev_seq - 1 <= _MAX_LOST_LISTED:
+                cand = [s for s in range(bad.prev_seq + 1, hi) if s not in tombs and s not in msgs]
+            lost.update(cand)
+            lost_bytes += bad.length
+            what = f"seqs {_fmt_seqs(cand)}" if cand else "no live sequences identified"
+            report.append(
+                f"block {name}: {bad.length} unreadable bytes at offset {bad.offset} "
+                f"(after seq {bad.prev_seq}); {what} lost"
+            )
+    # Sequences that fall between blocks with no record and no tombstone.
+    for (blk, scan), (nxt, _ns) in itertools.pairwise(scans):
+        lo, hi = scan.seen_max + 1, nxt.first - 1
+        if lo > hi or hi - lo + 1 > _MAX_LOST_LISTED:
+            continue
+        torn = scan.tail[2] if scan.tail is not None else None
+        cand = [s for s in range(lo, hi + 1) if s not in tombs and s not in lost and s != torn]
+        if cand:
+            lost.update(cand)
+            report.append(
+                f"seqs {_fmt_seqs(cand)} missing between blocks {blk.first} and {nxt.first} "
+                f"(no record, no tombstone); lost"
+            )
+
+    if manifest is not None:
+        last_seq, lost_bytes = _check_manifest(rec, manifest, tombs, lost, last_seq, lost_bytes)
+
+    rec.last_seq = last_seq
+    rec.last_ts = last_ts
+    if msgs:
+        first = min(msgs)
+        rec.first_seq = first
+        rec.first_ts = msgs[first][4]
+    else:
+        rec.first_seq = last_seq + 1 if (rec.blocks or last_seq) else 0
+    for seq in sorted(msgs):
+        subj = msgs[seq][0]
+        ss = rec.subjects.get(subj)
+        if ss is None:
+            rec.subjects[subj] = SubjState(seq)
+        else:
+            ss.msgs += 1
+            ss.last = seq
+    if lost:
+        rec.lost = LostData(msgs=sorted(lost), bytes=lost_bytes)
+
+
+def _check_manifest(
+    rec: Recovered,
+    manifest: dict[str, object],
+    tombs: _Tombs,
+    lost: set[int],
+    last_seq: int,
+    lost_bytes: int,
+) -> tuple[int, int]:
+    report = rec.report
+    expected = _parse_manifest(manifest)
+    if expected is None:
+        report.append(f"{MANIFEST}: unexpected content; ignored")
+        return last_seq, lost_bytes
+    m_last, blocks = expected
+    if m_last > last_seq:
+        report.append(
+            f"last sequence was {m_last} at the last clean shutdown but the blocks end at "
+            f"{last_seq}; keeping {m_last} so sequences are never reused"
+        )
+        last_seq = m_last
+    have = {b.first: b for b in rec.blocks}
+    for first, size, runs in blocks:
+        blk = have.get(first)
+        if blk is None:
+            report.append(f"block {first} listed at the last clean shutdown is missing")
+        elif blk.flushed != size:
+            report.append(
+                f"block {first} is {blk.flushed} bytes, was {size} at the last clean shutdown"
+            )
+        missing = [
+            s for a, b in runs for s in range(a, b + 1) if s not in rec.msgs and s not in tombs
+        ]
+        new = [s for s in missing if s not in lost]
+        if new:
+            lost.update(new)
+            report.append(
+                f"seqs {_fmt_seqs(new)} were live in block {first} at the last clean "
+                f"shutdown and are gone; lost"
+            )
+    return last_seq, lost_bytes
+
+
+def _parse_manifest(
+    doc: dict[str, object],
+) -> tuple[int, list[tuple[int, int, list[tuple[int, int]]]]] | None:
+    last = doc.get("last_seq")
+    blocks = doc.get("blocks")
+    if not isinstance(last, int) or not isinstance(blocks, list):
+        return None
+    out: list[tuple[int, int, list[tuple[int, int]]]] = []
+    for b in blocks:
+        if not isinstance(b, dict):
+            return None
+        first, size, live = b.get("first"), b.get("size"), b.get("live")
+        if not isinstance(first, int) or not isinstance(size, int) or not isinstance(live, list):
+            return None
+        runs: list[tuple[int, int]] = []
+        for r in live:
+            if not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) for x in r)):
+                return None
+            runs.append((r[0], r[1]))
+        out.append((first, size, runs))
+    return last, out
+
+
+def manifest_doc(
+    blocks: list[Block],
+    msgs: dict[int, Entry],
+    first_seq: int,
+    last_seq: int,
+    nbytes: int,
+) -> dict[str, object]:
+    return {
+        "version": 1,
+        "first_seq": first_seq,
+        "last_seq": last_seq,
+        "msgs": len(msgs),
+        "bytes": nbytes,
+        "blocks": [
+            {"first": b.first, "size": b.flushed, "live": _runs([s for s in b.seqs if s in msgs])}
+            for b in blocks
+        ],
+    }

@@ -1,0 +1,181 @@
+"""JetStream streams through nats-py's JetStream and JetStreamManager APIs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from nats.js.api import StorageType, StreamConfig
+from nats.js.errors import APIError, BadRequestError, NotFoundError
+
+import natsd
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+async def srv(tmp_path: Path) -> AsyncIterator[natsd.Server]:
+    async with natsd.Server(
+        port=0, host="127.0.0.1", jetstream=True, store_dir=str(tmp_path), http_port=-1
+    ) as s:
+        yield s
+
+
+@pytest.fixture
+async def nc(srv: natsd.Server) -> AsyncIterator[Any]:
+    c = await nats.connect(srv.client_url)
+    yield c
+    await c.close()
+
+
+@pytest.mark.parametrize("storage", [StorageType.FILE, StorageType.MEMORY])
+async def test_create_publish_info(nc: Any, storage: StorageType) -> None:
+    js = nc.jetstream()
+    info = await js.add_stream(name="ORDERS", subjects=["orders.>"], storage=storage)
+    assert info.config.name == "ORDERS"
+    assert info.config.storage == storage
+    acks = [await js.publish("orders.new", b"order %d" % i) for i in range(5)]
+    assert [a.seq for a in acks] == [1, 2, 3, 4, 5]
+    assert all(a.stream == "ORDERS" for a in acks)
+    si = await js.stream_info("ORDERS")
+    assert si.state.messages == 5
+    assert si.state.first_seq == 1 and si.state.last_seq == 5
+    msg = await js.get_msg("ORDERS", 3)
+    assert msg.data == b"order 2" and msg.subject == "orders.new"
+
+
+async def test_byte_accounting_matches_nats_server(nc: Any) -> None:
+    # Same two messages nats-server counts as 44+66 (file) and 32+50 (memory) bytes.
+    js = nc.jetstream()
+    for st, name, expected in (("file", "SZF", 110), ("memory", "SZM", 82)):
+        subj = "sz.file.a" if st == "file" else "sz.memory.a"
+        await js.add_stream(name=name, subjects=[subj], storage=st)
+        await js.publish(subj, b"hello")
+        await js.publish(subj, b"hello", headers={"X": "y"})
+        assert (await js.stream_info(name)).state.bytes == expected
+
+
+async def test_dedup_and_expectations(nc: Any) -> None:
+    js = nc.jetstream()
+    await js.add_stream(name="D", subjects=["d.*"])
+    a1 = await js.publish("d.x", b"1", headers={"Nats-Msg-Id": "m1"})
+    a2 = await js.publish("d.x", b"1", headers={"Nats-Msg-Id": "m1"})
+    assert a1.seq == a2.seq == 1
+    assert a2.duplicate is True and not a1.duplicate
+    with pytest.raises(APIError) as e:
+        await js.publish("d.x", b"2", headers={"Nats-Expected-Last-Sequence": "7"})
+    assert e.value.err_code == 10071
+    ok = await js.publish("d.x", b"2", headers={"Nats-Expected-Last-Sequence": "1"})
+    assert ok.seq == 2
+    with pytest.raises(APIError) as e:
+        await js.publish("d.y", b"3", headers={"Nats-Expected-Stream": "OTHER"})
+    assert e.value.err_code == 10060
+    with pytest.raises(APIError) as e:
+        await js.publish("d.x", b"3", headers={"Nats-Expected-Last-Subject-Sequence": "1"})
+    assert e.value.err_code == 10071
+    ok = await js.publish("d.x", b"3", headers={"Nats-Expected-Last-Subject-Sequence": "2"})
+    assert ok.seq == 3
+
+
+async def test_purge_delete_list(nc: Any) -> None:
+    js = nc.jetstream()
+    jsm = nc.jsm() if hasattr(nc, "jsm") else js
+    await js.add_stream(name="P", subjects=["p.>"])
+    for i in range(10):
+        await js.publish(f"p.{i % 2}", b"%d" % i)
+    assert await js.delete_msg("P", 2)
+    with pytest.raises(NotFoundError):
+        await js.get_msg("P", 2)
+    await js.purge_stream("P", subject="p.0")
+    si = await js.stream_info("P")
+    assert si.state.messages == 4  # five p.1 messages, one of them deleted
+    await js.purge_stream("P")
+    si = await js.stream_info("P")
+    assert si.state.messages == 0 and si.state.first_seq == 11
+    names = await js.streams_info()
+    assert [s.config.name for s in names] == ["P"]
+    assert await js.delete_stream("P")
+    with pytest.raises(NotFoundError):
+        await jsm.stream_info("P")
+
+
+async def test_errors_have_nats_codes(nc: Any) -> None:
+    js = nc.jetstream()
+    await js.add_stream(name="A", subjects=["a.>"])
+    with pytest.raises(BadRequestError) as e:
+        await js.add_stream(name="B", subjects=["a.b"])
+    assert e.value.err_code == 10065  # subjects overlap
+    with pytest.raises(NotFoundError) as e2:
+        await js.stream_info("NOPE")
+    assert e2.value.err_code == 10059
+    r = await nc.request("$JS.API.STREAM.CREATE.X", b"not json", timeout=2)
+    assert b'"err_code":10025' in r.data
+
+
+async def test_account_info(nc: Any) -> None:
+    js = nc.jetstream()
+    await js.add_stream(name="I", subjects=["i"], storage="memory")
+    await js.publish("i", b"x")
+    info = await js.account_info()
+    assert info.streams == 1
+    assert info.memory == 1 + 1 + 16
+
+
+async def test_restart_keeps_acknowledged_messages(tmp_path: Path) -> None:
+    payloads = [bytes([i % 256]) * (i * 7 % 300) for i in range(200)]
+    async with natsd.Server(port=0, host="127.0.0.1", jetstream=True, store_dir=str(tmp_path)) as s:
+        nc = await nats.connect(s.client_url)
+        js = nc.jetstream()
+        await js.add_stream(name="R", subjects=["r.*"])
+        futs = [js.publish(f"r.{i % 3}", p, headers={"N": str(i)}) for i, p in enumerate(payloads)]
+        acks = await asyncio.gather(*futs)
+        assert sorted(a.seq for a in acks) == list(range(1, 201))
+        await js.delete_msg("R", 5)
+        await nc.close()
+    async with natsd.Server(port=0, host="127.0.0.1", jetstream=True, store_dir=str(tmp_path)) as s:
+        nc = await nats.connect(s.client_url)
+        js = nc.jetstream()
+        si = await js.stream_info("R")
+        assert si.state.messages == 199
+        for seq in (1, 4, 6, 100, 200):
+            m = await js.get_msg("R", seq)
+            i = int(m.headers["N"])
+            assert (m.data or b"") == payloads[i]
+        with pytest.raises(NotFoundError):
+            await js.get_msg("R", 5)
+        ack = await js.publish("r.0", b"after")
+        assert ack.seq == 201
+        await nc.close()
+
+
+async def test_direct_get(nc: Any) -> None:
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="DG", subjects=["dg.>"], allow_direct=True))
+    await js.publish("dg.a", b"one")
+    await js.publish("dg.b", b"two")
+    await js.publish("dg.a", b"three")
+    m = await js.get_msg("DG", subject="dg.a", direct=True)
+    assert m.data == b"three" and m.seq == 3
+    m = await js.get_msg("DG", 2, direct=True)
+    assert m.data == b"two" and m.subject == "dg.b"
+
+
+async def test_jsz(srv: natsd.Server, nc: Any) -> None:
+    import json
+    import urllib.request
+
+    js = nc.jetstream()
+    await js.add_stream(name="J", subjects=["j"])
+    await js.publish("j", b"x")
+
+    def fetch() -> Any:
+        with urllib.request.urlopen(srv.monitor_url + "/jsz?accounts=true") as r:
+            return json.loads(r.read())
+
+    data = await asyncio.get_running_loop().run_in_executor(None, fetch)
+    assert data["streams"] == 1 and data["messages"] == 1
+    assert data["account_details"][0]["name"] == "$G"

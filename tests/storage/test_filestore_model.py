@@ -1,0 +1,70 @@
+"""The contract's model-based test, aimed at the file store's own failure modes.
+
+Reuses ``test_model.StoreMachine`` (random operations checked against ``model.Model`` after
+every step) with a file store whose blocks hold a handful of records, so rolling, leading
+block removal and truncate's rewrite happen constantly, and adds a crash restart (flush,
+sync, abandon, reopen) next to the clean one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import rule, run_state_machine_as_test
+
+from natsd.storage.filestore import FileStore
+from natsd.storage.store import StoreConfig, StreamStore, file_msg_size
+
+from .conftest import StoreKit
+from .test_model import StoreMachine
+
+
+def tiny_block_kit(tmp_path: Path) -> StoreKit:
+    def build(cfg: StoreConfig, d: Path | None) -> StreamStore:
+        assert d is not None
+        return FileStore(d, cfg, block_size=200)
+
+    return StoreKit("file", file_msg_size, build, _tmp=tmp_path)
+
+
+class CrashingMachine(StoreMachine):
+    @rule()
+    def crash_reopen(self) -> None:
+        kit = self.kit
+        old = self.s
+        assert isinstance(old, FileStore)
+        d = kit._dirs.pop(id(old))
+        old.flush()
+        old.sync()
+        old._close_fds()  # the process dies: no stop(), no manifest
+        old._closed = True
+        fresh = kit._build(old.config, d)
+        assert isinstance(fresh, FileStore)
+        assert fresh.recovery_report == [], fresh.recovery_report
+        kit._dirs[id(fresh)] = d
+        kit._open.append(fresh)
+        self.store = fresh
+        fresh.register_updates(self._cb)
+
+    @rule()
+    def sync(self) -> None:
+        self.s.flush()
+        self.s.sync()
+
+
+def test_file_store_with_tiny_blocks_matches_model(tmp_path: Path) -> None:
+    kit = tiny_block_kit(tmp_path)
+    machine = type("Machine", (CrashingMachine,), {"kit": kit})
+    try:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=60,
+                stateful_step_count=40,
+                deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            ),
+        )
+    finally:
+        kit.close_all()
