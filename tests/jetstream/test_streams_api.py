@@ -179,3 +179,45 @@ async def test_jsz(srv: natsd.Server, nc: Any) -> None:
     data = await asyncio.get_running_loop().run_in_executor(None, fetch)
     assert data["streams"] == 1 and data["messages"] == 1
     assert data["account_details"][0]["name"] == "$G"
+
+
+async def test_stream_advisories(nc: Any) -> None:
+    sub = await nc.subscribe("$JS.EVENT.ADVISORY.STREAM.>")
+    audit = await nc.subscribe("$JS.EVENT.ADVISORY.API")
+    js = nc.jetstream()
+    await js.add_stream(name="ADV", subjects=["adv"])
+    await js.update_stream(StreamConfig(name="ADV", subjects=["adv", "adv2"]))
+    await js.delete_stream("ADV")
+    import json
+
+    seen = []
+    for _ in range(3):
+        m = await sub.next_msg(timeout=2)
+        doc = json.loads(m.data)
+        assert doc["type"] == "io.nats.jetstream.advisory.v1.stream_action"
+        seen.append((m.subject, doc["stream"], doc["action"]))
+    assert seen == [
+        ("$JS.EVENT.ADVISORY.STREAM.CREATED.ADV", "ADV", "create"),
+        ("$JS.EVENT.ADVISORY.STREAM.UPDATED.ADV", "ADV", "update"),
+        ("$JS.EVENT.ADVISORY.STREAM.DELETED.ADV", "ADV", "delete"),
+    ]
+    first = json.loads((await audit.next_msg(timeout=2)).data)
+    assert first["type"] == "io.nats.jetstream.advisory.v1.api_audit"
+    assert first["subject"] == "$JS.API.STREAM.CREATE.ADV"
+    assert json.loads(first["response"])["type"].endswith("stream_create_response")
+
+
+async def test_stream_metrics(srv: natsd.Server, nc: Any) -> None:
+    import urllib.request
+
+    js = nc.jetstream()
+    await js.add_stream(name="MET", subjects=["met"])
+    await js.publish("met", b"x")
+
+    def fetch() -> str:
+        with urllib.request.urlopen(srv.monitor_url + "/metrics") as r:
+            return str(r.read().decode())
+
+    text = await asyncio.get_running_loop().run_in_executor(None, fetch)
+    line = next(x for x in text.splitlines() if x.startswith("jetstream_stream_messages{"))
+    assert 'stream="MET"' in line and line.endswith(" 1.0")

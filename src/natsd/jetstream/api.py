@@ -63,10 +63,12 @@ def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> N
         ja.api.errors += 1
         resp = {"error": e.to_json()}
         resp.update(_ERROR_EXTRAS.get(rtype, {}))
+    out = {"type": _PREFIX + rtype}
+    out.update(resp)
+    body = orjson.dumps(out)
     if reply:
-        out = {"type": _PREFIX + rtype}
-        out.update(resp)
-        ja.engine.send(ja, reply, orjson.dumps(out))
+        ja.engine.send(ja, reply, body)
+    ja.engine.api_audit(ja, subject, data, body)
 
 
 # Some error responses carry empty paging fields in nats-server.
@@ -150,6 +152,7 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     stream = Stream(ja, cfg, store, created)
     ja.streams[cfg.name] = stream
     stream.subscribe()
+    ja.engine.stream_action(ja, cfg.name, "create")
     out = stream.info_json()
     out["did_create"] = True
     return out
@@ -217,6 +220,7 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     stream.cfg = cfg
     stream.store.update_config(cfg.to_store_config())
     stream.resubscribe()
+    ja.engine.stream_action(ja, cfg.name, "update")
     return stream.info_json()
 
 
@@ -238,6 +242,7 @@ def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     stream.unsubscribe()
     del ja.streams[stream.name]
     ja.engine.catalog.remove(ja.account.name, stream.name, stream.cfg.storage, stream.store)
+    ja.engine.stream_action(ja, stream.name, "delete")
     return {"success": True}
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from natsd.core.clock import rfc3339
+from natsd.core.ids import Nuid
 from natsd.jetstream.commit import Committer
 from natsd.jetstream.stream import Stream
 from natsd.router.account import Account
@@ -72,6 +74,7 @@ class JetStream:
         self.accounts: dict[str, JsAccount] = {}
         self.committer = Committer(self._send_raw, sync_interval, sync_always)
         self._expiry_task: asyncio.Task[None] | None = None
+        self._nuid = Nuid()
 
     def start(self) -> None:
         """Start background work (age and TTL expiry); needs the running loop."""
@@ -161,6 +164,43 @@ class JetStream:
 
     def send(self, ja: JsAccount, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
         publish(ja.account.sublist, subject, None, hdr, payload)
+
+    # ------------------------------------------------------------------ advisories
+    def advise(self, ja: JsAccount, subject: str, typ: str, body: dict[str, Any]) -> None:
+        """Publish a ``$JS.EVENT.ADVISORY.*`` event, built only when someone listens."""
+        subj = subject.encode()
+        if not ja.account.sublist.has_interest(subj):
+            return
+        doc: dict[str, Any] = {
+            "type": typ,
+            "id": self._nuid.next(),
+            "timestamp": rfc3339(time.time_ns()),
+        }
+        doc.update(body)
+        if self.domain:
+            doc["domain"] = self.domain
+        self.send(ja, subj, orjson.dumps(doc))
+
+    def stream_action(self, ja: JsAccount, stream: str, action: str) -> None:
+        self.advise(
+            ja,
+            f"$JS.EVENT.ADVISORY.STREAM.{action.upper()}D.{stream}",
+            "io.nats.jetstream.advisory.v1.stream_action",
+            {"stream": stream, "action": action},
+        )
+
+    def api_audit(self, ja: JsAccount, subject: bytes, request: bytes, response: bytes) -> None:
+        self.advise(
+            ja,
+            "$JS.EVENT.ADVISORY.API",
+            "io.nats.jetstream.advisory.v1.api_audit",
+            {
+                "server": "",
+                "subject": subject.decode(errors="replace"),
+                "request": request.decode(errors="replace"),
+                "response": response.decode(errors="replace"),
+            },
+        )
 
     def stored(self, stream: Stream, reply: bytes | None, ack: bytes) -> None:
         """A message was stored: acknowledge now (memory) or after the fsync (file)."""

@@ -60,6 +60,32 @@ class _VarzCollector:
         for name, a in self.server.accounts.items():
             acct.add_metric([self.server.server_id, name], float(len(a.clients)))
         yield acct
+        engine = self.server.jetstream
+        if engine is None:
+            return
+        labels3 = ["server_id", "account", "stream"]
+        msgs = GaugeMetricFamily("jetstream_stream_messages", "Messages in a stream", labels=labels3)
+        nbytes = GaugeMetricFamily("jetstream_stream_bytes", "Bytes in a stream", labels=labels3)
+        first = GaugeMetricFamily("jetstream_stream_first_seq", "First sequence", labels=labels3)
+        last = GaugeMetricFamily("jetstream_stream_last_seq", "Last sequence", labels=labels3)
+        api_total = CounterMetricFamily(
+            "jetstream_api_requests", "JetStream API requests", labels=["server_id", "account"]
+        )
+        api_err = CounterMetricFamily(
+            "jetstream_api_errors", "JetStream API errors", labels=["server_id", "account"]
+        )
+        server_id = self.server.server_id
+        for aname, ja in engine.accounts.items():
+            api_total.add_metric([server_id, aname], float(ja.api.total))
+            api_err.add_metric([server_id, aname], float(ja.api.errors))
+            for stream in ja.streams.values():
+                st = stream.store.state()
+                key = [server_id, aname, stream.name]
+                msgs.add_metric(key, float(st.msgs))
+                nbytes.add_metric(key, float(st.bytes))
+                first.add_metric(key, float(st.first_seq))
+                last.add_metric(key, float(st.last_seq))
+        yield from (msgs, nbytes, first, last, api_total, api_err)
 
 
 def render_metrics(server: Server, varz: dict[str, Any]) -> tuple[bytes, str]:
