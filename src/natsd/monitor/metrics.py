@@ -64,7 +64,9 @@ class _VarzCollector:
         if engine is None:
             return
         labels3 = ["server_id", "account", "stream"]
-        msgs = GaugeMetricFamily("jetstream_stream_messages", "Messages in a stream", labels=labels3)
+        msgs = GaugeMetricFamily(
+            "jetstream_stream_messages", "Messages in a stream", labels=labels3
+        )
         nbytes = GaugeMetricFamily("jetstream_stream_bytes", "Bytes in a stream", labels=labels3)
         first = GaugeMetricFamily("jetstream_stream_first_seq", "First sequence", labels=labels3)
         last = GaugeMetricFamily("jetstream_stream_last_seq", "Last sequence", labels=labels3)
@@ -80,11 +82,11 @@ class _VarzCollector:
             api_err.add_metric([server_id, aname], float(ja.api.errors))
             for stream in ja.streams.values():
                 st = stream.store.state()
-                key = [server_id, aname, stream.name]
-                msgs.add_metric(key, float(st.msgs))
-                nbytes.add_metric(key, float(st.bytes))
-                first.add_metric(key, float(st.first_seq))
-                last.add_metric(key, float(st.last_seq))
+                skey = [server_id, aname, stream.name]
+                msgs.add_metric(skey, float(st.msgs))
+                nbytes.add_metric(skey, float(st.bytes))
+                first.add_metric(skey, float(st.first_seq))
+                last.add_metric(skey, float(st.last_seq))
         yield from (msgs, nbytes, first, last, api_total, api_err)
 
 
