@@ -221,3 +221,21 @@ async def test_stream_metrics(srv: natsd.Server, nc: Any) -> None:
     text = await asyncio.get_running_loop().run_in_executor(None, fetch)
     line = next(x for x in text.splitlines() if x.startswith("jetstream_stream_messages{"))
     assert 'stream="MET"' in line and line.endswith(" 1.0")
+
+
+async def test_republish(nc: Any) -> None:
+    from nats.js.api import RePublish
+
+    js = nc.jetstream()
+    sub = await nc.subscribe("repub.>")
+    await js.add_stream(
+        StreamConfig(
+            name="RP", subjects=["orders.*"], republish=RePublish(src="orders.*", dest="repub.$1")
+        )
+    )
+    await js.publish("orders.new", b"payload", headers={"X": "1"})
+    m = await sub.next_msg(timeout=2)
+    assert m.subject == "repub.new" and m.data == b"payload"
+    assert m.headers["Nats-Stream"] == "RP" and m.headers["Nats-Sequence"] == "1"
+    assert m.headers["Nats-Subject"] == "orders.new" and m.headers["X"] == "1"
+    assert m.headers["Nats-Last-Sequence"] == "0"

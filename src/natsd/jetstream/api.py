@@ -217,7 +217,7 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
     meta = orjson.dumps({"config": cfg.to_json(), "created": stream.created_ns})
     ja.engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)
-    stream.cfg = cfg
+    stream.apply_config(cfg)
     stream.store.update_config(cfg.to_store_config())
     stream.resubscribe()
     ja.engine.stream_action(ja, cfg.name, "update")

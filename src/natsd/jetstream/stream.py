@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from natsd.core.clock import rfc3339
+from natsd.core.transform import SubjectTransform
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.jetstream import errors as E
 from natsd.jetstream.errors import ApiError
@@ -65,6 +66,13 @@ class Stream:
         self._last_msg_id = ""
         self._name_b = self.name.encode()
         self._domain = account.engine.domain
+        self._republish: SubjectTransform | None = None
+        self.apply_config(cfg)
+
+    def apply_config(self, cfg: StreamConfig) -> None:
+        self.cfg = cfg
+        rp = cfg.republish
+        self._republish = SubjectTransform(rp.src, rp.dest) if rp is not None else None
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
@@ -218,7 +226,34 @@ class Stream:
             self.store.purge_ex(subject, seq, 0)
         elif rollup == "all":
             self.store.compact(seq)
+        if self._republish is not None:
+            self._do_republish(subject, seq, ts, hdr, data)
         self.account.engine.stored(self, reply, self._ack_ok(seq) if reply else b"")
+
+    def _do_republish(
+        self, subject: str, seq: int, ts: int, hdr: bytes | None, data: bytes
+    ) -> None:
+        """nats-server republish: the stored message goes out again on ``dest`` with
+        Nats-Stream / Nats-Subject / Nats-Sequence / Nats-Time-Stamp / Nats-Last-Sequence."""
+        tr = self._republish
+        assert tr is not None
+        dest = tr.apply(subject)
+        if dest is None:
+            return
+        extra = (
+            f"Nats-Stream: {self.name}\r\nNats-Subject: {subject}\r\n"
+            f"Nats-Sequence: {seq}\r\nNats-Time-Stamp: {rfc3339(ts)}\r\n"
+            f"Nats-Last-Sequence: {seq - 1}\r\n"
+        ).encode()
+        rp = self.cfg.republish
+        headers_only = rp is not None and rp.headers_only
+        if headers_only:
+            extra += b"Nats-Msg-Size: %d\r\n" % len(data)
+        if hdr:
+            block = hdr[:-2] + extra + b"\r\n"
+        else:
+            block = b"NATS/1.0\r\n" + extra + b"\r\n"
+        self.account.engine.send(self.account, dest.encode(), b"" if headers_only else data, block)
 
     def _check_dup(self, msg_id: str) -> int | None:
         window = self.cfg.duplicate_window
