@@ -14,8 +14,8 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from natsd.core.clock import rfc3339
-from natsd.core.transform import SubjectTransform
 from natsd.core.headers import HeaderError, parse_headers
+from natsd.core.transform import SubjectTransform
 from natsd.jetstream import errors as E
 from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_config import StreamConfig
