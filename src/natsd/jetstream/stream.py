@@ -249,10 +249,9 @@ class Stream:
         headers_only = rp is not None and rp.headers_only
         if headers_only:
             extra += b"Nats-Msg-Size: %d\r\n" % len(data)
-        if hdr:
-            block = hdr[:-2] + extra + b"\r\n"
-        else:
-            block = b"NATS/1.0\r\n" + extra + b"\r\n"
+        # Keep the message's own headers (minus the blank line) and append ours.
+        base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
+        block = base + extra + b"\r\n"
         self.account.engine.send(self.account, dest.encode(), b"" if headers_only else data, block)
 
     def _check_dup(self, msg_id: str) -> int | None:
