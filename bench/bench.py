@@ -2,7 +2,9 @@
 
 Starts both servers, runs identical raw-socket load against each (publisher,
 subscribers, responder and requester each in their own OS process), and prints
-msgs/s for both plus the ratio natsd/nats-server.  See bench/README.md.
+msgs/s for both plus the ratio natsd/nats-server.  JetStream publish scenarios
+(``--js`` / ``--js-only``) also run nats-server with ``sync_interval: always``.
+See bench/README.md.
 
     .venv/bin/python bench/bench.py --quick
 """
@@ -16,6 +18,7 @@ import os
 import platform
 import queue
 import shlex
+import shutil
 import signal
 import statistics
 import sys
@@ -29,7 +32,9 @@ from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from jsload import api_error, fsync_rate, js_api, js_async_main, js_sync_main
 from loadgen import (
+    BenchError,
     Counters,
     FlowConfig,
     Report,
@@ -43,10 +48,16 @@ from servers import Server, ServerStartError
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 REF = "nats-server"
+REF_SYNC = "nats-server-sync"  # nats-server with jetstream { sync_interval: always }
 IMPL = "natsd"
+ALL_SERVERS = (REF, REF_SYNC, IMPL)
 
-SCENARIOS = ("pub", "pubsub", "fanout", "reqrep")
+CORE_SCENARIOS = ("pub", "pubsub", "fanout", "reqrep")
+JS_SCENARIOS = ("js-async-file", "js-async-mem", "js-sync-file", "js-sync-mem")
+SCENARIOS = CORE_SCENARIOS + JS_SCENARIOS
+GROUPS = {"core": CORE_SCENARIOS, "js": JS_SCENARIOS}
 ALIASES = {
+    **{s: s for s in JS_SCENARIOS},
     "pub": "pub",
     "publish": "pub",
     "publish-only": "pub",
@@ -77,6 +88,12 @@ class Config:
     idle_timeout: float
     setup_timeout: float
     flow: FlowConfig
+    js_msgs: int = 1_000_000
+    js_sync_msgs: int = 50_000
+    js_time: float = 5.0
+    js_warm_time: float = 1.0
+    js_window: int = 4000
+    js_sync_warmup: int = 100
 
 
 @dataclass
@@ -103,7 +120,22 @@ def table_rows(cfg: Config) -> list[Row]:
         Row(f"fan-out 1->{f} per-msg", "fanout", "rate", "tput"),
         Row("req/rep p50 (us)", "reqrep", "p50_us", "lat"),
         Row("req/rep p99 (us)", "reqrep", "p99_us", "lat"),
+        Row("js async file (acks)", "js-async-file", "rate", "tput"),
+        Row("js async mem (acks)", "js-async-mem", "rate", "tput"),
+        Row("js sync file p50 (us)", "js-sync-file", "p50_us", "lat"),
+        Row("js sync file p99 (us)", "js-sync-file", "p99_us", "lat"),
+        Row("js sync file", "js-sync-file", "rate", "tput"),
+        Row("js sync mem p50 (us)", "js-sync-mem", "p50_us", "lat"),
+        Row("js sync mem p99 (us)", "js-sync-mem", "p99_us", "lat"),
+        Row("js sync mem", "js-sync-mem", "rate", "tput"),
     ]
+
+
+def applies(scen: str, server: str) -> bool:
+    """Which server columns run which scenario (sync_always only matters for file storage)."""
+    if scen in CORE_SCENARIOS:
+        return server in (REF, IMPL)
+    return server != REF_SYNC or scen.endswith("-file")
 
 
 # --------------------------------------------------------------------------- running
@@ -275,7 +307,100 @@ def run_reqrep(server: Server, cfg: Config, n_req: int, n_warm: int) -> RunResul
     return RunResult(True, {k: float(rep[k]) for k in keys})
 
 
+def run_js(scen: str, server: Server, cfg: Config, warmup: bool) -> RunResult:
+    """One JetStream publish run on a fresh stream (created and deleted over the network)."""
+    _, mode, store = scen.split("-")
+    storage = {"file": "file", "mem": "memory"}[store]
+    deadline = time.monotonic() + cfg.timeout
+    tag = uuid.uuid4().hex[:10]
+    stream, subject = f"BENCH_{tag}", f"bench.js.{tag}"
+    t_api = cfg.setup_timeout
+    body = {"name": stream, "subjects": [subject], "storage": storage}
+    try:
+        doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{stream}", body, t_api)
+    except (BenchError, OSError) as exc:
+        return RunResult(False, error=f"stream create failed: {_exc_text(exc)}")
+    if (err := api_error(doc)) is not None:
+        return RunResult(False, error=f"stream create failed: {err}")
+    max_time = cfg.js_warm_time if warmup else cfg.js_time
+    run = Run(deadline, cfg.setup_timeout)
+    go = run.ctx.Event()
+    key = ("jspub", 0)
+    result: RunResult | None = None
+    try:
+        if mode == "async":
+            n = max(1, cfg.js_msgs // 10) if warmup else cfg.js_msgs
+            target: Callable[..., None] = js_async_main
+            args: tuple[Any, ...] = (n, max_time, cfg.js_window)
+        else:
+            n = max(1, cfg.js_sync_msgs // 10) if warmup else cfg.js_sync_msgs
+            target = js_sync_main
+            args = (n, 0 if warmup else cfg.js_sync_warmup, max_time)
+        common = (server.port, subject, cfg.size, *args, run.q, go, deadline, cfg.idle_timeout)
+        run.spawn("jspub", 0, target, *common)
+        run.wait([key], "ready", server)
+        cpu0 = server.cpu_seconds()
+        go.set()
+        run.wait([key], "done", server)
+        server_cpu = server.cpu_seconds() - cpu0
+    except RuntimeError as exc:
+        result = RunResult(False, error=str(exc))
+    finally:
+        run.close()
+    if result is None:
+        result = _js_result(server, cfg, mode, stream, run.reports[key], server_cpu)
+    # delete the stream even after a failure; a failed delete fails an otherwise good run
+    try:
+        doc = js_api(server.port, f"$JS.API.STREAM.DELETE.{stream}", None, t_api)
+        err = api_error(doc)
+    except (BenchError, OSError) as exc:
+        err = _exc_text(exc)
+    if err is not None and result.ok:
+        result = RunResult(False, result.metrics, f"stream delete failed: {err}")
+    return result
+
+
+def _exc_text(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out (server not answering)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _js_result(
+    server: Server, cfg: Config, mode: str, stream: str, rep: Report, server_cpu: float
+) -> RunResult:
+    count = int(rep["count"])
+    wall = max(1e-9, rep["last"] - rep["first"])
+    metrics: dict[str, float] = {
+        "count": float(count),
+        "wall_s": wall,
+        "pub_cpu": rep["cpu"] / wall,
+        "server_cpu": server_cpu / wall,
+        "slow_chunks": float(rep["slow_chunks"]),
+    }
+    if mode == "async":
+        metrics["rate"] = count / wall
+    else:
+        for k in ("p50_us", "p90_us", "p99_us", "p999_us", "min_us", "max_us", "mean_us"):
+            metrics[k] = float(rep[k])
+        metrics["rate"] = float(rep["rate"])
+    if rep["max_seq"] != count:
+        return RunResult(False, metrics, f"{count} acks but highest acked seq {rep['max_seq']}")
+    try:
+        info = js_api(server.port, f"$JS.API.STREAM.INFO.{stream}", None, cfg.setup_timeout)
+    except (BenchError, OSError) as exc:
+        return RunResult(False, metrics, f"stream info failed: {_exc_text(exc)}")
+    if (err := api_error(info)) is not None:
+        return RunResult(False, metrics, f"stream info failed: {err}")
+    stored = info.get("state", {}).get("messages")
+    if stored != count:
+        return RunResult(False, metrics, f"{count} acks but the stream holds {stored} messages")
+    return RunResult(True, metrics)
+
+
 def run_scenario(name: str, server: Server, cfg: Config, warmup: bool) -> RunResult:
+    if name in JS_SCENARIOS:
+        return run_js(name, server, cfg, warmup)
     n = cfg.warm_msgs if warmup else cfg.msgs
     if name == "pub":
         return run_pubsub(server, cfg, n, 0)
@@ -313,6 +438,14 @@ def summary_line(name: str, res: RunResult) -> str:
     if not res.ok:
         return f"FAILED: {res.error.splitlines()[0] if res.error else '?'}"
     m = res.metrics
+    if name in JS_SCENARIOS:
+        cpu = f"cpu: server {m['server_cpu']:.0%} pub {m['pub_cpu']:.0%}"
+        if name.startswith("js-async"):
+            return f"{m['rate']:,.0f} acks/s ({m['count']:,.0f} msgs)  {cpu}"
+        return (
+            f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  {m['rate']:,.0f} msg/s"
+            f" ({m['count']:,.0f} msgs)  {cpu}"
+        )
     if name == "reqrep":
         return f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  ({m['req_per_s']:,.0f} req/s)"
     cpu = f"cpu: server {m['server_cpu']:.0%} pub {m['pub_cpu']:.0%}"
@@ -344,21 +477,32 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def print_header(servers: list[Server], cfg: Config, minfo: dict[str, Any]) -> None:
+def print_header(cfg: Config, minfo: dict[str, Any], core: bool, js: bool) -> None:
     print(
         f"machine: {minfo['nproc']} CPUs (usable {minfo['usable_cpus']}), {minfo['cpu_model']}, "
         f"{minfo['platform']}"
     )
     impl = f"{minfo['python_impl']} {minfo['python']}"
     print(f"load generator: {impl}, raw sockets, one OS process per client")
+    if core:
+        print(
+            f"core load: {cfg.msgs:,} msgs x {cfg.size} B payload (warm-up {cfg.warm_msgs:,}), "
+            f"fan-out {cfg.fanout} subs, {cfg.requests:,} requests "
+            f"(+{cfg.warm_requests:,} warm-up); repeat {cfg.repeat} ({cfg.agg})"
+        )
+    if js:
+        print(
+            f"js load: {cfg.size} B payload, {cfg.js_time:g} s per run (warm-up run "
+            f"{cfg.js_warm_time:g} s) or at most {cfg.js_msgs:,} async / {cfg.js_sync_msgs:,} "
+            f"sync msgs; async window {cfg.js_window:,} acks; repeat {cfg.repeat} ({cfg.agg})"
+        )
+    sys.stdout.flush()
+
+
+def print_servers(servers: list[Server]) -> None:
     for s in servers:
         ver = s.version if s.alive() else "(not running)"
-        print(f"{s.name:12} version {ver:14} cmd: {shlex.join(s.cmd)}")
-    print(
-        f"load: {cfg.msgs:,} msgs x {cfg.size} B payload (warm-up {cfg.warm_msgs:,}), "
-        f"fan-out {cfg.fanout} subs, {cfg.requests:,} requests (+{cfg.warm_requests:,} warm-up); "
-        f"repeat {cfg.repeat} ({cfg.agg})"
-    )
+        print(f"{s.name:16} version {ver:14} cmd: {shlex.join(s.cmd)}")
     sys.stdout.flush()
 
 
@@ -368,35 +512,49 @@ def render_table(
     agg: dict[str, dict[str, dict[str, float | None]]],
     names: list[str],
 ) -> tuple[str, list[dict[str, Any]]]:
+    """Columns = ``names``; one ratio column natsd/X for every other server X present."""
     w0, w = 28, 18
+    refs = [n for n in names if n != IMPL] if IMPL in names else []
+    labels = {r: f"{IMPL}/{r}" for r in refs}
     out = [f"{'scenario':{w0}}" + "".join(f"{n:>{w}}" for n in names)]
-    if REF in names and IMPL in names:
-        out[0] += f"    ratio ({IMPL}/{REF})"
+    if refs:
+        out[0] += "    ratio " + "  ".join(labels.values())
     json_rows: list[dict[str, Any]] = []
     for row in rows:
         if row.scenario not in scenarios:
             continue
-        vals = {n: agg[row.scenario][n].get(row.metric) for n in names}
-        unit = " msg/s" if row.kind == "tput" else ""
-        cells = (fmt_num(v, row.kind) + (unit if v is not None else "") for v in vals.values())
+        vals: dict[str, float | None] = {}
+        cells: list[str] = []
+        for n in names:
+            if not applies(row.scenario, n):
+                cells.append("-")
+                continue
+            v = vals[n] = agg[row.scenario][n].get(row.metric)
+            unit = " msg/s" if row.kind == "tput" else ""
+            cells.append(fmt_num(v, row.kind) + (unit if v is not None else ""))
         line = f"{row.label:{w0}}" + "".join(f"{c:>{w}}" for c in cells)
-        ratio: float | None = None
-        if REF in names and IMPL in names:
-            a, b = vals[IMPL], vals[REF]
+        ratios: dict[str, float | None] = {}
+        for r in refs:
+            a, b = vals.get(IMPL), vals.get(r)
             if a is not None and b:
-                ratio = a / b
-                line += f"    {ratio:.2f}" + ("x" if row.kind == "lat" else "")
+                ratios[r] = a / b
+                cell = f"{a / b:.2f}" + ("x" if row.kind == "lat" else "")
             else:
-                line += "    -"
-        out.append(line)
-        json_rows.append(
-            {
-                "row": row.label,
-                "unit": "msg/s" if row.kind == "tput" else "us",
-                **vals,
-                "ratio": ratio,
-            }
-        )
+                ratios[r] = None
+                cell = "-"
+            wide = len(labels[r]) + (len("ratio ") if r == refs[0] else 0)
+            line += f"    {cell:>{wide}}" if r == refs[0] else f"  {cell:>{wide}}"
+        out.append(line.rstrip())
+        doc: dict[str, Any] = {
+            "row": row.label,
+            "unit": "msg/s" if row.kind == "tput" else "us",
+            **vals,
+        }
+        if REF in ratios:
+            doc["ratio"] = ratios[REF]
+        for r, v in ratios.items():
+            doc[f"ratio_{IMPL}/{r}"] = v
+        json_rows.append(doc)
     return "\n".join(out), json_rows
 
 
@@ -434,7 +592,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="messages in the warm-up run before each scenario (default msgs/10)",
     )
-    p.add_argument("--quick", action="store_true", help="smoke run: 200k msgs, 5k requests")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 200k msgs, 5k requests, 1 s JetStream runs",
+    )
     p.add_argument("--repeat", type=int, default=1, help="measured runs per scenario and server")
     p.add_argument(
         "--agg", choices=("median", "best"), default="median", help="how to combine --repeat runs"
@@ -444,12 +606,47 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="",
         help="comma-separated subset of scenarios: "
         + ", ".join(SCENARIOS)
-        + " (aliases: publish-only, pub->sub, fan-out, req/rep)",
+        + " (aliases: publish-only, pub->sub, fan-out, req/rep; groups: core, js)",
+    )
+    p.add_argument(
+        "--no-js", action="store_true", help="skip the JetStream scenarios (core NATS only)"
+    )
+    p.add_argument("--js-only", action="store_true", help="run only the JetStream scenarios")
+    p.add_argument(
+        "--js-time",
+        type=float,
+        default=None,
+        help="seconds of publishing per measured JetStream run (default 3; 1 with --quick);"
+        " the warm-up run publishes for max(0.5, this/5) s",
+    )
+    p.add_argument(
+        "--js-msgs",
+        type=int,
+        default=None,
+        help="cap on messages per async JetStream run (default 1,000,000; 200,000 --quick)",
+    )
+    p.add_argument(
+        "--js-sync-msgs",
+        type=int,
+        default=None,
+        help="cap on messages per sync JetStream run (default 50,000; 10,000 --quick)",
+    )
+    p.add_argument(
+        "--js-window",
+        type=int,
+        default=4000,
+        help="async publish: max outstanding (unacknowledged) publishes",
+    )
+    p.add_argument(
+        "--store-dir",
+        default=None,
+        help="parent directory for the JetStream store directories (default: system temp)",
     )
     p.add_argument(
         "--servers",
-        default=f"{REF},{IMPL}",
-        help=f"which servers to run (comma-separated subset of {REF},{IMPL})",
+        default=",".join(ALL_SERVERS),
+        help=f"which servers to run (comma-separated subset of {','.join(ALL_SERVERS)};"
+        f" {REF_SYNC} = nats-server with sync_interval: always, JetStream file scenarios only)",
     )
     p.add_argument(
         "--natsd-cmd",
@@ -461,6 +658,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--nats-server-cmd",
         default=None,
         help=f"command to start the reference server (default {VENV_BIN}/nats-server)",
+    )
+    p.add_argument(
+        "--natsd-js-args",
+        default="-js -sd {store}",
+        help="arguments appended to --natsd-cmd for the JetStream scenarios, shell-split;"
+        " {store} = a fresh store directory",
     )
     p.add_argument(
         "--timeout", type=float, default=180.0, help="hard limit (s) for one measured run"
@@ -512,6 +715,17 @@ def build_config(a: argparse.Namespace) -> Config:
             raise SystemExit(f"{name} must be >= 1")
     if a.size < 0:
         raise SystemExit("--size must be >= 0")
+    js_time = a.js_time if a.js_time is not None else (1.0 if a.quick else 3.0)
+    js_msgs = a.js_msgs if a.js_msgs is not None else (200_000 if a.quick else 1_000_000)
+    js_sync = a.js_sync_msgs
+    if js_sync is None:
+        js_sync = 10_000 if a.quick else 50_000
+    js_checks = (("--js-msgs", js_msgs), ("--js-sync-msgs", js_sync), ("--js-window", a.js_window))
+    for name, v in js_checks:
+        if v < 1:
+            raise SystemExit(f"{name} must be >= 1")
+    if js_time <= 0:
+        raise SystemExit("--js-time must be > 0")
     return Config(
         msgs=msgs,
         size=a.size,
@@ -525,10 +739,22 @@ def build_config(a: argparse.Namespace) -> Config:
         idle_timeout=a.idle_timeout,
         setup_timeout=max(10.0, a.idle_timeout),
         flow=FlowConfig(ping_every=max(1, a.ping_every), sub_window=max(1, a.sub_window)),
+        js_msgs=js_msgs,
+        js_sync_msgs=js_sync,
+        js_time=js_time,
+        js_warm_time=max(0.5, js_time / 5),
+        js_window=a.js_window,
+        js_sync_warmup=100,
     )
 
 
-def select_scenarios(only: str) -> list[str]:
+def select_scenarios(only: str, no_js: bool = False, js_only: bool = False) -> list[str]:
+    if sum((bool(only), no_js, js_only)) > 1:
+        raise SystemExit("--only, --no-js and --js-only are exclusive")
+    if js_only:
+        return list(JS_SCENARIOS)
+    if no_js:
+        return list(CORE_SCENARIOS)
     if not only:
         return list(SCENARIOS)
     chosen: list[str] = []
@@ -536,10 +762,14 @@ def select_scenarios(only: str) -> list[str]:
         tok = tok.strip().lower()
         if not tok:
             continue
+        if tok in GROUPS:
+            chosen.extend(GROUPS[tok])
+            continue
         if tok not in ALIASES:
-            raise SystemExit(f"unknown scenario {tok!r}; choose from {', '.join(SCENARIOS)}")
-        if ALIASES[tok] not in chosen:
-            chosen.append(ALIASES[tok])
+            raise SystemExit(
+                f"unknown scenario {tok!r}; choose from {', '.join(SCENARIOS)}, core, js"
+            )
+        chosen.append(ALIASES[tok])
     return [s for s in SCENARIOS if s in chosen]
 
 
@@ -547,14 +777,112 @@ def _on_sigterm(signum: int, frame: Any) -> NoReturn:
     raise SystemExit(128 + signum)
 
 
+def make_js_servers(
+    names: list[str],
+    ref_cmd: list[str],
+    impl_cmd: list[str],
+    impl_env: dict[str, str],
+    natsd_js_args: str,
+    log_dir: Path,
+    store_root: Path,
+) -> list[Server]:
+    """JetStream-enabled servers, each with its own (wiped on start) store directory."""
+    out: list[Server] = []
+    for n in names:
+        d = store_root / n
+        if n == REF:
+            cmd = [*ref_cmd, "-js", "-sd", str(d)]
+            out.append(Server(REF, cmd, log_dir, store_dir=d, log_stem=f"{REF}-js"))
+        elif n == REF_SYNC:
+            conf = store_root / f"{REF_SYNC}.conf"
+            sd = json.dumps(str(d))
+            conf.write_text(f"jetstream {{ store_dir: {sd}, sync_interval: always }}\n")
+            out.append(Server(REF_SYNC, [*ref_cmd, "-c", str(conf)], log_dir, store_dir=d))
+        else:
+            extra = [x.replace("{store}", str(d)) for x in shlex.split(natsd_js_args)]
+            cmd = [*impl_cmd, *extra]
+            out.append(Server(IMPL, cmd, log_dir, impl_env, store_dir=d, log_stem=f"{IMPL}-js"))
+    return out
+
+
+def run_phase(
+    scenarios: list[str],
+    servers: list[Server],
+    cfg: Config,
+    start_timeout: float,
+    results: dict[str, dict[str, list[RunResult]]],
+) -> dict[str, str]:
+    """Start ``servers``, run every scenario on each (interleaved), stop them.
+
+    Returns the servers that could not be (re)started, with the reason.
+    """
+    dead: dict[str, str] = {}
+    try:
+        for s in servers:
+            try:
+                s.start(start_timeout)
+            except ServerStartError as exc:
+                dead[s.name] = str(exc)
+                print(f"!! {exc}", file=sys.stderr)
+        print_servers(servers)
+        if any(sc in JS_SCENARIOS for sc in scenarios):
+            for s in servers:
+                if s.alive() and not s.info.get("jetstream"):
+                    print(f"!! {s.name}: INFO does not announce JetStream", file=sys.stderr)
+        print(file=sys.stderr)
+        for scen in scenarios:
+            for rep in range(-1, cfg.repeat):  # -1 = warm-up
+                for s in servers:
+                    if not applies(scen, s.name):
+                        continue
+                    tag = "warm-up" if rep < 0 else f"run {rep + 1}/{cfg.repeat}"
+                    if s.name in dead:
+                        if rep >= 0:
+                            results[scen][s.name].append(RunResult(False, error=dead[s.name]))
+                        continue
+                    t0 = time.monotonic()
+                    res = run_scenario(scen, s, cfg, warmup=rep < 0)
+                    took = time.monotonic() - t0
+                    print(
+                        f"  {scen:13} {s.name:16} {tag:10} {summary_line(scen, res)}"
+                        f"  [{took:.1f}s]",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    if rep >= 0:
+                        results[scen][s.name].append(res)
+                    if not res.ok or not s.alive():
+                        why = "server exited" if not s.alive() else "run failed"
+                        print(
+                            f"    ({why}; restarting {s.name}; log tail:)\n{s.log_tail(8)}",
+                            file=sys.stderr,
+                        )
+                        try:
+                            s.restart(start_timeout)
+                        except ServerStartError as exc:
+                            dead[s.name] = str(exc)
+                            print(f"!! {exc}", file=sys.stderr)
+    finally:
+        for s in servers:
+            s.stop()
+    return dead
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     cfg = build_config(a)
-    scenarios = select_scenarios(a.only)
+    scenarios = select_scenarios(a.only, a.no_js, a.js_only)
     names = [n.strip() for n in a.servers.split(",") if n.strip()]
-    if not names or any(n not in (REF, IMPL) for n in names):
-        raise SystemExit(f"--servers must be a subset of {REF},{IMPL}")
-    names = [n for n in (REF, IMPL) if n in names]
+    if not names or any(n not in ALL_SERVERS for n in names):
+        raise SystemExit(f"--servers must be a subset of {','.join(ALL_SERVERS)}")
+    names = [n for n in ALL_SERVERS if n in names]
+    core_scen = [sc for sc in scenarios if sc in CORE_SCENARIOS]
+    js_scen = [sc for sc in scenarios if sc in JS_SCENARIOS and any(applies(sc, n) for n in names)]
+    core_names = [n for n in names if n != REF_SYNC]
+    if core_scen and not core_names:
+        core_scen = []
+    if not core_scen and not js_scen:
+        raise SystemExit("nothing to run (no scenario applies to the chosen --servers)")
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -568,82 +896,82 @@ def main(argv: Sequence[str] | None = None) -> int:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p
         )
-    all_servers = {REF: Server(REF, ref_cmd, log_dir), IMPL: Server(IMPL, impl_cmd, log_dir, env)}
-    servers = [all_servers[n] for n in names]
+    core_all = {REF: Server(REF, ref_cmd, log_dir), IMPL: Server(IMPL, impl_cmd, log_dir, env)}
+    core_servers = [core_all[n] for n in core_names] if core_scen else []
+    js_servers: list[Server] = []
+    store_root: Path | None = None
+    disk: dict[str, float] = {}
     dead: dict[str, str] = {}
-    results: dict[str, dict[str, list[RunResult]]] = {s: {n: [] for n in names} for s in scenarios}
+    results: dict[str, dict[str, list[RunResult]]] = {
+        sc: {n: [] for n in names if applies(sc, n)} for sc in core_scen + js_scen
+    }
     minfo = machine_info()
+    print_header(cfg, minfo, bool(core_scen), bool(js_scen))
     try:
-        for s in servers:
-            try:
-                s.start(a.start_timeout)
-            except ServerStartError as exc:
-                dead[s.name] = str(exc)
-                print(f"!! {exc}", file=sys.stderr)
-        print_header(servers, cfg, minfo)
-        print(file=sys.stderr)
-        for scen in scenarios:
-            for rep in range(-1, cfg.repeat):  # -1 = warm-up
-                for s in servers:
-                    tag = "warm-up" if rep < 0 else f"run {rep + 1}/{cfg.repeat}"
-                    if s.name in dead:
-                        if rep >= 0:
-                            results[scen][s.name].append(RunResult(False, error=dead[s.name]))
-                        continue
-                    t0 = time.monotonic()
-                    res = run_scenario(scen, s, cfg, warmup=rep < 0)
-                    took = time.monotonic() - t0
-                    print(
-                        f"  {scen:7} {s.name:12} {tag:10} {summary_line(scen, res)}  [{took:.1f}s]",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    if rep >= 0:
-                        results[scen][s.name].append(res)
-                    if not res.ok or not s.alive():
-                        why = "server exited" if not s.alive() else "run failed"
-                        print(
-                            f"    ({why}; restarting {s.name}; log tail:)\n{s.log_tail(8)}",
-                            file=sys.stderr,
-                        )
-                        try:
-                            s.restart(a.start_timeout)
-                        except ServerStartError as exc:
-                            dead[s.name] = str(exc)
-                            print(f"!! {exc}", file=sys.stderr)
+        if js_scen:
+            store_root = Path(tempfile.mkdtemp(prefix="natsd-bench-js-", dir=a.store_dir))
+            disk = fsync_rate(store_root)
+            print(
+                f"disk: 4 KiB append + fsync in {store_root}: {disk['rate']:,.0f} fsync/s "
+                f"(p50 {disk['p50_us']:.0f} us, p99 {disk['p99_us']:.0f} us)"
+            )
+            js_names = [n for n in names if any(applies(sc, n) for sc in js_scen)]
+            js_servers = make_js_servers(
+                js_names, ref_cmd, impl_cmd, env, a.natsd_js_args, log_dir, store_root
+            )
+        if core_scen:
+            dead.update(run_phase(core_scen, core_servers, cfg, a.start_timeout, results))
+        if js_scen:
+            dead.update(run_phase(js_scen, js_servers, cfg, a.start_timeout, results))
+            assert store_root is not None
+            disk_end = fsync_rate(store_root)
+            disk.update({f"end_{k}": v for k, v in disk_end.items()})
+            print(
+                f"disk after the JetStream runs: {disk_end['rate']:,.0f} fsync/s "
+                f"(p50 {disk_end['p50_us']:.0f} us, p99 {disk_end['p99_us']:.0f} us)"
+            )
     except (KeyboardInterrupt, SystemExit) as exc:
         print(f"\ninterrupted ({type(exc).__name__}); stopping servers", file=sys.stderr)
         return 130
     finally:
-        for s in servers:
+        for s in core_servers + js_servers:
             s.stop()
+        if store_root is not None:
+            shutil.rmtree(store_root, ignore_errors=True)
         if a.keep_logs or dead:
             print(f"server logs: {log_dir}", file=sys.stderr)
         else:
-            for f in log_dir.iterdir():
-                f.unlink()
-            log_dir.rmdir()
+            shutil.rmtree(log_dir, ignore_errors=True)
 
     rows = table_rows(cfg)
     agg: dict[str, dict[str, dict[str, float | None]]] = {}
-    for scen in scenarios:
+    for scen, per_server in results.items():
         agg[scen] = {}
-        for n in names:
-            runs = results[scen][n]
+        for n, runs in per_server.items():
             good = [r for r in runs if r.ok]
             keys = sorted({k for r in good for k in r.metrics})
             agg[scen][n] = {}
             for k in keys:
                 kind = "lat" if k.endswith("_us") else "tput"
                 agg[scen][n][k] = aggregate([r.metrics[k] for r in good], kind, cfg.agg)
-    table, json_rows = render_table(rows, scenarios, agg, names)
-    print()
-    print(table)
+    json_rows: list[dict[str, Any]] = []
+    for phase_scen, phase_names in (
+        (core_scen, core_names),
+        (js_scen, [n for n in names if any(applies(sc, n) for sc in js_scen)]),
+    ):
+        if not phase_scen:
+            continue
+        table, jrows = render_table(rows, phase_scen, agg, phase_names)
+        json_rows += jrows
+        print()
+        print(table)
+    if REF_SYNC in names and any(sc.endswith("-file") for sc in js_scen):
+        print(f"({REF_SYNC} = {REF} with jetstream {{ sync_interval: always }}; file streams only)")
     failures = [
         (scen, n, i + 1, r.error)
-        for scen in scenarios
-        for n in names
-        for i, r in enumerate(results[scen][n])
+        for scen, per_server in results.items()
+        for n, runs in per_server.items()
+        for i, r in enumerate(runs)
         if not r.ok
     ]
     if failures:
@@ -657,16 +985,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.json:
         doc = {
             "machine": minfo,
+            "disk_fsync": disk,
             "servers": {
-                s.name: {"cmd": s.cmd, "version": s.version, "info": s.info} for s in servers
+                f"{s.name}{'-js' if s in js_servers else ''}": {
+                    "cmd": s.cmd,
+                    "version": s.version,
+                    "info": s.info,
+                }
+                for s in core_servers + js_servers
             },
             "config": asdict(cfg),
-            "scenarios": scenarios,
+            "scenarios": core_scen + js_scen,
             "table": json_rows,
             "aggregate": agg,
             "runs": {
-                scen: {n: [asdict(r) for r in results[scen][n]] for n in names}
-                for scen in scenarios
+                scen: {n: [asdict(r) for r in runs] for n, runs in per_server.items()}
+                for scen, per_server in results.items()
             },
         }
         Path(a.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -58,6 +59,10 @@ class Server:
     cmd: list[str]
     log_dir: Path
     env: dict[str, str] | None = None
+    #: JetStream store directory: emptied (re-created) before every start
+    store_dir: Path | None = None
+    #: log file name (without .log); defaults to ``name``
+    log_stem: str = ""
     port: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
@@ -66,7 +71,7 @@ class Server:
 
     @property
     def log_path(self) -> Path:
-        return self.log_dir / f"{self.name}.log"
+        return self.log_dir / f"{self.log_stem or self.name}.log"
 
     @property
     def version(self) -> str:
@@ -88,6 +93,9 @@ class Server:
     def _start_once(self, timeout: float) -> None:
         self.port = free_port()
         self.starts += 1
+        if self.store_dir is not None:
+            shutil.rmtree(self.store_dir, ignore_errors=True)
+            self.store_dir.mkdir(parents=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._log.write(f"\n=== start #{self.starts}: port {self.port}\n".encode())
         self._log.flush()

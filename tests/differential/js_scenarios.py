@@ -7,10 +7,12 @@ nats-py connection; every response is normalised and appended to ``js.log`` as
 natsd (each on its own connection) and returns both logs for comparison.
 
 Normalisation (see :func:`norm`): timestamps (``created``/``ts``/``first_ts``/``last_ts``/
-``time``), ``cluster``, server ids and names, ``_nats.*`` metadata keys (natsd may omit
-``_nats.ver``/``_nats.level``), and ``api.level`` are masked or dropped. The account
-``api.total``/``api.errors`` counters are reported relative to the start of the scenario
-(the servers are shared between tests).
+``time``) and server ids / names are masked; ``cluster``, ``api.level`` and the ``_nats.*``
+metadata keys describing the server (``_nats.ver``/``_nats.level``, which natsd may omit) are
+dropped (``_nats.req.level`` is kept). The account ``api.total``/``api.errors`` counters are
+masked unless a scenario asks for them; then they are relative to the start of the scenario
+(the servers are shared between tests). Direct-get replies are recorded as status line,
+header list (``Nats-Time-Stamp``'s value masked) and payload.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from .harness import ServerPair, ServerProcess, run_client, start_server
 
 API = "$JS.API"
 
+#: Keys dropped altogether: ``cluster`` (``{"leader": <server name>}``) is only sent by
+#: nats-server; natsd (standalone only) omits it.
+DROP = frozenset({"cluster"})
+
 #: Keys whose values are volatile; they keep their presence, the value is masked.
 VOLATILE = frozenset(
     {
@@ -36,7 +42,6 @@ VOLATILE = frozenset(
         "first_ts",
         "last_ts",
         "time",
-        "cluster",
         "server_id",
         "server_name",
         "leader",
@@ -47,18 +52,26 @@ TIMEOUT = "<timeout>"
 NO_RESPONDERS = "<no responders>"
 
 
-def _norm_metadata(md: dict[str, Any]) -> dict[str, Any] | None:
-    out = {k: v for k, v in md.items() if not k.startswith("_nats.")}
-    return out
+#: ``_nats.*`` metadata keys that are still compared: the API level a stream's config needs
+#: (stored with the stream by nats-server and natsd alike).
+KEPT_NATS_METADATA = frozenset({"_nats.req.level"})
+
+
+def _norm_metadata(md: dict[str, Any]) -> dict[str, Any]:
+    """Drop the ``_nats.*`` keys that describe the server (``_nats.ver``, ``_nats.level``,
+    which natsd may omit) but keep ``_nats.req.level``."""
+    return {k: v for k, v in md.items() if not k.startswith("_nats.") or k in KEPT_NATS_METADATA}
 
 
 def norm(obj: Any) -> Any:
     """Deep copy of a JSON document with the volatile fields masked / dropped."""
 
-    def walk(v: Any, key: str | None = None) -> Any:
+    def walk(v: Any) -> Any:
         if isinstance(v, dict):
             out: dict[str, Any] = {}
             for k, val in v.items():
+                if k in DROP:
+                    continue
                 if k in VOLATILE:
                     out[k] = f"<{k}>"
                 elif k == "metadata" and isinstance(val, dict):
@@ -68,7 +81,7 @@ def norm(obj: Any) -> Any:
                 elif k == "api" and isinstance(val, dict):
                     out[k] = {kk: walk(vv) for kk, vv in val.items() if kk != "level"}
                 else:
-                    out[k] = walk(val, k)
+                    out[k] = walk(val)
             return out
         if isinstance(v, list):
             return [walk(x) for x in v]
@@ -106,8 +119,10 @@ def parse_header_block(raw: bytes | None) -> tuple[str, list[tuple[str, str]]]:
 class JsRecorder:
     """Wraps a nats-py connection and records normalised responses."""
 
-    def __init__(self, nc: Any) -> None:
+    def __init__(self, nc: Any, *, api_counters: bool = True) -> None:
         self.nc = nc
+        #: False: account infos show ``api.total``/``api.errors`` as ``"<n>"``.
+        self.api_counters = api_counters
         self.log: list[tuple[str, Any]] = []
         self._raw_headers: dict[str, bytes | None] = {}
         self._api_base: tuple[int, int] | None = None
@@ -157,7 +172,10 @@ class JsRecorder:
             subject = f"{API}.{subject}"
         msg = await self.raw_request(subject, body, timeout=timeout)
         out = msg if isinstance(msg, str) else norm(_decode(msg.data))
-        if isinstance(out, dict) and out.get("type") == "io.nats.jetstream.api.v1.account_info_response":
+        if (
+            isinstance(out, dict)
+            and out.get("type") == "io.nats.jetstream.api.v1.account_info_response"
+        ):
             out = self._api_delta(out)
         if record:
             self.log.append((label, out))
@@ -228,10 +246,14 @@ class JsRecorder:
 
     def _api_delta(self, out: dict[str, Any]) -> dict[str, Any]:
         api = out.get("api")
+        if not self.api_counters and isinstance(api, dict):
+            out = dict(out)
+            out["api"] = {k: "<n>" if k in ("total", "errors") else v for k, v in api.items()}
+            return out
         if self._api_base is not None and isinstance(api, dict):
             api = dict(api)
             if isinstance(api.get("total"), int):
-                # The INFO request itself counts once.
+                # The start() INFO request itself is counted once in between.
                 api["total"] = api["total"] - self._api_base[0] - 1
             if isinstance(api.get("errors"), int):
                 api["errors"] = api["errors"] - self._api_base[1]
@@ -240,11 +262,9 @@ class JsRecorder:
         return out
 
     async def state(self, label: str, stream: str) -> Any:
-        """Record just the ``state`` of a stream's info."""
+        """Record just the ``state`` of a stream's info (or the whole error response)."""
         info = await self.req(label, f"STREAM.INFO.{stream}", record=False)
-        out = info.get("state", info) if isinstance(info, dict) else info
-        if isinstance(info, dict) and "error" in info:
-            out = info
+        out = info["state"] if isinstance(info, dict) and "state" in info else info
         self.log.append((label, out))
         return out
 
@@ -263,10 +283,12 @@ async def reset(nc: Any) -> None:
 Scenario = Callable[[JsRecorder], Awaitable[None]]
 
 
-async def _run_one(server: ServerProcess, scenario: Scenario, timeout: float) -> Any:
+async def _run_one(
+    server: ServerProcess, scenario: Scenario, timeout: float, api_counters: bool
+) -> Any:
     async def fn(nc: Any) -> Any:
         await reset(nc)
-        rec = JsRecorder(nc)
+        rec = JsRecorder(nc, api_counters=api_counters)
         await rec.start()
         await scenario(rec)
         await reset(nc)
@@ -276,11 +298,15 @@ async def _run_one(server: ServerProcess, scenario: Scenario, timeout: float) ->
 
 
 async def run_scenario(
-    pair: ServerPair, scenario: Scenario, *, timeout: float = 20.0
+    pair: ServerPair, scenario: Scenario, *, timeout: float = 20.0, api_counters: bool = False
 ) -> tuple[Any, Any]:
-    """Run ``scenario`` against both servers concurrently: ``(ref_log, impl_log)``."""
+    """Run ``scenario`` against both servers concurrently: ``(ref_log, impl_log)``.
+
+    ``api_counters``: compare the account ``api.total``/``api.errors`` counters (as
+    deltas from the start of the scenario); otherwise they are masked."""
     ref, impl = await asyncio.gather(
-        _run_one(pair.ref, scenario, timeout), _run_one(pair.impl, scenario, timeout)
+        _run_one(pair.ref, scenario, timeout, api_counters),
+        _run_one(pair.impl, scenario, timeout, api_counters),
     )
     return ref, impl
 
@@ -295,9 +321,7 @@ def js_server_pair(extra_args: tuple[str, ...] = ()) -> Iterator[ServerPair]:
         for kind in ("nats-server", "natsd"):
             sd = tmp / f"store-{kind}"
             sd.mkdir()
-            started.append(
-                start_server(kind, ["-js", "-sd", str(sd), *extra_args], log_dir=tmp)
-            )
+            started.append(start_server(kind, ["-js", "-sd", str(sd), *extra_args], log_dir=tmp))
         yield ServerPair(started[0], started[1])
     finally:
         for s in started:

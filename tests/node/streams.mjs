@@ -175,6 +175,17 @@ check("js.publish expectations", async ({ js }) => {
   );
   ack = await js.publish("events.order", sc.encode("y"), { expect: { lastSubjectSequence: 3 } });
   eq(ack.seq, 4, "right expect.lastSubjectSequence");
+  // 0 is an expectation too ("no message yet"), not "no expectation"
+  await expectApiError(
+    () => js.publish("events.order", sc.encode("y"), { expect: { lastSequence: 0 } }),
+    10071,
+    "expect.lastSequence 0 on a non-empty stream",
+  );
+  await expectApiError(
+    () => js.publish("events.order", sc.encode("y"), { expect: { lastSubjectSequence: 0 } }),
+    10071,
+    "expect.lastSubjectSequence 0 on a subject that has messages",
+  );
   ack = await js.publish("events.fresh", sc.encode("z"), { expect: { lastSubjectSequence: 0 } });
   eq(ack.seq, 5, "expect.lastSubjectSequence 0 on a new subject");
   // stream name: JSStreamNotMatchErr
@@ -236,7 +247,8 @@ check("streams.info", async ({ jsm }) => {
   eq(si.state.num_subjects, 3, "state.num_subjects");
   assert(typeof si.state.first_ts === "string", "first_ts string");
   const withSubj = await jsm.streams.info("events", { subjects_filter: ">" });
-  eq(withSubj.state.subjects, { "events.user": 2, "events.order": 5, "events.fresh": 1 }, "state.subjects");
+  const subjects = Object.entries(withSubj.state.subjects || {}).sort();
+  eq(subjects, [["events.fresh", 1], ["events.order", 5], ["events.user", 2]], "state.subjects");
   await expectApiError(() => jsm.streams.info("missing"), 10059, "info on a missing stream");
 });
 
@@ -284,13 +296,19 @@ check("streams.deleteMessage (erase and no_erase)", async ({ jsm }) => {
   eq(await jsm.streams.deleteMessage("events", 4, false), true, "no_erase seq 4");
   await expectApiError(() => jsm.streams.getMessage("events", { seq: 3 }), 10037, "get erased seq 3");
   await expectApiError(() => jsm.streams.getMessage("events", { seq: 4 }), 10037, "get deleted seq 4");
-  await expectApiError(() => jsm.streams.deleteMessage("events", 3), 10057, "delete seq 3 again");
-  await expectApiError(() => jsm.streams.deleteMessage("events", 999), 10057, "delete missing seq");
+  // JSSequenceNotFoundErrF
+  await expectApiError(() => jsm.streams.deleteMessage("events", 3), 10043, "delete seq 3 again");
   const si = await jsm.streams.info("events");
   eq(si.state.messages, 6, "messages after deletes");
   eq(si.state.num_deleted, 2, "num_deleted");
   const det = await jsm.streams.info("events", { deleted_details: true });
   eq(det.state.deleted, [3, 4], "deleted details");
+});
+
+check("streams.deleteMessage past the last sequence or of seq 0", async ({ jsm }) => {
+  // nats-server answers JSStreamMsgDeleteFailedF (500, "stream store EOF" / "no message found")
+  await expectApiError(() => jsm.streams.deleteMessage("events", 999), 10057, "delete seq past the end");
+  await expectApiError(() => jsm.streams.deleteMessage("events", 0), 10057, "delete seq 0");
 });
 
 check("streams.update", async ({ jsm }) => {
@@ -340,6 +358,93 @@ check("direct get on an allow_direct stream", async ({ jsm }) => {
   eq([dm.subject, dm.seq, sc.decode(dm.data), dm.stream], ["inventory.item.new", 11, "after purge", "inventory"], "direct last_by_subj");
   const dm2 = await jsm.direct.getMessage("inventory", { seq: 11 });
   eq(dm2.seq, 11, "direct seq");
+});
+
+check("list and names page past one response (300 streams)", async ({ jsm }) => {
+  const N = 300;
+  const made = [];
+  try {
+    for (let i = 0; i < N; i++) {
+      const name = `page${String(i).padStart(3, "0")}`;
+      await jsm.streams.add({ name, subjects: [`page.${i}`], storage: StorageType.Memory });
+      made.push(name);
+    }
+    const infos = await collect(jsm.streams.list());
+    eq(infos.length, N + 3, "list length");
+    eq(new Set(infos.map((s) => s.config.name)).size, N + 3, "list has no repeats");
+    const names = await collect(jsm.streams.names());
+    eq(names.length, N + 3, "names length");
+    const ai = await jsm.getAccountInfo();
+    eq(ai.streams, N + 3, "account streams");
+  } finally {
+    for (const name of made) await jsm.streams.delete(name);
+  }
+});
+
+check("config.metadata carries the server's _nats.* keys", async ({ jsm }) => {
+  // nats-server 2.11+ stores _nats.req.level and adds _nats.ver/_nats.level to responses
+  const si = await jsm.streams.info("events");
+  const keys = Object.keys(si.config.metadata || {}).sort();
+  eq(keys, ["_nats.level", "_nats.req.level", "_nats.ver"], "metadata keys");
+});
+
+check("limits: max_msgs with discard new, max_msg_size, max_msgs_per_subject", async ({ js, jsm }) => {
+  await jsm.streams.add({
+    name: "lim",
+    subjects: ["lim.>"],
+    max_msgs: 2,
+    discard: DiscardPolicy.New,
+    max_msg_size: 10,
+  });
+  eq((await js.publish("lim.a", sc.encode("1"))).seq, 1, "first");
+  eq((await js.publish("lim.a", sc.encode("2"))).seq, 2, "second");
+  const full = await expectApiError(() => js.publish("lim.a", sc.encode("3")), 10077, "stream full");
+  eq(full.api_error.code, 503, "stream full: code");
+  await expectApiError(() => js.publish("lim.b", sc.encode("0123456789ABC")), 10054, "too large");
+  await jsm.streams.add({ name: "ps", subjects: ["ps.>"], max_msgs_per_subject: 2 });
+  for (let i = 1; i <= 4; i++) eq((await js.publish("ps.a", sc.encode(`${i}`))).seq, i, `ps seq ${i}`);
+  await js.publish("ps.b", sc.encode("b"));
+  const si = await jsm.streams.info("ps");
+  eq([si.state.messages, si.state.first_seq, si.state.last_seq, si.state.num_subjects], [3, 3, 5, 2], "ps state");
+  const next = await jsm.streams.getMessage("ps", { next_by_subj: "ps.a", seq: 1 });
+  eq([next.seq, sc.decode(next.data)], [3, "3"], "next_by_subj skips the discarded");
+  eq(await jsm.streams.delete("lim"), true, "delete lim");
+  eq(await jsm.streams.delete("ps"), true, "delete ps");
+});
+
+check("deny_delete, deny_purge, first_seq, rollup and sealed", async ({ js, jsm }) => {
+  await jsm.streams.add({ name: "deny", subjects: ["deny.>"], deny_delete: true, deny_purge: true });
+  await js.publish("deny.a", sc.encode("x"));
+  await expectApiError(() => jsm.streams.deleteMessage("deny", 1), 10057, "delete on deny_delete");
+  await expectApiError(() => jsm.streams.purge("deny"), 10110, "purge on deny_purge");
+  const fs = await jsm.streams.add({ name: "fs", subjects: ["fs.>"], first_seq: 100 });
+  eq([fs.state.first_seq, fs.state.last_seq], [100, 99], "first_seq state");
+  eq((await js.publish("fs.a", sc.encode("x"))).seq, 100, "first message at first_seq");
+  await jsm.streams.add({ name: "ru", subjects: ["ru.>"], allow_rollup_hdrs: true });
+  for (let i = 0; i < 3; i++) await js.publish("ru.a", sc.encode(`${i}`));
+  await js.publish("ru.b", sc.encode("other"));
+  const h = headers();
+  h.set("Nats-Rollup", "sub");
+  eq((await js.publish("ru.a", sc.encode("R"), { headers: h })).seq, 5, "rollup seq");
+  let si = await jsm.streams.info("ru");
+  eq([si.state.messages, si.state.first_seq, si.state.last_seq], [2, 4, 5], "after subject rollup");
+  si = await jsm.streams.update("ru", { ...si.config, sealed: true });
+  eq(si.config.sealed, true, "sealed");
+  await expectApiError(() => js.publish("ru.a", sc.encode("x")), 10109, "publish to a sealed stream");
+  await expectApiError(() => jsm.streams.purge("ru"), 10109, "purge a sealed stream");
+  for (const n of ["deny", "fs", "ru"]) eq(await jsm.streams.delete(n), true, `delete ${n}`);
+});
+
+check("dedup survives a purge; missing-stream errors", async ({ js, jsm }) => {
+  await jsm.streams.add({ name: "dd", subjects: ["dd"], storage: StorageType.Memory, duplicate_window: nanos(60_000) });
+  eq((await js.publish("dd", sc.encode("x"), { msgID: "once" })).seq, 1, "first");
+  eq((await jsm.streams.purge("dd")).purged, 1, "purge");
+  const again = await js.publish("dd", sc.encode("x"), { msgID: "once" });
+  eq([again.seq, again.duplicate], [1, true], "still a duplicate after purge");
+  eq(await jsm.streams.delete("dd"), true, "delete dd");
+  await expectApiError(() => jsm.streams.purge("nope"), 10059, "purge missing");
+  await expectApiError(() => jsm.streams.deleteMessage("nope", 1), 10059, "deleteMessage missing");
+  await expectApiError(() => jsm.streams.update("nope", { subjects: ["nope"] }), 10059, "update missing");
 });
 
 check("account info after activity", async ({ jsm }) => {

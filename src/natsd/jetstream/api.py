@@ -17,6 +17,7 @@ from natsd.core.clock import rfc3339
 from natsd.core.headers import encode_headers
 from natsd.core.subjects import subject_matches
 from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream.gojson import decode_go_json
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import check_update, parse_stream_config_json
 from natsd.router.subscription import Subscription
@@ -32,6 +33,7 @@ Handler = Callable[["JsAccount", list[str], bytes], dict[str, Any]]
 
 _PREFIX = "io.nats.jetstream.api.v1."
 NAMES_LIMIT = 1024
+SUBJECTS_LIMIT = 100_000
 LIST_LIMIT = 256
 
 
@@ -56,10 +58,14 @@ def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> N
     if route is None:
         return  # nats-server does not answer unknown API subjects
     rtype, handler, args = route
-    ja.api.total += 1
     try:
         resp = handler(ja, args, data)
+        # nats-server reports totals that exclude the request being answered, and does not
+        # count successful message gets.
+        if handler is not msg_get:
+            ja.api.total += 1
     except ApiError as e:
+        ja.api.total += 1
         ja.api.errors += 1
         resp = {"error": e.to_json()}
         resp.update(_ERROR_EXTRAS.get(rtype, {}))
@@ -74,16 +80,24 @@ def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> N
 # Some error responses carry empty paging fields in nats-server.
 _ERROR_EXTRAS: dict[str, dict[str, Any]] = {
     "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
+    "stream_purge_response": {"purged": 0},
+    "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
+    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
 }
 
 
 def _decode(data: bytes) -> Any:
+    """The request document; malformed JSON gets Go's error text, as nats-server sends."""
     if not data.strip():
         return None
     try:
         return orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        raise err("JSInvalidJSONErr", err=str(e)) from None
+    except orjson.JSONDecodeError:
+        pass
+    last: Any = None
+    for value in decode_go_json(data):  # raises JSInvalidJSONErr with Go's message
+        last = value
+    return last
 
 
 def _obj(req: Any) -> dict[str, Any]:
@@ -134,6 +148,7 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     if existing is not None:
         if existing.cfg.to_json() == cfg.to_json():
             out = existing.info_json()
+            out["did_create"] = True
             return out
         raise err("JSStreamNameExistErr")
     _check_overlap(ja, cfg.subjects or [cfg.name], None)
@@ -227,13 +242,15 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
 def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     stream = _stream(ja, args)
     r = _obj(_decode(data))
-    out: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
-    out.update(
-        stream.info_json(
-            with_deleted=bool(r.get("deleted_details")),
-            subjects_filter=str(r.get("subjects_filter") or ""),
-        )
-    )
+    filt = str(r.get("subjects_filter") or "")
+    info = stream.info_json(with_deleted=bool(r.get("deleted_details")), subjects_filter=filt)
+    subjects = info["state"].get("subjects")
+    out: dict[str, Any] = {
+        "total": len(subjects) if subjects else 0,
+        "offset": 0,
+        "limit": SUBJECTS_LIMIT if subjects else 0,
+    }
+    out.update(info)
     return out
 
 
@@ -267,6 +284,7 @@ def _filtered(ja: JsAccount, subject: str) -> list[Stream]:
 def stream_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     offset, subject = _paged(data)
     streams = _filtered(ja, subject)
+    offset = min(offset, len(streams))
     page = streams[offset : offset + NAMES_LIMIT]
     return {
         "total": len(streams),
@@ -279,6 +297,7 @@ def stream_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
 def stream_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     offset, subject = _paged(data)
     streams = _filtered(ja, subject)
+    offset = min(offset, len(streams))
     page = streams[offset : offset + LIST_LIMIT]
     return {
         "total": len(streams),
@@ -290,10 +309,10 @@ def stream_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
 
 def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     stream = _stream(ja, args)
-    if stream.cfg.deny_purge:
-        raise err("JSStreamPurgeFailedF", err="stream purge is not permitted")
     if stream.cfg.sealed:
         raise err("JSStreamSealedErr")
+    if stream.cfg.deny_purge:
+        raise err("JSStreamPurgeFailedF", err="stream purge not permitted")
     r = _obj(_decode(data))
     filt = r.get("filter", "") or ""
     seq = r.get("seq", 0) or 0
@@ -301,7 +320,7 @@ def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     if not isinstance(filt, str) or not isinstance(seq, int) or not isinstance(keep, int):
         raise err("JSBadRequestErr")
     if seq and keep:
-        raise err("JSStreamPurgeFailedF", err="can not specify both sequence and keep")
+        raise err("JSBadRequestErr")
     if not filt and not seq and not keep:
         purged = stream.store.purge()
     else:
@@ -338,10 +357,10 @@ def _lookup(stream: Stream, r: dict[str, Any]) -> Any:
 
 def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     stream = _stream(ja, args)
-    if stream.cfg.deny_delete:
-        raise err("JSStreamMsgDeleteFailedF", err="message delete not permitted")
     if stream.cfg.sealed:
         raise err("JSStreamSealedErr")
+    if stream.cfg.deny_delete:
+        raise err("JSStreamMsgDeleteFailedF", err="message delete not permitted")
     r = _obj(_decode(data))
     seq = r.get("seq", 0)
     if not isinstance(seq, int) or seq <= 0:
@@ -360,17 +379,34 @@ def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> Non
         return
     stream = ja.streams.get(toks[2])
     if stream is None or not stream.cfg.allow_direct:
-        return  # no responders: the client sees 503 like with nats-server
-    try:
-        if len(toks) > 3:
-            r: dict[str, Any] = {"last_by_subj": ".".join(toks[3:])}
-        else:
-            req = _decode(data)
-            r = _obj(req)
-        m = _lookup(stream, r)
-    except ApiError as e:
-        desc = "Message Not Found" if e.err_code == 10037 else "Bad Request"
-        status = 404 if e.err_code == 10037 else 408
+        # nats-server only listens on DIRECT.GET for streams that allow it, so the
+        # requester gets the no-responders status; send the same thing.
+        subj = ".".join(["$JS.API", *toks]).encode()
+        engine.send(ja, reply, b"", b"NATS/1.0 503\r\nNats-Subject: " + subj + b"\r\n\r\n")
+        return
+    status, desc = 0, ""
+    r: dict[str, Any] = {}
+    if len(toks) > 3:
+        if data.strip():
+            status, desc = 408, "Bad Request"
+        r = {"last_by_subj": ".".join(toks[3:])}
+    elif not data.strip():
+        status, desc = 408, "Empty Request"
+    else:
+        try:
+            r = _obj(_decode(data))
+        except ApiError:
+            status, desc = 408, "Malformed Request"
+        if not status and not r:
+            status, desc = 408, "Empty Request"
+    m = None
+    if not status:
+        try:
+            m = _lookup(stream, r)
+        except ApiError as e:
+            not_found = e.err_code == 10037
+            status, desc = (404, "Message Not Found") if not_found else (408, "Bad Request")
+    if m is None:
         engine.send(ja, reply, b"", encode_headers(None, status, desc))
         return
     hdrs = {
@@ -386,24 +422,26 @@ def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> Non
     engine.send(ja, reply, m.data, block)
 
 
-_TABLE: dict[tuple[str, ...], tuple[str, Handler]] = {
-    ("INFO",): ("account_info_response", account_info),
-    ("STREAM", "CREATE"): ("stream_create_response", stream_create),
-    ("STREAM", "UPDATE"): ("stream_update_response", stream_update),
-    ("STREAM", "INFO"): ("stream_info_response", stream_info),
-    ("STREAM", "DELETE"): ("stream_delete_response", stream_delete),
-    ("STREAM", "NAMES"): ("stream_names_response", stream_names),
-    ("STREAM", "LIST"): ("stream_list_response", stream_list),
-    ("STREAM", "PURGE"): ("stream_purge_response", stream_purge),
-    ("STREAM", "MSG", "GET"): ("stream_msg_get_response", msg_get),
-    ("STREAM", "MSG", "DELETE"): ("stream_msg_delete_response", msg_delete),
+# verb tokens -> (response type, handler, number of argument tokens). Like nats-server's
+# subscriptions ("$JS.API.STREAM.CREATE.*"), a subject with the wrong number of tokens
+# matches nothing and gets no answer.
+_TABLE: dict[tuple[str, ...], tuple[str, Handler, int]] = {
+    ("INFO",): ("account_info_response", account_info, 0),
+    ("STREAM", "CREATE"): ("stream_create_response", stream_create, 1),
+    ("STREAM", "UPDATE"): ("stream_update_response", stream_update, 1),
+    ("STREAM", "INFO"): ("stream_info_response", stream_info, 1),
+    ("STREAM", "DELETE"): ("stream_delete_response", stream_delete, 1),
+    ("STREAM", "NAMES"): ("stream_names_response", stream_names, 0),
+    ("STREAM", "LIST"): ("stream_list_response", stream_list, 0),
+    ("STREAM", "PURGE"): ("stream_purge_response", stream_purge, 1),
+    ("STREAM", "MSG", "GET"): ("stream_msg_get_response", msg_get, 1),
+    ("STREAM", "MSG", "DELETE"): ("stream_msg_delete_response", msg_delete, 1),
 }
 
 
 def _route(toks: list[str]) -> tuple[str, Handler, list[str]] | None:
     for n in (3, 2, 1):
-        key = tuple(toks[:n])
-        hit = _TABLE.get(key)
-        if hit is not None:
+        hit = _TABLE.get(tuple(toks[:n]))
+        if hit is not None and len(toks) == n + hit[2]:
             return hit[0], hit[1], toks[n:]
     return None

@@ -65,14 +65,18 @@ class Stream:
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._last_msg_id = ""
         self._name_b = self.name.encode()
+        self.consumer_count = 0
         self._domain = account.engine.domain
         self._republish: SubjectTransform | None = None
+        self._transform: SubjectTransform | None = None
         self.apply_config(cfg)
 
     def apply_config(self, cfg: StreamConfig) -> None:
         self.cfg = cfg
         rp = cfg.republish
         self._republish = SubjectTransform(rp.src, rp.dest) if rp is not None else None
+        st = cfg.subject_transform
+        self._transform = SubjectTransform(st.src, st.dest) if st is not None and st.dest else None
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
@@ -133,6 +137,8 @@ class Stream:
             self._reply(reply, self._ack_err(E.err("JSStreamMessageExceedsMaximumErr")))
             return
         subject = subject_b.decode()
+        if self._transform is not None:
+            subject = self._transform.apply(subject) or subject
         msg_id = ""
         ttl = 0
         rollup = ""
@@ -142,9 +148,9 @@ class Stream:
             except HeaderError:
                 h = {}
             if h:
-                exp = _first(h, H_EXP_STREAM)
-                if exp is not None and exp != self.name:
-                    self._reply(reply, self._ack_err(E.err("JSStreamNotMatchErr")))
+                error = self._check_headers(h, subject)
+                if error is not None:
+                    self._reply(reply, self._ack_err(error))
                     return
                 msg_id = _first(h, H_MSG_ID) or ""
                 if msg_id:
@@ -152,62 +158,10 @@ class Stream:
                     if dup is not None:
                         self._reply(reply, self._ack_ok(dup, duplicate=True))
                         return
-                exp_id = _first(h, H_EXP_LAST_MSG_ID)
-                if exp_id is not None and exp_id != self._last_msg_id:
-                    self._reply(
-                        reply,
-                        self._ack_err(E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)),
-                    )
-                    return
-                exp_seq = _first(h, H_EXP_LAST_SEQ)
-                if exp_seq is not None:
-                    last = self.store.state().last_seq
-                    if not exp_seq.isdigit() or int(exp_seq) != last:
-                        self._reply(
-                            reply, self._ack_err(E.err("JSStreamWrongLastSequenceErr", seq=last))
-                        )
-                        return
-                exp_sseq = _first(h, H_EXP_LAST_SUBJ_SEQ)
-                if exp_sseq is not None:
-                    on = _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ) or subject
-                    lm = self.store.load_last_msg(on)
-                    last = lm.seq if lm is not None else 0
-                    if not exp_sseq.isdigit() or int(exp_sseq) != last:
-                        self._reply(
-                            reply, self._ack_err(E.err("JSStreamWrongLastSequenceErr", seq=last))
-                        )
-                        return
-                rollup = _first(h, H_ROLLUP) or ""
-                if rollup:
-                    if not cfg.allow_rollup_hdrs:
-                        self._reply(
-                            reply,
-                            self._ack_err(
-                                E.err("JSStreamRollupFailedF", err="rollup not permitted")
-                            ),
-                        )
-                        return
-                    if rollup not in ("sub", "all"):
-                        self._reply(
-                            reply,
-                            self._ack_err(
-                                E.err(
-                                    "JSStreamRollupFailedF",
-                                    err=f"unrecognized rollup type {rollup!r}",
-                                )
-                            ),
-                        )
-                        return
-                ttl_s = _first(h, H_TTL)
-                if ttl_s is not None:
-                    if not cfg.allow_msg_ttl:
-                        self._reply(reply, self._ack_err(E.err("JSMessageTTLDisabledErr")))
-                        return
-                    parsed = _parse_ttl(ttl_s)
-                    if parsed is None:
-                        self._reply(reply, self._ack_err(E.err("JSMessageTTLInvalidErr")))
-                        return
-                    ttl = parsed
+                rollup = (_first(h, H_ROLLUP) or "").lower()
+                ttl_s = (_first(h, H_TTL) or "").strip()
+                if ttl_s:
+                    ttl = _parse_ttl(ttl_s) or 0
         try:
             seq, ts = self.store.store_msg(subject, hdr, data, ttl)
         except ErrMsgTooLarge:
@@ -221,13 +175,19 @@ class Stream:
             return
         if msg_id:
             self._dedup[msg_id] = (seq, ts)
-            self._last_msg_id = msg_id
+        # nats-server tracks the id of the last message, even when it had none.
+        self._last_msg_id = msg_id
         if rollup == "sub":
             self.store.purge_ex(subject, seq, 0)
         elif rollup == "all":
             self.store.compact(seq)
         if self._republish is not None:
             self._do_republish(subject, seq, ts, hdr, data)
+        if cfg.retention == "interest" and not self.consumer_count:
+            # Interest retention keeps nothing nobody is interested in.
+            self.store.remove_msg(seq)
+        if cfg.no_ack:
+            reply = None
         self.account.engine.stored(self, reply, self._ack_ok(seq) if reply else b"")
 
     def _do_republish(
@@ -253,6 +213,42 @@ class Stream:
         base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
         block = base + extra + b"\r\n"
         self.account.engine.send(self.account, dest.encode(), b"" if headers_only else data, block)
+
+    def _check_headers(self, h: dict[str, list[str]], subject: str) -> ApiError | None:
+        """The Nats-Expected-* / rollup / TTL checks, in nats-server's order."""
+        cfg = self.cfg
+        exp = _first(h, H_EXP_STREAM)
+        if exp is not None and exp != self.name:
+            return E.err("JSStreamNotMatchErr")
+        exp_id = _first(h, H_EXP_LAST_MSG_ID)
+        if exp_id is not None and exp_id != self._last_msg_id:
+            return E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)
+        exp_seq = _first(h, H_EXP_LAST_SEQ)
+        if exp_seq is not None:
+            last = self.store.state().last_seq
+            if not exp_seq.isdigit() or int(exp_seq) != last:
+                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+        exp_sseq = _first(h, H_EXP_LAST_SUBJ_SEQ)
+        if exp_sseq is not None:
+            on = _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ) or subject
+            lm = self.store.load_last_msg(on)
+            last = lm.seq if lm is not None else 0
+            if not exp_sseq.isdigit() or int(exp_sseq) != last:
+                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+        rollup = _first(h, H_ROLLUP)
+        if rollup:
+            if not cfg.allow_rollup_hdrs:
+                return E.err("JSStreamRollupFailedF", err="rollup not permitted")
+            if rollup.lower() not in ("sub", "all"):
+                text = f'rollup value invalid: "{rollup}"'
+                return E.err("JSStreamRollupFailedF", err=text)
+        ttl_s = (_first(h, H_TTL) or "").strip()
+        if ttl_s:
+            if _parse_ttl(ttl_s) is None:
+                return E.err("JSMessageTTLInvalidErr")
+            if not cfg.allow_msg_ttl:
+                return E.err("JSMessageTTLDisabledErr")
+        return None
 
     def _check_dup(self, msg_id: str) -> int | None:
         window = self.cfg.duplicate_window
@@ -292,7 +288,7 @@ class Stream:
                 out["subjects"] = totals
         if st.lost is not None and (st.lost.msgs or st.lost.bytes):
             out["lost"] = {"msgs": st.lost.msgs, "bytes": st.lost.bytes}
-        out["consumer_count"] = 0
+        out["consumer_count"] = self.consumer_count
         return out
 
     def info_json(self, with_deleted: bool = False, subjects_filter: str = "") -> dict[str, Any]:
