@@ -36,7 +36,7 @@ test: lint typecheck
 	$(MAKE) test-compiled
 
 test-compiled: $(FAST)
-	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration
+	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration tests/storage tests/jetstream
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

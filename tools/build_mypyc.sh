@@ -10,7 +10,9 @@ mkdir -p "$OUT"
 cp -r src/natsd "$OUT/"
 find "$OUT" -name __pycache__ -prune -exec rm -rf {} +
 cd "$OUT"
-# The modules on the per-message path. Everything else stays interpreted.
+# The modules on the per-message path (core NATS and the JetStream publish path).
+# Everything else stays interpreted. The FileStore modules compile, but the compiled build
+# failed recovery tests that pass interpreted; they stay interpreted until that is understood.
 "../../$PY" -m mypyc \
   natsd/protocol/parser.py \
   natsd/router/deliver.py \
@@ -18,6 +20,10 @@ cd "$OUT"
   natsd/router/subscription.py \
   natsd/connection/client.py \
   natsd/connection/flusher.py \
-  natsd/core/subjects.py >/dev/null
+  natsd/core/subjects.py \
+  natsd/router/publish.py \
+  natsd/storage/memstore.py \
+  natsd/jetstream/stream.py \
+  natsd/jetstream/commit.py >/dev/null
 rm -rf build
 echo "compiled natsd hot path into $OUT"

@@ -26,7 +26,13 @@ import {
   DiscardPolicy,
 } from "nats";
 
-const url = process.argv[2] || "nats://127.0.0.1:4222";
+// No default URL: the script creates and deletes streams, so it must be pointed at a
+// server of its own on purpose.
+const url = process.argv[2];
+if (!url) {
+  console.log("usage: node streams.mjs nats://HOST:PORT  (a scratch server: streams are created and deleted)");
+  process.exit(2);
+}
 const sc = StringCodec();
 const jc = JSONCodec();
 

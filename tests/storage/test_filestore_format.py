@@ -29,7 +29,9 @@ def block(first: int, *records: bytes) -> bytes:
     return block_header(first) + b"".join(records)
 
 
-def rec(seq: int, subject: str = "a.b", hdr: bytes = b"", data: bytes = b"x", ttl: int = 0) -> bytes:
+def rec(
+    seq: int, subject: str = "a.b", hdr: bytes = b"", data: bytes = b"x", ttl: int = 0
+) -> bytes:
     return encode_record(seq, 1000 + seq, subject.encode(), hdr, data, ttl)
 
 

@@ -81,7 +81,7 @@ def test_enospc_rolls_back_the_flush(
     fs.sync()
     size_before = sum(p.stat().st_size for p in (tmp_path / "msgs").glob("*.blk"))
     fs.remove_msg(2)  # a deletion in the failed batch: kept in memory, retried on disk
-    for i in range(5):
+    for _ in range(5):
         fs.store_msg("doomed", None, b"x" * 300)  # crosses into a new block
     real_write = os.write
     if partial:

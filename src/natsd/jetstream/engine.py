@@ -51,6 +51,12 @@ class JsAccount:
     api: ApiStats = field(default_factory=ApiStats)
     api_sub: Subscription | None = None
 
+    # Committer acks are keyed "<account>\x00<reply>" (see JetStream._send_raw).
+    ack_prefix: bytes = b""
+
+    def __post_init__(self) -> None:
+        self.ack_prefix = self.account.name.encode() + b"\x00"
+
     def limit(self, key: str) -> int:
         v = self.limits.get(key, -1)
         return int(v) if isinstance(v, int | float) else -1
@@ -208,12 +214,9 @@ class JetStream:
             if reply:
                 self.send(stream.account, reply, ack)
             return
-        key = stream.account.account.name.encode() + b"\x00" + reply if reply else b""
         if reply:
-            from natsd.jetstream.errors import err
-
-            bad = stream._ack_err(err("JSStreamStoreFailedF", err="write failed"))
-            self.committer.add(stream.store, (key, ack, bad))
+            key = stream.account.ack_prefix + reply
+            self.committer.add(stream.store, (key, ack, stream.write_failed_ack))
         else:
             self.committer.add(stream.store, None)
 

@@ -66,6 +66,10 @@ class Stream:
         self._last_msg_id = ""
         self._name_b = self.name.encode()
         self.consumer_count = 0
+        # The ack sent when the disk refuses a write: the same bytes every time.
+        self.write_failed_ack = self._ack_err(
+            E.err("JSStreamStoreFailedF", err="write failed")
+        )
         self._domain = account.engine.domain
         self._republish: SubjectTransform | None = None
         self._transform: SubjectTransform | None = None

@@ -87,11 +87,15 @@ class FileStore(BlockStore):
         super().__init__(directory, cfg, block_size)
         self._cb: StorageUpdate | None = None
         self._apply_limits_cfg(cfg)
-        if not self._blocks and self._last_seq == 0 and cfg.first_seq > 0:
-            # A new stream that starts at first_seq: an empty block named first_seq says so.
+        if self._created and cfg.first_seq > 0:
+            # A new stream that starts at first_seq: an empty block named first_seq says so,
+            # durably at once. Only for a new directory: a store that was reset (truncate 0)
+            # must not jump back to first_seq on its next open.
             self._first_seq = cfg.first_seq
             self._last_seq = cfg.first_seq - 1
             self._roll(cfg.first_seq)
+            self.flush()
+            self.sync()
         if self._blocks:
             self._open_for_write(self._blocks[-1])
             # Leading blocks left empty by a crash between a purge and its unlinks go now
@@ -168,11 +172,21 @@ class FileStore(BlockStore):
         # Append the record (inlined encode_record: this is the per-message hot path).
         reclen = REC_OVERHEAD + slen + hlen + dlen
         blks = self._blocks
-        blk = blks[-1] if blks else None
-        if blk is None or (blk.nrec and blk.flushed + len(blk.buf) + reclen > self._block_size):
+        if blks:
+            blk = blks[-1]
+            buf = blk.buf
+            off = blk.flushed + len(buf)
+            if blk.nrec and off + reclen > self._block_size:
+                blk = self._roll(seq)
+                buf = blk.buf
+                off = len(buf)
+        else:
             blk = self._roll(seq)
-        buf = blk.buf
-        off = blk.flushed + len(buf)
+            buf = blk.buf
+            off = len(buf)
+        if not buf:
+            # Invariant: a block is in _unflushed exactly when its buffer is not empty.
+            self._unflushed.append(blk)
         fields = _pack_fields(reclen, seq, ts, slen, hlen, ttl)
         if hlen:
             rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, sb, hdr or b"", data))
@@ -180,11 +194,13 @@ class FileStore(BlockStore):
             rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, sb, data))
         buf += rec
         buf += _pack_trailer(_crc32(rec))
-        if not self._unflushed or self._unflushed[-1] is not blk:
-            self._unflushed.append(blk)
 
         # Index.
-        self._msgs[seq] = (subject, blk, off, reclen, ts, ttl, size)
+        msgs = self._msgs
+        if not msgs:
+            self._first_seq = seq
+            self._first_ts = ts
+        msgs[seq] = (subject, blk, off, reclen, ts, ttl, size)
         blk.seqs.append(seq)
         blk.live += 1
         blk.nrec += 1
@@ -193,9 +209,6 @@ class FileStore(BlockStore):
         else:
             ss.msgs += 1
             ss.last = seq
-        if len(self._msgs) == 1:
-            self._first_seq = seq
-            self._first_ts = ts
         self._bytes += size
         self._last_seq = seq
         self._last_ts = ts
@@ -267,7 +280,10 @@ class FileStore(BlockStore):
         if e is None:
             return False
         blk, off, reclen = e[1], e[2], e[3]
-        raw, base = self._read(blk, off, REC_HDR_SIZE)
+        try:
+            raw, base = self._read(blk, off, REC_HDR_SIZE)
+        except OSError as exc:
+            raise ErrStoreIO(f"erase seq {seq}: {exc}") from exc
         _r, _seqf, ts, slen, hlen, _ttl = _unpack_fields(raw, base + 8)
         dlen = reclen - REC_OVERHEAD - slen - hlen
         new = encode_erased(seq, ts, slen, hlen, dlen, os.urandom(slen + hlen + dlen))
@@ -529,17 +545,16 @@ class FileStore(BlockStore):
             raise err
 
     def delete(self) -> None:
-        if self._closed:
-            return
-        cb = self._cb
-        if cb is not None and self._msgs:
-            # The stream's accounting sees every message go, as with a purge.
-            cb(-len(self._msgs), -self._bytes, 0, "")
-        try:
-            self.stop()
-        except StoreError:
-            self._close_fds()
-            self._closed = True
+        if not self._closed:
+            cb = self._cb
+            if cb is not None and self._msgs:
+                # The stream's accounting sees every message go, as with a purge.
+                cb(-len(self._msgs), -self._bytes, 0, "")
+            try:
+                self.stop()
+            except StoreError:
+                self._close_fds()
+                self._closed = True
         if os.path.isdir(self._mdir):
             for name in os.listdir(self._mdir):
                 try:

@@ -80,6 +80,7 @@ REC_PREFIX = struct.Struct("<4sI")
 REC_FIELDS = struct.Struct("<IQqHIq")
 REC_TRAILER = struct.Struct("<I")
 REC_HDR_SIZE = REC_PREFIX.size + REC_FIELDS.size  # 42
+_REC_HEAD = struct.Struct("<4sIIQqHIq")  # prefix and fields in one unpack
 REC_OVERHEAD = REC_HDR_SIZE + REC_TRAILER.size  # 46
 _TOMB_BODY = struct.Struct("<Q")
 TOMB_SIZE = REC_OVERHEAD + _TOMB_BODY.size
@@ -237,7 +238,36 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
     msgs = scan.msgs
     seen = name_first - 1
     unpack_fields = REC_FIELDS.unpack_from
+    unpack_head = _REC_HEAD.unpack_from
+    unpack_trailer = REC_TRAILER.unpack_from
+    crc32 = _crc32
     while pos < end:
+        # Fast path: a valid plain message record, checked with one header unpack and two
+        # crc32 calls (recovery reads every record, so this loop is the startup time).
+        if pos + REC_HDR_SIZE <= end:
+            magic, hcrc, reclen, seqf, ts, slen, hlen, ttl = unpack_head(buf, pos)
+            rend = pos + reclen
+            if (
+                magic == REC_MAGIC
+                and seqf <= SEQ_MASK
+                and rend <= end
+                and reclen >= REC_OVERHEAD + slen + hlen
+                and crc32(mv[pos + 8 : pos + REC_HDR_SIZE]) == hcrc
+                and crc32(mv[pos : rend - 4]) == unpack_trailer(buf, rend - 4)[0]
+            ):
+                sb = buf[pos + REC_HDR_SIZE : pos + REC_HDR_SIZE + slen]
+                subj = subjects.get(sb)
+                if subj is None:
+                    subj = sb.decode("utf-8", "surrogateescape")
+                    subjects[sb] = subj
+                dlen = reclen - REC_OVERHEAD - slen - hlen
+                size = 30 + slen + dlen + (4 + hlen if hlen else 0)
+                msgs.append((seqf, pos, reclen, ts, ttl, subj, size, False))
+                if seqf > seen:
+                    seen = seqf
+                pos = rend
+                scan.valid_end = pos
+                continue
         state = _valid_at(mv, pos, end)
         if state is None or state[1] == 0:
             # Unreadable header, or a readable one whose record runs past the end of file.

@@ -73,6 +73,7 @@ class BlockStore(QueryMixin):
         self._closed = False
         self._failed: str | None = None
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
         self._dirty: dict[Block, None] = {}
         self._dir_dirty = False
         self._unlink_wait: list[str] = []  # dropped before the last flush
@@ -89,6 +90,7 @@ class BlockStore(QueryMixin):
         os.makedirs(self._mdir, exist_ok=True)
         if created:
             fsync_path(self._dir)
+        self._created = created
         r = recover(self._mdir)
         self.recovery_report: list[str] = r.report
         self._lost: LostData | None = r.lost
@@ -286,6 +288,16 @@ class BlockStore(QueryMixin):
             blk.seqs = [s for s in blk.seqs if s in msgs]
 
     def sync(self) -> None:
+        """fsync what flush wrote, then the directory, then unlink dropped blocks.
+
+        ``_sync_lock`` serialises whole syncs. The engine never overlaps two, but the
+        store's own truncate/stop call sync and must wait for one in flight: its captured
+        unlinks could otherwise hit a block file that truncate re-creates under the same
+        name. Uncontended otherwise, so free."""
+        with self._sync_lock:
+            self._sync()
+
+    def _sync(self) -> None:
         with self._lock:
             if self._closed and not self._dirty:
                 return

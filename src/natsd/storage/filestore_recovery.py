@@ -171,6 +171,8 @@ def recover(mdir: str) -> Recovered:
         # A manifest describes one clean shutdown; once we start writing it is stale.
         try:
             os.unlink(os.path.join(mdir, MANIFEST))
+            # Durably: a manifest that came back after a crash would describe a past state.
+            _fsync_dir(mdir)
         except FileNotFoundError:
             pass
 
@@ -262,38 +264,68 @@ def _rebuild(
     tomb_ranges = [t for _b, s in scans for t in s.tombs]
     tombs = _Tombs(tomb_ranges)
     msgs = rec.msgs
+    subjects = rec.subjects
+    ttl_heap = rec.ttl_heap
     last_seq = 0
     last_ts = 0
     last_is_msg = False
+    nbytes = 0
+    in_order = True  # message sequences ascending across blocks (always, unless damaged)
+    prev = 0
     for a_b in tomb_ranges:
         if a_b[1] > last_seq:
             last_seq, last_ts, last_is_msg = a_b[1], a_b[2], False
+    # Tombstones can only delete sequences up to the highest one they name.
+    tomb_max = max((t[1] for t in tomb_ranges), default=0)
     for blk, scan in scans:
         if blk.first - 1 > last_seq:
             last_seq, last_ts, last_is_msg = blk.first - 1, 0, False
-        seqs: list[int] = []
         if scan.seen_max > last_seq:
             # A damaged last record still used its sequence.
             last_seq, last_ts, last_is_msg = scan.seen_max, 0, False
+        seqs: list[int] = []
+        bfirst = blk.first
         for seq, off, reclen, ts, ttl, subj, size, erased in scan.msgs:
-            if seq > last_seq or (seq == last_seq and not last_is_msg):
-                last_seq, last_ts, last_is_msg = seq, ts, True
-            if erased or seq in tombs:
+            if seq >= last_seq:
+                if seq > last_seq or not last_is_msg:
+                    last_seq, last_ts, last_is_msg = seq, ts, True
+            if erased or (seq <= tomb_max and seq in tombs):
                 continue
-            if seq in msgs or seq < blk.first:
-                report.append(f"block {blk.first}: unexpected record for seq {seq}; ignored")
+            if seq < bfirst or seq in msgs:
+                report.append(f"block {bfirst}: unexpected record for seq {seq}; ignored")
                 continue
             msgs[seq] = (subj, blk, off, reclen, ts, ttl, size)
+            if seq < prev:
+                in_order = False
+            prev = seq
             seqs.append(seq)
-            rec.bytes += size
+            nbytes += size
             if ttl > 0:
-                rec.ttl_heap.append((ts + ttl * 1_000_000_000, seq))
-        if any(seqs[i] > seqs[i + 1] for i in range(len(seqs) - 1)):
+                ttl_heap.append((ts + ttl * 1_000_000_000, seq))
+            ss = subjects.get(subj)
+            if ss is None:
+                subjects[subj] = SubjState(seq)
+            else:
+                ss.msgs += 1
+                ss.last = seq
+        if not in_order:
             seqs.sort()
         blk.seqs = seqs
         blk.live = len(seqs)
         blk.nrec = len(scan.msgs)
         rec.blocks.append(blk)
+    rec.bytes = nbytes
+    if not in_order:
+        # Only a damaged store gets here: rebuild per-subject state in sequence order.
+        subjects.clear()
+        for seq in sorted(msgs):
+            subj = msgs[seq][0]
+            ss = subjects.get(subj)
+            if ss is None:
+                subjects[subj] = SubjState(seq)
+            else:
+                ss.msgs += 1
+                ss.last = seq
     heapq.heapify(rec.ttl_heap)
 
     lost: set[int] = set()
@@ -355,19 +387,11 @@ def _rebuild(
     rec.last_seq = last_seq
     rec.last_ts = last_ts
     if msgs:
-        first = min(msgs)
+        first = min(msgs) if not in_order else next(iter(msgs))
         rec.first_seq = first
         rec.first_ts = msgs[first][4]
     else:
         rec.first_seq = last_seq + 1 if (rec.blocks or last_seq) else 0
-    for seq in sorted(msgs):
-        subj = msgs[seq][0]
-        ss = rec.subjects.get(subj)
-        if ss is None:
-            rec.subjects[subj] = SubjState(seq)
-        else:
-            ss.msgs += 1
-            ss.last = seq
     if lost:
         rec.lost = LostData(msgs=sorted(lost), bytes=lost_bytes)
 
