@@ -615,21 +615,7 @@ async def test_truncated_last_block_keeps_earlier_messages(
     srv.stop()
 
 
-@pytest.mark.parametrize(
-    "how",
-    [
-        "sigterm",
-        pytest.param(
-            "sigkill",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="natsd bug: a cut-off record at the end of a block that is followed by"
-                " another block is taken for a torn append ('never covered by a sync') and"
-                " left out of state.lost, though the later block proves it was synced",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 async def test_truncated_earlier_block_reports_every_lost_message(
     template: Template, cluster: Cluster, how: str
 ) -> None:

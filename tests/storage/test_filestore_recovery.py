@@ -301,6 +301,26 @@ def test_garbage_at_the_end_of_a_middle_block_is_kept_and_reported(tmp_path: Pat
     fs2.stop()
 
 
+def test_cut_off_end_of_an_earlier_block_is_lost_not_torn(tmp_path: Path) -> None:
+    # Blocks are written in order and one sync covers them all: when a later block has
+    # records, an earlier block's end was written too, so missing bytes there are a loss.
+    fs = filled(tmp_path, 40, block_size=800)
+    crash(fs)
+    first = blk_files(tmp_path)[0]
+    spans = record_spans(first)
+    size = first.stat().st_size
+    with open(first, "r+b") as f:
+        f.truncate(size - 150)
+    gone = [q for q, (off, ln) in spans.items() if off + ln > size - 150]
+    fs2 = FileStore(tmp_path, cfg(), block_size=800)
+    st = fs2.state()
+    assert st.lost is not None and st.lost.msgs == gone and len(gone) >= 2
+    assert st.msgs == 40 - len(gone) and st.last_seq == 40
+    assert first.stat().st_size == size - 150  # damage is left in place
+    assert any("later blocks exist" in r for r in fs2.recovery_report)
+    fs2.stop()
+
+
 def test_corrupt_block_header_is_reported_and_salvaged(tmp_path: Path) -> None:
     fs = filled(tmp_path, 40, block_size=800)
     before = all_msgs(fs, 41)
@@ -418,3 +438,21 @@ def test_block_header_size_is_what_the_format_says(tmp_path: Path) -> None:
     fs.stop()
     (path,) = blk_files(tmp_path)
     assert record_spans(path)[1][0] == BLOCK_HDR_SIZE
+
+
+def test_damage_found_at_read_time_is_reported_and_survives_restart(tmp_path: Path) -> None:
+    fs = filled(tmp_path, 10)
+    (path,) = blk_files(tmp_path)
+    off, reclen = record_spans(path)[4]
+    flip(path, off + reclen - 6)  # under the running store's feet
+    fs._rwin = None  # no read-ahead copy of the old bytes
+    assert fs.load_msg(4) is None
+    st = fs.state()
+    assert st.lost is not None and st.lost.msgs == [4] and st.msgs == 9
+    assert any("seq 4" in r for r in fs.recovery_report)
+    assert fs.load_msg(5) is not None
+    fs.stop()
+    fs2 = FileStore(tmp_path, cfg())
+    lost = fs2.state().lost
+    assert lost is not None and lost.msgs == [4]  # judged again, not hidden by a tombstone
+    fs2.stop()

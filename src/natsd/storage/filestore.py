@@ -282,6 +282,8 @@ class FileStore(BlockStore):
         blk, off, reclen = e[1], e[2], e[3]
         try:
             raw, base = self._read(blk, off, REC_HDR_SIZE)
+            if len(raw) - base < REC_HDR_SIZE:
+                raise OSError(errno.EIO, "short read")
         except OSError as exc:
             raise ErrStoreIO(f"erase seq {seq}: {exc}") from exc
         _r, _seqf, ts, slen, hlen, _ttl = _unpack_fields(raw, base + 8)

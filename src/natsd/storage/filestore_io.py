@@ -43,7 +43,6 @@ from natsd.storage.store import (
     LostData,
     StoreConfig,
     StoredMsg,
-    StoreError,
 )
 
 __all__ = ["BlockStore", "fsync_path"]
@@ -387,9 +386,7 @@ class BlockStore(QueryMixin):
         fd = self._ensure_fd(blk)
         sequential = self._read_end[0] is blk and self._read_end[1] == off
         want = max(length, min(_READAHEAD, fl - off)) if sequential else length
-        data = os.pread(fd, want, off)
-        if len(data) < length:
-            raise StoreError(f"short read in block {blk.first} at {off}")
+        data = os.pread(fd, want, off)  # may come back short if the file was cut: callers check
         self._read_end = (blk, off + length)
         if want > length:
             self._rwin = (blk, off, data)
@@ -415,7 +412,9 @@ class BlockStore(QueryMixin):
         return None
 
     def _mark_lost(self, seq: int, e: Entry) -> None:
-        """A record that was fine at open is not now (media error): report it, drop it."""
+        """A record that was fine at open is not now (media error, file cut): report it and
+        drop it from the index. No tombstone: the next open judges the bytes again, so a
+        real loss is reported again and a transient read error heals."""
         self.recovery_report.append(
             f"block {e[1].first}: record seq {seq} failed its checksum on read; message lost"
         )
@@ -423,7 +422,7 @@ class BlockStore(QueryMixin):
             self._lost = LostData()
         self._lost.msgs.append(seq)
         self._lost.bytes += e[6]
-        self._remove(seq, tomb=True)
+        self._remove(seq, tomb=False)
 
     def _iter_live(self, lo: int, hi: int) -> Iterator[int]:
         return _iter_live(self._blocks, self._firsts, self._msgs, lo, hi)
@@ -464,6 +463,8 @@ class BlockStore(QueryMixin):
             if e is None or s > seq:
                 continue
             raw, base = self._read(blk, e[2], e[3])
+            if len(raw) - base < e[3]:
+                raise OSError(errno.EIO, f"short read in block {blk.first} at {e[2]}")
             parts.append(bytes(raw[base : base + e[3]]))
             moved.append((s, e))
             pos += e[3]

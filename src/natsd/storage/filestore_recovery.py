@@ -4,10 +4,11 @@ Rules (and why):
 
 - Every record is checked (header crc, lengths, body crc). A damaged record costs only
   itself: the scan resynchronises on the next valid record (``filestore_format.scan_block``).
-- A record that runs past the end of its file is a torn append (the process or machine died
-  mid-write): it is cut off. Unreadable bytes at the very end of the *last* block are treated
-  the same way, since that is where a crash leaves garbage. Both are reported, and neither is
-  counted as lost: no flush+sync ever covered them.
+- An incomplete record or unreadable bytes at the very end of the *last* block are a torn
+  append (the process or machine died mid-write): they are cut off and reported, not counted
+  as lost, since no sync covered them. Only the last block: blocks are written in order and
+  one sync covers them all, so a later block with records proves an earlier block's end was
+  written (and synced, if anything after it was), and damage there is a loss.
 - Anything else unreadable stays on disk untouched and is reported; the sequences it held are
   inferred from the neighbouring records and listed in ``LostData`` unless a tombstone says
   they were deleted anyway. Blocks and streams are never deleted because of damage.
@@ -236,9 +237,8 @@ def _repair(
     if scan.tail is not None:
         off, why, seq = scan.tail
         off = max(off, BLOCK_HDR_SIZE)
-        torn = why.startswith("incomplete")
-        if torn or is_last:
-            what = f" (seq {seq})" if seq is not None else ""
+        what = f" (seq {seq})" if seq is not None else ""
+        if is_last:
             report.append(
                 f"block {name}: torn tail at offset {off}: {why}{what}; truncated "
                 f"{size - off} bytes (never covered by a sync)"
@@ -247,8 +247,10 @@ def _repair(
             end = off
             changed = True
         else:
+            # The sequences it held are counted lost by the gap check against the next block.
             report.append(
-                f"block {name}: {why} at offset {off} (not the last block); left in place"
+                f"block {name}: {why}{what} at offset {off}, but later blocks exist, so it "
+                f"was written whole before them; damage, left in place"
             )
     if changed:
         os.fsync(fd)
@@ -372,10 +374,11 @@ def _rebuild(
         lo, hi = scan.seen_max + 1, nxt.first - 1
         if lo > hi or hi - lo + 1 > _MAX_LOST_LISTED:
             continue
-        torn = scan.tail[2] if scan.tail is not None else None
-        cand = [s for s in range(lo, hi + 1) if s not in tombs and s not in lost and s != torn]
+        cand = [s for s in range(lo, hi + 1) if s not in tombs and s not in lost]
         if cand:
             lost.update(cand)
+            if scan.tail is not None:
+                lost_bytes += blk.flushed - max(scan.tail[0], BLOCK_HDR_SIZE)
             report.append(
                 f"seqs {_fmt_seqs(cand)} missing between blocks {blk.first} and {nxt.first} "
                 f"(no record, no tombstone); lost"
