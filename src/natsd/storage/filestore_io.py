@@ -481,9 +481,10 @@ class BlockStore(QueryMixin):
         tmp = blk.path + ".tmp"
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            # An offset loop, not `while view:`: mypyc treats a memoryview as always true.
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
             os.fsync(fd)
         except BaseException:
             os.close(fd)

@@ -125,9 +125,10 @@ def write_manifest(mdir: str, doc: dict[str, object]) -> None:
     tmp = os.path.join(mdir, MANIFEST + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        # An offset loop, not `while view:`: mypyc treats a memoryview as always true.
+        done = 0
+        while done < len(data):
+            done += os.write(fd, data[done:])
         os.fsync(fd)
     finally:
         os.close(fd)
