@@ -15,11 +15,11 @@ import orjson
 
 from natsd.core.clock import rfc3339
 from natsd.core.headers import encode_headers
-from natsd.core.subjects import subject_matches
 from natsd.jetstream.errors import ApiError, err
 from natsd.jetstream.gojson import decode_go_json
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import check_update, parse_stream_config_json
+from natsd.jetstream.subject_mapping import subjects_collide
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
@@ -179,30 +179,12 @@ def _check_overlap(ja: JsAccount, subjects: list[str], skip: str | None) -> None
             continue
         for a in subjects:
             for b in other.cfg.subjects or [other.name]:
-                if _overlaps(a, b):
+                if subjects_collide(a, b):
                     raise err("JSStreamSubjectOverlapErr")
 
 
-def _overlaps(a: str, b: str) -> bool:
-    ab, bb = a.encode(), b.encode()
-    from natsd.core.subjects import subset_match
-
-    if subject_matches(ab, bb) or subject_matches(bb, ab):
-        return True
-    if subset_match(ab, bb) or subset_match(bb, ab):
-        return True
-    # Two wildcard patterns overlap when some literal matches both.
-    at, bt = a.split("."), b.split(".")
-    for i in range(max(len(at), len(bt))):
-        x = at[i] if i < len(at) else None
-        y = bt[i] if i < len(bt) else None
-        if x == ">" or y == ">":
-            return x is not None and y is not None
-        if x is None or y is None:
-            return False
-        if x != y and x != "*" and y != "*":
-            return False
-    return True
+def _collides(subject: str, stream: Stream) -> bool:
+    return any(subjects_collide(subject, x) for x in (stream.cfg.subjects or [stream.name]))
 
 
 def _check_resources(ja: JsAccount, storage: str, max_bytes: int) -> None:
@@ -275,9 +257,7 @@ def _paged(data: bytes) -> tuple[int, str]:
 def _filtered(ja: JsAccount, subject: str) -> list[Stream]:
     streams = sorted(ja.streams.values(), key=lambda s: s.name)
     if subject:
-        streams = [
-            s for s in streams if any(_overlaps(subject, x) for x in (s.cfg.subjects or [s.name]))
-        ]
+        streams = [s for s in streams if _collides(subject, s)]
     return streams
 
 
