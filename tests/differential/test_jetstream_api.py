@@ -997,9 +997,6 @@ async def test_msg_delete(js_pair: ServerPair) -> None:
     await check(js_pair, sc)
 
 
-_MD_FILE_EOF = (
-    "file store: nats-server 500 10057 'stream store EOF'; natsd 400 10043 'sequence 50 not found'"
-)
 
 #: (id, body, {storage: xfail reason or None})
 MSG_DELETE_ERRORS: list[tuple[str, Any, dict[str, str | None]]] = [
@@ -1007,22 +1004,13 @@ MSG_DELETE_ERRORS: list[tuple[str, Any, dict[str, str | None]]] = [
     (
         "below first seq",
         {"seq": 1},
-        {
-            "file": "file store, seq below first_seq: nats-server 500 10057 'no message found'; "
-            "natsd 400 10043 'sequence 1 not found'",
-            "memory": None,
-        },
+        {"file": None, "memory": None},
     ),
-    ("past end", {"seq": 50}, {"file": _MD_FILE_EOF, "memory": None}),
+    ("past end", {"seq": 50}, {"file": None, "memory": None}),
     (
         "seq 0",
         {"seq": 0},
-        {
-            "file": "seq 0: nats-server (file) 500 10057 'no message found'; natsd 400 10003 "
-            "'bad request'",
-            "memory": "seq 0: nats-server (memory) 400 10043 'sequence 0 not found'; natsd 400 "
-            "10003 'bad request'",
-        },
+        {"file": None, "memory": None},
     ),
     (
         "negative",

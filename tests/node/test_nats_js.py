@@ -43,10 +43,6 @@ INSTALL_TIMEOUT = 300.0
 # of their "FAIL ..." line. When only these fail the natsd test is an xfail; when a bug is
 # fixed the test passes and the entry should go.
 KNOWN_NATSD_FAILURES = {
-    # $JS.API.STREAM.MSG.DELETE with seq past the last sequence, or seq 0: nats-server
-    # answers 500/10057 ("stream store EOF" / "no message found"), natsd 400/10043 and
-    # 400/10003.
-    "streams.deleteMessage past the last sequence or of seq 0:",
     # STREAM.INFO/CREATE/UPDATE/LIST: config.metadata has only _nats.req.level; nats-server
     # adds _nats.ver and _nats.level to every response.
     "config.metadata carries the server's _nats.* keys:",

@@ -342,13 +342,29 @@ def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     if stream.cfg.deny_delete:
         raise err("JSStreamMsgDeleteFailedF", err="message delete not permitted")
     r = _obj(_decode(data))
-    seq = r.get("seq", 0)
-    if not isinstance(seq, int) or seq <= 0:
+    seq = r.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        # No sequence at all is a bad request; an explicit 0 is a miss (below).
         raise err("JSBadRequestErr")
-    ok = stream.store.remove_msg(seq) if r.get("no_erase") else stream.store.erase_msg(seq)
+    ok = seq > 0 and (
+        stream.store.remove_msg(seq) if r.get("no_erase") else stream.store.erase_msg(seq)
+    )
     if not ok:
-        raise err("JSSequenceNotFoundErrF", seq=seq)
+        raise _delete_miss(stream, seq)
     return {"success": True}
+
+
+def _delete_miss(stream: Stream, seq: int) -> ApiError:
+    """nats-server's answer depends on the store: the file store reports sequences outside
+    the stream as a failed delete ("no message found" below it, "stream store EOF" past
+    it); everything else is "sequence N not found"."""
+    if stream.cfg.storage != "memory":
+        st = stream.store.state()
+        if seq == 0 or seq < st.first_seq:
+            return err("JSStreamMsgDeleteFailedF", err="no message found")
+        if seq > st.last_seq:
+            return err("JSStreamMsgDeleteFailedF", err="stream store EOF")
+    return err("JSSequenceNotFoundErrF", seq=seq)
 
 
 # ---------------------------------------------------------------------- direct get
