@@ -21,6 +21,7 @@ cd "$OUT"
   natsd/connection/client.py \
   natsd/connection/flusher.py \
   natsd/core/subjects.py \
+  natsd/core/filters.py \
   natsd/router/publish.py \
   natsd/storage/memstore.py \
   natsd/storage/filestore.py \

@@ -513,6 +513,32 @@ def compare_raw(
         return fr.result(), fi.result()
 
 
+def check_raw(pair: ServerPair, chunks: Sequence[Chunk], **kwargs: Any) -> None:
+    """Assert both servers answer ``chunks`` with the same transcript."""
+    ref, impl = compare_raw(pair, chunks, **kwargs)
+    assert ref.info == impl.info, "INFO differs"
+    assert (impl.lines, impl.closed) == (ref.lines, ref.closed), (
+        f"\nnats-server: {ref.lines!r} closed={ref.closed}"
+        f"\nnatsd:       {impl.lines!r} closed={impl.closed}"
+    )
+
+
+def scenario(id: str, *chunks: Any, marks: Any = (), until: bytes | None = None) -> Any:
+    """A ``pytest.param`` for a raw scenario: ``(chunks, until)``.
+
+    A known difference is marked with ``marks=xfail("...")`` (strict), so a fix turns it
+    into an XPASS failure that forces the mark's removal."""
+    import pytest
+
+    return pytest.param(list(chunks), until, id=id, marks=marks)
+
+
+def xfail(reason: str) -> Any:
+    import pytest
+
+    return pytest.mark.xfail(reason=f"natsd differs: {reason}", strict=True)
+
+
 # --------------------------------------------------------------------------
 # nats-py clients against both servers
 # --------------------------------------------------------------------------

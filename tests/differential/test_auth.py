@@ -7,32 +7,15 @@ from typing import Any
 
 import pytest
 
-from .harness import ServerPair, compare_raw
+from .harness import ServerPair, check_raw, scenario
 
 pytestmark = pytest.mark.differential
 
 PING = b"PING\r\n"
 PONG = b"PONG\r\n"
 
-# Known differences (scenario id -> description); strict xfails.
-XFAILS: dict[str, str] = {
-}
-
-
-def check(pair: ServerPair, chunks: list[Any], **kwargs: Any) -> None:
-    ref, impl = compare_raw(pair, chunks, **kwargs)
-    assert ref.info == impl.info, "INFO differs"
-    assert (impl.lines, impl.closed) == (ref.lines, ref.closed), (
-        f"\nnats-server: {ref.lines!r} closed={ref.closed}"
-        f"\nnatsd:       {impl.lines!r} closed={impl.closed}"
-    )
-
-
-def P(id: str, *chunks: Any, until: bytes | None = None) -> Any:
-    marks: Any = ()
-    if id in XFAILS:
-        marks = pytest.mark.xfail(reason=f"natsd differs: {XFAILS[id]}", strict=True)
-    return pytest.param(list(chunks), until, id=id, marks=marks)
+check = check_raw
+P = scenario
 
 
 def connect(**fields: Any) -> bytes:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .harness import ServerPair, nats_server_binary, run_client_both
+from .harness import ServerPair, nats_server_binary, run_client_both, xfail
 from .js_scenarios import JsRecorder, js_server_pair, parse_header_block, run_scenario
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
@@ -78,8 +78,6 @@ async def check(pair: ServerPair, scenario: Any, *, api_counters: bool = False) 
     assert_same(ref, impl)
 
 
-def xfail(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(reason=f"natsd differs: {reason}", strict=True)
 
 
 # ====================================================================== account info

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from .conftest import MAX_PAYLOAD
-from .harness import Pause, ServerPair, compare_raw
+from .harness import Pause, ServerPair, check_raw, compare_raw, scenario
 
 pytestmark = pytest.mark.differential
 
@@ -23,29 +23,8 @@ PING = b"PING\r\n"
 PONG = b"PONG\r\n"
 
 
-def xfail(reason: str) -> Any:
-    return pytest.mark.xfail(reason=f"natsd differs: {reason}", strict=True)
-
-
-def check(pair: ServerPair, chunks: list[Any], **kwargs: Any) -> None:
-    ref, impl = compare_raw(pair, chunks, **kwargs)
-    assert ref.info == impl.info, "INFO differs"
-    assert (impl.lines, impl.closed) == (ref.lines, ref.closed), (
-        f"\nnats-server: {ref.lines!r} closed={ref.closed}"
-        f"\nnatsd:       {impl.lines!r} closed={impl.closed}"
-    )
-
-
-# Known differences (scenario id -> description). Kept as strict xfails so a
-# fix in natsd turns them into XPASS failures and the entry must be removed.
-XFAILS: dict[str, str] = {
-}
-
-
-def P(id: str, *chunks: Any, marks: Any = (), until: bytes | None = None) -> Any:
-    if id in XFAILS:
-        marks = xfail(XFAILS[id])
-    return pytest.param(list(chunks), until, id=id, marks=marks)
+check = check_raw
+P = scenario
 
 
 # ---------------------------------------------------------------------------

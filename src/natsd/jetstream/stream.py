@@ -104,8 +104,6 @@ class Stream:
     def _on_msg(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
-        if reply is not None and reply.startswith(b"$JS.ACK."):
-            return
         self.process(subject, reply, hdr, data)
 
     def _ack_ok(self, seq: int, duplicate: bool = False) -> bytes:

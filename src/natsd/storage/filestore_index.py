@@ -15,6 +15,8 @@ The index is three structures, all rebuilt from the blocks at open:
 
 from __future__ import annotations
 
+from natsd.core.filters import is_all, is_literal, subject_matches
+
 __all__ = [
     "E_BLK",
     "E_LEN",
@@ -80,29 +82,3 @@ class SubjState:
         self.last_stale = False
 
 
-def is_all(filter: str) -> bool:
-    return filter == "" or filter == ">"
-
-
-def is_literal(subject: str) -> bool:
-    if "*" not in subject and ">" not in subject:
-        return True
-    return all(t != "*" and t != ">" for t in subject.split("."))
-
-
-def subject_matches(subject: str, pattern: str) -> bool:
-    """nats-server subject matching: ``*`` is one token, ``>`` one or more trailing tokens."""
-    if pattern == subject:
-        return True
-    if "*" not in pattern and ">" not in pattern:
-        return False
-    st = subject.split(".")
-    pt = pattern.split(".")
-    for i, p in enumerate(pt):
-        if p == ">":
-            return len(st) > i
-        if i >= len(st):
-            return False
-        if p != "*" and p != st[i]:
-            return False
-    return len(st) == len(pt)

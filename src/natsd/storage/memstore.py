@@ -20,6 +20,7 @@ from bisect import bisect_left, bisect_right
 from typing import Final
 
 from natsd.core.clock import now_ns as _now_ns
+from natsd.core.filters import is_all, is_literal, match_tokens
 from natsd.storage.store import (
     DiscardPolicy,
     ErrMaxBytes,
@@ -42,30 +43,6 @@ __all__ = ["MemoryStore"]
 _NS_PER_SEC: Final = 1_000_000_000
 # A list is compacted once this many of its slots are dead and they outnumber the live ones.
 _COMPACT_MIN: Final = 64
-
-
-def _is_all(filt: str) -> bool:
-    return filt == "" or filt == ">"
-
-
-def _is_literal(filt: str) -> bool:
-    if "*" not in filt and ">" not in filt:
-        return True
-    return all(t != "*" and t != ">" for t in filt.split("."))
-
-
-def _matches(subject: str, ftoks: list[str]) -> bool:
-    """True when a literal subject matches a filter already split into tokens."""
-    stoks = subject.split(".")
-    n = len(stoks)
-    for i, f in enumerate(ftoks):
-        if f == ">":
-            return n > i
-        if i >= n:
-            return False
-        if f != "*" and f != stoks[i]:
-            return False
-    return n == len(ftoks)
 
 
 class _Seqs:
@@ -317,13 +294,13 @@ class MemoryStore(StreamStore):
 
     def _subjects(self, filt: str) -> list[tuple[str, _Seqs]]:
         """The per-subject indexes matching a filter."""
-        if _is_all(filt):
+        if is_all(filt):
             return list(self._fss.items())
-        if _is_literal(filt):
+        if is_literal(filt):
             ss = self._fss.get(filt)
             return [(filt, ss)] if ss is not None else []
         ftoks = filt.split(".")
-        return [(s, ss) for s, ss in self._fss.items() if _matches(s, ftoks)]
+        return [(s, ss) for s, ss in self._fss.items() if match_tokens(s, ftoks)]
 
     def _next_wild(self, filt: str, start: int) -> int:
         ftoks = filt.split(".")
@@ -335,14 +312,14 @@ class MemoryStore(StreamStore):
         end = min(len(seqs), i + 32 + len(self._fss))
         for j in range(i, end):
             m = msgs.get(seqs[j])
-            if m is not None and _matches(m.subject, ftoks):
+            if m is not None and match_tokens(m.subject, ftoks):
                 return m.seq
         if end >= len(seqs):
             return 0
         start = seqs[end]
         best = 0
         for subj, ss in self._fss.items():
-            if ss.last() >= start and _matches(subj, ftoks):
+            if ss.last() >= start and match_tokens(subj, ftoks):
                 s = ss.next_at(start, msgs)
                 if best == 0 or s < best:
                     best = s
@@ -395,7 +372,7 @@ class MemoryStore(StreamStore):
 
     def purge_ex(self, subject: str, seq: int, keep: int) -> int:
         msgs = self._msgs
-        if _is_all(subject):
+        if is_all(subject):
             if seq > 0:
                 return self.compact(seq)
             if keep <= 0:
@@ -503,9 +480,9 @@ class MemoryStore(StreamStore):
         msgs = self._msgs
         if not msgs:
             return None
-        if _is_all(filter):
+        if is_all(filter):
             seq = self._all.next_at(start, msgs)
-        elif _is_literal(filter):
+        elif is_literal(filter):
             ss = self._fss.get(filter)
             seq = ss.next_at(start, msgs) if ss is not None else 0
         else:
@@ -513,7 +490,7 @@ class MemoryStore(StreamStore):
         return msgs[seq] if seq else None
 
     def load_last_msg(self, subject: str) -> StoredMsg | None:
-        if _is_all(subject):
+        if is_all(subject):
             seq = self._all.last()
         else:
             seq = max((ss.last() for _, ss in self._subjects(subject)), default=0)
@@ -563,7 +540,7 @@ class MemoryStore(StreamStore):
         start = max(seq, self._first)
         if start > self._last:
             return out
-        all_ = _is_all(subject)
+        all_ = is_all(subject)
         indexes = [self._all] if all_ else [ss for _, ss in self._subjects(subject)]
         for ss in indexes:
             c = ss.count_from(start, msgs)
