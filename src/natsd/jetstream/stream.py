@@ -66,6 +66,9 @@ class Stream:
         self._last_msg_id = ""
         self._name_b = self.name.encode()
         self.consumer_count = 0
+        # Consumers of this stream by name (jetstream/consumer*.py owns their type). The
+        # publish path tells them about every stored message through notify_consumers.
+        self.consumers: dict[str, Any] = {}
         # The ack sent when the disk refuses a write: the same bytes every time.
         self.write_failed_ack = self._ack_err(
             E.err("JSStreamStoreFailedF", err="write failed")
@@ -191,6 +194,13 @@ class Stream:
         if cfg.no_ack:
             reply = None
         self.account.engine.stored(self, reply, self._ack_ok(seq) if reply else b"")
+        if self.consumers:
+            self.notify_consumers(seq, subject)
+
+    def notify_consumers(self, seq: int, subject: str) -> None:
+        """A message was stored at ``seq``: wake the consumers that may want it."""
+        for c in list(self.consumers.values()):
+            c.on_stored(seq, subject)
 
     def _do_republish(
         self, subject: str, seq: int, ts: int, hdr: bytes | None, data: bytes
