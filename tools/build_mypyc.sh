@@ -23,6 +23,7 @@ cd "$OUT"
   natsd/core/subjects.py \
   natsd/core/filters.py \
   natsd/router/publish.py \
+  natsd/storage/store.py \
   natsd/storage/memstore.py \
   natsd/storage/filestore.py \
   natsd/storage/filestore_format.py \

@@ -248,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(opts: ServerOptions) -> int:
-    from natsd.server import Server, tune_allocator
+    from natsd.server import Server, tune_allocator, tune_gc
 
     tune_allocator()
     try:
@@ -262,6 +262,7 @@ def run(opts: ServerOptions) -> int:
         try:
             server = Server(opts)
             await server.start()
+            tune_gc()
         except (OSError, ValueError) as e:
             log.error("%s", e)
             return 1

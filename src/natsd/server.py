@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import time
@@ -323,6 +324,20 @@ class Server:
             mo += a.msgs_out
             bo += a.bytes_out
         return mi, bi, mo, bo
+
+
+def tune_gc() -> None:
+    """Make the cyclic garbage collector cheap for a server that keeps many objects alive.
+
+    Stored messages, index entries and match-cache results survive, so with CPython's
+    default thresholds (700 allocations) young collections ran constantly and promoted
+    everything into older generations that were traversed again and again: 27% of the
+    JetStream publish path in a py-spy profile (bench/micro_js.py). The objects created at
+    start-up are frozen out of collection and young collections run every 50k allocations;
+    full collections still follow CPython's 25%-growth rule, so their cost stays linear.
+    """
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 def tune_allocator() -> None:

@@ -15,28 +15,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from natsd.router.publish import publish
+from natsd.router.sublist import Sublist
+from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError, StreamStore
 
-__all__ = ["Committer"]
+__all__ = ["Ack", "Committer"]
 
 log = logging.getLogger("natsd")
 
-# (reply subject, ack payload when durable, ack payload when the write failed)
-Ack = tuple[bytes, bytes, bytes]
-Sender = Callable[[bytes, bytes], None]
+# (the publisher's account Sublist, reply subject, ack payload when durable, ack payload
+# when the write failed): acks are published straight into the account that stored them.
+Ack = tuple[Sublist[Subscription], bytes, bytes, bytes]
 
 
 class Committer:
     def __init__(
         self,
-        send: Sender,
         sync_interval: float | None = None,
         sync_always: bool = False,
     ) -> None:
-        self._send = send
         self.sync_interval = sync_interval
         self.sync_always = sync_always
         self._pending: dict[StreamStore, list[Ack]] = {}
@@ -117,17 +117,13 @@ class Committer:
             asyncio.get_running_loop().call_soon(self._start)
 
     def _ack(self, acks: list[Ack]) -> None:
-        send = self._send
-        for reply, good, _bad in acks:
-            if reply:
-                send(reply, good)
+        for sublist, reply, good, _bad in acks:
+            publish(sublist, reply, None, None, good)
 
     def _fail(self, acks: list[Ack], exc: BaseException) -> None:
         log.error("JetStream store write failed: %s", exc)
-        send = self._send
-        for reply, _good, bad in acks:
-            if reply:
-                send(reply, bad)
+        for sublist, reply, _good, bad in acks:
+            publish(sublist, reply, None, None, bad)
 
     def _arm_timer(self) -> None:
         if self._timer is None and self.sync_interval is not None:

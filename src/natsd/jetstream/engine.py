@@ -51,12 +51,6 @@ class JsAccount:
     api: ApiStats = field(default_factory=ApiStats)
     api_sub: Subscription | None = None
 
-    # Committer acks are keyed "<account>\x00<reply>" (see JetStream._send_raw).
-    ack_prefix: bytes = b""
-
-    def __post_init__(self) -> None:
-        self.ack_prefix = self.account.name.encode() + b"\x00"
-
     def limit(self, key: str) -> int:
         v = self.limits.get(key, -1)
         return int(v) if isinstance(v, int | float) else -1
@@ -78,7 +72,7 @@ class JetStream:
         self.max_memory = max_memory
         self.max_store = max_store
         self.accounts: dict[str, JsAccount] = {}
-        self.committer = Committer(self._send_raw, sync_interval, sync_always)
+        self.committer = Committer(sync_interval, sync_always)
         self._expiry_task: asyncio.Task[None] | None = None
         self._nuid = Nuid()
 
@@ -160,14 +154,6 @@ class JetStream:
             )
 
     # ------------------------------------------------------------------ messaging
-    def _send_raw(self, reply: bytes, payload: bytes) -> None:
-        # Acks are routed in the account that stored the message; the committer only has
-        # the reply, so it is encoded as "<account>\x00<reply>".
-        acct_name, _, subj = reply.partition(b"\x00")
-        ja = self.accounts.get(acct_name.decode())
-        if ja is not None:
-            publish(ja.account.sublist, subj, None, None, payload)
-
     def send(self, ja: JsAccount, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
         publish(ja.account.sublist, subject, None, hdr, payload)
 
@@ -207,18 +193,6 @@ class JetStream:
                 "response": response.decode(errors="replace"),
             },
         )
-
-    def stored(self, stream: Stream, reply: bytes | None, ack: bytes) -> None:
-        """A message was stored: acknowledge now (memory) or after the fsync (file)."""
-        if stream.cfg.storage == "memory":
-            if reply:
-                self.send(stream.account, reply, ack)
-            return
-        if reply:
-            key = stream.account.ack_prefix + reply
-            self.committer.add(stream.store, (key, ack, stream.write_failed_ack))
-        else:
-            self.committer.add(stream.store, None)
 
     # ------------------------------------------------------------------ usage
     def usage(self, ja: JsAccount) -> tuple[int, int]:

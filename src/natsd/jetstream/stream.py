@@ -19,6 +19,7 @@ from natsd.core.transform import SubjectTransform
 from natsd.jetstream import errors as E
 from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_config import StreamConfig
+from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import (
     ErrMaxBytes,
@@ -74,6 +75,13 @@ class Stream:
             E.err("JSStreamStoreFailedF", err="write failed")
         )
         self._domain = account.engine.domain
+        # '{"stream":"<name>",["domain":"<d>",]"seq":' : an ack is this plus "<seq>}".
+        self._ack_head = b'{"stream":"%s",' % self._name_b
+        if self._domain:
+            self._ack_head += b'"domain":"%s",' % self._domain.encode()
+        self._ack_head += b'"seq":'
+        self._sublist = account.account.sublist
+        self._committer = account.engine.committer
         self._republish: SubjectTransform | None = None
         self._transform: SubjectTransform | None = None
         self.apply_config(cfg)
@@ -110,13 +118,9 @@ class Stream:
         self.process(subject, reply, hdr, data)
 
     def _ack_ok(self, seq: int, duplicate: bool = False) -> bytes:
-        out = b'{"stream":"%s",' % self._name_b
-        if self._domain:
-            out += b'"domain":"%s",' % self._domain.encode()
-        out += b'"seq":%d' % seq
         if duplicate:
-            out += b',"duplicate": true'
-        return out + b"}"
+            return self._ack_head + b'%d,"duplicate": true}' % seq
+        return self._ack_head + b"%d}" % seq
 
     def _ack_err(self, err: ApiError) -> bytes:
         import orjson
@@ -193,7 +197,15 @@ class Stream:
             self.store.remove_msg(seq)
         if cfg.no_ack:
             reply = None
-        self.account.engine.stored(self, reply, self._ack_ok(seq) if reply else b"")
+        # Acknowledge now (memory) or after the fsync that covers the message (file).
+        if cfg.storage == "memory":
+            if reply:
+                publish(self._sublist, reply, None, None, self._ack_head + b"%d}" % seq)
+        elif reply:
+            ack = self._ack_head + b"%d}" % seq
+            self._committer.add(self.store, (self._sublist, reply, ack, self.write_failed_ack))
+        else:
+            self._committer.add(self.store, None)
         if self.consumers:
             self.notify_consumers(seq, subject)
 

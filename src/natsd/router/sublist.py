@@ -39,11 +39,14 @@ EMPTY_RESULT: tuple[list[SubLike], list[list[SubLike]]] = ([], [])
 
 
 class _Node(Generic[S]):
-    __slots__ = ("next", "psubs", "qsubs")
+    __slots__ = ("next", "plist", "psubs", "qsubs")
 
     def __init__(self) -> None:
         self.next: _Level[S] | None = None
         self.psubs: dict[S, None] = {}
+        # psubs as a list, rebuilt lazily after a change and never mutated once built, so
+        # a match result may share it instead of copying (see _Acc).
+        self.plist: list[S] | None = None
         self.qsubs: dict[bytes, dict[S, None]] = {}
 
     def empty(self) -> bool:
@@ -103,6 +106,7 @@ class Sublist(Generic[S]):
         assert node is not None
         if sub.queue is None:
             node.psubs[sub] = None
+            node.plist = None
         else:
             node.qsubs.setdefault(sub.queue, {})[sub] = None
         self._count += 1
@@ -131,6 +135,7 @@ class Sublist(Generic[S]):
         if sub.queue is None:
             if node.psubs.pop(sub, 1) is not None:
                 return False
+            node.plist = None
         else:
             group = node.qsubs.get(sub.queue)
             if group is None or group.pop(sub, 1) is not None:
@@ -169,10 +174,10 @@ class Sublist(Generic[S]):
             self.cache_hits += 1
             return res
         self.matches += 1
-        psubs: list[S] = []
-        qmap: dict[bytes, list[S]] = {}
-        _match_level(self._root, subject.split(b"."), 0, psubs, qmap)
-        res = (psubs, list(qmap.values()))
+        acc: _Acc[S] = _Acc()
+        _match_level(self._root, subject.split(b"."), 0, acc)
+        qmap = acc.qmap
+        res = (acc.psubs, list(qmap.values()) if qmap is not None else acc.no_qsubs)
         cache = self._cache
         if len(cache) >= CACHE_MAX:
             # Evict the oldest entries (dicts keep insertion order).
@@ -202,35 +207,64 @@ class Sublist(Generic[S]):
                     stack.append(nd.next)
 
 
-def _collect(node: _Node[S], psubs: list[S], qmap: dict[bytes, list[S]]) -> None:
-    if node.psubs:
-        psubs.extend(node.psubs)
-    for q, grp in node.qsubs.items():
-        lst = qmap.get(q)
-        if lst is None:
-            qmap[q] = list(grp)
-        else:
-            lst.extend(grp)
+class _Acc(Generic[S]):
+    """What a match has collected so far.
+
+    Most subjects match subscriptions on a single trie node (a reply inbox, a stream's
+    subjects), so the result shares that node's ``plist`` instead of copying it, and the
+    queue-group map is only created when a queue subscription matches. Results are read-only
+    for their users (deliver iterates them) and stay valid after the Sublist changes, since
+    a change replaces ``plist`` rather than mutating it.
+    """
+
+    __slots__ = ("no_qsubs", "owned", "psubs", "qmap")
+
+    def __init__(self) -> None:
+        self.psubs: list[S] = []
+        self.no_qsubs: list[list[S]] = []
+        self.owned = False  # psubs is our own list (not a node's plist)
+        self.qmap: dict[bytes, list[S]] | None = None
+
+    def collect(self, node: _Node[S]) -> None:
+        if node.psubs:
+            pl = node.plist
+            if pl is None:
+                pl = node.plist = list(node.psubs)
+            if not self.psubs:
+                self.psubs = pl
+            elif self.owned:
+                self.psubs.extend(pl)
+            else:
+                self.psubs = self.psubs + pl
+                self.owned = True
+        if node.qsubs:
+            qmap = self.qmap
+            if qmap is None:
+                qmap = self.qmap = {}
+            for q, grp in node.qsubs.items():
+                lst = qmap.get(q)
+                if lst is None:
+                    qmap[q] = list(grp)
+                else:
+                    lst.extend(grp)
 
 
-def _match_level(
-    level: _Level[S], toks: list[bytes], i: int, psubs: list[S], qmap: dict[bytes, list[S]]
-) -> None:
+def _match_level(level: _Level[S], toks: list[bytes], i: int, acc: _Acc[S]) -> None:
     last = len(toks) - 1
     while True:
         if level.fwc is not None:
-            _collect(level.fwc, psubs, qmap)
+            acc.collect(level.fwc)
         pwc = level.pwc
         if pwc is not None:
             if i == last:
-                _collect(pwc, psubs, qmap)
+                acc.collect(pwc)
             elif pwc.next is not None:
-                _match_level(pwc.next, toks, i + 1, psubs, qmap)
+                _match_level(pwc.next, toks, i + 1, acc)
         node = level.nodes.get(toks[i])
         if node is None:
             return
         if i == last:
-            _collect(node, psubs, qmap)
+            acc.collect(node)
             return
         if node.next is None:
             return

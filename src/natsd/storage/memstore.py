@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right
+from time import time_ns as _now_ns
 from typing import Final
 
-from natsd.core.clock import now_ns as _now_ns
 from natsd.core.filters import is_all, is_literal, match_tokens
 from natsd.storage.store import (
     DiscardPolicy,

@@ -1,0 +1,162 @@
+"""In-process micro-benchmark of natsd's JetStream publish path, without sockets.
+
+An embedded Server with JetStream gets one client connection over a transport that only
+collects what is written; the script feeds pipelined ``PUB <subject> <inbox>.<n>`` frames in
+64 KiB reads (as the kernel would hand them over) and measures server CPU per message from
+the first read until every PubAck has been written. It isolates the Python cost of parsing,
+routing, storing and acknowledging from the network and the load generator, so profiles and
+before/after comparisons are stable on a busy machine.
+
+    .venv/bin/python bench/micro_js.py --storage memory -n 200000
+    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_js.py --storage file   # compiled
+    .venv/bin/python bench/micro_js.py --profile /tmp/js.prof                  # cProfile
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import json
+import tempfile
+import time
+from typing import Any
+
+from natsd.server import Server, tune_gc
+
+
+class CollectingTransport:
+    """The parts of asyncio.Transport that ClientConnection uses; counts what is written."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.chunks: list[bytes] = []
+        self.keep = False
+        self.closed = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def write(self, data: bytes) -> None:
+        self.written += len(data)
+        if self.keep:
+            self.chunks.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+
+def frames(n: int, subject: bytes, inbox: bytes, payload: bytes, chunk: int) -> list[bytes]:
+    out: list[bytes] = []
+    buf: list[bytes] = []
+    size = 0
+    for i in range(n):
+        f = b"PUB %s %s.%d %d\r\n%s\r\n" % (subject, inbox, i, len(payload), payload)
+        buf.append(f)
+        size += len(f)
+        if size >= chunk:
+            out.append(b"".join(buf))
+            buf, size = [], 0
+    if buf:
+        out.append(b"".join(buf))
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        kw: dict[str, Any] = {"port": -1, "jetstream": True, "store_dir": d}
+        if args.lazy:
+            kw["sync_interval"] = 60.0
+        async with Server(**kw) as srv:
+            if args.gc == "tuned":
+                tune_gc()
+            client = srv._new_client()
+            t = CollectingTransport()
+            client.connection_made(t)  # type: ignore[arg-type]
+            cfg = {"name": "BENCH", "subjects": ["bench.js"], "storage": args.storage}
+            setup = (
+                b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\n'
+                b"SUB _INBOX.api 1\r\nSUB _INBOX.ack.* 2\r\n"
+                b"PUB $JS.API.STREAM.CREATE.BENCH _INBOX.api %d\r\n%s\r\n"
+                % (len(json.dumps(cfg)), json.dumps(cfg).encode())
+            )
+            t.keep = True
+            client.data_received(setup)
+            await asyncio.sleep(0.05)
+            created = b"".join(t.chunks)
+            if b'"error"' in created:
+                raise SystemExit(f"stream create failed: {created[:300]!r}")
+            t.keep = False
+            payload = b"x" * args.size
+            reads = frames(args.n, b"bench.js", b"_INBOX.ack", payload, 65536)
+            prof = cProfile.Profile() if args.profile else None
+            start_written = t.written
+            ack_len = len(b'MSG _INBOX.ack.0 2 25\r\n{"stream":"BENCH","seq":1}\r\n')
+            t0 = time.perf_counter()
+            c0 = time.process_time()
+            if prof:
+                prof.enable()
+            for r in reads:
+                client.data_received(r)
+                # Let the flusher and the committer run, as the event loop would between reads.
+                await asyncio.sleep(0)
+            # Wait until (roughly) every ack has been written.
+            deadline = time.monotonic() + 60
+            while t.written - start_written < args.n * (ack_len - 2) and time.monotonic() < deadline:
+                await asyncio.sleep(0.0005)
+            if prof:
+                prof.disable()
+                prof.dump_stats(args.profile)
+            c1 = time.process_time()
+            t1 = time.perf_counter()
+            client.close()
+    n = args.n
+    return {
+        "storage": args.storage,
+        "msgs": n,
+        "wall_s": round(t1 - t0, 3),
+        "cpu_us_per_msg": round((c1 - c0) / n * 1e6, 2),
+        "msgs_per_s_cpu": round(n / (c1 - c0)),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--storage", choices=("memory", "file"), default="memory")
+    ap.add_argument("-n", type=int, default=200_000)
+    ap.add_argument("--size", type=int, default=128)
+    ap.add_argument("--lazy", action="store_true", help="file store with a lazy sync_interval")
+    ap.add_argument(
+        "--gc",
+        choices=("tuned", "default", "off"),
+        default="tuned",
+        help="tuned: natsd's tune_gc() as the CLI applies it; off: an upper bound",
+    )
+    ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
+    args = ap.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    if args.gc == "off":
+        gc.disable()
+    print(json.dumps(asyncio.run(run(args))))
+
+
+if __name__ == "__main__":
+    main()
