@@ -115,7 +115,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0)
             # Wait until (roughly) every ack has been written.
             deadline = time.monotonic() + 60
-            while t.written - start_written < args.n * (ack_len - 2) and time.monotonic() < deadline:
+            want = args.n * (ack_len - 2)
+            while t.written - start_written < want and time.monotonic() < deadline:
                 await asyncio.sleep(0.0005)
             if prof:
                 prof.disable()

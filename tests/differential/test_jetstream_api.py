@@ -78,8 +78,6 @@ async def check(pair: ServerPair, scenario: Any, *, api_counters: bool = False) 
     assert_same(ref, impl)
 
 
-
-
 # ====================================================================== account info
 async def test_account_info_api_counters_fresh_server(js_fresh_pair: ServerPair) -> None:
     async def fn(nc: Any) -> Any:
@@ -993,7 +991,6 @@ async def test_msg_delete(js_pair: ServerPair) -> None:
         await js.req("get deleted", "STREAM.MSG.GET.MD", {"seq": 2})
 
     await check(js_pair, sc)
-
 
 
 #: (id, body, {storage: xfail reason or None})

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from natsd.core.clock import rfc3339
-from natsd.core.headers import encode_headers
+from natsd.jetstream.direct import direct_get
 from natsd.jetstream.errors import ApiError, err
 from natsd.jetstream.gojson import decode_go_json
 from natsd.jetstream.stream import Stream
@@ -365,57 +364,6 @@ def _delete_miss(stream: Stream, seq: int) -> ApiError:
         if seq > st.last_seq:
             return err("JSStreamMsgDeleteFailedF", err="stream store EOF")
     return err("JSSequenceNotFoundErrF", seq=seq)
-
-
-# ---------------------------------------------------------------------- direct get
-def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> None:
-    """``$JS.API.DIRECT.GET.<stream>[.<subject>]``: the message itself, with headers."""
-    engine = ja.engine
-    if len(toks) < 3 or toks[1] != "GET":
-        return
-    stream = ja.streams.get(toks[2])
-    if stream is None or not stream.cfg.allow_direct:
-        # nats-server only listens on DIRECT.GET for streams that allow it, so the
-        # requester gets the no-responders status; send the same thing.
-        subj = ".".join(["$JS.API", *toks]).encode()
-        engine.send(ja, reply, b"", b"NATS/1.0 503\r\nNats-Subject: " + subj + b"\r\n\r\n")
-        return
-    status, desc = 0, ""
-    r: dict[str, Any] = {}
-    if len(toks) > 3:
-        if data.strip():
-            status, desc = 408, "Bad Request"
-        r = {"last_by_subj": ".".join(toks[3:])}
-    elif not data.strip():
-        status, desc = 408, "Empty Request"
-    else:
-        try:
-            r = _obj(_decode(data))
-        except ApiError:
-            status, desc = 408, "Malformed Request"
-        if not status and not r:
-            status, desc = 408, "Empty Request"
-    m = None
-    if not status:
-        try:
-            m = _lookup(stream, r)
-        except ApiError as e:
-            not_found = e.err_code == 10037
-            status, desc = (404, "Message Not Found") if not_found else (408, "Bad Request")
-    if m is None:
-        engine.send(ja, reply, b"", encode_headers(None, status, desc))
-        return
-    hdrs = {
-        "Nats-Stream": [stream.name],
-        "Nats-Subject": [m.subject],
-        "Nats-Sequence": [str(m.seq)],
-        "Nats-Time-Stamp": [rfc3339(m.ts)],
-    }
-    block = encode_headers(hdrs)
-    if m.hdr:
-        # Keep the message's own headers, then the direct-get ones.
-        block = m.hdr[:-2] + block[len(b"NATS/1.0\r\n") :]
-    engine.send(ja, reply, m.data, block)
 
 
 # verb tokens -> (response type, handler, number of argument tokens). Like nats-server's

@@ -19,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from natsd.core.clock import rfc3339
+from natsd.core.clock import format_duration, rfc3339
+from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
 from natsd.jetstream.commit import Committer
 from natsd.jetstream.stream import Stream
@@ -27,6 +28,7 @@ from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.catalog import StreamCatalog
+from natsd.storage.store import StoredMsg
 
 __all__ = ["JetStream", "JsAccount"]
 
@@ -89,7 +91,12 @@ class JetStream:
                 for s in list(ja.streams.values()):
                     if s.cfg.max_age > 0 or s.cfg.allow_msg_ttl:
                         try:
-                            s.store.expire(now)
+                            if s.cfg.subject_delete_marker_ttl > 0:
+                                emptied: list[StoredMsg] = []
+                                s.store.expire(now, emptied)
+                                place_delete_markers(s, emptied)
+                            else:
+                                s.store.expire(now)
                         except Exception as e:
                             log.error("stream %s: expiry failed: %s", s.name, e)
 
@@ -218,6 +225,37 @@ class JetStream:
                 except Exception as e:
                     log.error("stream %s: stop failed: %s", s.name, e)
         self.committer.close()
+
+
+def place_delete_markers(stream: Stream, emptied: list[StoredMsg]) -> None:
+    """Subject delete markers (nats-server 2.15): when max_age or a message's TTL removed
+    the last message on a subject, an empty message takes its place on that subject with
+    ``Nats-Marker-Reason: MaxAge``, ``Nats-TTL: <subject_delete_marker_ttl>`` and
+    ``Nats-Rollup: sub``. It is stored through the stream's publish path (no ack, not seen
+    by core subscribers) and expires by its own TTL without leaving another marker.
+    Removals by the API, purges and max_msgs/max_bytes limits leave no marker."""
+    ttl = stream.cfg.subject_delete_marker_ttl // 1_000_000_000
+    if not emptied or ttl <= 0:
+        return
+    hdr = (
+        b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: "
+        + format_duration(ttl).encode()
+        + b"\r\nNats-Rollup: sub\r\n\r\n"
+    )
+    for m in emptied:
+        if m.hdr and _is_marker(m.hdr):
+            continue  # a marker that expires is not replaced by another
+        if stream.store.load_last_msg(m.subject) is not None:
+            continue
+        stream.process(m.subject.encode(), None, hdr, b"")
+
+
+def _is_marker(hdr: bytes) -> bool:
+    try:
+        _status, _desc, h = parse_headers(hdr)
+    except HeaderError:
+        return False
+    return bool(h.get("Nats-Marker-Reason", [""])[0])
 
 
 _LIMIT_KEYS = {

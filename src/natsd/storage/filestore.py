@@ -61,6 +61,7 @@ from natsd.storage.store import (
     ErrStoreIO,
     StorageUpdate,
     StoreConfig,
+    StoredMsg,
     StoreError,
 )
 
@@ -491,7 +492,7 @@ class FileStore(BlockStore):
             self._open_for_write(kept[-1])
         fsync_path(self._mdir)
 
-    def expire(self, now_ns: int) -> int:
+    def expire(self, now_ns: int, emptied: list[StoredMsg] | None = None) -> int:
         self._check_open()
         removed = 0
         max_age = self._cfg.max_age_ns
@@ -509,16 +510,33 @@ class FileStore(BlockStore):
                 if ent[5] >= 0 or not ttl_on:  # ttl -1 ("never") is exempt from max_age
                     doomed.append(s)
             for s in doomed:
+                last = self._last_on_subject(s) if emptied is not None else None
                 if self._remove(s) is not None:
                     removed += 1
+                    if last is not None and emptied is not None:
+                        emptied.append(last)
         heap = self._ttl_heap
         while ttl_on and heap and heap[0][0] <= now_ns:
             exp, s = heapq.heappop(heap)
             e = self._msgs.get(s)
             if e is not None and e[5] > 0 and e[4] + e[5] * 1_000_000_000 == exp:
+                last = self._last_on_subject(s) if emptied is not None else None
                 self._remove(s)
                 removed += 1
+                if last is not None and emptied is not None:
+                    emptied.append(last)
         return removed
+
+    def _last_on_subject(self, seq: int) -> StoredMsg | None:
+        """The message at ``seq`` when it is the only one left on its subject (read before
+        expiry removes it, for subject delete markers)."""
+        e = self._msgs.get(seq)
+        if e is None:
+            return None
+        ss = self._subjects.get(e[0])
+        if ss is None or ss.msgs != 1:
+            return None
+        return self._load(seq)
 
     # ------------------------------------------------------------------ lifecycle
     def stop(self) -> None:

@@ -43,6 +43,7 @@ from natsd.storage.store import (
     LostData,
     StoreConfig,
     StoredMsg,
+    StoreError,
 )
 
 __all__ = ["BlockStore", "fsync_path"]
@@ -84,6 +85,7 @@ class BlockStore(QueryMixin):
         self._rwin: tuple[Block, int, bytes] | None = None
         self._read_end: tuple[Block | None, int] = (None, -1)
         self._unlink_now = False  # truncate unlinks at once instead of at the next sync
+        self._reclaiming = False  # inside _reclaim_dropped (no recursion)
 
         created = not os.path.isdir(self._mdir)
         os.makedirs(self._mdir, exist_ok=True)
@@ -229,6 +231,8 @@ class BlockStore(QueryMixin):
                         done += n
         except OSError as exc:
             self._rollback(blocks, saved_tombs)
+            if self._unlink_wait and not self._reclaiming:
+                self._reclaim_dropped()
             raise ErrStoreIO(f"flush failed: {exc}") from exc
         for blk in blocks:
             blk.flushed += len(blk.buf)
@@ -243,6 +247,21 @@ class BlockStore(QueryMixin):
         if len(self._open_fds) > _MAX_OPEN_FDS:
             self._evict_fds()
         return self._last_seq
+
+    def _reclaim_dropped(self) -> None:
+        """After a failed flush, free the files of blocks a purge/compact dropped: write the
+        pending tombstones alone (the rollback left no message in the buffers), fsync, and
+        let that sync unlink them. Those files only go after a flush + sync, so on a full
+        disk they would otherwise hold the very space every later flush needs. Best effort:
+        if even the tombstones do not fit, the next flush tries again."""
+        self._reclaiming = True
+        try:
+            self.flush()
+            self.sync()
+        except StoreError:
+            pass
+        finally:
+            self._reclaiming = False
 
     def _emit_tombstones(self) -> None:
         blk = self._blocks[-1] if self._blocks else self._roll(self._last_seq + 1)

@@ -432,7 +432,7 @@ class MemoryStore(StreamStore):
             self._last_ts = 0
         self._notify_bulk(removed, freed)
 
-    def expire(self, now_ns: int) -> int:
+    def expire(self, now_ns: int, emptied: list[StoredMsg] | None = None) -> int:
         cfg = self._cfg
         msgs = self._msgs
         removed = 0
@@ -448,6 +448,8 @@ class MemoryStore(StreamStore):
                 if not (keep_never and msg.ttl < 0):
                     self._remove(seq, True)
                     removed += 1
+                    if emptied is not None and msg.subject not in self._fss:
+                        emptied.append(msg)
                 seq = nxt
         if cfg.allow_msg_ttl:
             heap = self._ttls
@@ -457,6 +459,8 @@ class MemoryStore(StreamStore):
                 if m is not None and m.ttl > 0 and m.ts + m.ttl * _NS_PER_SEC == expires:
                     self._remove(seq, True)
                     removed += 1
+                    if emptied is not None and m.subject not in self._fss:
+                        emptied.append(m)
         return removed
 
     def update_config(self, cfg: StoreConfig) -> None:

@@ -179,8 +179,10 @@ class StreamStore(ABC):
         """Remove every message with sequence > ``seq``."""
 
     @abstractmethod
-    def expire(self, now_ns: int) -> int:
-        """Apply max_age and per-message TTLs as of ``now_ns``; returns messages removed."""
+    def expire(self, now_ns: int, emptied: list[StoredMsg] | None = None) -> int:
+        """Apply max_age and per-message TTLs as of ``now_ns``; returns messages removed.
+        With ``emptied``, every removed message that was the last one on its subject is
+        appended to it in removal order (the engine places subject delete markers)."""
 
     @abstractmethod
     def update_config(self, cfg: StoreConfig) -> None:

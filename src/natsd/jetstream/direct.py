@@ -1,0 +1,445 @@
+"""``$JS.API.DIRECT.GET.<stream>[.<subject>]``: messages straight from a stream's store.
+
+nats-server answers a direct get with the stored message itself (its own headers, then
+``Nats-Stream``/``Nats-Subject``/``Nats-Sequence``/``Nats-Time-Stamp``), or with a bare
+status: ``404 Message Not Found``/``404 No Results``, ``408 Empty Request``/``Malformed
+Request``/``Bad Request``, ``413 Too Many Results``. Batch and ``multi_last`` requests send
+one reply per message, each also carrying ``Nats-Num-Pending`` (matching messages left after
+this one) and ``Nats-Last-Sequence`` (the previous reply's sequence, 0 for the first), and
+end with a ``204 EOB`` status carrying the same two headers (plus ``Nats-UpTo-Sequence`` for
+``multi_last``). The rules, checked against nats-server 2.15.1:
+
+- The request body is decoded like Go's ``encoding/json`` into ``JSApiMsgGetRequest``:
+  unknown keys are ignored, keys match field names case-insensitively, a type mismatch
+  (``"seq": -1``, ``"batch": 2.5``, a bad RFC 3339 time) makes the request malformed.
+- ``seq`` alone reads exactly that sequence; in a batch, the first reply is the first
+  message at or after it. ``start_time`` replaces ``seq`` with the first message at or
+  after that time. ``batch`` < 0 sends just the EOB.
+- ``multi_last``: the last message of every subject matching any filter, at or below
+  ``up_to_seq`` (or the last sequence before ``up_to_time``), ascending; more than 1024 is
+  413. ``seq`` skips results below it; ``batch`` and ``max_bytes`` stop early.
+- ``max_bytes`` (default: the server's max_pending) stops after the reply that reaches it,
+  counting subject, stored headers and payload.
+- The subject form takes an optional body that may set nothing but ``max_bytes``.
+
+Only the StreamStore interface is used; everything runs on the event loop, so a batch sees
+one consistent store.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from natsd.core.clock import rfc3339
+from natsd.storage.store import StoredMsg, StoreError, StreamStore
+
+if TYPE_CHECKING:
+    from natsd.jetstream.engine import JsAccount
+    from natsd.jetstream.stream import Stream
+
+__all__ = ["DirectRequest", "MalformedRequest", "direct_get", "parse_request", "seq_from_time"]
+
+#: nats-server falls back to the server's max_pending (64 MB by default) for max_bytes.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+#: nats-server's ``maxAllowedResponses`` for multi_last.
+MAX_MULTI_RESULTS = 1024
+
+_U64 = (1 << 64) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+_EMPTY = b"NATS/1.0 408 Empty Request\r\n\r\n"
+_MALFORMED = b"NATS/1.0 408 Malformed Request\r\n\r\n"
+_BAD = b"NATS/1.0 408 Bad Request\r\n\r\n"
+_NOT_FOUND = b"NATS/1.0 404 Message Not Found\r\n\r\n"
+_NO_RESULTS = b"NATS/1.0 404 No Results\r\n\r\n"
+_TOO_MANY = b"NATS/1.0 413 Too Many Results\r\n\r\n"
+_HDR_LINE = b"NATS/1.0\r\n"
+
+
+class MalformedRequest(ValueError):
+    """The body is not a JSONApiMsgGetRequest as Go's encoding/json would read it."""
+
+
+@dataclass(slots=True)
+class DirectRequest:
+    """nats-server's ``JSApiMsgGetRequest``; times are nanoseconds since the epoch."""
+
+    seq: int = 0
+    last_by_subj: str = ""
+    next_by_subj: str = ""
+    batch: int = 0
+    max_bytes: int = 0
+    start_time: int | None = None
+    multi_last: list[str] = field(default_factory=list)
+    up_to_seq: int = 0
+    up_to_time: int | None = None
+
+    def is_empty(self) -> bool:
+        return (
+            self.seq == 0
+            and not self.last_by_subj
+            and not self.next_by_subj
+            and not self.multi_last
+            and self.start_time is None
+        )
+
+    def conflicts(self) -> bool:
+        """The option combinations nats-server refuses with 408 Bad Request."""
+        last, nxt, multi = self.last_by_subj, self.next_by_subj, self.multi_last
+        start = self.start_time is not None
+        return bool(
+            (self.seq > 0 and last)
+            or (self.seq > 0 and start)
+            or (start and last)
+            or (last and nxt)
+            or (last and self.batch > 0)
+            or (last and multi)
+            or (nxt and multi)
+            or (self.up_to_seq > 0 and self.up_to_time is not None)
+        )
+
+    def selects_anything(self) -> bool:
+        """Any field but max_bytes: refused in the subject form's optional body."""
+        return bool(
+            self.seq
+            or self.last_by_subj
+            or self.next_by_subj
+            or self.batch
+            or self.start_time is not None
+            or self.multi_last
+            or self.up_to_seq
+            or self.up_to_time is not None
+        )
+
+
+# ---------------------------------------------------------------------- decoding
+def _uint(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _U64:
+        raise MalformedRequest("expected an unsigned integer")
+    return v
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not _I64_MIN <= v <= _I64_MAX:
+        raise MalformedRequest("expected an integer")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise MalformedRequest("expected a string")
+    return v
+
+
+def _strs(v: Any) -> list[str]:
+    if not isinstance(v, list):
+        raise MalformedRequest("expected an array of strings")
+    out: list[str] = []
+    for x in v:
+        if x is None:
+            out.append("")  # Go leaves the element at its zero value
+        else:
+            out.append(_str(x))
+    return out
+
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|([+-])(\d{2}):(\d{2}))\Z"
+)
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def parse_rfc3339(s: str) -> int:
+    """Go's strict RFC 3339 parse (``time.Time`` in JSON) to nanoseconds since the epoch."""
+    mt = _RFC3339.match(s)
+    if mt is None:
+        raise MalformedRequest("bad time")
+    y, mo, d, h, mi, sec = (int(mt.group(i)) for i in range(1, 7))
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    if not 1 <= mo <= 12 or h > 23 or mi > 59 or sec > 59:
+        raise MalformedRequest("time out of range")
+    if not 1 <= d <= _MONTH_DAYS[mo - 1] + (1 if mo == 2 and leap else 0):
+        raise MalformedRequest("day out of range")
+    frac = mt.group(7) or ""
+    nanos = int((frac + "000000000")[:9]) if frac else 0
+    offset = 0
+    if mt.group(8) != "Z":
+        oh, om = int(mt.group(10)), int(mt.group(11))
+        if oh > 23 or om > 59:
+            raise MalformedRequest("time zone offset out of range")
+        offset = (oh * 3600 + om * 60) * (-1 if mt.group(9) == "-" else 1)
+    secs = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset
+    return secs * 1_000_000_000 + nanos
+
+
+def _time(v: Any) -> int:
+    if not isinstance(v, str):
+        raise MalformedRequest("expected a time string")
+    return parse_rfc3339(v)
+
+
+_FIELDS = (
+    "seq",
+    "last_by_subj",
+    "next_by_subj",
+    "batch",
+    "max_bytes",
+    "start_time",
+    "multi_last",
+    "up_to_seq",
+    "up_to_time",
+)
+_FOLDED = {f.casefold(): f for f in _FIELDS}
+
+
+def parse_request(data: bytes) -> DirectRequest:
+    """Decode a request body the way Go's ``json.Unmarshal`` fills JSApiMsgGetRequest."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise MalformedRequest("invalid JSON") from None
+    req = DirectRequest()
+    if doc is None:
+        return req
+    if not isinstance(doc, dict):
+        raise MalformedRequest("not an object")
+    for key, v in doc.items():
+        name = key if key in _FIELDS else _FOLDED.get(key.casefold())
+        if name is None:
+            continue
+        if v is None:
+            # null leaves a value field alone and clears a pointer / slice.
+            if name in ("start_time", "up_to_time"):
+                setattr(req, name, None)
+            elif name == "multi_last":
+                req.multi_last = []
+            continue
+        if name in ("seq", "up_to_seq"):
+            setattr(req, name, _uint(v))
+        elif name in ("batch", "max_bytes"):
+            setattr(req, name, _int(v))
+        elif name in ("last_by_subj", "next_by_subj"):
+            setattr(req, name, _str(v))
+        elif name == "multi_last":
+            req.multi_last = _strs(v)
+        else:
+            setattr(req, name, _time(v))
+    return req
+
+
+# ---------------------------------------------------------------------- store helpers
+def seq_from_time(store: StreamStore, ts: int) -> int:
+    """nats-server ``GetSeqFromTime``: the first message stored at or after ``ts``, or the
+    last sequence + 1 when there is none. Binary search; timestamps ascend with sequence."""
+    st = store.state()
+    first = store.load_next_msg("", st.first_seq) if st.msgs else None
+    if first is None:
+        return st.last_seq + 1
+    if ts <= first.ts:
+        return first.seq
+    last = store.load_prev_msg(st.last_seq)
+    if last is None or ts > last.ts:
+        return st.last_seq + 1
+    lo, hi = first.seq, last.seq  # the answer is the first live message at or after lo
+    while lo < hi:
+        mid = (lo + hi) // 2
+        m = store.load_next_msg("", mid)
+        if m is not None and m.ts >= ts:
+            hi = mid
+        else:
+            lo = mid + 1
+    m = store.load_next_msg("", lo)
+    return m.seq if m is not None else st.last_seq + 1
+
+
+def _msg_headers(name: str, m: StoredMsg, extra: bytes) -> bytes:
+    """The stored headers (minus the blank line), the direct-get headers, ``extra``."""
+    tail = (
+        f"Nats-Stream: {name}\r\nNats-Subject: {m.subject}\r\n"
+        f"Nats-Sequence: {m.seq}\r\nNats-Time-Stamp: {rfc3339(m.ts)}\r\n"
+    ).encode()
+    hdr = m.hdr
+    base = hdr[:-2] if hdr and len(hdr) > 2 else _HDR_LINE
+    return base + tail + extra + b"\r\n"
+
+
+def _pending(np: int, lseq: int) -> bytes:
+    return b"Nats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n" % (np, lseq)
+
+
+def _size(m: StoredMsg) -> int:
+    return len(m.subject.encode()) + (len(m.hdr) if m.hdr else 0) + len(m.data)
+
+
+# ---------------------------------------------------------------------- handler
+class _Reply:
+    def __init__(self, ja: JsAccount, reply: bytes) -> None:
+        self.ja = ja
+        self.reply = reply
+
+    def __call__(self, hdr: bytes, payload: bytes = b"") -> None:
+        self.ja.engine.send(self.ja, self.reply, payload, hdr)
+
+
+def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> None:
+    """``$JS.API.DIRECT.GET.<stream>[.<subject>]`` (``toks`` follow ``$JS.API``)."""
+    if len(toks) < 3 or toks[1] != "GET":
+        return
+    send = _Reply(ja, reply)
+    stream = ja.streams.get(toks[2])
+    if stream is None or not stream.cfg.allow_direct:
+        # nats-server only listens on DIRECT.GET for streams that allow it, so the
+        # requester gets the no-responders status; send the same thing.
+        subj = ".".join(["$JS.API", *toks]).encode()
+        send(b"NATS/1.0 503\r\nNats-Subject: " + subj + b"\r\n\r\n")
+        return
+    if len(toks) > 3:
+        key = ".".join(toks[3:])
+        req = DirectRequest()
+        if data:
+            try:
+                req = parse_request(data)
+            except MalformedRequest:
+                send(_MALFORMED)
+                return
+            if req.selects_anything():
+                send(_BAD)
+                return
+        if not key:
+            send(_BAD)
+            return
+        req.last_by_subj = key
+    else:
+        if not data:
+            send(_EMPTY)
+            return
+        try:
+            req = parse_request(data)
+        except MalformedRequest:
+            send(_MALFORMED)
+            return
+        if req.is_empty():
+            send(_EMPTY)
+            return
+        if req.conflicts():
+            send(_BAD)
+            return
+    if req.multi_last:
+        _get_multi(stream, req, send)
+    else:
+        _get(stream, req, send)
+
+
+def _max_bytes(req: DirectRequest) -> int:
+    return req.max_bytes if req.max_bytes != 0 else DEFAULT_MAX_BYTES
+
+
+def _get(stream: Stream, req: DirectRequest, send: _Reply) -> None:
+    """By sequence, next/last by subject or start time; ``batch`` for several."""
+    store, name = stream.store, stream.name
+    seq = seq_from_time(store, req.start_time) if req.start_time is not None else req.seq
+    nxt = req.next_by_subj
+    is_batch = req.batch != 0
+    batch = req.batch if is_batch else 1
+    np = store.num_pending(seq, nxt, False) if is_batch else 0
+    mb = _max_bytes(req)
+    lseq = sent_bytes = 0
+    for i in range(batch):
+        m: StoredMsg | None
+        if seq > 0 and not nxt:
+            # A batch steps over deleted sequences from the start; a single get does not.
+            m = store.load_msg(seq) if i == 0 and not is_batch else store.load_next_msg("", seq)
+            if m is not None:
+                seq = m.seq
+            seq += 1
+        elif nxt:
+            m = store.load_next_msg(nxt, seq)
+            if m is not None:
+                seq = m.seq + 1
+        else:
+            m = store.load_last_msg(req.last_by_subj)
+        if m is None:
+            if i > 0:
+                break  # a batch that runs out ends with the EOB below
+            send(_NOT_FOUND)
+            return
+        if is_batch:
+            np = max(np - 1, 0)
+            hdr = _msg_headers(name, m, _pending(np, lseq))
+        else:
+            hdr = _msg_headers(name, m, b"")
+        lseq = m.seq
+        send(hdr, m.data)
+        sent_bytes += _size(m)
+        if sent_bytes >= mb:
+            break
+    if is_batch:
+        send(b"NATS/1.0 204 EOB\r\n" + _pending(np, lseq) + b"\r\n")
+
+
+def _get_multi(stream: Stream, req: DirectRequest, send: _Reply) -> None:
+    """The last message of every subject matching ``multi_last``."""
+    store, name = stream.store, stream.name
+    mb = _max_bytes(req)
+    up_to = req.up_to_seq
+    if req.up_to_time is not None:
+        up_to = seq_from_time(store, req.up_to_time)
+        # A ceiling at or below the first message would select messages after the time.
+        if up_to <= store.state().first_seq:
+            send(_NO_RESULTS)
+            return
+        up_to -= 1
+    st = store.state()
+    if up_to == 0:
+        up_to = st.last_seq
+    # An empty filter matches nothing in nats-server (the stores read "" as "all").
+    filters = [f for f in req.multi_last if f]
+    seqs: list[int] = []
+    # nats-server's file store finds no block for a ceiling outside the stream.
+    in_range = stream.cfg.storage == "memory" or st.first_seq <= up_to <= st.last_seq
+    if filters and in_range:
+        try:
+            seqs = store.multi_last_seqs(filters, up_to, MAX_MULTI_RESULTS)
+        except StoreError as e:
+            if "too many" in str(e):
+                send(_TOO_MANY)
+            else:
+                send(f"NATS/1.0 500 {e}\r\n\r\n".encode())
+            return
+    if not seqs:
+        send(_NO_RESULTS)
+        return
+    np = len(seqs) - 1
+    lseq = sent_bytes = sent = 0
+    for s in seqs:
+        if s < req.seq:
+            np = max(np - 1, 0)
+            continue
+        m = store.load_msg(s)
+        if m is None:
+            send(_NOT_FOUND)
+            return
+        send(_msg_headers(name, m, _pending(np, lseq)), m.data)
+        lseq = m.seq
+        sent_bytes += _size(m)
+        if sent_bytes >= mb:
+            break
+        sent += 1
+        if req.batch > 0 and sent >= req.batch:
+            break
+        np = max(np - 1, 0)
+    send(b"NATS/1.0 204 EOB\r\n" + _pending(np, lseq) + b"Nats-UpTo-Sequence: %d\r\n\r\n" % up_to)
