@@ -1321,10 +1321,6 @@ async def test_msg_ttl_empty_value(js_pair: ServerPair) -> None:
     await check(js_pair, sc)
 
 
-@xfail(
-    "with subject_delete_marker_ttl set, nats-server raises a smaller Nats-TTL to it and "
-    "rewrites the stored header (Nats-TTL: 60); natsd stores 'Nats-TTL: 10s' unchanged"
-)
 async def test_msg_ttl_raised_to_delete_marker_ttl(js_pair: ServerPair) -> None:
     async def sc(js: JsRecorder) -> None:
         await js.req(

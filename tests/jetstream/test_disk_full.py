@@ -186,12 +186,6 @@ async def test_purge_frees_a_full_disk(node: Node) -> None:
     await check_readable(node, more)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Stream.process records a Nats-Msg-Id for dedup when the message is buffered; "
-    "a flush that then fails does not forget it, so a retry is acked as a duplicate of a "
-    "burned sequence and the message is lost",
-)
 async def test_retry_with_msg_id_after_full_disk_is_stored(node: Node, small_disk: Path) -> None:
     ballast = small_disk / "ballast"
     ballast.write_bytes(b"\0" * (512 * 1024))

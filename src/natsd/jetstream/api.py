@@ -21,6 +21,7 @@ from natsd.jetstream.stream_config import check_update, parse_stream_config_json
 from natsd.jetstream.subject_mapping import subjects_collide
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
+from natsd.version import API_LEVEL
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount
@@ -136,7 +137,7 @@ def account_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
             "storage_max_stream_bytes": -1,
             "max_bytes_required": False,
         },
-        "api": {"total": ja.api.total, "errors": ja.api.errors},
+        "api": {"level": API_LEVEL, "total": ja.api.total, "errors": ja.api.errors},
     }
 
 
@@ -238,6 +239,7 @@ def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
 def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     stream = _stream(ja, args)
     stream.unsubscribe()
+    ja.engine.committer.on_failure.pop(stream.store, None)
     del ja.streams[stream.name]
     ja.engine.catalog.remove(ja.account.name, stream.name, stream.cfg.storage, stream.store)
     ja.engine.stream_action(ja, stream.name, "delete")

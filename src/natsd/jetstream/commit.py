@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from natsd.router.publish import publish
@@ -48,6 +49,9 @@ class Committer:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="natsd-fsync")
         self._timer: asyncio.TimerHandle | None = None
         self._dirty_lazy: set[StreamStore] = set()
+        # Called after a failed write or sync of a store, before the error acks go out:
+        # the stream forgets what it recorded about messages that were not stored.
+        self.on_failure: dict[StreamStore, Callable[[], None]] = {}
         self.batches = 0
         self.synced_msgs = 0
 
@@ -73,7 +77,7 @@ class Committer:
                 store.flush()
                 store.sync()
             except (StoreError, OSError) as e:
-                self._fail(acks, e)
+                self._fail(store, acks, e)
                 continue
             self._ack(acks)
 
@@ -88,7 +92,7 @@ class Committer:
             try:
                 store.flush()
             except (StoreError, OSError) as e:
-                self._fail(acks, e)
+                self._fail(store, acks, e)
                 continue
             ok[store] = acks
         if not ok:
@@ -109,8 +113,8 @@ class Committer:
             try:
                 _sync_all(list(ok))
             except (StoreError, OSError) as e:
-                for acks in ok.values():
-                    self._fail(acks, e)
+                for store, acks in ok.items():
+                    self._fail(store, acks, e)
                 return
             for acks in ok.values():
                 self.synced_msgs += len(acks)
@@ -125,9 +129,9 @@ class Committer:
         self._in_flight = False
         self.batches += 1
         exc = fut.exception()
-        for acks in batch.values():
+        for store, acks in batch.items():
             if exc is not None:
-                self._fail(acks, exc)
+                self._fail(store, acks, exc)
             else:
                 self.synced_msgs += len(acks)
                 self._ack(acks)
@@ -139,8 +143,11 @@ class Committer:
         for sublist, reply, good, _bad in acks:
             publish(sublist, reply, None, None, good)
 
-    def _fail(self, acks: list[Ack], exc: BaseException) -> None:
+    def _fail(self, store: StreamStore, acks: list[Ack], exc: BaseException) -> None:
         log.error("JetStream store write failed: %s", exc)
+        hook = self.on_failure.get(store)
+        if hook is not None:
+            hook()
         for sublist, reply, _good, bad in acks:
             publish(sublist, reply, None, None, bad)
 

@@ -30,6 +30,7 @@ from natsd.storage.store import (
     StoreError,
     StreamStore,
 )
+from natsd.version import API_LEVEL, SERVER_VERSION
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount
@@ -82,6 +83,7 @@ class Stream:
         self._ack_head += b'"seq":'
         self._sublist = account.account.sublist
         self._committer = account.engine.committer
+        self._committer.on_failure[store] = self._write_failed
         self._republish: SubjectTransform | None = None
         self._transform: SubjectTransform | None = None
         self.apply_config(cfg)
@@ -171,6 +173,12 @@ class Stream:
                 ttl_s = (_first(h, H_TTL) or "").strip()
                 if ttl_s:
                     ttl = _parse_ttl(ttl_s) or 0
+                    marker_ttl = cfg.subject_delete_marker_ttl // 1_000_000_000
+                    if 0 < ttl < marker_ttl:
+                        # nats-server keeps messages at least as long as the delete
+                        # markers that would replace them, and stores the raised TTL.
+                        ttl = marker_ttl
+                        hdr = _set_header(hdr, H_TTL, str(marker_ttl))
         try:
             seq, ts = self.store.store_msg(subject, hdr, data, ttl)
         except ErrMsgTooLarge:
@@ -213,6 +221,20 @@ class Stream:
         """A message was stored at ``seq``: wake the consumers that may want it."""
         for c in list(self.consumers.values()):
             c.on_stored(seq, subject)
+
+    def _write_failed(self) -> None:
+        """The store lost buffered messages (a failed flush burns their sequences): forget
+        their Nats-Msg-Ids, or a retry would be answered as a duplicate of nothing."""
+        load = self.store.load_msg
+        for msg_id, (seq, _ts) in list(self._dedup.items()):
+            try:
+                gone = load(seq) is None
+            except StoreError:
+                gone = True
+            if gone:
+                del self._dedup[msg_id]
+                if msg_id == self._last_msg_id:
+                    self._last_msg_id = ""
 
     def _do_republish(
         self, subject: str, seq: int, ts: int, hdr: bytes | None, data: bytes
@@ -317,7 +339,8 @@ class Stream:
 
     def info_json(self, with_deleted: bool = False, subjects_filter: str = "") -> dict[str, Any]:
         return {
-            "config": self.cfg.to_json(),
+            # nats-server adds its version and API level to every config it returns.
+            "config": self.cfg.to_json(server_version=SERVER_VERSION, api_level=API_LEVEL),
             "created": rfc3339(self.created_ns),
             "state": self.state_json(with_deleted, subjects_filter),
             "ts": rfc3339(time.time_ns()),
@@ -332,6 +355,14 @@ class Stream:
             out["data"] = base64.b64encode(m.data).decode()
         out["time"] = rfc3339(m.ts)
         return out
+
+
+def _set_header(hdr: bytes, key: str, value: str) -> bytes:
+    """``hdr`` with every ``key`` line dropped and ``key: value`` appended (Go setHeader)."""
+    lines = hdr.split(b"\r\n")
+    k = key.lower().encode()
+    kept = [ln for ln in lines[1:] if ln and ln.split(b":", 1)[0].strip().lower() != k]
+    return b"\r\n".join([lines[0], *kept, f"{key}: {value}".encode()]) + b"\r\n\r\n"
 
 
 def _first(h: dict[str, list[str]], key: str) -> str | None:
