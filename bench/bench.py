@@ -2,9 +2,10 @@
 
 Starts both servers, runs identical raw-socket load against each (publisher,
 subscribers, responder and requester each in their own OS process), and prints
-msgs/s for both plus the ratio natsd/nats-server.  JetStream publish scenarios
-(``--js`` / ``--js-only``) also run nats-server with ``sync_interval: always``.
-See bench/README.md.
+msgs/s for both plus the ratio natsd/nats-server.  JetStream file scenarios also
+run nats-server with ``sync_interval: always`` (nats-server-sync, compared with
+natsd's fsync-before-ack default) and natsd with nats-server's lazy default
+``sync_interval: "2m"`` (natsd-lazy, compared with nats-server).  See bench/README.md.
 
     .venv/bin/python bench/bench.py --quick
 """
@@ -50,7 +51,13 @@ VENV_BIN = Path(sys.executable).parent
 REF = "nats-server"
 REF_SYNC = "nats-server-sync"  # nats-server with jetstream { sync_interval: always }
 IMPL = "natsd"
-ALL_SERVERS = (REF, REF_SYNC, IMPL)
+IMPL_LAZY = "natsd-lazy"  # natsd with jetstream { sync_interval: "2m" } (nats-server's default)
+LAZY_INTERVAL = "2m"
+ALL_SERVERS = (REF, REF_SYNC, IMPL, IMPL_LAZY)
+FILE_ONLY = (REF_SYNC, IMPL_LAZY)  # variants that differ only in how file streams are synced
+# ratio columns (numerator, denominator), shown when both servers run
+RATIOS = ((IMPL, REF), (IMPL, REF_SYNC), (IMPL_LAZY, REF))
+MAX_WIDTH = 130  # wider tables get two-line ratio headings
 
 CORE_SCENARIOS = ("pub", "pubsub", "fanout", "reqrep")
 JS_SCENARIOS = ("js-async-file", "js-async-mem", "js-sync-file", "js-sync-mem")
@@ -132,10 +139,10 @@ def table_rows(cfg: Config) -> list[Row]:
 
 
 def applies(scen: str, server: str) -> bool:
-    """Which server columns run which scenario (sync_always only matters for file storage)."""
+    """Which server columns run which scenario (sync_interval only matters for file storage)."""
     if scen in CORE_SCENARIOS:
         return server in (REF, IMPL)
-    return server != REF_SYNC or scen.endswith("-file")
+    return server not in FILE_ONLY or scen.endswith("-file")
 
 
 # --------------------------------------------------------------------------- running
@@ -512,13 +519,13 @@ def render_table(
     agg: dict[str, dict[str, dict[str, float | None]]],
     names: list[str],
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Columns = ``names``; one ratio column natsd/X for every other server X present."""
-    w0, w = 28, 18
-    refs = [n for n in names if n != IMPL] if IMPL in names else []
-    labels = {r: f"{IMPL}/{r}" for r in refs}
-    out = [f"{'scenario':{w0}}" + "".join(f"{n:>{w}}" for n in names)]
-    if refs:
-        out[0] += "    ratio " + "  ".join(labels.values())
+    """Columns = ``names``, then one ratio column A/B for every pair of ``RATIOS`` present.
+
+    Column widths follow the content; when the ratio headings would make the table wider
+    than ``MAX_WIDTH`` they are split over two lines (``natsd/`` above ``nats-server``).
+    """
+    pairs = [(a, b) for a, b in RATIOS if a in names and b in names]
+    body: list[tuple[str, list[str], list[str]]] = []
     json_rows: list[dict[str, Any]] = []
     for row in rows:
         if row.scenario not in scenarios:
@@ -532,29 +539,55 @@ def render_table(
             v = vals[n] = agg[row.scenario][n].get(row.metric)
             unit = " msg/s" if row.kind == "tput" else ""
             cells.append(fmt_num(v, row.kind) + (unit if v is not None else ""))
-        line = f"{row.label:{w0}}" + "".join(f"{c:>{w}}" for c in cells)
         ratios: dict[str, float | None] = {}
-        for r in refs:
-            a, b = vals.get(IMPL), vals.get(r)
-            if a is not None and b:
-                ratios[r] = a / b
-                cell = f"{a / b:.2f}" + ("x" if row.kind == "lat" else "")
-            else:
-                ratios[r] = None
-                cell = "-"
-            wide = len(labels[r]) + (len("ratio ") if r == refs[0] else 0)
-            line += f"    {cell:>{wide}}" if r == refs[0] else f"  {cell:>{wide}}"
-        out.append(line.rstrip())
+        rcells: list[str] = []
+        for a, b in pairs:
+            va, vb = vals.get(a), vals.get(b)
+            ratio = va / vb if va is not None and vb else None
+            ratios[f"{a}/{b}"] = ratio
+            rcells.append("-" if ratio is None else f"{ratio:.2f}" + "x" * (row.kind == "lat"))
+        body.append((row.label, cells, rcells))
         doc: dict[str, Any] = {
             "row": row.label,
             "unit": "msg/s" if row.kind == "tput" else "us",
             **vals,
         }
-        if REF in ratios:
-            doc["ratio"] = ratios[REF]
-        for r, v in ratios.items():
-            doc[f"ratio_{IMPL}/{r}"] = v
+        if f"{IMPL}/{REF}" in ratios:
+            doc["ratio"] = ratios[f"{IMPL}/{REF}"]
+        for k, v in ratios.items():
+            doc[f"ratio_{k}"] = v
         json_rows.append(doc)
+
+    w0 = max([len("scenario"), *(len(b[0]) for b in body)]) + 2
+    widths = [max([len(n), *(len(b[1][i]) for b in body)]) + 2 for i, n in enumerate(names)]
+    left = w0 + sum(widths)
+    rw1 = [max([len(f"{a}/{b}"), *(len(r[2][i]) for r in body)]) for i, (a, b) in enumerate(pairs)]
+    one_line = len("    ratio ") + sum(rw1) + 2 * max(0, len(pairs) - 1)
+    two_lines = bool(pairs) and left + one_line > MAX_WIDTH
+    # (line 1, line 2) of each ratio heading: "A/" above "B", or all of "A/B" on line 2;
+    # the first one starts with "ratio "
+    heads = [(f"{a}/", b) if two_lines else ("", f"{a}/{b}") for a, b in pairs]
+    tops, bottoms = [t for t, _ in heads], [h for _, h in heads]
+    if heads:
+        labelled = tops if two_lines else bottoms
+        labelled[0] = "ratio " + labelled[0]
+    rws = [
+        max([len(t), len(h), *(len(r[2][i]) for r in body)])
+        for i, (t, h) in enumerate(zip(tops, bottoms, strict=True))
+    ]
+
+    def ratio_part(cells: list[str]) -> str:
+        if not cells:
+            return ""
+        lead = "  " if two_lines else "    "  # (the two-line first heading is wide anyway)
+        return lead + "  ".join(f"{c:>{w}}" for c, w in zip(cells, rws, strict=True))
+
+    head = f"{'scenario':{w0}}" + "".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True))
+    out = [(" " * left + ratio_part(tops)).rstrip()] if two_lines else []
+    out.append(head + ratio_part(bottoms))
+    for label, cells, rcells in body:
+        line = f"{label:{w0}}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+        out.append((line + ratio_part(rcells)).rstrip())
     return "\n".join(out), json_rows
 
 
@@ -646,7 +679,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--servers",
         default=",".join(ALL_SERVERS),
         help=f"which servers to run (comma-separated subset of {','.join(ALL_SERVERS)};"
-        f" {REF_SYNC} = nats-server with sync_interval: always, JetStream file scenarios only)",
+        f" {REF_SYNC} = nats-server with sync_interval: always, {IMPL_LAZY} = natsd with"
+        f" sync_interval: {LAZY_INTERVAL} (started with -c CONF, not --natsd-js-args);"
+        " both JetStream file scenarios only)",
     )
     p.add_argument(
         "--natsd-cmd",
@@ -798,10 +833,19 @@ def make_js_servers(
             sd = json.dumps(str(d))
             conf.write_text(f"jetstream {{ store_dir: {sd}, sync_interval: always }}\n")
             out.append(Server(REF_SYNC, [*ref_cmd, "-c", str(conf)], log_dir, store_dir=d))
-        else:
+        elif n == IMPL:
             extra = [x.replace("{store}", str(d)) for x in shlex.split(natsd_js_args)]
             cmd = [*impl_cmd, *extra]
             out.append(Server(IMPL, cmd, log_dir, impl_env, store_dir=d, log_stem=f"{IMPL}-js"))
+        elif n == IMPL_LAZY:
+            # like REF_SYNC: a nats-server config file (natsd reads them), not --natsd-js-args
+            conf = store_root / f"{IMPL_LAZY}.conf"
+            sd, every = json.dumps(str(d)), json.dumps(LAZY_INTERVAL)
+            conf.write_text(f"jetstream {{ store_dir: {sd}, sync_interval: {every} }}\n")
+            cmd = [*impl_cmd, "-c", str(conf)]
+            out.append(Server(IMPL_LAZY, cmd, log_dir, impl_env, store_dir=d))
+        else:
+            raise ValueError(n)
     return out
 
 
@@ -878,7 +922,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n for n in ALL_SERVERS if n in names]
     core_scen = [sc for sc in scenarios if sc in CORE_SCENARIOS]
     js_scen = [sc for sc in scenarios if sc in JS_SCENARIOS and any(applies(sc, n) for n in names)]
-    core_names = [n for n in names if n != REF_SYNC]
+    core_names = [n for n in names if any(applies(sc, n) for sc in CORE_SCENARIOS)]
     if core_scen and not core_names:
         core_scen = []
     if not core_scen and not js_scen:
@@ -965,8 +1009,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_rows += jrows
         print()
         print(table)
-    if REF_SYNC in names and any(sc.endswith("-file") for sc in js_scen):
-        print(f"({REF_SYNC} = {REF} with jetstream {{ sync_interval: always }}; file streams only)")
+    if any(sc.endswith("-file") for sc in js_scen):
+        if REF_SYNC in names:
+            print(
+                f"({REF_SYNC} = {REF} with jetstream {{ sync_interval: always }}: fsync before"
+                " every ack; file streams only)"
+            )
+        if IMPL_LAZY in names:
+            print(
+                f'({IMPL_LAZY} = {IMPL} with jetstream {{ sync_interval: "{LAZY_INTERVAL}" }},'
+                f" {REF}'s default: ack before fsync; file streams only)"
+            )
     failures = [
         (scen, n, i + 1, r.error)
         for scen, per_server in results.items()
