@@ -48,10 +48,10 @@ from .harness import ServerPair, ServerProcess, start_server
 
 API = "$JS.API"
 
-#: natsd has no consumer API yet: while it does not answer ``$JS.API.CONSUMER.NAMES`` the
-#: consumer tests skip (see :func:`natsd_skip_reason`). Set to False once natsd implements
-#: consumers, so that a broken consumer API fails the tests instead of skipping them.
-SKIP_WITHOUT_CONSUMERS = True
+#: Written before natsd had consumers: with True, the tests skip while natsd does not answer
+#: ``$JS.API.CONSUMER.NAMES`` (see :func:`natsd_skip_reason`). natsd has consumers now, so a
+#: broken consumer API fails the tests instead.
+SKIP_WITHOUT_CONSUMERS = False
 
 #: ``NATSD_DIFF_IMPL=nats-server``: the "impl" side is a second nats-server (self-check).
 SELF_CHECK = os.environ.get("NATSD_DIFF_IMPL", "natsd") == "nats-server"

@@ -6,9 +6,9 @@ Each test starts its own server with ``-js -sd <tmp>`` through the ``spawn`` fix
 ``NATSD_IT_TARGET=nats-server`` runs the very same tests against the Go server (that is
 how every expectation here was checked).
 
-natsd skip: natsd has no consumer API yet, so against natsd the tests skip while it does
-not answer ``$JS.API.CONSUMER.NAMES`` (probed once per module). Once consumers land, set
-``SKIP_WITHOUT_CONSUMERS = False`` below so a broken consumer API fails instead.
+natsd skip: the tests were written before natsd had consumers; ``SKIP_WITHOUT_CONSUMERS``
+(now False) made them skip while natsd did not answer ``$JS.API.CONSUMER.NAMES``. A broken
+consumer API now fails them.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .conftest import REAL, ServerProcess, wait_for
 pytestmark = pytest.mark.timeout(60)
 
 #: Remove (set to False) once natsd implements consumers: see the module docstring.
-SKIP_WITHOUT_CONSUMERS = True
+SKIP_WITHOUT_CONSUMERS = False
 SKIP_REASON = "natsd has no JetStream consumer API yet (no answer to $JS.API.CONSUMER.NAMES)"
 
 #: natsd probe result, cached for the module ("natsd" -> answers the consumer API).

@@ -13,6 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from natsd.jetstream.consumer_api import (
+    consumer_create,
+    consumer_delete,
+    consumer_durable_create,
+    consumer_info,
+    consumer_list,
+    consumer_names,
+    consumer_pause,
+    consumer_unpin,
+    leader_stepdown,
+    next_request,
+    reset_request,
+)
+from natsd.jetstream.consumer_stream import stream_deleted, stream_purged
 from natsd.jetstream.direct import direct_get
 from natsd.jetstream.errors import ApiError, err
 from natsd.jetstream.gojson import decode_go_json
@@ -54,6 +68,14 @@ def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> N
         if reply:
             direct_get(ja, toks, reply, data)
         return
+    if toks[:3] == ["CONSUMER", "MSG", "NEXT"]:
+        # Pull requests go to the consumer; they are not API calls (no response, stats or
+        # audit), as in nats-server where each consumer subscribes to its own subject.
+        next_request(ja, toks, reply, data)
+        return
+    if toks[:2] == ["CONSUMER", "RESET"]:
+        reset_request(ja, toks, reply, data)
+        return
     route = _route(toks)
     if route is None:
         return  # nats-server does not answer unknown API subjects
@@ -83,6 +105,9 @@ _ERROR_EXTRAS: dict[str, dict[str, Any]] = {
     "stream_purge_response": {"purged": 0},
     "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
     "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
+    "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
+    "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
+    "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
 }
 
 
@@ -126,7 +151,7 @@ def account_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
         "reserved_memory": 0,
         "reserved_storage": 0,
         "streams": len(ja.streams),
-        "consumers": 0,
+        "consumers": sum(s.consumer_count for s in ja.streams.values()),
         "limits": {
             "max_memory": ja.limit("max_memory"),
             "max_storage": ja.limit("max_storage"),
@@ -239,6 +264,7 @@ def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
 def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     stream = _stream(ja, args)
     stream.unsubscribe()
+    stream_deleted(stream)
     ja.engine.committer.on_failure.pop(stream.store, None)
     del ja.streams[stream.name]
     ja.engine.catalog.remove(ja.account.name, stream.name, stream.cfg.storage, stream.store)
@@ -306,6 +332,7 @@ def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
         purged = stream.store.purge()
     else:
         purged = stream.store.purge_ex(filt, seq, keep)
+    stream_purged(stream, filt, seq, keep)
     return {"success": True, "purged": purged}
 
 
@@ -382,12 +409,26 @@ _TABLE: dict[tuple[str, ...], tuple[str, Handler, int]] = {
     ("STREAM", "PURGE"): ("stream_purge_response", stream_purge, 1),
     ("STREAM", "MSG", "GET"): ("stream_msg_get_response", msg_get, 1),
     ("STREAM", "MSG", "DELETE"): ("stream_msg_delete_response", msg_delete, 1),
+    # A negative count means "at least that many" (CONSUMER.CREATE.<stream>[.<name>[.<filter>]]).
+    ("CONSUMER", "CREATE"): ("consumer_create_response", consumer_create, -1),
+    ("CONSUMER", "DURABLE", "CREATE"): ("consumer_create_response", consumer_durable_create, 2),
+    ("CONSUMER", "INFO"): ("consumer_info_response", consumer_info, 2),
+    ("CONSUMER", "DELETE"): ("consumer_delete_response", consumer_delete, 2),
+    ("CONSUMER", "NAMES"): ("consumer_names_response", consumer_names, 1),
+    ("CONSUMER", "LIST"): ("consumer_list_response", consumer_list, 1),
+    ("CONSUMER", "PAUSE"): ("consumer_pause_response", consumer_pause, 2),
+    ("CONSUMER", "UNPIN"): ("consumer_unpin_response", consumer_unpin, 2),
+    ("CONSUMER", "LEADER", "STEPDOWN"): ("consumer_leader_stepdown_response", leader_stepdown, 2),
 }
 
 
 def _route(toks: list[str]) -> tuple[str, Handler, list[str]] | None:
     for n in (3, 2, 1):
+        if len(toks) < n:
+            continue
         hit = _TABLE.get(tuple(toks[:n]))
-        if hit is not None and len(toks) == n + hit[2]:
+        if hit is not None and (
+            len(toks) == n + hit[2] or (hit[2] < 0 and len(toks) >= n - hit[2])
+        ):
             return hit[0], hit[1], toks[n:]
     return None

@@ -159,6 +159,10 @@ class JetStream:
                 st.msgs,
                 st.bytes,
             )
+            if rec.consumers:
+                from natsd.jetstream.consumer_api import restore_consumers
+
+                restore_consumers(ja, stream, rec.consumers)
 
     # ------------------------------------------------------------------ messaging
     def send(self, ja: JsAccount, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
@@ -217,8 +221,11 @@ class JetStream:
             self._expiry_task.cancel()
             self._expiry_task = None
         await self.committer.drain()
+        from natsd.jetstream.consumer_stream import stream_stopped
+
         for ja in self.accounts.values():
             for s in ja.streams.values():
+                stream_stopped(s)
                 s.unsubscribe()
                 try:
                     s.store.stop()

@@ -218,9 +218,14 @@ class Stream:
             self.notify_consumers(seq, subject)
 
     def notify_consumers(self, seq: int, subject: str) -> None:
-        """A message was stored at ``seq``: wake the consumers that may want it."""
+        """A message was stored at ``seq``: wake the consumers that may want it. With
+        interest retention a message no consumer wants is not kept."""
         for c in list(self.consumers.values()):
             c.on_stored(seq, subject)
+        if self.cfg.retention == "interest":
+            from natsd.jetstream.consumer_stream import check_interest
+
+            check_interest(self, seq, subject)
 
     def _write_failed(self) -> None:
         """The store lost buffered messages (a failed flush burns their sequences): forget

@@ -259,7 +259,7 @@ class MonitorServer:
         if engine is None:
             return _json({"server_id": s.server_id, "now": _ts(now), "disabled": True})
         o = s.options.js
-        mem = store = streams = msgs = nbytes = total = errors = 0
+        mem = store = streams = msgs = nbytes = total = errors = consumers = 0
         details = []
         want = request.query.get("accounts", "") in ("1", "true")
         want_streams = request.query.get("streams", "") in ("1", "true")
@@ -273,6 +273,7 @@ class MonitorServer:
             sd = []
             for stream in sorted(ja.streams.values(), key=lambda x: x.name):
                 state = stream.store.state()
+                consumers += stream.consumer_count
                 msgs += state.msgs
                 nbytes += state.bytes
                 if want_streams:
@@ -313,7 +314,7 @@ class MonitorServer:
             "ha_assets": 0,
             "api": {"total": total, "errors": errors},
             "streams": streams,
-            "consumers": 0,
+            "consumers": consumers,
             "messages": msgs,
             "bytes": nbytes,
         }

@@ -7,11 +7,21 @@ it a StreamCatalog (``disk_catalog.DiskCatalog``) that knows both.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from natsd.storage.store import StoreConfig, StreamStore
 
-__all__ = ["StreamCatalog", "StreamRecord"]
+__all__ = ["ConsumerRecord", "StreamCatalog", "StreamRecord"]
+
+
+@dataclass(slots=True)
+class ConsumerRecord:
+    """A persisted consumer of a stream: its name, saved metadata and last saved state
+    (``None`` when no state was ever written)."""
+
+    name: str
+    meta: bytes
+    state: bytes | None
 
 
 @dataclass(slots=True)
@@ -22,6 +32,7 @@ class StreamRecord:
     name: str
     meta: bytes
     store: StreamStore
+    consumers: list[ConsumerRecord] = field(default_factory=list)
 
 
 class StreamCatalog(ABC):
@@ -43,3 +54,23 @@ class StreamCatalog(ABC):
     @abstractmethod
     def remove(self, account: str, name: str, storage: str, store: StreamStore) -> None:
         """Delete a stream's data and metadata."""
+
+    # ------------------------------------------------------------------ consumers
+    # Consumers of file streams are persisted next to their stream; memory streams (and
+    # memory consumers, which the engine never passes here) live only in memory. The
+    # defaults keep catalogs that do not persist anything working.
+    def save_consumer(
+        self, account: str, stream: str, consumer: str, storage: str, meta: bytes
+    ) -> None:
+        """Durably record a consumer's metadata (config and creation time)."""
+        return None
+
+    def save_consumer_state(
+        self, account: str, stream: str, consumer: str, storage: str, state: bytes
+    ) -> None:
+        """Durably replace a consumer's delivery/ack state (written atomically)."""
+        return None
+
+    def remove_consumer(self, account: str, stream: str, consumer: str, storage: str) -> None:
+        """Delete a consumer's metadata and state."""
+        return None

@@ -4,6 +4,10 @@ Each file stream's directory holds ``meta.json`` (the stream's config as the eng
 it) and the FileStore's blocks. Metadata is replaced atomically (write, fsync, rename,
 fsync the directory) so a crash leaves either the old or the new config, never a torn one.
 Memory streams live only in memory, as in nats-server.
+
+Consumers of a file stream live in ``<stream>/obs/<consumer>/``: ``meta.json`` (config and
+creation time) and ``state.json`` (delivered / ack floor / pending / redelivered), each
+replaced atomically like the stream's ``meta.json``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from natsd.storage.catalog import StreamCatalog, StreamRecord
+from natsd.storage.catalog import ConsumerRecord, StreamCatalog, StreamRecord
 from natsd.storage.filestore import FileStore
 from natsd.storage.memstore import MemoryStore
 from natsd.storage.store import StoreConfig, StreamStore
@@ -23,6 +27,8 @@ __all__ = ["DiskCatalog"]
 log = logging.getLogger("natsd")
 
 META = "meta.json"
+CONSUMERS = "obs"
+CONSUMER_STATE = "state.json"
 
 
 def _fsync_dir(path: Path) -> None:
@@ -70,7 +76,34 @@ class DiskCatalog(StreamCatalog):
                     # Never delete anything on our own: report and leave the files alone.
                     log.error("stream %s/%s: cannot read %s: %s", acct_dir.name, sdir.name, META, e)
                     continue
-                out.append(StreamRecord(acct_dir.name, sdir.name, meta, self._reopen(sdir, meta)))
+                rec = StreamRecord(acct_dir.name, sdir.name, meta, self._reopen(sdir, meta))
+                rec.consumers = self._load_consumers(sdir, acct_dir.name)
+                out.append(rec)
+        return out
+
+    def _load_consumers(self, sdir: Path, account: str) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        odir = sdir / CONSUMERS
+        if not odir.is_dir():
+            return out
+        for cdir in sorted(p for p in odir.iterdir() if p.is_dir()):
+            try:
+                meta = (cdir / META).read_bytes()
+            except OSError as e:
+                log.error(
+                    "consumer %s/%s/%s: cannot read %s: %s", account, sdir.name, cdir.name, META, e
+                )
+                continue
+            try:
+                state: bytes | None = (cdir / CONSUMER_STATE).read_bytes()
+            except FileNotFoundError:
+                state = None
+            except OSError as e:
+                log.error(
+                    "consumer %s/%s/%s: cannot read state: %s", account, sdir.name, cdir.name, e
+                )
+                state = None
+            out.append(ConsumerRecord(cdir.name, meta, state))
         return out
 
     def _reopen(self, sdir: Path, meta: bytes) -> StreamStore:
@@ -93,16 +126,57 @@ class DiskCatalog(StreamCatalog):
             return
         self._write_meta(self._dir(account, name), meta)
 
-    def _write_meta(self, path: Path, meta: bytes) -> None:
-        tmp = path / (META + ".tmp")
+    def _write_meta(self, path: Path, meta: bytes, name: str = META, sync_dir: bool = True) -> None:
+        tmp = path / (name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, meta)
+            view = memoryview(meta)
+            while view.nbytes:
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path / META)
-        _fsync_dir(path)
+        os.replace(tmp, path / name)
+        if sync_dir:
+            _fsync_dir(path)
+
+    # ------------------------------------------------------------------ consumers
+    def _consumer_dir(self, account: str, stream: str, consumer: str) -> Path:
+        return self._dir(account, stream) / CONSUMERS / _safe_name(consumer)
+
+    def save_consumer(
+        self, account: str, stream: str, consumer: str, storage: str, meta: bytes
+    ) -> None:
+        if storage == "memory":
+            return
+        path = self._consumer_dir(account, stream, consumer)
+        new = not path.is_dir()
+        path.mkdir(parents=True, exist_ok=True)
+        self._write_meta(path, meta)
+        if new:
+            _fsync_dir(path.parent)
+
+    def save_consumer_state(
+        self, account: str, stream: str, consumer: str, storage: str, state: bytes
+    ) -> None:
+        if storage == "memory":
+            return
+        path = self._consumer_dir(account, stream, consumer)
+        if not path.is_dir():
+            return  # deleted meanwhile
+        # The state is rewritten often: its content is fsynced, the rename rides the next
+        # directory sync (after a crash the previous state, or this one, is there).
+        self._write_meta(path, state, CONSUMER_STATE, sync_dir=False)
+
+    def remove_consumer(self, account: str, stream: str, consumer: str, storage: str) -> None:
+        if storage == "memory":
+            return
+        path = self._consumer_dir(account, stream, consumer)
+        if not path.exists():
+            return
+        shutil.rmtree(path, ignore_errors=True)
+        if path.parent.exists():
+            _fsync_dir(path.parent)
 
     def remove(self, account: str, name: str, storage: str, store: StreamStore) -> None:
         store.delete()

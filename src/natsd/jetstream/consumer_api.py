@@ -1,0 +1,471 @@
+"""``$JS.API.CONSUMER.*`` handlers and consumer restore, as nats-server's jetstream_api.go.
+
+Routes (registered in ``api._TABLE``)::
+
+    CONSUMER.CREATE.<stream>                       legacy ephemeral
+    CONSUMER.CREATE.<stream>.<name>[.<filter>]     named (durable or ephemeral)
+    CONSUMER.DURABLE.CREATE.<stream>.<durable>     legacy durable
+    CONSUMER.INFO|DELETE|PAUSE.<stream>.<consumer>
+    CONSUMER.NAMES|LIST.<stream>
+    CONSUMER.MSG.NEXT.<stream>.<consumer>          pull requests (no API response; statuses)
+
+Handlers return the response document or raise ApiError, like the stream handlers.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import string
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from natsd.core.clock import rfc3339
+from natsd.jetstream import consumer_advisory as adv
+from natsd.jetstream import consumer_priority as prio
+from natsd.jetstream.consumer import Consumer
+from natsd.jetstream.consumer_config import (
+    ZERO_TIME,
+    ConsumerConfig,
+    check_config,
+    check_update,
+    config_from_stored,
+    parse_create_request,
+    rfc3339_to_ns,
+    set_defaults,
+    set_static_metadata,
+)
+from natsd.jetstream.consumer_json import (
+    INT,
+    STRING,
+    TIME,
+    UINT64,
+    Struct,
+    decode_nodes,
+    parse_all,
+    parse_one,
+)
+from natsd.jetstream.consumer_pull import process_next_request
+from natsd.jetstream.consumer_push import has_interest
+from natsd.jetstream.consumer_stream import attach, delete_consumer, partition_unique
+from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream.gojson import _GoJSONError
+from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN
+from natsd.jetstream.subject_mapping import is_valid_name
+
+if TYPE_CHECKING:
+    from natsd.jetstream.engine import JsAccount
+    from natsd.jetstream.stream import Stream
+    from natsd.storage.catalog import ConsumerRecord
+
+__all__ = [
+    "consumer_create",
+    "consumer_delete",
+    "consumer_durable_create",
+    "consumer_info",
+    "consumer_list",
+    "consumer_names",
+    "consumer_pause",
+    "consumer_unpin",
+    "leader_stepdown",
+    "next_request",
+    "reset_request",
+    "restore_consumers",
+]
+
+log = logging.getLogger("natsd")
+
+_OFFSET = re.compile(r" at offset \d+$")
+NAMES_LIMIT = 1024
+LIST_LIMIT = 256
+_ALNUM = string.ascii_letters + string.digits
+
+
+def _stream(ja: JsAccount, name: str) -> Stream:
+    s = ja.streams.get(name) if name else None
+    if s is None:
+        raise err("JSStreamNotFoundErr")
+    return s
+
+
+def _consumer(stream: Stream, name: str) -> Consumer:
+    c = stream.consumers.get(name)
+    if c is None:
+        raise err("JSConsumerNotFoundErr")
+    assert isinstance(c, Consumer)
+    return c
+
+
+def is_empty_request(data: bytes) -> bool:
+    """``isEmptyRequest``: no body, or an empty JSON object."""
+    if not data:
+        return True
+    try:
+        v = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(v, dict) and not v
+
+
+def _is_json_object_or_array(data: bytes) -> bool:
+    d = data.lstrip()
+    return d[:1] in (b"{", b"[")
+
+
+def _decode(data: bytes, schema: Struct, top: str) -> dict[str, Any]:
+    try:
+        return decode_nodes(parse_all(data), schema, top)
+    except _GoJSONError as e:
+        raise err("JSInvalidJSONErr", err=str(e)) from None
+
+
+# ---------------------------------------------------------------------- create
+def consumer_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    if len(args) == 1:
+        return _create(ja, args[0], "", "", "ephemeral", data)
+    return _create(ja, args[0], args[1], ".".join(args[2:]), "new", data)
+
+
+def consumer_durable_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    return _create(ja, args[0], args[1], "", "durable", data)
+
+
+def _create(
+    ja: JsAccount, stream_name: str, cname: str, filtered: str, kind: str, data: bytes
+) -> dict[str, Any]:
+    req = parse_create_request(data)
+    if stream_name != req.stream_name:
+        raise err("JSStreamMismatchErr")
+    cfg = req.config
+    check_name = cname or cfg.name
+    if check_name and ("\\" in check_name or "/" in check_name):
+        raise err("JSConsumerNameContainsPathSeparatorsErr")
+    if kind == "durable":
+        if not cfg.durable_name:
+            raise err("JSConsumerDurableNameNotSetErr")
+        if cname != cfg.durable_name:
+            raise err("JSConsumerDurableNameNotMatchSubjectErr")
+    elif kind == "new":
+        if cfg.durable_name and cname != cfg.durable_name:
+            raise err("JSConsumerDurableNameNotMatchSubjectErr")
+        cfg.name = cname
+    elif cfg.durable_name:
+        raise err("JSConsumerEphemeralWithDurableNameErr")
+    if filtered and cfg.filter_subjects:
+        raise err("JSConsumerMultipleFiltersNotAllowed")
+    if filtered and cfg.filter_subject != filtered:
+        raise err("JSConsumerCreateFilterSubjectMismatchErr")
+    if cfg.num_replicas > 1:
+        raise err("JSStreamReplicasNotSupportedErr")
+    stream = _stream(ja, req.stream_name)
+    if cfg.durable_name and not cfg.name:
+        cfg.name = cfg.durable_name
+    existing = stream.consumers.get(cname or cfg.durable_name or cfg.name)
+    if existing is not None:
+        cfg.pause_until = existing.cfg.pause_until
+    set_static_metadata(cfg)
+    c = add_consumer(ja, stream, cfg, req.action, req.pedantic)
+    return c.info()
+
+
+def _sans_level(cfg: ConsumerConfig) -> ConsumerConfig:
+    out = cfg.copy()
+    out.metadata.pop(API_LEVEL_KEY, None)
+    return out
+
+
+def add_consumer(
+    ja: JsAccount, stream: Stream, cfg: ConsumerConfig, action: str, pedantic: bool
+) -> Consumer:
+    """``addConsumerWithAssignment`` for a standalone server."""
+    set_defaults(cfg, stream.cfg, pedantic)
+    check_config(cfg, stream.cfg)
+    workqueue = stream.cfg.retention == "workqueue"
+    name = cfg.durable_name or cfg.name
+    if name and name in stream.consumers:
+        eo = stream.consumers[name]
+        assert isinstance(eo, Consumer)
+        if action == "create" and _sans_level(cfg) != _sans_level(eo.cfg):
+            raise err("JSConsumerAlreadyExists")
+        if workqueue and not partition_unique(stream, name, cfg.filters):
+            raise err("JSConsumerWQConsumerNotUniqueErr")
+        check_update(eo.cfg, cfg, bool(eo.cfg.deliver_subject) and has_interest(eo))
+        if cfg.pause_until is None and eo.cfg.pause_until is not None:
+            cfg.pause_until = eo.cfg.pause_until
+        if not cfg.durable_name and cfg.inactive_threshold <= 0:
+            cfg.inactive_threshold = eo.cfg.inactive_threshold
+        eo.update_config(cfg)
+        _save_meta(ja, stream, eo)
+        return eo
+    if action == "update":
+        raise err("JSConsumerDoesNotExist")
+    maxc = stream.cfg.max_consumers
+    acct = ja.limit("max_consumers")
+    if maxc <= 0 or (0 < acct < maxc):
+        maxc = acct
+    limitable = sum(1 for o in stream.consumers.values() if not (o.cfg.direct or o.cfg.sourcing))
+    if maxc > 0 and limitable >= maxc:
+        raise err("JSMaximumConsumersLimitErr")
+    if workqueue and not cfg.direct and not cfg.sourcing:
+        if cfg.ack_policy not in ("explicit", "flow_control"):
+            raise err("JSConsumerWQRequiresExplicitAckErr")
+        if cfg.deliver_policy != "all":
+            raise err("JSConsumerWQConsumerNotDeliverAllErr")
+        if limitable > 0:
+            if not cfg.filters:
+                raise err("JSConsumerWQMultipleUnfilteredErr")
+            if not partition_unique(stream, name, cfg.filters):
+                raise err("JSConsumerWQConsumerNotUniqueErr")
+    if cfg.durable_name:
+        if len(cfg.durable_name.encode()) > MAX_NAME_LEN:
+            raise err("JSConsumerNameTooLongErrF", max=MAX_NAME_LEN)
+        name = cfg.durable_name
+    elif not name:
+        name = "".join(random.choices(_ALNUM, k=8))
+        while name in stream.consumers:
+            name = "".join(random.choices(_ALNUM, k=8))
+    if not is_valid_name(name):
+        raise err("JSConsumerBadDurableNameErr")
+    persist = stream.cfg.storage != "memory" and not cfg.mem_storage
+    c = Consumer(stream, name, cfg, time.time_ns(), persist)
+    if persist:
+        try:
+            _save_meta(ja, stream, c)
+        except (OSError, ValueError) as e:
+            raise err("JSConsumerStoreFailedErrF", err=str(e)) from None
+    c.start(None)
+    attach(stream, c)
+    adv.consumer_action(c, "create")
+    return c
+
+
+def _save_meta(ja: JsAccount, stream: Stream, c: Consumer) -> None:
+    if not c.persist:
+        return
+    meta = orjson.dumps({"name": c.name, "created": c.created_ns, "config": c.cfg.to_json()})
+    ja.engine.catalog.save_consumer(ja.account.name, stream.name, c.name, "file", meta)
+
+
+# ---------------------------------------------------------------------- info / delete
+def consumer_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    if not is_empty_request(data):
+        raise err("JSNotEmptyRequestErr")
+    c = _consumer(_stream(ja, args[0]), args[1])
+    return c.info()
+
+
+def consumer_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    if not is_empty_request(data):
+        raise err("JSNotEmptyRequestErr")
+    stream = _stream(ja, args[0])
+    c = _consumer(stream, args[1])
+    delete_consumer(stream, c)
+    return {"success": True}
+
+
+_PAGED = Struct(
+    "server.JSApiConsumersRequest",
+    {"offset": ("offset", INT)},
+    True,
+    lambda: {"offset": 0},
+)
+
+
+def _offset(data: bytes) -> int:
+    if not _is_json_object_or_array(data):
+        return 0
+    offset = int(_decode(data, _PAGED, "JSApiConsumersRequest")["offset"])
+    return max(offset, 0)
+
+
+def consumer_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    offset = _offset(data)
+    stream = _stream(ja, args[0])
+    names = sorted(stream.consumers)
+    offset = min(offset, len(names))
+    return {
+        "total": len(names),
+        "offset": offset,
+        "limit": NAMES_LIMIT,
+        "consumers": names[offset : offset + NAMES_LIMIT],
+    }
+
+
+def consumer_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    offset = _offset(data)
+    stream = _stream(ja, args[0])
+    names = sorted(stream.consumers)
+    offset = min(offset, len(names))
+    return {
+        "total": len(names),
+        "offset": offset,
+        "limit": LIST_LIMIT,
+        "consumers": [
+            stream.consumers[n].info(versioned=False) for n in names[offset : offset + LIST_LIMIT]
+        ],
+    }
+
+
+# ---------------------------------------------------------------------- pause
+_PAUSE = Struct(
+    "server.JSApiConsumerPauseRequest",
+    {"pause_until": ("pause_until", TIME)},
+    True,
+    lambda: {"pause_until": None},
+)
+
+
+def consumer_pause(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    until: str | None = None
+    if _is_json_object_or_array(data):
+        until = _decode(data, _PAUSE, "JSApiConsumerPauseRequest")["pause_until"]
+    stream = _stream(ja, args[0])
+    c = _consumer(stream, args[1])
+    until_ns = rfc3339_to_ns(until)
+    new = rfc3339(until_ns) if until_ns else None
+    if until is not None and not until_ns and until != ZERO_TIME:
+        new = until  # a time before 1970: kept as given
+    old = c.cfg.pause_until
+    c.set_pause(new)
+    set_static_metadata(c.cfg)
+    _save_meta(ja, stream, c)
+    now = time.time_ns()
+    paused = until_ns > now
+    shown = new or ZERO_TIME
+    if (old or "") != (new or ""):
+        adv.pause(c, paused, shown)
+    out: dict[str, Any] = {"paused": paused, "pause_until": shown}
+    if paused:
+        out["pause_remaining"] = until_ns - now
+    return out
+
+
+# ---------------------------------------------------------------------- pull requests
+def next_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: bytes) -> None:
+    """``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>``: nats-server subscribes per
+    consumer, so an unknown consumer gets the no-responders status."""
+    c: Consumer | None = None
+    if len(toks) == 5:
+        stream = ja.streams.get(toks[3])
+        if stream is not None:
+            o = stream.consumers.get(toks[4])
+            if isinstance(o, Consumer):
+                c = o
+    if not reply:
+        return
+    if c is None:
+        subj = ".".join(["$JS.API", *toks]).encode()
+        ja.engine.send(ja, reply, b"", b"NATS/1.0 503\r\nNats-Subject: " + subj + b"\r\n\r\n")
+        return
+    try:
+        process_next_request(c, reply, data)
+    except Exception:
+        log.exception("consumer %s > %s: pull request failed", c.stream.name, c.name)
+
+
+_RESET = Struct(
+    "server.JSApiConsumerResetRequest",
+    {"seq": ("seq", UINT64)},
+    False,
+    lambda: {"seq": 0},
+)
+
+
+def reset_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: bytes) -> None:
+    """``$JS.API.CONSUMER.RESET.<stream>.<consumer>``: like pull requests this goes to the
+    consumer's own subscription (no answer for an unknown consumer, not an API call)."""
+    if len(toks) != 4 or not reply:
+        return
+    stream = ja.streams.get(toks[2])
+    c = stream.consumers.get(toks[3]) if stream is not None else None
+    if not isinstance(c, Consumer):
+        return
+    resp: dict[str, Any] = {"type": "io.nats.jetstream.api.v1.consumer_reset_response"}
+    try:
+        seq = 0
+        if data:
+            try:
+                node = parse_one(data)
+                seq = int(decode_nodes(iter([node]), _RESET, "JSApiConsumerResetRequest")["seq"])
+            except _GoJSONError as e:
+                text = str(e)
+                if text == "unexpected EOF":
+                    text = "unexpected end of JSON input"
+                raise err("JSInvalidJSONErr", err=_OFFSET.sub("", text)) from None
+        try:
+            reset = c.reset_to(seq)
+        except ValueError as e:
+            raise err("JSConsumerInvalidResetErr", err=str(e)) from None
+        except Exception as e:
+            log.exception("consumer %s > %s: reset failed", c.stream.name, c.name)
+            raise err("JSConsumerInvalidResetErr", err=str(e)) from None
+        resp.update(c.info())
+        resp["reset_seq"] = reset
+    except ApiError as e:
+        resp["error"] = e.to_json()
+        resp["reset_seq"] = 0
+    ja.engine.send(ja, reply, orjson.dumps(resp))
+
+
+_UNPIN = Struct(
+    "server.JSApiConsumerUnpinRequest",
+    {"group": ("group", STRING)},
+    False,
+    lambda: {"group": ""},
+)
+
+
+def consumer_unpin(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    """``$JS.API.CONSUMER.UNPIN.<stream>.<consumer>`` {"group": ...}: drop the pinned
+    client of a priority group."""
+    try:
+        node = parse_one(data)
+        group = str(decode_nodes(iter([node]), _UNPIN, "JSApiConsumerUnpinRequest")["group"])
+    except _GoJSONError as e:
+        text = _OFFSET.sub("", str(e))
+        if text == "unexpected EOF":
+            text = "unexpected end of JSON input"
+        raise err("JSInvalidJSONErr", err=text) from None
+    if not group:
+        raise err("JSInvalidJSONErr", err="consumer group not specified")
+    c = _consumer(_stream(ja, args[0]), args[1])
+    if group not in c.cfg.priority_groups:
+        raise err("JSConsumerInvalidPriorityGroupErr")
+    prio.unpin(c, group, "admin")
+    return {}
+
+
+def leader_stepdown(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    raise err("JSClusterRequiredErr")
+
+
+# ---------------------------------------------------------------------- restore
+def restore_consumers(ja: JsAccount, stream: Stream, records: list[ConsumerRecord]) -> None:
+    """Re-create the persisted consumers of a restored stream, with their state."""
+    for rec in records:
+        try:
+            meta = orjson.loads(rec.meta)
+            cfg = config_from_stored(meta["config"])
+            name = str(meta.get("name") or rec.name)
+            created = int(meta.get("created", time.time_ns()))
+            state = orjson.loads(rec.state) if rec.state else None
+        except Exception as e:
+            log.error(
+                "consumer %s > %s: unreadable metadata (%s); left untouched",
+                stream.name,
+                rec.name,
+                e,
+            )
+            continue
+        c = Consumer(stream, name, cfg, created, True)
+        try:
+            c.start(state)
+        except Exception as e:
+            log.error("consumer %s > %s: cannot restore state (%s)", stream.name, name, e)
+            c = Consumer(stream, name, cfg, created, True)
+            c.start(None)
+        attach(stream, c)
+        log.info("  Restored consumer %s > %s", stream.name, name)
