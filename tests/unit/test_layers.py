@@ -29,6 +29,7 @@ RANK = {
     "__init__": 8,
     "__main__": 8,
     "spark": 9,
+    "natscli": 9,
 }
 
 
@@ -74,3 +75,13 @@ def test_jetstream_never_imports_connection_or_file_storage() -> None:
         for mod in _imports(path):
             assert not mod.startswith("natsd.connection"), f"{path} imports {mod}"
             assert not mod.startswith("natsd.storage.file"), f"{path} imports {mod}"
+
+
+def test_natscli_imports_nothing_of_the_server() -> None:
+    """The ``nats`` command line is a client: it reaches servers over the network only."""
+    for path in (SRC / "natscli").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level > 1:
+                pytest.fail(f"{path} imports from outside natsd.natscli")
+        for mod in _imports(path):
+            assert mod.split(".")[:2] == ["natsd", "natscli"], f"{path} imports {mod}"
