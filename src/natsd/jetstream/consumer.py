@@ -148,6 +148,8 @@ class Consumer:
         self._run_tmr: asyncio.TimerHandle | None = None
         self._flush_tmr: asyncio.TimerHandle | None = None
         self._dirty = False
+        # Ack-sync replies waiting for the state save that records their acks.
+        self._sync_replies: list[bytes] = []
 
         self._ack_sub: Subscription | None = None
         self.fc_sub: Subscription | None = None
@@ -634,6 +636,24 @@ class Consumer:
 
     def flush_state(self) -> None:
         cstate.flush_state(self)
+
+    def ack_reply(self, reply: bytes) -> None:
+        """Answer an ack-sync. For a file consumer only once the state recording the ack
+        is on disk (saved and directory-synced), so a confirmed ack never comes back
+        after a crash; acks arriving in the same loop turn share one save."""
+        if not self.persist:
+            self.send(reply, b"")
+            return
+        if not self._sync_replies:
+            self._loop.call_soon(self._flush_for_replies)
+        self._sync_replies.append(reply)
+
+    def _flush_for_replies(self) -> None:
+        replies, self._sync_replies = self._sync_replies, []
+        if self.closed or not cstate.flush_state(self, durable=True):
+            return  # not recorded: no confirmation; the client's retry finds the state
+        for r in replies:
+            self.send(r, b"")
 
     # ------------------------------------------------------------------ retention
     def need_ack(self, sseq: int, subject: str) -> bool:

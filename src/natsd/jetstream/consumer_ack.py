@@ -91,7 +91,7 @@ def on_ack(
         if not process_term(c, sseq, dseq, dc, reason, reply or b""):
             skip_reply = True
     if reply and not skip_reply:
-        c.send(reply, b"")
+        c.ack_reply(reply)
 
 
 def process_ack(c: Consumer, sseq: int, dseq: int, dc: int, reply: bytes, sample: bool) -> bool:
@@ -373,7 +373,7 @@ def update_acks(c: Consumer, dseq: int, sseq: int, reply: bytes) -> None:
     ack-sync reply."""
     c.lat = time.time_ns()
     if reply:
-        c.send(reply, b"")
+        c.ack_reply(reply)
     if c.cfg.ack_policy == "none" or dseq <= c.st_fc:
         return
     stp = c.st_pending

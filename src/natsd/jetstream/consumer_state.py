@@ -90,20 +90,25 @@ def state_doc(c: Consumer) -> bytes:
     )
 
 
-def flush_state(c: Consumer) -> None:
+def flush_state(c: Consumer, durable: bool = False) -> bool:
+    """Save the state if it changed (``durable``: also when it did not, and fsync the
+    directory too). False when the save failed."""
     c._flush_tmr = None
-    if not c._dirty:
-        return
+    if not c._dirty and not durable:
+        return True
     c._dirty = False
     if not c.persist:
-        return
+        return True
     ja = c.stream.account
     try:
         ja.engine.catalog.save_consumer_state(
-            ja.account.name, c.stream.name, c.name, "file", state_doc(c)
+            ja.account.name, c.stream.name, c.name, "file", state_doc(c), durable
         )
     except OSError as e:
         log.error("consumer %s > %s: cannot save state: %s", c.stream.name, c.name, e)
+        c._dirty = True
+        return False
+    return True
 
 
 def apply_state(c: Consumer, st: dict[str, Any]) -> None:

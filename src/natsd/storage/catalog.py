@@ -66,9 +66,17 @@ class StreamCatalog(ABC):
         return None
 
     def save_consumer_state(
-        self, account: str, stream: str, consumer: str, storage: str, state: bytes
+        self,
+        account: str,
+        stream: str,
+        consumer: str,
+        storage: str,
+        state: bytes,
+        durable: bool = False,
     ) -> None:
-        """Durably replace a consumer's delivery/ack state (written atomically)."""
+        """Replace a consumer's delivery/ack state atomically. The content is always
+        fsynced; ``durable`` also fsyncs the directory so the new file survives a crash
+        (needed before an ack-sync is answered)."""
         return None
 
     def remove_consumer(self, account: str, stream: str, consumer: str, storage: str) -> None:

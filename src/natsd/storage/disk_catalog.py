@@ -157,16 +157,23 @@ class DiskCatalog(StreamCatalog):
             _fsync_dir(path.parent)
 
     def save_consumer_state(
-        self, account: str, stream: str, consumer: str, storage: str, state: bytes
+        self,
+        account: str,
+        stream: str,
+        consumer: str,
+        storage: str,
+        state: bytes,
+        durable: bool = False,
     ) -> None:
         if storage == "memory":
             return
         path = self._consumer_dir(account, stream, consumer)
         if not path.is_dir():
             return  # deleted meanwhile
-        # The state is rewritten often: its content is fsynced, the rename rides the next
-        # directory sync (after a crash the previous state, or this one, is there).
-        self._write_meta(path, state, CONSUMER_STATE, sync_dir=False)
+        # The state is rewritten often: its content is fsynced, and unless ``durable`` the
+        # rename rides the next directory sync (after a crash the previous state, or this
+        # one, is there).
+        self._write_meta(path, state, CONSUMER_STATE, sync_dir=durable)
 
     def remove_consumer(self, account: str, stream: str, consumer: str, storage: str) -> None:
         if storage == "memory":
