@@ -5,7 +5,9 @@ subscribers, responder and requester each in their own OS process), and prints
 msgs/s for both plus the ratio natsd/nats-server.  JetStream file scenarios also
 run nats-server with ``sync_interval: always`` (nats-server-sync, compared with
 natsd's fsync-before-ack default) and natsd with nats-server's lazy default
-``sync_interval: "2m"`` (natsd-lazy, compared with nats-server).  See bench/README.md.
+``sync_interval: "2m"`` (natsd-lazy, compared with nats-server).  The consumer scenarios
+(pull fetch + ack, push, publish -> consume latency) read pre-filled streams on
+nats-server and natsd.  See bench/README.md.
 
     .venv/bin/python bench/bench.py --quick
 """
@@ -33,6 +35,7 @@ from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from consumerload import e2e_main, prefill, pull_main, push_main
 from jsload import api_error, fsync_rate, js_api, js_async_main, js_sync_main
 from loadgen import (
     BenchError,
@@ -60,11 +63,38 @@ RATIOS = ((IMPL, REF), (IMPL, REF_SYNC), (IMPL_LAZY, REF))
 MAX_WIDTH = 130  # wider tables get two-line ratio headings
 
 CORE_SCENARIOS = ("pub", "pubsub", "fanout", "reqrep")
-JS_SCENARIOS = ("js-async-file", "js-async-mem", "js-sync-file", "js-sync-mem")
+JS_PUB_SCENARIOS = ("js-async-file", "js-async-mem", "js-sync-file", "js-sync-mem")
+E2E = "js-e2e-latency"
+CONSUMER_SCENARIOS = ("js-pull-ack", "js-pull-ack-file", "js-pull-none", "js-push", E2E)
+JS_SCENARIOS = JS_PUB_SCENARIOS + CONSUMER_SCENARIOS
 SCENARIOS = CORE_SCENARIOS + JS_SCENARIOS
-GROUPS = {"core": CORE_SCENARIOS, "js": JS_SCENARIOS}
+#: run without --only: everything but the file variant of pull + ack (keeps `make bench`
+#: near 3 minutes); --only js / consumers / js-pull-ack-file include it
+DEFAULT_SCENARIOS = tuple(s for s in SCENARIOS if s != "js-pull-ack-file")
+GROUPS = {
+    "core": CORE_SCENARIOS,
+    "js": JS_SCENARIOS,
+    "js-pub": JS_PUB_SCENARIOS,
+    "consumers": CONSUMER_SCENARIOS,
+    "consumer": CONSUMER_SCENARIOS,
+}
+#: storage of the stream each consumer scenario reads
+CONSUMER_STORAGE = {
+    "js-pull-ack": "memory",
+    "js-pull-ack-file": "file",
+    "js-pull-none": "memory",
+    "js-push": "memory",
+    "js-e2e-latency": "memory",
+}
 ALIASES = {
     **{s: s for s in JS_SCENARIOS},
+    "pull-ack": "js-pull-ack",
+    "pull-ack-file": "js-pull-ack-file",
+    "pull-none": "js-pull-none",
+    "push": "js-push",
+    "e2e": "js-e2e-latency",
+    "js-e2e": "js-e2e-latency",
+    "e2e-latency": "js-e2e-latency",
     "pub": "pub",
     "publish": "pub",
     "publish-only": "pub",
@@ -101,6 +131,10 @@ class Config:
     js_warm_time: float = 1.0
     js_window: int = 4000
     js_sync_warmup: int = 100
+    js_consume_msgs: int = 50_000
+    js_e2e_time: float = 1.0
+    js_pull_batch: int = 100
+    js_push_max_ack_pending: int = 500
 
 
 @dataclass
@@ -135,12 +169,18 @@ def table_rows(cfg: Config) -> list[Row]:
         Row("js sync mem p50 (us)", "js-sync-mem", "p50_us", "lat"),
         Row("js sync mem p99 (us)", "js-sync-mem", "p99_us", "lat"),
         Row("js sync mem", "js-sync-mem", "rate", "tput"),
+        Row(f"js pull ack mem (batch {cfg.js_pull_batch})", "js-pull-ack", "rate", "tput"),
+        Row(f"js pull ack file (batch {cfg.js_pull_batch})", "js-pull-ack-file", "rate", "tput"),
+        Row(f"js pull none mem (batch {cfg.js_pull_batch})", "js-pull-none", "rate", "tput"),
+        Row("js push ack mem", "js-push", "rate", "tput"),
+        Row("js pub->pull p50 (us)", "js-e2e-latency", "p50_us", "lat"),
+        Row("js pub->pull p99 (us)", "js-e2e-latency", "p99_us", "lat"),
     ]
 
 
 def applies(scen: str, server: str) -> bool:
     """Which server columns run which scenario (sync_interval only matters for file storage)."""
-    if scen in CORE_SCENARIOS:
+    if scen in CORE_SCENARIOS or scen in CONSUMER_SCENARIOS:
         return server in (REF, IMPL)
     return server not in FILE_ONLY or scen.endswith("-file")
 
@@ -405,7 +445,292 @@ def _js_result(
     return RunResult(True, metrics)
 
 
-def run_scenario(name: str, server: Server, cfg: Config, warmup: bool) -> RunResult:
+# --------------------------------------------------------------------------- consumers
+
+
+class StreamCache:
+    """Pre-filled streams for the consumer scenarios, one per (server start, storage).
+
+    Filling is not timed and done once: every consumer run (warm-up included) reads the
+    same stream from the start with a new durable consumer, which is deleted afterwards.
+    A restarted server (new ``starts``) gets a new stream.
+    """
+
+    def __init__(self) -> None:
+        self.streams: dict[tuple[str, int, str], tuple[str, str]] = {}
+
+    def get(self, server: Server, cfg: Config, storage: str) -> tuple[str, str]:
+        key = (server.name, server.starts, storage)
+        if key in self.streams:
+            return self.streams[key]
+        tag = uuid.uuid4().hex[:10]
+        stream, subject = f"CONS_{tag}", f"bench.cons.{tag}"
+        body = {"name": stream, "subjects": [subject], "storage": storage}
+        doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{stream}", body, cfg.setup_timeout)
+        if (err := api_error(doc)) is not None:
+            raise BenchError(f"stream create failed: {err}")
+        n = cfg.js_consume_msgs
+        deadline = time.monotonic() + cfg.timeout
+        try:
+            st = prefill(
+                server.port, subject, cfg.size, n, cfg.js_window, deadline, cfg.idle_timeout
+            )
+            info = js_api(server.port, f"$JS.API.STREAM.INFO.{stream}", None, cfg.setup_timeout)
+            if (err := api_error(info)) is not None:
+                raise BenchError(f"stream info failed: {err}")
+            stored = info.get("state", {}).get("messages")
+            if stored != n:
+                raise BenchError(f"prefill: {n} acks but the stream holds {stored} messages")
+        except BaseException:
+            self._delete(server, cfg, stream)
+            raise
+        print(
+            f"  {'prefill':13} {server.name:16} {storage:10} {n:,} msgs in {st['seconds']:.1f}s"
+            f" ({st['rate']:,.0f} msg/s)",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.streams[key] = (stream, subject)
+        return stream, subject
+
+    def release(self, servers: list[Server], cfg: Config, keep: set[str]) -> None:
+        """Delete the cached streams whose storage no remaining scenario needs."""
+        by_name = {s.name: s for s in servers}
+        for key in list(self.streams):
+            name, starts, storage = key
+            if storage in keep:
+                continue
+            stream, _ = self.streams.pop(key)
+            srv = by_name.get(name)
+            if srv is not None and srv.starts == starts and srv.alive():
+                self._delete(srv, cfg, stream)
+
+    @staticmethod
+    def _delete(server: Server, cfg: Config, stream: str) -> None:
+        try:
+            js_api(server.port, f"$JS.API.STREAM.DELETE.{stream}", None, cfg.setup_timeout)
+        except (BenchError, OSError) as exc:
+            print(f"    (deleting {stream} failed: {_exc_text(exc)})", file=sys.stderr)
+
+
+def _consumer_info(
+    server: Server, cfg: Config, stream: str, durable: str, want: Callable[[dict[str, Any]], bool]
+) -> tuple[dict[str, Any], str | None]:
+    """Poll ``CONSUMER.INFO`` (bounded) until ``want(info)``; return the last info and an error."""
+    deadline = time.monotonic() + cfg.setup_timeout
+    subject = f"$JS.API.CONSUMER.INFO.{stream}.{durable}"
+    while True:
+        try:
+            info = js_api(server.port, subject, None, cfg.setup_timeout)
+        except (BenchError, OSError) as exc:
+            return {}, f"consumer info failed: {_exc_text(exc)}"
+        if (err := api_error(info)) is not None:
+            return info, f"consumer info failed: {err}"
+        if want(info) or time.monotonic() > deadline:
+            return info, None
+        time.sleep(0.02)
+
+
+def _check_consumed(
+    server: Server, cfg: Config, stream: str, durable: str, n: int, acked: bool, exact: bool
+) -> str | None:
+    """After a run: the consumer delivered ``n`` messages once each (and all are acked)."""
+
+    def state(info: dict[str, Any]) -> tuple[int, int, int, int]:
+        return (
+            int(info.get("delivered", {}).get("stream_seq", -1)),
+            int(info.get("ack_floor", {}).get("stream_seq", -1)),
+            int(info.get("num_ack_pending", -1)),
+            int(info.get("num_redelivered", -1)),
+        )
+
+    def done(info: dict[str, Any]) -> bool:
+        delivered, floor, pending, redelivered = state(info)
+        if not exact:
+            return delivered >= n and redelivered == 0
+        return delivered == n and redelivered == 0 and (not acked or (floor == n and pending == 0))
+
+    info, err = _consumer_info(server, cfg, stream, durable, done)
+    if err is not None:
+        return err
+    if not done(info):
+        delivered, floor, pending, redelivered = state(info)
+        return (
+            f"consumer state after {n} messages: delivered stream seq {delivered}, ack floor"
+            f" {floor}, {pending} acks pending, {redelivered} redelivered"
+        )
+    return None
+
+
+def run_consumer(
+    scen: str, server: Server, cfg: Config, warmup: bool, cache: StreamCache
+) -> RunResult:
+    """One consumer run: a new durable consumer on the cached pre-filled stream."""
+    if scen == E2E:
+        return run_e2e(server, cfg, warmup)
+    storage = CONSUMER_STORAGE[scen]
+    try:
+        stream, subject = cache.get(server, cfg, storage)
+    except (BenchError, OSError) as exc:
+        return RunResult(False, error=f"pre-filling the stream: {_exc_text(exc)}")
+    total = cfg.js_consume_msgs
+    n = max(1, total // 10) if warmup else total
+    durable = f"C_{uuid.uuid4().hex[:10]}"
+    deadline = time.monotonic() + cfg.timeout
+    run = Run(deadline, cfg.setup_timeout)
+    go = run.ctx.Event()
+    key = ("cons", 0)
+    acked = scen != "js-pull-none"
+    exact = not (warmup and scen == "js-push")  # a push consumer sends ahead of the reader
+    ccfg: dict[str, Any] = {
+        "deliver_policy": "all",
+        "replay_policy": "instant",
+        "ack_policy": "explicit" if acked else "none",
+    }
+    result: RunResult | None = None
+    created = False
+    try:
+        if scen == "js-push":
+            ccfg["max_ack_pending"] = cfg.js_push_max_ack_pending
+            target: Callable[..., None] = push_main
+            args: tuple[Any, ...] = (ccfg, exact)
+            created = True  # the worker creates it; delete it whatever happens
+        else:
+            if acked:  # like nats bench: max_ack_pending = batch x clients
+                ccfg["max_ack_pending"] = cfg.js_pull_batch
+            body = {"stream_name": stream, "config": {**ccfg, "durable_name": durable}}
+            subj = f"$JS.API.CONSUMER.CREATE.{stream}.{durable}"
+            try:
+                doc = js_api(server.port, subj, body, cfg.setup_timeout)
+            except (BenchError, OSError) as exc:
+                return RunResult(False, error=f"consumer create failed: {_exc_text(exc)}")
+            if (err := api_error(doc)) is not None:
+                return RunResult(False, error=f"consumer create failed: {err}")
+            created = True
+            target = pull_main
+            args = (cfg.js_pull_batch, acked)
+        common = (server.port, stream, durable, subject, cfg.size, n, *args)
+        run.spawn("cons", 0, target, *common, run.q, go, deadline, cfg.idle_timeout)
+        run.wait([key], "ready", server)
+        cpu0 = server.cpu_seconds()
+        go.set()
+        run.wait([key], "done", server)
+        server_cpu = server.cpu_seconds() - cpu0
+    except RuntimeError as exc:
+        result = RunResult(False, error=str(exc))
+    finally:
+        run.close()
+    if result is None:
+        rep = run.reports[key]
+        count = int(rep["count"])
+        wall = max(1e-9, rep["last"] - rep["first"])
+        metrics = {
+            "count": float(count),
+            "wall_s": wall,
+            "rate": count / wall,
+            "cons_cpu": rep["cpu"] / wall,
+            "server_cpu": server_cpu / wall,
+            "slow_chunks": float(rep["slow_chunks"]),
+        }
+        if "fetches" in rep:
+            metrics["fetches"] = float(rep["fetches"])
+        err = _check_consumed(server, cfg, stream, durable, n, acked, exact)
+        result = RunResult(err is None, metrics, err or "")
+    if created and server.alive():
+        try:
+            doc = js_api(
+                server.port, f"$JS.API.CONSUMER.DELETE.{stream}.{durable}", None, cfg.setup_timeout
+            )
+            err = api_error(doc)
+        except (BenchError, OSError) as exc:
+            err = _exc_text(exc)
+        if err is not None and result.ok:
+            result = RunResult(False, result.metrics, f"consumer delete failed: {err}")
+    return result
+
+
+def run_e2e(server: Server, cfg: Config, warmup: bool) -> RunResult:
+    """Publish -> pull consumer latency on a fresh memory stream (deleted afterwards)."""
+    deadline = time.monotonic() + cfg.timeout
+    tag = uuid.uuid4().hex[:10]
+    stream, subject, durable = f"E2E_{tag}", f"bench.e2e.{tag}", "LAT"
+    t_api = cfg.setup_timeout
+    body: dict[str, Any] = {"name": stream, "subjects": [subject], "storage": "memory"}
+    try:
+        doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{stream}", body, t_api)
+        err = api_error(doc)
+        if err is None:
+            ccfg = {"durable_name": durable, "ack_policy": "explicit", "deliver_policy": "all"}
+            body = {"stream_name": stream, "config": ccfg}
+            doc = js_api(server.port, f"$JS.API.CONSUMER.CREATE.{stream}.{durable}", body, t_api)
+            err = api_error(doc)
+    except (BenchError, OSError) as exc:
+        err = _exc_text(exc)
+    result: RunResult | None = None
+    if err is not None:
+        result = RunResult(False, error=f"stream/consumer create failed: {err}")
+    else:
+        run = Run(deadline, cfg.setup_timeout)
+        go = run.ctx.Event()
+        key = ("cons", 0)
+        n = max(1, cfg.js_sync_msgs // 10) if warmup else cfg.js_sync_msgs
+        max_time = max(0.25, cfg.js_e2e_time / 4) if warmup else cfg.js_e2e_time
+        n_warm = 0 if warmup else cfg.js_sync_warmup
+        args = (n, n_warm, max_time, cfg.js_pull_batch)
+        try:
+            common = (server.port, stream, durable, subject, cfg.size, *args)
+            run.spawn("cons", 0, e2e_main, *common, run.q, go, deadline, cfg.idle_timeout)
+            run.wait([key], "ready", server)
+            cpu0 = server.cpu_seconds()
+            go.set()
+            run.wait([key], "done", server)
+            server_cpu = server.cpu_seconds() - cpu0
+        except RuntimeError as exc:
+            result = RunResult(False, error=str(exc))
+        finally:
+            run.close()
+        if result is None:
+            rep = run.reports[key]
+            count = int(rep["count"])
+            wall = max(1e-9, rep["last"] - rep["first"])
+            metrics: dict[str, float] = {
+                "count": float(count),
+                "wall_s": wall,
+                "cons_cpu": rep["cpu"] / wall,
+                "server_cpu": server_cpu / wall,
+                "slow_chunks": float(rep["slow_chunks"]),
+            }
+            for k in ("p50_us", "p90_us", "p99_us", "p999_us", "min_us", "max_us", "mean_us"):
+                metrics[k] = float(rep[k])
+            metrics["rate"] = float(rep["rate"])
+            err = _check_consumed(server, cfg, stream, durable, count, True, True)
+            if err is None:
+                try:
+                    info = js_api(server.port, f"$JS.API.STREAM.INFO.{stream}", None, t_api)
+                    err = api_error(info)
+                    stored = info.get("state", {}).get("messages")
+                    if err is None and stored != count:
+                        err = f"{count} delivered but the stream holds {stored} messages"
+                except (BenchError, OSError) as exc:
+                    err = f"stream info failed: {_exc_text(exc)}"
+            result = RunResult(err is None, metrics, err or "")
+    try:
+        doc = js_api(server.port, f"$JS.API.STREAM.DELETE.{stream}", None, t_api)
+        err = api_error(doc)
+    except (BenchError, OSError) as exc:
+        err = _exc_text(exc)
+    if err is not None and result.ok:
+        result = RunResult(False, result.metrics, f"stream delete failed: {err}")
+    return result
+
+
+def run_scenario(
+    name: str, server: Server, cfg: Config, warmup: bool, cache: StreamCache | None = None
+) -> RunResult:
+    if name in CONSUMER_SCENARIOS:
+        return run_consumer(
+            name, server, cfg, warmup, cache if cache is not None else StreamCache()
+        )
     if name in JS_SCENARIOS:
         return run_js(name, server, cfg, warmup)
     n = cfg.warm_msgs if warmup else cfg.msgs
@@ -445,6 +770,15 @@ def summary_line(name: str, res: RunResult) -> str:
     if not res.ok:
         return f"FAILED: {res.error.splitlines()[0] if res.error else '?'}"
     m = res.metrics
+    if name in CONSUMER_SCENARIOS:
+        cpu = f"cpu: server {m['server_cpu']:.0%} client {m['cons_cpu']:.0%}"
+        if name == E2E:
+            return (
+                f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  ({m['count']:,.0f} msgs)"
+                f"  {cpu}"
+            )
+        extra = f", {m['fetches']:,.0f} fetches" if "fetches" in m else ""
+        return f"{m['rate']:,.0f} msg/s ({m['count']:,.0f} msgs{extra})  {cpu}"
     if name in JS_SCENARIOS:
         cpu = f"cpu: server {m['server_cpu']:.0%} pub {m['pub_cpu']:.0%}"
         if name.startswith("js-async"):
@@ -484,7 +818,9 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def print_header(cfg: Config, minfo: dict[str, Any], core: bool, js: bool) -> None:
+def print_header(
+    cfg: Config, minfo: dict[str, Any], core: bool, js: bool, consumers: bool = False
+) -> None:
     print(
         f"machine: {minfo['nproc']} CPUs (usable {minfo['usable_cpus']}), {minfo['cpu_model']}, "
         f"{minfo['platform']}"
@@ -502,6 +838,13 @@ def print_header(cfg: Config, minfo: dict[str, Any], core: bool, js: bool) -> No
             f"js load: {cfg.size} B payload, {cfg.js_time:g} s per run (warm-up run "
             f"{cfg.js_warm_time:g} s) or at most {cfg.js_msgs:,} async / {cfg.js_sync_msgs:,} "
             f"sync msgs; async window {cfg.js_window:,} acks; repeat {cfg.repeat} ({cfg.agg})"
+        )
+    if consumers:
+        print(
+            f"consumer load: {cfg.js_consume_msgs:,} pre-filled msgs per run (warm-up "
+            f"{max(1, cfg.js_consume_msgs // 10):,}), pull batch {cfg.js_pull_batch}, push "
+            f"max_ack_pending {cfg.js_push_max_ack_pending}; pub->pull latency {cfg.js_e2e_time:g}"
+            f" s or {cfg.js_sync_msgs:,} msgs"
         )
     sys.stdout.flush()
 
@@ -628,7 +971,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="smoke run: 200k msgs, 5k requests, 1 s JetStream runs",
+        help="smoke run: 200k msgs, 5k requests, 1 s JetStream runs, 20k consumer msgs",
     )
     p.add_argument("--repeat", type=int, default=1, help="measured runs per scenario and server")
     p.add_argument(
@@ -639,7 +982,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="",
         help="comma-separated subset of scenarios: "
         + ", ".join(SCENARIOS)
-        + " (aliases: publish-only, pub->sub, fan-out, req/rep; groups: core, js)",
+        + " (aliases: publish-only, pub->sub, fan-out, req/rep, pull-ack, pull-none, push,"
+        " e2e; groups: core, js, js-pub, consumers); default: all but js-pull-ack-file",
     )
     p.add_argument(
         "--no-js", action="store_true", help="skip the JetStream scenarios (core NATS only)"
@@ -669,6 +1013,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=4000,
         help="async publish: max outstanding (unacknowledged) publishes",
+    )
+    p.add_argument(
+        "--js-consume-msgs",
+        type=int,
+        default=None,
+        help="messages pre-filled into the consumer scenarios' streams and consumed per"
+        " measured run (default 50,000; 20,000 with --quick; warm-up runs read a tenth)",
+    )
+    p.add_argument(
+        "--js-e2e-time",
+        type=float,
+        default=None,
+        help="seconds of one-at-a-time publishing per measured publish -> pull-consumer"
+        " latency run (default 1; 0.5 with --quick; capped by --js-sync-msgs)",
+    )
+    p.add_argument(
+        "--js-pull-batch",
+        type=int,
+        default=100,
+        help="pull scenarios: messages per fetch (also the pull consumer's max_ack_pending,"
+        " as nats bench sets it, and the pull batch of the latency scenario)",
+    )
+    p.add_argument(
+        "--js-push-max-ack-pending",
+        type=int,
+        default=500,
+        help="push scenario: the consumer's max_ack_pending (nats bench's default)",
     )
     p.add_argument(
         "--store-dir",
@@ -755,7 +1126,20 @@ def build_config(a: argparse.Namespace) -> Config:
     js_sync = a.js_sync_msgs
     if js_sync is None:
         js_sync = 10_000 if a.quick else 50_000
-    js_checks = (("--js-msgs", js_msgs), ("--js-sync-msgs", js_sync), ("--js-window", a.js_window))
+    consume = a.js_consume_msgs
+    if consume is None:
+        consume = 20_000 if a.quick else 50_000
+    e2e_time = a.js_e2e_time if a.js_e2e_time is not None else (0.5 if a.quick else 1.0)
+    if e2e_time <= 0:
+        raise SystemExit("--js-e2e-time must be > 0")
+    js_checks = (
+        ("--js-msgs", js_msgs),
+        ("--js-sync-msgs", js_sync),
+        ("--js-window", a.js_window),
+        ("--js-consume-msgs", consume),
+        ("--js-pull-batch", a.js_pull_batch),
+        ("--js-push-max-ack-pending", a.js_push_max_ack_pending),
+    )
     for name, v in js_checks:
         if v < 1:
             raise SystemExit(f"{name} must be >= 1")
@@ -780,6 +1164,10 @@ def build_config(a: argparse.Namespace) -> Config:
         js_warm_time=max(0.5, js_time / 5),
         js_window=a.js_window,
         js_sync_warmup=100,
+        js_consume_msgs=consume,
+        js_e2e_time=e2e_time,
+        js_pull_batch=a.js_pull_batch,
+        js_push_max_ack_pending=a.js_push_max_ack_pending,
     )
 
 
@@ -791,7 +1179,7 @@ def select_scenarios(only: str, no_js: bool = False, js_only: bool = False) -> l
     if no_js:
         return list(CORE_SCENARIOS)
     if not only:
-        return list(SCENARIOS)
+        return list(DEFAULT_SCENARIOS)
     chosen: list[str] = []
     for tok in only.split(","):
         tok = tok.strip().lower()
@@ -802,7 +1190,7 @@ def select_scenarios(only: str, no_js: bool = False, js_only: bool = False) -> l
             continue
         if tok not in ALIASES:
             raise SystemExit(
-                f"unknown scenario {tok!r}; choose from {', '.join(SCENARIOS)}, core, js"
+                f"unknown scenario {tok!r}; choose from {', '.join(SCENARIOS)}, {', '.join(GROUPS)}"
             )
         chosen.append(ALIASES[tok])
     return [s for s in SCENARIOS if s in chosen]
@@ -874,7 +1262,8 @@ def run_phase(
                 if s.alive() and not s.info.get("jetstream"):
                     print(f"!! {s.name}: INFO does not announce JetStream", file=sys.stderr)
         print(file=sys.stderr)
-        for scen in scenarios:
+        cache = StreamCache()
+        for i_scen, scen in enumerate(scenarios):
             for rep in range(-1, cfg.repeat):  # -1 = warm-up
                 for s in servers:
                     if not applies(scen, s.name):
@@ -885,7 +1274,7 @@ def run_phase(
                             results[scen][s.name].append(RunResult(False, error=dead[s.name]))
                         continue
                     t0 = time.monotonic()
-                    res = run_scenario(scen, s, cfg, warmup=rep < 0)
+                    res = run_scenario(scen, s, cfg, rep < 0, cache)
                     took = time.monotonic() - t0
                     print(
                         f"  {scen:13} {s.name:16} {tag:10} {summary_line(scen, res)}"
@@ -906,6 +1295,13 @@ def run_phase(
                         except ServerStartError as exc:
                             dead[s.name] = str(exc)
                             print(f"!! {exc}", file=sys.stderr)
+            # drop the pre-filled streams no later scenario reads
+            later = scenarios[i_scen + 1 :]
+            cache.release(
+                servers,
+                cfg,
+                {CONSUMER_STORAGE[sc] for sc in later if sc in CONSUMER_STORAGE and sc != E2E},
+            )
     finally:
         for s in servers:
             s.stop()
@@ -950,7 +1346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sc: {n: [] for n in names if applies(sc, n)} for sc in core_scen + js_scen
     }
     minfo = machine_info()
-    print_header(cfg, minfo, bool(core_scen), bool(js_scen))
+    has_cons = any(sc in CONSUMER_SCENARIOS for sc in js_scen)
+    print_header(cfg, minfo, bool(core_scen), bool(js_scen), has_cons)
     try:
         if js_scen:
             store_root = Path(tempfile.mkdtemp(prefix="natsd-bench-js-", dir=a.store_dir))
@@ -1009,7 +1406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_rows += jrows
         print()
         print(table)
-    if any(sc.endswith("-file") for sc in js_scen):
+    if any(sc.endswith("-file") and sc in JS_PUB_SCENARIOS for sc in js_scen):
         if REF_SYNC in names:
             print(
                 f"({REF_SYNC} = {REF} with jetstream {{ sync_interval: always }}: fsync before"

@@ -32,6 +32,10 @@ cd "$OUT"
   natsd/storage/filestore_recovery.py \
   natsd/storage/filestore_query.py \
   natsd/jetstream/stream.py \
-  natsd/jetstream/commit.py >/dev/null
+  natsd/jetstream/commit.py \
+  natsd/jetstream/consumer.py \
+  natsd/jetstream/consumer_ack.py \
+  natsd/jetstream/consumer_pull.py \
+  natsd/jetstream/consumer_push.py >/dev/null
 rm -rf build
 echo "compiled natsd hot path into $OUT"

@@ -1,0 +1,135 @@
+"""In-process micro-benchmark of natsd's pull-consumer path (fetch + ack), without sockets.
+
+Like ``micro_js.py``: an embedded Server, one client over a transport that keeps what is
+written. The stream is pre-filled, then the client loops ``MSG.NEXT {"batch":B}`` ->
+receive B messages -> ``+ACK`` each (one read carrying all acks and the next fetch, as
+``nats bench js fetch`` does). Reports server CPU per consumed message, so profiles of the
+delivery and ack paths are stable on a busy machine.
+
+    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_consumer.py -n 100000
+    .venv/bin/python bench/micro_consumer.py --ack none --profile /tmp/c.prof
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import json
+import re
+import tempfile
+import time
+from typing import Any
+
+from micro_js import CollectingTransport, frames
+
+from natsd.server import Server, tune_gc
+
+_REPLY = re.compile(rb"MSG \S+ 9 (\$JS\.ACK\.\S+) \d+\r\n")
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        async with Server(port=-1, jetstream=True, store_dir=d) as srv:
+            if args.gc == "tuned":
+                tune_gc()
+            client = srv._new_client()
+            t = CollectingTransport()
+            t.keep = True
+            client.connection_made(t)  # type: ignore[arg-type]
+            scfg = {"name": "C", "subjects": ["c.x"], "storage": args.storage}
+            ccfg = {
+                "stream_name": "C",
+                "config": {"durable_name": "D", "ack_policy": args.ack, "max_ack_pending": -1},
+            }
+            if args.push:
+                # As `nats bench oldjs push`: explicit acks, max_ack_pending 500.
+                ccfg["config"]["deliver_subject"] = "_INBOX.pull"
+                ccfg["config"]["max_ack_pending"] = 500
+
+            def api(subj: str, body: dict[str, Any]) -> bytes:
+                raw = json.dumps(body).encode()
+                return b"PUB %s _INBOX.api %d\r\n%s\r\n" % (subj.encode(), len(raw), raw)
+
+            client.data_received(
+                b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\n'
+                b"SUB _INBOX.api 1\r\nSUB _INBOX.ack.* 2\r\nSUB _INBOX.pull 9\r\n"
+                + api("$JS.API.STREAM.CREATE.C", scfg)
+            )
+            for r in frames(args.n, b"c.x", b"_INBOX.ack", b"x" * args.size, 65536):
+                client.data_received(r)
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.2)
+            t.chunks.clear()
+            req = b'{"batch":%d}' % args.batch
+            fetch = b"PUB $JS.API.CONSUMER.MSG.NEXT.C.D _INBOX.pull %d\r\n%s\r\n" % (
+                len(req),
+                req,
+            )
+            prof = cProfile.Profile() if args.profile else None
+            got = 0
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            if prof:
+                prof.enable()
+            client.data_received(
+                api("$JS.API.CONSUMER.CREATE.C.D", ccfg) if args.push else fetch
+            )
+            deadline = time.monotonic() + 120
+            while got < args.n and time.monotonic() < deadline:
+                await asyncio.sleep(0)
+                if not t.chunks:
+                    continue
+                data = b"".join(t.chunks)
+                t.chunks.clear()
+                replies = _REPLY.findall(data)
+                got += len(replies)
+                if args.ack == "explicit":
+                    out = b"".join(b"PUB %s 4\r\n+ACK\r\n" % r for r in replies)
+                else:
+                    out = b""
+                if not args.push and got < args.n and got % args.batch == 0:
+                    out += fetch
+                if out:
+                    client.data_received(out)
+            if prof:
+                prof.disable()
+                prof.dump_stats(args.profile)
+            c1 = time.process_time()
+            t1 = time.perf_counter()
+            client.close()
+    return {
+        "storage": args.storage,
+        "ack": args.ack,
+        "msgs": got,
+        "wall_s": round(t1 - t0, 3),
+        "cpu_us_per_msg": round((c1 - c0) / max(got, 1) * 1e6, 2),
+        "msgs_per_s_cpu": round(got / (c1 - c0)),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--storage", choices=("memory", "file"), default="memory")
+    ap.add_argument("--ack", choices=("explicit", "none"), default="explicit")
+    ap.add_argument("-n", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--push", action="store_true", help="a push consumer instead of pulls")
+    ap.add_argument("--size", type=int, default=128)
+    ap.add_argument("--gc", choices=("tuned", "default", "off"), default="tuned")
+    ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
+    args = ap.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    if args.gc == "off":
+        gc.disable()
+    print(json.dumps(asyncio.run(run(args))))
+
+
+if __name__ == "__main__":
+    main()
