@@ -179,6 +179,14 @@ async def test_jsz(srv: natsd.Server, nc: Any) -> None:
     data = await asyncio.get_running_loop().run_in_executor(None, fetch)
     assert data["streams"] == 1 and data["messages"] == 1
     assert data["account_details"][0]["name"] == "$G"
+    assert (data["reserved_memory"], data["reserved_storage"]) == (0, 0)
+    # Streams with max_bytes reserve it (nats-server: /jsz and account info alike).
+    await js.add_stream(name="RF", subjects=["rf"], max_bytes=1_000_000)
+    await js.add_stream(name="RM", subjects=["rm"], max_bytes=5000, storage="memory")
+    data = await asyncio.get_running_loop().run_in_executor(None, fetch)
+    assert (data["reserved_memory"], data["reserved_storage"]) == (5000, 1_000_000)
+    info = json.loads((await nc.request("$JS.API.INFO", b"", timeout=2)).data)
+    assert (info["reserved_memory"], info["reserved_storage"]) == (5000, 1_000_000)
 
 
 async def test_stream_advisories(nc: Any) -> None:

@@ -27,9 +27,22 @@ from natsd.jetstream.consumer_api import (
     reset_request,
 )
 from natsd.jetstream.consumer_stream import stream_deleted, stream_purged
-from natsd.jetstream.direct import direct_get
+from natsd.jetstream.direct import direct_get, seq_from_time
 from natsd.jetstream.errors import ApiError, err
-from natsd.jetstream.gojson import decode_go_json
+from natsd.jetstream.gotyped import (
+    BOOL,
+    INT,
+    STRING,
+    STRINGS,
+    TIME,
+    UINT64,
+    GoType,
+    StructT,
+    decode_request,
+    go_time_ns,
+    is_empty_request,
+    is_json_object_or_array,
+)
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import check_update, parse_stream_config_json
 from natsd.jetstream.subject_mapping import subjects_collide
@@ -111,26 +124,53 @@ _ERROR_EXTRAS: dict[str, dict[str, Any]] = {
 }
 
 
-def _decode(data: bytes) -> Any:
-    """The request document; malformed JSON gets Go's error text, as nats-server sends."""
-    if not data.strip():
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    last: Any = None
-    for value in decode_go_json(data):  # raises JSInvalidJSONErr with Go's message
-        last = value
-    return last
+# ---------------------------------------------------------------------- request bodies
+# nats-server decodes each body into its Go struct (strict: unknown fields are an error) and
+# checks it before it looks the stream up, so a bad body wins over a missing stream. Fields
+# are {JSON key: (type, zero value)}; handlers get a dict keyed the same way.
+def _request(go: str, fields: dict[str, tuple[GoType, Any]]) -> StructT:
+    zero = {k: v for k, (_, v) in fields.items()}
+    return StructT(go, {k: (k, t) for k, (t, _) in fields.items()}, lambda: dict(zero))
 
 
-def _obj(req: Any) -> dict[str, Any]:
-    if req is None:
-        return {}
-    if not isinstance(req, dict):
-        raise err("JSInvalidJSONErr", err="request must be a JSON object")
-    return req
+_INFO = _request(
+    "server.JSApiStreamInfoRequest",
+    {"deleted_details": (BOOL, False), "subjects_filter": (STRING, ""), "offset": (INT, 0)},
+)
+_NAMES = _request("server.JSApiStreamNamesRequest", {"offset": (INT, 0), "subject": (STRING, "")})
+_LIST = _request("server.JSApiStreamListRequest", {"offset": (INT, 0), "subject": (STRING, "")})
+_PURGE = _request(
+    "server.JSApiStreamPurgeRequest",
+    {"seq": (UINT64, 0), "filter": (STRING, ""), "keep": (UINT64, 0)},
+)
+_MSG_GET = _request(
+    "server.JSApiMsgGetRequest",
+    {
+        "seq": (UINT64, 0),
+        "last_by_subj": (STRING, ""),
+        "next_by_subj": (STRING, ""),
+        "batch": (INT, 0),
+        "max_bytes": (INT, 0),
+        "start_time": (TIME, None),
+        "multi_last": (STRINGS, []),
+        "up_to_seq": (UINT64, 0),
+        "up_to_time": (TIME, None),
+        "no_hdr": (BOOL, False),
+    },
+)
+_MSG_DELETE = _request(
+    "server.JSApiMsgDeleteRequest", {"seq": (UINT64, 0), "no_erase": (BOOL, False)}
+)
+
+
+def _optional(data: bytes, schema: StructT) -> dict[str, Any]:
+    """A body the handler may go without: nats-server decodes it only if it starts with
+    ``{`` or ``[`` (``isJSONObjectOrArray``); ``null``, ``5`` or ``nul`` count as none."""
+    if is_json_object_or_array(data):
+        out: dict[str, Any] = decode_request(data, schema)
+        return out
+    zero: dict[str, Any] = schema.factory()
+    return zero
 
 
 def _stream(ja: JsAccount, args: list[str]) -> Stream:
@@ -145,11 +185,12 @@ def _stream(ja: JsAccount, args: list[str]) -> Stream:
 # ---------------------------------------------------------------------- handlers
 def account_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     mem, store = ja.engine.usage(ja)
+    rmem, rstore = ja.engine.reserved(ja)
     return {
         "memory": mem,
         "storage": store,
-        "reserved_memory": 0,
-        "reserved_storage": 0,
+        "reserved_memory": rmem,
+        "reserved_storage": rstore,
         "streams": len(ja.streams),
         "consumers": sum(s.consumer_count for s in ja.streams.values()),
         "limits": {
@@ -247,21 +288,30 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
 
 
 def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    r = _optional(data, _INFO)
     stream = _stream(ja, args)
-    r = _obj(_decode(data))
-    filt = str(r.get("subjects_filter") or "")
-    info = stream.info_json(with_deleted=bool(r.get("deleted_details")), subjects_filter=filt)
-    subjects = info["state"].get("subjects")
-    out: dict[str, Any] = {
-        "total": len(subjects) if subjects else 0,
-        "offset": 0,
-        "limit": SUBJECTS_LIMIT if subjects else 0,
-    }
+    info = stream.info_json(r["deleted_details"], r["subjects_filter"])
+    out: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
+    state = info["state"]
+    subjects = state.get("subjects")
+    if subjects:
+        # The paging fields describe state.subjects: sorted, SUBJECTS_LIMIT at a time from
+        # ``offset`` (echoed even past the end, where the map is left out).
+        offset = max(r["offset"], 0)
+        out = {"total": len(subjects), "offset": offset, "limit": SUBJECTS_LIMIT}
+        if offset or len(subjects) > SUBJECTS_LIMIT:
+            page = sorted(subjects)[offset : offset + SUBJECTS_LIMIT]
+            if page:
+                state["subjects"] = {subj: subjects[subj] for subj in page}
+            else:
+                del state["subjects"]
     out.update(info)
     return out
 
 
 def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    if not is_empty_request(data):
+        raise err("JSNotEmptyRequestErr")
     stream = _stream(ja, args)
     stream.unsubscribe()
     stream_deleted(stream)
@@ -272,62 +322,42 @@ def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     return {"success": True}
 
 
-def _paged(data: bytes) -> tuple[int, str]:
-    r = _obj(_decode(data))
-    offset = r.get("offset", 0)
-    if not isinstance(offset, int) or offset < 0:
-        offset = 0
-    subject = r.get("subject", "")
-    return offset, subject if isinstance(subject, str) else ""
-
-
-def _filtered(ja: JsAccount, subject: str) -> list[Stream]:
+def _page(
+    ja: JsAccount, data: bytes, schema: StructT, limit: int
+) -> tuple[list[Stream], dict[str, Any]]:
+    """The streams (by name, those whose subjects collide with the request's ``subject``)
+    on the requested page, and the paging fields."""
+    r = _optional(data, schema)
     streams = sorted(ja.streams.values(), key=lambda s: s.name)
-    if subject:
-        streams = [s for s in streams if _collides(subject, s)]
-    return streams
+    if r["subject"]:
+        streams = [s for s in streams if _collides(r["subject"], s)]
+    offset = min(max(r["offset"], 0), len(streams))
+    paging = {"total": len(streams), "offset": offset, "limit": limit}
+    return streams[offset : offset + limit], paging
 
 
 def stream_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    offset, subject = _paged(data)
-    streams = _filtered(ja, subject)
-    offset = min(offset, len(streams))
-    page = streams[offset : offset + NAMES_LIMIT]
-    return {
-        "total": len(streams),
-        "offset": offset,
-        "limit": NAMES_LIMIT,
-        "streams": [s.name for s in page] if page else None,
-    }
+    page, out = _page(ja, data, _NAMES, NAMES_LIMIT)
+    out["streams"] = [s.name for s in page] if page else None
+    return out
 
 
 def stream_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    offset, subject = _paged(data)
-    streams = _filtered(ja, subject)
-    offset = min(offset, len(streams))
-    page = streams[offset : offset + LIST_LIMIT]
-    return {
-        "total": len(streams),
-        "offset": offset,
-        "limit": LIST_LIMIT,
-        "streams": [s.info_json() for s in page],
-    }
+    page, out = _page(ja, data, _LIST, LIST_LIMIT)
+    out["streams"] = [s.info_json() for s in page]
+    return out
 
 
 def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    r = _optional(data, _PURGE)
+    filt, seq, keep = r["filter"], r["seq"], r["keep"]
+    if seq and keep:
+        raise err("JSBadRequestErr")
     stream = _stream(ja, args)
     if stream.cfg.sealed:
         raise err("JSStreamSealedErr")
     if stream.cfg.deny_purge:
         raise err("JSStreamPurgeFailedF", err="stream purge not permitted")
-    r = _obj(_decode(data))
-    filt = r.get("filter", "") or ""
-    seq = r.get("seq", 0) or 0
-    keep = r.get("keep", 0) or 0
-    if not isinstance(filt, str) or not isinstance(seq, int) or not isinstance(keep, int):
-        raise err("JSBadRequestErr")
-    if seq and keep:
-        raise err("JSBadRequestErr")
     if not filt and not seq and not keep:
         purged = stream.store.purge()
     else:
@@ -337,45 +367,52 @@ def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
 
 
 def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    # The body is not optional: an empty one decodes to nothing selected (a bad request).
+    r = decode_request(data, _MSG_GET)
+    seq, last_by, next_by, start = r["seq"], r["last_by_subj"], r["next_by_subj"], r["start_time"]
+    # No batches here (that is DIRECT.GET); multi_last and up_to_* are read but unused.
+    if r["batch"] > 0 or r["max_bytes"] > 0:
+        raise err("JSBadRequestErr")
+    if (
+        (seq and start is not None)
+        or (start is not None and last_by)
+        or (last_by and next_by)
+        or (seq and last_by)
+        or (not seq and start is None and not last_by and not next_by)
+    ):
+        raise err("JSBadRequestErr")
     stream = _stream(ja, args)
-    r = _obj(_decode(data))
-    m = _lookup(stream, r)
-    return {"message": stream.stored_msg_json(m)}
-
-
-def _lookup(stream: Stream, r: dict[str, Any]) -> Any:
-    seq = r.get("seq", 0) or 0
-    last_by = r.get("last_by_subj", "") or ""
-    next_by = r.get("next_by_subj", "") or ""
-    if not isinstance(seq, int) or seq < 0:
-        raise err("JSBadRequestErr")
-    if (seq and last_by) or (next_by and last_by) or (not seq and not last_by and not next_by):
-        raise err("JSBadRequestErr")
     store = stream.store
+    if start is not None:
+        seq = seq_from_time(store, go_time_ns(start))
     if last_by:
-        m = store.load_last_msg(str(last_by))
+        m = store.load_last_msg(last_by)
     elif next_by:
-        m = store.load_next_msg(str(next_by), seq)
+        m = store.load_next_msg(next_by, seq)
     else:
         m = store.load_msg(seq)
     if m is None:
         raise err("JSNoMessageFoundErr")
-    return m
+    out = stream.stored_msg_json(m)
+    if r["no_hdr"]:
+        out.pop("hdrs", None)
+    return {"message": out}
 
 
 def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    # Only a body that is empty or {} is a bad request: "null", "  " or "{} {}" decode to
+    # sequence 0, which is a miss (below).
+    if is_empty_request(data):
+        raise err("JSBadRequestErr")
+    r = decode_request(data, _MSG_DELETE)
     stream = _stream(ja, args)
     if stream.cfg.sealed:
         raise err("JSStreamSealedErr")
     if stream.cfg.deny_delete:
         raise err("JSStreamMsgDeleteFailedF", err="message delete not permitted")
-    r = _obj(_decode(data))
-    seq = r.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-        # No sequence at all is a bad request; an explicit 0 is a miss (below).
-        raise err("JSBadRequestErr")
+    seq = r["seq"]
     ok = seq > 0 and (
-        stream.store.remove_msg(seq) if r.get("no_erase") else stream.store.erase_msg(seq)
+        stream.store.remove_msg(seq) if r["no_erase"] else stream.store.erase_msg(seq)
     )
     if not ok:
         raise _delete_miss(stream, seq)

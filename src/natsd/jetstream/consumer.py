@@ -58,7 +58,6 @@ ACK_WAIT_DELAY = ack.ACK_WAIT_DELAY
 RUN_BUDGET = 256  # deliveries per loop turn before yielding
 STATE_FLUSH_DELAY = 0.1  # seconds between a state change and its write (file consumers)
 TERM_UNACKED_LIMITS = "Unacknowledged message was deleted"
-TERM_LIMITS = "Message deleted by stream limits"
 
 
 class Consumer:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import string
 import time
 from typing import TYPE_CHECKING, Any
@@ -38,21 +37,22 @@ from natsd.jetstream.consumer_config import (
     set_defaults,
     set_static_metadata,
 )
-from natsd.jetstream.consumer_json import (
-    INT,
-    STRING,
-    TIME,
-    UINT64,
-    Struct,
-    decode_nodes,
-    parse_all,
-    parse_one,
-)
 from natsd.jetstream.consumer_pull import process_next_request
 from natsd.jetstream.consumer_push import has_interest
 from natsd.jetstream.consumer_stream import attach, delete_consumer, partition_unique
 from natsd.jetstream.errors import ApiError, err
 from natsd.jetstream.gojson import _GoJSONError
+from natsd.jetstream.gotyped import (
+    INT,
+    STRING,
+    TIME,
+    UINT64,
+    StructT,
+    decode_request,
+    is_empty_request,
+    is_json_object_or_array,
+    unmarshal,
+)
 from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN
 from natsd.jetstream.subject_mapping import is_valid_name
 
@@ -78,7 +78,6 @@ __all__ = [
 
 log = logging.getLogger("natsd")
 
-_OFFSET = re.compile(r" at offset \d+$")
 NAMES_LIMIT = 1024
 LIST_LIMIT = 256
 _ALNUM = string.ascii_letters + string.digits
@@ -97,29 +96,6 @@ def _consumer(stream: Stream, name: str) -> Consumer:
         raise err("JSConsumerNotFoundErr")
     assert isinstance(c, Consumer)
     return c
-
-
-def is_empty_request(data: bytes) -> bool:
-    """``isEmptyRequest``: no body, or an empty JSON object."""
-    if not data:
-        return True
-    try:
-        v = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(v, dict) and not v
-
-
-def _is_json_object_or_array(data: bytes) -> bool:
-    d = data.lstrip()
-    return d[:1] in (b"{", b"[")
-
-
-def _decode(data: bytes, schema: Struct, top: str) -> dict[str, Any]:
-    try:
-        return decode_nodes(parse_all(data), schema, top)
-    except _GoJSONError as e:
-        raise err("JSInvalidJSONErr", err=str(e)) from None
 
 
 # ---------------------------------------------------------------------- create
@@ -266,62 +242,51 @@ def consumer_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, An
     return {"success": True}
 
 
-_PAGED = Struct(
-    "server.JSApiConsumersRequest",
-    {"offset": ("offset", INT)},
-    True,
-    lambda: {"offset": 0},
-)
+_PAGED = StructT("server.JSApiConsumersRequest", {"offset": ("offset", INT)}, lambda: {"offset": 0})
 
 
 def _offset(data: bytes) -> int:
-    if not _is_json_object_or_array(data):
+    if not is_json_object_or_array(data):
         return 0
-    offset = int(_decode(data, _PAGED, "JSApiConsumersRequest")["offset"])
-    return max(offset, 0)
+    return max(int(decode_request(data, _PAGED)["offset"]), 0)
+
+
+def _page(
+    ja: JsAccount, args: list[str], data: bytes, limit: int
+) -> tuple[Stream, list[str], dict[str, Any]]:
+    """The stream, the sorted consumer names on the requested page and the paging fields."""
+    offset = _offset(data)
+    stream = _stream(ja, args[0])
+    names = sorted(stream.consumers)
+    offset = min(offset, len(names))
+    paging = {"total": len(names), "offset": offset, "limit": limit}
+    return stream, names[offset : offset + limit], paging
 
 
 def consumer_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    offset = _offset(data)
-    stream = _stream(ja, args[0])
-    names = sorted(stream.consumers)
-    offset = min(offset, len(names))
-    return {
-        "total": len(names),
-        "offset": offset,
-        "limit": NAMES_LIMIT,
-        "consumers": names[offset : offset + NAMES_LIMIT],
-    }
+    _, page, out = _page(ja, args, data, NAMES_LIMIT)
+    out["consumers"] = page
+    return out
 
 
 def consumer_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    offset = _offset(data)
-    stream = _stream(ja, args[0])
-    names = sorted(stream.consumers)
-    offset = min(offset, len(names))
-    return {
-        "total": len(names),
-        "offset": offset,
-        "limit": LIST_LIMIT,
-        "consumers": [
-            stream.consumers[n].info(versioned=False) for n in names[offset : offset + LIST_LIMIT]
-        ],
-    }
+    stream, page, out = _page(ja, args, data, LIST_LIMIT)
+    out["consumers"] = [stream.consumers[n].info(versioned=False) for n in page]
+    return out
 
 
 # ---------------------------------------------------------------------- pause
-_PAUSE = Struct(
+_PAUSE = StructT(
     "server.JSApiConsumerPauseRequest",
     {"pause_until": ("pause_until", TIME)},
-    True,
     lambda: {"pause_until": None},
 )
 
 
 def consumer_pause(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     until: str | None = None
-    if _is_json_object_or_array(data):
-        until = _decode(data, _PAUSE, "JSApiConsumerPauseRequest")["pause_until"]
+    if is_json_object_or_array(data):
+        until = decode_request(data, _PAUSE)["pause_until"]
     stream = _stream(ja, args[0])
     c = _consumer(stream, args[1])
     until_ns = rfc3339_to_ns(until)
@@ -366,11 +331,11 @@ def next_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byte
         log.exception("consumer %s > %s: pull request failed", c.stream.name, c.name)
 
 
-_RESET = Struct(
+_RESET = StructT(
     "server.JSApiConsumerResetRequest",
     {"seq": ("seq", UINT64)},
-    False,
     lambda: {"seq": 0},
+    strict=False,
 )
 
 
@@ -388,13 +353,9 @@ def reset_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byt
         seq = 0
         if data:
             try:
-                node = parse_one(data)
-                seq = int(decode_nodes(iter([node]), _RESET, "JSApiConsumerResetRequest")["seq"])
+                seq = int(unmarshal(data, _RESET)["seq"])
             except _GoJSONError as e:
-                text = str(e)
-                if text == "unexpected EOF":
-                    text = "unexpected end of JSON input"
-                raise err("JSInvalidJSONErr", err=_OFFSET.sub("", text)) from None
+                raise err("JSInvalidJSONErr", err=str(e)) from None
         try:
             reset = c.reset_to(seq)
         except ValueError as e:
@@ -410,11 +371,11 @@ def reset_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byt
     ja.engine.send(ja, reply, orjson.dumps(resp))
 
 
-_UNPIN = Struct(
+_UNPIN = StructT(
     "server.JSApiConsumerUnpinRequest",
     {"group": ("group", STRING)},
-    False,
     lambda: {"group": ""},
+    strict=False,
 )
 
 
@@ -422,13 +383,9 @@ def consumer_unpin(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
     """``$JS.API.CONSUMER.UNPIN.<stream>.<consumer>`` {"group": ...}: drop the pinned
     client of a priority group."""
     try:
-        node = parse_one(data)
-        group = str(decode_nodes(iter([node]), _UNPIN, "JSApiConsumerUnpinRequest")["group"])
+        group = str(unmarshal(data, _UNPIN)["group"])
     except _GoJSONError as e:
-        text = _OFFSET.sub("", str(e))
-        if text == "unexpected EOF":
-            text = "unexpected end of JSON input"
-        raise err("JSInvalidJSONErr", err=text) from None
+        raise err("JSInvalidJSONErr", err=str(e)) from None
     if not group:
         raise err("JSInvalidJSONErr", err="consumer group not specified")
     c = _consumer(_stream(ja, args[0]), args[1])

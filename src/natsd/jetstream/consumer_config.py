@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from natsd.jetstream.consumer_json import (
+from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream.gojson import _GoJSONError, _node_from_py
+from natsd.jetstream.gotyped import (
     BOOL,
     DURATION,
     DURATIONS,
@@ -30,13 +32,14 @@ from natsd.jetstream.consumer_json import (
     STRINGS,
     TIME,
     UINT64,
-    Enum,
-    Struct,
+    EnumT,
+    GoType,
+    StructT,
     decode_nodes,
-    parse_all,
+    decode_request,
+    raw_enum,
 )
-from natsd.jetstream.errors import ApiError, err
-from natsd.jetstream.gojson import _go_quote, _GoJSONError, _node_from_py
+from natsd.jetstream.stream_config import _go_duration as go_duration
 from natsd.jetstream.stream_types import (
     API_LEVEL_KEY,
     MAX_DESCRIPTION_LEN,
@@ -44,6 +47,7 @@ from natsd.jetstream.stream_types import (
     SERVER_LEVEL_KEY,
     SERVER_VERSION_KEY,
     StreamConfig,
+    metadata_json,
 )
 from natsd.jetstream.subject_mapping import (
     _is_literal,
@@ -59,6 +63,7 @@ __all__ = [
     "check_update",
     "config_from_stored",
     "gather_filters",
+    "go_duration",
     "parse_create_request",
     "rfc3339_to_ns",
     "set_defaults",
@@ -117,10 +122,6 @@ class ConsumerConfig:
     priority_timeout: int = 0
 
     # ------------------------------------------------------------------ helpers
-    @property
-    def is_durable(self) -> bool:
-        return bool(self.durable_name)
-
     @property
     def is_push(self) -> bool:
         return bool(self.deliver_subject)
@@ -201,13 +202,9 @@ class ConsumerConfig:
             out["direct"] = True
         if self.sourcing:
             out["sourcing"] = True
-        md = dict(self.metadata)
-        if server_version is not None:
-            md[SERVER_VERSION_KEY] = server_version
-        if api_level is not None:
-            md[SERVER_LEVEL_KEY] = str(api_level)
+        md = metadata_json(self.metadata, server_version, api_level)
         if md:
-            out["metadata"] = dict(sorted(md.items()))
+            out["metadata"] = md
         if self.pause_until is not None:
             out["pause_until"] = self.pause_until
         if self.priority_groups:
@@ -260,18 +257,14 @@ def rfc3339_to_ns(s: str | None) -> int:
 
 
 # ---------------------------------------------------------------------- decoding
-def _enum(values: dict[str, str], fmt: str) -> Enum:
-    table = {f'"{k}"': v for k, v in values.items()}
-    return Enum(table, lambda raw: fmt.format(_go_quote(raw)))
+def _enum(values: dict[str, str]) -> EnumT:
+    return raw_enum({f'"{k}"': v for k, v in values.items()})
 
 
-_DELIVER = _enum({**{p: p for p in DELIVER_POLICIES}, "undefined": "all"}, "can not unmarshal {}")
-_ACK = _enum(
-    {"none": "none", "all": "all", "explicit": "explicit", "flow_control": "flow_control"},
-    "can not unmarshal {}",
-)
-_REPLAY = _enum({"instant": "instant", "original": "original"}, "can not unmarshal {}")
-_PRIORITY = Enum(
+_DELIVER = _enum({**{p: p for p in DELIVER_POLICIES}, "undefined": "all"})
+_ACK = _enum({"none": "none", "all": "all", "explicit": "explicit", "flow_control": "flow_control"})
+_REPLAY = _enum({"instant": "instant", "original": "original"})
+_PRIORITY = raw_enum(
     {
         '"none"': "none",
         '"overflow"': "overflow",
@@ -280,12 +273,12 @@ _PRIORITY = Enum(
     },
     lambda raw: f"unknown priority policy: {raw}",
 )
-_ACTION = Enum(
+_ACTION = raw_enum(
     {'"create"': "create", '"update"': "update", '""': ""},
     lambda raw: f"unknown consumer action: {raw}",
 )
 
-_CONFIG_FIELDS: dict[str, tuple[str, Any]] = {
+_CONFIG_FIELDS: dict[str, tuple[str, GoType]] = {
     "durable_name": ("durable_name", STRING),
     "name": ("name", STRING),
     "description": ("description", STRING),
@@ -324,13 +317,8 @@ _CONFIG_FIELDS: dict[str, tuple[str, Any]] = {
 }
 
 
-def _config_defaults() -> dict[str, Any]:
-    cfg = ConsumerConfig()
-    return {f.name: getattr(cfg, f.name) for f in fields(ConsumerConfig)}
-
-
-_CONFIG = Struct("server.ConsumerConfig", _CONFIG_FIELDS, True, _config_defaults)
-_REQUEST = Struct(
+_CONFIG = StructT("server.ConsumerConfig", _CONFIG_FIELDS, ConsumerConfig)
+_REQUEST = StructT(
     "server.CreateConsumerRequest",
     {
         "stream_name": ("stream_name", STRING),
@@ -338,29 +326,24 @@ _REQUEST = Struct(
         "action": ("action", _ACTION),
         "pedantic": ("pedantic", BOOL),
     },
-    True,
     lambda: {"stream_name": "", "config": None, "action": "", "pedantic": False},
 )
 
 
 def parse_create_request(data: bytes) -> CreateRequest:
     """Decode a consumer create request body (an empty body is an empty request)."""
-    try:
-        doc = decode_nodes(parse_all(data), _REQUEST, "CreateConsumerRequest")
-    except _GoJSONError as e:
-        raise err("JSInvalidJSONErr", err=str(e)) from None
-    raw_cfg = doc["config"]
-    cfg = ConsumerConfig(**raw_cfg) if raw_cfg is not None else ConsumerConfig()
+    doc = decode_request(data, _REQUEST)
+    cfg = doc["config"] if doc["config"] is not None else ConsumerConfig()
     return CreateRequest(doc["stream_name"], cfg, doc["action"], bool(doc["pedantic"]))
 
 
 def config_from_stored(doc: dict[str, Any]) -> ConsumerConfig:
     """A config as stored by natsd (already validated and defaulted)."""
     try:
-        raw = decode_nodes(iter([_node_from_py(doc)]), _CONFIG, "ConsumerConfig")
+        cfg: ConsumerConfig = decode_nodes(iter([_node_from_py(doc)]), _CONFIG)
     except _GoJSONError as e:
         raise ValueError(str(e)) from None
-    return ConsumerConfig(**raw)
+    return cfg
 
 
 # ---------------------------------------------------------------------- defaults
@@ -509,9 +492,7 @@ def check_config(cfg: ConsumerConfig, scfg: StreamConfig) -> None:
     if limits.max_ack_pending > 0 and cfg.max_ack_pending > limits.max_ack_pending:
         raise err("JSConsumerMaxPendingAckExcessErrF", limit=limits.max_ack_pending)
     if limits.inactive_threshold > 0 and cfg.inactive_threshold > limits.inactive_threshold:
-        raise err(
-            "JSConsumerInactiveThresholdExcess", limit=_go_duration(limits.inactive_threshold)
-        )
+        raise err("JSConsumerInactiveThresholdExcess", limit=go_duration(limits.inactive_threshold))
     if cfg.direct:
         if not cfg.deliver_subject:
             raise err("JSConsumerDirectRequiresPushErr")
@@ -601,17 +582,6 @@ def _go_atoi(s: str) -> int | None:
     if not re.fullmatch(r"[+-]?[0-9]+", s):
         return None
     return int(s)
-
-
-def _go_duration(ns: int) -> str:
-    from natsd.jetstream.stream_config import _go_duration as gd
-
-    return gd(ns)
-
-
-def go_duration(ns: int) -> str:
-    """Go's ``time.Duration.String()``."""
-    return _go_duration(ns)
 
 
 # ---------------------------------------------------------------------- updates

@@ -16,24 +16,14 @@ Times are ``time.monotonic()`` seconds. Everything runs on the event loop.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from natsd.jetstream import consumer_priority as prio
-from natsd.jetstream.consumer_json import (
-    BOOL,
-    DURATION,
-    INT,
-    INT64,
-    STRING,
-    Struct,
-    decode_nodes,
-    parse_one,
-)
 from natsd.jetstream.gojson import _GoJSONError
+from natsd.jetstream.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer import Consumer
@@ -51,9 +41,6 @@ __all__ = [
     "process_waiting",
     "status",
 ]
-
-PENDING_MSGS = "Nats-Pending-Messages"
-PENDING_BYTES = "Nats-Pending-Bytes"
 
 
 def status(code: int, description: str) -> bytes:
@@ -102,7 +89,7 @@ class NextRequest:
     priority: int = 0
 
 
-_NEXT = Struct(
+_NEXT = StructT(
     "server.JSApiConsumerGetNextRequest",
     {
         "expires": ("expires", DURATION),
@@ -116,7 +103,6 @@ _NEXT = Struct(
         "id": ("id", STRING),
         "priority": ("priority", INT),
     },
-    False,
     lambda: {
         "expires": 0,
         "batch": 0,
@@ -129,9 +115,8 @@ _NEXT = Struct(
         "id": "",
         "priority": 0,
     },
+    strict=False,
 )
-
-_OFFSET = re.compile(r" at offset \d+$")
 
 
 def parse_next_request(data: bytes) -> NextRequest:
@@ -142,13 +127,9 @@ def parse_next_request(data: bytes) -> NextRequest:
         return NextRequest()
     if body[:1] == b"{":
         try:
-            doc = decode_nodes(iter([parse_one(body)]), _NEXT, "JSApiConsumerGetNextRequest")
+            doc = unmarshal(body, _NEXT)
         except _GoJSONError as e:
-            text = _OFFSET.sub("", str(e))
-            # json.Unmarshal (not a Decoder): a truncated document has its own text.
-            raise ValueError(
-                "unexpected end of JSON input" if text == "unexpected EOF" else text
-            ) from None
+            raise ValueError(str(e)) from None
         req = NextRequest(
             batch=int(doc["batch"]),
             expires=int(doc["expires"]),
@@ -231,9 +212,6 @@ class WaitQueue:
         self.q.append(wr)
         self.last = wr.received
         return True
-
-    def peek(self) -> WaitingRequest | None:
-        return self.q[0] if self.q else None
 
     def pop(self) -> WaitingRequest:
         """Take one message's worth from the head request: it moves to the tail while it

@@ -28,13 +28,14 @@ one consistent store.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from natsd.core.clock import rfc3339
+from natsd.jetstream.gojson import _GoJSONError
+from natsd.jetstream.gotyped import go_time_ns
 from natsd.storage.store import StoredMsg, StoreError, StreamStore
 
 if TYPE_CHECKING:
@@ -147,43 +148,13 @@ def _strs(v: Any) -> list[str]:
     return out
 
 
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|([+-])(\d{2}):(\d{2}))\Z"
-)
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
-def _days_from_civil(y: int, m: int, d: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
-    y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
 def parse_rfc3339(s: str) -> int:
-    """Go's strict RFC 3339 parse (``time.Time`` in JSON) to nanoseconds since the epoch."""
-    mt = _RFC3339.match(s)
-    if mt is None:
-        raise MalformedRequest("bad time")
-    y, mo, d, h, mi, sec = (int(mt.group(i)) for i in range(1, 7))
-    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    if not 1 <= mo <= 12 or h > 23 or mi > 59 or sec > 59:
-        raise MalformedRequest("time out of range")
-    if not 1 <= d <= _MONTH_DAYS[mo - 1] + (1 if mo == 2 and leap else 0):
-        raise MalformedRequest("day out of range")
-    frac = mt.group(7) or ""
-    nanos = int((frac + "000000000")[:9]) if frac else 0
-    offset = 0
-    if mt.group(8) != "Z":
-        oh, om = int(mt.group(10)), int(mt.group(11))
-        if oh > 23 or om > 59:
-            raise MalformedRequest("time zone offset out of range")
-        offset = (oh * 3600 + om * 60) * (-1 if mt.group(9) == "-" else 1)
-    secs = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset
-    return secs * 1_000_000_000 + nanos
+    """A JSON ``time.Time`` as nats-server compares it with stored timestamps: Go's
+    ``UnixNano()`` of what ``time.Parse(time.RFC3339, s)`` reads."""
+    try:
+        return go_time_ns(s)
+    except _GoJSONError:
+        raise MalformedRequest("bad time") from None
 
 
 def _time(v: Any) -> int:

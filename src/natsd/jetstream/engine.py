@@ -216,6 +216,18 @@ class JetStream:
                 store += b
         return mem, store
 
+    def reserved(self, ja: JsAccount) -> tuple[int, int]:
+        """nats-server's reserved memory / storage: the max_bytes of the streams that set
+        one, by storage type."""
+        mem = store = 0
+        for s in ja.streams.values():
+            if s.cfg.max_bytes > 0:
+                if s.cfg.storage == "memory":
+                    mem += s.cfg.max_bytes
+                else:
+                    store += s.cfg.max_bytes
+        return mem, store
+
     async def shutdown(self) -> None:
         if self._expiry_task is not None:
             self._expiry_task.cancel()

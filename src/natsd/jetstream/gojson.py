@@ -1,7 +1,8 @@
 """A port of Go's encoding/json scanner as nats-server uses it, so 'invalid JSON: ...'
 error texts match nats-server's exactly.
 
-Split out of stream_config.py; see that module for the overall flow.
+The scanner turns a body into ``_Node`` trees (:func:`parse_all`, :func:`parse_one`);
+:mod:`gotyped` decodes those into Go structs.
 """
 
 from __future__ import annotations
@@ -333,6 +334,25 @@ class _Scanner:
         return _Node(kind, value, word.decode())
 
 
+def parse_all(data: bytes) -> Iterator[_Node]:
+    """The top-level JSON values of ``data`` in turn, each checked for syntax before it is
+    returned (as ``json.Decoder`` reads them); errors raise ``_GoJSONError``."""
+    sc = _Scanner(data)
+    while not sc.at_end():
+        yield sc.value()
+
+
+def parse_one(data: bytes) -> _Node:
+    """``json.Unmarshal``'s view of ``data``: exactly one value (trailing data is a syntax
+    error)."""
+    sc = _Scanner(data)
+    node = sc.value()
+    sc.skip_ws()
+    if sc.i < sc.n:
+        raise sc._fail(sc.i, "after top-level value")
+    return node
+
+
 def _node_from_py(v: Any) -> _Node:
     """A ``_Node`` tree for an already-decoded Python value (dicts from orjson/json)."""
     if v is None:
@@ -366,10 +386,9 @@ def decode_go_json(data: bytes) -> Iterator[Any]:
     """Parse ``data`` like Go's ``json.Decoder`` reads a request: the top-level values in
     turn, each checked for syntax before it is returned. Raises ``ApiError``
     (``JSInvalidJSONErr``) with Go's message. Values come back as plain Python objects."""
-    sc = _Scanner(data)
     try:
-        while not sc.at_end():
-            yield _to_py(sc.value())
+        for node in parse_all(data):
+            yield _to_py(node)
     except _GoJSONError as e:
         raise JSInvalidJSONErr(err=str(e)) from None
 

@@ -179,6 +179,12 @@ class Stream:
                         # markers that would replace them, and stores the raised TTL.
                         ttl = marker_ttl
                         hdr = _set_header(hdr, H_TTL, str(marker_ttl))
+        # Republish's Nats-Last-Sequence is the subject's previous message, looked up
+        # before storing as nats-server does (a history of 1 is about to drop it).
+        rp_last = 0
+        if self._republish is not None:
+            prev = self.store.load_last_msg(subject)
+            rp_last = prev.seq if prev is not None else 0
         try:
             seq, ts = self.store.store_msg(subject, hdr, data, ttl)
         except ErrMsgTooLarge:
@@ -199,7 +205,7 @@ class Stream:
         elif rollup == "all":
             self.store.compact(seq)
         if self._republish is not None:
-            self._do_republish(subject, seq, ts, hdr, data)
+            self._do_republish(subject, seq, ts, hdr, data, rp_last)
         if cfg.retention == "interest" and not self.consumer_count:
             # Interest retention keeps nothing nobody is interested in.
             self.store.remove_msg(seq)
@@ -242,10 +248,11 @@ class Stream:
                     self._last_msg_id = ""
 
     def _do_republish(
-        self, subject: str, seq: int, ts: int, hdr: bytes | None, data: bytes
+        self, subject: str, seq: int, ts: int, hdr: bytes | None, data: bytes, last: int
     ) -> None:
         """nats-server republish: the stored message goes out again on ``dest`` with
-        Nats-Stream / Nats-Subject / Nats-Sequence / Nats-Time-Stamp / Nats-Last-Sequence."""
+        Nats-Stream / Nats-Subject / Nats-Sequence / Nats-Time-Stamp / Nats-Last-Sequence
+        (``last``: the sequence of the subject's previous message, 0 if none)."""
         tr = self._republish
         assert tr is not None
         dest = tr.apply(subject)
@@ -254,7 +261,7 @@ class Stream:
         extra = (
             f"Nats-Stream: {self.name}\r\nNats-Subject: {subject}\r\n"
             f"Nats-Sequence: {seq}\r\nNats-Time-Stamp: {rfc3339(ts)}\r\n"
-            f"Nats-Last-Sequence: {seq - 1}\r\n"
+            f"Nats-Last-Sequence: {last}\r\n"
         ).encode()
         rp = self.cfg.republish
         headers_only = rp is not None and rp.headers_only

@@ -28,6 +28,20 @@ SERVER_LEVEL_KEY = "_nats.level"  # JSServerLevelMetadataKey: added to responses
 
 _JS_API_PREFIX = "$JS.API"
 
+
+def metadata_json(
+    metadata: dict[str, str], server_version: str | None, api_level: int | None
+) -> dict[str, str]:
+    """A stream or consumer config's ``metadata`` as nats-server sends it: keys sorted (it is
+    a Go map), plus ``_nats.ver`` / ``_nats.level`` when given (responses, never stored)."""
+    md = dict(metadata)
+    if server_version is not None:
+        md[SERVER_VERSION_KEY] = server_version
+    if api_level is not None:
+        md[SERVER_LEVEL_KEY] = str(api_level)
+    return dict(sorted(md.items()))
+
+
 Action = Literal["create", "update", "restore"]
 
 
@@ -279,13 +293,9 @@ class StreamConfig:
             out["persist_mode"] = str(self.persist_mode)
         if self.allow_batched:
             out["allow_batched"] = True
-        md = dict(self.metadata)
-        if server_version is not None:
-            md[SERVER_VERSION_KEY] = server_version
-        if api_level is not None:
-            md[SERVER_LEVEL_KEY] = str(api_level)
+        md = metadata_json(self.metadata, server_version, api_level)
         if md:
-            out["metadata"] = {k: md[k] for k in sorted(md)}  # Go sorts map keys
+            out["metadata"] = md
         return out
 
     def to_store_config(self) -> StoreConfig:

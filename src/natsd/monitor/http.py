@@ -260,6 +260,7 @@ class MonitorServer:
             return _json({"server_id": s.server_id, "now": _ts(now), "disabled": True})
         o = s.options.js
         mem = store = streams = msgs = nbytes = total = errors = consumers = 0
+        rmem = rstore = 0
         details = []
         want = request.query.get("accounts", "") in ("1", "true")
         want_streams = request.query.get("streams", "") in ("1", "true")
@@ -267,6 +268,9 @@ class MonitorServer:
             m, st = engine.usage(ja)
             mem += m
             store += st
+            rm, rs = engine.reserved(ja)
+            rmem += rm
+            rstore += rs
             streams += len(ja.streams)
             total += ja.api.total
             errors += ja.api.errors
@@ -308,8 +312,8 @@ class MonitorServer:
             },
             "memory": mem,
             "storage": store,
-            "reserved_memory": 0,
-            "reserved_storage": 0,
+            "reserved_memory": rmem,
+            "reserved_storage": rstore,
             "accounts": len(engine.accounts),
             "ha_assets": 0,
             "api": {"total": total, "errors": errors},

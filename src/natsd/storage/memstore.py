@@ -485,6 +485,9 @@ class MemoryStore(StreamStore):
         if not msgs:
             return None
         if is_all(filter):
+            hit = msgs.get(start)
+            if hit is not None:
+                return hit  # dense streams: consumers ask for the very next sequence
             seq = self._all.next_at(start, msgs)
         elif is_literal(filter):
             ss = self._fss.get(filter)
