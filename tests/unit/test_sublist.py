@@ -426,3 +426,19 @@ def test_random_large_model() -> None:
                 if s.queue is None and subject_matches(subject, s.subject)
             }
             assert psubs(sl, subject) == exp
+
+
+def test_jetstream_ack_subjects_are_matched_but_not_cached() -> None:
+    # Ack subjects embed delivery sequences: each is seen once, so caching them would only
+    # evict subjects that repeat. They still match like any other subject.
+    sl: Sublist = Sublist()
+    ack, other = Sub(b"$JS.ACK.S.C.>"), Sub(b"orders.*")
+    sl.insert(ack)
+    sl.insert(other)
+    for i in range(1, 50):
+        assert psubs(sl, b"$JS.ACK.S.C.1.%d.%d.1700000000.0" % (i, i)) == ids(ack)
+    assert sl.cache_size == 0
+    assert psubs(sl, b"orders.new") == ids(other)
+    assert sl.cache_size == 1
+    sl.remove(ack)
+    assert psubs(sl, b"$JS.ACK.S.C.1.1.1.1700000000.0") == set()

@@ -63,13 +63,17 @@ def on_ack(
 ) -> None:
     if c.closed:
         return
-    toks = subject.split(b".")
+    # "<ack prefix><dc>.<sseq>.<dseq>.<ts>.<pending>": the prefix is this consumer's own
+    # ($JS.ACK.<stream>.<consumer>.), so only the five numeric tokens are split off.
+    pre = c._ack_pre
     sseq = dseq = dc = 0
-    if len(toks) == 9:
-        try:
-            dc, sseq, dseq = int(toks[4]), int(toks[5]), int(toks[6])
-        except ValueError:
-            sseq = dseq = dc = 0
+    if subject.startswith(pre):
+        toks = subject[len(pre) :].split(b".")
+        if len(toks) == 5:
+            try:
+                dc, sseq, dseq = int(toks[0]), int(toks[1]), int(toks[2])
+            except ValueError:
+                sseq = dseq = dc = 0
     if c.cfg.inactive_threshold > 0:
         c._suppress_deletion()
     msg = data
