@@ -12,7 +12,7 @@ HOT := $(shell find src -name '*.py') tools/build_mypyc.sh
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	@touch $(STAMP)
 
 $(FAST): $(STAMP) $(HOT)

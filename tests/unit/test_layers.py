@@ -85,3 +85,13 @@ def test_natscli_imports_nothing_of_the_server() -> None:
                 pytest.fail(f"{path} imports from outside natsd.natscli")
         for mod in _imports(path):
             assert mod.split(".")[:2] == ["natsd", "natscli"], f"{path} imports {mod}"
+
+
+def test_spark_imports_nothing_of_the_server() -> None:
+    """The Spark data source is a client: nats-py, pyspark, pyarrow and stdlib only."""
+    for path in (SRC / "spark").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level > 1:
+                pytest.fail(f"{path} imports from outside natsd.spark")
+        for mod in _imports(path):
+            assert mod.split(".")[:2] == ["natsd", "spark"], f"{path} imports {mod}"

@@ -1,0 +1,423 @@
+"""The network side of the Spark data source: nats-py calls, run on a private event loop.
+
+Spark calls a data source synchronously, on the driver (planning) and in Python workers on
+the executors (``read``/``write``). Each of those calls owns one :class:`Session`: a fresh
+asyncio loop and one nats-py connection, created where the call runs and closed when it ends,
+so nothing unpicklable crosses from driver to executor.
+
+- Reading uses ``$JS.API.DIRECT.GET.<stream>`` batch requests (``{"seq": N, "batch": K,
+  "next_by_subj": F}``), which natsd and nats-server answer with one message per reply and a
+  ``204 EOB`` status at the end. Streams without ``allow_direct`` fall back to
+  ``$JS.API.STREAM.MSG.GET`` one message at a time (correct, slower).
+- Writing pipelines publishes with a bounded window of outstanding PubAcks, each checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import nats
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from natsd.spark.options import ConnectOptions, Offset
+
+__all__ = [
+    "JetStreamError",
+    "Publisher",
+    "Session",
+    "StoredMessage",
+    "StreamInfo",
+    "subject_matches",
+]
+
+T = TypeVar("T")
+
+#: Headers the server adds to a direct-get reply; not part of the stored message.
+DIRECT_HEADERS = frozenset({
+    "Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
+    "Nats-Last-Sequence", "Nats-UpTo-Sequence",
+})
+
+
+class JetStreamError(RuntimeError):
+    """The server refused a request (stream missing, bad publish, ...)."""
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    name: str
+    first_seq: int
+    last_seq: int
+    messages: int
+    allow_direct: bool
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    seq: int
+    subject: str
+    data: bytes
+    headers: dict[str, str] | None
+    time: str
+
+
+def subject_matches(filter_: str, subject: str) -> bool:
+    """NATS wildcard match: ``*`` one token, ``>`` one or more trailing tokens."""
+    ft = filter_.split(".")
+    st = subject.split(".")
+    for i, tok in enumerate(ft):
+        if tok == ">":
+            return len(st) > i
+        if i >= len(st) or (tok != "*" and tok != st[i]):
+            return False
+    return len(ft) == len(st)
+
+
+class Session:
+    """One event loop and one connection, used synchronously (``run``)."""
+
+    def __init__(self, conn: ConnectOptions) -> None:
+        self.conn = conn
+        self.loop = asyncio.new_event_loop()
+        self.nc: Client | None = None
+
+    def run(self, coro: Awaitable[T]) -> T:
+        return self.loop.run_until_complete(coro)
+
+    def __enter__(self) -> Session:
+        try:
+            self.nc = self.run(self._connect())
+        except BaseException:
+            self.loop.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.nc is not None and not self.nc.is_closed:
+                self.run(self.nc.close())
+        finally:
+            self.loop.close()
+
+    async def _connect(self) -> Client:
+        c = self.conn
+        kwargs: dict[str, Any] = {
+            "servers": list(c.servers),
+            "connect_timeout": c.timeout,
+            "allow_reconnect": False,
+            # nats-py reads 0 as "forever", also for the initial connect.
+            "max_reconnect_attempts": 1,
+            "reconnect_time_wait": 0.2,
+        }
+        if c.user is not None:
+            kwargs["user"], kwargs["password"] = c.user, c.password
+        if c.token is not None:
+            kwargs["token"] = c.token
+        errors: list[str] = []
+
+        async def _err(e: Exception) -> None:
+            errors.append(str(e))
+
+        kwargs["error_cb"] = _err
+        try:
+            return await asyncio.wait_for(nats.connect(**kwargs), timeout=c.timeout * 2)
+        except (Exception, TimeoutError) as e:
+            detail = "; ".join(dict.fromkeys(errors)) or repr(e)
+            raise JetStreamError(
+                f"jetstream: cannot connect to {', '.join(c.servers)}: {detail}"
+            ) from e
+
+    @property
+    def client(self) -> Client:
+        assert self.nc is not None, "Session used outside 'with'"
+        return self.nc
+
+    # ------------------------------------------------------------------ API requests
+    async def api(self, subject: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        payload = json.dumps(body).encode() if body is not None else b""
+        try:
+            msg = await self.client.request(subject, payload, timeout=self.conn.timeout)
+        except nats.errors.NoRespondersError:
+            raise JetStreamError(
+                f"jetstream: no responders on {subject} (is JetStream enabled?)"
+            ) from None
+        doc: dict[str, Any] = json.loads(msg.data)
+        err = doc.get("error")
+        if err:
+            raise JetStreamError(
+                f"jetstream: {subject}: {err.get('description')} (code {err.get('code')}, "
+                f"err_code {err.get('err_code')})"
+            )
+        return doc
+
+    def stream_info(self, stream: str) -> StreamInfo:
+        doc = self.run(self.api(f"$JS.API.STREAM.INFO.{stream}"))
+        st = doc.get("state", {})
+        return StreamInfo(
+            name=stream,
+            first_seq=int(st.get("first_seq", 0)),
+            last_seq=int(st.get("last_seq", 0)),
+            messages=int(st.get("messages", 0)),
+            allow_direct=bool(doc.get("config", {}).get("allow_direct", False)),
+        )
+
+    def seq_at_time(self, info: StreamInfo, when: str) -> int:
+        """The first sequence stored at or after ``when``; last_seq + 1 if none."""
+        if info.allow_direct:
+            msg = self.run(self._direct_one({"start_time": when}, info.name))
+            if msg is None:
+                return info.last_seq + 1
+            return int(msg.headers["Nats-Sequence"]) if msg.headers else info.last_seq + 1
+        raise JetStreamError(
+            f"jetstream: timestamp offsets need a stream with allow_direct; "
+            f"stream {info.name!r} has it off"
+        )
+
+    def resolve(self, off: Offset, info: StreamInfo) -> int:
+        """An offset as the next sequence to read."""
+        if off.kind == "earliest":
+            return max(info.first_seq, 1)
+        if off.kind == "latest":
+            return info.last_seq + 1
+        if off.kind == "seq":
+            return off.seq
+        return self.seq_at_time(info, off.time)
+
+    async def _direct_one(self, body: dict[str, Any], stream: str) -> Msg | None:
+        subject = f"$JS.API.DIRECT.GET.{stream}"
+        msg = await self.client.request(subject, json.dumps(body).encode(),
+                                        timeout=self.conn.timeout)
+        status = (msg.headers or {}).get("Status")
+        if status == "404":
+            return None
+        if status:
+            raise JetStreamError(f"jetstream: direct get on {stream}: status {status} "
+                                 f"{(msg.headers or {}).get('Description', '')}")
+        return msg
+
+    async def _msg_get(self, stream: str, seq: int, next_by: str) -> StoredMessage | None:
+        body: dict[str, Any] = {"seq": seq}
+        if next_by:
+            body["next_by_subj"] = next_by
+        subject = f"$JS.API.STREAM.MSG.GET.{stream}"
+        msg = await self.client.request(subject, json.dumps(body).encode(),
+                                        timeout=self.conn.timeout)
+        doc = json.loads(msg.data)
+        if "error" in doc:
+            if doc["error"].get("code") == 404:
+                return None
+            raise JetStreamError(f"jetstream: {subject}: {doc['error'].get('description')}")
+        m = doc["message"]
+
+        hdrs: dict[str, str] | None = None
+        if m.get("hdrs"):
+            hdrs = _parse_headers(base64.b64decode(m["hdrs"]))
+        return StoredMessage(int(m["seq"]), m["subject"], base64.b64decode(m.get("data", "")),
+                             hdrs, m["time"])
+
+    # ------------------------------------------------------------------ range reads
+    async def read_chunk(
+        self, stream: str, cur: int, end: int, filter_: str, batch: int, direct: bool
+    ) -> tuple[list[StoredMessage], int]:
+        """Messages with ``cur <= seq < end`` (up to ``batch``); and the next ``cur``.
+
+        The returned cursor equals ``end`` when the range is exhausted.
+        """
+        if cur >= end:
+            return [], end
+        if not direct:
+            m = await self._msg_get(stream, cur, filter_ or ">")
+            if m is None or m.seq >= end:
+                return [], end
+            return [m], m.seq + 1
+        want = min(batch, end - cur)
+        body: dict[str, Any] = {"seq": cur, "batch": want}
+        if filter_:
+            body["next_by_subj"] = filter_
+        nc = self.client
+        inbox = nc.new_inbox()
+        got: list[Msg] = []
+        end_status: asyncio.Future[tuple[str, str]] = self.loop.create_future()
+
+        async def on_msg(msg: Msg) -> None:
+            hdrs = msg.headers
+            status = hdrs.get("Status") if hdrs else None
+            if status:
+                if not end_status.done():
+                    end_status.set_result((status, hdrs.get("Description", "") if hdrs else ""))
+            else:
+                got.append(msg)
+
+        # A callback collects the replies (cheaper than next_msg per message); the EOB (or
+        # an error status) ends the batch.
+        sub = await nc.subscribe(inbox, cb=on_msg)
+        try:
+            await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(body).encode(),
+                             reply=inbox)
+            try:
+                status, desc = await asyncio.wait_for(end_status, timeout=self.conn.timeout)
+            except TimeoutError:
+                raise JetStreamError(
+                    f"jetstream: direct get on {stream} timed out at seq {cur}") from None
+        finally:
+            await sub.unsubscribe()
+        if status == "404":  # nothing at or after cur
+            return [], end
+        if status != "204":
+            raise JetStreamError(
+                f"jetstream: direct get on {stream}: status {status} {desc}".rstrip())
+        out: list[StoredMessage] = []
+        for msg in got:
+            hdrs = msg.headers or {}
+            seq = int(hdrs["Nats-Sequence"])
+            if seq >= end:  # past our range: so is the rest of this batch
+                return out, end
+            user = {k: v for k, v in hdrs.items() if k not in DIRECT_HEADERS}
+            out.append(StoredMessage(seq, hdrs["Nats-Subject"], msg.data, user or None,
+                                     hdrs.get("Nats-Time-Stamp", "")))
+        if not out:
+            return out, end
+        nxt = out[-1].seq + 1
+        if len(out) < want and out[-1].seq >= end - 1:
+            nxt = end
+        return out, nxt
+
+
+def _parse_headers(raw: bytes) -> dict[str, str] | None:
+    text = raw.decode(errors="replace")
+    lines = text.split("\r\n")[1:]
+    out: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            continue
+        k, _, v = line.partition(":")
+        out[k.strip()] = v.strip()
+    return out or None
+
+
+class Publisher:
+    """Pipelined publishes with at most ``window`` PubAcks outstanding; every ack checked.
+
+    Acks come back on one wildcard inbox subscription; each publish has its own reply
+    subject ``<inbox>.<n>``. The first failure (error ack, wrong stream, timeout) is raised.
+    """
+
+    def __init__(self, session: Session, window: int, stream: str | None) -> None:
+        self.s = session
+        self.window = window
+        self.stream = stream
+        self.published = 0
+        self.duplicates = 0
+        self._inflight: dict[str, tuple[str, asyncio.Future[None]]] = {}
+        self._prefix = ""
+        self._sub: Any = None
+        self._sem: asyncio.Semaphore | None = None
+        self._error: BaseException | None = None
+
+    async def start(self) -> None:
+        nc = self.s.client
+        self._prefix = nc.new_inbox()
+        self._sub = await nc.subscribe(self._prefix + ".*", cb=self._on_ack)
+        self._sem = asyncio.Semaphore(self.window)
+
+    async def _on_ack(self, msg: Msg) -> None:
+        entry = self._inflight.pop(msg.subject, None)
+        if entry is None:
+            return
+        desc, fut = entry
+        assert self._sem is not None
+        self._sem.release()
+        try:
+            self._check(msg, desc)
+            if not fut.done():
+                fut.set_result(None)
+        except JetStreamError as e:
+            if self._error is None:
+                self._error = e
+            if not fut.done():
+                fut.set_exception(e)
+
+    def _check(self, msg: Msg, desc: str) -> None:
+        status = (msg.headers or {}).get("Status")
+        if status == "503":
+            raise JetStreamError(f"jetstream: publish {desc}: no stream listens on the subject")
+        try:
+            doc = json.loads(msg.data)
+        except ValueError:
+            raise JetStreamError(f"jetstream: publish {desc}: bad ack {msg.data[:80]!r}") from None
+        err = doc.get("error")
+        if err:
+            raise JetStreamError(
+                f"jetstream: publish {desc} refused: {err.get('description')} "
+                f"(err_code {err.get('err_code')})")
+        if self.stream is not None and doc.get("stream") != self.stream:
+            raise JetStreamError(
+                f"jetstream: publish {desc} stored in stream {doc.get('stream')!r}, "
+                f"expected {self.stream!r}")
+        if doc.get("duplicate"):
+            self.duplicates += 1
+
+    async def publish(self, subject: str, data: bytes, headers: dict[str, str] | None) -> None:
+        if self._error is not None:
+            raise self._error
+        assert self._sem is not None
+        try:
+            if self._sem.locked():
+                await asyncio.wait_for(self._sem.acquire(), timeout=self.s.conn.timeout)
+            else:
+                # Does not suspend: publishes accumulate and go out in one write when the
+                # window fills (or at finish), instead of one socket write per message.
+                await self._sem.acquire()
+        except TimeoutError:
+            raise JetStreamError(
+                f"jetstream: no publish ack within {self.s.conn.timeout}s "
+                f"({len(self._inflight)} outstanding)") from None
+        if self._error is not None:
+            self._sem.release()
+            raise self._error
+        reply = f"{self._prefix}.{self.published}"
+        fut: asyncio.Future[None] = self.s.loop.create_future()
+        fut.add_done_callback(_consume)
+        desc = f"to {subject!r}" + (
+            f" (Nats-Msg-Id {headers['Nats-Msg-Id']})" if headers and "Nats-Msg-Id" in headers
+            else "")
+        self._inflight[reply] = (desc, fut)
+        self.published += 1
+        await self.s.client.publish(subject, data, reply=reply, headers=headers)
+
+    async def publish_all(
+        self, rows: Iterable[tuple[str, bytes, dict[str, str] | None]]
+    ) -> None:
+        for subject, data, headers in rows:
+            await self.publish(subject, data, headers)
+
+    async def finish(self) -> None:
+        """Wait for every outstanding ack (timing out as a failure)."""
+        await self.s.client.flush(timeout=int(max(1, self.s.conn.timeout)))
+        futs = [f for _, f in self._inflight.values()]
+        if futs:
+            _done, pending = await asyncio.wait(futs, timeout=self.s.conn.timeout)
+            if pending:
+                raise JetStreamError(
+                    f"jetstream: {len(pending)} publish acks not received within "
+                    f"{self.s.conn.timeout}s")
+        if self._error is not None:
+            raise self._error
+        if self._sub is not None:
+            await self._sub.unsubscribe()
+
+
+def _consume(fut: asyncio.Future[None]) -> None:
+    # Errors are reported through Publisher._error; avoid "exception never retrieved".
+    if not fut.cancelled():
+        fut.exception()
+
+
+def run_sync(session: Session, fn: Callable[[], Awaitable[T]]) -> T:
+    return session.run(fn())

@@ -1,0 +1,235 @@
+"""Option parsing for the ``jetstream`` Spark data source (pure; no I/O, no Spark).
+
+Spark hands a data source its options as a case-insensitive ``str -> str`` mapping. This
+module turns them into small frozen dataclasses that are pickled to the executors, and
+answers every bad option with a ``ValueError`` naming the option and what was expected.
+
+Offsets are stream sequences. ``startingOffsets`` is inclusive and ``endingOffsets`` is
+exclusive, as in Spark's Kafka source: an offset is "the next sequence to read".
+
+- ``earliest``: the stream's first sequence (batch) or sequence 1 (streaming: stable).
+- ``latest``: the stream's last sequence + 1, resolved once when the query is planned.
+- an integer ``N`` >= 1: sequence N.
+- an RFC 3339 time (``2026-11-22T10:00:00Z``): the first sequence stored at or after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+__all__ = [
+    "ConnectOptions",
+    "Offset",
+    "ReadOptions",
+    "WriteOptions",
+    "parse_include_headers",
+    "parse_offset",
+    "parse_read_options",
+    "parse_write_options",
+]
+
+_TOKEN_OK = re.compile(r"^[^\s.*>]+$")
+
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    """How executors and the driver reach the server (picklable)."""
+
+    servers: tuple[str, ...] = ("nats://127.0.0.1:4222",)
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Offset:
+    """An unresolved offset: ``kind`` is earliest, latest, seq or time."""
+
+    kind: str
+    seq: int = 0
+    time: str = ""
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    conn: ConnectOptions
+    stream: str
+    subjects: tuple[str, ...] = ()
+    starting: Offset = field(default_factory=lambda: Offset("earliest"))
+    ending: Offset = field(default_factory=lambda: Offset("latest"))
+    min_partitions: int = 1
+    max_partition_size: int = 100_000
+    max_messages_per_trigger: int | None = None
+    include_headers: bool = False
+    fetch_batch: int = 1000
+    fail_on_data_loss: bool = True
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    conn: ConnectOptions
+    write_id: str | None = None
+    max_pending_acks: int = 256
+    stream: str | None = None
+
+
+def _get(opts: Mapping[str, str], name: str) -> str | None:
+    # Spark passes a CaseInsensitiveDict; plain dicts (unit tests) are matched by lower case.
+    for k, v in opts.items():
+        if k.lower() == name.lower():
+            return str(v)
+    return None
+
+
+def _int(opts: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = _get(opts, name)
+    if raw is None:
+        return default
+    try:
+        val = int(raw.strip())
+    except ValueError:
+        raise ValueError(f"jetstream option {name!r} must be an integer, got {raw!r}") from None
+    if val < minimum:
+        raise ValueError(f"jetstream option {name!r} must be >= {minimum}, got {val}")
+    return val
+
+
+def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _get(opts, name)
+    if raw is None:
+        return default
+    low = raw.strip().lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise ValueError(f"jetstream option {name!r} must be true or false, got {raw!r}")
+
+
+def parse_connect(opts: Mapping[str, str]) -> ConnectOptions:
+    raw = _get(opts, "servers")
+    servers: tuple[str, ...] = ("nats://127.0.0.1:4222",)
+    if raw is not None:
+        parts = [s.strip() for s in raw.split(",") if s.strip()]
+        if not parts:
+            raise ValueError("jetstream option 'servers' is empty")
+        servers = tuple(p if "://" in p else f"nats://{p}" for p in parts)
+    user, password, token = _get(opts, "user"), _get(opts, "password"), _get(opts, "token")
+    if (user is None) != (password is None):
+        raise ValueError("jetstream options 'user' and 'password' must be given together")
+    if token is not None and user is not None:
+        raise ValueError("jetstream options 'token' and 'user'/'password' are exclusive")
+    timeout = _get(opts, "timeout")
+    try:
+        t = float(timeout) if timeout is not None else 10.0
+    except ValueError:
+        raise ValueError(f"jetstream option 'timeout' must be seconds, got {timeout!r}") from None
+    return ConnectOptions(servers, user, password, token, t)
+
+
+def parse_offset(raw: str, name: str, *, allow_latest: bool = True) -> Offset:
+    text = raw.strip()
+    low = text.lower()
+    if low == "earliest":
+        return Offset("earliest")
+    if low == "latest":
+        if not allow_latest:
+            raise ValueError(f"jetstream option {name!r} cannot be 'latest'")
+        return Offset("latest")
+    if re.fullmatch(r"\d+", text):
+        seq = int(text)
+        if seq < 1:
+            raise ValueError(f"jetstream option {name!r}: sequences start at 1, got {seq}")
+        return Offset("seq", seq=seq)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"jetstream option {name!r} must be 'earliest', 'latest', a stream sequence "
+            f"or an RFC 3339 time, got {raw!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    iso = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return Offset("time", time=iso)
+
+
+def _stream(opts: Mapping[str, str]) -> str:
+    stream = _get(opts, "stream")
+    if not stream:
+        raise ValueError("jetstream option 'stream' is required")
+    if not _TOKEN_OK.match(stream):
+        raise ValueError(f"jetstream option 'stream' is not a valid stream name: {stream!r}")
+    return stream
+
+
+def parse_include_headers(opts: Mapping[str, str]) -> bool:
+    return _bool(opts, "includeHeaders", False)
+
+
+def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
+    known = {
+        "servers", "stream", "subjects", "startingoffsets", "endingoffsets", "minpartitions",
+        "maxpartitionsize", "maxmessagespertrigger", "includeheaders", "fetchbatch",
+        "failondataloss", "user", "password", "token", "timeout", "path",
+    }
+    unknown = sorted(k for k in opts if k.lower() not in known)
+    if unknown:
+        raise ValueError(f"unknown jetstream read option(s): {', '.join(unknown)}")
+    stream = _stream(opts)
+    subjects: tuple[str, ...] = ()
+    raw_subj = _get(opts, "subjects")
+    if raw_subj is not None:
+        subjects = tuple(s.strip() for s in raw_subj.split(",") if s.strip())
+        for s in subjects:
+            if any(not t or (">" in t and t != ">") or ("*" in t and t != "*")
+                   for t in s.split(".")) or ">" in s.split(".")[:-1]:
+                raise ValueError(f"jetstream option 'subjects': invalid subject filter {s!r}")
+    start_default = "latest" if streaming else "earliest"
+    starting = parse_offset(_get(opts, "startingOffsets") or start_default, "startingOffsets")
+    ending_raw = _get(opts, "endingOffsets")
+    if streaming and ending_raw is not None:
+        raise ValueError("jetstream option 'endingOffsets' is for batch queries only")
+    ending = parse_offset(ending_raw or "latest", "endingOffsets")
+    if ending.kind == "earliest":
+        raise ValueError("jetstream option 'endingOffsets' cannot be 'earliest'")
+    mmpt = _get(opts, "maxMessagesPerTrigger")
+    if mmpt is not None and not streaming:
+        raise ValueError("jetstream option 'maxMessagesPerTrigger' is for streaming queries only")
+    return ReadOptions(
+        conn=parse_connect(opts),
+        stream=stream,
+        subjects=subjects,
+        starting=starting,
+        ending=ending,
+        min_partitions=_int(opts, "minPartitions", 1, 1),
+        max_partition_size=_int(opts, "maxPartitionSize", 100_000, 1),
+        max_messages_per_trigger=(
+            _int(opts, "maxMessagesPerTrigger", 0, 1) if mmpt is not None else None
+        ),
+        include_headers=_bool(opts, "includeHeaders", False),
+        fetch_batch=_int(opts, "fetchBatch", 1000, 1),
+        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
+    )
+
+
+def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
+    known = {"servers", "writeid", "maxpendingacks", "stream", "user", "password", "token",
+             "timeout", "path", "checkpointlocation"}
+    unknown = sorted(k for k in opts if k.lower() not in known)
+    if unknown:
+        raise ValueError(f"unknown jetstream write option(s): {', '.join(unknown)}")
+    write_id = _get(opts, "writeId")
+    if write_id is not None and not write_id.strip():
+        raise ValueError("jetstream option 'writeId' must not be empty")
+    stream = _get(opts, "stream")
+    return WriteOptions(
+        conn=parse_connect(opts),
+        write_id=write_id,
+        max_pending_acks=_int(opts, "maxPendingAcks", 256, 1),
+        stream=_stream(opts) if stream is not None else None,
+    )

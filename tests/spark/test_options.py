@@ -1,0 +1,122 @@
+"""Option parsing, partition planning and helpers of the Spark data source (no Spark, no server)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark", reason="install natsd[spark]")
+
+import itertools
+
+from natsd.spark.client import subject_matches
+from natsd.spark.options import (
+    Offset,
+    parse_offset,
+    parse_read_options,
+    parse_write_options,
+)
+from natsd.spark.source import _micros, plan_ranges
+
+
+def test_defaults() -> None:
+    o = parse_read_options({"stream": "S"})
+    assert o.conn.servers == ("nats://127.0.0.1:4222",)
+    assert o.starting == Offset("earliest") and o.ending == Offset("latest")
+    assert not o.include_headers and o.min_partitions == 1
+    s = parse_read_options({"stream": "S"}, streaming=True)
+    assert s.starting == Offset("latest")
+
+
+def test_values_parse() -> None:
+    o = parse_read_options({
+        "servers": "127.0.0.1:1, nats://h:2", "STREAM": "S", "subjects": "a.*, b.>",
+        "startingOffsets": "5", "endingOffsets": "2026-01-02T03:04:05.5+01:00",
+        "minPartitions": "4", "includeHeaders": "TRUE", "user": "u", "password": "p",
+    })
+    assert o.conn.servers == ("nats://127.0.0.1:1", "nats://h:2")
+    assert o.subjects == ("a.*", "b.>")
+    assert o.starting == Offset("seq", seq=5)
+    assert o.ending == Offset("time", time="2026-01-02T02:04:05.500000Z")
+    assert o.min_partitions == 4 and o.include_headers
+    assert (o.conn.user, o.conn.password) == ("u", "p")
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        ({}, "'stream' is required"),
+        ({"stream": "a.b"}, "not a valid stream name"),
+        ({"stream": "S", "startingOffsets": "yesterday"}, "'startingOffsets' must be"),
+        ({"stream": "S", "startingOffsets": "0"}, "sequences start at 1"),
+        ({"stream": "S", "endingOffsets": "earliest"}, "cannot be 'earliest'"),
+        ({"stream": "S", "minPartitions": "0"}, "'minPartitions' must be >= 1"),
+        ({"stream": "S", "minPartitions": "x"}, "must be an integer"),
+        ({"stream": "S", "includeHeaders": "maybe"}, "true or false"),
+        ({"stream": "S", "subjects": "a.>.b"}, "invalid subject filter"),
+        ({"stream": "S", "user": "u"}, "given together"),
+        ({"stream": "S", "token": "t", "user": "u", "password": "p"}, "exclusive"),
+        ({"stream": "S", "maxMessagesPerTrigger": "5"}, "streaming queries only"),
+        ({"stream": "S", "startingOffset": "5"}, "unknown jetstream read option"),
+    ],
+)
+def test_bad_read_options(opts: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_read_options(opts)
+
+
+def test_streaming_refuses_ending_offsets() -> None:
+    with pytest.raises(ValueError, match="batch queries only"):
+        parse_read_options({"stream": "S", "endingOffsets": "5"}, streaming=True)
+
+
+def test_write_options() -> None:
+    w = parse_write_options({"servers": "x:1", "writeId": "job-7", "maxPendingAcks": "10"})
+    assert w.write_id == "job-7" and w.max_pending_acks == 10 and w.stream is None
+    with pytest.raises(ValueError, match="unknown jetstream write option"):
+        parse_write_options({"subject": "x"})
+    with pytest.raises(ValueError, match="'maxPendingAcks' must be >= 1"):
+        parse_write_options({"maxPendingAcks": "0"})
+
+
+def test_parse_offset_latest_refused_where_asked() -> None:
+    with pytest.raises(ValueError, match="cannot be 'latest'"):
+        parse_offset("latest", "x", allow_latest=False)
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "minp", "size", "want"),
+    [
+        (1, 1, 1, 10, []),
+        (1, 11, 1, 100, [(1, 11)]),
+        (1, 11, 3, 100, [(1, 5), (5, 8), (8, 11)]),
+        (1, 26, 1, 10, [(1, 10), (10, 18), (18, 26)]),
+        (5, 7, 8, 10, [(5, 6), (6, 7)]),
+    ],
+)
+def test_plan_ranges(
+    lo: int, hi: int, minp: int, size: int, want: list[tuple[int, int]]
+) -> None:
+    got = plan_ranges(lo, hi, minp, size)
+    assert got == want
+    if got:  # contiguous, covering, none wider than size
+        assert got[0][0] == lo and got[-1][1] == hi
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(got))
+        assert all(b - a <= size for a, b in got)
+
+
+def test_micros() -> None:
+    assert _micros("1970-01-01T00:00:01.123456789Z") == 1_123_456
+    assert _micros("1970-01-01T00:00:01Z") == 1_000_000
+    assert _micros("1970-01-01T01:00:01.5+01:00") == 1_500_000
+    assert _micros("") is None
+
+
+@pytest.mark.parametrize(
+    ("filt", "subject", "ok"),
+    [
+        ("a.b", "a.b", True), ("a.*", "a.b", True), ("a.*", "a.b.c", False),
+        ("a.>", "a.b.c", True), ("a.>", "a", False), (">", "x", True), ("a.b", "a", False),
+    ],
+)
+def test_subject_matches(filt: str, subject: str, ok: bool) -> None:
+    assert subject_matches(filt, subject) is ok
