@@ -7,7 +7,8 @@ run nats-server with ``sync_interval: always`` (nats-server-sync, compared with
 natsd's fsync-before-ack default) and natsd with nats-server's lazy default
 ``sync_interval: "2m"`` (natsd-lazy, compared with nats-server).  The consumer scenarios
 (pull fetch + ack, push, publish -> consume latency) read pre-filled streams on
-nats-server and natsd.  See bench/README.md.
+nats-server and natsd.  The KV / Object Store scenarios (kvload.py) put on all four
+servers and get on nats-server and natsd.  See bench/README.md.
 
     .venv/bin/python bench/bench.py --quick
 """
@@ -37,6 +38,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from consumerload import e2e_main, prefill, pull_main, push_main
 from jsload import api_error, fsync_rate, js_api, js_async_main, js_sync_main
+from kvload import (
+    MB,
+    kv_fill,
+    kv_get_main,
+    kv_put_main,
+    kv_stream_config,
+    obj_data,
+    obj_get_main,
+    obj_put,
+    obj_put_main,
+    obj_stream_config,
+)
 from loadgen import (
     BenchError,
     Counters,
@@ -66,14 +79,25 @@ CORE_SCENARIOS = ("pub", "pubsub", "fanout", "reqrep")
 JS_PUB_SCENARIOS = ("js-async-file", "js-async-mem", "js-sync-file", "js-sync-mem")
 E2E = "js-e2e-latency"
 CONSUMER_SCENARIOS = ("js-pull-ack", "js-pull-ack-file", "js-pull-none", "js-push", E2E)
-JS_SCENARIOS = JS_PUB_SCENARIOS + CONSUMER_SCENARIOS
+KV_PUT = ("kv-put-sync", "kv-put-pipe")
+KV_GET = ("kv-get-sync", "kv-get-pipe")
+KV_SCENARIOS = (*KV_PUT, *KV_GET, "obj-put", "obj-get")
+#: read-only scenarios: sync_interval does not matter, nats-server and natsd only
+KV_READS = (*KV_GET, "obj-get")
+JS_SCENARIOS = JS_PUB_SCENARIOS + CONSUMER_SCENARIOS + KV_SCENARIOS
 SCENARIOS = CORE_SCENARIOS + JS_SCENARIOS
-#: run without --only: everything but the file variant of pull + ack (keeps `make bench`
-#: near 3 minutes); --only js / consumers / js-pull-ack-file include it
-DEFAULT_SCENARIOS = tuple(s for s in SCENARIOS if s != "js-pull-ack-file")
+#: run without --only: everything but the file variant of pull + ack and the KV / Object
+#: Store scenarios (they add ~55 s to `make bench`'s ~3.4 min); --only js / kv / consumers
+#: / js-pull-ack-file and --js-only select them
+OPT_IN = ("js-pull-ack-file", *KV_SCENARIOS)
+DEFAULT_SCENARIOS = tuple(s for s in SCENARIOS if s not in OPT_IN)
 GROUPS = {
     "core": CORE_SCENARIOS,
     "js": JS_SCENARIOS,
+    "kv": KV_SCENARIOS,
+    "kv-put": KV_PUT,
+    "kv-get": KV_GET,
+    "obj": ("obj-put", "obj-get"),
     "js-pub": JS_PUB_SCENARIOS,
     "consumers": CONSUMER_SCENARIOS,
     "consumer": CONSUMER_SCENARIOS,
@@ -88,6 +112,8 @@ CONSUMER_STORAGE = {
 }
 ALIASES = {
     **{s: s for s in JS_SCENARIOS},
+    "obj-put": "obj-put",
+    "obj-get": "obj-get",
     "pull-ack": "js-pull-ack",
     "pull-ack-file": "js-pull-ack-file",
     "pull-none": "js-pull-none",
@@ -135,6 +161,13 @@ class Config:
     js_e2e_time: float = 1.0
     js_pull_batch: int = 100
     js_push_max_ack_pending: int = 500
+    kv_time: float = 1.0
+    kv_keys: int = 10_000
+    kv_window: int = 256
+    kv_sync_ops: int = 50_000
+    kv_pipe_ops: int = 1_000_000
+    obj_bytes: int = 50 * MB
+    obj_window: int = 1
 
 
 @dataclass
@@ -150,6 +183,8 @@ class Row:
     scenario: str
     metric: str
     kind: str  # "tput" (higher is better) or "lat" (lower is better)
+    unit: str = "msg/s"
+    decimals: int = 0
 
 
 def table_rows(cfg: Config) -> list[Row]:
@@ -175,14 +210,27 @@ def table_rows(cfg: Config) -> list[Row]:
         Row("js push ack mem", "js-push", "rate", "tput"),
         Row("js pub->pull p50 (us)", "js-e2e-latency", "p50_us", "lat"),
         Row("js pub->pull p99 (us)", "js-e2e-latency", "p99_us", "lat"),
+        Row("kv put sync (1 outstanding)", "kv-put-sync", "rate", "tput", "ops/s"),
+        Row("kv put sync p50 (us)", "kv-put-sync", "p50_us", "lat"),
+        Row(f"kv put pipelined ({cfg.kv_window})", "kv-put-pipe", "rate", "tput", "ops/s"),
+        Row("kv get sync (1 outstanding)", "kv-get-sync", "rate", "tput", "ops/s"),
+        Row("kv get sync p50 (us)", "kv-get-sync", "p50_us", "lat"),
+        Row(f"kv get pipelined ({cfg.kv_window})", "kv-get-pipe", "rate", "tput", "ops/s"),
+        Row(f"obj put {obj_label(cfg)}", "obj-put", "rate", "tput", "MiB/s", 1),
+        Row(f"obj get {obj_label(cfg)}", "obj-get", "rate", "tput", "MiB/s", 1),
     ]
+
+
+def obj_label(cfg: Config) -> str:
+    size = f"{cfg.obj_bytes / MB:g} MiB"
+    return size if cfg.obj_window <= 1 else f"{size} (window {cfg.obj_window})"
 
 
 def applies(scen: str, server: str) -> bool:
     """Which server columns run which scenario (sync_interval only matters for file storage)."""
-    if scen in CORE_SCENARIOS or scen in CONSUMER_SCENARIOS:
+    if scen in CORE_SCENARIOS or scen in CONSUMER_SCENARIOS or scen in KV_READS:
         return server in (REF, IMPL)
-    return server not in FILE_ONLY or scen.endswith("-file")
+    return server not in FILE_ONLY or scen.endswith("-file") or scen in KV_SCENARIOS
 
 
 # --------------------------------------------------------------------------- running
@@ -724,9 +772,247 @@ def run_e2e(server: Server, cfg: Config, warmup: bool) -> RunResult:
     return result
 
 
+# --------------------------------------------------------------------------- KV / Object Store
+
+
+def _api_ok(server: Server, cfg: Config, subject: str, body: dict[str, Any] | None) -> str | None:
+    """One JetStream API request; the error text or None."""
+    try:
+        return api_error(js_api(server.port, subject, body, cfg.setup_timeout))
+    except (BenchError, OSError) as exc:
+        return _exc_text(exc)
+
+
+def _stream_state(server: Server, cfg: Config, stream: str) -> tuple[dict[str, Any], str | None]:
+    try:
+        info = js_api(server.port, f"$JS.API.STREAM.INFO.{stream}", None, cfg.setup_timeout)
+    except (BenchError, OSError) as exc:
+        return {}, f"stream info failed: {_exc_text(exc)}"
+    if (err := api_error(info)) is not None:
+        return {}, f"stream info failed: {err}"
+    state = info.get("state", {})
+    return state if isinstance(state, dict) else {}, None
+
+
+class KvCache:
+    """Filled KV buckets / objects for the read scenarios, one per server start."""
+
+    def __init__(self) -> None:
+        self.kv: dict[tuple[str, int], str] = {}
+        self.obj: dict[tuple[str, int], tuple[str, str, dict[str, Any]]] = {}
+
+    def kv_bucket(self, server: Server, cfg: Config) -> str:
+        key = (server.name, server.starts)
+        if key in self.kv:
+            return self.kv[key]
+        bucket = f"GET{uuid.uuid4().hex[:10]}"
+        err = _api_ok(
+            server, cfg, f"$JS.API.STREAM.CREATE.KV_{bucket}", kv_stream_config(bucket)
+        )
+        if err is not None:
+            raise BenchError(f"kv bucket create failed: {err}")
+        deadline = time.monotonic() + cfg.timeout
+        try:
+            rep = kv_fill(server.port, bucket, cfg.kv_keys, cfg.size, deadline, cfg.idle_timeout)
+            state, err = _stream_state(server, cfg, f"KV_{bucket}")
+            if err is None and state.get("messages") != cfg.kv_keys:
+                err = f"kv fill: the bucket holds {state.get('messages')} of {cfg.kv_keys} keys"
+            if err is not None:
+                raise BenchError(err)
+        except BaseException:
+            _api_ok(server, cfg, f"$JS.API.STREAM.DELETE.KV_{bucket}", None)
+            raise
+        wall = rep["last"] - rep["first"]
+        print(
+            f"  {'prefill':13} {server.name:16} {'kv':10} {cfg.kv_keys:,} keys in {wall:.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.kv[key] = bucket
+        return bucket
+
+    def object(self, server: Server, cfg: Config) -> tuple[str, str, dict[str, Any]]:
+        key = (server.name, server.starts)
+        if key in self.obj:
+            return self.obj[key]
+        bucket, name = f"GET{uuid.uuid4().hex[:10]}", "bench-object.bin"
+        err = _api_ok(
+            server, cfg, f"$JS.API.STREAM.CREATE.OBJ_{bucket}", obj_stream_config(bucket)
+        )
+        if err is not None:
+            raise BenchError(f"object store create failed: {err}")
+        deadline = time.monotonic() + cfg.timeout
+        try:
+            rep = obj_put(
+                server.port,
+                bucket,
+                name,
+                obj_data(cfg.obj_bytes),
+                cfg.obj_window,
+                deadline,
+                cfg.idle_timeout,
+            )
+        except BaseException:
+            _api_ok(server, cfg, f"$JS.API.STREAM.DELETE.OBJ_{bucket}", None)
+            raise
+        print(
+            f"  {'prefill':13} {server.name:16} {'object':10} {cfg.obj_bytes / MB:g} MiB in"
+            f" {rep['last'] - rep['first']:.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.obj[key] = (bucket, name, rep)
+        return self.obj[key]
+
+    def release(self, servers: list[Server], cfg: Config, kv: bool, obj: bool) -> None:
+        by_name = {s.name: s for s in servers}
+        for cache, prefix, drop in ((self.kv, "KV_", kv), (self.obj, "OBJ_", obj)):
+            if not drop:
+                continue
+            for (name, starts), val in list(cache.items()):
+                del cache[(name, starts)]
+                srv = by_name.get(name)
+                bucket = val if isinstance(val, str) else val[0]
+                if srv is not None and srv.starts == starts and srv.alive():
+                    _api_ok(srv, cfg, f"$JS.API.STREAM.DELETE.{prefix}{bucket}", None)
+
+
+def _worker_run(
+    server: Server, cfg: Config, target: Callable[..., None], args: tuple[Any, ...]
+) -> tuple[Report | None, float, str]:
+    """Spawn one worker (role "kv"/"obj" by target), go, wait: (report, server cpu s, error)."""
+    deadline = time.monotonic() + cfg.timeout
+    run = Run(deadline, cfg.setup_timeout)
+    go = run.ctx.Event()
+    role = "obj" if target in (obj_put_main, obj_get_main) else "kv"
+    key = (role, 0)
+    try:
+        run.spawn(role, 0, target, *args, run.q, go, deadline, cfg.idle_timeout)
+        run.wait([key], "ready", server)
+        cpu0 = server.cpu_seconds()
+        go.set()
+        run.wait([key], "done", server)
+        return run.reports[key], server.cpu_seconds() - cpu0, ""
+    except RuntimeError as exc:
+        return None, 0.0, str(exc)
+    finally:
+        run.close()
+
+
+def _kv_metrics(rep: Report, server_cpu: float) -> dict[str, float]:
+    wall = max(1e-9, rep["last"] - rep["first"])
+    m = {
+        "count": float(rep["count"]),
+        "wall_s": wall,
+        "client_cpu": rep["cpu"] / wall,
+        "server_cpu": server_cpu / wall,
+        "rate": float(rep["rate"]),
+    }
+    for k in ("p50_us", "p90_us", "p99_us", "p999_us", "min_us", "max_us", "mean_us"):
+        if k in rep:
+            m[k] = float(rep[k])
+    return m
+
+
+def run_kv(scen: str, server: Server, cfg: Config, warmup: bool, cache: KvCache) -> RunResult:
+    sync = scen.endswith("-sync")
+    window = 1 if sync else cfg.kv_window
+    cap = cfg.kv_sync_ops if sync else cfg.kv_pipe_ops
+    n = max(1, cap // 10) if warmup else cap
+    n_warm = 0 if warmup or not sync else cfg.js_sync_warmup
+    max_time = max(0.25, cfg.kv_time / 4) if warmup else cfg.kv_time
+    if scen in KV_GET:
+        try:
+            bucket = cache.kv_bucket(server, cfg)
+        except (BenchError, OSError) as exc:
+            return RunResult(False, error=f"filling the bucket: {_exc_text(exc)}")
+        args = (server.port, bucket, cfg.kv_keys, cfg.size, n, n_warm, max_time, window)
+        rep, cpu, err = _worker_run(server, cfg, kv_get_main, args)
+        if rep is None:
+            return RunResult(False, error=err)
+        return RunResult(True, _kv_metrics(rep, cpu))
+    bucket = f"PUT{uuid.uuid4().hex[:10]}"
+    stream = f"KV_{bucket}"
+    err = _api_ok(server, cfg, f"$JS.API.STREAM.CREATE.{stream}", kv_stream_config(bucket))
+    if err is not None:
+        return RunResult(False, error=f"kv bucket create failed: {err}")
+    args = (server.port, bucket, cfg.kv_keys, cfg.size, n, n_warm, max_time, window)
+    rep, cpu, err = _worker_run(server, cfg, kv_put_main, args)
+    result = RunResult(False, error=err)
+    if rep is not None:
+        metrics = _kv_metrics(rep, cpu)
+        count = int(rep["count"])
+        state, err = _stream_state(server, cfg, stream)
+        if err is None and rep["max_seq"] != count:
+            err = f"{count} PubAcks but the highest acked seq is {rep['max_seq']}"
+        if err is None and (
+            state.get("messages") != min(count, cfg.kv_keys) or state.get("last_seq") != count
+        ):
+            err = (
+                f"{count} puts of {cfg.kv_keys} keys but the bucket holds"
+                f" {state.get('messages')} messages, last seq {state.get('last_seq')}"
+            )
+        result = RunResult(err is None, metrics, err or "")
+    err = _api_ok(server, cfg, f"$JS.API.STREAM.DELETE.{stream}", None)
+    if err is not None and result.ok:
+        result = RunResult(False, result.metrics, f"bucket delete failed: {err}")
+    return result
+
+
+def run_obj(scen: str, server: Server, cfg: Config, warmup: bool, cache: KvCache) -> RunResult:
+    if scen == "obj-get":
+        try:
+            bucket, name, put = cache.object(server, cfg)
+        except (BenchError, OSError) as exc:
+            return RunResult(False, error=f"storing the object: {_exc_text(exc)}")
+        rep, cpu, err = _worker_run(server, cfg, obj_get_main, (server.port, bucket, name))
+        if rep is None:
+            return RunResult(False, error=err)
+        metrics = _kv_metrics(rep, cpu)
+        if rep["digest"] != put["digest"] or rep["count"] != cfg.obj_bytes:
+            err = f"read {rep['count']} bytes {rep['digest']}, stored {put['digest']}"
+        # the ordered consumer is ephemeral: delete it now rather than after its inactivity
+        # threshold (already gone = fine)
+        subj = f"$JS.API.CONSUMER.DELETE.OBJ_{bucket}.{rep['consumer']}"
+        derr = _api_ok(server, cfg, subj, None)
+        if derr is not None and "not found" not in derr.lower():
+            err = err or f"consumer delete failed: {derr}"
+        return RunResult(not err, metrics, err)
+    bucket = f"PUT{uuid.uuid4().hex[:10]}"
+    stream = f"OBJ_{bucket}"
+    err = _api_ok(server, cfg, f"$JS.API.STREAM.CREATE.{stream}", obj_stream_config(bucket))
+    if err is not None:
+        return RunResult(False, error=f"object store create failed: {err}")
+    size = max(MB, cfg.obj_bytes // 10) if warmup else cfg.obj_bytes
+    args = (server.port, bucket, "bench-object.bin", size, cfg.obj_window)
+    rep, cpu, err = _worker_run(server, cfg, obj_put_main, args)
+    result = RunResult(False, error=err)
+    if rep is not None:
+        metrics = _kv_metrics(rep, cpu)
+        state, err = _stream_state(server, cfg, stream)
+        want = int(rep["chunks"]) + 1
+        if err is None and state.get("messages") != want:
+            err = f"{want - 1} chunks + meta stored but the stream holds {state.get('messages')}"
+        result = RunResult(err is None, metrics, err or "")
+    err = _api_ok(server, cfg, f"$JS.API.STREAM.DELETE.{stream}", None)
+    if err is not None and result.ok:
+        result = RunResult(False, result.metrics, f"object store delete failed: {err}")
+    return result
+
+
 def run_scenario(
-    name: str, server: Server, cfg: Config, warmup: bool, cache: StreamCache | None = None
+    name: str,
+    server: Server,
+    cfg: Config,
+    warmup: bool,
+    cache: StreamCache | None = None,
+    kv_cache: KvCache | None = None,
 ) -> RunResult:
+    if name in KV_SCENARIOS:
+        kc = kv_cache if kv_cache is not None else KvCache()
+        if name.startswith("obj-"):
+            return run_obj(name, server, cfg, warmup, kc)
+        return run_kv(name, server, cfg, warmup, kc)
     if name in CONSUMER_SCENARIOS:
         return run_consumer(
             name, server, cfg, warmup, cache if cache is not None else StreamCache()
@@ -750,12 +1036,12 @@ def run_scenario(
 # --------------------------------------------------------------------------- reporting
 
 
-def fmt_num(v: float | None, kind: str) -> str:
+def fmt_num(v: float | None, kind: str, decimals: int = 0) -> str:
     if v is None:
         return "FAIL"
     if kind == "lat":
         return f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
-    return f"{v:,.0f}"
+    return f"{v:,.{decimals}f}"
 
 
 def aggregate(values: list[float], kind: str, how: str) -> float | None:
@@ -770,6 +1056,12 @@ def summary_line(name: str, res: RunResult) -> str:
     if not res.ok:
         return f"FAILED: {res.error.splitlines()[0] if res.error else '?'}"
     m = res.metrics
+    if name in KV_SCENARIOS:
+        cpu = f"cpu: server {m['server_cpu']:.0%} client {m['client_cpu']:.0%}"
+        if name.startswith("obj-"):
+            return f"{m['rate']:,.1f} MiB/s ({m['count'] / MB:g} MiB)  {cpu}"
+        lat = f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  " if "p50_us" in m else ""
+        return f"{lat}{m['rate']:,.0f} ops/s ({m['count']:,.0f} ops)  {cpu}"
     if name in CONSUMER_SCENARIOS:
         cpu = f"cpu: server {m['server_cpu']:.0%} client {m['cons_cpu']:.0%}"
         if name == E2E:
@@ -819,7 +1111,12 @@ def machine_info() -> dict[str, Any]:
 
 
 def print_header(
-    cfg: Config, minfo: dict[str, Any], core: bool, js: bool, consumers: bool = False
+    cfg: Config,
+    minfo: dict[str, Any],
+    core: bool,
+    js: bool,
+    consumers: bool = False,
+    kv: bool = False,
 ) -> None:
     print(
         f"machine: {minfo['nproc']} CPUs (usable {minfo['usable_cpus']}), {minfo['cpu_model']}, "
@@ -845,6 +1142,13 @@ def print_header(
             f"{max(1, cfg.js_consume_msgs // 10):,}), pull batch {cfg.js_pull_batch}, push "
             f"max_ack_pending {cfg.js_push_max_ack_pending}; pub->pull latency {cfg.js_e2e_time:g}"
             f" s or {cfg.js_sync_msgs:,} msgs"
+        )
+    if kv:
+        print(
+            f"kv load: file buckets, {cfg.kv_keys:,} keys x {cfg.size} B values, {cfg.kv_time:g} s"
+            f" per run (at most {cfg.kv_sync_ops:,} sync / {cfg.kv_pipe_ops:,} pipelined ops),"
+            f" pipeline window {cfg.kv_window}; object {cfg.obj_bytes / MB:g} MiB in"
+            f" 128 KiB chunks, put window {cfg.obj_window}"
         )
     sys.stdout.flush()
 
@@ -880,8 +1184,8 @@ def render_table(
                 cells.append("-")
                 continue
             v = vals[n] = agg[row.scenario][n].get(row.metric)
-            unit = " msg/s" if row.kind == "tput" else ""
-            cells.append(fmt_num(v, row.kind) + (unit if v is not None else ""))
+            unit = f" {row.unit}" if row.kind == "tput" else ""
+            cells.append(fmt_num(v, row.kind, row.decimals) + (unit if v is not None else ""))
         ratios: dict[str, float | None] = {}
         rcells: list[str] = []
         for a, b in pairs:
@@ -892,7 +1196,7 @@ def render_table(
         body.append((row.label, cells, rcells))
         doc: dict[str, Any] = {
             "row": row.label,
-            "unit": "msg/s" if row.kind == "tput" else "us",
+            "unit": row.unit if row.kind == "tput" else "us",
             **vals,
         }
         if f"{IMPL}/{REF}" in ratios:
@@ -983,7 +1287,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated subset of scenarios: "
         + ", ".join(SCENARIOS)
         + " (aliases: publish-only, pub->sub, fan-out, req/rep, pull-ack, pull-none, push,"
-        " e2e; groups: core, js, js-pub, consumers); default: all but js-pull-ack-file",
+        " e2e, kv-put, kv-get, obj; groups: core, js, js-pub, consumers, kv); default: all"
+        " but js-pull-ack-file and the kv group",
     )
     p.add_argument(
         "--no-js", action="store_true", help="skip the JetStream scenarios (core NATS only)"
@@ -1040,6 +1345,39 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=500,
         help="push scenario: the consumer's max_ack_pending (nats bench's default)",
+    )
+    p.add_argument(
+        "--kv-time",
+        type=float,
+        default=None,
+        help="KV put/get: seconds per measured run (default 1; 0.5 with --quick); the"
+        " warm-up run takes max(0.25, this/4) s",
+    )
+    p.add_argument("--kv-keys", type=int, default=10_000, help="KV: size of the key pool")
+    p.add_argument(
+        "--kv-window",
+        type=int,
+        default=256,
+        help="KV pipelined put/get: max outstanding (unanswered) operations",
+    )
+    p.add_argument(
+        "--kv-sync-ops",
+        type=int,
+        default=None,
+        help="cap on ops per sync KV run (default 50,000; 10,000 with --quick)",
+    )
+    p.add_argument(
+        "--obj-size",
+        type=float,
+        default=None,
+        help="Object Store: object size in MiB (default 50; 10 with --quick)",
+    )
+    p.add_argument(
+        "--obj-window",
+        type=int,
+        default=1,
+        help="Object Store put: max unacknowledged chunks (1 = one at a time, like nats-py;"
+        " more = pipelined like nats.go's PublishAsync)",
     )
     p.add_argument(
         "--store-dir",
@@ -1145,6 +1483,19 @@ def build_config(a: argparse.Namespace) -> Config:
             raise SystemExit(f"{name} must be >= 1")
     if js_time <= 0:
         raise SystemExit("--js-time must be > 0")
+    kv_time = a.kv_time if a.kv_time is not None else (0.5 if a.quick else 1.0)
+    kv_sync = a.kv_sync_ops if a.kv_sync_ops is not None else (10_000 if a.quick else 50_000)
+    obj_mib = a.obj_size if a.obj_size is not None else (10.0 if a.quick else 50.0)
+    if kv_time <= 0 or obj_mib <= 0:
+        raise SystemExit("--kv-time and --obj-size must be > 0")
+    for name, v in (
+        ("--kv-keys", a.kv_keys),
+        ("--kv-window", a.kv_window),
+        ("--kv-sync-ops", kv_sync),
+        ("--obj-window", a.obj_window),
+    ):
+        if v < 1:
+            raise SystemExit(f"{name} must be >= 1")
     return Config(
         msgs=msgs,
         size=a.size,
@@ -1168,6 +1519,13 @@ def build_config(a: argparse.Namespace) -> Config:
         js_e2e_time=e2e_time,
         js_pull_batch=a.js_pull_batch,
         js_push_max_ack_pending=a.js_push_max_ack_pending,
+        kv_time=kv_time,
+        kv_keys=a.kv_keys,
+        kv_window=a.kv_window,
+        kv_sync_ops=kv_sync,
+        kv_pipe_ops=js_msgs,
+        obj_bytes=int(obj_mib * MB),
+        obj_window=a.obj_window,
     )
 
 
@@ -1263,6 +1621,7 @@ def run_phase(
                     print(f"!! {s.name}: INFO does not announce JetStream", file=sys.stderr)
         print(file=sys.stderr)
         cache = StreamCache()
+        kv_cache = KvCache()
         for i_scen, scen in enumerate(scenarios):
             for rep in range(-1, cfg.repeat):  # -1 = warm-up
                 for s in servers:
@@ -1274,7 +1633,7 @@ def run_phase(
                             results[scen][s.name].append(RunResult(False, error=dead[s.name]))
                         continue
                     t0 = time.monotonic()
-                    res = run_scenario(scen, s, cfg, rep < 0, cache)
+                    res = run_scenario(scen, s, cfg, rep < 0, cache, kv_cache)
                     took = time.monotonic() - t0
                     print(
                         f"  {scen:13} {s.name:16} {tag:10} {summary_line(scen, res)}"
@@ -1301,6 +1660,9 @@ def run_phase(
                 servers,
                 cfg,
                 {CONSUMER_STORAGE[sc] for sc in later if sc in CONSUMER_STORAGE and sc != E2E},
+            )
+            kv_cache.release(
+                servers, cfg, not any(sc in KV_GET for sc in later), "obj-get" not in later
             )
     finally:
         for s in servers:
@@ -1347,7 +1709,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     minfo = machine_info()
     has_cons = any(sc in CONSUMER_SCENARIOS for sc in js_scen)
-    print_header(cfg, minfo, bool(core_scen), bool(js_scen), has_cons)
+    has_kv = any(sc in KV_SCENARIOS for sc in js_scen)
+    print_header(cfg, minfo, bool(core_scen), bool(js_scen), has_cons, has_kv)
     try:
         if js_scen:
             store_root = Path(tempfile.mkdtemp(prefix="natsd-bench-js-", dir=a.store_dir))
@@ -1406,7 +1769,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_rows += jrows
         print()
         print(table)
-    if any(sc.endswith("-file") and sc in JS_PUB_SCENARIOS for sc in js_scen):
+    file_rows = [sc for sc in js_scen if sc in (*JS_PUB_SCENARIOS, *KV_PUT, "obj-put")]
+    if any(sc.endswith("-file") or sc in KV_SCENARIOS for sc in file_rows):
         if REF_SYNC in names:
             print(
                 f"({REF_SYNC} = {REF} with jetstream {{ sync_interval: always }}: fsync before"
