@@ -59,12 +59,17 @@ class CollectingTransport:
         self.closed = True
 
 
-def frames(n: int, subject: bytes, inbox: bytes, payload: bytes, chunk: int) -> list[bytes]:
+def frames(
+    n: int, subject: bytes, inbox: bytes, payload: bytes, chunk: int, keys: int = 0
+) -> list[bytes]:
+    """Pipelined PUB frames in reads of ``chunk`` bytes; with ``keys``, subjects cycle
+    through ``<subject>.<k>`` for k < keys (KV-style puts)."""
     out: list[bytes] = []
     buf: list[bytes] = []
     size = 0
     for i in range(n):
-        f = b"PUB %s %s.%d %d\r\n%s\r\n" % (subject, inbox, i, len(payload), payload)
+        subj = b"%s.%d" % (subject, i % keys) if keys else subject
+        f = b"PUB %s %s.%d %d\r\n%s\r\n" % (subj, inbox, i, len(payload), payload)
         buf.append(f)
         size += len(f)
         if size >= chunk:
@@ -86,7 +91,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             client = srv._new_client()
             t = CollectingTransport()
             client.connection_made(t)  # type: ignore[arg-type]
-            cfg = {"name": "BENCH", "subjects": ["bench.js"], "storage": args.storage}
+            cfg: dict[str, Any] = {
+                "name": "BENCH",
+                "subjects": ["bench.js.>" if args.keys else "bench.js"],
+                "storage": args.storage,
+            }
+            if args.keys:
+                # What a KV bucket is: one value per key, new values replace old ones.
+                cfg.update(max_msgs_per_subject=1, discard="new", allow_rollup_hdrs=True)
             setup = (
                 b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\n'
                 b"SUB _INBOX.api 1\r\nSUB _INBOX.ack.* 2\r\n"
@@ -101,7 +113,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise SystemExit(f"stream create failed: {created[:300]!r}")
             t.keep = False
             payload = b"x" * args.size
-            reads = frames(args.n, b"bench.js", b"_INBOX.ack", payload, 65536)
+            reads = frames(args.n, b"bench.js", b"_INBOX.ack", payload, 65536, args.keys)
             prof = cProfile.Profile() if args.profile else None
             start_written = t.written
             ack_len = len(b'MSG _INBOX.ack.0 2 25\r\n{"stream":"BENCH","seq":1}\r\n')
@@ -139,6 +151,7 @@ def main() -> None:
     ap.add_argument("--storage", choices=("memory", "file"), default="memory")
     ap.add_argument("-n", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=128)
+    ap.add_argument("--keys", type=int, default=0, help="KV-style: N keys, 1 value each")
     ap.add_argument("--lazy", action="store_true", help="file store with a lazy sync_interval")
     ap.add_argument(
         "--gc",

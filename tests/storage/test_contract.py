@@ -519,6 +519,24 @@ def test_max_msgs_per_subject_discard_old(kit: StoreKit) -> None:
     assert live(s, 6) == [5, 6]
 
 
+def test_kv_style_replacement_keeps_subject_state(kit: StoreKit) -> None:
+    # One value per key (a KV bucket): every put removes the key's previous message, and the
+    # per-subject first/last must follow without going stale.
+    s = kit.make(cfg(max_msgs_per_subject=1))
+    keys = ["k0", "k1", "k2"]
+    for round_ in range(4):
+        for i, k in enumerate(keys):
+            s.store_msg(k, None, b"%d" % round_)
+            seq = round_ * len(keys) + i + 1
+            st = s.subjects_state(k)[k]
+            assert (st.msgs, st.first, st.last) == (1, seq, seq)
+    assert live(s, 12) == [10, 11, 12]
+    last = s.load_last_msg("k1")
+    assert last is not None and last.seq == 11 and last.data == b"3"
+    nxt = s.load_next_msg("k0", 1)
+    assert nxt is not None and nxt.seq == 10
+
+
 def test_discard_new_max_msgs(kit: StoreKit) -> None:
     s = kit.make(cfg(max_msgs=2, discard=DiscardPolicy.NEW))
     fill(s, "a b")

@@ -322,10 +322,19 @@ class FileStore(BlockStore):
             del self._subjects[subj]
         else:
             ss.msgs -= 1
+            # With one message left it is the other end: known without a scan. This is
+            # every KV put (max_msgs_per_subject 1 removes the previous value), where a
+            # stale first cost a walk over the whole stream on the next put of the key.
             if seq == ss.first:
-                ss.first_stale = True
+                if ss.msgs == 1 and not ss.last_stale:
+                    ss.first = ss.last
+                else:
+                    ss.first_stale = True
             if seq == ss.last:
-                ss.last_stale = True
+                if ss.msgs == 1 and not ss.first_stale:
+                    ss.last = ss.first
+                else:
+                    ss.last_stale = True
         if tomb:
             self._add_tomb_range(seq, seq, _time_ns())
         if seq == self._first_seq:
