@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import string
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from natsd.core.clock import format_duration, now_ns, parse_duration, rfc3339
 from natsd.core.ids import Nuid, new_server_id
@@ -93,6 +96,17 @@ def test_format_duration_keeps_precision_like_go() -> None:
 )
 def test_rfc3339(ns: int, text: str) -> None:
     assert rfc3339(ns) == text
+
+
+@given(st.lists(st.integers(min_value=0, max_value=4_102_444_800 * 10**9), max_size=20))
+def test_rfc3339_cache_never_changes_answers(stamps: list[int]) -> None:
+    # rfc3339 remembers the last second it formatted; any order of calls, including
+    # repeats and neighbours of a second, must give what a fresh format gives.
+    for ns in stamps + [s + 1 for s in stamps] + stamps[::-1]:
+        secs, frac = divmod(ns, 10**9)
+        base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        want = (f"{base}.{frac:09d}".rstrip("0") if frac else base) + "Z"
+        assert rfc3339(ns) == want
 
 
 def test_now_ns_is_recent_int() -> None:

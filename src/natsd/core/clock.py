@@ -12,10 +12,19 @@ def now_ns() -> int:
     return time.time_ns()
 
 
+# The last second formatted: messages stored or read together mostly share their second,
+# and strftime is most of the cost of a direct get's Nats-Time-Stamp header.
+_last_base: tuple[int, str] = (-1, "")
+
+
 def rfc3339(ns: int) -> str:
     """UTC time with nanoseconds, e.g. ``2024-01-02T03:04:05.123456789Z``."""
+    global _last_base
     secs, frac = divmod(ns, 1_000_000_000)
-    base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    cached_secs, base = _last_base
+    if secs != cached_secs:
+        base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _last_base = (secs, base)
     if frac:
         return f"{base}.{frac:09d}".rstrip("0") + "Z"
     return base + "Z"
