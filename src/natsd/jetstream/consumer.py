@@ -362,6 +362,12 @@ class Consumer:
             return
         cfg = self.cfg
         is_push = bool(cfg.deliver_subject)
+        if is_push and self.active and not push.has_interest(self):
+            # nats-server drops delivery interest synchronously when the last subscriber on
+            # the deliver subject goes; the watcher polls only once a second while bound, so
+            # look before delivering rather than deliver to nobody (the message would count
+            # as delivered and wait out ack_wait instead of staying pending).
+            push.update_interest(self, False)
         blocked_by_max = False
         budget = RUN_BUDGET
         while True:
