@@ -285,6 +285,20 @@ class Run:
             if not server.alive():
                 raise RuntimeError(f"{server.name} exited during the run")
 
+    def go(
+        self,
+        go: Any,
+        ready: Sequence[tuple[str, int]],
+        done: Sequence[tuple[str, int]],
+        server: Server,
+    ) -> float:
+        """Wait for ``ready``, set ``go``, wait for ``done``; the server CPU seconds in between."""
+        self.wait(ready, "ready", server)
+        cpu0 = server.cpu_seconds()
+        go.set()
+        self.wait(done, "done", server)
+        return server.cpu_seconds() - cpu0
+
     def close(self) -> None:
         for p in self.procs.values():
             if p.is_alive():
@@ -341,11 +355,7 @@ def run_pubsub(server: Server, cfg: Config, n: int, n_subs: int) -> RunResult:
             deadline,
             cfg.idle_timeout,
         )
-        run.wait([("pub", 0)], "ready", server)
-        cpu0 = server.cpu_seconds()
-        go.set()
-        run.wait([("pub", 0), *subs], "done", server)
-        server_cpu = server.cpu_seconds() - cpu0
+        server_cpu = run.go(go, [("pub", 0)], [("pub", 0), *subs], server)
     except RuntimeError as exc:
         counts = [progress[i] for i in range(n_subs)]
         extra = f" (subscriber counts: {counts} of {n})" if n_subs else ""
@@ -433,11 +443,7 @@ def run_js(scen: str, server: Server, cfg: Config, warmup: bool) -> RunResult:
             args = (n, 0 if warmup else cfg.js_sync_warmup, max_time)
         common = (server.port, subject, cfg.size, *args, run.q, go, deadline, cfg.idle_timeout)
         run.spawn("jspub", 0, target, *common)
-        run.wait([key], "ready", server)
-        cpu0 = server.cpu_seconds()
-        go.set()
-        run.wait([key], "done", server)
-        server_cpu = server.cpu_seconds() - cpu0
+        server_cpu = run.go(go, [key], [key], server)
     except RuntimeError as exc:
         result = RunResult(False, error=str(exc))
     finally:
@@ -659,11 +665,7 @@ def run_consumer(
             args = (cfg.js_pull_batch, acked)
         common = (server.port, stream, durable, subject, cfg.size, n, *args)
         run.spawn("cons", 0, target, *common, run.q, go, deadline, cfg.idle_timeout)
-        run.wait([key], "ready", server)
-        cpu0 = server.cpu_seconds()
-        go.set()
-        run.wait([key], "done", server)
-        server_cpu = server.cpu_seconds() - cpu0
+        server_cpu = run.go(go, [key], [key], server)
     except RuntimeError as exc:
         result = RunResult(False, error=str(exc))
     finally:
@@ -728,11 +730,7 @@ def run_e2e(server: Server, cfg: Config, warmup: bool) -> RunResult:
         try:
             common = (server.port, stream, durable, subject, cfg.size, *args)
             run.spawn("cons", 0, e2e_main, *common, run.q, go, deadline, cfg.idle_timeout)
-            run.wait([key], "ready", server)
-            cpu0 = server.cpu_seconds()
-            go.set()
-            run.wait([key], "done", server)
-            server_cpu = server.cpu_seconds() - cpu0
+            server_cpu = run.go(go, [key], [key], server)
         except RuntimeError as exc:
             result = RunResult(False, error=str(exc))
         finally:
@@ -888,11 +886,8 @@ def _worker_run(
     key = (role, 0)
     try:
         run.spawn(role, 0, target, *args, run.q, go, deadline, cfg.idle_timeout)
-        run.wait([key], "ready", server)
-        cpu0 = server.cpu_seconds()
-        go.set()
-        run.wait([key], "done", server)
-        return run.reports[key], server.cpu_seconds() - cpu0, ""
+        server_cpu = run.go(go, [key], [key], server)
+        return run.reports[key], server_cpu, ""
     except RuntimeError as exc:
         return None, 0.0, str(exc)
     finally:

@@ -35,7 +35,6 @@ import re
 import select
 import socket
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from jsload import AckCounter
@@ -49,8 +48,10 @@ from loadgen import (
     StreamParser,
     _run_worker,
     connect,
+    connect_inbox,
+    latency_stats,
     make_payload,
-    percentile,
+    new_inbox,
 )
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ ACK_SUFFIX = b" 4\r\n+ACK\r\n"
 ACK_JOIN = ACK_SUFFIX + b"PUB "
 #: ack subjects longer than this are not deliveries (bounds the partial-frame buffer)
 MAX_REPLY = 512
-
-
-def new_inbox() -> str:
-    return f"_INBOX.{uuid.uuid4().hex[:16]}"
 
 
 def ack_frames(replies: list[bytes]) -> bytes:
@@ -227,8 +224,7 @@ def prefill(
     port: int, subject: str, size: int, n: int, window: int, deadline: float, idle_timeout: float
 ) -> dict[str, float]:
     """Publish ``n`` messages to ``subject`` (<= ``window`` PubAcks outstanding); bounded."""
-    inbox = new_inbox()
-    sock, _ = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, _ = connect_inbox(port)
     prefix = f"PUB {subject} {inbox}.".encode()
     suffix = f" {size}\r\n".encode() + make_payload(size) + b"\r\n"
     batch = max(1, min(1000, window // 4))
@@ -278,8 +274,7 @@ def _pull(
     deadline: float,
     idle_timeout: float,
 ) -> Report:
-    inbox = new_inbox()
-    sock, parser = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, parser = connect_inbox(port)
     if parser.buf:
         raise BenchError("unexpected data after the handshake")
     q.put({"role": "cons", "idx": 0, "event": "ready"})
@@ -550,8 +545,6 @@ def _e2e(
         raise BenchError(
             f"{counter.count} delivered, {acks.acks} PubAcks, highest seq {acks.max_seq}"
         )
-    lat.sort()
-    us = 1000.0
     return {
         "count": counter.count,
         "measured": len(lat),
@@ -559,14 +552,7 @@ def _e2e(
         "first": t0,
         "last": t1,
         "cpu": cpu,
-        "p50_us": percentile(lat, 50) / us,
-        "p90_us": percentile(lat, 90) / us,
-        "p99_us": percentile(lat, 99) / us,
-        "p999_us": percentile(lat, 99.9) / us,
-        "min_us": lat[0] / us,
-        "max_us": lat[-1] / us,
-        "mean_us": sum(lat) / len(lat) / us,
-        "rate": len(lat) / (sum(lat) / 1e9),
+        **latency_stats(lat),
     }
 
 

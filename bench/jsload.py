@@ -23,7 +23,6 @@ import os
 import select
 import socket
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,10 @@ from loadgen import (
     _recv_some,
     _run_worker,
     connect,
+    connect_inbox,
+    latency_stats,
     make_payload,
+    new_inbox,
     percentile,
 )
 
@@ -48,10 +50,6 @@ ACK_END = b"}\r\n"
 MSG_HDR = b"MSG "
 SEQ_KEY = b'"seq":'
 ERR_KEY = b'"error"'
-
-
-def new_inbox() -> str:
-    return f"_INBOX.{uuid.uuid4().hex[:16]}"
 
 
 # --------------------------------------------------------------------------- API requests
@@ -178,8 +176,7 @@ def _js_async(
     deadline: float,
     idle_timeout: float,
 ) -> Report:
-    inbox = new_inbox()
-    sock, _ = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, _ = connect_inbox(port)
     q.put({"role": "jspub", "idx": 0, "event": "ready"})
     prefix = f"PUB {subject} {inbox}.".encode()
     suffix = f" {size}\r\n".encode() + make_payload(size) + b"\r\n"
@@ -276,8 +273,7 @@ def _js_sync(
     deadline: float,
     idle_timeout: float,
 ) -> Report:
-    inbox = new_inbox()
-    sock, _ = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, _ = connect_inbox(port)
     q.put({"role": "jspub", "idx": 0, "event": "ready"})
     prefix = f"PUB {subject} {inbox}.".encode()
     suffix = f" {size}\r\n".encode() + make_payload(size) + b"\r\n"
@@ -320,8 +316,6 @@ def _js_sync(
         cpu = time.process_time() - cpu0
     if not lat:
         raise BenchError("no measured publishes")
-    lat.sort()
-    us = 1000.0
     return {
         "count": acks.acks,
         "measured": len(lat),
@@ -330,14 +324,7 @@ def _js_sync(
         "first": t0,
         "last": t1,
         "cpu": cpu,
-        "p50_us": percentile(lat, 50) / us,
-        "p90_us": percentile(lat, 90) / us,
-        "p99_us": percentile(lat, 99) / us,
-        "p999_us": percentile(lat, 99.9) / us,
-        "min_us": lat[0] / us,
-        "max_us": lat[-1] / us,
-        "mean_us": sum(lat) / len(lat) / us,
-        "rate": len(lat) / (sum(lat) / 1e9),
+        **latency_stats(lat),
     }
 
 

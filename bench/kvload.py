@@ -51,8 +51,10 @@ from loadgen import (
     Report,
     _run_worker,
     connect,
+    connect_inbox,
+    latency_stats,
     make_payload,
-    percentile,
+    new_inbox,
 )
 
 if TYPE_CHECKING:
@@ -62,10 +64,6 @@ if TYPE_CHECKING:
 OBJ_CHUNK = 128 * 1024  # nats-py / nats.go default chunk size
 STATUS_LINE = b"NATS/1.0"
 MB = 1024 * 1024
-
-
-def new_inbox() -> str:
-    return f"_INBOX.{uuid.uuid4().hex[:16]}"
 
 
 # --------------------------------------------------------------------------- configs
@@ -322,19 +320,7 @@ def request_loop(
     if window <= 1:
         if not lat:
             raise BenchError("no measured requests")
-        lat.sort()
-        us = 1000.0
-        rep.update(
-            measured=len(lat),
-            p50_us=percentile(lat, 50) / us,
-            p90_us=percentile(lat, 90) / us,
-            p99_us=percentile(lat, 99) / us,
-            p999_us=percentile(lat, 99.9) / us,
-            min_us=lat[0] / us,
-            max_us=lat[-1] / us,
-            mean_us=sum(lat) / len(lat) / us,
-            rate=len(lat) / (sum(lat) / 1e9),
-        )
+        rep.update(measured=len(lat), **latency_stats(lat))
     else:
         rep["rate"] = reader.count / max(1e-9, t1 - t0)
     return rep
@@ -359,8 +345,7 @@ def kv_fill(
     port: int, bucket: str, nkeys: int, size: int, deadline: float, idle_timeout: float
 ) -> Report:
     """Put every key once (pipelined, every PubAck checked); used before the get runs."""
-    inbox = new_inbox()
-    sock, _ = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, _ = connect_inbox(port)
     with sock:
         sock.settimeout(idle_timeout)
         acks = PutAcks(sock)
@@ -387,8 +372,7 @@ def _kv_put(
     deadline: float,
     idle_timeout: float,
 ) -> Report:
-    inbox = new_inbox()
-    sock, _ = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, _ = connect_inbox(port)
     frame = put_frames(bucket, kv_keys(nkeys), size, inbox)
     q.put({"role": "kv", "idx": 0, "event": "ready"})
     with sock:
@@ -442,8 +426,7 @@ def _kv_get(
     deadline: float,
     idle_timeout: float,
 ) -> Report:
-    inbox = new_inbox()
-    sock, _ = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, _ = connect_inbox(port)
     keys = kv_keys(nkeys)
     order = get_order(nkeys)
     api = b"PUB $JS.API.DIRECT.GET.KV_%s.$KV.%s." % (bucket.encode(), bucket.encode())
@@ -503,8 +486,7 @@ def obj_put(
     q: Queue[Report] | None = None,
 ) -> Report:
     """nats-py's ``ObjectStore.put(name, data)`` in raw protocol (see module docstring)."""
-    inbox = new_inbox()
-    sock, _ = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    inbox, sock, _ = connect_inbox(port)
     nuid = uuid.uuid4().hex[:22].upper()
     chunk_head = b"PUB $O.%s.C.%s %s." % (bucket.encode(), nuid.encode(), inbox.encode())
     nchunks = (len(data) + OBJ_CHUNK - 1) // OBJ_CHUNK

@@ -18,6 +18,7 @@ import signal
 import socket
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -168,6 +169,17 @@ def connect(
     except BaseException:
         sock.close()
         raise
+
+
+def new_inbox() -> str:
+    return f"_INBOX.{uuid.uuid4().hex[:16]}"
+
+
+def connect_inbox(port: int) -> tuple[str, socket.socket, StreamParser]:
+    """A fresh inbox and a connection subscribed (sid 1) to ``<inbox>.*``."""
+    inbox = new_inbox()
+    sock, parser = connect(port, extra=f"SUB {inbox}.* 1\r\n".encode())
+    return inbox, sock, parser
 
 
 def worker_init() -> None:
@@ -516,6 +528,23 @@ def percentile(sorted_vals: list[int], p: float) -> float:
     return float(sorted_vals[min(rank, len(sorted_vals)) - 1])
 
 
+def latency_stats(lat: list[int], rate_key: str = "rate") -> dict[str, float]:
+    """Sort ``lat`` (nanoseconds) and return its percentiles, min, max and mean in microseconds,
+    plus ``rate_key``: how many of them fit in a second, one after another."""
+    lat.sort()
+    us = 1000.0
+    return {
+        "p50_us": percentile(lat, 50) / us,
+        "p90_us": percentile(lat, 90) / us,
+        "p99_us": percentile(lat, 99) / us,
+        "p999_us": percentile(lat, 99.9) / us,
+        "min_us": lat[0] / us,
+        "max_us": lat[-1] / us,
+        "mean_us": sum(lat) / len(lat) / us,
+        rate_key: len(lat) / (sum(lat) / 1e9),
+    }
+
+
 def _request_loop(
     port: int,
     subject: str,
@@ -565,19 +594,7 @@ def _request_loop(
                 raise BenchError("deadline exceeded during warm-up")
             if i & 1023 == 0 and time.monotonic() > deadline:
                 raise BenchError(f"deadline exceeded after {i} requests")
-    lat.sort()
-    us = 1000.0
-    return {
-        "count": len(lat),
-        "p50_us": percentile(lat, 50) / us,
-        "p90_us": percentile(lat, 90) / us,
-        "p99_us": percentile(lat, 99) / us,
-        "p999_us": percentile(lat, 99.9) / us,
-        "min_us": lat[0] / us,
-        "max_us": lat[-1] / us,
-        "mean_us": sum(lat) / len(lat) / us,
-        "req_per_s": len(lat) / (sum(lat) / 1e9),
-    }
+    return {"count": len(lat), **latency_stats(lat, "req_per_s")}
 
 
 def requester_main(

@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import gc
 import json
 import re
 import tempfile
 import time
 from typing import Any
 
-from micro_js import CollectingTransport, frames
+from micro_js import CollectingTransport, frames, run_main
 
 from natsd.server import Server, tune_gc
 
@@ -61,6 +60,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 client.data_received(r)
                 await asyncio.sleep(0)
             await asyncio.sleep(0.2)
+            if not args.push:
+                # A pull consumer exists before the first fetch; a push consumer is created
+                # inside the measured part (creating it starts the delivery).
+                client.data_received(api("$JS.API.CONSUMER.CREATE.C.D", ccfg))
+                await asyncio.sleep(0.05)
             t.chunks.clear()
             req = b'{"batch":%d}' % args.batch
             fetch = b"PUB $JS.API.CONSUMER.MSG.NEXT.C.D _INBOX.pull %d\r\n%s\r\n" % (
@@ -120,15 +124,7 @@ def main() -> None:
     ap.add_argument("--gc", choices=("tuned", "default", "off"), default="tuned")
     ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
     args = ap.parse_args()
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
-    if args.gc == "off":
-        gc.disable()
-    print(json.dumps(asyncio.run(run(args))))
+    run_main(args, run)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import gc
 import json
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from natsd.server import Server, tune_gc
@@ -161,6 +162,13 @@ def main() -> None:
     )
     ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
     args = ap.parse_args()
+    run_main(args, run)
+
+
+def run_main(
+    args: argparse.Namespace, body: Callable[[argparse.Namespace], Awaitable[Any]]
+) -> None:
+    """uvloop if installed, ``--gc off`` honoured, then print ``body(args)``'s result as JSON."""
     try:
         import uvloop
 
@@ -169,7 +177,7 @@ def main() -> None:
         pass
     if args.gc == "off":
         gc.disable()
-    print(json.dumps(asyncio.run(run(args))))
+    print(json.dumps(asyncio.run(body(args))))
 
 
 if __name__ == "__main__":

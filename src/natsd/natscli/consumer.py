@@ -21,6 +21,7 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
+from .common import confirm_edit
 from .conn import ApiError, JsApi, Session
 from .output import (
     CliError,
@@ -516,23 +517,7 @@ async def consumer_edit(s: Session, a: argparse.Namespace) -> None:
     else:
         new = json.loads(json.dumps(old))
         _apply_editable(new, a)
-    diff = []
-    for k in sorted(set(old) | set(new)):
-        if old.get(k) != new.get(k):
-            if k in old:
-                diff.append(f"-  {k}: {json.dumps(old[k])}")
-            if k in new:
-                diff.append(f"+  {k}: {json.dumps(new[k])}")
-    if not diff:
-        console.print("No difference in configuration")
-        return
-    console.print("Differences (-old +new):")
-    for line in diff:
-        console.print(line, markup=False)
-    console.print()
-    if a.dry_run:
-        return
-    if not confirm(f"Really edit Consumer {a.stream} > {a.consumer}", a.force):
+    if not confirm_edit(old, new, a, f"Consumer {a.stream} > {a.consumer}"):
         return
     try:
         info = await create_consumer(api, a.stream, new, action="update")

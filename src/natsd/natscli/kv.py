@@ -20,6 +20,7 @@ from typing import Any
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
+from .common import bucket_row, list_buckets
 from .conn import ApiError, JsApi, Session
 from .output import (
     CliError,
@@ -28,7 +29,6 @@ from .output import (
     human_bytes,
     human_count,
     human_duration,
-    human_since,
     human_time,
     info,
     limit,
@@ -361,37 +361,12 @@ async def kv_ls(s: Session, a: argparse.Namespace) -> None:
         for k in keys:
             console.print(k, markup=False)
         return
-    infos = [
-        i
-        for i in await api.paged("STREAM.LIST", "streams")
-        if str(i["config"]["name"]).startswith("KV_")
+    infos = await list_buckets(api, a, "KV_", "No Key-Value buckets found")
+    if infos is None:
+        return
+    rows = [
+        bucket_row(i, "KV_", human_count((i.get("state") or {}).get("messages"))) for i in infos
     ]
-    infos.sort(key=lambda i: str(i["config"]["name"]))
-    names = [str(i["config"]["name"])[3:] for i in infos]
-    if a.json:
-        print_json(names)
-        return
-    if a.names:
-        for n in names:
-            console.print(n, markup=False)
-        return
-    if not infos:
-        console.print("No Key-Value buckets found")
-        return
-    rows = []
-    for i in infos:
-        st = i.get("state") or {}
-        last = st.get("last_ts") if st.get("last_seq") else None
-        rows.append(
-            (
-                str(i["config"]["name"])[3:],
-                i["config"].get("description", ""),
-                human_time(i.get("created")),
-                human_bytes(st.get("bytes")),
-                human_count(st.get("messages")),
-                f"{human_since(last)} ago" if last else "never",
-            )
-        )
     print_table(
         "Key-Value Buckets",
         ["Bucket", "Description", "Created", "Size", "Values", "Last Update"],

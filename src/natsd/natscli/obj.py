@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .common import bucket_row, list_buckets
 from .conn import ApiError, JsApi, Session
 from .output import (
     CliError,
@@ -32,7 +33,6 @@ from .output import (
     human_bytes,
     human_count,
     human_duration,
-    human_since,
     human_time,
     info,
     limit,
@@ -380,36 +380,10 @@ async def obj_ls(s: Session, a: argparse.Namespace) -> None:
             right=[1],
         )
         return
-    infos = [
-        i
-        for i in await api.paged("STREAM.LIST", "streams")
-        if str(i["config"]["name"]).startswith("OBJ_")
-    ]
-    infos.sort(key=lambda i: str(i["config"]["name"]))
-    names = [str(i["config"]["name"])[4:] for i in infos]
-    if a.json:
-        print_json(names)
+    infos = await list_buckets(api, a, "OBJ_", "No Object Store buckets found")
+    if infos is None:
         return
-    if a.names:
-        for n in names:
-            console.print(n, markup=False)
-        return
-    if not infos:
-        console.print("No Object Store buckets found")
-        return
-    rows = []
-    for i in infos:
-        st = i.get("state") or {}
-        last = st.get("last_ts") if st.get("last_seq") else None
-        rows.append(
-            (
-                str(i["config"]["name"])[4:],
-                i["config"].get("description", ""),
-                human_time(i.get("created")),
-                human_bytes(st.get("bytes")),
-                f"{human_since(last)} ago" if last else "never",
-            )
-        )
+    rows = [bucket_row(i, "OBJ_") for i in infos]
     print_table(
         "Object Store Buckets",
         ["Bucket", "Description", "Created", "Size", "Last Update"],

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .common import confirm_edit
 from .conn import ApiError, JsApi, Session
 from .output import (
     CliError,
@@ -357,15 +358,19 @@ async def stream_add(s: Session, a: argparse.Namespace) -> None:
     if a.output:
         Path(a.output).write_text(json.dumps(cfg, indent=2) + "\n")
         return
-    api = await s.api()
+    await _create(await s.api(), cfg["name"], cfg, a)
+
+
+async def _create(api: JsApi, name: str, cfg: dict[str, Any], a: argparse.Namespace) -> None:
+    """STREAM.CREATE ``name`` and show the new Stream (or its JSON with ``--json``)."""
     try:
-        info = await api.request(f"STREAM.CREATE.{cfg['name']}", cfg)
+        info = await api.request(f"STREAM.CREATE.{name}", cfg)
     except ApiError as e:
         raise CliError(f"could not create Stream: {e}") from e
     if a.json:
         print_json(info)
         return
-    console.print(f"Stream {cfg['name']} was created")
+    console.print(f"Stream {name} was created")
     console.print()
     show_stream_info(info)
 
@@ -376,28 +381,7 @@ async def stream_copy(s: Session, a: argparse.Namespace) -> None:
     cfg = dict(src["config"])
     cfg["name"] = a.destination
     _apply_flags(cfg, a, edit=False)
-    try:
-        info = await api.request(f"STREAM.CREATE.{a.destination}", cfg)
-    except ApiError as e:
-        raise CliError(f"could not create Stream: {e}") from e
-    if a.json:
-        print_json(info)
-        return
-    console.print(f"Stream {a.destination} was created")
-    console.print()
-    show_stream_info(info)
-
-
-def _diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    lines: list[str] = []
-    for k in sorted(set(old) | set(new)):
-        ov, nv = old.get(k), new.get(k)
-        if ov != nv:
-            if k in old:
-                lines.append(f"-  {k}: {json.dumps(ov)}")
-            if k in new:
-                lines.append(f"+  {k}: {json.dumps(nv)}")
-    return lines
+    await _create(api, a.destination, cfg, a)
 
 
 async def stream_edit(s: Session, a: argparse.Namespace) -> None:
@@ -413,17 +397,7 @@ async def stream_edit(s: Session, a: argparse.Namespace) -> None:
     else:
         new = json.loads(json.dumps(old))
     _apply_flags(new, a, edit=True)
-    diff = _diff(old, new)
-    if not diff:
-        console.print("No difference in configuration")
-        return
-    console.print("Differences (-old +new):")
-    for line in diff:
-        console.print(line, markup=False)
-    console.print()
-    if a.dry_run:
-        return
-    if not confirm(f"Really edit Stream {a.stream}", a.force):
+    if not confirm_edit(old, new, a, f"Stream {a.stream}"):
         return
     try:
         info = await api.request(f"STREAM.UPDATE.{a.stream}", new)
