@@ -41,14 +41,12 @@ from natsd.jetstream.consumer_config import (
     ConsumerConfig,
     rfc3339_to_ns,
 )
-from natsd.router.deliver import deliver
-from natsd.router.publish import publish
+from natsd.router.publish import publish, publish_as
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoredMsg
 
 if TYPE_CHECKING:
     from natsd.jetstream.stream import Stream
-    from natsd.router.sublist import Sublist
 
 __all__ = ["Consumer"]
 
@@ -544,7 +542,7 @@ class Consumer:
             self.adflr, self.asflr = dseq, seq
         else:
             ack.track_pending(self, seq, dseq)
-        n = _deliver_as(self._sublist, dsubj, m.subject.encode(), ack_reply, hdr, data)
+        n = publish_as(self._sublist, dsubj, m.subject.encode(), ack_reply, hdr, data)
         if self.cfg.deliver_subject:
             self.last_send = time.monotonic()
             if self.maxpb > 0:
@@ -770,30 +768,6 @@ class Consumer:
             self._stream_num_pending()
         self.mark_dirty()
         self._signal()
-
-
-def _deliver_as(
-    sublist: Sublist[Subscription],
-    dsubj: bytes,
-    subject: bytes,
-    reply: bytes,
-    hdr: bytes | None,
-    data: bytes,
-) -> int:
-    """Send to the subscribers of ``dsubj`` a message that keeps its stream subject, as
-    nats-server delivers consumer messages (MSG <subject> <sid of the inbox sub> <ack>)."""
-    psubs, qsubs = sublist.match(dsubj)
-    if not psubs and not qsubs:
-        return 0
-    if hdr:
-        hlen = len(hdr)
-        size = hlen + len(data)
-        tail = b" %d %d\r\n%s%s\r\n" % (hlen, size, hdr, data)
-    else:
-        hlen = 0
-        size = len(data)
-        tail = b" %d\r\n%s\r\n" % (size, data)
-    return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
 
 
 def _headers_only(hdr: bytes | None, data: bytes) -> tuple[bytes, bytes]:

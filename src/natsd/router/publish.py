@@ -10,7 +10,7 @@ from natsd.router.deliver import deliver
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
 
-__all__ = ["publish"]
+__all__ = ["publish", "publish_as"]
 
 
 def publish(
@@ -21,7 +21,20 @@ def publish(
     payload: bytes,
 ) -> int:
     """Deliver one message to every matching subscription; returns deliveries made."""
-    psubs, qsubs = sublist.match(subject)
+    return publish_as(sublist, subject, subject, reply, hdr, payload)
+
+
+def publish_as(
+    sublist: Sublist[Subscription],
+    to: bytes,
+    subject: bytes,
+    reply: bytes | None,
+    hdr: bytes | None,
+    payload: bytes,
+) -> int:
+    """Deliver to the subscribers of ``to`` a message that carries ``subject``: what a
+    JetStream consumer does (its messages keep their stream subject on the inbox)."""
+    psubs, qsubs = sublist.match(to)
     if not psubs and not qsubs:
         return 0
     if hdr:
