@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 FAST := build/mypyc/.stamp
 HOT := $(shell find src -name '*.py') tools/build_mypyc.sh
 
-.PHONY: run run-pure test test-compiled lint typecheck unit bench bench-quick compile clean
+.PHONY: run run-pure test test-compiled lint typecheck unit soak bench bench-quick compile clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -43,6 +43,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## soak: the long fault-injection tier (kill -9 x1000 and friends), not part of make test
+soak: $(FAST)
+	PYTHONPATH=build/mypyc $(BIN)/python -m pytest -q -p no:cacheprovider -m soak tests/reliability
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
