@@ -22,6 +22,7 @@ cd "$OUT"
   natsd/connection/flusher.py \
   natsd/core/subjects.py \
   natsd/core/filters.py \
+  natsd/core/clock.py \
   natsd/router/publish.py \
   natsd/storage/store.py \
   natsd/storage/memstore.py \
@@ -33,6 +34,7 @@ cd "$OUT"
   natsd/storage/filestore_query.py \
   natsd/jetstream/stream.py \
   natsd/jetstream/commit.py \
+  natsd/jetstream/direct.py \
   natsd/jetstream/consumer.py \
   natsd/jetstream/consumer_ack.py \
   natsd/jetstream/consumer_pull.py \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Final
 
 __all__ = ["format_duration", "now_ns", "parse_duration", "rfc3339"]
 
@@ -12,22 +13,31 @@ def now_ns() -> int:
     return time.time_ns()
 
 
-# The last second formatted: messages stored or read together mostly share their second,
-# and strftime is most of the cost of a direct get's Nats-Time-Stamp header.
-_last_base: tuple[int, str] = (-1, "")
+class _LastSecond:
+    """The last second formatted: messages stored or read together mostly share their
+    second, and strftime is most of the cost of a direct get's Nats-Time-Stamp header.
+    An instance attribute rather than a ``global``: far cheaper in the mypyc build."""
+
+    def __init__(self) -> None:
+        self.secs = -1
+        self.base = ""
+
+
+_LAST: Final = _LastSecond()
 
 
 def rfc3339(ns: int) -> str:
     """UTC time with nanoseconds, e.g. ``2024-01-02T03:04:05.123456789Z``."""
-    global _last_base
-    secs, frac = divmod(ns, 1_000_000_000)
-    cached_secs, base = _last_base
-    if secs != cached_secs:
-        base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        _last_base = (secs, base)
+    secs = ns // 1_000_000_000
+    frac = ns - secs * 1_000_000_000
+    last = _LAST
+    if secs != last.secs:
+        last.base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        last.secs = secs
     if frac:
-        return f"{base}.{frac:09d}".rstrip("0") + "Z"
-    return base + "Z"
+        # str(10**9 + frac)[1:] is frac zero-padded to 9 digits, without format()'s cost.
+        return last.base + "." + str(1_000_000_000 + frac)[1:].rstrip("0") + "Z"
+    return last.base + "Z"
 
 
 def format_duration(seconds: float) -> str:

@@ -27,7 +27,7 @@ from natsd.jetstream.consumer_api import (
     reset_request,
 )
 from natsd.jetstream.consumer_stream import stream_deleted, stream_purged
-from natsd.jetstream.direct import direct_get, seq_from_time
+from natsd.jetstream.direct import DIRECT_GET_PREFIX, direct_get, on_direct_get, seq_from_time
 from natsd.jetstream.errors import ApiError, err
 from natsd.jetstream.gotyped import (
     BOOL,
@@ -70,7 +70,10 @@ def make_api_callback(
     def on_api(
         sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
-        handle(ja, subject, reply, data)
+        if subject.startswith(DIRECT_GET_PREFIX):
+            on_direct_get(ja, subject, reply, data)  # compiled, the KV get path
+        else:
+            handle(ja, subject, reply, data)
 
     return on_api
 

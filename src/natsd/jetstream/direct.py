@@ -36,13 +36,22 @@ import orjson
 from natsd.core.clock import rfc3339
 from natsd.jetstream.gojson import _GoJSONError
 from natsd.jetstream.gotyped import go_time_ns
+from natsd.router.publish import publish
 from natsd.storage.store import StoredMsg, StoreError, StreamStore
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount
     from natsd.jetstream.stream import Stream
 
-__all__ = ["DirectRequest", "MalformedRequest", "direct_get", "parse_request", "seq_from_time"]
+__all__ = [
+    "DIRECT_GET_PREFIX",
+    "DirectRequest",
+    "MalformedRequest",
+    "direct_get",
+    "on_direct_get",
+    "parse_request",
+    "seq_from_time",
+]
 
 #: nats-server falls back to the server's max_pending (64 MB by default) for max_bytes.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -239,13 +248,22 @@ def seq_from_time(store: StreamStore, ts: int) -> int:
 
 def _msg_headers(name: str, m: StoredMsg, extra: bytes) -> bytes:
     """The stored headers (minus the blank line), the direct-get headers, ``extra``."""
-    tail = (
-        f"Nats-Stream: {name}\r\nNats-Subject: {m.subject}\r\n"
-        f"Nats-Sequence: {m.seq}\r\nNats-Time-Stamp: {rfc3339(m.ts)}\r\n"
+    tail = "".join(
+        (
+            "Nats-Stream: ",
+            name,
+            "\r\nNats-Subject: ",
+            m.subject,
+            "\r\nNats-Sequence: ",
+            str(m.seq),
+            "\r\nNats-Time-Stamp: ",
+            rfc3339(m.ts),
+            "\r\n",
+        )
     ).encode()
     hdr = m.hdr
-    base = hdr[:-2] if hdr and len(hdr) > 2 else _HDR_LINE
-    return base + tail + extra + b"\r\n"
+    base = hdr[:-2] if hdr is not None and len(hdr) > 2 else _HDR_LINE
+    return b"".join((base, tail, extra, b"\r\n"))
 
 
 def _pending(np: int, lseq: int) -> bytes:
@@ -258,12 +276,33 @@ def _size(m: StoredMsg) -> int:
 
 # ---------------------------------------------------------------------- handler
 class _Reply:
+    """Answers go straight into the account's Sublist (what ``engine.send`` does)."""
+
     def __init__(self, ja: JsAccount, reply: bytes) -> None:
-        self.ja = ja
+        self.sublist = ja.account.sublist
         self.reply = reply
 
     def __call__(self, hdr: bytes, payload: bytes = b"") -> None:
-        self.ja.engine.send(self.ja, self.reply, payload, hdr)
+        publish(self.sublist, self.reply, None, hdr, payload)
+
+
+DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
+
+
+def on_direct_get(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> None:
+    """A request on ``$JS.API.DIRECT.GET.>``. The body-less subject form (every KV ``get``)
+    is answered here without tokenising the subject; the rest goes to ``direct_get``."""
+    if not reply:
+        return
+    subj = subject.decode(errors="replace")
+    rest = subj[len(DIRECT_GET_PREFIX) :]
+    dot = rest.find(".")
+    if dot > 0 and not data and dot + 1 < len(rest):
+        stream = ja.streams.get(rest[:dot])
+        if stream is not None and stream.cfg.allow_direct:
+            _get_last(stream, rest[dot + 1 :], _Reply(ja, reply))
+            return
+    direct_get(ja, subj.split(".")[2:], reply, data)
 
 
 def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> None:
@@ -280,6 +319,9 @@ def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> Non
         return
     if len(toks) > 3:
         key = ".".join(toks[3:])
+        if not data and key:
+            _get_last(stream, key, send)
+            return
         req = DirectRequest()
         if data:
             try:
@@ -313,6 +355,15 @@ def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> Non
         _get_multi(stream, req, send)
     else:
         _get(stream, req, send)
+
+
+def _get_last(stream: Stream, key: str, send: _Reply) -> None:
+    """The subject form without a body (every KV ``get``): the key's last message."""
+    m = stream.store.load_last_msg(key)
+    if m is None:
+        send(_NOT_FOUND)
+    else:
+        send(_msg_headers(stream.name, m, b""), m.data)
 
 
 def _max_bytes(req: DirectRequest) -> int:
