@@ -28,7 +28,7 @@ from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.catalog import StreamCatalog
-from natsd.storage.store import StoredMsg
+from natsd.storage.store import StoredMsg, file_msg_size, mem_msg_size
 
 __all__ = ["JetStream", "JsAccount"]
 
@@ -215,6 +215,36 @@ class JetStream:
             else:
                 store += b
         return mem, store
+
+    def limits_set(self, ja: JsAccount) -> bool:
+        """Whether publishes to ``ja``'s streams must check storage limits at all."""
+        return (
+            self.max_memory >= 0
+            or self.max_store >= 0
+            or ja.limit("max_memory") >= 0
+            or ja.limit("max_storage") >= 0
+        )
+
+    def storage_exceeded(
+        self, ja: JsAccount, memory: bool, subject: str, hdr: bytes | None, data: bytes
+    ) -> str | None:
+        """nats-server's checks before storing a message: the name of the error when the
+        server's max_memory_store / max_file_store is already passed (``js.limitsExceeded``)
+        or the account's limit would be with this message (``jsa.wouldExceedLimits``).
+        Usage is summed over the streams, so this is only called when ``limits_set``."""
+        server_max = self.max_memory if memory else self.max_store
+        if server_max >= 0:
+            used = 0
+            for other in self.accounts.values():
+                used += self.usage(other)[0 if memory else 1]
+            if used > server_max:
+                return "JSInsufficientResourcesErr"
+        acct_max = ja.limit("max_memory" if memory else "max_storage")
+        if acct_max >= 0:
+            size = mem_msg_size(subject, hdr, data) if memory else file_msg_size(subject, hdr, data)
+            if self.usage(ja)[0 if memory else 1] + size > acct_max:
+                return "JSAccountResourcesExceededErr"
+        return None
 
     def reserved(self, ja: JsAccount) -> tuple[int, int]:
         """nats-server's reserved memory / storage: the max_bytes of the streams that set

@@ -72,9 +72,7 @@ class Stream:
         # publish path tells them about every stored message through notify_consumers.
         self.consumers: dict[str, Any] = {}
         # The ack sent when the disk refuses a write: the same bytes every time.
-        self.write_failed_ack = self._ack_err(
-            E.err("JSStreamStoreFailedF", err="write failed")
-        )
+        self.write_failed_ack = self._ack_err(E.err("JSStreamStoreFailedF", err="write failed"))
         self._domain = account.engine.domain
         # '{"stream":"<name>",["domain":"<d>",]"seq":' : an ack is this plus "<seq>}".
         self._ack_head = b'{"stream":"%s",' % self._name_b
@@ -86,10 +84,13 @@ class Stream:
         self._committer.on_failure[store] = self._write_failed
         self._republish: SubjectTransform | None = None
         self._transform: SubjectTransform | None = None
+        self._check_limits = False
         self.apply_config(cfg)
 
     def apply_config(self, cfg: StreamConfig) -> None:
         self.cfg = cfg
+        # Server or account storage limits are checked per message only when configured.
+        self._check_limits = self.account.engine.limits_set(self.account)
         rp = cfg.republish
         self._republish = SubjectTransform(rp.src, rp.dest) if rp is not None else None
         st = cfg.subject_transform
@@ -181,6 +182,13 @@ class Stream:
                         hdr = _set_header(hdr, H_TTL, str(marker_ttl))
         # Republish's Nats-Last-Sequence is the subject's previous message, looked up
         # before storing as nats-server does (a history of 1 is about to drop it).
+        if self._check_limits:
+            exceeded = self.account.engine.storage_exceeded(
+                self.account, cfg.storage == "memory", subject, hdr, data
+            )
+            if exceeded is not None:
+                self._reply(reply, self._ack_err(E.err(exceeded)))
+                return
         rp_last = 0
         if self._republish is not None:
             prev = self.store.load_last_msg(subject)
