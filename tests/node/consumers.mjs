@@ -32,62 +32,10 @@ import {
   StorageType,
   StringCodec,
 } from "nats";
+import { CheckError, assert, check, collect, eq, expectApiError, main, serverUrl, sleep } from "./check.mjs";
 
-const url = process.argv[2];
-if (!url) {
-  console.log("usage: node consumers.mjs nats://HOST:PORT  (a scratch server: streams are created and deleted)");
-  process.exit(2);
-}
+const url = serverUrl("consumers.mjs", "streams");
 const sc = StringCodec();
-
-const failures = [];
-const passed = [];
-
-class CheckError extends Error {}
-
-function assert(cond, what) {
-  if (!cond) throw new CheckError(what);
-}
-
-function eq(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new CheckError(`${what}: expected ${e}, got ${a}`);
-}
-
-async function expectApiError(fn, code, what) {
-  let err = null;
-  try {
-    await fn();
-  } catch (e) {
-    err = e;
-  }
-  if (err === null) throw new CheckError(`${what}: expected API error ${code}, but it succeeded`);
-  const ae = err.api_error;
-  if (!ae) {
-    throw new CheckError(
-      `${what}: expected API error ${code}, got non-API error ${err.code ?? ""} ${err.message}`,
-    );
-  }
-  if (ae.err_code !== code) {
-    throw new CheckError(
-      `${what}: expected err_code ${code}, got ${ae.err_code} (${ae.code} ${ae.description})`,
-    );
-  }
-  return err;
-}
-
-async function collect(iter) {
-  const out = [];
-  for await (const x of iter) out.push(x);
-  return out;
-}
-
-// A check that hangs (a subscription that never ends, a pull that is never answered)
-// fails after this long instead of stalling the whole run.
-const CHECK_TIMEOUT = 8000;
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Drains an async iterable (a subscription) into a buffer in the background, so a check
 // can wait for "n messages within ms" without losing messages to abandoned next() calls.
@@ -117,11 +65,6 @@ function pump(iterable) {
 }
 
 const data = (msgs) => msgs.map((m) => sc.decode(m.data));
-
-const checks = [];
-function check(name, fn) {
-  checks.push([name, fn]);
-}
 
 // ----------------------------------------------------------------------------- checks
 
@@ -536,38 +479,12 @@ check("delete streams", async ({ jsm }) => {
 
 // ----------------------------------------------------------------------------- main
 
-async function main() {
-  let nc;
-  try {
-    nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
-  } catch (e) {
-    console.log(`FAIL connect ${url}: ${e.message}`);
-    process.exit(2);
-  }
-  const ctx = { nc, js: nc.jetstream({ timeout: 5000 }), jsm: await nc.jetstreamManager({ timeout: 5000 }) };
-  for (const [name, fn] of checks) {
-    let timer;
-    const limit = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new CheckError(`timed out after ${CHECK_TIMEOUT} ms`)), CHECK_TIMEOUT);
-    });
-    try {
-      await Promise.race([fn(ctx), limit]);
-      passed.push(name);
-      console.log(`PASS ${name}`);
-    } catch (e) {
-      const detail = e instanceof CheckError ? e.message : `${e.name}: ${e.message}${e.api_error ? " " + JSON.stringify(e.api_error) : ""}`;
-      failures.push(`${name}: ${detail}`);
-      console.log(`FAIL ${name}: ${detail}`);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-  await Promise.race([nc.close(), sleep(2000)]);
-  console.log(`${passed.length} passed, ${failures.length} failed`);
-  process.exit(failures.length ? 1 : 0);
-}
-
-main().catch((e) => {
-  console.log(`FAIL unexpected: ${e.stack || e}`);
-  process.exit(3);
-});
+main(
+  async () => {
+    const nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
+    const ctx = { nc, js: nc.jetstream({ timeout: 5000 }), jsm: await nc.jetstreamManager({ timeout: 5000 }) };
+    return { nc, ctx };
+  },
+  // A check that hangs (a subscription that never ends, a pull never answered) fails.
+  { timeoutMs: 8000 },
+);

@@ -18,42 +18,10 @@ import {
   StringCodec,
 } from "nats";
 import { createHash, randomBytes } from "node:crypto";
+import { assert, check, collect, eq, main, rejects, serverUrl, sleep, waitFor } from "./check.mjs";
 
-const url = process.argv[2];
-if (!url) {
-  console.log("usage: node kv_os.mjs nats://HOST:PORT  (a scratch server: buckets are created and deleted)");
-  process.exit(2);
-}
+const url = serverUrl("kv_os.mjs", "buckets");
 const sc = StringCodec();
-const failures = [];
-const passed = [];
-
-class CheckError extends Error {}
-
-function assert(cond, what) {
-  if (!cond) throw new CheckError(what);
-}
-
-function eq(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new CheckError(`${what}: expected ${e}, got ${a}`);
-}
-
-async function rejects(fn, what) {
-  try {
-    await fn();
-  } catch (e) {
-    return e;
-  }
-  throw new CheckError(`${what}: expected an error, but it succeeded`);
-}
-
-async function collect(iter) {
-  const out = [];
-  for await (const x of iter) out.push(x);
-  return out;
-}
 
 // The entries of a watcher up to its initializedFn (`initial`), then, after `during()` ran,
 // up to `more` further entries (`later`).
@@ -76,18 +44,6 @@ async function watchEntries(kv, opts, more = 0, during = async () => {}) {
   return { initial, later };
 }
 
-function sleep(ms) {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-async function waitFor(pred, what, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new CheckError(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 function kvs(entries) {
   return entries.map((e) => [e.key, e.revision, sc.decode(e.value), e.operation]);
 }
@@ -105,11 +61,6 @@ async function readAll(rs) {
     parts.push(value);
   }
   return Buffer.concat(parts);
-}
-
-const checks = [];
-function check(name, fn) {
-  checks.push([name, fn]);
 }
 
 // ================================================================================== KV
@@ -448,31 +399,8 @@ check("os: digest mismatch, seal", async ({ js, jsm }) => {
 
 // ================================================================================ main
 
-async function main() {
-  let nc;
-  try {
-    nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
-  } catch (e) {
-    console.log(`FAIL connect ${url}: ${e.message}`);
-    process.exit(2);
-  }
+main(async () => {
+  const nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
   const ctx = { nc, js: nc.jetstream({ timeout: 5000 }), jsm: await nc.jetstreamManager({ timeout: 5000 }) };
-  for (const [name, fn] of checks) {
-    try {
-      await fn(ctx);
-      passed.push(name);
-    } catch (e) {
-      const detail = e instanceof CheckError ? e.message : `${e.name}: ${e.message}${e.api_error ? " " + JSON.stringify(e.api_error) : ""}`;
-      failures.push(`${name}: ${detail}`);
-    }
-  }
-  await nc.close();
-  for (const f of failures) console.log(`FAIL ${f}`);
-  console.log(`${passed.length} passed, ${failures.length} failed`);
-  process.exit(failures.length ? 1 : 0);
-}
-
-main().catch((e) => {
-  console.log(`FAIL unexpected: ${e.stack || e}`);
-  process.exit(3);
+  return { nc, ctx };
 });

@@ -11,63 +11,14 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, KvWatchInclude } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { createHash, randomBytes } from "node:crypto";
+import { assert, check, collect, eq, main, rejects, serverUrl, sleep, waitFor } from "./check.mjs";
 
-const url = process.argv[2];
-if (!url) {
-  console.log("usage: node kv_os_v3.mjs nats://HOST:PORT  (a scratch server: buckets are created and deleted)");
-  process.exit(2);
-}
+const url = serverUrl("kv_os_v3.mjs", "buckets");
 const te = new TextEncoder();
 const td = new TextDecoder();
-const failures = [];
-const passed = [];
-
-class CheckError extends Error {}
-
-function assert(cond, what) {
-  if (!cond) throw new CheckError(what);
-}
-
-function eq(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new CheckError(`${what}: expected ${e}, got ${a}`);
-}
-
-async function rejects(fn, what) {
-  try {
-    await fn();
-  } catch (e) {
-    return e;
-  }
-  throw new CheckError(`${what}: expected an error, but it succeeded`);
-}
-
-async function collect(iter) {
-  const out = [];
-  for await (const x of iter) out.push(x);
-  return out;
-}
-
-function sleep(ms) {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-async function waitFor(pred, what, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new CheckError(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 const sha = (data) =>
   "SHA-256=" + createHash("sha256").update(data).digest("base64").replaceAll("+", "-").replaceAll("/", "_");
-
-const checks = [];
-function check(name, fn) {
-  checks.push([name, fn]);
-}
 
 // ================================================================================== KV
 
@@ -214,32 +165,11 @@ check("objm: create, put/get, info, list, delete, watch, links", async ({ nc, js
 
 // ================================================================================ main
 
-async function main() {
-  let nc;
-  try {
-    nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
-  } catch (e) {
-    console.log(`FAIL connect ${url}: ${e.message}`);
-    process.exit(2);
-  }
-  const ctx = { nc, js: jetstream(nc, { timeout: 5000 }), jsm: await jetstreamManager(nc, { timeout: 5000 }) };
-  for (const [name, fn] of checks) {
-    if (process.env.KVOS_VERBOSE) console.log(`... ${name}`);
-    try {
-      await fn(ctx);
-      passed.push(name);
-    } catch (e) {
-      const detail = e instanceof CheckError ? e.message : `${e.name}: ${e.message}`;
-      failures.push(`${name}: ${detail}`);
-    }
-  }
-  await nc.close();
-  for (const f of failures) console.log(`FAIL ${f}`);
-  console.log(`${passed.length} passed, ${failures.length} failed`);
-  process.exit(failures.length ? 1 : 0);
-}
-
-main().catch((e) => {
-  console.log(`FAIL unexpected: ${e.stack || e}`);
-  process.exit(3);
-});
+main(
+  async () => {
+    const nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
+    const ctx = { nc, js: jetstream(nc, { timeout: 5000 }), jsm: await jetstreamManager(nc, { timeout: 5000 }) };
+    return { nc, ctx };
+  },
+  { verbose: Boolean(process.env.KVOS_VERBOSE) },
+);

@@ -25,65 +25,11 @@ import {
   StringCodec,
   DiscardPolicy,
 } from "nats";
+import { assert, check, collect, eq, expectApiError, main, serverUrl } from "./check.mjs";
 
-// No default URL: the script creates and deletes streams, so it must be pointed at a
-// server of its own on purpose.
-const url = process.argv[2];
-if (!url) {
-  console.log("usage: node streams.mjs nats://HOST:PORT  (a scratch server: streams are created and deleted)");
-  process.exit(2);
-}
+const url = serverUrl("streams.mjs", "streams");
 const sc = StringCodec();
 const jc = JSONCodec();
-
-const failures = [];
-const passed = [];
-
-class CheckError extends Error {}
-
-function assert(cond, what) {
-  if (!cond) throw new CheckError(what);
-}
-
-function eq(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new CheckError(`${what}: expected ${e}, got ${a}`);
-}
-
-// Runs fn, which must reject with a JetStream API error carrying err_code `code`.
-async function expectApiError(fn, code, what) {
-  let err = null;
-  try {
-    await fn();
-  } catch (e) {
-    err = e;
-  }
-  if (err === null) throw new CheckError(`${what}: expected API error ${code}, but it succeeded`);
-  const ae = err.api_error;
-  if (!ae) {
-    throw new CheckError(
-      `${what}: expected API error ${code}, got non-API error ${err.code ?? ""} ${err.message}`,
-    );
-  }
-  if (ae.err_code !== code) {
-    throw new CheckError(
-      `${what}: expected err_code ${code}, got ${ae.err_code} (${ae.code} ${ae.description})`,
-    );
-  }
-  return err;
-}
-
-async function collect(lister) {
-  const out = [];
-  for await (const x of lister) out.push(x);
-  return out;
-}
-
-const checks = [];
-function check(name, fn) {
-  checks.push([name, fn]);
-}
 
 // ----------------------------------------------------------------------------- checks
 
@@ -483,31 +429,8 @@ check("streams.delete", async ({ jsm, js }) => {
 
 // ----------------------------------------------------------------------------- main
 
-async function main() {
-  let nc;
-  try {
-    nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
-  } catch (e) {
-    console.log(`FAIL connect ${url}: ${e.message}`);
-    process.exit(2);
-  }
+main(async () => {
+  const nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
   const ctx = { nc, js: nc.jetstream({ timeout: 5000 }), jsm: await nc.jetstreamManager({ timeout: 5000 }) };
-  for (const [name, fn] of checks) {
-    try {
-      await fn(ctx);
-      passed.push(name);
-    } catch (e) {
-      const detail = e instanceof CheckError ? e.message : `${e.name}: ${e.message}${e.api_error ? " " + JSON.stringify(e.api_error) : ""}`;
-      failures.push(`${name}: ${detail}`);
-    }
-  }
-  await nc.close();
-  for (const f of failures) console.log(`FAIL ${f}`);
-  console.log(`${passed.length} passed, ${failures.length} failed`);
-  process.exit(failures.length ? 1 : 0);
-}
-
-main().catch((e) => {
-  console.log(`FAIL unexpected: ${e.stack || e}`);
-  process.exit(3);
+  return { nc, ctx };
 });
