@@ -248,6 +248,7 @@ def test_unique_subject_churn_does_not_grow_trie() -> None:
 def test_cache_hit_returns_same_result() -> None:
     sl: Sublist[Sub] = Sublist()
     sl.insert(Sub(b"foo"))
+    sl.match(b"foo")  # the first miss only notes the subject (admission)
     r1 = sl.match(b"foo")
     hits = sl.cache_hits
     r2 = sl.match(b"foo")
@@ -303,6 +304,7 @@ def test_unrelated_insert_keeps_cache_entry() -> None:
     a = Sub(b"foo.bar")
     sl.insert(a)
     sl.match(b"foo.bar")
+    sl.match(b"foo.bar")
     sl.insert(Sub(b"foo.baz"))
     sl.insert(Sub(b"other.*"))
     hits = sl.cache_hits
@@ -337,8 +339,27 @@ def test_counters() -> None:
     assert sl.removes == 1
     sl.match(b"a")
     sl.match(b"a")
-    assert sl.matches == 1
+    sl.match(b"a")
+    assert sl.matches == 2  # cached on its second miss
     assert sl.cache_hits == 1
+
+
+def test_one_off_subjects_are_not_cached() -> None:
+    # Reply inboxes are matched once each: they are noted, never cached, and cannot evict
+    # the subjects that repeat.
+    sl: Sublist[Sub] = Sublist()
+    inbox, orders = Sub(b"_INBOX.abc.*"), Sub(b"orders.*")
+    sl.insert(inbox)
+    sl.insert(orders)
+    sl.match(b"orders.new")
+    sl.match(b"orders.new")
+    assert sl.cache_size == 1
+    for i in range(sublist_mod.CACHE_MAX * 3):
+        assert psubs(sl, b"_INBOX.abc.%d" % i) == ids(inbox)
+    assert sl.cache_size == 1
+    hits = sl.cache_hits
+    assert psubs(sl, b"orders.new") == ids(orders)
+    assert sl.cache_hits == hits + 1
 
 
 # ------------------------------------------------------------------ model test
@@ -438,6 +459,7 @@ def test_jetstream_ack_subjects_are_matched_but_not_cached() -> None:
     for i in range(1, 50):
         assert psubs(sl, b"$JS.ACK.S.C.1.%d.%d.1700000000.0" % (i, i)) == ids(ack)
     assert sl.cache_size == 0
+    assert psubs(sl, b"orders.new") == ids(other)
     assert psubs(sl, b"orders.new") == ids(other)
     assert sl.cache_size == 1
     sl.remove(ack)

@@ -70,11 +70,21 @@ class _Level(Generic[S]):
 
 
 class Sublist(Generic[S]):
-    __slots__ = ("_cache", "_count", "_root", "cache_hits", "inserts", "matches", "removes")
+    __slots__ = (
+        "_cache",
+        "_count",
+        "_root",
+        "_seen",
+        "cache_hits",
+        "inserts",
+        "matches",
+        "removes",
+    )
 
     def __init__(self) -> None:
         self._root: _Level[S] = _Level()
         self._cache: dict[bytes, MatchResult[S]] = {}
+        self._seen: dict[bytes, None] = {}  # subjects missed once (see match)
         self._count = 0
         self.matches = 0
         self.cache_hits = 0
@@ -183,6 +193,15 @@ class Sublist(Generic[S]):
         qmap = acc.qmap
         res = (acc.psubs, list(qmap.values()) if qmap is not None else acc.no_qsubs)
         if subject.startswith(_UNIQUE_PREFIX):
+            return res
+        # Admission: a subject is cached on its second miss. Reply inboxes and other
+        # one-off subjects then cost a set insert instead of a cache insert plus, every
+        # few hundred misses, a sweep that also evicts the subjects that do repeat.
+        seen = self._seen
+        if subject not in seen:
+            if len(seen) >= CACHE_MAX:
+                seen.clear()
+            seen[subject] = None
             return res
         cache = self._cache
         if len(cache) >= CACHE_MAX:
