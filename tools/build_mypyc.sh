@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
+# Absolute, since the build runs from inside $OUT.
+case "$PY" in /*) ;; */*) PY="$PWD/$PY" ;; esac
 OUT=build/mypyc
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -13,7 +15,7 @@ cd "$OUT"
 # The modules on the per-message path (core NATS and the JetStream publish path).
 # Everything else stays interpreted. Note for compiled code: mypyc treats a memoryview as
 # always true, so write loops use explicit offsets.
-"../../$PY" -m mypyc \
+"$PY" -m mypyc \
   natsd/protocol/parser.py \
   natsd/router/deliver.py \
   natsd/router/sublist.py \

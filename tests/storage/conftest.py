@@ -95,3 +95,9 @@ def kit(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreKit]:
     k = KITS[request.param](tmp_path)
     yield k
     k.close_all()
+
+
+def damage(report: list[str]) -> list[str]:
+    """A recovery report without the "unclean shutdown" note every crash leaves (the note
+    says the store was not stopped cleanly; damage lines say what was found wrong)."""
+    return [r for r in report if not r.startswith("unclean shutdown")]

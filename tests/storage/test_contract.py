@@ -790,3 +790,20 @@ def test_reopen_keeps_everything(kit: StoreKit) -> None:
     assert s.subjects_totals("") == {"a.1": 3, "b.2": 1, "t": 1}
     assert s.expire(T0 + 3 * NS) == 1
     assert s.store_msg("z", None, b"")[0] == 10
+
+
+def test_subject_last_after_removing_the_last_then_storing(kit: StoreKit) -> None:
+    """Found by the power-loss suite: removing a subject's newest message and then storing
+    a new one on it left the subject's last marked stale, so the next lookup walked back
+    from the new message and reported an older one; a subject purge then missed the new
+    message."""
+    s = kit.make()
+    for subj in ["a", "b", "a", "b", "a"]:
+        s.store_msg(subj, None, b"x")
+    s.remove_msg(5)  # the last "a": last goes stale
+    s.store_msg("b", None, b"x")  # 6
+    s.store_msg("a", None, b"x")  # 7: the new last "a"
+    st = s.filtered_state(1, "a")
+    assert (st.msgs, st.first, st.last) == (3, 1, 7)
+    assert s.purge_ex("a", 0, 0) == 3
+    assert [m is None for m in (s.load_msg(1), s.load_msg(3), s.load_msg(7))] == [True] * 3

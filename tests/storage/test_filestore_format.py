@@ -67,7 +67,7 @@ def test_tombstones_and_erased_records() -> None:
 
 def test_damaged_body_is_reported_by_sequence() -> None:
     r2 = bytearray(rec(2, data=b"payload"))
-    r2[-6] ^= 1
+    r2[-6] ^= 3  # two bits: beyond single-bit correction
     scan = scan_block(block(1, rec(1), bytes(r2), rec(3)), 1)
     assert [m[0] for m in scan.msgs] == [1, 3]
     (bad,) = scan.bad
@@ -120,9 +120,24 @@ def test_any_single_byte_damage_costs_at_most_one_record(victim: int, pos: int, 
     scan = scan_block(bytes(data), 1)
     got = [m[0] for m in scan.msgs]
     lost = victim + 1
-    if victim == 6 and scan.tail is not None:
+    if bin(x).count("1") == 1:
+        # A single flipped bit is corrected (and handed to the opener to rewrite).
+        assert got == list(range(1, 8)) and scan.bad == [] and scan.tail is None
+        ((off, fixed),) = scan.fixes
+        assert off == start and fixed == records[victim]
+    elif victim == 6 and scan.tail is not None:
         assert got == [1, 2, 3, 4, 5, 6]  # the last record reads as a torn tail
     else:
         assert got == [s for s in range(1, 8) if s != lost], (victim, where)
         (bad,) = scan.bad
         assert bad.seq in (lost, None)
+
+
+def test_every_single_bit_flip_in_a_record_is_corrected() -> None:
+    r2 = rec(2, "sub.ject", HDR, bytes(range(200)))
+    for bit in range(len(r2) * 8):
+        bad = bytearray(r2)
+        bad[bit // 8] ^= 1 << (bit % 8)
+        scan = scan_block(block(1, rec(1), bytes(bad), rec(3)), 1)
+        assert [m[0] for m in scan.msgs] == [1, 2, 3], bit
+        assert scan.fixes == [(BLOCK_HDR_SIZE + len(rec(1)), r2)], bit

@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
+from natsd.storage.fileio import FileIO
 from natsd.storage.filestore import FileStore
 from natsd.storage.store import ErrStoreIO, StoreConfig
+
+from .conftest import damage
 
 
 def cfg() -> StoreConfig:
@@ -48,7 +51,7 @@ def test_failed_flush_after_purge_frees_the_purged_files(
     assert blocks(tmp_path) == old  # still there: unlinked after the next flush + sync
 
     fs.store_msg("big", None, b"y" * 500)
-    monkeypatch.setattr(os, "write", full_disk_for(500, os.write))
+    monkeypatch.setattr(FileIO, "write", staticmethod(full_disk_for(500, os.write)))
     with pytest.raises(ErrStoreIO):
         fs.flush()
     monkeypatch.undo()
@@ -69,5 +72,5 @@ def test_failed_flush_after_purge_frees_the_purged_files(
     assert (st.msgs, st.first_seq, st.last_seq, st.lost) == (1, 22, 22, None)
     m = fs2.load_msg(22)
     assert m is not None and m.data == b"z" * 500
-    assert fs2.recovery_report == []
+    assert damage(fs2.recovery_report) == []
     fs2.stop()

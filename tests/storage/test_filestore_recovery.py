@@ -24,6 +24,8 @@ from natsd.storage.filestore_format import (
 )
 from natsd.storage.store import StoreConfig, StoredMsg, StoreError
 
+from .conftest import damage
+
 HDR = b"NATS/1.0\r\nK: v\r\n\r\n"
 T0 = 1_700_000_000 * 1_000_000_000
 
@@ -106,7 +108,7 @@ def test_restart_is_byte_identical(tmp_path: Path, how: str) -> None:
         fs.sync()
         crash(fs)
     fs2 = FileStore(tmp_path, cfg(allow_msg_ttl=True), block_size=512)
-    assert fs2.recovery_report == []
+    assert damage(fs2.recovery_report) == []
     assert fs2.state(with_deleted=True) == before
     assert before.lost is None and before.deleted and 2 in before.deleted
     assert all_msgs(fs2, before.last_seq + 1) == msgs
@@ -145,7 +147,7 @@ def test_deletes_survive_a_crash(tmp_path: Path) -> None:
     crash(fs)
     fs2 = FileStore(tmp_path, cfg(), block_size=300)
     assert fs2.state(with_deleted=True) == before
-    assert fs2.recovery_report == []
+    assert damage(fs2.recovery_report) == []
     fs2.stop()
 
 
@@ -170,7 +172,7 @@ def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
         st = fs2.state()
         assert (st.msgs, st.last_seq, st.lost) == (5, 5, None), cut
         if cut:
-            assert any("torn tail" in r for r in fs2.recovery_report), cut
+            assert any("torn tail" in r for r in damage(fs2.recovery_report)), cut
         assert (d / "msgs" / path.name).stat().st_size == off
         for q in range(1, 6):
             m = fs2.load_msg(q)
@@ -181,7 +183,7 @@ def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
         fs2.sync()
         crash(fs2)
         fs3 = FileStore(d, cfg())
-        assert fs3.recovery_report == [] and fs3.state().msgs == 6
+        assert damage(fs3.recovery_report) == [] and fs3.state().msgs == 6
         crash(fs3)
 
 
@@ -195,7 +197,7 @@ def test_torn_tail_after_clean_shutdown_is_caught_by_the_manifest(tmp_path: Path
     fs2 = FileStore(tmp_path, cfg())
     st = fs2.state()
     assert st.lost is not None and st.lost.msgs == [6]
-    assert any("clean shutdown" in r for r in fs2.recovery_report)
+    assert any("clean shutdown" in r for r in damage(fs2.recovery_report))
     assert st.last_seq == 6  # the manifest keeps the sequence from being reused
     assert fs2.store_msg("x", None, b"")[0] == 7
     fs2.stop()
@@ -236,7 +238,9 @@ def test_flipped_byte_costs_exactly_that_record(tmp_path: Path, where: str, how:
     for q in [*range(1, 11), *range(12, 22)]:
         m = fs2.load_msg(q)
         assert m is not None and m.data == b"payload-%04d" % q, q
-    assert any("11" in r and "lost" in r for r in fs2.recovery_report), fs2.recovery_report
+    assert any("11" in r and "lost" in r for r in damage(fs2.recovery_report)), damage(
+        fs2.recovery_report
+    )
     # Nothing on disk was touched; the store carries on after the damage.
     assert fs2.store_msg("after", None, b"a")[0] == 22
     fs2.stop()
@@ -257,7 +261,7 @@ def test_damaged_record_of_a_deleted_message_loses_nothing(tmp_path: Path) -> No
     flip(path, off + reclen - 3)
     fs2 = FileStore(tmp_path, cfg())
     assert fs2.state().lost is None and fs2.state().msgs == 9
-    assert any("deleted seq 4" in r for r in fs2.recovery_report)
+    assert any("deleted seq 4" in r for r in damage(fs2.recovery_report))
     fs2.stop()
 
 
@@ -317,7 +321,7 @@ def test_cut_off_end_of_an_earlier_block_is_lost_not_torn(tmp_path: Path) -> Non
     assert st.lost is not None and st.lost.msgs == gone and len(gone) >= 2
     assert st.msgs == 40 - len(gone) and st.last_seq == 40
     assert first.stat().st_size == size - 150  # damage is left in place
-    assert any("later blocks exist" in r for r in fs2.recovery_report)
+    assert any("later blocks exist" in r for r in damage(fs2.recovery_report))
     fs2.stop()
 
 
@@ -330,13 +334,13 @@ def test_corrupt_block_header_is_reported_and_salvaged(tmp_path: Path) -> None:
     with open(victim, "r+b") as f:
         f.write(b"XXXX")
     fs2 = FileStore(tmp_path, cfg(), block_size=800)
-    assert any(victim.name in r and "bad magic" in r for r in fs2.recovery_report)
+    assert any(victim.name in r and "bad magic" in r for r in damage(fs2.recovery_report))
     assert fs2.state().lost is None
     assert all_msgs(fs2, 41) == before
     crash(fs2)
     assert victim.read_bytes()[:4] == BLOCK_MAGIC  # header rewritten from the file name
     fs3 = FileStore(tmp_path, cfg(), block_size=800)
-    assert fs3.recovery_report == []
+    assert damage(fs3.recovery_report) == []
     fs3.stop()
 
 
@@ -349,7 +353,7 @@ def test_empty_block_file_from_a_crash_during_creation(tmp_path: Path) -> None:
     assert fs2.store_msg("x", None, b"")[0] == 6
     fs2.stop()
     fs3 = FileStore(tmp_path, cfg())
-    assert fs3.state().msgs == 6 and fs3.recovery_report == []
+    assert fs3.state().msgs == 6 and damage(fs3.recovery_report) == []
     fs3.stop()
 
 
@@ -374,7 +378,7 @@ def test_leftover_tmp_and_unknown_files(tmp_path: Path) -> None:
     assert fs2.state().msgs == 3
     assert not (tmp_path / "msgs" / (block_name(1) + ".tmp")).exists()
     assert (tmp_path / "msgs" / "notes.txt").exists()
-    assert len(fs2.recovery_report) == 2
+    assert len(damage(fs2.recovery_report)) == 2
     fs2.stop()
 
 
@@ -416,7 +420,7 @@ def test_manifest_detects_a_missing_block_file(tmp_path: Path) -> None:
     st = fs2.state()
     assert st.lost is not None and st.lost.msgs == gone
     assert st.msgs == 40 - len(gone) and st.last_seq == 40
-    assert any("missing" in r for r in fs2.recovery_report)
+    assert any("missing" in r for r in damage(fs2.recovery_report))
     fs2.stop()
 
 
@@ -449,7 +453,7 @@ def test_damage_found_at_read_time_is_reported_and_survives_restart(tmp_path: Pa
     assert fs.load_msg(4) is None
     st = fs.state()
     assert st.lost is not None and st.lost.msgs == [4] and st.msgs == 9
-    assert any("seq 4" in r for r in fs.recovery_report)
+    assert any("seq 4" in r for r in damage(fs.recovery_report))
     assert fs.load_msg(5) is not None
     fs.stop()
     fs2 = FileStore(tmp_path, cfg())

@@ -39,6 +39,7 @@ import os
 import time
 import zlib
 
+from natsd.storage.fileio import DEFAULT_IO, FileIO
 from natsd.storage.filestore_format import (
     REC_FIELDS,
     REC_HDR_SIZE,
@@ -49,7 +50,7 @@ from natsd.storage.filestore_format import (
     encode_erased,
 )
 from natsd.storage.filestore_index import Entry, SubjState
-from natsd.storage.filestore_io import BlockStore, fsync_path
+from natsd.storage.filestore_io import BlockStore
 from natsd.storage.filestore_recovery import manifest_doc, write_manifest
 from natsd.storage.store import (
     DiscardPolicy,
@@ -84,8 +85,9 @@ class FileStore(BlockStore):
         directory: str | os.PathLike[str],
         cfg: StoreConfig,
         block_size: int = DEFAULT_BLOCK_SIZE,
+        io: FileIO = DEFAULT_IO,
     ) -> None:
-        super().__init__(directory, cfg, block_size)
+        super().__init__(directory, cfg, block_size, io)
         self._cb: StorageUpdate | None = None
         self._apply_limits_cfg(cfg)
         if self._created and cfg.first_seq > 0:
@@ -102,6 +104,10 @@ class FileStore(BlockStore):
             # Leading blocks left empty by a crash between a purge and its unlinks go now
             # (with the next flush+sync, like any other).
             self._drop_leading_blocks()
+        if self._pending_tombs:
+            # Recovery re-deleted messages whose deletion record was damaged: durably now.
+            self.flush()
+            self.sync()
 
     # ------------------------------------------------------------------ config
     def _apply_limits_cfg(self, cfg: StoreConfig) -> None:
@@ -210,6 +216,7 @@ class FileStore(BlockStore):
         else:
             ss.msgs += 1
             ss.last = seq
+            ss.last_stale = False  # the new message is the last, whatever was removed
         self._bytes += size
         self._last_seq = seq
         self._last_ts = ts
@@ -298,7 +305,7 @@ class FileStore(BlockStore):
             # any other write. On failure the message stays: nothing was erased.
             try:
                 fd = self._ensure_fd(blk)
-                if os.pwrite(fd, new, off) != reclen:
+                if self._io.pwrite(fd, new, off) != reclen:
                     raise OSError(errno.EIO, "short write")
             except OSError as exc:
                 raise ErrStoreIO(f"erase seq {seq}: {exc}") from exc
@@ -499,7 +506,7 @@ class FileStore(BlockStore):
             self._roll(seq + 1)
         elif kept:
             self._open_for_write(kept[-1])
-        fsync_path(self._mdir)
+        self._io.fsync_dir(self._mdir)
 
     def expire(self, now_ns: int, emptied: list[StoredMsg] | None = None) -> int:
         self._check_open()
@@ -565,7 +572,7 @@ class FileStore(BlockStore):
                 doc = manifest_doc(
                     self._blocks, self._msgs, self._first_seq, self._last_seq, self._bytes
                 )
-                write_manifest(self._mdir, doc)
+                write_manifest(self._mdir, doc, self._io)
             except OSError:
                 pass  # only a cache
         self._close_fds()
@@ -584,14 +591,15 @@ class FileStore(BlockStore):
             except StoreError:
                 self._close_fds()
                 self._closed = True
-        if os.path.isdir(self._mdir):
-            for name in os.listdir(self._mdir):
+        io = self._io
+        if io.isdir(self._mdir):
+            for name in io.listdir(self._mdir):
                 try:
-                    os.unlink(os.path.join(self._mdir, name))
+                    io.unlink(os.path.join(self._mdir, name))
                 except FileNotFoundError:
                     pass
             try:
-                os.rmdir(self._mdir)
+                io.rmdir(self._mdir)
             except OSError:
                 pass
         self._msgs = {}

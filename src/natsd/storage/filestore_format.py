@@ -92,6 +92,9 @@ FLAG_MASK = ~SEQ_MASK & 0xFFFF_FFFF_FFFF_FFFF
 _KNOWN_FLAGS = FLAG_TOMBSTONE | FLAG_ERASED
 
 _crc32 = zlib.crc32
+_CRC_POLY = 0xEDB88320  # crc32 (zlib), reflected
+# Single-bit correction walks 8 steps per byte; past this a damaged record is just lost.
+_MAX_CORRECTABLE = 256 * 1024
 _pack_fields = REC_FIELDS.pack
 _pack_prefix = REC_PREFIX.pack
 _pack_trailer = REC_TRAILER.pack
@@ -182,6 +185,9 @@ class BlockScan:
     tail: tuple[int, str, int | None] | None = None
     seen_max: int = 0  # highest sequence any valid record here accounts for
     notes: list[str] = field(default_factory=list)
+    # (offset, corrected record) for records restored by single-bit correction; the opener
+    # writes them back so later reads see good bytes.
+    fixes: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def _check_header(buf: bytes, name_first: int, scan: BlockScan) -> None:
@@ -269,6 +275,16 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
                 scan.valid_end = pos
                 continue
         state = _valid_at(mv, pos, end)
+        if state is None or state[1] == 1:
+            fixed = _correct_single_bit(buf, pos, end, state is not None)
+            if fixed is not None:
+                buf = buf[:pos] + fixed + buf[pos + len(fixed) :]
+                mv = memoryview(buf)
+                scan.fixes.append((pos, fixed))
+                scan.notes.append(
+                    f"record at offset {pos} had a single flipped bit; corrected and rewritten"
+                )
+                continue
         if state is None or state[1] == 0:
             # Unreadable header, or a readable one whose record runs past the end of file.
             nxt = _resync(buf, mv, pos + 1, end)
@@ -340,6 +356,60 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
         scan.valid_end = pos
     scan.seen_max = seen
     return scan
+
+
+def _correct_single_bit(buf: bytes, pos: int, end: int, header_ok: bool) -> bytes | None:
+    """The record at ``pos`` with one bit flipped back, when exactly that makes it valid.
+
+    Media errors often damage a single bit. Flipping each of the 336 header bits (magic,
+    header crc, fields) and checking the header crc and then the body crc finds a header
+    error. With a good header, a body crc that differs from the stored one in exactly one
+    bit is a flip in the trailer itself, and otherwise crc32's linearity locates a single
+    flipped bit in the subject, headers or payload (records up to ``_MAX_CORRECTABLE``
+    bytes). Anything else is not corrected (the record is reported lost instead). A wrong
+    correction would need a 32-bit crc to match by chance after a multi-bit error."""
+    if header_ok:
+        reclen = REC_FIELDS.unpack_from(buf, pos + 8)[0]
+        (stored,) = REC_TRAILER.unpack_from(buf, pos + reclen - 4)
+        actual = _crc32(buf[pos : pos + reclen - 4])
+        diff = stored ^ actual
+        if diff and diff & (diff - 1) == 0:
+            return buf[pos : pos + reclen - 4] + REC_TRAILER.pack(actual)
+        body_len = reclen - 4
+        if body_len > _MAX_CORRECTABLE:
+            return None
+        # crc32 is linear: a flip of bit j of byte k changes the crc by g(8 * (L - k) - j),
+        # where g(m) is the register 1 stepped m times. Step until it equals the change.
+        r = 1
+        for m in range(1, 8 * body_len + 1):
+            r = (r >> 1) ^ (_CRC_POLY if r & 1 else 0)
+            if r == diff:
+                k = body_len - (m + 7) // 8
+                j = 8 * ((m + 7) // 8) - m
+                if k < REC_HDR_SIZE:
+                    return None  # the header crc checked out: not a header bit
+                rec = bytearray(buf[pos : pos + body_len])
+                rec[k] ^= 1 << j
+                if _crc32(rec) != stored:
+                    return None
+                return bytes(rec) + buf[pos + body_len : pos + reclen]
+        return None
+    if pos + REC_HDR_SIZE > end:
+        return None
+    head = bytearray(buf[pos : pos + REC_HDR_SIZE])
+    for i in range(REC_HDR_SIZE * 8):
+        head[i >> 3] ^= 1 << (i & 7)
+        if head[:4] == REC_MAGIC:
+            (hcrc,) = struct.unpack_from("<I", head, 4)
+            if _crc32(head[8:]) == hcrc:
+                reclen, _seqf, _ts, slen, hlen, _ttl = REC_FIELDS.unpack_from(head, 8)
+                if reclen >= REC_OVERHEAD + slen + hlen and pos + reclen <= end:
+                    body = bytes(head) + buf[pos + REC_HDR_SIZE : pos + reclen - 4]
+                    (crc,) = REC_TRAILER.unpack_from(buf, pos + reclen - 4)
+                    if _crc32(body) == crc:
+                        return body + buf[pos + reclen - 4 : pos + reclen]
+        head[i >> 3] ^= 1 << (i & 7)
+    return None
 
 
 def _resync(buf: bytes, mv: memoryview, start: int, end: int) -> int | None:

@@ -80,5 +80,3 @@ class SubjState:
         self.last = seq
         self.first_stale = False
         self.last_stale = False
-
-

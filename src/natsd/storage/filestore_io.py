@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator
 
+from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
 from natsd.storage.filestore_format import (
     BLOCK_HDR_SIZE,
     FLAG_TOMBSTONE,
@@ -46,7 +47,7 @@ from natsd.storage.store import (
     StoreError,
 )
 
-__all__ = ["BlockStore", "fsync_path"]
+__all__ = ["BlockStore"]
 
 # Block files kept open for reading besides the ones being written.
 _MAX_OPEN_FDS = 16
@@ -57,14 +58,19 @@ _crc32 = zlib.crc32
 _unpack_fields = REC_FIELDS.unpack_from
 _unpack_trailer = REC_TRAILER.unpack_from
 _time_ns = time.time_ns
-_fdatasync = getattr(os, "fdatasync", os.fsync)
-O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 
 
 class BlockStore(QueryMixin):
     """Block files plus the in-memory index; stream semantics live in the subclass."""
 
-    def __init__(self, directory: str | os.PathLike[str], cfg: StoreConfig, block_size: int):
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        cfg: StoreConfig,
+        block_size: int,
+        io: FileIO = DEFAULT_IO,
+    ):
+        self._io = io
         self._dir = os.fspath(directory)
         self._mdir = os.path.join(self._dir, "msgs")
         # Any size works (a block takes at least one record); tests use tiny ones.
@@ -87,12 +93,23 @@ class BlockStore(QueryMixin):
         self._unlink_now = False  # truncate unlinks at once instead of at the next sync
         self._reclaiming = False  # inside _reclaim_dropped (no recursion)
 
-        created = not os.path.isdir(self._mdir)
-        os.makedirs(self._mdir, exist_ok=True)
+        created = not io.isdir(self._mdir)
         if created:
-            fsync_path(self._dir)
+            # Every directory made here is made durable in its parent before anything is
+            # written into it (a new stream directory included).
+            made: list[str] = []
+            d = self._mdir
+            while d and not io.isdir(d):
+                made.append(d)
+                up = os.path.dirname(d)
+                if up == d:
+                    break
+                d = up
+            io.makedirs(self._mdir)
+            for d in made:
+                io.fsync_dir(os.path.dirname(d) or ".")
         self._created = created
-        r = recover(self._mdir)
+        r = recover(self._mdir, io, created)
         self.recovery_report: list[str] = r.report
         self._lost: LostData | None = r.lost
         self._blocks: list[Block] = r.blocks
@@ -105,6 +122,8 @@ class BlockStore(QueryMixin):
         self._first_ts = r.first_ts
         self._last_seq = r.last_seq
         self._last_ts = r.last_ts
+        for seq in r.redelete:
+            self._add_tomb_range(seq, seq, r.last_ts)
 
     def _remove(self, seq: int, tomb: bool = True, notify: bool = True) -> Entry | None:
         """Take one message out of the index (the subclass's stream semantics)."""
@@ -147,7 +166,7 @@ class BlockStore(QueryMixin):
     def _retire(self, blk: Block) -> None:
         with self._lock:
             if blk.fd >= 0:
-                os.close(blk.fd)
+                self._io.close(blk.fd)
                 blk.fd = -1
             self._dirty.pop(blk, None)
         self._open_fds.pop(blk, None)
@@ -159,7 +178,7 @@ class BlockStore(QueryMixin):
         if blk.on_disk:
             if self._unlink_now:
                 try:
-                    os.unlink(blk.path)
+                    self._io.unlink(blk.path)
                 except FileNotFoundError:
                     pass
             else:
@@ -168,15 +187,16 @@ class BlockStore(QueryMixin):
 
     def _open_for_write(self, blk: Block) -> None:
         fd = self._ensure_fd(blk)
-        os.lseek(fd, blk.flushed, os.SEEK_SET)
+        self._io.lseek(fd, blk.flushed, os.SEEK_SET)
 
     def _ensure_fd(self, blk: Block) -> int:
         fd = blk.fd
         if fd >= 0:
             self._open_fds.move_to_end(blk)
             return fd
+        io = self._io
         if blk.on_disk:
-            fd = os.open(blk.path, os.O_RDWR | O_CLOEXEC)
+            fd = io.open(blk.path, os.O_RDWR | O_CLOEXEC)
         else:
             path = blk.path
             if path in self._unlink_wait or path in self._pending_unlinks:
@@ -185,12 +205,12 @@ class BlockStore(QueryMixin):
                     for lst in (self._unlink_wait, self._pending_unlinks):
                         while path in lst:
                             lst.remove(path)
-                os.unlink(path)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o644)
+                io.unlink(path)
+            fd = io.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | O_CLOEXEC, 0o644)
             blk.on_disk = True
             with self._lock:
                 self._dir_dirty = True
-        os.lseek(fd, blk.flushed, os.SEEK_SET)
+        io.lseek(fd, blk.flushed, os.SEEK_SET)
         blk.fd = fd
         self._open_fds[blk] = None
         if len(self._open_fds) > _MAX_OPEN_FDS:
@@ -205,7 +225,7 @@ class BlockStore(QueryMixin):
             if b is active or b.buf:
                 continue
             with self._lock:
-                os.close(b.fd)
+                self._io.close(b.fd)
                 b.fd = -1
             del self._open_fds[b]
 
@@ -218,6 +238,7 @@ class BlockStore(QueryMixin):
         if self._pending_tombs:
             self._emit_tombstones()
         blocks = list(self._unflushed)
+        write = self._io.write
         try:
             for blk in blocks:
                 fd = self._ensure_fd(blk)
@@ -225,7 +246,7 @@ class BlockStore(QueryMixin):
                     done = 0
                     total = len(view)
                     while done < total:
-                        n = os.write(fd, view[done:])
+                        n = write(fd, view[done:])
                         if n <= 0:
                             raise OSError(errno.EIO, "write returned 0")
                         done += n
@@ -278,8 +299,8 @@ class BlockStore(QueryMixin):
         for blk in blocks:
             if blk.fd >= 0:
                 try:
-                    os.ftruncate(blk.fd, blk.flushed)
-                    os.lseek(blk.fd, blk.flushed, os.SEEK_SET)
+                    self._io.ftruncate(blk.fd, blk.flushed)
+                    self._io.lseek(blk.fd, blk.flushed, os.SEEK_SET)
                 except OSError as exc:
                     self._failed = (
                         f"block {os.path.basename(blk.path)} could not be restored after a "
@@ -316,6 +337,7 @@ class BlockStore(QueryMixin):
             self._sync()
 
     def _sync(self) -> None:
+        io = self._io
         with self._lock:
             if self._closed and not self._dirty:
                 return
@@ -328,12 +350,12 @@ class BlockStore(QueryMixin):
             try:
                 for blk in dirty:
                     if blk.fd >= 0:
-                        fds.append(os.dup(blk.fd))
+                        fds.append(io.dup(blk.fd))
                     else:
                         paths.append(blk.path)
             except OSError as exc:
                 for fd in fds:
-                    os.close(fd)
+                    io.close(fd)
                 for blk in dirty:
                     self._dirty[blk] = None
                 raise ErrStoreIO(f"sync: {exc}") from exc
@@ -343,36 +365,36 @@ class BlockStore(QueryMixin):
             self._pending_unlinks = []
         try:
             for fd in fds:
-                _fdatasync(fd)
+                io.fdatasync(fd)
             for path in paths:
                 try:
-                    fd = os.open(path, os.O_RDONLY | O_CLOEXEC)
+                    fd = io.open(path, os.O_RDONLY | O_CLOEXEC)
                 except FileNotFoundError:
                     continue
                 try:
-                    _fdatasync(fd)
+                    io.fdatasync(fd)
                 finally:
-                    os.close(fd)
+                    io.close(fd)
             if need_dir or unlinks:
-                fsync_path(self._mdir)
+                io.fsync_dir(self._mdir)
         except OSError as exc:
             with self._lock:
                 self._sync_error = f"fsync failed ({exc}); durability of earlier writes unknown"
             raise ErrStoreIO(self._sync_error) from exc
         finally:
             for fd in fds:
-                os.close(fd)
+                io.close(fd)
         if unlinks:
             failed: list[str] = []
             for path in unlinks:
                 try:
-                    os.unlink(path)
+                    io.unlink(path)
                 except FileNotFoundError:
                     pass
                 except OSError:
                     failed.append(path)
             try:
-                fsync_path(self._mdir)
+                io.fsync_dir(self._mdir)
             except OSError:
                 failed = unlinks
             if failed:
@@ -383,7 +405,7 @@ class BlockStore(QueryMixin):
         with self._lock:
             for blk in self._blocks:
                 if blk.fd >= 0:
-                    os.close(blk.fd)
+                    self._io.close(blk.fd)
                     blk.fd = -1
             self._dirty.clear()
         self._open_fds.clear()
@@ -405,7 +427,8 @@ class BlockStore(QueryMixin):
         fd = self._ensure_fd(blk)
         sequential = self._read_end[0] is blk and self._read_end[1] == off
         want = max(length, min(_READAHEAD, fl - off)) if sequential else length
-        data = os.pread(fd, want, off)  # may come back short if the file was cut: callers check
+        # May come back short if the file was cut: callers check.
+        data = self._io.pread(fd, want, off)
         self._read_end = (blk, off + length)
         if want > length:
             self._rwin = (blk, off, data)
@@ -498,20 +521,18 @@ class BlockStore(QueryMixin):
             parts.append(encode_tombstone(max(prev + 1, 1), seq, now))
         data = b"".join(parts)
         tmp = blk.path + ".tmp"
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, 0o644)
+        io = self._io
+        fd = io.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, 0o644)
         try:
-            # An offset loop, not `while view:`: mypyc treats a memoryview as always true.
-            done = 0
-            while done < len(data):
-                done += os.write(fd, data[done:])
-            os.fsync(fd)
+            io.write_all(fd, data)
+            io.fsync(fd)
         except BaseException:
-            os.close(fd)
+            io.close(fd)
             raise
-        os.replace(tmp, blk.path)
+        io.replace(tmp, blk.path)
         with self._lock:
             if blk.fd >= 0:
-                os.close(blk.fd)
+                io.close(blk.fd)
             blk.fd = fd
             self._dirty.pop(blk, None)
         self._open_fds[blk] = None
@@ -564,11 +585,3 @@ def _iter_live_rev(
                 return
             if s in msgs:
                 yield s
-
-
-def fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

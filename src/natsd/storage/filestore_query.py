@@ -114,8 +114,14 @@ class QueryMixin(StreamStore):
             self._fresh(filter, ss)
             if ss.last < start:
                 return None
-            it = (s for s in self._iter_live(max(start, ss.first), ss.last) if msgs[s][0] == filter)
-            return self._first_loadable(it)
+            # Explicit loops, not generator expressions: mypyc builds those eagerly, which
+            # made every call walk the whole range (a filtered consumer went quadratic).
+            for s in self._iter_live(max(start, ss.first), ss.last):
+                if msgs[s][0] == filter:
+                    m = self._load(s)
+                    if m is not None:
+                        return m
+            return None
         nsub = len(self._subjects)
         if nsub > _LINEAR_SCAN_MAX_SUBJECTS or 2 * (last - start) < nsub:
             cache: dict[str, bool] = {}
@@ -126,15 +132,23 @@ class QueryMixin(StreamStore):
                     m = cache[subj] = subject_matches(subj, filter)
                 return m
 
-            it = (s for s in self._iter_live(start, last) if match(msgs[s][0]))
-            return self._first_loadable(it)
+            for s in self._iter_live(start, last):
+                if match(msgs[s][0]):
+                    m = self._load(s)
+                    if m is not None:
+                        return m
+            return None
         matched = {s: ss for s, ss in self._matching(filter) if ss.last >= start}
         if not matched:
             return None
         lo = max(start, min(ss.first for ss in matched.values()))
         hi = max(ss.last for ss in matched.values())
-        it = (s for s in self._iter_live(lo, hi) if msgs[s][0] in matched)
-        return self._first_loadable(it)
+        for s in self._iter_live(lo, hi):
+            if msgs[s][0] in matched:
+                m = self._load(s)
+                if m is not None:
+                    return m
+        return None
 
     def load_last_msg(self, subject: str) -> StoredMsg | None:
         self._check_open()

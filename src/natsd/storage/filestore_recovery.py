@@ -31,6 +31,7 @@ import zlib
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
 from natsd.storage.filestore_format import (
     BLOCK_HDR_SIZE,
     BlockScan,
@@ -44,6 +45,7 @@ from natsd.storage.store import LostData, StoreError
 
 __all__ = [
     "MANIFEST",
+    "UNCLEAN",
     "Recovered",
     "manifest_doc",
     "read_manifest",
@@ -52,6 +54,8 @@ __all__ = [
 ]
 
 MANIFEST = "index.cache"
+# First words of the report line for a store that was not stopped cleanly.
+UNCLEAN = "unclean shutdown"
 _MANIFEST_MAGIC = b"NDSC1\n"
 # Listing every lost sequence is pointless past this; the report gives the ranges.
 _MAX_LOST_LISTED = 1_000_000
@@ -70,6 +74,8 @@ class Recovered:
     last_ts: int = 0
     lost: LostData | None = None
     report: list[str] = field(default_factory=list)
+    # Deleted before the last clean shutdown, deletion record damaged: tombstone again.
+    redelete: list[int] = field(default_factory=list)
 
 
 class _Tombs:
@@ -107,40 +113,22 @@ def _fmt_seqs(seqs: list[int]) -> str:
     return ",".join(parts) + more
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 # ------------------------------------------------------------------------------ manifest
 
 
-def write_manifest(mdir: str, doc: dict[str, object]) -> None:
+def write_manifest(mdir: str, doc: dict[str, object], io: FileIO = DEFAULT_IO) -> None:
     """Atomically write the clean-shutdown manifest (tmp, fsync, rename, fsync dir)."""
     body = json.dumps(doc, separators=(",", ":")).encode()
     data = _MANIFEST_MAGIC + b"%08x\n" % zlib.crc32(body) + body
-    tmp = os.path.join(mdir, MANIFEST + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        # An offset loop, not `while view:`: mypyc treats a memoryview as always true.
-        done = 0
-        while done < len(data):
-            done += os.write(fd, data[done:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, os.path.join(mdir, MANIFEST))
-    _fsync_dir(mdir)
+    io.write_file_atomic(os.path.join(mdir, MANIFEST), data)
 
 
-def read_manifest(mdir: str, report: list[str]) -> dict[str, object] | None:
+def read_manifest(
+    mdir: str, report: list[str], io: FileIO = DEFAULT_IO
+) -> dict[str, object] | None:
     path = os.path.join(mdir, MANIFEST)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = io.read_file(path)
     except FileNotFoundError:
         return None
     except OSError as e:
@@ -164,29 +152,31 @@ def read_manifest(mdir: str, report: list[str]) -> dict[str, object] | None:
 # ------------------------------------------------------------------------------ recovery
 
 
-def recover(mdir: str) -> Recovered:
-    """Scan ``mdir`` and rebuild everything. Repairs only torn tails and block headers."""
+def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovered:
+    """Scan ``mdir`` and rebuild everything. Repairs only torn tails and block headers.
+    ``fresh``: the directory was just created (no shutdown to speak of)."""
     rec = Recovered()
     report = rec.report
-    manifest = read_manifest(mdir, report)
-    if manifest is not None or os.path.exists(os.path.join(mdir, MANIFEST)):
+    manifest = read_manifest(mdir, report, io)
+    clean = io.exists(os.path.join(mdir, MANIFEST))
+    if manifest is not None or clean:
         # A manifest describes one clean shutdown; once we start writing it is stale.
         try:
-            os.unlink(os.path.join(mdir, MANIFEST))
+            io.unlink(os.path.join(mdir, MANIFEST))
             # Durably: a manifest that came back after a crash would describe a past state.
-            _fsync_dir(mdir)
+            io.fsync_dir(mdir)
         except FileNotFoundError:
             pass
 
     named: list[tuple[int, str]] = []
-    for name in os.listdir(mdir):
+    for name in io.listdir(mdir):
         first = parse_block_name(name)
         if first is not None:
             named.append((first, name))
         elif name.endswith(".tmp"):
             # Left by an interrupted rewrite or manifest write; the rename never happened,
             # so the original file is intact and this copy is garbage by construction.
-            os.unlink(os.path.join(mdir, name))
+            io.unlink(os.path.join(mdir, name))
             report.append(f"removed leftover temporary file {name}")
         elif name != MANIFEST:
             report.append(f"ignored unknown file {name}")
@@ -197,43 +187,59 @@ def recover(mdir: str) -> Recovered:
     for i, (first, name) in enumerate(named):
         blk = Block(first, os.path.join(mdir, name))
         blk.on_disk = True
-        fd = os.open(blk.path, os.O_RDWR | os.O_CLOEXEC)
+        fd = io.open(blk.path, os.O_RDWR | O_CLOEXEC)
         try:
-            size = os.fstat(fd).st_size
-            data = os.pread(fd, size, 0) if size else b""
+            size = io.fsize(fd)
+            data = io.pread(fd, size, 0) if size else b""
             try:
                 scan = scan_block(data, first, interned)
             except BlockVersionError as e:
                 raise StoreError(f"{e}; this natsd cannot read it") from e
-            _repair(fd, blk, scan, size, is_last=i == len(named) - 1, report=report)
+            _repair(io, fd, blk, scan, size, is_last=i == len(named) - 1, report=report)
         finally:
-            os.close(fd)
+            io.close(fd)
         scans.append((blk, scan))
 
     _rebuild(rec, scans, manifest)
-    if any(s.tail is not None or not s.header_ok for _b, s in scans):
-        _fsync_dir(mdir)
+    if not fresh and not clean:
+        report.append(
+            f"{UNCLEAN}: no clean-shutdown record; recovered up to seq {rec.last_seq} as "
+            f"found on disk (with a lazy sync_interval, messages acknowledged after the "
+            f"last fsync may be missing; with the default sync nothing acknowledged is)"
+        )
+    if any(s.tail is not None or not s.header_ok or s.fixes for _b, s in scans):
+        io.fsync_dir(mdir)
     return rec
 
 
 def _repair(
-    fd: int, blk: Block, scan: BlockScan, size: int, *, is_last: bool, report: list[str]
+    io: FileIO,
+    fd: int,
+    blk: Block,
+    scan: BlockScan,
+    size: int,
+    *,
+    is_last: bool,
+    report: list[str],
 ) -> None:
     name = os.path.basename(blk.path)
     changed = False
     if not scan.header_ok:
         if size < BLOCK_HDR_SIZE:
             report.append(f"block {name}: {scan.header_problem}; header rewritten")
-            os.ftruncate(fd, 0)
+            io.ftruncate(fd, 0)
             size = 0
         else:
             report.append(
                 f"block {name}: {scan.header_problem}; {len(scan.msgs)} message records "
                 f"salvaged by their own checksums, header rewritten"
             )
-        os.pwrite(fd, block_header(blk.first), 0)
+        io.pwrite(fd, block_header(blk.first), 0)
         changed = True
         size = max(size, BLOCK_HDR_SIZE)
+    for off, fixed in scan.fixes:
+        io.pwrite(fd, fixed, off)
+        changed = True
     end = size
     if scan.tail is not None:
         off, why, seq = scan.tail
@@ -244,7 +250,7 @@ def _repair(
                 f"block {name}: torn tail at offset {off}: {why}{what}; truncated "
                 f"{size - off} bytes (never covered by a sync)"
             )
-            os.ftruncate(fd, off)
+            io.ftruncate(fd, off)
             end = off
             changed = True
         else:
@@ -254,7 +260,7 @@ def _repair(
                 f"was written whole before them; damage, left in place"
             )
     if changed:
-        os.fsync(fd)
+        io.fsync(fd)
     blk.flushed = end
     for note in scan.notes:
         report.append(f"block {name}: {note}")
@@ -280,6 +286,9 @@ def _rebuild(
             last_seq, last_ts, last_is_msg = a_b[1], a_b[2], False
     # Tombstones can only delete sequences up to the highest one they name.
     tomb_max = max((t[1] for t in tomb_ranges), default=0)
+    # After a clean shutdown the manifest says which records were live: one that is not
+    # (and no tombstone says so) lost its deletion record to damage; it stays deleted.
+    dead = _manifest_dead(scans, manifest, tombs)
     for blk, scan in scans:
         if blk.first - 1 > last_seq:
             last_seq, last_ts, last_is_msg = blk.first - 1, 0, False
@@ -293,6 +302,9 @@ def _rebuild(
                 if seq > last_seq or not last_is_msg:
                     last_seq, last_ts, last_is_msg = seq, ts, True
             if erased or (seq <= tomb_max and seq in tombs):
+                continue
+            if seq in dead:
+                rec.redelete.append(seq)
                 continue
             if seq < bfirst or seq in msgs:
                 report.append(f"block {bfirst}: unexpected record for seq {seq}; ignored")
@@ -358,8 +370,9 @@ def _rebuild(
                 continue
             hi = bad.next_seq
             if hi is None:
-                # No message record follows in this block: bounded by the next block.
-                hi = scans[i + 1][0].first if i + 1 < len(scans) else None
+                # No message record follows in this block: bounded by the next block, or
+                # for the last block by the last sequence the store knows of.
+                hi = scans[i + 1][0].first if i + 1 < len(scans) else last_seq + 1
             cand: list[int] = []
             if hi is not None and hi - bad.prev_seq - 1 <= _MAX_LOST_LISTED:
                 cand = [s for s in range(bad.prev_seq + 1, hi) if s not in tombs and s not in msgs]
@@ -368,7 +381,8 @@ def _rebuild(
             what = f"seqs {_fmt_seqs(cand)}" if cand else "no live sequences identified"
             report.append(
                 f"block {name}: {bad.length} unreadable bytes at offset {bad.offset} "
-                f"(after seq {bad.prev_seq}); {what} lost"
+                f"(after seq {bad.prev_seq}); {what} lost; if they held a deletion record "
+                f"(tombstone), messages it deleted may have reappeared"
             )
     # Sequences that fall between blocks with no record and no tombstone.
     for (blk, scan), (nxt, _ns) in itertools.pairwise(scans):
@@ -387,6 +401,11 @@ def _rebuild(
 
     if manifest is not None:
         last_seq, lost_bytes = _check_manifest(rec, manifest, tombs, lost, last_seq, lost_bytes)
+    if rec.redelete:
+        report.append(
+            f"seqs {_fmt_seqs(rec.redelete)} were deleted at the last clean shutdown but "
+            f"their deletion record is damaged; kept deleted (tombstone rewritten)"
+        )
 
     rec.last_seq = last_seq
     rec.last_ts = last_ts
@@ -440,6 +459,32 @@ def _check_manifest(
                 f"shutdown and are gone; lost"
             )
     return last_seq, lost_bytes
+
+
+def _manifest_dead(
+    scans: list[tuple[Block, BlockScan]], manifest: dict[str, object] | None, tombs: _Tombs
+) -> set[int]:
+    if manifest is None:
+        return set()
+    parsed = _parse_manifest(manifest)
+    if parsed is None:
+        return set()
+    m_last, blocks = parsed
+    live: dict[int, list[tuple[int, int]]] = {first: runs for first, _size, runs in blocks}
+    dead: set[int] = set()
+    for blk, scan in scans:
+        runs = live.get(blk.first)
+        if runs is None:
+            continue
+        starts = [a for a, _b in runs]
+        for m in scan.msgs:
+            seq = m[0]
+            if seq > m_last or m[7] or seq in tombs:
+                continue
+            i = bisect_right(starts, seq) - 1
+            if i < 0 or seq > runs[i][1]:
+                dead.add(seq)
+    return dead
 
 
 def _parse_manifest(
