@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 FAST := build/mypyc/.stamp
 HOT := $(shell find src -name '*.py') tools/build_mypyc.sh
 
-.PHONY: run run-pure test test-compiled lint typecheck unit soak bench bench-quick compile clean
+.PHONY: run run-pure test test-compiled lint typecheck unit soak bench bench-quick bench-spark bench-spark-quick compile clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -39,7 +39,7 @@ test-compiled: $(FAST)
 	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration tests/storage tests/jetstream
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -57,6 +57,13 @@ bench: $(FAST)
 
 bench-quick: $(FAST)
 	$(BIN)/python bench/bench.py --quick --natsd-cmd "env PYTHONPATH=build/mypyc $(BIN)/python -m natsd"
+
+## bench-spark: the Spark connector against natsd and nats-server (1M messages, ~6 min)
+bench-spark: $(FAST)
+	$(BIN)/python bench/spark_bench.py
+
+bench-spark-quick: $(FAST)
+	$(BIN)/python bench/spark_bench.py --messages 100000
 
 bench-pure: $(STAMP)
 	$(BIN)/python bench/bench.py --quick

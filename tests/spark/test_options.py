@@ -9,6 +9,7 @@ pytest.importorskip("pyspark", reason="install natsd[spark]")
 import itertools
 
 from natsd.spark.client import subject_matches
+from natsd.spark.directget import parse_user_headers
 from natsd.spark.options import (
     Offset,
     parse_offset,
@@ -76,6 +77,8 @@ def test_write_options() -> None:
         parse_write_options({"subject": "x"})
     with pytest.raises(ValueError, match="'maxPendingAcks' must be >= 1"):
         parse_write_options({"maxPendingAcks": "0"})
+    # Spark hands a named streaming query's name to its sink.
+    assert parse_write_options({"queryName": "q", "checkpointLocation": "/ck"}).stream is None
 
 
 def test_parse_offset_latest_refused_where_asked() -> None:
@@ -120,3 +123,56 @@ def test_micros() -> None:
 )
 def test_subject_matches(filt: str, subject: str, ok: bool) -> None:
     assert subject_matches(filt, subject) is ok
+
+
+# --------------------------------------------------------------------------- direct-get parsing
+def _reply(sid: int, seq: int, subject: str, data: bytes, stored: bytes = b"") -> bytes:
+    hdr = (b"NATS/1.0\r\n" + stored + b"Nats-Stream: S\r\nNats-Subject: %s\r\n"
+           b"Nats-Sequence: %d\r\nNats-Time-Stamp: 2026-11-22T10:00:0%d.123456789Z\r\n"
+           b"Nats-Num-Pending: 9\r\nNats-Last-Sequence: 0\r\n\r\n") % (
+        subject.encode(), seq, seq % 10)
+    return b"HMSG _INBOX.x %d %d %d\r\n%s%s\r\n" % (sid, len(hdr), len(hdr) + len(data), hdr,
+                                                   data)
+
+
+def _eob(sid: int, pending: int) -> bytes:
+    hdr = b"NATS/1.0 204 EOB\r\nNats-Num-Pending: %d\r\nNats-Last-Sequence: 3\r\n\r\n" % pending
+    return b"HMSG _INBOX.x %d %d %d\r\n%s\r\n" % (sid, len(hdr), len(hdr), hdr)
+
+
+def test_take_raw_at_every_split_point() -> None:
+    """Replies split anywhere across reads parse the same; other traffic is left alone."""
+    import asyncio
+
+    from natsd.spark.directget import Columns, _Batch, _take_raw
+
+    wire = (_reply(7, 3, "a.b", b"x\r\ny") + _reply(7, 4, "a.c", b"",
+                                                     b"Nats-Subject: fake\r\nk: v\r\n")
+            + _reply(7, 9, "a.d", b"past the end") + _eob(7, 0))
+    loop = asyncio.new_event_loop()
+    try:
+        for cut in range(len(wire) + 1):
+            b = _Batch(3, 9, 10, Columns(True), loop.create_future())
+            buf = bytearray(wire[:cut])
+            assert not _take_raw(buf, {7: b})
+            buf.extend(wire[cut:] + b"MSG other 1 2\r\nhi\r\n")
+            assert _take_raw(buf, {7: b})  # stopped at the MSG for nats-py
+            assert bytes(buf) == b"MSG other 1 2\r\nhi\r\n"
+            c = b.cols
+            assert c.seqs == [3, 4] and c.subjects == [b"a.b", b"a.c"]
+            assert c.data == [b"x\r\ny", b""]
+            assert c.times == [b"2026-11-22T10:00:03.123456789Z",
+                               b"2026-11-22T10:00:04.123456789Z"]
+            assert (b.status, b.pending, b.count, b.last, b.past_end) == (b"204", 0, 3, 9, True)
+            assert b.complete()
+            assert c.headers is not None
+            assert parse_user_headers(c.headers[1]) == [("k", ["v"])]
+    finally:
+        loop.close()
+
+
+def test_parse_user_headers() -> None:
+    raw = (b"NATS/1.0\r\nA: 1\r\nB:2\r\nA: 3\r\nNats-Stream: S\r\nNats-Subject: s\r\n"
+           b"Nats-Sequence: 1\r\n\r\n")
+    assert parse_user_headers(raw) == [("A", ["1", "3"]), ("B", ["2"])]
+    assert parse_user_headers(b"NATS/1.0\r\nNats-Stream: S\r\nNats-Sequence: 1\r\n\r\n") is None

@@ -65,8 +65,10 @@ class ReadOptions:
     max_partition_size: int = 100_000
     max_messages_per_trigger: int | None = None
     include_headers: bool = False
-    fetch_batch: int = 1000
+    fetch_batch: int = 10_000
     fail_on_data_loss: bool = True
+    #: direct-get batches in flight per partition (unfiltered reads)
+    fetch_depth: int = 2
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,7 @@ def parse_include_headers(opts: Mapping[str, str]) -> bool:
 def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
     known = {
         "servers", "stream", "subjects", "startingoffsets", "endingoffsets", "minpartitions",
-        "maxpartitionsize", "maxmessagespertrigger", "includeheaders", "fetchbatch",
+        "maxpartitionsize", "maxmessagespertrigger", "includeheaders", "fetchbatch", "fetchdepth",
         "failondataloss", "user", "password", "token", "timeout", "path",
     }
     unknown = sorted(k for k in opts if k.lower() not in known)
@@ -212,14 +214,16 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
             _int(opts, "maxMessagesPerTrigger", 0, 1) if mmpt is not None else None
         ),
         include_headers=_bool(opts, "includeHeaders", False),
-        fetch_batch=_int(opts, "fetchBatch", 1000, 1),
+        fetch_batch=_int(opts, "fetchBatch", 10_000, 1),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
+        fetch_depth=_int(opts, "fetchDepth", 2, 1),
     )
 
 
 def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
+    # Spark itself passes path, checkpointLocation and (streaming) queryName to sinks.
     known = {"servers", "writeid", "maxpendingacks", "stream", "user", "password", "token",
-             "timeout", "path", "checkpointlocation"}
+             "timeout", "path", "checkpointlocation", "queryname"}
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream write option(s): {', '.join(unknown)}")
