@@ -384,7 +384,10 @@ def _get(stream: Stream, req: DirectRequest, send: _Reply) -> None:
         m: StoredMsg | None
         if seq > 0 and not nxt:
             # A batch steps over deleted sequences from the start; a single get does not.
-            m = store.load_msg(seq) if i == 0 and not is_batch else store.load_next_msg("", seq)
+            # Most sequences of a batch are live: try the exact one before searching.
+            m = store.load_msg(seq)
+            if m is None and (i > 0 or is_batch):
+                m = store.load_next_msg("", seq)
             if m is not None:
                 seq = m.seq
             seq += 1
