@@ -120,8 +120,8 @@ async def test_account_info(nc: Any) -> None:
     js = nc.jetstream()
     await js.add_stream(name="I", subjects=["i"], storage="memory")
     await js.publish("i", b"x")
-    info = await js.account_info()
-    assert info.streams == 1
+    other = await js.add_stream(name="OTHER", subjects=["other"])
+    assert other.config.name == "OTHER"
     assert info.memory == 1 + 1 + 16
 
 
@@ -247,3 +247,19 @@ async def test_republish(nc: Any) -> None:
     assert m.headers["Nats-Stream"] == "RP" and m.headers["Nats-Sequence"] == "1"
     assert m.headers["Nats-Subject"] == "orders.new" and m.headers["X"] == "1"
     assert m.headers["Nats-Last-Sequence"] == "0"
+
+
+async def test_api_request_on_a_closed_store_gets_an_error(srv: natsd.Server, nc: Any) -> None:
+    # A store closed under a request (as during shutdown) is answered with an API error; the
+    # requester's connection stays up.
+    js = nc.jetstream()
+    await js.add_stream(name="CLOSED", subjects=["closed.>"])
+    engine = srv.jetstream
+    stream = next(iter(engine.accounts.values())).streams["CLOSED"]
+    stream.store.stop()
+    with pytest.raises(APIError) as exc:
+        await js.stream_info("CLOSED")
+    assert exc.value.err_code == 10051
+    assert exc.value.code == 500
+    other = await js.add_stream(name="OTHER", subjects=["other"])
+    assert other.config.name == "OTHER"

@@ -107,6 +107,13 @@ def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> N
         ja.api.errors += 1
         resp = {"error": e.to_json()}
         resp.update(_ERROR_EXTRAS.get(rtype, {}))
+    except StoreError as e:
+        # A store that failed or was closed under the request (server shutting down): an
+        # error answer, not an exception that would tear down the requester's connection.
+        ja.api.total += 1
+        ja.api.errors += 1
+        resp = {"error": err("JSStreamGeneralErrorF", err=str(e) or type(e).__name__).to_json()}
+        resp.update(_ERROR_EXTRAS.get(rtype, {}))
     out = {"type": _PREFIX + rtype}
     out.update(resp)
     body = orjson.dumps(out)
