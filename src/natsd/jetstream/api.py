@@ -240,6 +240,9 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
         )
     except (OSError, StoreError) as e:
         raise err("JSStreamCreateErrF", err=str(e)) from None
+    except ValueError:
+        # A name the file system cannot hold (NUL): refused as nats-server refuses it.
+        raise err("JSStreamCreateErrF", err="error creating store for stream") from None
     stream = Stream(ja, cfg, store, created)
     ja.streams[cfg.name] = stream
     stream.subscribe()
