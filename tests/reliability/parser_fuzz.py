@@ -119,19 +119,19 @@ def check_events(events: list[Event]) -> None:
 #: right at the limit fail when split and pass when whole. The fuzz oracle tolerates exactly
 #: that shape (the split run = a prefix of the whole run + that one error) so the fuzzers keep
 #: looking for other bugs; set to False once the bug is fixed.
-TOLERATE_PENDING_LINE_BUG = True
+TOLERATE_PENDING_LINE_BUG = False
 #: Known natsd bug (pinned by test_parser_stray_cr_in_pub_is_split_independent, xfail): a
 #: stray CR inside a PUB line ("PUB a r\r 2", "PUB a 1\rb 1") stays inside the token on the
 #: fast path (as in nats-server) but is a separator on the general path, which a tab anywhere
 #: in the same read selects: the same line is accepted with another subject/reply, or closes
 #: the connection, depending on unrelated bytes. Inputs that hold both a stray CR and a tab
 #: get only the no-exception and documented-error checks (skipped[0] counts them).
-TOLERATE_PUB_CR_BUG = True
+TOLERATE_PUB_CR_BUG = False
 #: Known natsd bug (pinned by test_parser_bare_connect_error_is_split_independent, xfail):
 #: "CONNECT\r\n" closes without a reason when whole, but with -ERR 'Unknown Protocol
 #: Operation' when the read ends between the CR and the LF. The oracle lets the error text
 #: (not the position of the error, nor anything before it) differ.
-TOLERATE_ERR_TEXT_BUG = True
+TOLERATE_ERR_TEXT_BUG = False
 STRAY_CR = re.compile(rb"\r(?!\n)")
 tolerated = [0]
 skipped = [0]

@@ -45,7 +45,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nats.aio.msg import Msg
 
-from natsd.protocol.parser import OP_ERR, OP_PING, OP_UNSUB, Parser
+from natsd.protocol.parser import OP_CONNECT, OP_ERR, OP_PING, OP_UNSUB, Parser
 
 from .helpers import ServerProc, close_quietly, connect, nats_server_binary
 from .parser_fuzz import (
@@ -63,13 +63,6 @@ from .parser_fuzz import (
 )
 
 # ============================================================== parser (sans-I/O)
-BUG_PENDING_LINE_PARSER = (
-    "natsd bug: Parser.feed holds a control line without its newline to max_control_line + 6 "
-    "bytes whatever the verb (only 'CONNECT ' with a space is exempt), so PING/PONG/INFO "
-    "lines with long junk, 'CONNECT\\t...' and 'UNSUB' with exactly max_control_line bytes "
-    "of arguments give OP_ERR 'maximum control line exceeded' when split before the newline "
-    "and are accepted when whole"
-)
 EVERY_SPLIT_EXAMPLES = 1500  # x2 strategies; each checked at every split point + bytewise
 BATCH_EXAMPLES = 1970  # each example: MUTANTS_PER_EXAMPLE inputs
 MUTANTS_PER_EXAMPLE = 100
@@ -134,35 +127,29 @@ def test_parser_mutant_batches(lim: tuple[int, int], seed: int) -> None:
             assert same_events(whole, feed_chunks(lim, [bytes([c]) for c in data])), (lim, data)
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_PENDING_LINE_PARSER)
 @pytest.mark.parametrize(
-    "data",
+    ("data", "op"),
     [
-        b"PING" + b"x" * 5000 + b"\r\n",
-        b"UNSUB " + b"9" * 4094 + b" 1\r\n",
-        b"CONNECT\t{" + b" " * 4100 + b"}\r\n",
+        (b"PING" + b"x" * 5000 + b"\r\n", OP_PING),
+        (b"UNSUB " + b"9" * 4094 + b" 1\r\n", OP_UNSUB),
+        (b"UNSUB " + b"9" * 4095 + b" 1\r\n", OP_ERR),
+        (b"CONNECT\t{" + b" " * 4000 + b"}\r\n", OP_CONNECT),
+        (b"CONNECT\t{" + b" " * 4100 + b"}\r\n", OP_ERR),
     ],
-    ids=["PING+junk", "UNSUB at limit", "CONNECT tab"],
+    ids=["PING+junk", "UNSUB at limit", "UNSUB past limit", "CONNECT tab", "CONNECT too long"],
 )
-def test_parser_pending_line_limit_is_split_independent(data: bytes) -> None:
-    """The same bytes, whole and cut just before the newline, give the same events."""
+def test_parser_pending_line_limit_is_split_independent(data: bytes, op: int) -> None:
+    """The same bytes, whole and cut just before the newline, give the same events: args
+    past max_control_line are refused either way (nats-server), PING junk never."""
     whole = Parser().feed(data)
-    assert whole and whole[0][0] in (OP_PING, OP_UNSUB, 7), whole
+    assert whole and whole[0][0] == op, whole
     p = Parser()
     split = p.feed(data[:-1]) + p.feed(data[-1:])
     assert split == whole
 
 
-BUG_PUB_CR = (
-    "natsd bug: a stray CR inside a PUB control line ('PUB a r\\r 2') is kept in the reply "
-    "(or subject) on the parser's fast path, as nats-server does, but treated as a separator "
-    "on the general path, which is taken whenever the same read contains a tab anywhere; so "
-    "'MSG a 1 r\\r 2' or 'MSG a 1 r 2' reaches subscribers depending on unrelated bytes "
-    "(found by test_parser_mutant_batches)"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_PUB_CR)
 def test_parser_stray_cr_in_pub_is_split_independent() -> None:
     data = b"SUB\tx 1\r\nPUB a r\r 2\r\nhi\r\n"
     whole = Parser().feed(data)
@@ -171,15 +158,8 @@ def test_parser_stray_cr_in_pub_is_split_independent() -> None:
     assert split == whole
 
 
-BUG_BARE_CONNECT = (
-    "natsd bug: a bare 'CONNECT\\r\\n' gives OP_ERR None (close without a reason, as "
-    "nats-server) when whole, but OP_ERR 'Unknown Protocol Operation' when the read ends "
-    "between the CR and the LF (_could_be_verb rejects the pending 'CONNECT\\r'); found by "
-    "test_parser_mutant_batches"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_BARE_CONNECT)
 def test_parser_bare_connect_error_is_split_independent() -> None:
     data = b"CONNECT\r\n"
     whole = Parser().feed(data)
@@ -269,33 +249,13 @@ def _limit_cases() -> list[tuple[str, bytes]]:
 
 
 LIMIT_CASES = dict(_limit_cases())
-BUG_CONNECT_INFO = (
-    "natsd bug: CONNECT and INFO lines longer than max_control_line are accepted (CONNECT up "
-    "to 1 MiB, INFO ignored); nats-server answers -ERR 'maximum control line exceeded' and "
-    "closes"
-)
-BUG_PENDING_LINE = (
-    "natsd bug: a control line still waiting for its newline is cut off at max_control_line "
-    "+ 6 bytes whatever the verb, so 'UNSUB <4096 bytes of args>' or 'PING<5000 bytes>' "
-    "split before the newline gets -ERR 'maximum control line exceeded', while the same bytes "
-    "in one read (and nats-server, either way) are accepted"
-)
-XFAIL: dict[tuple[str, bool], str] = {
-    ("INFO 5000 bytes", False): BUG_CONNECT_INFO,
-    ("CONNECT 5000 bytes", False): BUG_CONNECT_INFO,
-    ("CONNECT 5000 bytes", True): BUG_CONNECT_INFO,
-    ("UNSUB args 4096", True): BUG_PENDING_LINE,
-    ("PING + 5000 bytes", True): BUG_PENDING_LINE,
-}
 
 
 def _limit_params() -> list[Any]:
     out = []
     for name in LIMIT_CASES:
         for split in (False, True):
-            reason = XFAIL.get((name, split))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            out.append(pytest.param(name, split, marks=marks, id=f"{name}{' split' * split}"))
+            out.append(pytest.param(name, split, id=f"{name}{' split' * split}"))
     return out
 
 

@@ -75,9 +75,7 @@ def test_pub_without_reply() -> None:
 
 
 def test_pub_with_reply() -> None:
-    assert parse(b"PUB foo.bar _INBOX.x 2\r\nhi\r\n") == [
-        (OP_PUB, b"foo.bar", b"_INBOX.x", b"hi")
-    ]
+    assert parse(b"PUB foo.bar _INBOX.x 2\r\nhi\r\n") == [(OP_PUB, b"foo.bar", b"_INBOX.x", b"hi")]
 
 
 def test_pub_empty_payload() -> None:
@@ -97,9 +95,7 @@ def test_hpub_without_reply() -> None:
     hdr = b"NATS/1.0\r\nA: b\r\n\r\n"
     data = b"HPUB foo %d %d\r\n%shello\r\n" % (len(hdr), len(hdr) + 5, hdr)
     ev = parse(data)
-    assert ev == [
-        (OP_HPUB, b"foo", None, len(hdr), hdr + b"hello")
-    ]
+    assert ev == [(OP_HPUB, b"foo", None, len(hdr), hdr + b"hello")]
 
 
 def test_hpub_with_reply() -> None:
@@ -185,14 +181,22 @@ def test_connect() -> None:
     assert parse(b"CONNECT " + js + b"\r\n") == [(OP_CONNECT, js)]
 
 
-def test_connect_long_line_is_allowed() -> None:
-    # CONNECT may carry JWTs; it is not limited by max_control_line.
+def test_connect_is_limited_by_max_control_line() -> None:
+    # nats-server 2.x refuses a CONNECT longer than max_control_line (measured: 5000 bytes
+    # under the default 4096 get -ERR 'maximum control line exceeded', whole or split);
+    # long JWTs need a larger max_control_line there too.
     js = b'{"jwt":"' + b"x" * 10000 + b'"}'
-    p = Parser()
-    ev: list[tuple] = []
-    for i in range(0, len(js) + 10, 512):
-        ev.extend(p.feed((b"CONNECT " + js + b"\r\n")[i : i + 512]))
-    assert ev == [(OP_CONNECT, js)]
+    line = b"CONNECT " + js + b"\r\n"
+    for mcl, want in (
+        (4096, [(OP_ERR, "maximum control line exceeded")]),
+        (20000, [(OP_CONNECT, js)]),
+    ):
+        p = Parser(max_control_line=mcl)
+        ev: list[tuple] = []
+        for i in range(0, len(line), 512):
+            ev.extend(p.feed(line[i : i + 512]))
+        assert ev == want
+        assert Parser(max_control_line=mcl).feed(line) == want
 
 
 def test_info_from_client_is_ignored() -> None:
@@ -275,26 +279,36 @@ def test_buffered_reports_held_bytes() -> None:
 
 _HDR = b"NATS/1.0\r\nX-Key: v1\r\nX-Key: v2\r\n\r\n"
 MIXED: list[tuple[bytes, tuple | None]] = [
-    (b"CONNECT {\"verbose\":false,\"headers\":true}\r\n",
-     (OP_CONNECT, b"{\"verbose\":false,\"headers\":true}")),
+    (
+        b'CONNECT {"verbose":false,"headers":true}\r\n',
+        (OP_CONNECT, b'{"verbose":false,"headers":true}'),
+    ),
     (b"PING\r\n", (OP_PING,)),
     (b"PONG\r\n", (OP_PONG,)),
     (b"SUB foo.bar 1\r\n", (OP_SUB, b"foo.bar", None, b"1")),
     (b"SUB foo.* workers 2\r\n", (OP_SUB, b"foo.*", b"workers", b"2")),
     (b"PUB foo.bar 5\r\nhello\r\n", (OP_PUB, b"foo.bar", None, b"hello")),
-    (b"PUB foo.bar _INBOX.abc 11\r\nhello world\r\n",
-     (OP_PUB, b"foo.bar", b"_INBOX.abc", b"hello world")),
+    (
+        b"PUB foo.bar _INBOX.abc 11\r\nhello world\r\n",
+        (OP_PUB, b"foo.bar", b"_INBOX.abc", b"hello world"),
+    ),
     (b"PUB crlf 8\r\n\r\nPING\r\n\r\n", (OP_PUB, b"crlf", None, b"\r\nPING\r\n")),
     (b"PUB empty 0\r\n\r\n", (OP_PUB, b"empty", None, b"")),
-    (b"HPUB h.x %d %d\r\n%sbody\r\n" % (len(_HDR), len(_HDR) + 4, _HDR),
-     (OP_HPUB, b"h.x", None, len(_HDR), _HDR + b"body")),
-    (b"HPUB h.y r.1 %d %d\r\n%s\r\n" % (len(_HDR), len(_HDR), _HDR),
-     (OP_HPUB, b"h.y", b"r.1", len(_HDR), _HDR)),
+    (
+        b"HPUB h.x %d %d\r\n%sbody\r\n" % (len(_HDR), len(_HDR) + 4, _HDR),
+        (OP_HPUB, b"h.x", None, len(_HDR), _HDR + b"body"),
+    ),
+    (
+        b"HPUB h.y r.1 %d %d\r\n%s\r\n" % (len(_HDR), len(_HDR), _HDR),
+        (OP_HPUB, b"h.y", b"r.1", len(_HDR), _HDR),
+    ),
     (b"UNSUB 1\r\n", (OP_UNSUB, b"1", None)),
     (b"UNSUB 2 100\r\n", (OP_UNSUB, b"2", 100)),
     (b"pub low 3\r\nabc\r\n", (OP_PUB, b"low", None, b"abc")),
-    (b"hpub low r 12 13\r\nNATS/1.0\r\n\r\nz\r\n",
-     (OP_HPUB, b"low", b"r", 12, b"NATS/1.0\r\n\r\nz")),
+    (
+        b"hpub low r 12 13\r\nNATS/1.0\r\n\r\nz\r\n",
+        (OP_HPUB, b"low", b"r", 12, b"NATS/1.0\r\n\r\nz"),
+    ),
     (b"sub low q 3\r\n", (OP_SUB, b"low", b"q", b"3")),
     (b"unsub 3 1\r\n", (OP_UNSUB, b"3", 1)),
     (b"ping\r\n", (OP_PING,)),
@@ -371,9 +385,7 @@ def test_large_hpub_in_odd_chunks() -> None:
     events: list[tuple] = []
     for i in range(0, len(frame), 4093):
         events.extend(norm(e) for e in p.feed(frame[i : i + 4093]))
-    assert events == [
-        (OP_HPUB, b"big", None, len(hdr), hdr + body)
-    ]
+    assert events == [(OP_HPUB, b"big", None, len(hdr), hdr + body)]
 
 
 def test_payload_exactly_max_payload_is_accepted() -> None:
@@ -654,9 +666,33 @@ def test_hypothesis_valid_frames(frames: list[tuple[bytes, tuple]], cuts: list[i
 
 FRAGMENTS = st.sampled_from(
     [
-        b"PUB ", b"HPUB ", b"SUB ", b"UNSUB ", b"PING", b"PONG", b"CONNECT ", b"INFO ",
-        b"pub ", b"hpub ", b"\r\n", b"\n", b"\r", b" ", b"\t", b"foo", b"bar.*", b">",
-        b"0", b"1", b"5", b"12", b"999", b"2000", b"99999999999999999999", b"-1", b"NATS/1.0",
+        b"PUB ",
+        b"HPUB ",
+        b"SUB ",
+        b"UNSUB ",
+        b"PING",
+        b"PONG",
+        b"CONNECT ",
+        b"INFO ",
+        b"pub ",
+        b"hpub ",
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b" ",
+        b"\t",
+        b"foo",
+        b"bar.*",
+        b">",
+        b"0",
+        b"1",
+        b"5",
+        b"12",
+        b"999",
+        b"2000",
+        b"99999999999999999999",
+        b"-1",
+        b"NATS/1.0",
         b"x" * 300,
     ]
 )

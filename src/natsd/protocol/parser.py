@@ -132,10 +132,11 @@ class Parser:
             if eol < 0:
                 # No complete line yet. Like nats-server's byte-driven parser, reject a frame
                 # whose first bytes cannot begin any verb without waiting for a newline.
-                if not _could_be_verb(data[pos : pos + 8]):
+                if not _could_be_verb(data[pos : pos + 8], n - pos):
                     return self._fail(ev, ERR_UNKNOWN_OP)
-                # The +6 allows for the verb and its separator.
-                if n - pos > mcl + 6 and not _is_connect(data, pos):
+                # nats-server limits what follows the verb of an unfinished line (a pending
+                # CR excluded) to max_control_line; PING/PONG skip to the newline unchecked.
+                if n - pos > mcl and _pending_args_len(data, pos, n) > mcl:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
                 if n - pos > _MAX_CONNECT_LINE:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
@@ -195,7 +196,7 @@ class Parser:
             if data.startswith(b"PUB ", pos) or (
                 (c0 == 80 or c0 == 112) and data[pos : pos + 4].upper() in _PUB_HEADS
             ):
-                args = _split_args(data[pos + 4 : end])
+                args = _split_pub_args(data[pos + 4 : end])
                 if end - pos - 4 > mcl:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
                 na = len(args)
@@ -232,7 +233,7 @@ class Parser:
                     return self._fail(ev, ERR_UNKNOWN_OP)
                 if end - pos - 5 > mcl:
                     return self._fail(ev, ERR_MAX_CONTROL_LINE)
-                args = _split_args(data[pos + 5 : end])
+                args = _split_pub_args(data[pos + 5 : end])
                 na = len(args)
                 if na == 3:
                     subject, hb, tb = args
@@ -319,10 +320,16 @@ class Parser:
                 else:
                     return self._fail(ev, None)
             elif verb == b"CONNECT":
+                # nats-server reads a line longer than its first 512-byte buffer in pieces
+                # and refuses CONNECT/INFO arguments past max_control_line, so in practice
+                # always: do the same whether or not the line arrived in one read.
+                if len(rest) > mcl:
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
                 append((OP_CONNECT, rest.strip()))
             elif verb == b"INFO":
                 # Clients never need to send INFO; nats-server ignores it from clients.
-                pass
+                if len(rest) > mcl:
+                    return self._fail(ev, ERR_MAX_CONTROL_LINE)
             else:
                 return self._fail(ev, ERR_UNKNOWN_OP)
             pos = eol + 1
@@ -364,14 +371,39 @@ def _split_args(line: bytes) -> list[bytes]:
     return [a for a in line.split(b" ") if a]
 
 
-def _could_be_verb(head: bytes) -> bool:
-    """Whether ``head`` (the first bytes of an unfinished line) can start a known verb."""
+def _split_pub_args(line: bytes) -> list[bytes]:
+    """PUB/HPUB arguments: nats-server's processPub splits on spaces and tabs only, so a
+    stray CR stays inside its token (unlike SUB/UNSUB's splitArg)."""
+    if b"\t" in line:
+        line = line.replace(b"\t", b" ")
+    return [a for a in line.split(b" ") if a]
+
+
+def _pending_args_len(data: bytes, pos: int, n: int) -> int:
+    """How many argument bytes an unfinished line starting at ``pos`` holds so far: what
+    follows the verb and its separator, minus a CR waiting for its LF. PING/PONG take no
+    arguments (nats-server skips anything after them), so they count 0."""
+    head = data[pos : pos + 8].upper()
+    if head.startswith(b"PING") or head.startswith(b"PONG"):
+        return 0
+    sp = -1
+    for i in range(len(head)):
+        if head[i] == 32 or head[i] == 9:
+            sp = i
+            break
+    if sp < 0:
+        return 0  # the verb is not complete yet
+    return n - pos - sp - 1 - (1 if data[n - 1] == 13 else 0)
+
+
+def _could_be_verb(head: bytes, pending: int) -> bool:
+    """Whether ``head`` (the first bytes of an unfinished line of ``pending`` bytes) can
+    start a known verb. A CR that is the last byte so far ends the candidate: "CONNECT\r"
+    waits for its LF, and the complete line decides."""
     h = head.upper().replace(b"\t", b" ")
+    if pending <= len(h) and h.endswith(b"\r"):
+        h = h[:-1]
     for v in _VERBS:
         if v.startswith(h) or h.startswith(v):
             return True
     return h.startswith(b"PING") or h.startswith(b"PONG")
-
-
-def _is_connect(data: bytes, pos: int) -> bool:
-    return data[pos : pos + 8].upper() == b"CONNECT "
