@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nats.aio.client import Client
 from pyspark.sql import DataFrame, SparkSession
 
 from natsd.spark.options import parse_read_options
 from natsd.spark.source import JetStreamStreamReader
 
-from .conftest import ServerProc, fetch_all, make_stream, publish
+from .conftest import ServerProc, fetch_all, make_stream, publish, run_js
 
 
 def stream_df(spark: SparkSession, srv: ServerProc, stream: str, **opts: Any) -> DataFrame:
@@ -97,6 +98,35 @@ def test_fail_on_data_loss(spark: SparkSession, natsd_server: ServerProc) -> Non
         run_available_now(df, out)
     lossy = stream_df(spark, srv, "DL", startingOffsets="earliest", failOnDataLoss="false")
     assert run_available_now(lossy, out) == [5]
+
+
+def test_fail_on_data_loss_by_max_age(spark: SparkSession, natsd_server: ServerProc) -> None:
+    """Messages aged out by max_age between micro-batches are data loss too. max_age is
+    switched on only while the unread messages age out, so the reads never race it."""
+    srv = natsd_server
+
+    def set_max_age(seconds: float) -> None:
+        async def go(nc: Client) -> None:
+            await nc.jetstream().update_stream(name="DA", subjects=["da.>"], max_age=seconds)
+
+        run_js(srv.url, go)
+
+    make_stream(srv.url, "DA", ["da.>"])
+    publish(srv.url, [("da.a", b"x", None)] * 3)
+    out = Path(tempfile.mkdtemp())
+    df = stream_df(spark, srv, "DA", startingOffsets="earliest")
+    assert run_available_now(df, out) == [3]
+    publish(srv.url, [("da.a", b"y", None)] * 4)  # seqs 4..7, never read
+    set_max_age(0.5)
+    deadline = time.monotonic() + 10
+    while fetch_all(srv.url, "DA") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    set_max_age(0)
+    publish(srv.url, [("da.a", b"z", None)] * 2)  # seqs 8..9
+    with pytest.raises(RuntimeError, match=r"no longer holds sequences 4\.\.7"):
+        run_available_now(df, out)
+    lossy = stream_df(spark, srv, "DA", startingOffsets="earliest", failOnDataLoss="false")
+    assert run_available_now(lossy, out) == [2]
 
 
 def test_stream_to_stream_write(spark: SparkSession, server: ServerProc) -> None:
