@@ -85,21 +85,24 @@ def node_modules() -> Path:
     return MODULES
 
 
-async def _run_script(url: str) -> tuple[int, str]:
+async def run_node_script(
+    script: Path, url: str, timeout: float = NODE_TIMEOUT
+) -> tuple[int, str]:
+    """Run ``node <script> <url>`` here; (exit status, output), -1 when it timed out."""
     proc = await asyncio.create_subprocess_exec(
         "node",
-        str(SCRIPT),
+        str(script),
         url,
         cwd=HERE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), NODE_TIMEOUT)
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
         proc.kill()
         out, _ = await proc.communicate()
-        return -1, out.decode(errors="replace") + f"\n[node timed out after {NODE_TIMEOUT}s]"
+        return -1, out.decode(errors="replace") + f"\n[node timed out after {timeout}s]"
     assert proc.returncode is not None
     return proc.returncode, out.decode(errors="replace")
 
@@ -112,7 +115,7 @@ async def test_nats_js_streams_natsd(node_modules: Path, tmp_path: Path) -> None
     async with natsd.Server(
         port=0, host="127.0.0.1", jetstream=True, store_dir=str(tmp_path), http_port=-1
     ) as srv:
-        rc, out = await _run_script(srv.client_url)
+        rc, out = await run_node_script(SCRIPT, srv.client_url)
     if rc == 0:
         return
     fails = _failures(out)
@@ -173,5 +176,5 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
 @pytest.mark.differential
 async def test_nats_js_streams_nats_server(node_modules: Path, nats_server: str) -> None:
     """The same script passes against the real nats-server: the checks are sound."""
-    rc, out = await _run_script(nats_server)
+    rc, out = await run_node_script(SCRIPT, nats_server)
     assert rc == 0, f"streams.mjs against nats-server exited {rc}:\n{out}"

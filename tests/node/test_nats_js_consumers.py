@@ -12,17 +12,21 @@ are those of ``test_nats_js.py``.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 import natsd
 
-from .test_nats_js import HERE, _failures, nats_server, node_modules  # noqa: F401 - fixtures
+from .test_nats_js import (  # noqa: F401 - fixtures
+    HERE,
+    _failures,
+    nats_server,
+    node_modules,
+    run_node_script,
+)
 
 SCRIPT = HERE / "consumers.mjs"
-NODE_TIMEOUT = 90.0
 
 # About 6 s per server (nak delays, ack-wait redelivery, pull/fetch expiries of 0.5-1 s).
 pytestmark = [pytest.mark.timeout(120)]
@@ -32,30 +36,11 @@ pytestmark = [pytest.mark.timeout(120)]
 KNOWN_NATSD_FAILURES: set[str] = set()
 
 
-async def _run(url: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        "node",
-        str(SCRIPT),
-        url,
-        cwd=HERE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), NODE_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        out, _ = await proc.communicate()
-        return -1, out.decode(errors="replace") + f"\n[node timed out after {NODE_TIMEOUT}s]"
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(errors="replace")
-
-
 async def test_nats_js_consumers_natsd(node_modules: Path, tmp_path: Path) -> None:  # noqa: F811
     async with natsd.Server(
         port=0, host="127.0.0.1", jetstream=True, store_dir=str(tmp_path), http_port=-1
     ) as srv:
-        rc, out = await _run(srv.client_url)
+        rc, out = await run_node_script(SCRIPT, srv.client_url)
     if rc == 0:
         return
     fails = _failures(out)
@@ -70,5 +55,5 @@ async def test_nats_js_consumers_nats_server(
     nats_server: str,  # noqa: F811
 ) -> None:
     """The same script passes against the real nats-server: the checks are sound."""
-    rc, out = await _run(nats_server)
+    rc, out = await run_node_script(SCRIPT, nats_server)
     assert rc == 0, f"consumers.mjs against nats-server exited {rc}:\n{out}"

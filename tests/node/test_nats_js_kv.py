@@ -9,14 +9,19 @@ packages (``package-lock.json``), the nats-server fixture and the skip rules are
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 import natsd
 
-from .test_nats_js import HERE, _failures, nats_server, node_modules  # noqa: F401 - fixtures
+from .test_nats_js import (  # noqa: F401 - fixtures
+    HERE,
+    _failures,
+    nats_server,
+    node_modules,
+    run_node_script,
+)
 
 SCRIPTS = {"v2": HERE / "kv_os.mjs", "v3": HERE / "kv_os_v3.mjs"}
 NODE_TIMEOUT = 120.0
@@ -27,25 +32,6 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 # Checks of kv_os.mjs that fail against natsd because of known natsd bugs, by the start of
 # their "FAIL ..." line (an xfail while only these fail).
 KNOWN_NATSD_FAILURES: set[str] = set()
-
-
-async def _run(script: Path, url: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        "node",
-        str(script),
-        url,
-        cwd=HERE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), NODE_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        out, _ = await proc.communicate()
-        return -1, out.decode(errors="replace") + f"\n[node timed out after {NODE_TIMEOUT}s]"
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(errors="replace")
 
 
 def _script(version: str, modules: Path) -> Path:
@@ -64,7 +50,7 @@ async def test_nats_js_kv_os_natsd(
     async with natsd.Server(
         port=0, host="127.0.0.1", jetstream=True, store_dir=str(tmp_path)
     ) as srv:
-        rc, out = await _run(script, srv.client_url)
+        rc, out = await run_node_script(script, srv.client_url, NODE_TIMEOUT)
     if rc == 0:
         return
     fails = _failures(out)
@@ -82,5 +68,5 @@ async def test_nats_js_kv_os_nats_server(
 ) -> None:
     """The same scripts pass against the real nats-server: the checks are sound."""
     script = _script(version, node_modules)
-    rc, out = await _run(script, nats_server)
+    rc, out = await run_node_script(script, nats_server, NODE_TIMEOUT)
     assert rc == 0, f"{script.name} against nats-server exited {rc}:\n{out}"
