@@ -59,6 +59,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for r in frames(args.n, b"c.x", b"_INBOX.ack", b"x" * args.size, 65536):
                 client.data_received(r)
                 await asyncio.sleep(0)
+                while t.paused:
+                    await asyncio.sleep(0)
             await asyncio.sleep(0.2)
             if not args.push:
                 # A pull consumer exists before the first fetch; a push consumer is created

@@ -35,6 +35,13 @@ class CollectingTransport:
         self.chunks: list[bytes] = []
         self.keep = False
         self.closed = False
+        self.paused = False  # reading paused by the server's fairness (connection/fairness.py)
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return ("127.0.0.1", 1) if name == "peername" else default
@@ -124,8 +131,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 prof.enable()
             for r in reads:
                 client.data_received(r)
-                # Let the flusher and the committer run, as the event loop would between reads.
+                # Let the flusher and the committer run, as the event loop would between reads
+                # (and wait while the server has paused reading, as a socket would).
                 await asyncio.sleep(0)
+                while t.paused:
+                    await asyncio.sleep(0)
             # Wait until (roughly) every ack has been written.
             deadline = time.monotonic() + 60
             want = args.n * (ack_len - 2)

@@ -22,6 +22,7 @@ cd "$OUT"
   natsd/router/subscription.py \
   natsd/connection/client.py \
   natsd/connection/flusher.py \
+  natsd/connection/fairness.py \
   natsd/core/subjects.py \
   natsd/core/filters.py \
   natsd/core/clock.py \

@@ -24,6 +24,7 @@ from typing import Any, cast
 import orjson
 
 from natsd.connection.client import ClientConnection, CloseReason
+from natsd.connection.fairness import ReadBudget
 from natsd.connection.flusher import Flusher
 from natsd.connection.limits import ConnectionLimits
 from natsd.core.ids import new_server_id
@@ -87,6 +88,7 @@ class Server:
         self._tcp: asyncio.Server | None = None
         self._monitor: Any = None
         self.flusher = Flusher()
+        self.reads = ReadBudget()
         self.port = 0
         self.monitor_port = 0
         self.ready = asyncio.Event()

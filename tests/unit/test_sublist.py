@@ -329,6 +329,33 @@ def test_cache_stays_bounded() -> None:
     assert psubs(sl, b"unique.%d" % (n - 1)) == ids(everything, other)
 
 
+def test_wildcard_churn_with_a_large_cache() -> None:
+    """Past INVALIDATE_SCAN_MAX cached subjects a wildcard change drops the whole cache
+    instead of checking every entry; answers stay exact and repeating subjects come back
+    into the cache on their next match."""
+    sl: Sublist[Sub] = Sublist()
+    lit = {i: Sub(b"k.%d" % i) for i in range(0, 600, 3)}
+    for s in lit.values():
+        sl.insert(s)
+    n = sublist_mod.INVALIDATE_SCAN_MAX * 4
+    for _ in range(2):  # second miss caches (admission)
+        for i in range(n):
+            sl.match(b"k.%d" % i)
+    assert sl.cache_size > sublist_mod.INVALIDATE_SCAN_MAX
+    for round_ in range(3):
+        w = Sub(b"k.*") if round_ % 2 == 0 else Sub(b">")
+        sl.insert(w)
+        for i in range(n):
+            want = {id(w)} | ({id(lit[i])} if i in lit else set())
+            assert psubs(sl, b"k.%d" % i) == want
+        sl.remove(w)
+        for i in range(n):
+            assert psubs(sl, b"k.%d" % i) == ({id(lit[i])} if i in lit else set())
+    hits = sl.cache_hits
+    sl.match(b"k.1")
+    assert sl.cache_hits == hits + 1  # recached after the last drop
+
+
 def test_counters() -> None:
     sl: Sublist[Sub] = Sublist()
     a = Sub(b"a")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import orjson
 
+from natsd.connection.fairness import INITIAL_COST, MIN_SLICE, ReadBudget, slice_for
 from natsd.core.subjects import is_valid_literal_subject, is_valid_subject
 from natsd.protocol.encode import OK, PING, PONG, encode_err
 from natsd.protocol.parser import (
@@ -72,6 +73,7 @@ class ClientHost(Protocol):
     """What a connection needs from the server that owns it."""
 
     flusher: Flusher
+    reads: ReadBudget
     limits: ConnectionLimits
     auth_required: bool
 
@@ -132,6 +134,11 @@ class ClientConnection(Sink):
         self.closed = False
         self.close_reason = ""
         self._connect_info_pending = False
+        # Input read but not yet processed, from _backlog_off on (see connection/fairness.py);
+        # the socket's reading is paused meanwhile.
+        self._backlog: bytes | None = None
+        self._backlog_off = 0
+        self.read_cost = INITIAL_COST  # seconds per input byte, measured (fairness.py)
         self._auth_timer: asyncio.TimerHandle | None = None
         self._ping_timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
@@ -190,6 +197,51 @@ class ClientConnection(Sink):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self._backlog is not None:
+            # Reading is paused while a backlog waits; a read already in flight joins it.
+            self._backlog = self._backlog[self._backlog_off :] + data
+            self._backlog_off = 0
+            return
+        t0 = time.perf_counter()
+        size = len(data)
+        n = self.host.reads.grant(size, self.read_cost, t0)
+        if n < size:
+            self._backlog = data
+            self._backlog_off = n
+            t = self.transport
+            if t is not None and not t.is_closing():
+                t.pause_reading()
+            self.host.reads.defer(self)
+            data = data[:n]
+        self._process(data)
+        if n >= MIN_SLICE:
+            # Tiny reads are mostly fixed overhead; they would overstate the cost per byte.
+            self.read_cost = (self.read_cost + (time.perf_counter() - t0) / n) * 0.5
+
+    def continue_backlog(self, quantum: float) -> None:
+        """Process about ``quantum`` seconds more of held input (called by ReadBudget)."""
+        data = self._backlog
+        if data is None or self.closed:
+            return
+        t0 = time.perf_counter()
+        off = self._backlog_off
+        end = off + slice_for(quantum, self.read_cost)
+        if end < len(data):
+            self._backlog_off = end
+            self.host.reads.defer(self)
+            chunk = data[off:end]
+        else:
+            self._backlog = None
+            end = len(data)
+            t = self.transport
+            if t is not None and not t.is_closing():
+                t.resume_reading()
+            chunk = data[off:] if off else data
+        self._process(chunk)
+        if end - off >= MIN_SLICE:
+            self.read_cost = (self.read_cost + (time.perf_counter() - t0) / (end - off)) * 0.5
+
+    def _process(self, data: bytes) -> None:
         self.last_activity = time.time()
         if self.host.trace:
             self.host.log_trace(f"cid:{self.cid} <<- {data[:512]!r}")
@@ -531,6 +583,7 @@ class ClientConnection(Sink):
                 t.abort()
         self.out = []
         self.out_size = 0
+        self._backlog = None
         self.host.release(self, reason)
 
     # ------------------------------------------------------------------ introspection

@@ -36,7 +36,7 @@ import orjson
 from natsd.core.clock import rfc3339
 from natsd.jetstream.gojson import _GoJSONError
 from natsd.jetstream.gotyped import go_time_ns
-from natsd.router.publish import publish
+from natsd.router.publish import ReplyStream
 from natsd.storage.store import StoredMsg, StoreError, StreamStore
 
 if TYPE_CHECKING:
@@ -246,44 +246,35 @@ def seq_from_time(store: StreamStore, ts: int) -> int:
     return m.seq if m is not None else st.last_seq + 1
 
 
-def _msg_headers(name: str, m: StoredMsg, extra: bytes) -> bytes:
+def _msg_headers(name: bytes, m: StoredMsg, subject: bytes, extra: bytes) -> bytes:
     """The stored headers (minus the blank line), the direct-get headers, ``extra``."""
-    tail = "".join(
-        (
-            "Nats-Stream: ",
-            name,
-            "\r\nNats-Subject: ",
-            m.subject,
-            "\r\nNats-Sequence: ",
-            str(m.seq),
-            "\r\nNats-Time-Stamp: ",
-            rfc3339(m.ts),
-            "\r\n",
-        )
-    ).encode()
     hdr = m.hdr
     base = hdr[:-2] if hdr is not None and len(hdr) > 2 else _HDR_LINE
-    return b"".join((base, tail, extra, b"\r\n"))
+    return (
+        b"%sNats-Stream: %s\r\nNats-Subject: %s\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %s\r\n%s\r\n"
+        % (  # noqa: E501
+            base,
+            name,
+            subject,
+            m.seq,
+            rfc3339(m.ts).encode(),
+            extra,
+        )
+    )
 
 
 def _pending(np: int, lseq: int) -> bytes:
     return b"Nats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n" % (np, lseq)
 
 
-def _size(m: StoredMsg) -> int:
-    return len(m.subject.encode()) + (len(m.hdr) if m.hdr else 0) + len(m.data)
+def _size(m: StoredMsg, subject: bytes) -> int:
+    return len(subject) + (len(m.hdr) if m.hdr else 0) + len(m.data)
 
 
 # ---------------------------------------------------------------------- handler
-class _Reply:
+def _reply_to(ja: JsAccount, reply: bytes) -> ReplyStream:
     """Answers go straight into the account's Sublist (what ``engine.send`` does)."""
-
-    def __init__(self, ja: JsAccount, reply: bytes) -> None:
-        self.sublist = ja.account.sublist
-        self.reply = reply
-
-    def __call__(self, hdr: bytes, payload: bytes = b"") -> None:
-        publish(self.sublist, self.reply, None, hdr, payload)
+    return ReplyStream(ja.account.sublist, reply)
 
 
 DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
@@ -300,7 +291,7 @@ def on_direct_get(ja: JsAccount, subject: bytes, reply: bytes | None, data: byte
     if dot > 0 and not data and dot + 1 < len(rest):
         stream = ja.streams.get(rest[:dot])
         if stream is not None and stream.cfg.allow_direct:
-            _get_last(stream, rest[dot + 1 :], _Reply(ja, reply))
+            _get_last(stream, rest[dot + 1 :], _reply_to(ja, reply))
             return
     direct_get(ja, subj.split(".")[2:], reply, data)
 
@@ -309,7 +300,7 @@ def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> Non
     """``$JS.API.DIRECT.GET.<stream>[.<subject>]`` (``toks`` follow ``$JS.API``)."""
     if len(toks) < 3 or toks[1] != "GET":
         return
-    send = _Reply(ja, reply)
+    send = _reply_to(ja, reply)
     stream = ja.streams.get(toks[2])
     if stream is None or not stream.cfg.allow_direct:
         # nats-server only listens on DIRECT.GET for streams that allow it, so the
@@ -357,22 +348,22 @@ def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> Non
         _get(stream, req, send)
 
 
-def _get_last(stream: Stream, key: str, send: _Reply) -> None:
+def _get_last(stream: Stream, key: str, send: ReplyStream) -> None:
     """The subject form without a body (every KV ``get``): the key's last message."""
     m = stream.store.load_last_msg(key)
     if m is None:
         send(_NOT_FOUND)
     else:
-        send(_msg_headers(stream.name, m, b""), m.data)
+        send(_msg_headers(stream.name.encode(), m, m.subject.encode(), b""), m.data)
 
 
 def _max_bytes(req: DirectRequest) -> int:
     return req.max_bytes if req.max_bytes != 0 else DEFAULT_MAX_BYTES
 
 
-def _get(stream: Stream, req: DirectRequest, send: _Reply) -> None:
+def _get(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:
     """By sequence, next/last by subject or start time; ``batch`` for several."""
-    store, name = stream.store, stream.name
+    store, name = stream.store, stream.name.encode()
     seq = seq_from_time(store, req.start_time) if req.start_time is not None else req.seq
     nxt = req.next_by_subj
     is_batch = req.batch != 0
@@ -402,23 +393,24 @@ def _get(stream: Stream, req: DirectRequest, send: _Reply) -> None:
                 break  # a batch that runs out ends with the EOB below
             send(_NOT_FOUND)
             return
+        subject = m.subject.encode()
         if is_batch:
             np = max(np - 1, 0)
-            hdr = _msg_headers(name, m, _pending(np, lseq))
+            hdr = _msg_headers(name, m, subject, _pending(np, lseq))
         else:
-            hdr = _msg_headers(name, m, b"")
+            hdr = _msg_headers(name, m, subject, b"")
         lseq = m.seq
         send(hdr, m.data)
-        sent_bytes += _size(m)
+        sent_bytes += _size(m, subject)
         if sent_bytes >= mb:
             break
     if is_batch:
         send(b"NATS/1.0 204 EOB\r\n" + _pending(np, lseq) + b"\r\n")
 
 
-def _get_multi(stream: Stream, req: DirectRequest, send: _Reply) -> None:
+def _get_multi(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:
     """The last message of every subject matching ``multi_last``."""
-    store, name = stream.store, stream.name
+    store, name = stream.store, stream.name.encode()
     mb = _max_bytes(req)
     up_to = req.up_to_seq
     if req.up_to_time is not None:
@@ -458,9 +450,10 @@ def _get_multi(stream: Stream, req: DirectRequest, send: _Reply) -> None:
         if m is None:
             send(_NOT_FOUND)
             return
-        send(_msg_headers(name, m, _pending(np, lseq)), m.data)
+        subject = m.subject.encode()
+        send(_msg_headers(name, m, subject, _pending(np, lseq)), m.data)
         lseq = m.seq
-        sent_bytes += _size(m)
+        sent_bytes += _size(m, subject)
         if sent_bytes >= mb:
             break
         sent += 1

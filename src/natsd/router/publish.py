@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from natsd.router.deliver import deliver
 from natsd.router.sublist import Sublist
-from natsd.router.subscription import Subscription
+from natsd.router.subscription import Sink, Subscription
 
-__all__ = ["publish", "publish_as"]
+__all__ = ["ReplyStream", "publish", "publish_as"]
 
 
 def publish(
@@ -46,3 +46,47 @@ def publish_as(
         size = len(payload)
         tail = b" %d\r\n%s\r\n" % (size, payload)
     return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
+
+
+class ReplyStream:
+    """Messages with headers sent one after another to one subject (a direct-get batch).
+
+    The subject is matched once. In the usual case, a single plain subscription by a client
+    that takes headers (the requester's inbox), each message then costs one frame format and
+    a list append instead of a match, a ``deliver`` and a copy per step; anything else goes
+    through ``publish`` per message. Counters and the flush are what ``deliver`` does.
+    """
+
+    __slots__ = ("_prefix", "_sink", "_sub", "subject", "sublist")
+
+    def __init__(self, sublist: Sublist[Subscription], subject: bytes) -> None:
+        self.sublist = sublist
+        self.subject = subject
+        self._sub: Subscription | None = None
+        self._sink: Sink | None = None
+        self._prefix = b""
+        psubs, qsubs = sublist.match(subject)
+        if len(psubs) == 1 and not qsubs:
+            sub = psubs[0]
+            c = sub.client
+            if c is not None and c.headers and c.sub_deny is None and not sub.max:
+                self._sub = sub
+                self._sink = c
+                self._prefix = b"HMSG " + subject + b" " + sub.sid + b" "
+
+    def __call__(self, hdr: bytes, payload: bytes = b"") -> None:
+        sub = self._sub
+        c = self._sink
+        if sub is None or c is None:
+            publish(self.sublist, self.subject, None, hdr, payload)
+            return
+        hlen = len(hdr)
+        size = hlen + len(payload)
+        frame = b"%s%d %d\r\n%s%s\r\n" % (self._prefix, hlen, size, hdr, payload)
+        c.out.append(frame)
+        c.out_size += len(frame)
+        c.msgs_out += 1
+        c.bytes_out += size
+        sub.delivered += 1
+        if not c.flush_pending:
+            c.kick()

@@ -24,6 +24,13 @@ _FWC = b">"
 # Bounded so a client publishing to endless unique subjects cannot grow the server.
 CACHE_MAX = 4096
 CACHE_SWEEP_TO = 3072
+# A wildcard subscription change must evict every cached subject it could match. Checking
+# each entry costs about a microsecond in Python, so past this many entries dropping the
+# whole cache is cheaper, and it bounds the cost of SUB/UNSUB churn: a client subscribing
+# and unsubscribing wildcards in a loop made every change scan 4,096 entries (71% of the
+# server's CPU under tests/reliability's abuse load, and seconds of loop stall). Subjects
+# that repeat are cached again on their next miss (they are already in ``_seen``).
+INVALIDATE_SCAN_MAX = 128
 # JetStream ack subjects embed the delivery's sequences, so each is matched exactly once:
 # caching them only churns the cache and evicts subjects that do repeat (measured: 15% of
 # the CPU of a push consumer with acks, bench/micro_consumer.py --push).
@@ -177,6 +184,9 @@ class Sublist(Generic[S]):
             return
         if _PWC not in pattern and _FWC not in pattern:
             cache.pop(pattern, None)
+            return
+        if len(cache) > INVALIDATE_SCAN_MAX:
+            cache.clear()
             return
         stale = [k for k in cache if subject_matches(k, pattern)]
         for k in stale:

@@ -1,0 +1,103 @@
+"""In-process micro-benchmark of natsd's batched direct get, without sockets.
+
+This is what the Spark reader (natsd/spark/directget.py) asks for: ``$JS.API.DIRECT.GET.<s>``
+with ``{"seq": s, "batch": B, "max_bytes": M}``, answered with B HMSG frames and an EOB.
+An embedded Server, one client over a transport that keeps what is written; the stream is
+pre-filled, then the client reads it end to end in batches. Reports server CPU per message
+read, so profiles of the direct-get path are stable on a busy machine.
+
+    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_direct.py -n 200000
+    .venv/bin/python bench/micro_direct.py --profile /tmp/d.prof
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import tempfile
+import time
+from typing import Any
+
+from micro_js import CollectingTransport, frames, run_main
+
+from natsd.server import Server, tune_gc
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        async with Server(port=-1, jetstream=True, store_dir=d) as srv:
+            if args.gc == "tuned":
+                tune_gc()
+            client = srv._new_client()
+            t = CollectingTransport()
+            client.connection_made(t)  # type: ignore[arg-type]
+            cfg = {"name": "D", "subjects": ["d.>"], "storage": args.storage, "allow_direct": True}
+            raw = json.dumps(cfg).encode()
+            client.data_received(
+                b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\n'
+                b"SUB _INBOX.api 1\r\nSUB _INBOX.dg.* 2\r\n"
+                b"PUB $JS.API.STREAM.CREATE.D _INBOX.api %d\r\n%s\r\n" % (len(raw), raw)
+            )
+            for r in frames(args.n, b"d.x", b"_INBOX.ack", b"x" * args.size, 65536):
+                client.data_received(r)
+                await asyncio.sleep(0)
+                while t.paused:
+                    await asyncio.sleep(0)
+            await asyncio.sleep(0.3)
+            t.keep = True
+            t.chunks.clear()
+            prof = cProfile.Profile() if args.profile else None
+            got = 0
+            seq = 1
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            if prof:
+                prof.enable()
+            while seq <= args.n:
+                body = b'{"seq":%d,"batch":%d,"max_bytes":%d}' % (seq, args.batch, 64 << 20)
+                client.data_received(
+                    b"PUB $JS.API.DIRECT.GET.D _INBOX.dg.%d %d\r\n%s\r\n" % (seq, len(body), body)
+                )
+                # Wait for the EOB that ends this batch.
+                while True:
+                    await asyncio.sleep(0)
+                    if t.chunks and b"204 EOB" in t.chunks[-1][-200:]:
+                        break
+                data = b"".join(t.chunks)
+                t.chunks.clear()
+                n = data.count(b"HMSG ") - 1  # minus the EOB
+                got += n
+                seq += n
+            if prof:
+                prof.disable()
+                prof.dump_stats(args.profile)
+            c1 = time.process_time()
+            t1 = time.perf_counter()
+            client.close()
+    assert got == args.n, got
+    return {
+        "storage": args.storage,
+        "msgs": got,
+        "batch": args.batch,
+        "wall_s": round(t1 - t0, 3),
+        "cpu_us_per_msg": round((c1 - c0) / got * 1e6, 2),
+        "msgs_per_s_cpu": round(got / (c1 - c0)),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--storage", choices=("memory", "file"), default="file")
+    ap.add_argument("-n", type=int, default=200_000)
+    ap.add_argument("--size", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--gc", choices=("tuned", "default", "off"), default="tuned")
+    ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
+    args = ap.parse_args()
+    run_main(args, run)
+
+
+if __name__ == "__main__":
+    main()
