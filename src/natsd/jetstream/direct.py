@@ -251,8 +251,9 @@ def _msg_headers(name: bytes, m: StoredMsg, subject: bytes, extra: bytes) -> byt
     hdr = m.hdr
     base = hdr[:-2] if hdr is not None and len(hdr) > 2 else _HDR_LINE
     return (
-        b"%sNats-Stream: %s\r\nNats-Subject: %s\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %s\r\n%s\r\n"
-        % (  # noqa: E501
+        b"%sNats-Stream: %s\r\nNats-Subject: %s\r\nNats-Sequence: %d\r\n"
+        b"Nats-Time-Stamp: %s\r\n%s\r\n"
+        % (
             base,
             name,
             subject,
