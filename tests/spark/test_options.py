@@ -171,6 +171,28 @@ def test_take_raw_at_every_split_point() -> None:
         loop.close()
 
 
+def test_take_raw_stops_at_another_sid() -> None:
+    """The one-regex path for the usual reply still leaves other subscriptions' replies
+    (same layout, another sid) to nats-py, and switches batches by sid."""
+    import asyncio
+
+    from natsd.spark.directget import Columns, _Batch, _take_raw
+
+    loop = asyncio.new_event_loop()
+    try:
+        a = _Batch(1, 100, 100, Columns(False), loop.create_future())
+        b = _Batch(1, 100, 100, Columns(False), loop.create_future())
+        other = _reply(9, 5, "z", b"q")
+        buf = bytearray(_reply(7, 1, "a", b"1") + _reply(8, 2, "b", b"22") + _reply(7, 3, "c", b"")
+                        + other)
+        assert _take_raw(buf, {7: a, 8: b})
+        assert bytes(buf) == other
+        assert (a.cols.seqs, a.cols.data, b.cols.seqs, b.cols.data) == (
+            [1, 3], [b"1", b""], [2], [b"22"])
+    finally:
+        loop.close()
+
+
 def test_parse_user_headers() -> None:
     raw = (b"NATS/1.0\r\nA: 1\r\nB:2\r\nA: 3\r\nNats-Stream: S\r\nNats-Subject: s\r\n"
            b"Nats-Sequence: 1\r\n\r\n")
