@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientConnection", "ClientHost", "CloseReason"]
 
-_FLUSH_NOW = 65536
+_FLUSH_NOW: Final = 65536
 # How long a closing connection may take to drain what is queued before it is aborted.
-_CLOSE_GRACE = 2.0
+_CLOSE_GRACE: Final = 2.0
 
 
 def _abort(t: asyncio.Transport) -> None:

@@ -6,6 +6,8 @@ re-encodes them; these helpers follow nats-server's ``sublist.go`` rules.
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
     "is_valid_literal_subject",
     "is_valid_subject",
@@ -14,10 +16,10 @@ __all__ = [
     "tokens",
 ]
 
-_PWC = b"*"
-_FWC = b">"
+_PWC: Final = b"*"
+_FWC: Final = b">"
 # Characters that may never appear in a subject token (nats-server rejects whitespace).
-_BAD = (b" ", b"\t", b"\r", b"\n", b"\f")
+_BAD: Final = (b" ", b"\t", b"\r", b"\n", b"\f")
 
 
 def tokens(subject: bytes) -> list[bytes]:

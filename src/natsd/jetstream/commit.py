@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Final
 
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
@@ -25,10 +26,10 @@ from natsd.storage.store import StoreError, StreamStore
 
 __all__ = ["Ack", "Committer"]
 
-log = logging.getLogger("natsd")
+log: Final = logging.getLogger("natsd")
 
 # Batches with at most this many acks are fsynced on the loop thread (see Committer._start).
-INLINE_MAX_ACKS = 2
+INLINE_MAX_ACKS: Final = 2
 
 # (the publisher's account Sublist, reply subject, ack payload when durable, ack payload
 # when the write failed): acks are published straight into the account that stored them.

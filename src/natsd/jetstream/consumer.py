@@ -26,7 +26,7 @@ import logging
 import random
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.filters import match_tokens
 from natsd.jetstream import consumer_ack as ack
@@ -50,12 +50,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Consumer"]
 
-log = logging.getLogger("natsd")
+log: Final = logging.getLogger("natsd")
 
-ACK_WAIT_DELAY = ack.ACK_WAIT_DELAY
-RUN_BUDGET = 256  # deliveries per loop turn before yielding
-STATE_FLUSH_DELAY = 0.1  # seconds between a state change and its write (file consumers)
-TERM_UNACKED_LIMITS = "Unacknowledged message was deleted"
+ACK_WAIT_DELAY: Final = ack.ACK_WAIT_DELAY
+RUN_BUDGET: Final = 256  # deliveries per loop turn before yielding
+STATE_FLUSH_DELAY: Final = 0.1  # seconds between a state change and its write (file consumers)
+TERM_UNACKED_LIMITS: Final = "Unacknowledged message was deleted"
 
 
 class Consumer:

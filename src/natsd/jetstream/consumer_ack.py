@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -41,16 +41,16 @@ __all__ = [
     "write_store_state",
 ]
 
-log = logging.getLogger("natsd")
+log: Final = logging.getLogger("natsd")
 
-ACK_WAIT_DELAY = 1_000_000  # ackWaitDelay: 1ms added to timer deadlines (ns)
+ACK_WAIT_DELAY: Final = 1_000_000  # ackWaitDelay: 1ms added to timer deadlines (ns)
 
-_ACK = b"+ACK"
-_OK = b"+OK"
-_NAK = b"-NAK"
-_WPI = b"+WPI"
-_NXT = b"+NXT"
-_TERM = b"+TERM"
+_ACK: Final = b"+ACK"
+_OK: Final = b"+OK"
+_NAK: Final = b"-NAK"
+_WPI: Final = b"+WPI"
+_NXT: Final = b"+NXT"
+_TERM: Final = b"+TERM"
 
 
 def on_ack(

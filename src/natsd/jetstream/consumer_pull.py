@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream import consumer_priority as prio
 from natsd.jetstream.gojson import _GoJSONError
@@ -68,11 +68,11 @@ def heartbeat_header(dseq: int, sseq: int, stalled: bytes = b"") -> bytes:
     return hdr + b"\r\n"
 
 
-NO_MESSAGES = status(404, "No Messages")
-REQUESTS_PENDING = status(408, "Requests Pending")
-EXCEEDED_MAX_WAITING = status(409, "Exceeded MaxWaiting")
-CONSUMER_DELETED = status(409, "Consumer Deleted")
-CONSUMER_IS_PUSH = status(409, "Consumer is push based")
+NO_MESSAGES: Final = status(404, "No Messages")
+REQUESTS_PENDING: Final = status(408, "Requests Pending")
+EXCEEDED_MAX_WAITING: Final = status(409, "Exceeded MaxWaiting")
+CONSUMER_DELETED: Final = status(409, "Consumer Deleted")
+CONSUMER_IS_PUSH: Final = status(409, "Consumer is push based")
 
 
 @dataclass(slots=True)
@@ -89,7 +89,7 @@ class NextRequest:
     priority: int = 0
 
 
-_NEXT = StructT(
+_NEXT: Final = StructT(
     "server.JSApiConsumerGetNextRequest",
     {
         "expires": ("expires", DURATION),
@@ -187,7 +187,7 @@ class WaitingRequest:
         self.priority = req.priority if req.group is not None else _MAX_PRIORITY
 
 
-_MAX_PRIORITY = (1 << 31) - 1
+_MAX_PRIORITY: Final = (1 << 31) - 1
 
 
 class WaitQueue:

@@ -21,7 +21,7 @@ import logging
 import random
 import string
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream.consumer_pull import heartbeat_header
 from natsd.router.subscription import Subscription
@@ -37,14 +37,15 @@ __all__ = [
     "update_interest",
 ]
 
-log = logging.getLogger("natsd")
+log: Final = logging.getLogger("natsd")
 
+# Not Final: tests lower it (a Final would be compiled in).
 FLOW_CONTROL_MAX_PENDING = 32 * 1024 * 1024  # JsFlowControlMaxPending
-POLL_MIN = 0.005
-POLL_MAX = 0.1
-POLL_BOUND = 1.0
-FC_REQUEST = b"NATS/1.0 100 FlowControl Request\r\n\r\n"
-_ALNUM = string.ascii_letters + string.digits
+POLL_MIN: Final = 0.005
+POLL_MAX: Final = 0.1
+POLL_BOUND: Final = 1.0
+FC_REQUEST: Final = b"NATS/1.0 100 FlowControl Request\r\n\r\n"
+_ALNUM: Final = string.ascii_letters + string.digits
 
 
 def start(c: Consumer) -> None:

@@ -29,7 +29,7 @@ one consistent store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -54,20 +54,20 @@ __all__ = [
 ]
 
 #: nats-server falls back to the server's max_pending (64 MB by default) for max_bytes.
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
 #: nats-server's ``maxAllowedResponses`` for multi_last.
-MAX_MULTI_RESULTS = 1024
+MAX_MULTI_RESULTS: Final = 1024
 
-_U64 = (1 << 64) - 1
+_U64: Final = (1 << 64) - 1
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
-_EMPTY = b"NATS/1.0 408 Empty Request\r\n\r\n"
-_MALFORMED = b"NATS/1.0 408 Malformed Request\r\n\r\n"
-_BAD = b"NATS/1.0 408 Bad Request\r\n\r\n"
-_NOT_FOUND = b"NATS/1.0 404 Message Not Found\r\n\r\n"
-_NO_RESULTS = b"NATS/1.0 404 No Results\r\n\r\n"
-_TOO_MANY = b"NATS/1.0 413 Too Many Results\r\n\r\n"
-_HDR_LINE = b"NATS/1.0\r\n"
+_EMPTY: Final = b"NATS/1.0 408 Empty Request\r\n\r\n"
+_MALFORMED: Final = b"NATS/1.0 408 Malformed Request\r\n\r\n"
+_BAD: Final = b"NATS/1.0 408 Bad Request\r\n\r\n"
+_NOT_FOUND: Final = b"NATS/1.0 404 Message Not Found\r\n\r\n"
+_NO_RESULTS: Final = b"NATS/1.0 404 No Results\r\n\r\n"
+_TOO_MANY: Final = b"NATS/1.0 413 Too Many Results\r\n\r\n"
+_HDR_LINE: Final = b"NATS/1.0\r\n"
 
 
 class MalformedRequest(ValueError):
@@ -172,7 +172,7 @@ def _time(v: Any) -> int:
     return parse_rfc3339(v)
 
 
-_FIELDS = (
+_FIELDS: Final = (
     "seq",
     "last_by_subj",
     "next_by_subj",
@@ -278,7 +278,7 @@ def _reply_to(ja: JsAccount, reply: bytes) -> ReplyStream:
     return ReplyStream(ja.account.sublist, reply)
 
 
-DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
+DIRECT_GET_PREFIX: Final = b"$JS.API.DIRECT.GET."
 
 
 def on_direct_get(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.clock import rfc3339
 from natsd.core.headers import HeaderError, parse_headers
@@ -37,16 +37,16 @@ if TYPE_CHECKING:
 
 __all__ = ["Stream"]
 
-_ZERO_TIME = "0001-01-01T00:00:00Z"
+_ZERO_TIME: Final = "0001-01-01T00:00:00Z"
 
-H_MSG_ID = "Nats-Msg-Id"
-H_EXP_STREAM = "Nats-Expected-Stream"
-H_EXP_LAST_SEQ = "Nats-Expected-Last-Sequence"
-H_EXP_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
-H_EXP_LAST_SUBJ_SEQ_SUBJ = "Nats-Expected-Last-Subject-Sequence-Subject"
-H_EXP_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
-H_ROLLUP = "Nats-Rollup"
-H_TTL = "Nats-TTL"
+H_MSG_ID: Final = "Nats-Msg-Id"
+H_EXP_STREAM: Final = "Nats-Expected-Stream"
+H_EXP_LAST_SEQ: Final = "Nats-Expected-Last-Sequence"
+H_EXP_LAST_SUBJ_SEQ: Final = "Nats-Expected-Last-Subject-Sequence"
+H_EXP_LAST_SUBJ_SEQ_SUBJ: Final = "Nats-Expected-Last-Subject-Sequence-Subject"
+H_EXP_LAST_MSG_ID: Final = "Nats-Expected-Last-Msg-Id"
+H_ROLLUP: Final = "Nats-Rollup"
+H_TTL: Final = "Nats-TTL"
 
 
 class Stream:

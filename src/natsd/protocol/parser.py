@@ -45,35 +45,35 @@ __all__ = [
     "message_body",
 ]
 
-OP_PUB = 1
-OP_HPUB = 2
-OP_SUB = 3
-OP_UNSUB = 4
-OP_PING = 5
-OP_PONG = 6
-OP_CONNECT = 7
-OP_INFO = 8
-OP_ERR = 9
+OP_PUB: Final = 1
+OP_HPUB: Final = 2
+OP_SUB: Final = 3
+OP_UNSUB: Final = 4
+OP_PING: Final = 5
+OP_PONG: Final = 6
+OP_CONNECT: Final = 7
+OP_INFO: Final = 8
+OP_ERR: Final = 9
 
 # True when this module runs as a mypyc-compiled extension (see tools/build_mypyc.sh).
 COMPILED: Final = not __file__.endswith(".py")
 
-DEFAULT_MAX_CONTROL_LINE = 4096
-DEFAULT_MAX_PAYLOAD = 1024 * 1024
+DEFAULT_MAX_CONTROL_LINE: Final = 4096
+DEFAULT_MAX_PAYLOAD: Final = 1024 * 1024
 
 # The events are heterogeneous tuples; consumers unpack by tag.
 Event = tuple[Any, ...]
 
-ERR_UNKNOWN_OP = "Unknown Protocol Operation"
-ERR_MAX_CONTROL_LINE = "maximum control line exceeded"
-ERR_MAX_PAYLOAD = "Maximum Payload Violation"
+ERR_UNKNOWN_OP: Final = "Unknown Protocol Operation"
+ERR_MAX_CONTROL_LINE: Final = "maximum control line exceeded"
+ERR_MAX_PAYLOAD: Final = "Maximum Payload Violation"
 
-_PUB_HEADS = (b"PUB ", b"PUB\t")
-_HPUB_HEADS = (b"HPUB ", b"HPUB\t")
-_PING = (OP_PING,)
-_PONG = (OP_PONG,)
+_PUB_HEADS: Final = (b"PUB ", b"PUB\t")
+_HPUB_HEADS: Final = (b"HPUB ", b"HPUB\t")
+_PING: Final = (OP_PING,)
+_PONG: Final = (OP_PONG,)
 # CONNECT may carry a JWT and signatures; it is bounded separately from other control lines.
-_MAX_CONNECT_LINE = 1024 * 1024
+_MAX_CONNECT_LINE: Final = 1024 * 1024
 
 
 class Parser:
@@ -360,7 +360,7 @@ def message_body(tail: bytes, size: int) -> bytes:
     return tail[n - size - 2 : n - 2]
 
 
-_VERBS = (b"PUB ", b"HPUB ", b"SUB ", b"UNSUB ", b"PING", b"PONG", b"CONNECT ", b"INFO ")
+_VERBS: Final = (b"PUB ", b"HPUB ", b"SUB ", b"UNSUB ", b"PING", b"PONG", b"CONNECT ", b"INFO ")
 
 
 def _split_args(line: bytes) -> list[bytes]:

@@ -9,13 +9,14 @@ publisher's control line instead of being formatted again.
 from __future__ import annotations
 
 from random import randrange
+from typing import Final
 
 from natsd.protocol.parser import message_body
 from natsd.router.subscription import Sink, Subscription
 
 __all__ = ["deliver", "no_responders_frame"]
 
-_CRLF = b"\r\n"
+_CRLF: Final = b"\r\n"
 
 
 def deliver(
@@ -113,7 +114,7 @@ def _strip_headers(subject: bytes, sid: bytes, reply: bytes | None, body: bytes)
     return b"MSG %s %s %d\r\n%s\r\n" % (subject, sid, len(body), body)
 
 
-_NO_RESPONDERS_PREFIX = b"NATS/1.0 503\r\nNats-Subject: "
+_NO_RESPONDERS_PREFIX: Final = b"NATS/1.0 503\r\nNats-Subject: "
 
 
 def no_responders_frame(reply: bytes, sid: bytes, subject: bytes) -> bytes:

@@ -12,29 +12,29 @@ Not thread-safe: one event loop owns a Sublist.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from natsd.core.subjects import subject_matches
 
 __all__ = ["EMPTY_RESULT", "MatchResult", "SubLike", "Sublist"]
 
-_PWC = b"*"
-_FWC = b">"
+_PWC: Final = b"*"
+_FWC: Final = b">"
 
 # Bounded so a client publishing to endless unique subjects cannot grow the server.
-CACHE_MAX = 4096
-CACHE_SWEEP_TO = 3072
+CACHE_MAX: Final = 4096
+CACHE_SWEEP_TO: Final = 3072
 # A wildcard subscription change must evict every cached subject it could match. Checking
 # each entry costs about a microsecond in Python, so past this many entries dropping the
 # whole cache is cheaper, and it bounds the cost of SUB/UNSUB churn: a client subscribing
 # and unsubscribing wildcards in a loop made every change scan 4,096 entries (71% of the
 # server's CPU under tests/reliability's abuse load, and seconds of loop stall). Subjects
 # that repeat are cached again on their next miss (they are already in ``_seen``).
-INVALIDATE_SCAN_MAX = 128
+INVALIDATE_SCAN_MAX: Final = 128
 # JetStream ack subjects embed the delivery's sequences, so each is matched exactly once:
 # caching them only churns the cache and evicts subjects that do repeat (measured: 15% of
 # the CPU of a push consumer with acks, bench/micro_consumer.py --push).
-_UNIQUE_PREFIX = b"$JS.ACK."
+_UNIQUE_PREFIX: Final = b"$JS.ACK."
 
 
 class SubLike(Protocol):

@@ -38,6 +38,7 @@ import heapq
 import os
 import time
 import zlib
+from typing import Final
 
 from natsd.storage.fileio import DEFAULT_IO, FileIO
 from natsd.storage.filestore_format import (
@@ -68,13 +69,13 @@ from natsd.storage.store import (
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "FileStore"]
 
-DEFAULT_BLOCK_SIZE = 8 * 1024 * 1024
-_crc32 = zlib.crc32
-_pack_fields = REC_FIELDS.pack
-_pack_prefix = REC_PREFIX.pack
-_pack_trailer = REC_TRAILER.pack
-_unpack_fields = REC_FIELDS.unpack_from
-_time_ns = time.time_ns
+DEFAULT_BLOCK_SIZE: Final = 8 * 1024 * 1024
+_crc32: Final = zlib.crc32
+_pack_fields: Final = REC_FIELDS.pack
+_pack_prefix: Final = REC_PREFIX.pack
+_pack_trailer: Final = REC_TRAILER.pack
+_unpack_fields: Final = REC_FIELDS.unpack_from
+_time_ns: Final = time.time_ns
 
 
 class FileStore(BlockStore):

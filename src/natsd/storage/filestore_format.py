@@ -45,6 +45,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
+from typing import Final
 
 __all__ = [
     "BLOCK_HDR_SIZE",
@@ -69,35 +70,35 @@ __all__ = [
     "scan_block",
 ]
 
-BLOCK_MAGIC = b"\x89NDB"
-BLOCK_VERSION = 1
-_BLOCK_HDR = struct.Struct("<4sHHQI")
-BLOCK_HDR_SIZE = _BLOCK_HDR.size  # 20
-_BLOCK_HDR_BODY = struct.Struct("<4sHHQ")
+BLOCK_MAGIC: Final = b"\x89NDB"
+BLOCK_VERSION: Final = 1
+_BLOCK_HDR: Final = struct.Struct("<4sHHQI")
+BLOCK_HDR_SIZE: Final = _BLOCK_HDR.size  # 20
+_BLOCK_HDR_BODY: Final = struct.Struct("<4sHHQ")
 
-REC_MAGIC = b"\xf1NDR"
-REC_PREFIX = struct.Struct("<4sI")
-REC_FIELDS = struct.Struct("<IQqHIq")
-REC_TRAILER = struct.Struct("<I")
-REC_HDR_SIZE = REC_PREFIX.size + REC_FIELDS.size  # 42
-_REC_HEAD = struct.Struct("<4sIIQqHIq")  # prefix and fields in one unpack
-REC_OVERHEAD = REC_HDR_SIZE + REC_TRAILER.size  # 46
-_TOMB_BODY = struct.Struct("<Q")
-TOMB_SIZE = REC_OVERHEAD + _TOMB_BODY.size
+REC_MAGIC: Final = b"\xf1NDR"
+REC_PREFIX: Final = struct.Struct("<4sI")
+REC_FIELDS: Final = struct.Struct("<IQqHIq")
+REC_TRAILER: Final = struct.Struct("<I")
+REC_HDR_SIZE: Final = REC_PREFIX.size + REC_FIELDS.size  # 42
+_REC_HEAD: Final = struct.Struct("<4sIIQqHIq")  # prefix and fields in one unpack
+REC_OVERHEAD: Final = REC_HDR_SIZE + REC_TRAILER.size  # 46
+_TOMB_BODY: Final = struct.Struct("<Q")
+TOMB_SIZE: Final = REC_OVERHEAD + _TOMB_BODY.size
 
-SEQ_MASK = (1 << 56) - 1
-FLAG_TOMBSTONE = 1 << 63
-FLAG_ERASED = 1 << 62
-FLAG_MASK = ~SEQ_MASK & 0xFFFF_FFFF_FFFF_FFFF
-_KNOWN_FLAGS = FLAG_TOMBSTONE | FLAG_ERASED
+SEQ_MASK: Final = (1 << 56) - 1
+FLAG_TOMBSTONE: Final = 1 << 63
+FLAG_ERASED: Final = 1 << 62
+FLAG_MASK: Final = ~SEQ_MASK & 0xFFFF_FFFF_FFFF_FFFF
+_KNOWN_FLAGS: Final = FLAG_TOMBSTONE | FLAG_ERASED
 
-_crc32 = zlib.crc32
-_CRC_POLY = 0xEDB88320  # crc32 (zlib), reflected
+_crc32: Final = zlib.crc32
+_CRC_POLY: Final = 0xEDB88320  # crc32 (zlib), reflected
 # Single-bit correction walks 8 steps per byte; past this a damaged record is just lost.
-_MAX_CORRECTABLE = 256 * 1024
-_pack_fields = REC_FIELDS.pack
-_pack_prefix = REC_PREFIX.pack
-_pack_trailer = REC_TRAILER.pack
+_MAX_CORRECTABLE: Final = 256 * 1024
+_pack_fields: Final = REC_FIELDS.pack
+_pack_prefix: Final = REC_PREFIX.pack
+_pack_trailer: Final = REC_TRAILER.pack
 
 
 class BlockVersionError(Exception):

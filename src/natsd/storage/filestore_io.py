@@ -22,6 +22,7 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator
+from typing import Final
 
 from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
 from natsd.storage.filestore_format import (
@@ -50,14 +51,14 @@ from natsd.storage.store import (
 __all__ = ["BlockStore"]
 
 # Block files kept open for reading besides the ones being written.
-_MAX_OPEN_FDS = 16
+_MAX_OPEN_FDS: Final = 16
 # A sequential reader gets this much read-ahead per pread.
-_READAHEAD = 64 * 1024
+_READAHEAD: Final = 64 * 1024
 
-_crc32 = zlib.crc32
-_unpack_fields = REC_FIELDS.unpack_from
-_unpack_trailer = REC_TRAILER.unpack_from
-_time_ns = time.time_ns
+_crc32: Final = zlib.crc32
+_unpack_fields: Final = REC_FIELDS.unpack_from
+_unpack_trailer: Final = REC_TRAILER.unpack_from
+_time_ns: Final = time.time_ns
 
 
 class BlockStore(QueryMixin):

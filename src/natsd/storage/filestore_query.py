@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator
+from typing import Final
 
 from natsd.storage.filestore_index import (
     Block,
@@ -32,7 +33,7 @@ __all__ = ["QueryMixin"]
 
 # Above this many subjects a wildcard lookup scans messages instead of subjects
 # (nats-server memstore linearScanMaxFSS).
-_LINEAR_SCAN_MAX_SUBJECTS = 256
+_LINEAR_SCAN_MAX_SUBJECTS: Final = 256
 
 
 class QueryMixin(StreamStore):

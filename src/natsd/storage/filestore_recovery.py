@@ -30,6 +30,7 @@ import os
 import zlib
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Final
 
 from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
 from natsd.storage.filestore_format import (
@@ -53,12 +54,12 @@ __all__ = [
     "write_manifest",
 ]
 
-MANIFEST = "index.cache"
+MANIFEST: Final = "index.cache"
 # First words of the report line for a store that was not stopped cleanly.
-UNCLEAN = "unclean shutdown"
-_MANIFEST_MAGIC = b"NDSC1\n"
+UNCLEAN: Final = "unclean shutdown"
+_MANIFEST_MAGIC: Final = b"NDSC1\n"
 # Listing every lost sequence is pointless past this; the report gives the ranges.
-_MAX_LOST_LISTED = 1_000_000
+_MAX_LOST_LISTED: Final = 1_000_000
 
 
 @dataclass(slots=True)
