@@ -76,6 +76,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    "python -m natsd, PYTHONPATH=build/mypyc when it exists)")
     p.add_argument("--nats-server-cmd", default="", help="command starting nats-server")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs of read -> count() and of the ordered consumer; the best is "
+                   "reported, so the two sides of the read target get the same treatment "
+                   "(default 3)")
     return p.parse_args(argv)
 
 
@@ -242,11 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 # warm-up: the JVM, the planning and reading Python workers, their imports
                 reader(ending=min(n, 20_000) + 1).count()
-                dt, cnt = timed(lambda: reader().count())
-                if cnt != n:
-                    raise RuntimeError(f"read count {cnt} != {n}")
-                res[srv.name]["read"] = n / dt
-                print(f"  read -> count():   {n / dt:12,.0f} rows/s ({dt:.1f} s)", flush=True)
+                for _ in range(max(1, a.repeat)):
+                    dt, cnt = timed(lambda: reader().count())
+                    if cnt != n:
+                        raise RuntimeError(f"read count {cnt} != {n}")
+                    res[srv.name]["read"] = max(res[srv.name].get("read", 0.0), n / dt)
+                    print(f"  read -> count():   {n / dt:12,.0f} rows/s ({dt:.1f} s)",
+                          flush=True)
 
                 out = parquet_dir / srv.name
                 dt, _ = timed(lambda out=out: reader().write.mode("overwrite").parquet(
@@ -257,10 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise RuntimeError("parquet output has the wrong row count")
 
                 for kind in ("ordered", "fetch"):
-                    dt = consumer_drain(url, READ_STREAM, READ_SUBJECT, n, a.fetch, kind)
-                    res[srv.name][kind] = n / dt
-                    print(f"  nats-py {kind + ':':9s} {n / dt:12,.0f} msgs/s ({dt:.1f} s)",
-                          flush=True)
+                    # fetch is ~10x slower than the rest: once is enough to show it.
+                    for _ in range(max(1, a.repeat) if kind == "ordered" else 1):
+                        dt = consumer_drain(url, READ_STREAM, READ_SUBJECT, n, a.fetch, kind)
+                        res[srv.name][kind] = max(res[srv.name].get(kind, 0.0), n / dt)
+                        print(f"  nats-py {kind + ':':9s} {n / dt:12,.0f} msgs/s ({dt:.1f} s)",
+                              flush=True)
 
                 make_stream(srv, WRITE_STREAM, WRITE_SUBJECT)
                 payload = bytearray(b"x" * size)
