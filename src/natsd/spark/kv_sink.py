@@ -63,7 +63,13 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from natsd.spark.client import JetStreamError, Publisher, Session
-from natsd.spark.options import ConnectOptions, _bool, _get, _int, parse_connect
+from natsd.spark.options import (
+    ConnectOptions,
+    bool_option,
+    get_option,
+    int_option,
+    parse_connect,
+)
 
 __all__ = [
     "JetStreamKVDataSource",
@@ -107,21 +113,21 @@ def parse_kv_write_options(opts: Mapping[str, str]) -> KVWriteOptions:
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream-kv write option(s): {', '.join(unknown)}")
-    bucket = _get(opts, "bucket")
+    bucket = get_option(opts, "bucket")
     if not bucket:
         raise ValueError("jetstream-kv option 'bucket' is required")
     if not _BUCKET_RE.match(bucket):
         raise ValueError(
             f"jetstream-kv option 'bucket': invalid bucket name {bucket!r} (letters, digits, "
             "'-' and '_' only)")
-    history = _int(opts, "history", 1, 1)
+    history = int_option(opts, "history", 1, 1)
     if history > _MAX_HISTORY:
         raise ValueError(f"jetstream-kv option 'history' must be <= {_MAX_HISTORY}, "
                          f"got {history}")
-    write_id = _get(opts, "writeId")
+    write_id = get_option(opts, "writeId")
     if write_id is not None and not write_id.strip():
         raise ValueError("jetstream-kv option 'writeId' must not be empty")
-    null_values = (_get(opts, "nullValues") or "delete").strip().lower()
+    null_values = (get_option(opts, "nullValues") or "delete").strip().lower()
     if null_values not in _NULL_MODES:
         raise ValueError(
             f"jetstream-kv option 'nullValues' must be one of {', '.join(_NULL_MODES)}, "
@@ -129,9 +135,9 @@ def parse_kv_write_options(opts: Mapping[str, str]) -> KVWriteOptions:
     return KVWriteOptions(
         conn=parse_connect(opts),
         bucket=bucket,
-        create_bucket=_bool(opts, "createBucket", False),
+        create_bucket=bool_option(opts, "createBucket", False),
         history=history,
-        max_pending_acks=_int(opts, "maxPendingAcks", 256, 1),
+        max_pending_acks=int_option(opts, "maxPendingAcks", 256, 1),
         write_id=write_id,
         null_values=null_values,
     )

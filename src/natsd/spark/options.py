@@ -25,6 +25,9 @@ __all__ = [
     "Offset",
     "ReadOptions",
     "WriteOptions",
+    "bool_option",
+    "get_option",
+    "int_option",
     "parse_include_headers",
     "parse_offset",
     "parse_read_options",
@@ -79,7 +82,8 @@ class WriteOptions:
     stream: str | None = None
 
 
-def _get(opts: Mapping[str, str], name: str) -> str | None:
+def get_option(opts: Mapping[str, str], name: str) -> str | None:
+    """The option ``name`` (any case) as a string, or None."""
     # Spark passes a CaseInsensitiveDict; plain dicts (unit tests) are matched by lower case.
     for k, v in opts.items():
         if k.lower() == name.lower():
@@ -87,8 +91,9 @@ def _get(opts: Mapping[str, str], name: str) -> str | None:
     return None
 
 
-def _int(opts: Mapping[str, str], name: str, default: int, minimum: int) -> int:
-    raw = _get(opts, name)
+def int_option(opts: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    """An integer option, ``default`` when absent; a clear error when malformed or low."""
+    raw = get_option(opts, name)
     if raw is None:
         return default
     try:
@@ -100,8 +105,9 @@ def _int(opts: Mapping[str, str], name: str, default: int, minimum: int) -> int:
     return val
 
 
-def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _get(opts, name)
+def bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    """A true/false option, ``default`` when absent; a clear error otherwise."""
+    raw = get_option(opts, name)
     if raw is None:
         return default
     low = raw.strip().lower()
@@ -113,19 +119,20 @@ def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def parse_connect(opts: Mapping[str, str]) -> ConnectOptions:
-    raw = _get(opts, "servers")
+    raw = get_option(opts, "servers")
     servers: tuple[str, ...] = ("nats://127.0.0.1:4222",)
     if raw is not None:
         parts = [s.strip() for s in raw.split(",") if s.strip()]
         if not parts:
             raise ValueError("jetstream option 'servers' is empty")
         servers = tuple(p if "://" in p else f"nats://{p}" for p in parts)
-    user, password, token = _get(opts, "user"), _get(opts, "password"), _get(opts, "token")
+    user, password = get_option(opts, "user"), get_option(opts, "password")
+    token = get_option(opts, "token")
     if (user is None) != (password is None):
         raise ValueError("jetstream options 'user' and 'password' must be given together")
     if token is not None and user is not None:
         raise ValueError("jetstream options 'token' and 'user'/'password' are exclusive")
-    timeout = _get(opts, "timeout")
+    timeout = get_option(opts, "timeout")
     try:
         t = float(timeout) if timeout is not None else 10.0
     except ValueError:
@@ -161,7 +168,7 @@ def parse_offset(raw: str, name: str, *, allow_latest: bool = True) -> Offset:
 
 
 def _stream(opts: Mapping[str, str]) -> str:
-    stream = _get(opts, "stream")
+    stream = get_option(opts, "stream")
     if not stream:
         raise ValueError("jetstream option 'stream' is required")
     if not _TOKEN_OK.match(stream):
@@ -170,7 +177,7 @@ def _stream(opts: Mapping[str, str]) -> str:
 
 
 def parse_include_headers(opts: Mapping[str, str]) -> bool:
-    return _bool(opts, "includeHeaders", False)
+    return bool_option(opts, "includeHeaders", False)
 
 
 def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
@@ -184,7 +191,7 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
         raise ValueError(f"unknown jetstream read option(s): {', '.join(unknown)}")
     stream = _stream(opts)
     subjects: tuple[str, ...] = ()
-    raw_subj = _get(opts, "subjects")
+    raw_subj = get_option(opts, "subjects")
     if raw_subj is not None:
         subjects = tuple(s.strip() for s in raw_subj.split(",") if s.strip())
         for s in subjects:
@@ -192,14 +199,14 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
                    for t in s.split(".")) or ">" in s.split(".")[:-1]:
                 raise ValueError(f"jetstream option 'subjects': invalid subject filter {s!r}")
     start_default = "latest" if streaming else "earliest"
-    starting = parse_offset(_get(opts, "startingOffsets") or start_default, "startingOffsets")
-    ending_raw = _get(opts, "endingOffsets")
+    starting = parse_offset(get_option(opts, "startingOffsets") or start_default, "startingOffsets")
+    ending_raw = get_option(opts, "endingOffsets")
     if streaming and ending_raw is not None:
         raise ValueError("jetstream option 'endingOffsets' is for batch queries only")
     ending = parse_offset(ending_raw or "latest", "endingOffsets")
     if ending.kind == "earliest":
         raise ValueError("jetstream option 'endingOffsets' cannot be 'earliest'")
-    mmpt = _get(opts, "maxMessagesPerTrigger")
+    mmpt = get_option(opts, "maxMessagesPerTrigger")
     if mmpt is not None and not streaming:
         raise ValueError("jetstream option 'maxMessagesPerTrigger' is for streaming queries only")
     return ReadOptions(
@@ -208,15 +215,15 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
         subjects=subjects,
         starting=starting,
         ending=ending,
-        min_partitions=_int(opts, "minPartitions", 1, 1),
-        max_partition_size=_int(opts, "maxPartitionSize", 100_000, 1),
+        min_partitions=int_option(opts, "minPartitions", 1, 1),
+        max_partition_size=int_option(opts, "maxPartitionSize", 100_000, 1),
         max_messages_per_trigger=(
-            _int(opts, "maxMessagesPerTrigger", 0, 1) if mmpt is not None else None
+            int_option(opts, "maxMessagesPerTrigger", 0, 1) if mmpt is not None else None
         ),
-        include_headers=_bool(opts, "includeHeaders", False),
-        fetch_batch=_int(opts, "fetchBatch", 10_000, 1),
-        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
-        fetch_depth=_int(opts, "fetchDepth", 2, 1),
+        include_headers=bool_option(opts, "includeHeaders", False),
+        fetch_batch=int_option(opts, "fetchBatch", 10_000, 1),
+        fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
+        fetch_depth=int_option(opts, "fetchDepth", 2, 1),
     )
 
 
@@ -227,13 +234,13 @@ def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream write option(s): {', '.join(unknown)}")
-    write_id = _get(opts, "writeId")
+    write_id = get_option(opts, "writeId")
     if write_id is not None and not write_id.strip():
         raise ValueError("jetstream option 'writeId' must not be empty")
-    stream = _get(opts, "stream")
+    stream = get_option(opts, "stream")
     return WriteOptions(
         conn=parse_connect(opts),
         write_id=write_id,
-        max_pending_acks=_int(opts, "maxPendingAcks", 256, 1),
+        max_pending_acks=int_option(opts, "maxPendingAcks", 256, 1),
         stream=_stream(opts) if stream is not None else None,
     )
