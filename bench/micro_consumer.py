@@ -21,7 +21,7 @@ import tempfile
 import time
 from typing import Any
 
-from micro_js import CollectingTransport, frames, run_main
+from micro_js import CollectingTransport, cpu_result, feed, frames, run_main
 
 from natsd.server import Server, tune_gc
 
@@ -56,11 +56,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 b"SUB _INBOX.api 1\r\nSUB _INBOX.ack.* 2\r\nSUB _INBOX.pull 9\r\n"
                 + api("$JS.API.STREAM.CREATE.C", scfg)
             )
-            for r in frames(args.n, b"c.x", b"_INBOX.ack", b"x" * args.size, 65536):
-                client.data_received(r)
-                await asyncio.sleep(0)
-                while t.paused:
-                    await asyncio.sleep(0)
+            await feed(client, t, frames(args.n, b"c.x", b"_INBOX.ack", b"x" * args.size, 65536))
             await asyncio.sleep(0.2)
             if not args.push:
                 # A pull consumer exists before the first fetch; a push consumer is created
@@ -105,14 +101,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             c1 = time.process_time()
             t1 = time.perf_counter()
             client.close()
-    return {
-        "storage": args.storage,
-        "ack": args.ack,
-        "msgs": got,
-        "wall_s": round(t1 - t0, 3),
-        "cpu_us_per_msg": round((c1 - c0) / max(got, 1) * 1e6, 2),
-        "msgs_per_s_cpu": round(got / (c1 - c0)),
-    }
+    return cpu_result(args.storage, max(got, 1), t1 - t0, c1 - c0, ack=args.ack)
 
 
 def main() -> None:

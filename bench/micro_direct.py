@@ -20,7 +20,7 @@ import tempfile
 import time
 from typing import Any
 
-from micro_js import CollectingTransport, frames, run_main
+from micro_js import CollectingTransport, cpu_result, feed, frames, run_main
 
 from natsd.server import Server, tune_gc
 
@@ -40,11 +40,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 b"SUB _INBOX.api 1\r\nSUB _INBOX.dg.* 2\r\n"
                 b"PUB $JS.API.STREAM.CREATE.D _INBOX.api %d\r\n%s\r\n" % (len(raw), raw)
             )
-            for r in frames(args.n, b"d.x", b"_INBOX.ack", b"x" * args.size, 65536):
-                client.data_received(r)
-                await asyncio.sleep(0)
-                while t.paused:
-                    await asyncio.sleep(0)
+            await feed(client, t, frames(args.n, b"d.x", b"_INBOX.ack", b"x" * args.size, 65536))
             await asyncio.sleep(0.3)
             t.keep = True
             t.chunks.clear()
@@ -77,14 +73,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             t1 = time.perf_counter()
             client.close()
     assert got == args.n, got
-    return {
-        "storage": args.storage,
-        "msgs": got,
-        "batch": args.batch,
-        "wall_s": round(t1 - t0, 3),
-        "cpu_us_per_msg": round((c1 - c0) / got * 1e6, 2),
-        "msgs_per_s_cpu": round(got / (c1 - c0)),
-    }
+    return cpu_result(args.storage, got, t1 - t0, c1 - c0, batch=args.batch)
 
 
 def main() -> None:
