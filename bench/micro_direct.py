@@ -20,7 +20,7 @@ import tempfile
 import time
 from typing import Any
 
-from micro_js import CollectingTransport, cpu_result, feed, frames, run_main
+from micro_js import CollectingTransport, cpu_result, feed, frames, micro_args, run_main
 
 from natsd.server import Server, tune_gc
 
@@ -77,15 +77,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--storage", choices=("memory", "file"), default="file")
-    ap.add_argument("-n", type=int, default=200_000)
-    ap.add_argument("--size", type=int, default=128)
+    ap = micro_args(__doc__, storage="file", n=200_000)
     ap.add_argument("--batch", type=int, default=10_000)
-    ap.add_argument("--gc", choices=("tuned", "default", "off"), default="tuned")
-    ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
-    args = ap.parse_args()
-    run_main(args, run)
+    run_main(ap.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -167,12 +167,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--storage", choices=("memory", "file"), default="memory")
-    ap.add_argument("-n", type=int, default=200_000)
-    ap.add_argument("--size", type=int, default=128)
+    ap = micro_args(__doc__, storage="memory", n=200_000)
     ap.add_argument("--keys", type=int, default=0, help="KV-style: N keys, 1 value each")
     ap.add_argument("--lazy", action="store_true", help="file store with a lazy sync_interval")
+    run_main(ap.parse_args(), run)
+
+
+def micro_args(doc: str | None, storage: str, n: int) -> argparse.ArgumentParser:
+    """The options every micro benchmark takes: --storage, -n, --size, --gc, --profile."""
+    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    ap.add_argument("--storage", choices=("memory", "file"), default=storage)
+    ap.add_argument("-n", type=int, default=n)
+    ap.add_argument("--size", type=int, default=128)
     ap.add_argument(
         "--gc",
         choices=("tuned", "default", "off"),
@@ -180,8 +186,7 @@ def main() -> None:
         help="tuned: natsd's tune_gc() as the CLI applies it; off: an upper bound",
     )
     ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
-    args = ap.parse_args()
-    run_main(args, run)
+    return ap
 
 
 def run_main(

@@ -259,22 +259,34 @@ def _limit_params() -> list[Any]:
     return out
 
 
-@pytest.fixture(scope="module")
-def server_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]]:
-    """(nats-server port, natsd port), default limits, started once for the module."""
+@contextlib.contextmanager
+def _started_pair(tmp: Path, jetstream: bool) -> Iterator[tuple[ServerProc, ServerProc]]:
+    """(nats-server, natsd), each in its own directory under ``tmp`` (with a store when
+    ``jetstream``), ready; stopped on exit. Skips without the nats-server binary."""
     binary = nats_server_binary()
     if binary is None:
         pytest.skip("nats-server binary not installed")
-    tmp = tmp_path_factory.mktemp("pair")
-    ref = ServerProc(tmp, _server_args(), binary=binary, name="nats-server").start()
-    impl = ServerProc(tmp, _server_args()).start()
+    procs: list[ServerProc] = []
     try:
+        for name, exe in (("nats-server", binary), ("natsd", None)):
+            d = tmp / name
+            d.mkdir()
+            args = _server_args(d / "store" if jetstream else None)
+            procs.append(ServerProc(d, args, binary=exe, name=name).start())
+        ref, impl = procs
         asyncio.run(_wait_both(ref, impl))
+        yield ref, impl
+    finally:
+        for p in procs:
+            p.stop()
+
+
+@pytest.fixture(scope="module")
+def server_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]]:
+    """(nats-server port, natsd port), default limits, started once for the module."""
+    with _started_pair(tmp_path_factory.mktemp("pair"), jetstream=False) as (ref, impl):
         yield ref.port, impl.port
         assert impl.alive(), "natsd died"
-    finally:
-        ref.stop()
-        impl.stop()
 
 
 async def _wait_both(a: ServerProc, b: ServerProc) -> None:
@@ -751,22 +763,9 @@ def _evil_params() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def js_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProc, ServerProc]]:
-    """(nats-server, natsd) with JetStream, each with a stream S, for the whole module."""
-    binary = nats_server_binary()
-    if binary is None:
-        pytest.skip("nats-server binary not installed")
-    tmp = tmp_path_factory.mktemp("jspair")
-    (tmp / "ref").mkdir()
-    (tmp / "impl").mkdir()
-    ref = ServerProc(tmp / "ref", _server_args(tmp / "ref" / "store"), binary=binary,
-                     name="nats-server").start()
-    impl = ServerProc(tmp / "impl", _server_args(tmp / "impl" / "store")).start()
-    try:
-        asyncio.run(_wait_both(ref, impl))
-        yield ref, impl
-    finally:
-        ref.stop()
-        impl.stop()
+    """(nats-server, natsd) with JetStream, for the whole module."""
+    with _started_pair(tmp_path_factory.mktemp("jspair"), jetstream=True) as pair:
+        yield pair
 
 
 async def _evil_request(url: str, kind: str, tok: str) -> tuple[bool, bool]:

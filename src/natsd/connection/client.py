@@ -213,10 +213,7 @@ class ClientConnection(Sink):
                 t.pause_reading()
             self.host.reads.defer(self)
             data = data[:n]
-        self._process(data)
-        if n >= MIN_SLICE:
-            # Tiny reads are mostly fixed overhead; they would overstate the cost per byte.
-            self.read_cost = (self.read_cost + (time.perf_counter() - t0) / n) * 0.5
+        self._process_timed(data, t0)
 
     def continue_backlog(self, quantum: float) -> None:
         """Process about ``quantum`` seconds more of held input (called by ReadBudget)."""
@@ -237,9 +234,16 @@ class ClientConnection(Sink):
             if t is not None and not t.is_closing():
                 t.resume_reading()
             chunk = data[off:] if off else data
-        self._process(chunk)
-        if end - off >= MIN_SLICE:
-            self.read_cost = (self.read_cost + (time.perf_counter() - t0) / (end - off)) * 0.5
+        self._process_timed(chunk, t0)
+
+    def _process_timed(self, data: bytes, t0: float) -> None:
+        """``_process``, then fold its cost per byte into ``read_cost`` (which sizes this
+        connection's slices, see fairness.py); ``t0`` is when the work began."""
+        self._process(data)
+        n = len(data)
+        if n >= MIN_SLICE:
+            # Tiny reads are mostly fixed overhead; they would overstate the cost per byte.
+            self.read_cost = (self.read_cost + (time.perf_counter() - t0) / n) * 0.5
 
     def _process(self, data: bytes) -> None:
         self.last_activity = time.time()
