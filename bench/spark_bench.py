@@ -20,6 +20,13 @@ and once per run, server-independent references on the same rows:
 * **parquet read**: Spark reading the Parquet files written above, every column
   materialised (``write.format("noop")``; ``count()`` would only read metadata);
 * **parquet write**: the write's DataFrame written as Parquet.
+* **python source, no I/O**: a Python data source with the connector's schema, partitions
+  and batch size that yields the same pre-built Arrow batch over and over, into
+  ``count()``: what Spark's Python data source path itself costs here, the ceiling for any
+  Python source (the connector included) on this machine.
+
+Runs of the reads into ``count()``, of the ordered consumer and of the references repeat
+``--repeat`` times and the best is reported.
 
 The table ends with the ratios the connector aims for: read / nats-py consumer (target
 >= 1.5) and read / parquet read (target >= 0.3).
@@ -49,6 +56,8 @@ from jsload import api_error, js_api
 from servers import Server
 
 from bench import IMPL, REF, make_js_servers
+from natsd.spark.options import ReadOptions
+from natsd.spark.source import plan_ranges
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -56,6 +65,8 @@ READ_STREAM, READ_SUBJECT = "SPARKBENCH", "sparkbench.data"
 WRITE_STREAM, WRITE_SUBJECT = "SPARKWRITE", "sparkwrite.data"
 TARGET_CONSUMER = 1.5
 TARGET_PARQUET = 0.3
+#: the connector's direct-get batch (and so Arrow batch) size, for the no-I/O source
+FETCH_BATCH = ReadOptions.__dataclass_fields__["fetch_batch"].default
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -175,6 +186,50 @@ def consumer_drain(url: str, stream: str, subject: str, n: int, batch: int,
 
 
 # ------------------------------------------------------------------ spark
+def register_ceiling_source(spark: Any, rows: int, size: int, parts: list[tuple[int, int]],
+                            batch_rows: int) -> str:
+    """Register the no-I/O Python data source (see the module doc); returns its name.
+
+    Defined in a function so cloudpickle ships the classes to the workers by value (this
+    file is not importable there)."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from natsd.spark.source import SeqRange
+
+    class Reader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [SeqRange(lo, hi) for lo, hi in parts]
+
+        def read(self, partition: InputPartition) -> Any:
+            import pyarrow as pa
+
+            span = partition.hi - partition.lo  # type: ignore[attr-defined]
+            full = pa.RecordBatch.from_arrays([
+                pa.repeat(pa.scalar(READ_STREAM, pa.string()), batch_rows),
+                pa.array(range(batch_rows), pa.int64()),
+                pa.array([READ_SUBJECT] * batch_rows, pa.string()),
+                pa.array([b"x" * size] * batch_rows, pa.binary()),
+                pa.array([1_700_000_000_000_000] * batch_rows, pa.timestamp("us", tz="UTC")),
+            ], names=["stream", "seq", "subject", "data", "timestamp"])
+            for start in range(0, span, batch_rows):
+                yield full.slice(0, min(batch_rows, span - start))
+
+    class Ceiling(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "jetstream-bench-ceiling"
+
+        def schema(self) -> str:
+            return "stream string, seq long, subject string, data binary, timestamp timestamp"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Reader()
+
+    assert sum(hi - lo for lo, hi in parts) == rows
+    spark.dataSource.register(Ceiling)
+    return Ceiling.name()
+
+
 def spark_session(master: str) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -288,10 +343,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Server-independent references on the same rows.
         src = next(iter(parquet_dir.iterdir()))
         spark.read.parquet(str(src)).limit(1000).write.format("noop").mode("overwrite").save()
-        dt, _ = timed(lambda: spark.read.parquet(str(src)).write.format("noop")
-                      .mode("overwrite").save())
-        ref["parquet_read"] = n / dt
-        print(f"\nparquet read (noop sink): {n / dt:12,.0f} rows/s ({dt:.1f} s)", flush=True)
+        print(flush=True)
+        for _ in range(max(1, a.repeat)):
+            dt, _ = timed(lambda: spark.read.parquet(str(src)).write.format("noop")
+                          .mode("overwrite").save())
+            ref["parquet_read"] = max(ref.get("parquet_read", 0.0), n / dt)
+            print(f"parquet read (noop sink): {n / dt:12,.0f} rows/s ({dt:.1f} s)", flush=True)
+        ceiling = register_ceiling_source(
+            spark, n, size, plan_ranges(1, n + 1, a.min_partitions, a.max_partition_size),
+            FETCH_BATCH)
+        spark.read.format(ceiling).load().count()  # warm-up (a limit() breaks the pipe)
+        for _ in range(max(1, a.repeat)):
+            dt, cnt = timed(lambda: spark.read.format(ceiling).load().count())
+            if cnt != n:
+                raise RuntimeError(f"ceiling source count {cnt} != {n}")
+            ref["ceiling"] = max(ref.get("ceiling", 0.0), n / dt)
+            print(f"python source, no I/O:    {n / dt:12,.0f} rows/s ({dt:.1f} s)", flush=True)
         payload = bytearray(b"x" * size)
         wdf = spark.range(0, n, 1, a.write_partitions).select(
             F.lit(WRITE_SUBJECT).alias("subject"), F.lit(payload).alias("data"))
@@ -333,6 +400,8 @@ def print_table(a: argparse.Namespace, names: list[str], res: dict[str, dict[str
         rows.append(row)
     rows.append(["ref: spark parquet read", *[num(pr)] * len(names)] + (["-"] if both else []))
     rows.append(["ref: spark parquet write", *[num(pw)] * len(names)] + (["-"] if both else []))
+    rows.append(["ref: python source, no I/O", *[num(ref.get("ceiling"))] * len(names)]
+                + (["-"] if both else []))
     rows.append([""] * len(head))
     rows.append([f"read / best nats-py consumer (target >= {TARGET_CONSUMER})",
                  *[ratio(res[s].get("read"), max(res[s].get("ordered", 0.0),
@@ -340,6 +409,9 @@ def print_table(a: argparse.Namespace, names: list[str], res: dict[str, dict[str
                 + ([""] if both else []))
     rows.append([f"read / parquet read (target >= {TARGET_PARQUET})",
                  *[ratio(res[s].get("read"), pr) for s in names]] + ([""] if both else []))
+    rows.append(["read / python source, no I/O",
+                 *[ratio(res[s].get("read"), ref.get("ceiling")) for s in names]]
+                + ([""] if both else []))
     rows.append(["read->parquet / parquet read",
                  *[ratio(res[s].get("read_parquet"), pr) for s in names]]
                 + ([""] if both else []))
