@@ -370,6 +370,9 @@ def _get(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:
     is_batch = req.batch != 0
     batch = req.batch if is_batch else 1
     np = store.num_pending(seq, nxt, False) if is_batch else 0
+    if is_batch and seq > 0 and not nxt:
+        _get_batch(name, store, seq, req, np, send)
+        return
     mb = _max_bytes(req)
     lseq = sent_bytes = 0
     for i in range(batch):
@@ -407,6 +410,104 @@ def _get(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:
             break
     if is_batch:
         send(b"NATS/1.0 204 EOB\r\n" + _pending(np, lseq) + b"\r\n")
+
+
+_NS: Final = 1_000_000_000
+#: A batch is loaded and sent this many messages / bytes at a time (at least one message).
+_CHUNK_MSGS: Final = 1024
+_CHUNK_BYTES: Final = 1024 * 1024
+
+
+def _frac_z(frac: int) -> bytes:
+    """The end of an RFC 3339 time after the seconds: ``.<nanoseconds>Z``, trailing zeros
+    trimmed, or ``Z`` on a whole second (Go's RFC3339Nano)."""
+    if not frac:
+        return b"Z"
+    return b".%sZ" % (b"%d" % (_NS + frac))[1:].rstrip(b"0")
+
+
+def _get_batch(
+    name: bytes, store: StreamStore, seq: int, req: DirectRequest, np: int, send: ReplyStream
+) -> None:
+    """A batch from ``seq`` with no subject filter (the Spark reader's request): messages
+    come from ``load_range`` and go out through ``ReplyStream.many``, a chunk at a time (so
+    a large batch never holds more than a chunk of loaded messages besides its frames).
+    Replies are what ``_msg_headers`` and ``_pending`` make, byte for byte."""
+    mb = _max_bytes(req)
+    lseq = 0
+    # max_bytes < 0 stops after the first reply, as nats-server does.
+    left = req.batch if mb > 0 else min(req.batch, 1)
+    budget = mb if mb > 0 else 0  # bytes left before max_bytes (0: no limit)
+    # Per subject: the Nats-Stream and Nats-Subject lines, the Nats-Sequence key, and the
+    # subject's length in bytes (what max_bytes counts, with headers and payload).
+    pres: dict[str, tuple[bytes, int]] = {}
+    lsecs = -1
+    stamp = b""  # lsecs as RFC 3339 up to the seconds
+    while left > 0:
+        want = min(left, _CHUNK_MSGS)
+        cap = min(budget, _CHUNK_BYTES) if budget > 0 else _CHUNK_BYTES
+        msgs = store.load_range(seq, want, cap)
+        if not msgs:
+            if not lseq:
+                send(_NOT_FOUND)
+                return
+            break
+        hdrs: list[bytes] = []
+        payloads: list[bytes] = []
+        used = 0
+        for m in msgs:
+            subj = m.subject
+            known = pres.get(subj)
+            if known is None:
+                sb = subj.encode()
+                known = (
+                    b"Nats-Stream: %s\r\nNats-Subject: %s\r\nNats-Sequence: " % (name, sb),
+                    len(sb),
+                )
+                pres[subj] = known
+            pre, slen = known
+            ts = m.ts
+            secs = ts // _NS
+            if secs != lsecs:
+                lsecs = secs
+                stamp = rfc3339(secs * _NS).encode()[:-1]
+            frac = ts % _NS
+            if np > 0:
+                np -= 1
+            hdr = m.hdr
+            data = m.data
+            if hdr is not None:
+                used += len(hdr)
+                base = hdr[:-2] if len(hdr) > 2 else _HDR_LINE
+            else:
+                base = _HDR_LINE
+            used += slen + len(data)
+            if frac % 10:
+                # frac as 9 digits: "%09d" would take mypyc off its fast bytes formatting.
+                digits = (b"%d" % (_NS + frac))[1:]
+                h = (
+                    b"%s%s%d\r\nNats-Time-Stamp: %s.%sZ\r\n"
+                    b"Nats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n\r\n"
+                    % (base, pre, m.seq, stamp, digits, np, lseq)
+                )
+            else:
+                h = (
+                    b"%s%s%d\r\nNats-Time-Stamp: %s%s\r\n"
+                    b"Nats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n\r\n"
+                    % (base, pre, m.seq, stamp, _frac_z(frac), np, lseq)
+                )
+            hdrs.append(h)
+            payloads.append(data)
+            lseq = m.seq
+        send.many(hdrs, payloads)
+        if budget > 0 and used >= budget:
+            break  # the last message reached max_bytes
+        if len(msgs) < want and used < cap:
+            break  # the stream ran out
+        left -= len(msgs)
+        budget = budget - used if budget > 0 else 0
+        seq = lseq + 1
+    send(b"NATS/1.0 204 EOB\r\n" + _pending(np, lseq) + b"\r\n")
 
 
 def _get_multi(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:

@@ -90,3 +90,32 @@ class ReplyStream:
         sub.delivered += 1
         if not c.flush_pending:
             c.kick()
+
+    def many(self, hdrs: list[bytes], payloads: list[bytes]) -> None:
+        """``self(hdrs[i], payloads[i])`` for every i, with the counters updated once."""
+        sub = self._sub
+        c = self._sink
+        n = len(hdrs)
+        if sub is None or c is None:
+            for i in range(n):
+                publish(self.sublist, self.subject, None, hdrs[i], payloads[i])
+            return
+        out = c.out
+        prefix = self._prefix
+        nbytes = 0
+        nout = 0
+        for i in range(n):
+            hdr = hdrs[i]
+            payload = payloads[i]
+            hlen = len(hdr)
+            size = hlen + len(payload)
+            frame = b"%s%d %d\r\n%s%s\r\n" % (prefix, hlen, size, hdr, payload)
+            out.append(frame)
+            nout += len(frame)
+            nbytes += size
+        c.out_size += nout
+        c.msgs_out += n
+        c.bytes_out += nbytes
+        sub.delivered += n
+        if n and not c.flush_pending:
+            c.kick()

@@ -8,7 +8,7 @@ fall back to a scan of the live sequences (which walks records, never sequence g
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import Final
 
@@ -212,8 +212,17 @@ class QueryMixin(StreamStore):
                 if not first and blk.live:
                     first = next((s for s in blk.seqs if s in msgs), 0)
                 continue
-            for s in blk.seqs:
-                if s >= seq and s in msgs:
+            seqs = blk.seqs
+            j = bisect_left(seqs, seq)
+            if blk.live == len(seqs):
+                # No dead entries left in the list: every one from j on is live.
+                count += len(seqs) - j
+                if not first and j < len(seqs):
+                    first = seqs[j]
+                continue
+            for k in range(j, len(seqs)):
+                s = seqs[k]
+                if s in msgs:
                     count += 1
                     if not first:
                         first = s

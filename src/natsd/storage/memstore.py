@@ -135,6 +135,8 @@ class _Seqs:
         if start > seqs[-1]:
             return 0
         i = bisect_left(seqs, start, self.head)
+        if not self.dead:
+            return len(seqs) - i  # no dead slots: every entry from i on is live
         if len(seqs) - i <= i - self.head:
             return _count_live(seqs, i, len(seqs), live)
         return self.n - _count_live(seqs, self.head, i, live)
@@ -495,6 +497,34 @@ class MemoryStore(StreamStore):
         else:
             seq = self._next_wild(filter, max(start, self._first))
         return msgs[seq] if seq else None
+
+    def load_range(self, start: int, max_msgs: int, max_bytes: int = 0) -> list[StoredMsg]:
+        out: list[StoredMsg] = []
+        msgs = self._msgs
+        al = self._all
+        if max_msgs <= 0 or al.n == 0:
+            return out
+        seqs = al.seqs
+        if start > seqs[-1]:
+            return out
+        i = al.head if start <= seqs[al.head] else bisect_left(seqs, start, al.head)
+        total = 0
+        for k in range(i, len(seqs)):
+            m = msgs.get(seqs[k])
+            if m is None:
+                continue  # a dead slot
+            out.append(m)
+            if len(out) >= max_msgs:
+                break
+            if max_bytes > 0:
+                # direct_size(m), inlined
+                subj = m.subject
+                hdr = m.hdr
+                total += len(subj) if subj.isascii() else len(subj.encode())
+                total += len(m.data) + (len(hdr) if hdr else 0)
+                if total >= max_bytes:
+                    break
+        return out
 
     def load_last_msg(self, subject: str) -> StoredMsg | None:
         if is_all(subject):

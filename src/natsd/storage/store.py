@@ -31,6 +31,7 @@ __all__ = [
     "StoredMsg",
     "StreamState",
     "StreamStore",
+    "direct_size",
     "file_msg_size",
     "mem_msg_size",
 ]
@@ -86,14 +87,26 @@ class StoreConfig:
     allow_msg_ttl: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class StoredMsg:
     subject: str
     seq: int
     ts: int  # nanoseconds since the epoch
     hdr: bytes | None
     data: bytes
-    ttl: int = 0  # per-message TTL in seconds (Nats-TTL), 0 = none
+    ttl: int  # per-message TTL in seconds (Nats-TTL), 0 = none
+
+    # Written out rather than generated: under mypyc the dataclass-made __init__ is
+    # interpreted (0.3 us per message read, more than the rest of a load); this one is native.
+    def __init__(
+        self, subject: str, seq: int, ts: int, hdr: bytes | None, data: bytes, ttl: int = 0
+    ) -> None:
+        self.subject = subject
+        self.seq = seq
+        self.ts = ts
+        self.hdr = hdr
+        self.data = data
+        self.ttl = ttl
 
 
 @dataclass(slots=True)
@@ -198,6 +211,27 @@ class StreamStore(ABC):
         """First message with sequence >= ``start`` whose subject matches ``filter``
         (wildcards allowed; "" or ">" = any)."""
 
+    def load_range(self, start: int, max_msgs: int, max_bytes: int = 0) -> list[StoredMsg]:
+        """The live messages from ``start`` on, ascending, stepping over deleted sequences:
+        at most ``max_msgs``, and (if ``max_bytes`` > 0) ending with the one that brings
+        the total of subject (UTF-8), headers and payload lengths to ``max_bytes`` or more.
+        What a batched direct get sends; one call instead of a load per message.
+
+        This default is ``load_next_msg`` per message; the stores override it with a walk."""
+        out: list[StoredMsg] = []
+        total = 0
+        while len(out) < max_msgs:
+            m = self.load_next_msg("", start)
+            if m is None:
+                break
+            out.append(m)
+            start = m.seq + 1
+            if max_bytes > 0:
+                total += direct_size(m)
+                if total >= max_bytes:
+                    break
+        return out
+
     @abstractmethod
     def load_last_msg(self, subject: str) -> StoredMsg | None:
         """Newest message matching ``subject`` (wildcards allowed; "" = any)."""
@@ -269,6 +303,15 @@ def file_msg_size(subject: str, hdr: bytes | None, data: bytes) -> int:
     if hdr:
         n += 4 + len(hdr)
     return n
+
+
+def direct_size(m: StoredMsg) -> int:
+    """What a direct get's ``max_bytes`` counts for a message, as nats-server does: subject
+    (UTF-8), headers and payload."""
+    subj = m.subject
+    n = len(subj) if subj.isascii() else len(subj.encode())
+    hdr = m.hdr
+    return n + (len(hdr) if hdr else 0) + len(m.data)
 
 
 def mem_msg_size(subject: str, hdr: bytes | None, data: bytes) -> int:
