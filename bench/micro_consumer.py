@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import json
 import re
 import tempfile
 import time
 from typing import Any
 
-from micro_js import CollectingTransport, cpu_result, feed, frames, micro_args, run_main
+from micro_js import Measured, cpu_result, feed, frames, micro_args, new_client, run_main
 
-from natsd.server import Server, tune_gc
+from natsd.server import Server
 
 _REPLY = re.compile(rb"MSG \S+ 9 (\$JS\.ACK\.\S+) \d+\r\n")
 
@@ -31,12 +30,7 @@ _REPLY = re.compile(rb"MSG \S+ 9 (\$JS\.ACK\.\S+) \d+\r\n")
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         async with Server(port=-1, jetstream=True, store_dir=d) as srv:
-            if args.gc == "tuned":
-                tune_gc()
-            client = srv._new_client()
-            t = CollectingTransport()
-            t.keep = True
-            client.connection_made(t)  # type: ignore[arg-type]
+            client, t = new_client(srv, args, keep=True)
             scfg = {"name": "C", "subjects": ["c.x"], "storage": args.storage}
             ccfg = {
                 "stream_name": "C",
@@ -69,12 +63,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 len(req),
                 req,
             )
-            prof = cProfile.Profile() if args.profile else None
             got = 0
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            if prof:
-                prof.enable()
+            clock = Measured(args)
             client.data_received(
                 api("$JS.API.CONSUMER.CREATE.C.D", ccfg) if args.push else fetch
             )
@@ -95,13 +85,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     out += fetch
                 if out:
                     client.data_received(out)
-            if prof:
-                prof.disable()
-                prof.dump_stats(args.profile)
-            c1 = time.process_time()
-            t1 = time.perf_counter()
+            wall, cpu = clock.stop()
             client.close()
-    return cpu_result(args.storage, max(got, 1), t1 - t0, c1 - c0, ack=args.ack)
+    return cpu_result(args.storage, max(got, 1), wall, cpu, ack=args.ack)
 
 
 def main() -> None:

@@ -14,25 +14,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import json
 import tempfile
-import time
 from typing import Any
 
-from micro_js import CollectingTransport, cpu_result, feed, frames, micro_args, run_main
+from micro_js import Measured, cpu_result, feed, frames, micro_args, new_client, run_main
 
-from natsd.server import Server, tune_gc
+from natsd.server import Server
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         async with Server(port=-1, jetstream=True, store_dir=d) as srv:
-            if args.gc == "tuned":
-                tune_gc()
-            client = srv._new_client()
-            t = CollectingTransport()
-            client.connection_made(t)  # type: ignore[arg-type]
+            client, t = new_client(srv, args)
             cfg = {"name": "D", "subjects": ["d.>"], "storage": args.storage, "allow_direct": True}
             raw = json.dumps(cfg).encode()
             client.data_received(
@@ -51,13 +45,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.1)
             t.chunks.clear()
-            prof = cProfile.Profile() if args.profile else None
             got = 0
             seq = 1
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            if prof:
-                prof.enable()
+            clock = Measured(args)
             while seq <= args.n:
                 body = b'{"seq":%d,"batch":%d,"max_bytes":%d}' % (seq, args.batch, 64 << 20)
                 client.data_received(
@@ -73,14 +63,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 n = data.count(b"HMSG ") - 1  # minus the EOB
                 got += n
                 seq += n
-            if prof:
-                prof.disable()
-                prof.dump_stats(args.profile)
-            c1 = time.process_time()
-            t1 = time.perf_counter()
+            wall, cpu = clock.stop()
             client.close()
     assert got == args.n, got
-    return cpu_result(args.storage, got, t1 - t0, c1 - c0, batch=args.batch)
+    return cpu_result(args.storage, got, wall, cpu, batch=args.batch)
 
 
 def main() -> None:

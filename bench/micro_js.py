@@ -110,17 +110,46 @@ def frames(
     return out
 
 
+def new_client(
+    srv: Any, args: argparse.Namespace, keep: bool = False
+) -> tuple[Any, CollectingTransport]:
+    """One in-process client of ``srv`` over a :class:`CollectingTransport` (after
+    ``tune_gc()`` when ``--gc tuned``, as the CLI does)."""
+    if args.gc == "tuned":
+        tune_gc()
+    client = srv._new_client()
+    t = CollectingTransport()
+    t.keep = keep
+    client.connection_made(t)
+    return client, t
+
+
+class Measured:
+    """Wall and process CPU time of the measured part, under cProfile when ``--profile``."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.path = args.profile
+        self.prof = cProfile.Profile() if args.profile else None
+        self.t0 = time.perf_counter()
+        self.c0 = time.process_time()
+        if self.prof:
+            self.prof.enable()
+
+    def stop(self) -> tuple[float, float]:
+        """(wall seconds, CPU seconds) since the start; writes the profile if any."""
+        if self.prof:
+            self.prof.disable()
+            self.prof.dump_stats(self.path)
+        return time.perf_counter() - self.t0, time.process_time() - self.c0
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         kw: dict[str, Any] = {"port": -1, "jetstream": True, "store_dir": d}
         if args.lazy:
             kw["sync_interval"] = 60.0
         async with Server(**kw) as srv:
-            if args.gc == "tuned":
-                tune_gc()
-            client = srv._new_client()
-            t = CollectingTransport()
-            client.connection_made(t)  # type: ignore[arg-type]
+            client, t = new_client(srv, args)
             cfg: dict[str, Any] = {
                 "name": "BENCH",
                 "subjects": ["bench.js.>" if args.keys else "bench.js"],
@@ -144,26 +173,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             t.keep = False
             payload = b"x" * args.size
             reads = frames(args.n, b"bench.js", b"_INBOX.ack", payload, 65536, args.keys)
-            prof = cProfile.Profile() if args.profile else None
             start_written = t.written
             ack_len = len(b'MSG _INBOX.ack.0 2 25\r\n{"stream":"BENCH","seq":1}\r\n')
-            t0 = time.perf_counter()
-            c0 = time.process_time()
-            if prof:
-                prof.enable()
+            clock = Measured(args)
             await feed(client, t, reads)
             # Wait until (roughly) every ack has been written.
             deadline = time.monotonic() + 60
             want = args.n * (ack_len - 2)
             while t.written - start_written < want and time.monotonic() < deadline:
                 await asyncio.sleep(0.0005)
-            if prof:
-                prof.disable()
-                prof.dump_stats(args.profile)
-            c1 = time.process_time()
-            t1 = time.perf_counter()
+            wall, cpu = clock.stop()
             client.close()
-    return cpu_result(args.storage, args.n, t1 - t0, c1 - c0)
+    return cpu_result(args.storage, args.n, wall, cpu)
 
 
 def main() -> None:
