@@ -37,7 +37,7 @@ from natsd.core.clock import rfc3339
 from natsd.jetstream.gojson import _GoJSONError
 from natsd.jetstream.gotyped import go_time_ns
 from natsd.router.publish import ReplyStream
-from natsd.storage.store import StoredMsg, StoreError, StreamStore
+from natsd.storage.store import StoredMsg, StoreError, StreamStore, direct_size
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount
@@ -268,10 +268,6 @@ def _pending(np: int, lseq: int) -> bytes:
     return b"Nats-Num-Pending: %d\r\nNats-Last-Sequence: %d\r\n" % (np, lseq)
 
 
-def _size(m: StoredMsg, subject: bytes) -> int:
-    return len(subject) + (len(m.hdr) if m.hdr else 0) + len(m.data)
-
-
 # ---------------------------------------------------------------------- handler
 def _reply_to(ja: JsAccount, reply: bytes) -> ReplyStream:
     """Answers go straight into the account's Sublist (what ``engine.send`` does)."""
@@ -405,7 +401,7 @@ def _get(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:
             hdr = _msg_headers(name, m, subject, b"")
         lseq = m.seq
         send(hdr, m.data)
-        sent_bytes += _size(m, subject)
+        sent_bytes += direct_size(m)
         if sent_bytes >= mb:
             break
     if is_batch:
@@ -555,7 +551,7 @@ def _get_multi(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:
         subject = m.subject.encode()
         send(_msg_headers(name, m, subject, _pending(np, lseq)), m.data)
         lseq = m.seq
-        sent_bytes += _size(m, subject)
+        sent_bytes += direct_size(m)
         if sent_bytes >= mb:
             break
         sent += 1
