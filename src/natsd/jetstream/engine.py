@@ -28,7 +28,7 @@ from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.catalog import StreamCatalog
-from natsd.storage.store import StoredMsg, file_msg_size, mem_msg_size
+from natsd.storage.store import StoredMsg, StoreError, file_msg_size, mem_msg_size
 
 __all__ = ["JetStream", "JsAccount"]
 
@@ -145,6 +145,18 @@ class JetStream:
                 continue
             rec.store.update_config(cfg.to_store_config())
             stream = Stream(ja, cfg, rec.store, created)
+            # Before the stream takes publishes: a retry of a message stored before the
+            # restart must still be answered as a duplicate.
+            try:
+                stream.rebuild_dedupe(time.time_ns())
+            except StoreError as e:
+                log.error(
+                    "stream %s/%s: duplicate window not rebuilt (%s); a retried publish"
+                    " may be stored twice",
+                    rec.account,
+                    rec.name,
+                    e,
+                )
             ja.streams[cfg.name] = stream
             stream.subscribe()
             report = getattr(rec.store, "recovery_report", None)

@@ -17,6 +17,7 @@ from natsd.core.clock import rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream import errors as E
+from natsd.jetstream.direct import seq_from_time
 from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_config import StreamConfig
 from natsd.router.publish import publish
@@ -47,6 +48,9 @@ H_EXP_LAST_SUBJ_SEQ_SUBJ: Final = "Nats-Expected-Last-Subject-Sequence-Subject"
 H_EXP_LAST_MSG_ID: Final = "Nats-Expected-Last-Msg-Id"
 H_ROLLUP: Final = "Nats-Rollup"
 H_TTL: Final = "Nats-TTL"
+
+# Messages read per store call while rebuilding the duplicate window after a restart.
+_REBUILD_BATCH: Final = 1024
 
 
 class Stream:
@@ -331,6 +335,39 @@ class Stream:
         hit = d.get(msg_id)
         return hit[0] if hit is not None else None
 
+    def rebuild_dedupe(self, now_ns: int) -> int:
+        """Refill the Nats-Msg-Id window from the stored messages after a restart
+        (nats-server ``rebuildDedupe``): only the messages stored within
+        ``duplicate_window`` of ``now_ns`` are read, found by time, so a long stream with a
+        short window costs a binary search and the window's messages. Entries keep their
+        stored timestamps, so they leave the window when they would have without the
+        restart. The id of the last message is restored too (Nats-Expected-Last-Msg-Id)
+        when that message is in the window. Returns the number of messages read."""
+        window = self.cfg.duplicate_window
+        if window <= 0:
+            return 0
+        store = self.store
+        last = store.state().last_seq
+        seq = seq_from_time(store, now_ns - window)
+        d = self._dedup
+        n = 0
+        while seq <= last:
+            batch = store.load_range(seq, _REBUILD_BATCH)
+            if not batch:
+                break
+            for m in batch:
+                msg_id = _msg_id(m.hdr) if m.hdr else ""
+                if msg_id:
+                    # A later message with the same id replaces the earlier entry, as
+                    # nats-server's map does; keep arrival order for pruning.
+                    d.pop(msg_id, None)
+                    d[msg_id] = (m.seq, m.ts)
+                if m.seq == last:
+                    self._last_msg_id = msg_id
+            n += len(batch)
+            seq = batch[-1].seq + 1
+        return n
+
     # ------------------------------------------------------------------ info
     def state_json(self, with_deleted: bool = False, subjects_filter: str = "") -> dict[str, Any]:
         st = self.store.state(with_deleted=with_deleted)
@@ -383,6 +420,15 @@ def _set_header(hdr: bytes, key: str, value: str) -> bytes:
     k = key.lower().encode()
     kept = [ln for ln in lines[1:] if ln and ln.split(b":", 1)[0].strip().lower() != k]
     return b"\r\n".join([lines[0], *kept, f"{key}: {value}".encode()]) + b"\r\n\r\n"
+
+
+def _msg_id(hdr: bytes) -> str:
+    """The Nats-Msg-Id of a stored header block ("" if none or unparsable)."""
+    try:
+        _status, _desc, h = parse_headers(hdr)
+    except HeaderError:
+        return ""
+    return _first(h, H_MSG_ID) or ""
 
 
 def _first(h: dict[str, list[str]], key: str) -> str | None:
