@@ -84,9 +84,7 @@ def parse(
     return _Parser(text, filename, os.environ if env is None else env, ()).parse()
 
 
-def parse_file(
-    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
-) -> ConfMap:
+def parse_file(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> ConfMap:
     """Read and parse a configuration file; includes resolve relative to its directory."""
     name = os.fspath(path)
     text = _read_text(name, "error opening config file")

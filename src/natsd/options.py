@@ -21,9 +21,7 @@ JS_ACCOUNT_LIMIT_KEYS: dict[str, str] = {
     **dict.fromkeys(("max_streams", "streams"), "max_streams"),
     **dict.fromkeys(("max_consumers", "consumers"), "max_consumers"),
     "max_ack_pending": "max_ack_pending",
-    **dict.fromkeys(
-        ("memory_max_stream_bytes", "mem_max_stream_bytes"), "memory_max_stream_bytes"
-    ),
+    **dict.fromkeys(("memory_max_stream_bytes", "mem_max_stream_bytes"), "memory_max_stream_bytes"),
     **dict.fromkeys(
         ("storage_max_stream_bytes", "store_max_stream_bytes", "disk_max_stream_bytes"),
         "storage_max_stream_bytes",

@@ -12,7 +12,7 @@ from typing import Any
 from natsd.config import policy
 from natsd.config.policy import Checker
 from natsd.confparse import ConfigError as ParseError
-from natsd.confparse import parse_file
+from natsd.confparse import ConfMap, parse_file
 from natsd.core.clock import parse_duration
 from natsd.options import JS_ACCOUNT_LIMIT_KEYS, AccountConfig, ServerOptions
 from natsd.security.auth import User
@@ -248,7 +248,7 @@ def _accounts(opts: ServerOptions, v: Any, chk: Checker) -> None:
             _new_account(opts, name)
         return
     m = _map(v, "accounts")
-    used = getattr(m, "used", set())
+    used: set[str] = m.used if isinstance(m, ConfMap) else set()
     for name, spec in m.items():
         if name in used:
             continue  # a variable for other accounts, as nats-server skips it
@@ -312,7 +312,9 @@ def _jetstream(opts: ServerOptions, v: Any, chk: Checker, store_dir_set: bool) -
         if v.lower() in ("enabled", "enable", "disabled", "disable"):
             opts.jetstream = v.lower() in ("enabled", "enable")
             return False
-        raise ConfigError(f"jetstream: Expected 'enabled' or 'disabled' for string value, got '{v}'")
+        raise ConfigError(
+            f"jetstream: Expected 'enabled' or 'disabled' for string value, got '{v}'"
+        )
     if not isinstance(v, dict):
         raise ConfigError("jetstream must be a map or a boolean")
     enabled = True

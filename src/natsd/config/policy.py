@@ -200,7 +200,9 @@ class Checker:
         text = f'config key "{path}" is not supported by natsd yet'
         self.error(m, key, text + (f" ({why})" if why else ""))
 
-    def supported(self, level: Level, m: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Any]]:
+    def supported(
+        self, level: Level, m: Mapping[str, Any], prefix: str
+    ) -> Iterator[tuple[str, Any]]:
         """Yield ``(lower-case key, value)`` for the keys of ``m`` natsd honours; report the
         others. ``prefix`` is the path of ``m`` (``"accounts.A.jetstream."``)."""
         used = m.used if isinstance(m, ConfMap) else set()
@@ -216,4 +218,6 @@ class Checker:
             elif key in level.refused:
                 self.refuse(m, raw, f"{prefix}{raw}")
             elif raw not in used:
-                self.error(m, raw, f'unknown field "{raw}"' + (f" in {prefix[:-1]}" if prefix else ""))
+                self.error(
+                    m, raw, f'unknown field "{raw}"' + (f" in {prefix[:-1]}" if prefix else "")
+                )
