@@ -16,7 +16,6 @@ import pytest
 
 from .conftest import (
     LISTEN_RE,
-    REAL,
     RawClient,
     free_port,
     get_json,
