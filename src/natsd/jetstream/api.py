@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from natsd.jetstream.account_limits import check_stream_create, check_stream_update
 from natsd.jetstream.consumer_api import (
     consumer_create,
     consumer_delete,
@@ -44,7 +45,7 @@ from natsd.jetstream.gotyped import (
     is_json_object_or_array,
 )
 from natsd.jetstream.stream import Stream
-from natsd.jetstream.stream_config import check_update, parse_stream_config_json
+from natsd.jetstream.stream_config import StreamConfig, check_update, parse_stream_config_json
 from natsd.jetstream.subject_mapping import subjects_collide
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
@@ -196,30 +197,25 @@ def _stream(ja: JsAccount, args: list[str]) -> Stream:
 def account_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     mem, store = ja.engine.usage(ja)
     rmem, rstore = ja.engine.reserved(ja)
-    return {
+    out: dict[str, Any] = {
         "memory": mem,
         "storage": store,
         "reserved_memory": rmem,
         "reserved_storage": rstore,
         "streams": len(ja.streams),
         "consumers": sum(s.consumer_count for s in ja.streams.values()),
-        "limits": {
-            "max_memory": ja.limit("max_memory"),
-            "max_storage": ja.limit("max_storage"),
-            "max_streams": ja.limit("max_streams"),
-            "max_consumers": ja.limit("max_consumers"),
-            "max_ack_pending": -1,
-            "memory_max_stream_bytes": -1,
-            "storage_max_stream_bytes": -1,
-            "max_bytes_required": False,
-        },
-        "api": {"level": API_LEVEL, "total": ja.api.total, "errors": ja.api.errors},
+        "limits": ja.limits.to_json(),
     }
+    if ja.engine.domain:
+        out["domain"] = ja.engine.domain
+    out["api"] = {"level": API_LEVEL, "total": ja.api.total, "errors": ja.api.errors}
+    return out
 
 
 def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     name = args[0] if args else ""
-    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name)
+    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name, limits=ja.limits)
+    check_stream_create(ja.limits, cfg, *_limit_context(ja, cfg.storage))
     existing = ja.streams.get(cfg.name)
     if existing is not None:
         if existing.cfg.to_json() == cfg.to_json():
@@ -228,10 +224,6 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
             return out
         raise err("JSStreamNameExistErr")
     _check_overlap(ja, cfg.subjects or [cfg.name], None)
-    max_streams = ja.limit("max_streams")
-    if max_streams >= 0 and len(ja.streams) >= max_streams:
-        raise err("JSMaximumStreamsLimitErr")
-    _check_resources(ja, cfg.storage, cfg.max_bytes)
     created = time.time_ns()
     meta = orjson.dumps({"config": cfg.to_json(), "created": created})
     try:
@@ -266,30 +258,26 @@ def _collides(subject: str, stream: Stream) -> bool:
     return any(subjects_collide(subject, x) for x in (stream.cfg.subjects or [stream.name]))
 
 
-def _check_resources(ja: JsAccount, storage: str, max_bytes: int) -> None:
+def _limit_context(ja: JsAccount, storage: str) -> tuple[list[StreamConfig], int, int]:
+    """The account's stream configs, and the server's limit and reservations for
+    ``storage``, for the checks in ``account_limits``."""
     engine = ja.engine
-    mem, store = engine.usage(ja)
-    if storage == "memory":
-        limit = ja.limit("max_memory")
-        if limit < 0:
-            limit = engine.max_memory
-        if limit >= 0 and (mem >= limit or (max_bytes > 0 and max_bytes > limit - mem)):
-            raise err("JSMemoryResourcesExceededErr")
-    else:
-        limit = ja.limit("max_storage")
-        if limit < 0:
-            limit = engine.max_store
-        if limit >= 0 and (store >= limit or (max_bytes > 0 and max_bytes > limit - store)):
-            raise err("JSStorageResourcesExceededErr")
+    memory = storage == "memory"
+    server_max = engine.max_memory if memory else engine.max_store
+    configs = [s.cfg for s in ja.streams.values()]
+    return configs, server_max, engine.server_reserved(memory) if server_max >= 0 else 0
 
 
 def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     name = args[0] if args else ""
-    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name, action="update")
+    cfg = parse_stream_config_json(
+        data or b"{}", name_in_subject=name, action="update", limits=ja.limits
+    )
     stream = ja.streams.get(cfg.name)
     if stream is None:
         raise err("JSStreamNotFoundErr")
     cfg = check_update(stream.cfg, cfg)
+    check_stream_update(ja.limits, stream.cfg, cfg, *_limit_context(ja, cfg.storage))
     _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
     meta = orjson.dumps({"config": cfg.to_json(), "created": stream.created_ns})
     ja.engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ import orjson
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
+from natsd.jetstream.account_limits import AccountLimits
 from natsd.jetstream.commit import Committer
 from natsd.jetstream.stream import Stream
 from natsd.router.account import Account
@@ -48,14 +50,16 @@ class ApiStats:
 class JsAccount:
     engine: JetStream
     account: Account
-    limits: dict[str, Any] = field(default_factory=dict)
+    limits: AccountLimits = field(default_factory=AccountLimits)
     streams: dict[str, Stream] = field(default_factory=dict)
     api: ApiStats = field(default_factory=ApiStats)
     api_sub: Subscription | None = None
 
     def limit(self, key: str) -> int:
-        v = self.limits.get(key, -1)
-        return int(v) if isinstance(v, int | float) else -1
+        """One of the integer limits by its JSON name (``max_streams``...)."""
+        v = getattr(self.limits, key)
+        assert isinstance(v, int)
+        return v
 
 
 class JetStream:
@@ -101,11 +105,15 @@ class JetStream:
                             log.error("stream %s: expiry failed: %s", s.name, e)
 
     # ------------------------------------------------------------------ accounts
-    def enable_account(self, account: Account, limits: dict[str, Any] | None = None) -> JsAccount:
+    def enable_account(
+        self, account: Account, limits: Mapping[str, Any] | None = None
+    ) -> JsAccount:
+        """Give ``account`` JetStream with the limits of its ``jetstream {}`` block (any of
+        nats-server's spellings; ValueError for an unknown one)."""
         ja = self.accounts.get(account.name)
         if ja is not None:
             return ja
-        ja = JsAccount(self, account, _normalise_limits(limits or {}))
+        ja = JsAccount(self, account, AccountLimits.from_config(limits or {}))
         self.accounts[account.name] = ja
         from natsd.jetstream.api import make_api_callback
 
@@ -221,8 +229,8 @@ class JetStream:
         return (
             self.max_memory >= 0
             or self.max_store >= 0
-            or ja.limit("max_memory") >= 0
-            or ja.limit("max_storage") >= 0
+            or ja.limits.max_memory >= 0
+            or ja.limits.max_storage >= 0
         )
 
     def storage_exceeded(
@@ -239,12 +247,18 @@ class JetStream:
                 used += self.usage(other)[0 if memory else 1]
             if used > server_max:
                 return "JSInsufficientResourcesErr"
-        acct_max = ja.limit("max_memory" if memory else "max_storage")
+        acct_max = ja.limits.max_memory if memory else ja.limits.max_storage
         if acct_max >= 0:
             size = mem_msg_size(subject, hdr, data) if memory else file_msg_size(subject, hdr, data)
             if self.usage(ja)[0 if memory else 1] + size > acct_max:
                 return "JSAccountResourcesExceededErr"
         return None
+
+    def server_reserved(self, memory: bool) -> int:
+        """nats-server's ``js.memReserved`` / ``js.storeReserved``: the max_bytes every
+        account's streams of that storage set aside."""
+        i = 0 if memory else 1
+        return sum(self.reserved(ja)[i] for ja in self.accounts.values())
 
     def reserved(self, ja: JsAccount) -> tuple[int, int]:
         """nats-server's reserved memory / storage: the max_bytes of the streams that set
@@ -305,26 +319,3 @@ def _is_marker(hdr: bytes) -> bool:
     except HeaderError:
         return False
     return bool(h.get("Nats-Marker-Reason", [""])[0])
-
-
-_LIMIT_KEYS = {
-    "max_mem": "max_memory",
-    "max_memory": "max_memory",
-    "max_memory_store": "max_memory",
-    "max_file": "max_storage",
-    "max_store": "max_storage",
-    "max_storage": "max_storage",
-    "max_file_store": "max_storage",
-    "max_streams": "max_streams",
-    "max_consumers": "max_consumers",
-}
-
-
-def _normalise_limits(limits: dict[str, Any]) -> dict[str, Any]:
-    """Account jetstream {} blocks use several spellings; the API reports one."""
-    out: dict[str, Any] = {}
-    for k, v in limits.items():
-        key = _LIMIT_KEYS.get(str(k).lower())
-        if key is not None:
-            out[key] = v
-    return out
