@@ -8,17 +8,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from natsd.config import policy as P
 
-from .harness import nats_server_binary
+from .conftest import pair_fixture
+from .harness import ServerPair, check_raw, nats_server_binary, scenario
 
 pytestmark = pytest.mark.differential
 
@@ -101,3 +104,61 @@ def test_unknown_key_is_an_error_in_both(level: P.Level, tmp_path: Path) -> None
     assert says_unknown(ref.stderr, "no_such_key"), ref.stderr
     assert says_unknown(impl.stderr, "no_such_key"), impl.stderr
     assert impl.stdout == ""
+
+
+# ---------------------------------------------------------------------------
+# Default permissions: an `authorization` or account block's permissions apply to its users
+# that have none of their own (natsd used to drop them: those users could publish anything).
+# ---------------------------------------------------------------------------
+
+DEFAULT_PERMISSIONS_CONFIG = """
+authorization {
+  default_permissions: { publish: { deny: "secret.>" } }
+  users: [
+    { user: dflt, password: pw }
+    { user: own, password: pw, permissions: { subscribe: { allow: "mine.>" } } }
+  ]
+}
+accounts {
+  A: { default_permissions: { subscribe: { deny: "private.>" } }, users: [{user: a, password: pw}] }
+}
+"""
+
+default_permissions_pair = pair_fixture(config=DEFAULT_PERMISSIONS_CONFIG)
+
+
+def _connect(user: str) -> bytes:
+    opts = {"verbose": False, "pedantic": False, "user": user, "pass": "pw"}
+    return b"CONNECT " + json.dumps(opts, separators=(",", ":")).encode() + b"\r\n"
+
+
+PING, PONG = b"PING\r\n", b"PONG\r\n"
+
+
+@pytest.mark.parametrize(
+    ("chunks", "until"),
+    [
+        scenario(
+            "default-denies-publish",
+            _connect("dflt") + b"PUB secret.x 0\r\n\r\n" + PING,
+            until=PONG,
+        ),
+        scenario(
+            "default-allows-the-rest",
+            _connect("dflt") + b"SUB p 1\r\nPUB p 0\r\n\r\n" + PING,
+            until=PONG,
+        ),
+        scenario(
+            "own-permissions-win",
+            _connect("own") + b"PUB secret.x 0\r\n\r\nSUB x 1\r\n" + PING,
+            until=PONG,
+        ),
+        scenario(
+            "account-default", _connect("a") + b"SUB private.x 1\r\nSUB ok 2\r\n" + PING, until=PONG
+        ),
+    ],
+)
+def test_default_permissions(
+    default_permissions_pair: ServerPair, chunks: list[Any], until: bytes | None
+) -> None:
+    check_raw(default_permissions_pair, chunks, until=until)
