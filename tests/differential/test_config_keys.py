@@ -106,6 +106,16 @@ def test_unknown_key_is_an_error_in_both(level: P.Level, tmp_path: Path) -> None
     assert impl.stdout == ""
 
 
+def test_tiers_are_not_a_config_key(tmp_path: Path) -> None:
+    """Tiered account limits (R1, R3) exist only in JWT accounts; a config file cannot set
+    them in nats-server, so natsd has none and refuses them the same way."""
+    text = "accounts { A: { jetstream: { tiers: { R1: { max_streams: 1 } } } } }\n"
+    ref = check([reference()], tmp_path, text)
+    impl = check([sys.executable, "-m", "natsd"], tmp_path, text)
+    assert (ref.returncode, impl.returncode) == (1, 1)
+    assert says_unknown(ref.stderr, "tiers") and says_unknown(impl.stderr, "tiers")
+
+
 # ---------------------------------------------------------------------------
 # Default permissions: an `authorization` or account block's permissions apply to its users
 # that have none of their own (natsd used to drop them: those users could publish anything).
