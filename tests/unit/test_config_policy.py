@@ -323,6 +323,17 @@ def test_user_spellings(name: str, pw: str, perm: str) -> None:
     assert x.permissions.publish.allow == ["a"]
 
 
+def test_permission_keys_are_case_insensitive() -> None:
+    opts, _ = apply(
+        "authorization { users: [ {user: x,"
+        " Permissions: { PUBLISH: { Allow: 'a', DENY: 'a.b' } } } ] }"
+    )
+    (u,) = opts.users
+    assert u.permissions is not None and u.permissions.publish is not None
+    assert u.permissions.publish.allowed(b"a") and not u.permissions.publish.allowed(b"c")
+    assert u.permissions.publish.deny == ["a.b"]
+
+
 def test_permission_aliases_fold_to_one_spelling() -> None:
     opts, _ = apply(
         "authorization { users: [ {user: x, permission: { import: 'in.>', export: 'out.>',"

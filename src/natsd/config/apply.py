@@ -156,14 +156,11 @@ def _permissions(v: Any, path: str, chk: Checker) -> Permissions | None:
     m = _map(v, path)
     folded: dict[str, Any] = {}
     for key, val in chk.supported(policy.PERMISSIONS, m, path + "."):
-        if key in ("pub", "publish", "import"):
+        if key in ("pub", "publish", "import", "sub", "subscribe", "export"):
             if isinstance(val, dict):
-                list(chk.supported(policy.SUBJECT_PERMISSION, val, f"{path}.{key}."))
-            folded["publish"] = val
-        elif key in ("sub", "subscribe", "export"):
-            if isinstance(val, dict):
-                list(chk.supported(policy.SUBJECT_PERMISSION, val, f"{path}.{key}."))
-            folded["subscribe"] = val
+                # {allow, deny}, any case: lower-cased here so none is missed below.
+                val = dict(chk.supported(policy.SUBJECT_PERMISSION, val, f"{path}.{key}."))
+            folded["publish" if key in ("pub", "publish", "import") else "subscribe"] = val
         else:
             folded["allow_responses"] = _allow_responses(val, f"{path}.{key}", chk)
     return parse_permissions(folded) if folded else None
