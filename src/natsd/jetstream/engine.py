@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,12 +53,6 @@ class JsAccount:
     streams: dict[str, Stream] = field(default_factory=dict)
     api: ApiStats = field(default_factory=ApiStats)
     api_sub: Subscription | None = None
-
-    def limit(self, key: str) -> int:
-        """One of the integer limits by its JSON name (``max_streams``...)."""
-        v = getattr(self.limits, key)
-        assert isinstance(v, int)
-        return v
 
 
 class JetStream:
@@ -105,14 +98,11 @@ class JetStream:
                             log.error("stream %s: expiry failed: %s", s.name, e)
 
     # ------------------------------------------------------------------ accounts
-    def enable_account(
-        self, account: Account, limits: Mapping[str, Any] | None = None
-    ) -> JsAccount:
-        """Give ``account`` JetStream with the limits of its ``jetstream {}`` block (any of
-        nats-server's spellings; ValueError for an unknown one)."""
+    def enable_account(self, account: Account, limits: dict[str, Any] | None = None) -> JsAccount:
         ja = self.accounts.get(account.name)
         if ja is not None:
             return ja
+        # ValueError for a limit nats-server does not know (embedders pass these directly).
         ja = JsAccount(self, account, AccountLimits.from_config(limits or {}))
         self.accounts[account.name] = ja
         from natsd.jetstream.api import make_api_callback
