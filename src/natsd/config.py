@@ -139,6 +139,8 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
             opts.write_deadline = _dur(v, key)
         elif key == "lame_duck_duration":
             opts.lame_duck_duration = _dur(v, key)
+        elif key == "lame_duck_grace_period":
+            opts.lame_duck_grace_period = _dur(v, key)
         elif key == "authorization":
             _authorization(opts, v, warnings)
         elif key == "no_auth_user":

@@ -57,3 +57,4 @@ class ServerOptions:
     pid_file: str = ""
     config_file: str = ""
     lame_duck_duration: float = 0.0
+    lame_duck_grace_period: float = 10.0  # nats-server's default
