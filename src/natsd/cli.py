@@ -359,7 +359,8 @@ def send_signal(spec: str) -> None:
     """
     command, sep, target = spec.partition("=")
     if sep and "=" in target:
-        raise SignalError(f"invalid signal parameters: {target.split('=')[1:]}")
+        # Go prints the extra parts as %v of a []string: "[2 3]".
+        raise SignalError(f"invalid signal parameters: [{' '.join(target.split('=')[1:])}]")
     if sep:
         with contextlib.suppress(OSError):
             target = Path(target).read_text()

@@ -64,6 +64,15 @@ async def _connect(server: ServerProcess, user: str, errors: list[str] | None = 
     )
 
 
+async def sync(nc: Any) -> None:
+    """Return once the server has processed everything ``nc`` published, and ``nc`` has
+    read what the server answered before that. nats-py writes the PING of ``flush()``
+    straight to the socket while publishes wait in its buffer, so one flush can overtake
+    them; the second PING leaves after the buffer was written."""
+    await nc.flush()
+    await nc.flush()
+
+
 async def _drain(sub: Any) -> list[str]:
     """Messages already queued on ``sub`` (the caller flushed after they were sent)."""
     out = []
@@ -91,11 +100,10 @@ async def respond(
     try:
         inbox = await req.subscribe("_INBOX.diff.>")
         svc = await resp.subscribe("svc")
-        await resp.flush()
-        await req.flush()
+        await sync(resp)
+        await sync(req)
         for i in range(requests):
             await req.publish("svc", b"q", reply=f"_INBOX.diff.{i}")
-        await req.flush()
         msgs = [await svc.next_msg(timeout=5) for _ in range(requests)]
         if wait:
             # The behaviour under test is time itself: responses after ``expires``.
@@ -107,8 +115,8 @@ async def respond(
         await resp.publish("elsewhere", b"x")
         # Errors for these publishes come before the PONG on the responder's connection,
         # and every delivery to the requester before the PONG on its own.
-        await resp.flush()
-        await req.flush()
+        await sync(resp)
+        await sync(req)
         return {"received": sorted(await _drain(inbox)), "errors": errors}
     finally:
         for nc in (resp, req):
