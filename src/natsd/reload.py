@@ -90,8 +90,14 @@ _NOTICES: dict[str, str] = {
     "accounts": "accounts",
 }
 _LOGGING = {"trace", "debug", "log_file"}
-_LIMITS = {"max_control_line", "max_payload", "ping_interval", "ping_max", "write_deadline",
-           "auth_timeout"}
+_LIMITS = {
+    "max_control_line",
+    "max_payload",
+    "ping_interval",
+    "ping_max",
+    "write_deadline",
+    "auth_timeout",
+}
 # Not configuration: where the configuration came from.
 _SKIP = {"config_file"}
 

@@ -431,13 +431,14 @@ class Server:
         """Apply ``new`` options to the running server, entirely or not at all."""
         _baseline(new)
         _validate(new)
+        # Validation before the comparison, as nats-server (validateOptions, then diffOptions).
+        auth = Authenticator(new.users, new.token, new.no_auth_user)
         plan = plan_reload(
             self.options,
             new,
             jetstream_enabled=self.jetstream_enabled,
             default_store_dir=_default_store_dir(),
         )
-        auth = Authenticator(new.users, new.token, new.no_auth_user)
         handler = open_handler(new.log_file) if plan.logging else None
         # Everything that can fail has been done: from here on the reload is applied whole.
         self.options = new

@@ -307,13 +307,13 @@ async def test_reload_max_payload_and_debug(kind: str, server: Any) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_refused_reload_keeps_the_old_configuration(kind: str, server: Any) -> None:
-    before = 'authorization { users = [ {user: a, password: pw} ] }\nmax_payload: 1000\n'
+    before = "authorization { users = [ {user: a, password: pw} ] }\nmax_payload: 1000\n"
     srv = await server(kind, before)
     a = await Client().connect(srv.url, "a")
     try:
         # The port cannot change at run time; nothing else in the file is applied either.
         other = _free_port()
-        after = 'authorization { users = [ {user: z, password: pw} ] }\nmax_payload: 2000\n'
+        after = "authorization { users = [ {user: z, password: pw} ] }\nmax_payload: 2000\n"
         lines = await srv.reload(after, port=other)
         refused = [ln for ln in lines.splitlines() if FAILED in ln]
         assert len(refused) == 1, lines
