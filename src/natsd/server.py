@@ -41,6 +41,7 @@ from natsd.options import ServerOptions
 from natsd.protocol.encode import encode_err
 from natsd.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
+from natsd.router.subscription import Subscription
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
 from natsd.version import PROTO, SERVER_VERSION, __version__
@@ -93,6 +94,12 @@ def _limits(opts: ServerOptions) -> ConnectionLimits:
         auth_timeout=opts.auth_timeout,
         write_deadline=opts.write_deadline,
     )
+
+
+def _unanswered(
+    sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+) -> None:
+    return None
 
 
 def _default_store_dir() -> str:
@@ -347,6 +354,11 @@ class Server:
             return
         self._jetstream_stopped = True
         await self.jetstream.shutdown()
+        # Lame duck mode keeps clients for a while: as nats-server once JetStream is shut
+        # down, their API requests go unanswered instead of reaching closed stores.
+        for ja in self.jetstream.accounts.values():
+            if ja.api_sub is not None:
+                ja.api_sub.callback = _unanswered
 
     async def lame_duck(self) -> None:
         """nats-server's lameDuckMode: stop accepting clients and stop JetStream, send

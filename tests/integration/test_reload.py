@@ -205,7 +205,7 @@ async def test_jetstream_reload(started: list[Any], tmp_path: Path) -> None:
 
 async def test_lame_duck_with_jetstream(started: list[Any], tmp_path: Path) -> None:
     js = replace(ServerOptions().js, store_dir=str(tmp_path))
-    opts = _opts(jetstream=True, js=js, lame_duck_duration=3.0, lame_duck_grace_period=0.2)
+    opts = _opts(jetstream=True, js=js, lame_duck_duration=5.0, lame_duck_grace_period=2.0)
     srv = await _start(started, opts)
     ldm = asyncio.Event()
     closed = asyncio.Event()
@@ -222,8 +222,13 @@ async def test_lame_duck_with_jetstream(started: list[Any], tmp_path: Path) -> N
     try:
         await nc.jetstream().add_stream(name="S", subjects=["s.>"])
         await nc.jetstream().publish("s.1", b"x")
-        await asyncio.wait_for(srv.lame_duck(), 15)
-        assert ldm.is_set()
+        task = asyncio.create_task(srv.lame_duck())
+        await asyncio.wait_for(ldm.wait(), 5)
+        # JetStream stopped when lame duck mode began; as in nats-server, API requests in
+        # the grace period go unanswered (they used to reach the closed stores).
+        with pytest.raises(nats.errors.TimeoutError):
+            await nc.request("$JS.API.STREAM.INFO.S", b"", timeout=0.5)
+        await asyncio.wait_for(task, 15)
         await asyncio.wait_for(closed.wait(), 5)
         await srv.wait_stopped()
     finally:
