@@ -447,3 +447,43 @@ async def test_usage_lists_the_signal_flag() -> None:
     res = await asyncio.to_thread(_natsd, "-h")
     assert "--signal <signal>[=<pid>]" in res.stdout
     assert "(ldm, stop, quit, term, reopen, reload)" in res.stdout
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_flags_still_win_after_reload(kind: str, server: Any) -> None:
+    # -D on the command line: the file's "debug: false" does not turn it off on reload.
+    srv = await server(kind, "debug: false\n", "-D")
+    lines = await srv.reload("debug: false\nping_max: 5\n")
+    assert "Reloaded: ping_max = 5" in lines and "debug" not in lines
+    c = await Client().connect(srv.url)
+    await c.close()
+    await srv.wait_log("Client connection created")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_reload_without_a_configuration_file(kind: str, tmp_path: Path) -> None:
+    port = _free_port()
+    stderr = tmp_path / "stderr.log"
+    with open(stderr, "wb") as out:
+        proc = subprocess.Popen(
+            [*_command(kind), "-a", "127.0.0.1", "-p", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while "Server is ready" not in stderr.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None, stderr.read_text()
+            await asyncio.sleep(0.02)
+        proc.send_signal(signal.SIGHUP)
+        expected = f"{FAILED}: can only reload config when a file is provided using -c or --config"
+        while expected not in stderr.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None, stderr.read_text()
+            await asyncio.sleep(0.02)
+        c = await Client().connect(f"nats://127.0.0.1:{port}")
+        await c.close()
+    finally:
+        proc.kill()
+        proc.wait(10)
