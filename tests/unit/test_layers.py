@@ -22,6 +22,7 @@ RANK = {
     "server": 7,
     "cli": 7,
     "config": 7,
+    "reload": 7,
     "confparse": 0,
     "options": 3,
     "logs": 0,

@@ -111,7 +111,7 @@ class MonitorServer:
             "slow_consumers": s.slow_consumers,
             "stale_connections": s.stale_connections,
             "subscriptions": s.num_subscriptions(),
-            "config_load_time": _ts(s.start_time),
+            "config_load_time": _ts(s.config_time),
             "auth_required": s.auth_required or None,
             "system_account": "$SYS",
         }
