@@ -3,7 +3,8 @@
 
 Reusable pieces (see the module docstrings of each for details):
 
-* :func:`nats_server_binary` -- path to the reference binary or ``None``.
+* :func:`nats_server_binary` -- path to the reference binary or ``None`` (from
+  ``components``; tests call ``components.require_nats_server()`` instead).
 * :func:`server_pair` -- context manager starting BOTH servers with the same
   command-line flags / config file on free loopback ports; yields a
   :class:`ServerPair` (``.ref`` = nats-server, ``.impl`` = natsd).
@@ -23,7 +24,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import select
 import shutil
@@ -37,22 +37,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from components import nats_server_binary
+
 HOST = "127.0.0.1"
 
 # --------------------------------------------------------------------------
-# Locating the servers
+# Locating the servers (the reference binary: components.nats_server_binary)
 # --------------------------------------------------------------------------
-
-
-def nats_server_binary() -> str | None:
-    """Return the reference ``nats-server`` binary, or ``None`` if absent.
-
-    Looks next to ``sys.executable`` first (the venv's ``bin``), then PATH.
-    """
-    candidate = Path(sys.executable).parent / "nats-server"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    return shutil.which("nats-server")
 
 
 def natsd_command() -> list[str]:
@@ -213,7 +204,7 @@ def server_pair(args: Sequence[str] = (), *, config: str | None = None) -> Itera
     file text; yield a :class:`ServerPair`; stop both on exit.
 
     Raises :class:`ServerStartError` if either cannot start (callers in tests
-    should skip when :func:`nats_server_binary` is ``None``).
+    should call ``components.require_nats_server()`` first).
     """
     tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-"))
     config_path = write_config(config, tmp) if config is not None else None

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary, run_client_both
+from .harness import ServerPair, run_client_both
 from .js_scenarios import JsRecorder, js_server_pair, reset, run_scenario
 from .test_jetstream_api import assert_same
 
@@ -32,8 +33,7 @@ WAIT = 8.0  # upper bound for one expiry step under load
 
 @pytest.fixture(scope="module")
 def js_pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary, run_client_both, xfail
+from .harness import ServerPair, run_client_both, xfail
 from .js_scenarios import JsRecorder, js_server_pair, parse_header_block, run_scenario
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
@@ -25,8 +26,7 @@ pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 def js_pair() -> Iterator[ServerPair]:
     """nats-server and natsd with ``-js -sd <own tmp dir>``, shared by the module;
     every scenario starts and ends by deleting all streams."""
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -34,8 +34,7 @@ def js_pair() -> Iterator[ServerPair]:
 @pytest.fixture
 def js_fresh_pair() -> Iterator[ServerPair]:
     """A brand-new JetStream pair (for absolute account counters)."""
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, ServerProcess, nats_server_binary, run_client_both, start_server
+from .harness import ServerPair, ServerProcess, run_client_both, start_server
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 
@@ -32,8 +33,7 @@ accounts {
 
 
 def _pair(config: str) -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-limits-"))
     conf = tmp / "server.conf"
     conf.write_text(config)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import nats.errors
 import pytest
+from components import require_nats_server
 
 from .conftest import (
     LISTEN_RE,
-    REAL,
     RawClient,
     free_port,
     get_json,
@@ -178,10 +178,8 @@ async def test_unknown_config_key_warns_but_starts(tmp_dir, spawn, connect) -> N
 
 async def test_unknown_config_key_nats_server_refuses(tmp_dir) -> None:
     """For reference: nats-server itself refuses unknown keys (natsd deliberately warns)."""
-    if not REAL:
-        pytest.skip("documents nats-server behaviour")
     conf = write(tmp_dir, "unknown.conf", "some_future_option: 42\n")
-    res = subprocess.run([*server_cmd(), "-c", conf], capture_output=True, timeout=10)
+    res = subprocess.run([require_nats_server(), "-c", conf], capture_output=True, timeout=10)
     assert res.returncode == 1
     assert b'unknown field "some_future_option"' in res.stderr
 

@@ -41,13 +41,14 @@ from typing import Any
 
 import nats.errors
 import pytest
+from components import require_nats_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nats.aio.msg import Msg
 
 from natsd.protocol.parser import OP_CONNECT, OP_ERR, OP_PING, OP_UNSUB, Parser
 
-from .helpers import ServerProc, close_quietly, connect, nats_server_binary
+from .helpers import ServerProc, close_quietly, connect
 from .parser_fuzz import (
     check_events,
     feed_chunks,
@@ -262,10 +263,8 @@ def _limit_params() -> list[Any]:
 @contextlib.contextmanager
 def _started_pair(tmp: Path, jetstream: bool) -> Iterator[tuple[ServerProc, ServerProc]]:
     """(nats-server, natsd), each in its own directory under ``tmp`` (with a store when
-    ``jetstream``), ready; stopped on exit. Skips without the nats-server binary."""
-    binary = nats_server_binary()
-    if binary is None:
-        pytest.skip("nats-server binary not installed")
+    ``jetstream``), ready; stopped on exit. Needs nats-server (components rule)."""
+    binary = require_nats_server()
     procs: list[ServerProc] = []
     try:
         for name, exe in (("nats-server", binary), ("natsd", None)):
