@@ -13,7 +13,8 @@ Reusable pieces (see the module docstrings of each for details):
   :class:`Transcript`; :func:`compare_raw` runs it against both servers in
   parallel and returns ``(ref, impl)``.
 * :func:`run_client_both` -- run the same nats-py coroutine against both
-  servers and return ``(ref_result, impl_result)``.
+  servers and return ``(ref_result, impl_result)``; :func:`run_reference` and
+  :class:`ReferenceFailure` -- a failing reference side is an error, not a value.
 * :func:`normalise_json` -- replace timestamps / ids / volatile fields with
   placeholders (for JetStream JSON API comparisons).
 """
@@ -543,6 +544,24 @@ class ClientError:
     message: str
 
 
+class ReferenceFailure(AssertionError):
+    """The reference (nats-server) side of a differential scenario raised or timed out.
+
+    Comparing it as a value would let a scenario in which both servers fail (say, both
+    time out) pass without testing anything: it is an error of the scenario, reported with
+    the exception and the reference server's log tail.
+    """
+
+    def __init__(self, server: ServerProcess, what: str) -> None:
+        log = server.log().strip().splitlines()[-15:]
+        super().__init__(
+            f"the reference side ({server.name} at {server.url}) failed: {what}\n"
+            "A differential scenario needs an answer from nats-server; fix the scenario "
+            "(or mark an expected silence explicitly).\n"
+            f"{server.name} log tail:\n" + "\n".join(log)
+        )
+
+
 async def run_client(
     server: ServerProcess,
     fn: Callable[[Any], Awaitable[Any]],
@@ -576,19 +595,38 @@ async def run_client(
             await nc.close()
 
 
+async def run_reference(
+    server: ServerProcess, fn: Callable[[Any], Awaitable[Any]], **kwargs: Any
+) -> Any:
+    """:func:`run_client` on the reference server, where an exception (a timeout included)
+    is a :class:`ReferenceFailure`, never a value to compare."""
+    try:
+        return await run_client(server, fn, capture_errors=False, **kwargs)
+    except ReferenceFailure:
+        raise
+    except Exception as e:
+        raise ReferenceFailure(server, f"{type(e).__name__}: {e}") from e
+
+
 async def run_client_both(
     pair: ServerPair,
     fn: Callable[[Any], Awaitable[Any]],
     *,
     capture_errors: bool = True,
+    reference_must_succeed: bool = False,
     **connect_opts: Any,
 ) -> tuple[Any, Any]:
     """Run ``await fn(nc)`` with a fresh nats-py connection to each server
     (sequentially) and return ``(ref_result, impl_result)``. Exceptions become
     :class:`ClientError` values (unless ``capture_errors=False``) so failures
-    are compared too. Extra kwargs go to ``nats.connect``.
+    are compared too; a scenario that expects an answer (the JetStream API ones) passes
+    ``reference_must_succeed=True``, so an exception on the nats-server side is a
+    :class:`ReferenceFailure`. Extra kwargs go to ``nats.connect``.
     """
-    ref = await run_client(pair.ref, fn, capture_errors=capture_errors, **connect_opts)
+    if reference_must_succeed:
+        ref = await run_reference(pair.ref, fn, **connect_opts)
+    else:
+        ref = await run_client(pair.ref, fn, capture_errors=capture_errors, **connect_opts)
     impl = await run_client(pair.impl, fn, capture_errors=capture_errors, **connect_opts)
     return ref, impl
 

@@ -211,6 +211,6 @@ async def test_kv_get_sees_marker(js_pair: ServerPair) -> None:
         await reset(nc)
         return out
 
-    ref, impl = await run_client_both(js_pair, fn)
+    ref, impl = await run_client_both(js_pair, fn, reference_must_succeed=True)
     assert impl == ref
     assert len(ref[1]) == 3 and ref[1][-1] == "not found", ref

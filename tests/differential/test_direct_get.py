@@ -72,6 +72,8 @@ class Batch:
             try:
                 msg = await sub.next_msg(timeout=REPLY_WAIT)
             except TimeoutError:
+                if self.js.reference:  # nats-server always ends with a reply or an EOB
+                    raise TimeoutError(f"{label}: no (further) reply after {out}") from None
                 out.append("<timeout>")
                 break
             raw = self._raw[inbox][len(out)] if len(self._raw[inbox]) > len(out) else None

@@ -293,6 +293,8 @@ async def _multi(js: JsRecorder, label: str, subject: str, body: dict[str, Any])
             try:
                 msg = await sub.next_msg(timeout=1.0)
             except TimeoutError:
+                if js.reference:  # nats-server always ends with an EOB status
+                    raise TimeoutError(f"{label}: no EOB after {out}") from None
                 out.append("<timeout>")
                 break
             status, hdrs = parse_header_block(raw[len(out)] if len(raw) > len(out) else None)
