@@ -94,7 +94,9 @@ async def test_never_reading_subscriber_is_cut_off(tmp_path: Path, procs: list[S
         f"\nslow consumer: cut after {cut_at}s; RSS baseline {baseline / MiB:.1f} MiB, "
         f"peak {peak / MiB:.1f} MiB (limit +{(MAX_PENDING + 16 * MiB) / MiB:.0f} MiB)"
     )
-    assert cut_at is not None and cut_at < 2.0, (cut_at, sp.current_log()[-2000:])
+    # About 0.15 s when idle; the margin is for a loaded 2-core machine. A server that never
+    # cuts the subscriber off fails here, one that buffers for it fails the RSS bound.
+    assert cut_at is not None and cut_at < 5.0, (cut_at, sp.current_log()[-2000:])
     assert peak - baseline <= MAX_PENDING + 16 * MiB, (baseline, peak)
     # The slow connection really is closed: reading it reaches EOF (after what was buffered;
     # wait_for raises if it does not within 10 s).
