@@ -44,6 +44,7 @@ from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.router.subscription import Subscription
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
+from natsd.storage.fileio import DEFAULT_IO, FileIO
 from natsd.version import PROTO, SERVER_VERSION, __version__
 
 __all__ = ["Server"]
@@ -107,8 +108,13 @@ def _default_store_dir() -> str:
 
 
 class Server:
-    def __init__(self, options: ServerOptions | None = None, **kw: Any) -> None:
+    def __init__(
+        self, options: ServerOptions | None = None, *, file_io: FileIO = DEFAULT_IO, **kw: Any
+    ) -> None:
         opts = options or ServerOptions()
+        # The system calls of JetStream's file storage; tests inject a fault-injecting
+        # FileIO (power loss, ENOSPC) to check the server's durability promises end to end.
+        self.file_io = file_io
         js_kw = {k: kw.pop(k) for k in list(kw) if k in _JS_KW}
         if kw:
             opts = replace(opts, **kw)
@@ -297,7 +303,7 @@ class Server:
         )
         log.info("  Sync:            %s", sync)
         engine = JetStream(
-            DiskCatalog(js.store_dir),
+            DiskCatalog(js.store_dir, io=self.file_io),
             domain=js.domain,
             max_memory=js.max_memory,
             max_store=js.max_file,

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary, run_client_both, xfail
+from .harness import ServerPair, xfail
 from .js_scenarios import JsRecorder, js_server_pair, parse_header_block, run_scenario
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
@@ -25,8 +26,7 @@ pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 def js_pair() -> Iterator[ServerPair]:
     """nats-server and natsd with ``-js -sd <own tmp dir>``, shared by the module;
     every scenario starts and ends by deleting all streams."""
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -34,8 +34,7 @@ def js_pair() -> Iterator[ServerPair]:
 @pytest.fixture
 def js_fresh_pair() -> Iterator[ServerPair]:
     """A brand-new JetStream pair (for absolute account counters)."""
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -80,15 +79,14 @@ async def check(pair: ServerPair, scenario: Any, *, api_counters: bool = False) 
 
 # ====================================================================== account info
 async def test_account_info_api_counters_fresh_server(js_fresh_pair: ServerPair) -> None:
-    async def fn(nc: Any) -> Any:
-        js = JsRecorder(nc)  # no start(): absolute counters
+    async def sc(js: JsRecorder) -> None:
         await js.req("first info", "INFO")
         await js.req("second info", "INFO")
         await js.req("info missing stream", "STREAM.INFO.NOPE")
         await js.req("info after error", "INFO")
-        return js.log
 
-    ref, impl = await run_client_both(js_fresh_pair, fn)
+    # fresh: no reset()/start() requests before, so the counters are absolute.
+    ref, impl = await run_scenario(js_fresh_pair, sc, api_counters=True, fresh=True)
     assert_same(ref, impl)
 
 
@@ -363,7 +361,8 @@ async def test_no_ack_stream(js_pair: ServerPair) -> None:
             "STREAM.CREATE.NOACK",
             {"name": "NOACK", "subjects": ["noack"], "no_ack": True},
         )
-        await js.pub("publish", "noack", "x", timeout=0.3)
+        # no_ack: nats-server stores the message and sends no PubAck.
+        await js.pub("publish", "noack", "x", timeout=0.3, expect_silence=True)
         await js.state("state", "NOACK")
 
     await check(js_pair, sc)
@@ -495,19 +494,23 @@ INVALID_CREATES: list[tuple[str, str, Any]] = [
 
 
 @pytest.mark.parametrize(
-    "subject,body",
-    [pytest.param(s, b, id=i) for i, s, b in INVALID_CREATES]
-    + [
-        pytest.param(
-            "STREAM.CREATE.a.b",
-            {"name": "a.b"},
-            id="dotted name",
-        ),
-    ],
+    "subject,body", [pytest.param(s, b, id=i) for i, s, b in INVALID_CREATES]
 )
 async def test_create_invalid(js_pair: ServerPair, subject: str, body: Any) -> None:
     async def sc(js: JsRecorder) -> None:
         await js.req("create", subject, body, timeout=1.0)
+        await js.req("names", "STREAM.NAMES")
+
+    await check(js_pair, sc)
+
+
+async def test_create_dotted_name_is_not_answered(js_pair: ServerPair) -> None:
+    """``STREAM.CREATE.a.b`` matches no API subject (``STREAM.CREATE.*``): nats-server stays
+    silent and creates nothing."""
+
+    async def sc(js: JsRecorder) -> None:
+        await js.req("create", "STREAM.CREATE.a.b", {"name": "a.b"}, timeout=1.0,
+                     expect_silence=True)
         await js.req("names", "STREAM.NAMES")
 
     await check(js_pair, sc)
@@ -927,8 +930,10 @@ async def test_request_checked_before_stream(js_pair: ServerPair) -> None:
 
 @pytest.mark.parametrize("verb", ["DELETE", "INFO"])
 async def test_missing_stream_token(js_pair: ServerPair, verb: str) -> None:
+    """No stream name token: no API subscription matches, nats-server does not answer."""
+
     async def sc(js: JsRecorder) -> None:
-        await js.req("no name", f"STREAM.{verb}", timeout=0.3)
+        await js.req("no name", f"STREAM.{verb}", timeout=0.3, expect_silence=True)
 
     await check(js_pair, sc)
 
@@ -1774,7 +1779,9 @@ async def test_direct_get_after_enabling(js_pair: ServerPair) -> None:
 # ====================================================================== misc API
 async def test_unknown_api_subject(js_pair: ServerPair) -> None:
     async def sc(js: JsRecorder) -> None:
-        await js.req("unknown verb", "STREAM.FROBNICATE.X", b"{}", timeout=0.3)
-        await js.req("unknown top level", "NOPE", b"", timeout=0.3)
+        # No API subscription matches either: nats-server does not answer.
+        await js.req("unknown verb", "STREAM.FROBNICATE.X", b"{}", timeout=0.3,
+                     expect_silence=True)
+        await js.req("unknown top level", "NOPE", b"", timeout=0.3, expect_silence=True)
 
     await check(js_pair, sc)

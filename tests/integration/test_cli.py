@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nats.errors
 import pytest
+from components import require_nats_server
 
 from .conftest import (
     LISTEN_RE,

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
+from differential import harness
 
 import natsd.jetstream.errors as E
 from natsd.jetstream.errors import API_ERRORS, BY_ERR_CODE, ApiError, ErrorDef, err, lookup
@@ -128,10 +130,7 @@ def test_lookup_by_name() -> None:
 
 def test_descriptions_are_in_the_nats_server_binary() -> None:
     """Each description template is a string constant inside nats-server (catches typos)."""
-    harness = pytest.importorskip("differential.harness")
-    binary = harness.nats_server_binary()
-    if binary is None:
-        pytest.skip("nats-server binary not installed")
+    binary = require_nats_server()
     data = Path(binary).read_bytes()
     missing = [d.constant for d in API_ERRORS.values() if d.description.encode() not in data]
     assert missing == []
@@ -198,9 +197,7 @@ async def _run(url: str) -> list[dict[str, Any]]:
 
 @pytest.mark.differential
 def test_errors_match_nats_server(tmp_path: Path) -> None:
-    harness = pytest.importorskip("differential.harness")
-    if harness.nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     server = harness.start_server("nats-server", ["-js", "-sd", str(tmp_path)])
     try:
         responses = asyncio.run(_run(server.url))

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
+from differential import harness
 
 from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_config import (
@@ -1956,9 +1958,7 @@ def test_deep_nesting_is_an_error_not_a_crash() -> None:
 
 # ------------------------------------------------------------------------------ differential
 def _start(args: list[str], config: str | None = None) -> Any:
-    harness = pytest.importorskip("differential.harness")
-    if harness.nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     config_path = harness.write_config(config) if config is not None else None
     return harness.start_server("nats-server", args, config_path=config_path)
 

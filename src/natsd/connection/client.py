@@ -530,7 +530,8 @@ class ClientConnection(Sink):
             return
         max_subs = self.limits.max_subs
         if max_subs and len(self.subs) >= max_subs:
-            self.send(encode_err("Maximum Subscriptions Exceeded"))
+            # nats-server's ErrTooManySubs text, lower case (server/errors.go).
+            self.send(encode_err("maximum subscriptions exceeded"))
             return
         sub = Subscription(subject, queue, sid, client=self)
         self.subs[sid] = sub
