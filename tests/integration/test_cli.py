@@ -13,7 +13,6 @@ from pathlib import Path
 
 import nats.errors
 import pytest
-from components import require_nats_server
 
 from .conftest import (
     LISTEN_RE,

@@ -15,6 +15,7 @@ from natsd.config import ConfigError, apply_config
 from natsd.config import policy as P
 from natsd.confparse import parse
 from natsd.options import ServerOptions
+from natsd.security.permissions import ResponsePermission
 
 # How to write `key: value` at each level, and the path natsd names it by.
 PLACES: dict[str, tuple[str, str]] = {
@@ -343,7 +344,7 @@ def test_permission_aliases_fold_to_one_spelling() -> None:
     assert u.permissions is not None and u.permissions.publish and u.permissions.subscribe
     assert u.permissions.publish.allow == ["in.>"]
     assert u.permissions.subscribe.allow == ["out.>"]
-    assert u.permissions.allow_responses == {"max": 3, "expires": "1s"}
+    assert u.permissions.allow_responses == ResponsePermission(max_msgs=3, expires=1.0)
 
 
 def test_accounts_as_a_list_of_names_and_reserved_names() -> None:
