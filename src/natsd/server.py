@@ -350,9 +350,7 @@ class Server:
         await self._stop_jetstream()
         if self._monitor is not None:
             await self._monitor.stop()
-        if self.options.pid_file:
-            with contextlib.suppress(OSError):
-                os.unlink(self.options.pid_file)
+        # The pid file stays, as nats-server leaves it (scripts read it after exit too).
         log.info("Server Exiting..")
 
     async def _stop_jetstream(self) -> None:

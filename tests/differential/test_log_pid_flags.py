@@ -62,7 +62,6 @@ def test_log_and_pid_files(kind: str, workdir: Path) -> None:
     assert server.log() == ""
 
 
-@pytest.mark.xfail(strict=True, reason="natsd removes its pid file at exit; nats-server keeps it")
 def test_pid_file_after_exit(workdir: Path) -> None:
     kept = {}
     for kind in KINDS:
