@@ -174,6 +174,7 @@ __all__ = [
     "StreamLimits",
     "StreamSource",
     "SubjectTransformConfig",
+    "check_restore_config",
     "check_update",
     "decode_go_json",
     "is_valid_name",
@@ -710,6 +711,14 @@ def _finish(
         if missing is not None:
             raise _invalid(missing)
     _set_static_metadata(cfg)
+    return cfg
+
+
+def check_restore_config(
+    cfg: StreamConfig, *, limits: AccountLimitsLike | None = None, max_duplicate_window: int = 0
+) -> StreamConfig:
+    """``checkStreamCfg`` (not pedantic) of the config in a stream restore request."""
+    _check_stream_cfg(cfg, False, limits, max_duplicate_window)
     return cfg
 
 
