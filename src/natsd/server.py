@@ -45,7 +45,7 @@ from natsd.router.subscription import Subscription
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
 from natsd.storage.fileio import DEFAULT_IO, FileIO
-from natsd.version import PROTO, SERVER_VERSION, __version__
+from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
 __all__ = ["Server"]
 
@@ -283,6 +283,8 @@ class Server:
             self._info_base["auth_required"] = True
         if opts.js.domain and self.jetstream_enabled:
             self._info_base["domain"] = opts.js.domain
+        # nats-server always sends its JetStream API level (ADR-44).
+        self._info_base["api_lvl"] = API_LEVEL
         log.info("Listening for client connections on %s:%d", opts.host, self.port)
         log.info("Server is ready")
         self.ready.set()

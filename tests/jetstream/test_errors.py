@@ -57,6 +57,7 @@ ROWS = [
     ("JSStreamSealedErr", 400, 10109, "invalid operation on sealed stream"),
     ("JSMessageTTLInvalidErr", 400, 10165, "invalid per-message TTL"),
     ("JSStreamReconfigureInProgressErr", 400, 10226, "stream reconfiguration already in progress"),
+    ("JSMessageSourceHdrNotAllowedErr", 400, 10227, "message stream source header is not allowed"),
 ]
 
 
@@ -71,9 +72,9 @@ def test_rows(name: str, code: int, err_code: int, description: str) -> None:
 
 
 def test_table_shape() -> None:
-    # errors.json numbers 10002..10226 without gaps; one constant per number.
-    assert sorted(BY_ERR_CODE) == list(range(10002, 10227))
-    assert len(API_ERRORS) == len(BY_ERR_CODE) == 225
+    # errors.json numbers 10002..10227 without gaps; one constant per number.
+    assert sorted(BY_ERR_CODE) == list(range(10002, 10228))
+    assert len(API_ERRORS) == len(BY_ERR_CODE) == 226
     assert {d.code for d in API_ERRORS.values()} == {400, 404, 409, 412, 429, 500, 503}
     for name, d in API_ERRORS.items():
         assert name.startswith("JS") and getattr(E, name) is d and name in E.__all__

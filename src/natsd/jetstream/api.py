@@ -3,6 +3,12 @@
 Each handler takes (account, subject tokens after ``$JS.API``, request JSON) and returns the
 response document; the ``type`` field and error bookkeeping are added here. Unknown API
 subjects get no answer, as in nats-server.
+
+``Nats-Required-Api-Level`` (:mod:`.api_level`) is checked here for every routed request
+before its handler runs, as nats-server's handlers do first thing, except for the requests
+only a cluster serves (their 10010 comes first); direct gets and pull requests (status 412)
+and consumer resets check it once their stream / consumer is known to exist, as nats-server,
+which only subscribes for those, does.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from natsd.jetstream.account_limits import check_stream_create, check_stream_update
+from natsd.jetstream.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
+from natsd.jetstream.api_standalone import cluster_required, stream_restore, stream_snapshot
+from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer_api import (
     consumer_create,
     consumer_delete,
@@ -23,7 +32,6 @@ from natsd.jetstream.consumer_api import (
     consumer_names,
     consumer_pause,
     consumer_unpin,
-    leader_stepdown,
     next_request,
     reset_request,
 )
@@ -72,25 +80,53 @@ def make_api_callback(
         sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
         if subject.startswith(DIRECT_GET_PREFIX):
+            if hdr is not None and reply and level_refused(hdr):
+                toks = subject.decode(errors="replace").split(".")
+                stream = ja.streams.get(toks[4]) if len(toks) > 4 else None
+                if stream is not None and stream.cfg.allow_direct:
+                    ja.engine.send(ja, reply, b"", REQUIRED_API_LEVEL_STATUS)
+                    return
             on_direct_get(ja, subject, reply, data)  # compiled, the KV get path
         else:
-            handle(ja, subject, reply, data)
+            handle(ja, subject, reply, data, hdr)
 
     return on_api
 
 
-def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> None:
+def _consumer(ja: JsAccount, stream: str, name: str) -> Consumer | None:
+    s = ja.streams.get(stream)
+    c = s.consumers.get(name) if s is not None else None
+    return c if isinstance(c, Consumer) else None
+
+
+def handle(
+    ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes, hdr: bytes | None = None
+) -> None:
     toks = subject.decode(errors="replace").split(".")[2:]
     if toks and toks[0] == "DIRECT":
         if reply:
             direct_get(ja, toks, reply, data)
         return
+    refused = hdr is not None and level_refused(hdr)
     if toks[:3] == ["CONSUMER", "MSG", "NEXT"]:
         # Pull requests go to the consumer; they are not API calls (no response, stats or
         # audit), as in nats-server where each consumer subscribes to its own subject.
+        if refused and reply and len(toks) == 5:
+            c = _consumer(ja, toks[3], toks[4])
+            if c is not None and c.waiting is not None:  # a push consumer answers 409 first
+                ja.engine.send(ja, reply, b"", REQUIRED_API_LEVEL_STATUS)
+                return
         next_request(ja, toks, reply, data)
         return
     if toks[:2] == ["CONSUMER", "RESET"]:
+        if refused and reply and len(toks) == 4 and _consumer(ja, toks[2], toks[3]) is not None:
+            refusal = {
+                "type": _PREFIX + "consumer_reset_response",
+                "error": err("JSRequiredApiLevelErr").to_json(),
+                "reset_seq": 0,
+            }
+            ja.engine.send(ja, reply, orjson.dumps(refusal))
+            return
         reset_request(ja, toks, reply, data)
         return
     route = _route(toks)
@@ -98,6 +134,8 @@ def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> N
         return  # nats-server does not answer unknown API subjects
     rtype, handler, args = route
     try:
+        if refused and handler is not cluster_required:
+            raise err("JSRequiredApiLevelErr")
         resp = handler(ja, args, data)
         # nats-server reports totals that exclude the request being answered, and does not
         # count successful message gets.
@@ -132,6 +170,7 @@ _ERROR_EXTRAS: dict[str, dict[str, Any]] = {
     "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
+    "stream_restore_response": {"deliver_subject": ""},
 }
 
 
@@ -456,7 +495,14 @@ _TABLE: dict[tuple[str, ...], tuple[str, Handler, int]] = {
     ("CONSUMER", "LIST"): ("consumer_list_response", consumer_list, 1),
     ("CONSUMER", "PAUSE"): ("consumer_pause_response", consumer_pause, 2),
     ("CONSUMER", "UNPIN"): ("consumer_unpin_response", consumer_unpin, 2),
-    ("CONSUMER", "LEADER", "STEPDOWN"): ("consumer_leader_stepdown_response", leader_stepdown, 2),
+    ("STREAM", "SNAPSHOT"): ("stream_snapshot_response", stream_snapshot, 1),
+    ("STREAM", "RESTORE"): ("stream_restore_response", stream_restore, 1),
+    # Cluster requests; see api_standalone for the ones nats-server leaves unanswered.
+    ("STREAM", "LEADER", "STEPDOWN"): ("stream_leader_stepdown_response", cluster_required, 1),
+    ("CONSUMER", "LEADER", "STEPDOWN"): ("consumer_leader_stepdown_response", cluster_required, 2),
+    ("STREAM", "PEER", "REMOVE"): ("stream_remove_peer_response", cluster_required, 1),
+    ("STREAM", "PEER", "EVACUATE"): ("stream_evacuate_peer_response", cluster_required, 1),
+    ("STREAM", "CANCEL_MOVE"): ("stream_cancel_move_response", cluster_required, 1),
 }
 
 

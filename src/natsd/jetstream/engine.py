@@ -24,7 +24,9 @@ from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
 from natsd.jetstream.account_limits import AccountLimits
 from natsd.jetstream.commit import Committer
+from natsd.jetstream.domain import domain_subscriptions
 from natsd.jetstream.stream import Stream
+from natsd.jetstream.stream_config import parse_stream_config, unsupported_feature
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -107,15 +109,18 @@ class JetStream:
         self.accounts[account.name] = ja
         from natsd.jetstream.api import make_api_callback
 
-        sub = Subscription(b"$JS.API.>", None, b"js-api", callback=make_api_callback(ja))
+        on_api = make_api_callback(ja)
+        sub = Subscription(b"$JS.API.>", None, b"js-api", callback=on_api)
         account.sublist.insert(sub)
         ja.api_sub = sub
+        if self.domain:
+            # $JS.<domain>.API.> reaches this API, as nats-server's account mappings do.
+            for dsub in domain_subscriptions(self.domain, account.sublist, on_api):
+                account.sublist.insert(dsub)
         return ja
 
     def restore(self, accounts: dict[str, Account]) -> None:
         """Re-open the streams persisted by the catalog."""
-        from natsd.jetstream.stream_config import parse_stream_config
-
         for rec in self.catalog.load():
             acct = accounts.get(rec.account)
             ja = self.accounts.get(rec.account)
@@ -141,6 +146,15 @@ class JetStream:
                 )
                 rec.store.stop()
                 continue
+            missing = unsupported_feature(cfg)
+            if missing is not None:
+                # Stored by an older natsd that accepted it: load the data, say it loudly.
+                log.warning(
+                    "stream %s/%s: %s: the setting is kept but not applied",
+                    rec.account,
+                    cfg.name,
+                    missing,
+                )
             rec.store.update_config(cfg.to_store_config())
             stream = Stream(ja, cfg, rec.store, created)
             ja.streams[cfg.name] = stream

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from natsd.core.clock import format_duration, rfc3339
 from natsd.router.account import SYSTEM_ACCOUNT, Account
-from natsd.version import PROTO, SERVER_VERSION, __version__
+from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
 if TYPE_CHECKING:
     from natsd.server import Server
@@ -117,8 +117,31 @@ class MonitorServer:
             "system_account": "$SYS",
         }
         if s.jetstream_enabled:
-            data["jetstream"] = {"config": {"store_dir": o.js.store_dir}}
+            data["jetstream"] = {
+                "config": {"store_dir": o.js.store_dir},
+                "stats": self._jetstream_stats(),
+            }
         return {k: v for k, v in data.items() if v is not None}
+
+    def _jetstream_stats(self) -> dict[str, Any]:
+        """``/varz`` ``jetstream.stats`` as nats-server reports it (totals over accounts)."""
+        engine = self.server.jetstream
+        mem = store = rmem = rstore = total = errors = 0
+        for ja in engine.accounts.values() if engine is not None else ():
+            m, st = engine.usage(ja)
+            rm, rs = engine.reserved(ja)
+            mem, store, rmem, rstore = mem + m, store + st, rmem + rm, rstore + rs
+            total += ja.api.total
+            errors += ja.api.errors
+        return {
+            "memory": mem,
+            "storage": store,
+            "reserved_memory": rmem,
+            "reserved_storage": rstore,
+            "accounts": len(engine.accounts) if engine is not None else 0,
+            "ha_assets": 0,
+            "api": {"level": API_LEVEL, "total": total, "errors": errors},
+        }
 
     async def varz(self, request: web.Request) -> web.Response:
         return _json(self.varz_data())
@@ -333,7 +356,7 @@ class MonitorServer:
             "reserved_storage": rstore,
             "accounts": len(engine.accounts),
             "ha_assets": 0,
-            "api": {"total": total, "errors": errors},
+            "api": {"level": API_LEVEL, "total": total, "errors": errors},
             "streams": streams,
             "consumers": consumers,
             "messages": msgs,
