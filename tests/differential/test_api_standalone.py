@@ -86,7 +86,7 @@ async def test_cluster_only_requests(js_pair: ServerPair) -> None:
         await js.req("account info", "INFO", timeout=T)
         # The system-account requests: silence from both (a short wait each).
         for subject in NEVER_ANSWERED:
-            await js.req(subject, subject, b"", timeout=SILENT)
+            await js.req(subject, subject, b"", timeout=SILENT, expect_silence=True)
 
     ref, impl = await run_scenario(js_pair, sc, timeout=90, api_counters=True)
     answered = 2 + 4 * len(CLUSTER_ONLY)
