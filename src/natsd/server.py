@@ -41,7 +41,6 @@ from natsd.options import ServerOptions
 from natsd.protocol.encode import encode_err
 from natsd.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
-from natsd.router.subscription import Subscription
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
 from natsd.storage.fileio import DEFAULT_IO, FileIO
@@ -95,12 +94,6 @@ def _limits(opts: ServerOptions) -> ConnectionLimits:
         auth_timeout=opts.auth_timeout,
         write_deadline=opts.write_deadline,
     )
-
-
-def _unanswered(
-    sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
-) -> None:
-    return None
 
 
 def _default_store_dir() -> str:
@@ -362,9 +355,7 @@ class Server:
         await self.jetstream.shutdown()
         # Lame duck mode keeps clients for a while: as nats-server once JetStream is shut
         # down, their API requests go unanswered instead of reaching closed stores.
-        for ja in self.jetstream.accounts.values():
-            if ja.api_sub is not None:
-                ja.api_sub.callback = _unanswered
+        self.jetstream.stop_answering()
 
     async def lame_duck(self) -> None:
         """nats-server's lameDuckMode: stop accepting clients and stop JetStream, send

@@ -204,7 +204,7 @@ async def test_jetstream_reload(started: list[Any], tmp_path: Path) -> None:
 
 
 async def test_lame_duck_with_jetstream(started: list[Any], tmp_path: Path) -> None:
-    js = replace(ServerOptions().js, store_dir=str(tmp_path))
+    js = replace(ServerOptions().js, store_dir=str(tmp_path), domain="D")
     opts = _opts(jetstream=True, js=js, lame_duck_duration=5.0, lame_duck_grace_period=2.0)
     srv = await _start(started, opts)
     ldm = asyncio.Event()
@@ -228,6 +228,9 @@ async def test_lame_duck_with_jetstream(started: list[Any], tmp_path: Path) -> N
         # the grace period go unanswered (they used to reach the closed stores).
         with pytest.raises(nats.errors.TimeoutError):
             await nc.request("$JS.API.STREAM.INFO.S", b"", timeout=0.5)
+        # ... through the domain prefix too.
+        with pytest.raises(nats.errors.TimeoutError):
+            await nc.request("$JS.D.API.STREAM.INFO.S", b"", timeout=0.5)
         await asyncio.wait_for(task, 15)
         await asyncio.wait_for(closed.wait(), 5)
         await srv.wait_stopped()

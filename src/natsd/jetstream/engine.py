@@ -54,7 +54,9 @@ class JsAccount:
     limits: AccountLimits = field(default_factory=AccountLimits)
     streams: dict[str, Stream] = field(default_factory=dict)
     api: ApiStats = field(default_factory=ApiStats)
-    api_sub: Subscription | None = None
+    # The internal subscriptions that take this account's API requests ($JS.API.> and the
+    # domain-prefixed forms).
+    api_subs: list[Subscription] = field(default_factory=list)
 
 
 class JetStream:
@@ -110,14 +112,21 @@ class JetStream:
         from natsd.jetstream.api import make_api_callback
 
         on_api = make_api_callback(ja)
-        sub = Subscription(b"$JS.API.>", None, b"js-api", callback=on_api)
-        account.sublist.insert(sub)
-        ja.api_sub = sub
+        ja.api_subs.append(Subscription(b"$JS.API.>", None, b"js-api", callback=on_api))
         if self.domain:
             # $JS.<domain>.API.> reaches this API, as nats-server's account mappings do.
-            for dsub in domain_subscriptions(self.domain, account.sublist, on_api):
-                account.sublist.insert(dsub)
+            ja.api_subs.extend(domain_subscriptions(self.domain, account.sublist, on_api))
+        for sub in ja.api_subs:
+            account.sublist.insert(sub)
         return ja
+
+    def stop_answering(self) -> None:
+        """Leave API requests unanswered (lame duck, after shutdown): as in nats-server,
+        clients that stay connected get silence, not answers from closed stores. The
+        subscriptions stay so requests do not turn into no-responders either."""
+        for ja in self.accounts.values():
+            for sub in ja.api_subs:
+                sub.callback = _unanswered
 
     def restore(self, accounts: dict[str, Account]) -> None:
         """Re-open the streams persisted by the catalog."""
@@ -323,3 +332,9 @@ def _is_marker(hdr: bytes) -> bool:
     except HeaderError:
         return False
     return bool(h.get("Nats-Marker-Reason", [""])[0])
+
+
+def _unanswered(
+    sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+) -> None:
+    return None
