@@ -5,9 +5,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 FAST := build/mypyc/.stamp
+# npm ci writes node_modules/.package-lock.json: the stamp of the installed lock file.
+NODE_STAMP := tests/node/node_modules/.package-lock.json
+# -ra: the summary lists every skip with its reason (a missing component fails under CI=true).
+PYTEST := $(BIN)/python -m pytest -q -ra -p no:cacheprovider
 HOT := $(shell find src -name '*.py') tools/build_mypyc.sh
 
-.PHONY: run run-pure test test-compiled lint typecheck unit soak bench bench-quick bench-spark bench-spark-quick compile clean
+.PHONY: run run-pure test test-compiled node-modules lint typecheck unit soak bench bench-quick bench-spark bench-spark-quick compile clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -31,12 +35,25 @@ run-pure: $(STAMP)
 	$(BIN)/natsd -js -sd ./data -p 4222 -m 8222
 
 ## test: lint, type-check, the whole suite on pure Python, then unit+integration compiled
-test: lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+test: lint typecheck node-modules
+	$(PYTEST)
 	$(MAKE) test-compiled
 
 test-compiled: $(FAST)
-	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration tests/storage tests/jetstream
+	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream
+
+## node-modules: the nats.js packages of tests/node/package-lock.json (npm ci), for tests/node
+node-modules: $(NODE_STAMP)
+
+# Without npm: an error under CI=true; elsewhere a warning, and the node tests skip with it.
+$(NODE_STAMP): tests/node/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd tests/node && npm ci --no-audit --no-fund --loglevel=error; \
+	elif case "$$CI" in true|TRUE|True|1|yes) true;; *) false;; esac; then \
+	  echo "CI=true: npm is missing, the node tests cannot run" >&2; exit 1; \
+	else \
+	  echo "warning: npm not found; tests/node will skip (CI=true makes this an error)" >&2; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
@@ -46,10 +63,10 @@ typecheck: $(STAMP)
 
 ## soak: the long fault-injection tier (kill -9 x1000 and friends), not part of make test
 soak: $(FAST)
-	PYTHONPATH=build/mypyc $(BIN)/python -m pytest -q -p no:cacheprovider -m soak tests/reliability
+	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q tests/unit
+	$(PYTEST) tests/unit
 
 ## bench: natsd vs nats-server side by side (1M msgs, 3 repeats)
 bench: $(FAST)
@@ -69,4 +86,4 @@ bench-pure: $(STAMP)
 	$(BIN)/python bench/bench.py --quick
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info tests/node/node_modules

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ConfigError", "parse", "parse_file"]
+__all__ = ["ConfMap", "ConfigError", "parse", "parse_file"]
 
 
 class ConfigError(Exception):
@@ -72,8 +72,9 @@ _DATETIME_SHAPE = "-00-00T00:00:00Z"  # after "YYYY"; '0' stands for any digit
 
 def parse(
     text: str, *, filename: str = "<string>", env: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """Parse configuration text into plain dicts/lists/str/int/float/bool.
+) -> ConfMap:
+    """Parse configuration text into maps (:class:`ConfMap`, a dict), lists, str, int, float
+    and bool.
 
     ``filename`` is used in error messages and as the base for relative ``include`` paths
     (a name without a directory, such as the default, resolves includes against the current
@@ -83,9 +84,7 @@ def parse(
     return _Parser(text, filename, os.environ if env is None else env, ()).parse()
 
 
-def parse_file(
-    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
-) -> dict[str, Any]:
+def parse_file(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> ConfMap:
     """Read and parse a configuration file; includes resolve relative to its directory."""
     name = os.fspath(path)
     text = _read_text(name, "error opening config file")
@@ -99,6 +98,19 @@ def _read_text(path: str, what: str) -> str:
             return f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{what}: {e}", path) from e
+
+
+class ConfMap(dict[str, Any]):
+    """A parsed map: a plain dict that also remembers where each key was written and which
+    keys other values referenced as ``$variables``. nats-server skips such keys when it
+    checks for unknown fields (``IsUsedVariable``), and error messages name the line."""
+
+    __slots__ = ("positions", "used")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.positions: dict[str, tuple[str, int]] = {}
+        self.used: set[str] = set()
 
 
 class _Parser:
@@ -122,6 +134,9 @@ class _Parser:
         self.resolving = resolving
         # Maps under construction, outermost first: the variable lookup scopes.
         self.scopes: list[dict[str, Any]] = []
+        # (position, line) of the last line lookup: keys are met in order, so counting new
+        # lines from there keeps positions linear in the file size.
+        self._line_at = (0, 1)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -130,7 +145,13 @@ class _Parser:
         return self.text[self.pos] if self.pos < self.n else ""
 
     def _line(self, pos: int | None = None) -> int:
-        return self.text.count("\n", 0, self.pos if pos is None else pos) + 1
+        pos = self.pos if pos is None else pos
+        last_pos, last_line = self._line_at
+        if pos >= last_pos:
+            line = last_line + self.text.count("\n", last_pos, pos)
+            self._line_at = (pos, line)
+            return line
+        return self.text.count("\n", 0, pos) + 1
 
     def _error(self, message: str, pos: int | None = None) -> ConfigError:
         return ConfigError(message, self.filename, self._line(pos))
@@ -157,8 +178,8 @@ class _Parser:
 
     # -- structure -------------------------------------------------------------------------
 
-    def parse(self) -> dict[str, Any]:
-        top: dict[str, Any] = {}
+    def parse(self) -> ConfMap:
+        top = ConfMap()
         self.scopes.append(top)
         self._body(top, top_level=True, closed=False, open_pos=0)
         return top
@@ -248,7 +269,10 @@ class _Parser:
             c = self._peek()
         if not c or (not top_level and c in ",}"):
             raise self._error(f"key '{key}' has no value", key_pos)
+        line = self._line(key_pos)
         target[key] = self._value()
+        if isinstance(target, ConfMap):
+            target.positions[key] = (self.filename, line)
 
     def _bare_key(self, top_level: bool) -> str:
         start = self.pos
@@ -286,6 +310,9 @@ class _Parser:
             raise self._error(f"error parsing include file '{path}': {e}", pos) from e
         # Splice at this point: later keys in the including file override included ones.
         target.update(included)
+        if isinstance(target, ConfMap):
+            target.positions.update(included.positions)
+            target.used |= included.used
 
     def _array(self) -> list[Any]:
         open_pos = self.pos
@@ -326,10 +353,10 @@ class _Parser:
                     f"but got {c!r} instead"
                 )
 
-    def _map(self) -> dict[str, Any]:
+    def _map(self) -> ConfMap:
         open_pos = self.pos
         self.pos += 1
-        m: dict[str, Any] = {}
+        m = ConfMap()
         self.scopes.append(m)
         try:
             self._body(m, top_level=False, closed=True, open_pos=open_pos)
@@ -571,6 +598,8 @@ class _Parser:
             return "$" + name
         for scope in reversed(self.scopes):
             if name in scope:
+                if isinstance(scope, ConfMap):
+                    scope.used.add(name)
                 # Copy containers so that one variable used twice gives independent values.
                 return copy.deepcopy(scope[name])
         if name in self.env and name not in self.resolving:

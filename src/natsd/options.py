@@ -7,7 +7,27 @@ from typing import Any
 
 from natsd.security.auth import User
 
-__all__ = ["AccountConfig", "JetStreamConfig", "ServerOptions"]
+__all__ = ["JS_ACCOUNT_LIMIT_KEYS", "AccountConfig", "JetStreamConfig", "ServerOptions"]
+
+# The keys of an account's ``jetstream {}`` block (nats-server ``parseJetStreamForAccount``,
+# plus the JSON names of ``JetStreamAccountLimits`` and three older natsd spellings) -> the
+# JSON name account info reports. The config reader and the engine both use this one table.
+JS_ACCOUNT_LIMIT_KEYS: dict[str, str] = {
+    **dict.fromkeys(("max_memory", "max_mem", "mem", "memory", "max_memory_store"), "max_memory"),
+    **dict.fromkeys(
+        ("max_storage", "max_store", "max_file", "max_disk", "store", "disk", "max_file_store"),
+        "max_storage",
+    ),
+    **dict.fromkeys(("max_streams", "streams"), "max_streams"),
+    **dict.fromkeys(("max_consumers", "consumers"), "max_consumers"),
+    "max_ack_pending": "max_ack_pending",
+    **dict.fromkeys(("memory_max_stream_bytes", "mem_max_stream_bytes"), "memory_max_stream_bytes"),
+    **dict.fromkeys(
+        ("storage_max_stream_bytes", "store_max_stream_bytes", "disk_max_stream_bytes"),
+        "storage_max_stream_bytes",
+    ),
+    **dict.fromkeys(("max_bytes_required", "max_stream_bytes", "max_bytes"), "max_bytes_required"),
+}
 
 
 @dataclass
@@ -23,6 +43,8 @@ class JetStreamConfig:
 @dataclass
 class AccountConfig:
     name: str
+    # None: no JetStream. Otherwise the account's limits by JS_ACCOUNT_LIMIT_KEYS key (the
+    # config reader writes the JSON names); a missing key is unlimited.
     jetstream: dict[str, Any] | None = None
 
 
@@ -57,3 +79,4 @@ class ServerOptions:
     pid_file: str = ""
     config_file: str = ""
     lame_duck_duration: float = 0.0
+    lame_duck_grace_period: float = 10.0  # nats-server's default

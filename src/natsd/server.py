@@ -7,6 +7,11 @@ Embedding::
 
 Ownership: everything here runs on one asyncio event loop. The server owns the listener,
 the set of live connections, the accounts and the Flusher that coalesces writes.
+
+Run-time control (nats-server's signal.go, reload.go, lameDuckMode): ``reload`` applies a new
+configuration after ``reload.plan_reload`` has accepted all of it (nothing changes when any
+part is refused); ``lame_duck`` stops accepting, tells clients (``"ldm": true`` INFO), waits
+the grace period and closes clients spread over the lame duck duration, then shuts down.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import gc
 import logging
 import os
+import random
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,16 +29,22 @@ from typing import Any, cast
 
 import orjson
 
+from natsd.config import load_config
 from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
 from natsd.connection.flusher import Flusher
 from natsd.connection.limits import ConnectionLimits
+from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
+from natsd.logs import install_handler, open_handler
 from natsd.options import ServerOptions
+from natsd.protocol.encode import encode_err
+from natsd.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
-from natsd.version import PROTO, SERVER_VERSION, __version__
+from natsd.storage.fileio import DEFAULT_IO, FileIO
+from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
 __all__ = ["Server"]
 
@@ -41,33 +53,72 @@ log = logging.getLogger("natsd")
 # Keyword shortcuts accepted by Server(...) that live in nested option objects.
 _JS_KW = {"store_dir", "max_memory", "max_file", "domain", "sync_interval", "sync_always"}
 
+# nats-server DEFAULT_LAME_DUCK_DURATION / DEFAULT_LAME_DUCK_GRACE_PERIOD.
+LAME_DUCK_DURATION = 120.0
+LAME_DUCK_GRACE_PERIOD = 10.0
+# lameDuckMode never waits longer than this between two client closes.
+_LDM_MAX_INTERVAL = 1.0
+_LDM_MIN_INTERVAL = 0.001
+
+
+def _baseline(opts: ServerOptions) -> None:
+    """Defaults nats-server fills in for zero values (setBaselineOptions)."""
+    if opts.lame_duck_duration == 0:
+        opts.lame_duck_duration = LAME_DUCK_DURATION
+    if opts.lame_duck_grace_period == 0:
+        opts.lame_duck_grace_period = LAME_DUCK_GRACE_PERIOD
+
+
+def _validate(opts: ServerOptions) -> None:
+    """nats-server's validateOptions, at start-up and on every reload."""
+    if opts.lame_duck_duration > 0 and opts.lame_duck_grace_period >= opts.lame_duck_duration:
+        raise ValueError(
+            f"lame duck grace period ({format_duration(opts.lame_duck_grace_period)}) should be"
+            f" strictly lower than lame duck duration ({format_duration(opts.lame_duck_duration)})"
+        )
+    if opts.max_payload > opts.max_pending:
+        raise ValueError(
+            f"max_payload ({opts.max_payload}) cannot be higher than "
+            f"max_pending ({opts.max_pending})"
+        )
+
+
+def _limits(opts: ServerOptions) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_payload=opts.max_payload,
+        max_control_line=opts.max_control_line,
+        max_pending=opts.max_pending,
+        max_subs=opts.max_subs,
+        ping_interval=opts.ping_interval,
+        ping_max=opts.ping_max,
+        auth_timeout=opts.auth_timeout,
+        write_deadline=opts.write_deadline,
+    )
+
+
+def _default_store_dir() -> str:
+    return os.path.join(os.path.abspath("."), "data")
+
 
 class Server:
-    def __init__(self, options: ServerOptions | None = None, **kw: Any) -> None:
+    def __init__(
+        self, options: ServerOptions | None = None, *, file_io: FileIO = DEFAULT_IO, **kw: Any
+    ) -> None:
         opts = options or ServerOptions()
+        # The system calls of JetStream's file storage; tests inject a fault-injecting
+        # FileIO (power loss, ENOSPC) to check the server's durability promises end to end.
+        self.file_io = file_io
         js_kw = {k: kw.pop(k) for k in list(kw) if k in _JS_KW}
         if kw:
             opts = replace(opts, **kw)
         if js_kw:
             opts = replace(opts, js=replace(opts.js, **js_kw))
-        if opts.max_payload > opts.max_pending:
-            raise ValueError(
-                f"max_payload ({opts.max_payload}) cannot be higher than "
-                f"max_pending ({opts.max_pending})"
-            )
+        _baseline(opts)
+        _validate(opts)
         self.options = opts
         self.server_id = new_server_id()
         self.server_name = opts.server_name or self.server_id
-        self.limits = ConnectionLimits(
-            max_payload=opts.max_payload,
-            max_control_line=opts.max_control_line,
-            max_pending=opts.max_pending,
-            max_subs=opts.max_subs,
-            ping_interval=opts.ping_interval,
-            ping_max=opts.ping_max,
-            auth_timeout=opts.auth_timeout,
-            write_deadline=opts.write_deadline,
-        )
+        self.limits = _limits(opts)
         self.auth = Authenticator(opts.users, opts.token, opts.no_auth_user)
         self.auth_required = self.auth.required
         self.accounts: dict[str, Account] = {
@@ -96,17 +147,26 @@ class Server:
         self._info_base: dict[str, Any] = {}
         self.jetstream_enabled = False
         self.jetstream: Any = None
+        self._jetstream_stopped = False
         # Protocol tracing (-V): one log line per read and per write, never per message.
         self.trace = opts.trace
+        self.config_time = self.start_time
+        # Reads the configuration again for ``reload_config`` (the CLI puts its flags on top).
+        self.options_loader: Callable[[], tuple[ServerOptions, list[str]]] | None = None
+        self.ldm = False
 
     # ------------------------------------------------------------------ ClientHost
     def default_account(self) -> Account:
         return self.accounts[GLOBAL_ACCOUNT]
 
-    def info_for(self, client: ClientConnection, connect_info: bool = False) -> bytes:
+    def info_for(
+        self, client: ClientConnection, connect_info: bool = False, ldm: bool = False
+    ) -> bytes:
         info = dict(self._info_base)
         info["client_id"] = client.cid
         info["client_ip"] = client.ip
+        if ldm:
+            info["ldm"] = True
         if connect_info:
             info["connect_info"] = True
             info["remote_account"] = client.account.name
@@ -216,6 +276,8 @@ class Server:
             self._info_base["auth_required"] = True
         if opts.js.domain and self.jetstream_enabled:
             self._info_base["domain"] = opts.js.domain
+        # nats-server always sends its JetStream API level (ADR-44).
+        self._info_base["api_lvl"] = API_LEVEL
         log.info("Listening for client connections on %s:%d", opts.host, self.port)
         log.info("Server is ready")
         self.ready.set()
@@ -227,7 +289,7 @@ class Server:
 
         js = self.options.js
         if not js.store_dir:
-            js.store_dir = os.path.join(os.path.abspath("."), "data")
+            js.store_dir = _default_store_dir()
         os.makedirs(js.store_dir, exist_ok=True)
         log.info("Starting JetStream")
         log.info("  Store Directory: %r", js.store_dir)
@@ -236,7 +298,7 @@ class Server:
         )
         log.info("  Sync:            %s", sync)
         engine = JetStream(
-            DiskCatalog(js.store_dir),
+            DiskCatalog(js.store_dir, io=self.file_io),
             domain=js.domain,
             max_memory=js.max_memory,
             max_store=js.max_file,
@@ -280,26 +342,215 @@ class Server:
         if self._tcp is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._tcp.wait_closed(), 2.0)
-        if self.jetstream is not None:
-            await self.jetstream.shutdown()
+        await self._stop_jetstream()
         if self._monitor is not None:
             await self._monitor.stop()
-        if self.options.pid_file:
-            with contextlib.suppress(OSError):
-                os.unlink(self.options.pid_file)
+        # The pid file stays, as nats-server leaves it (scripts read it after exit too).
         log.info("Server Exiting..")
 
-    async def lame_duck(self, duration: float) -> None:
-        """Stop accepting, then close clients spread over ``duration`` seconds."""
-        if self._tcp is not None:
-            self._tcp.close()
-        clients = list(self.clients.values())
-        if clients and duration > 0:
-            step = duration / len(clients)
-            for c in clients:
-                c.close(CloseReason.SERVER_SHUTDOWN)
-                await asyncio.sleep(step)
+    async def _stop_jetstream(self) -> None:
+        if self.jetstream is None or self._jetstream_stopped:
+            return
+        self._jetstream_stopped = True
+        await self.jetstream.shutdown()
+        # Lame duck mode keeps clients for a while: as nats-server once JetStream is shut
+        # down, their API requests go unanswered instead of reaching closed stores.
+        self.jetstream.stop_answering()
+
+    async def lame_duck(self) -> None:
+        """nats-server's lameDuckMode: stop accepting clients and stop JetStream, send
+        ``"ldm": true`` INFO, wait ``lame_duck_grace_period``, then close the clients spread
+        over the rest of ``lame_duck_duration`` (at most a second apart) and shut down."""
+        if self._stopped.is_set() or self.ldm or self._tcp is None:
+            return
+        log.info("Entering lame duck mode, stop accepting new clients")
+        self.ldm = True
+        self._tcp.close()
+        opts = self.options
+        grace = abs(opts.lame_duck_grace_period)
+        await self._stop_jetstream()
+        clients = [c for c in self.clients.values() if not c.closed]
+        if self._stopped.is_set() or not clients:
+            await self.shutdown()
+            return
+        spread = opts.lame_duck_duration - grace
+        if spread <= 0:
+            spread = 1.0
+        interval = min(spread / len(clients), _LDM_MAX_INTERVAL)
+        batch = 1
+        if interval < _LDM_MIN_INTERVAL:
+            # Many clients in a short duration: close them in batches between short sleeps.
+            batch = max(1, int(len(clients) * _LDM_MIN_INTERVAL / spread))
+            interval = _LDM_MIN_INTERVAL
+        for c in clients:
+            if c.async_info and not c.closed:
+                c.send(self.info_for(c, ldm=True))
+        if not await self._sleep_unless_stopped(grace):
+            return
+        log.info("Closing existing clients")
+        for i, c in enumerate(clients):
+            c.close(CloseReason.SERVER_SHUTDOWN)
+            if i == len(clients) - 1:
+                break
+            if batch == 1 or i % batch == 0:
+                pause = max(random.uniform(0, interval), interval / 2)
+                if not await self._sleep_unless_stopped(pause):
+                    return
         await self.shutdown()
+
+    async def _sleep_unless_stopped(self, seconds: float) -> bool:
+        """Sleep; False (early) if the server was shut down meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopped.wait(), seconds)
+        return not self._stopped.is_set()
+
+    def reopen_log_file(self) -> None:
+        """SIGUSR1 (nats-server ReOpenLogFile): open the log file again by name, so a file
+        logrotate moved away is replaced by a new one."""
+        opts = self.options
+        if not opts.log_file:
+            log.info("File log re-open ignored, not a file logger")
+            return
+        try:
+            handler = open_handler(opts.log_file)
+        except OSError as e:
+            log.error("Failed to re-open log file %s: %s", opts.log_file, e)
+            return
+        install_handler(handler, opts.debug, opts.trace)
+        log.info("File log re-opened")
+
+    # ------------------------------------------------------------------ reload
+    def reload_config(self) -> None:
+        """Read the configuration file again and apply it (SIGHUP). Raises (ReloadError,
+        ValueError, OSError) and changes nothing if the file does not load or asks for a
+        change that cannot be made at run time."""
+        if self.options_loader is not None:
+            new, warnings = self.options_loader()
+        elif self.options.config_file:
+            new, warnings = load_config(self.options.config_file)
+        else:
+            raise ReloadError(
+                "can only reload config when a file is provided using -c or --config"
+            )
+        for w in warnings:
+            log.warning("%s", w)
+        self.reload(new)
+
+    def reload(self, new: ServerOptions) -> None:
+        """Apply ``new`` options to the running server, entirely or not at all."""
+        _baseline(new)
+        _validate(new)
+        # Validation before the comparison, as nats-server (validateOptions, then diffOptions).
+        auth = Authenticator(new.users, new.token, new.no_auth_user)
+        plan = plan_reload(
+            self.options,
+            new,
+            jetstream_enabled=self.jetstream_enabled,
+            default_store_dir=_default_store_dir(),
+        )
+        handler = open_handler(new.log_file) if plan.logging else None
+        # Everything that can fail has been done: from here on the reload is applied whole.
+        self.options = new
+        for line in plan.notices:
+            log.info("%s", line)
+        if handler is not None:
+            install_handler(handler, new.debug, new.trace)
+        self.trace = new.trace
+        self._apply_limits(plan)
+        self._apply_accounts(plan)
+        self.auth = auth
+        self.auth_required = auth.required
+        if auth.required:
+            self._info_base["auth_required"] = True
+        else:
+            self._info_base.pop("auth_required", None)
+        self._recheck_clients()
+        self._drop_removed_accounts()
+        self.config_time = time.time()
+        log.info("Reloaded server configuration")
+
+    def _apply_limits(self, plan: ReloadPlan) -> None:
+        opts = plan.options
+        if plan.limits:
+            self.limits = _limits(opts)
+            for c in self.clients.values():
+                c.apply_limits(self.limits)
+        if self._info_base:
+            self._info_base["max_payload"] = opts.max_payload
+        if plan.max_connections and len(self.clients) > max(0, opts.max_connections):
+            over = list(self.clients.values())
+            random.shuffle(over)
+            over = over[: len(over) - max(0, opts.max_connections)]
+            for c in over:
+                c.send(encode_err("maximum connections exceeded"))
+                c.close(CloseReason.MAX_CONNECTIONS)
+            log.info("Closed %d connections to fall within max_connections", len(over))
+        if plan.pid_file:
+            try:
+                with open(opts.pid_file, "w") as f:
+                    f.write(str(os.getpid()))
+            except OSError as e:
+                log.error("Failed to write pidfile: %s", e)
+        if self.jetstream is not None:
+            if plan.js_max_memory is not None:
+                self.jetstream.max_memory = plan.js_max_memory
+            if plan.js_max_store is not None:
+                self.jetstream.max_store = plan.js_max_store
+
+    def _apply_accounts(self, plan: ReloadPlan) -> None:
+        for acfg in plan.new_accounts:
+            acct = self.accounts.get(acfg.name)
+            if acct is None:
+                acct = self.accounts[acfg.name] = Account(acfg.name)
+            acct.jetstream_limits = acfg.jetstream
+            if self.jetstream is not None and acfg.jetstream is not None:
+                self.jetstream.enable_account(acct, acfg.jetstream)
+        for u in plan.options.users:
+            if u.account not in self.accounts:
+                self.accounts[u.account] = Account(u.account)
+
+    def _recheck_clients(self) -> None:
+        """nats-server's reloadAuthorization for client connections: a client whose user is
+        gone or now belongs to another account is closed (it reconnects to the right one),
+        one whose credentials no longer authenticate gets "Authorization Violation", the
+        others get their user's new permissions."""
+        users = self.auth.users
+        for c in list(self.clients.values()):
+            if c.closed or not c.connected:
+                continue
+            if c.user:
+                u = users.get(c.user)
+                if u is None or u.account != c.account.name:
+                    c.close(CloseReason.CLIENT_CLOSED)
+                    continue
+            if not self.auth_required:
+                c.update_permissions(None)
+                continue
+            res = self.authenticate(c, c.credentials)
+            if res is None:
+                log.error(
+                    "%s:%d - cid:%d - authentication error - User %r",
+                    c.ip,
+                    c.port,
+                    c.cid,
+                    c.user,
+                )
+                c.auth_violation()
+            elif res[0] is not c.account:
+                c.close(CloseReason.CLIENT_CLOSED)
+            else:
+                c.update_permissions(res[1])
+
+    def _drop_removed_accounts(self) -> None:
+        keep = {GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, *self.options.accounts}
+        keep.update(u.account for u in self.options.users)
+        if self.jetstream is not None:
+            keep.update(self.jetstream.accounts)
+        for name in [n for n in self.accounts if n not in keep]:
+            acct = self.accounts[name]
+            if not acct.clients:
+                del self.accounts[name]
+                log.info("Reloaded: deleting account %r", name)
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

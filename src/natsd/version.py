@@ -1,12 +1,24 @@
 """Version numbers.
 
 ``__version__`` is natsd's own. ``SERVER_VERSION`` is the nats-server version whose client
-protocol natsd speaks; it goes into INFO because clients gate features on it.
+protocol and JetStream features natsd offers; it goes into INFO and ``/varz`` because clients
+gate features on it. ``API_LEVEL`` is the JetStream API level (ADR-44) in INFO (``api_lvl``),
+``$JS.API.INFO`` (``api.level``), ``/varz`` and ``/jsz`` and the ``_nats.level`` metadata of
+stream and consumer configs; clients send ``Nats-Required-Api-Level`` against it.
+
+Why 2.11 and level 1: a level promises every feature nats-server ties to it
+(``server/jetstream_versioning.go``). Level 1 (2.11) is per-message TTLs, subject delete
+markers, consumer pause and priority groups (pinned / overflow): natsd implements all of
+them. Level 2 (2.12) is message counters, atomic batch publish, message schedules and async
+persistence; level 3 the snapshot ``window_size``; level 4 (2.14) fast batch publish and
+flow-control acks; level 5 (2.15) source stream identities. natsd refuses each of those
+(stream_config.unsupported_feature, consumer_config), so nothing it accepts needs more than
+level 1 (``_nats.req.level`` <= 1, checked by tests), and a client that asks for level 2 is
+told so. Newer behaviour natsd matches (error texts and the like, recorded against
+nats-server 2.15.1) does not change that: the version says which features a client may use.
 """
 
 __version__ = "0.1.0"
 SERVER_VERSION = "2.11.0"
-# The JetStream API level of SERVER_VERSION (ADR-44: 2.11 is level 1). Clients read it from
-# $JS.API.INFO (api.level) and stream/consumer metadata (_nats.level) to gate features.
 API_LEVEL = 1
 PROTO = 1

@@ -1,4 +1,4 @@
-"""``nats consumer`` add/info/ls/edit/rm/next/sub (skipped on a server without consumers)."""
+"""``nats consumer`` add/info/ls/edit/rm/next/sub."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def orders(cli: Cli, server: ServerProc, consumers: None) -> Cli:
+def orders(cli: Cli, server: ServerProc) -> Cli:
     cli.run("stream", "add", "ORDERS", "--subjects", "orders.>", "--defaults")
     server.publish(
         ("orders.new", "order 1"), ("orders.new", "order 2"), ("orders.shipped", "order 3")

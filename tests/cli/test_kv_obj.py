@@ -8,7 +8,7 @@ import os
 import nats
 import pytest
 
-from .conftest import Cli, ServerProc, finish, need_consumers, wait_for_line
+from .conftest import Cli, ServerProc, finish, wait_for_line
 
 # Many `nats` runs (about 0.3 s each): part of `make test`, left out by -m 'not slow'.
 pytestmark = pytest.mark.slow
@@ -47,7 +47,6 @@ def test_kv_put_get_del_and_buckets(cli: Cli, server: ServerProc) -> None:
 
 
 def test_kv_ls_history_watch(cli: Cli, server: ServerProc) -> None:
-    need_consumers(server)
     cli.run("kv", "add", "CFG", "--history", "5")
     for v in ("1", "2", "3"):
         cli.run("kv", "put", "CFG", "n", v)
@@ -107,7 +106,6 @@ def test_object_interoperates_with_nats_py(cli: Cli, server: ServerProc) -> None
     cli.run("object", "get", "FILES", "from-py", "-O", "got.bin")
     assert (cli.cwd / "got.bin").read_bytes() == data
 
-    need_consumers(server)  # nats-py reads objects through an ordered consumer
     (cli.cwd / "up.bin").write_bytes(data[::-1])
     cli.run("object", "put", "FILES", "up.bin")
 
@@ -144,6 +142,5 @@ def test_bench(cli: Cli, server: ServerProc) -> None:
     )
     assert r["msgs"] == 1000
     assert server.api("STREAM.INFO.BENCH")["state"]["messages"] == 1000
-    need_consumers(server)
     r = cli.json("bench", "js", "fetch", "--stream", "BENCH", "--msgs", "1000")
     assert r["msgs"] == 1000

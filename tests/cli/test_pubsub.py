@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from .conftest import Cli, ServerProc, finish, need_consumers, wait_for_line
+from .conftest import Cli, ServerProc, finish, wait_for_line
 
 
 def test_pub_sub_count_headers_templates(cli: Cli, server: ServerProc) -> None:
@@ -67,7 +67,6 @@ def test_jetstream_publish_and_stream_sub(cli: Cli, server: ServerProc) -> None:
     assert "Stored in Stream: EVENTS Sequence: 2" in r.stderr
     r = cli.run("pub", "nostream.a", "x", "-J", "--timeout", "1s", check=False)
     assert r.returncode == 1 and "no stream" in r.stderr
-    need_consumers(server)
     r = cli.run("sub", "--stream", "EVENTS", "--all", "--count", "2", timeout=20)
     assert "Received JetStream message: stream: EVENTS seq 1 / subject: ev.a" in r.stdout
     assert "event 2" in r.stdout

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .conftest import Cli, ServerProc, need_consumers
+from .conftest import Cli, ServerProc
 
 HOUR_NS = 3600 * 10**9
 
@@ -45,7 +45,6 @@ def test_seed_001_putting_it_together(cli: Cli, server: ServerProc) -> None:
     assert info["config"]["retention"] == "limits"
     assert info["state"]["messages"] == 3
 
-    need_consumers(server)
     # Create a durable pull consumer that delivers from the beginning of the stream
     cli.run(
         "consumer",
@@ -102,7 +101,6 @@ def test_seed_000_core_concepts(cli: Cli, server: ServerProc) -> None:
     assert (cfg["storage"], cfg["retention"], cfg["max_age"]) == ("file", "limits", 24 * HOUR_NS)
     assert (cfg["max_msgs"], cfg["max_bytes"], cfg["discard"]) == (-1, -1, "old")
 
-    need_consumers(server)
     # Create a Push Consumer (server pushes to a subject)
     cli.run(
         "consumer",

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary, server_pair
+from .harness import ServerPair, server_pair
 
 MAX_PAYLOAD = 1024
 
@@ -44,8 +45,7 @@ def pair_fixture(args: Sequence[str] = (), *, config: str | None = None, scope: 
 
     @pytest.fixture(scope=scope)  # type: ignore[misc]
     def _fixture() -> Iterator[ServerPair]:
-        if nats_server_binary() is None:
-            pytest.skip("nats-server binary not installed")
+        require_nats_server()
         with server_pair(args, config=config) as pair:
             yield pair
 

@@ -25,7 +25,6 @@ Normalisation (:func:`normalise`), applied when the scenario ends:
 * Names the scenario registered with :meth:`ConsumerRecorder.alias` (server-generated
   ephemeral consumer names, ...) are replaced everywhere by their alias.
 
-The natsd side is skipped while natsd has no consumer API: see :func:`natsd_skip_reason`.
 Set ``NATSD_DIFF_IMPL=nats-server`` to run nats-server on *both* sides (the self-check
 used to prove a scenario is stable after normalisation).
 """
@@ -47,11 +46,6 @@ from typing import Any
 from .harness import ServerPair, ServerProcess, start_server
 
 API = "$JS.API"
-
-#: Written before natsd had consumers: with True, the tests skip while natsd does not answer
-#: ``$JS.API.CONSUMER.NAMES`` (see :func:`natsd_skip_reason`). natsd has consumers now, so a
-#: broken consumer API fails the tests instead.
-SKIP_WITHOUT_CONSUMERS = False
 
 #: ``NATSD_DIFF_IMPL=nats-server``: the "impl" side is a second nats-server (self-check).
 SELF_CHECK = os.environ.get("NATSD_DIFF_IMPL", "natsd") == "nats-server"
@@ -748,29 +742,6 @@ def entry(log: list[tuple[str, Any]], label: str) -> Any:
 
 
 # ====================================================================== servers
-async def _probe_consumer_api(server: ServerProcess) -> bool:
-    conn = await RawConn.open(server)
-    try:
-        f = await conn.request(f"{API}.CONSUMER.NAMES.__PROBE__", b"", timeout=1.0)
-        return f is not None and bool(f.data)
-    finally:
-        await conn.close()
-
-
-def natsd_skip_reason(server: ServerProcess) -> str | None:
-    """Why the natsd side must be skipped, or ``None``.
-
-    natsd has no consumer API yet; until ``$JS.API.CONSUMER.NAMES.<stream>`` gets an
-    answer the consumer tests skip. Once consumers land, set :data:`SKIP_WITHOUT_CONSUMERS`
-    to False (one line) so a broken consumer API fails the tests instead of skipping them.
-    """
-    if not SKIP_WITHOUT_CONSUMERS or SELF_CHECK:
-        return None
-    if asyncio.run(_probe_consumer_api(server)):
-        return None
-    return "natsd has no JetStream consumer API yet (no answer to $JS.API.CONSUMER.NAMES)"
-
-
 @contextlib.contextmanager
 def consumer_server_pair(extra_args: tuple[str, ...] = ()) -> Iterator[ServerPair]:
     """nats-server and natsd (or a second nats-server with ``NATSD_DIFF_IMPL=nats-server``),

@@ -3,7 +3,8 @@
 
 Reusable pieces (see the module docstrings of each for details):
 
-* :func:`nats_server_binary` -- path to the reference binary or ``None``.
+* :func:`nats_server_binary` -- path to the reference binary or ``None`` (from
+  ``components``; tests call ``components.require_nats_server()`` instead).
 * :func:`server_pair` -- context manager starting BOTH servers with the same
   command-line flags / config file on free loopback ports; yields a
   :class:`ServerPair` (``.ref`` = nats-server, ``.impl`` = natsd).
@@ -12,7 +13,8 @@ Reusable pieces (see the module docstrings of each for details):
   :class:`Transcript`; :func:`compare_raw` runs it against both servers in
   parallel and returns ``(ref, impl)``.
 * :func:`run_client_both` -- run the same nats-py coroutine against both
-  servers and return ``(ref_result, impl_result)``.
+  servers and return ``(ref_result, impl_result)``; :func:`run_reference` and
+  :class:`ReferenceFailure` -- a failing reference side is an error, not a value.
 * :func:`normalise_json` -- replace timestamps / ids / volatile fields with
   placeholders (for JetStream JSON API comparisons).
 """
@@ -23,7 +25,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import select
 import shutil
@@ -37,22 +38,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from components import nats_server_binary
+
 HOST = "127.0.0.1"
 
 # --------------------------------------------------------------------------
-# Locating the servers
+# Locating the servers (the reference binary: components.nats_server_binary)
 # --------------------------------------------------------------------------
-
-
-def nats_server_binary() -> str | None:
-    """Return the reference ``nats-server`` binary, or ``None`` if absent.
-
-    Looks next to ``sys.executable`` first (the venv's ``bin``), then PATH.
-    """
-    candidate = Path(sys.executable).parent / "nats-server"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    return shutil.which("nats-server")
 
 
 def natsd_command() -> list[str]:
@@ -213,7 +205,7 @@ def server_pair(args: Sequence[str] = (), *, config: str | None = None) -> Itera
     file text; yield a :class:`ServerPair`; stop both on exit.
 
     Raises :class:`ServerStartError` if either cannot start (callers in tests
-    should skip when :func:`nats_server_binary` is ``None``).
+    should call ``components.require_nats_server()`` first).
     """
     tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-"))
     config_path = write_config(config, tmp) if config is not None else None
@@ -552,6 +544,24 @@ class ClientError:
     message: str
 
 
+class ReferenceFailure(AssertionError):
+    """The reference (nats-server) side of a differential scenario raised or timed out.
+
+    Comparing it as a value would let a scenario in which both servers fail (say, both
+    time out) pass without testing anything: it is an error of the scenario, reported with
+    the exception and the reference server's log tail.
+    """
+
+    def __init__(self, server: ServerProcess, what: str) -> None:
+        log = server.log().strip().splitlines()[-15:]
+        super().__init__(
+            f"the reference side ({server.name} at {server.url}) failed: {what}\n"
+            "A differential scenario needs an answer from nats-server; fix the scenario "
+            "(or mark an expected silence explicitly).\n"
+            f"{server.name} log tail:\n" + "\n".join(log)
+        )
+
+
 async def run_client(
     server: ServerProcess,
     fn: Callable[[Any], Awaitable[Any]],
@@ -585,19 +595,38 @@ async def run_client(
             await nc.close()
 
 
+async def run_reference(
+    server: ServerProcess, fn: Callable[[Any], Awaitable[Any]], **kwargs: Any
+) -> Any:
+    """:func:`run_client` on the reference server, where an exception (a timeout included)
+    is a :class:`ReferenceFailure`, never a value to compare."""
+    try:
+        return await run_client(server, fn, capture_errors=False, **kwargs)
+    except ReferenceFailure:
+        raise
+    except Exception as e:
+        raise ReferenceFailure(server, f"{type(e).__name__}: {e}") from e
+
+
 async def run_client_both(
     pair: ServerPair,
     fn: Callable[[Any], Awaitable[Any]],
     *,
     capture_errors: bool = True,
+    reference_must_succeed: bool = False,
     **connect_opts: Any,
 ) -> tuple[Any, Any]:
     """Run ``await fn(nc)`` with a fresh nats-py connection to each server
     (sequentially) and return ``(ref_result, impl_result)``. Exceptions become
     :class:`ClientError` values (unless ``capture_errors=False``) so failures
-    are compared too. Extra kwargs go to ``nats.connect``.
+    are compared too; a scenario that expects an answer (the JetStream API ones) passes
+    ``reference_must_succeed=True``, so an exception on the nats-server side is a
+    :class:`ReferenceFailure`. Extra kwargs go to ``nats.connect``.
     """
-    ref = await run_client(pair.ref, fn, capture_errors=capture_errors, **connect_opts)
+    if reference_must_succeed:
+        ref = await run_reference(pair.ref, fn, **connect_opts)
+    else:
+        ref = await run_client(pair.ref, fn, capture_errors=capture_errors, **connect_opts)
     impl = await run_client(pair.impl, fn, capture_errors=capture_errors, **connect_opts)
     return ref, impl
 

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .harness import ServerPair, ServerProcess, run_client, start_server
+from .harness import ServerPair, ServerProcess, run_client, run_reference, start_server
 
 API = "$JS.API"
 
@@ -119,8 +119,11 @@ def parse_header_block(raw: bytes | None) -> tuple[str, list[tuple[str, str]]]:
 class JsRecorder:
     """Wraps a nats-py connection and records normalised responses."""
 
-    def __init__(self, nc: Any, *, api_counters: bool = True) -> None:
+    def __init__(self, nc: Any, *, api_counters: bool = True, reference: bool = False) -> None:
         self.nc = nc
+        #: True on the nats-server side: a request it does not answer raises (see
+        #: :meth:`raw_request`) instead of being recorded as ``<timeout>``.
+        self.reference = reference
         #: False: account infos show ``api.total``/``api.errors`` as ``"<n>"``.
         self.api_counters = api_counters
         self.log: list[tuple[str, Any]] = []
@@ -141,7 +144,12 @@ class JsRecorder:
         body: bytes | str | dict[str, Any] | None = b"",
         headers: dict[str, str] | None = None,
         timeout: float = 2.0,
+        expect_silence: bool = False,
     ) -> Any:
+        """The reply message, or :data:`NO_RESPONDERS` (an answer: the 503 status), or
+        :data:`TIMEOUT`. On the reference side a timeout raises, unless the scenario says
+        nats-server stays silent here (``expect_silence``): otherwise two servers that both
+        fail to answer would compare equal."""
         import nats.errors
 
         if isinstance(body, dict):
@@ -155,6 +163,8 @@ class JsRecorder:
         except nats.errors.NoRespondersError:
             return NO_RESPONDERS
         except nats.errors.TimeoutError:
+            if self.reference and not expect_silence:
+                raise TimeoutError(f"no answer to {subject} {body[:200]!r} in {timeout}s") from None
             return TIMEOUT
 
     async def req(
@@ -165,12 +175,15 @@ class JsRecorder:
         *,
         timeout: float = 2.0,
         record: bool = True,
+        expect_silence: bool = False,
     ) -> Any:
         """A JetStream API request; ``subject`` is relative to ``$JS.API.`` unless it
         starts with ``$``. Records and returns the normalised JSON response."""
         if not subject.startswith("$"):
             subject = f"{API}.{subject}"
-        msg = await self.raw_request(subject, body, timeout=timeout)
+        msg = await self.raw_request(
+            subject, body, timeout=timeout, expect_silence=expect_silence
+        )
         out = msg if isinstance(msg, str) else norm(_decode(msg.data))
         if (
             isinstance(out, dict)
@@ -189,11 +202,14 @@ class JsRecorder:
         headers: dict[str, str] | None = None,
         *,
         timeout: float = 2.0,
+        expect_silence: bool = False,
     ) -> Any:
         """A publish with a reply subject (a JetStream publish): records the PubAck."""
         if isinstance(data, str):
             data = data.encode()
-        msg = await self.raw_request(subject, data, headers=headers, timeout=timeout)
+        msg = await self.raw_request(
+            subject, data, headers=headers, timeout=timeout, expect_silence=expect_silence
+        )
         out = msg if isinstance(msg, str) else norm(_decode(msg.data))
         self.log.append((label, out))
         return out
@@ -215,12 +231,13 @@ class JsRecorder:
         body: bytes | str | dict[str, Any] | None = b"",
         *,
         timeout: float = 2.0,
+        expect_silence: bool = False,
     ) -> Any:
         """A direct get: records ``{status, headers, payload}`` (or a timeout /
         no-responders marker)."""
         if not subject.startswith("$"):
             subject = f"{API}.DIRECT.GET.{subject}"
-        msg = await self.raw_request(subject, body, timeout=timeout)
+        msg = await self.raw_request(subject, body, timeout=timeout, expect_silence=expect_silence)
         if isinstance(msg, str):
             out: Any = msg
         else:
@@ -284,30 +301,54 @@ Scenario = Callable[[JsRecorder], Awaitable[None]]
 
 
 async def _run_one(
-    server: ServerProcess, scenario: Scenario, timeout: float, api_counters: bool
+    server: ServerProcess,
+    scenario: Scenario,
+    timeout: float,
+    api_counters: bool,
+    reference: bool,
+    fresh: bool,
 ) -> Any:
     async def fn(nc: Any) -> Any:
-        await reset(nc)
-        rec = JsRecorder(nc, api_counters=api_counters)
-        await rec.start()
+        rec = JsRecorder(nc, api_counters=api_counters, reference=reference)
+        if not fresh:
+            await reset(nc)
+            await rec.start()
         await scenario(rec)
-        await reset(nc)
+        if not fresh:
+            await reset(nc)
         return rec.log
 
+    if reference:
+        return await run_reference(server, fn, timeout=timeout)
     return await run_client(server, fn, timeout=timeout)
 
 
 async def run_scenario(
-    pair: ServerPair, scenario: Scenario, *, timeout: float = 20.0, api_counters: bool = False
+    pair: ServerPair,
+    scenario: Scenario,
+    *,
+    timeout: float = 20.0,
+    api_counters: bool = False,
+    fresh: bool = False,
 ) -> tuple[Any, Any]:
     """Run ``scenario`` against both servers concurrently: ``(ref_log, impl_log)``.
 
     ``api_counters``: compare the account ``api.total``/``api.errors`` counters (as
-    deltas from the start of the scenario); otherwise they are masked."""
+    deltas from the start of the scenario); otherwise they are masked. ``fresh``: no
+    reset and no start() around the scenario, so the counters are absolute.
+
+    The nats-server side must answer: an exception or a request it leaves unanswered
+    (unless marked ``expect_silence``) raises :class:`ReferenceFailure`. natsd's
+    exceptions and timeouts are values, compared with nats-server's answers."""
     ref, impl = await asyncio.gather(
-        _run_one(pair.ref, scenario, timeout, api_counters),
-        _run_one(pair.impl, scenario, timeout, api_counters),
+        _run_one(pair.ref, scenario, timeout, api_counters, True, fresh),
+        _run_one(pair.impl, scenario, timeout, api_counters, False, fresh),
+        return_exceptions=True,
     )
+    # Both are awaited before raising, so no side is left running after the test.
+    for result in (ref, impl):
+        if isinstance(result, BaseException):
+            raise result
     return ref, impl
 
 

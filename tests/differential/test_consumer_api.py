@@ -10,16 +10,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
 from .consumer_scenarios import (
     ConsumerRecorder,
     assert_same,
     consumer_server_pair,
     entry,
-    natsd_skip_reason,
     run_scenario,
 )
-from .harness import ServerPair, nats_server_binary
+from .harness import ServerPair
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 
@@ -28,12 +28,8 @@ SEC = 1_000_000_000
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with consumer_server_pair() as p:
-        reason = natsd_skip_reason(p.impl)
-        if reason:
-            pytest.skip(reason)
         yield p
 
 

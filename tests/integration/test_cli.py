@@ -16,7 +16,6 @@ import pytest
 
 from .conftest import (
     LISTEN_RE,
-    REAL,
     RawClient,
     free_port,
     get_json,
@@ -157,33 +156,47 @@ async def test_flags_override_config(tmp_dir, spawn) -> None:
 
 
 @only_natsd
-async def test_unknown_config_key_warns_but_starts(tmp_dir, spawn, connect) -> None:
+async def test_cosmetic_config_key_warns_but_starts(tmp_dir, spawn, connect) -> None:
     conf = write(
         tmp_dir,
-        "unknown.conf",
+        "cosmetic.conf",
         """
         listen: "127.0.0.1:-1"
-        some_future_option: 42
+        logtime: false
     """,
     )
     sp = await spawn("-c", conf).wait_ready()
     log = sp.log()
-    warn = [ln for ln in log.splitlines() if "some_future_option" in ln]
+    warn = [ln for ln in log.splitlines() if "logtime" in ln]
     assert warn, log
-    assert "[WRN]" in warn[0]
+    assert "[WRN]" in warn[0] and "has no effect in natsd" in warn[0]
     nc = await connect(f"nats://127.0.0.1:{sp.port}")
     await nc.flush()
     assert nc.is_connected
 
 
-async def test_unknown_config_key_nats_server_refuses(tmp_dir) -> None:
-    """For reference: nats-server itself refuses unknown keys (natsd deliberately warns)."""
-    if not REAL:
-        pytest.skip("documents nats-server behaviour")
-    conf = write(tmp_dir, "unknown.conf", "some_future_option: 42\n")
-    res = subprocess.run([*server_cmd(), "-c", conf], capture_output=True, timeout=10)
+async def test_unknown_config_key_is_refused(tmp_dir) -> None:
+    """nats-server and natsd both refuse a key nats-server does not know, and never start."""
+    conf = write(tmp_dir, "unknown.conf", "port: -1\nsome_future_option: 42\n")
+    res = await asyncio.to_thread(
+        subprocess.run, [*server_cmd(), "-c", conf], capture_output=True, timeout=30
+    )
     assert res.returncode == 1
     assert b'unknown field "some_future_option"' in res.stderr
+
+
+@only_natsd
+async def test_unsupported_config_key_is_refused_at_startup(tmp_dir) -> None:
+    """A key nats-server honours and natsd cannot (here TLS: natsd would listen in
+    plaintext) stops natsd with one line naming it, instead of a server that looks fine."""
+    conf = write(tmp_dir, "tls.conf", 'port: -1\ntls { cert_file: "c.pem", key_file: "k.pem" }\n')
+    res = await asyncio.to_thread(
+        subprocess.run, [*server_cmd(), "-c", conf], capture_output=True, timeout=30
+    )
+    assert res.returncode == 1
+    assert res.stderr.decode().splitlines() == [
+        f'natsd: {conf}:2: config key "tls" is not supported by natsd yet'
+    ]
 
 
 async def test_max_payload_above_max_pending_is_refused(tmp_dir) -> None:

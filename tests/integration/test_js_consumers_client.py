@@ -5,10 +5,6 @@ msg.metadata, consumer management, every deliver policy and ack policy.
 Each test starts its own server with ``-js -sd <tmp>`` through the ``spawn`` fixture, so
 ``NATSD_IT_TARGET=nats-server`` runs the very same tests against the Go server (that is
 how every expectation here was checked).
-
-natsd skip: the tests were written before natsd had consumers; ``SKIP_WITHOUT_CONSUMERS``
-(now False) made them skip while natsd did not answer ``$JS.API.CONSUMER.NAMES``. A broken
-consumer API now fails them.
 """
 
 from __future__ import annotations
@@ -33,46 +29,19 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError, NotFoundError
 
-from .conftest import REAL, ServerProcess, wait_for
+from .conftest import ServerProcess, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
-#: Remove (set to False) once natsd implements consumers: see the module docstring.
-SKIP_WITHOUT_CONSUMERS = False
-SKIP_REASON = "natsd has no JetStream consumer API yet (no answer to $JS.API.CONSUMER.NAMES)"
-
-#: natsd probe result, cached for the module ("natsd" -> answers the consumer API).
-_PROBE: dict[str, bool] = {}
-
 STREAM = "S"
-
-
-async def _answers_consumer_api(url: str) -> bool:
-    nc = await nats.connect(url, allow_reconnect=False)
-    try:
-        await nc.request("$JS.API.CONSUMER.NAMES.__PROBE__", b"", timeout=1)
-        return True
-    except (TimeoutError, nats.errors.NoRespondersError):
-        return False
-    finally:
-        await nc.close()
 
 
 @pytest.fixture
 async def js_url(spawn: Callable[..., ServerProcess], tmp_dir: str) -> str:
     """URL of a fresh JetStream server (natsd or nats-server, see NATSD_IT_TARGET)."""
-    check = not REAL and SKIP_WITHOUT_CONSUMERS
-    if check and _PROBE.get("natsd") is False:
-        pytest.skip(SKIP_REASON)
     store = os.path.join(tmp_dir, "jetstream")
     sp = await spawn("-js", "-sd", store, "-a", "127.0.0.1", "-p", "-1").wait_ready()
-    url = f"nats://127.0.0.1:{sp.port}"
-    if check:
-        if "natsd" not in _PROBE:
-            _PROBE["natsd"] = await _answers_consumer_api(url)
-        if not _PROBE["natsd"]:
-            pytest.skip(SKIP_REASON)
-    return url
+    return f"nats://127.0.0.1:{sp.port}"
 
 
 @pytest.fixture

@@ -3,17 +3,17 @@ library (``jsm.consumers.add``, ``js.consumers.get`` + ``fetch``/``next``/``cons
 consumers) over real sockets.
 
 The script is run with ``node --input-type=module --eval`` from ``tests/node`` so it uses
-the packages installed there by ``tests/node/test_nats_js.py`` (``npm ci``); without node or
-those packages the test skips.
+the packages ``make node-modules`` installs there (``npm ci``); without node or those packages
+the test fails under CI and skips elsewhere (``components.require_node_modules``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
+from components import require_node, require_node_modules
 
 import natsd
 
@@ -87,9 +87,8 @@ EXPECTED = [
 
 
 async def test_natsjs_consumers(tmp_path: Path) -> None:
-    node = shutil.which("node")
-    if node is None or not (NODE_DIR / "node_modules" / "nats").is_dir():
-        pytest.skip("node or tests/node/node_modules (npm ci) not available")
+    require_node_modules()
+    node = require_node()
     async with natsd.Server(
         port=0, host="127.0.0.1", jetstream=True, store_dir=str(tmp_path), http_port=-1
     ) as srv:

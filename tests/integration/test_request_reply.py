@@ -156,7 +156,8 @@ async def test_no_responders(server, connect) -> None:
     t0 = time.monotonic()
     with pytest.raises(nats.errors.NoRespondersError):
         await cli.request("nobody.home", b"?", timeout=5)
-    assert time.monotonic() - t0 < 1.0, "no-responders must be immediate, not a timeout"
+    # Immediate, not the 5 s timeout (the margin is for a loaded machine).
+    assert time.monotonic() - t0 < 2.5, "no-responders must be immediate, not a timeout"
     # The connection is fine afterwards.
     sub = await cli.subscribe("someone.home")
     await cli.flush()

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
+from differential import harness
 
 import natsd.jetstream.errors as E
 from natsd.jetstream.errors import API_ERRORS, BY_ERR_CODE, ApiError, ErrorDef, err, lookup
@@ -55,6 +57,7 @@ ROWS = [
     ("JSStreamSealedErr", 400, 10109, "invalid operation on sealed stream"),
     ("JSMessageTTLInvalidErr", 400, 10165, "invalid per-message TTL"),
     ("JSStreamReconfigureInProgressErr", 400, 10226, "stream reconfiguration already in progress"),
+    ("JSMessageSourceHdrNotAllowedErr", 400, 10227, "message stream source header is not allowed"),
 ]
 
 
@@ -69,9 +72,9 @@ def test_rows(name: str, code: int, err_code: int, description: str) -> None:
 
 
 def test_table_shape() -> None:
-    # errors.json numbers 10002..10226 without gaps; one constant per number.
-    assert sorted(BY_ERR_CODE) == list(range(10002, 10227))
-    assert len(API_ERRORS) == len(BY_ERR_CODE) == 225
+    # errors.json numbers 10002..10227 without gaps; one constant per number.
+    assert sorted(BY_ERR_CODE) == list(range(10002, 10228))
+    assert len(API_ERRORS) == len(BY_ERR_CODE) == 226
     assert {d.code for d in API_ERRORS.values()} == {400, 404, 409, 412, 429, 500, 503}
     for name, d in API_ERRORS.items():
         assert name.startswith("JS") and getattr(E, name) is d and name in E.__all__
@@ -128,10 +131,7 @@ def test_lookup_by_name() -> None:
 
 def test_descriptions_are_in_the_nats_server_binary() -> None:
     """Each description template is a string constant inside nats-server (catches typos)."""
-    harness = pytest.importorskip("differential.harness")
-    binary = harness.nats_server_binary()
-    if binary is None:
-        pytest.skip("nats-server binary not installed")
+    binary = require_nats_server()
     data = Path(binary).read_bytes()
     missing = [d.constant for d in API_ERRORS.values() if d.description.encode() not in data]
     assert missing == []
@@ -198,9 +198,7 @@ async def _run(url: str) -> list[dict[str, Any]]:
 
 @pytest.mark.differential
 def test_errors_match_nats_server(tmp_path: Path) -> None:
-    harness = pytest.importorskip("differential.harness")
-    if harness.nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     server = harness.start_server("nats-server", ["-js", "-sd", str(tmp_path)])
     try:
         responses = asyncio.run(_run(server.url))

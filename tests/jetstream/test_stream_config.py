@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
+from differential import harness
 
 from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_config import (
@@ -1575,9 +1577,17 @@ UPDATE_CASES: list[tuple[str, dict[str, Any], Any, Expect]] = [
 # fmt: on
 
 
-# nats-server accepts these; natsd refuses mirrors and sources until it runs them.
+# nats-server accepts these; natsd refuses mirrors and sources until it runs them, and the
+# 2.12+ features it does not implement (counters, atomic / fast batch publish, schedules,
+# async persistence, s2 compression of a file stream).
 _NO_MIRRORS = err(500, 10052, "stream mirrors are not supported")
 _NO_SOURCES = err(500, 10052, "stream sources are not supported")
+_NO_COUNTERS = err(500, 10052, "stream message counters are not supported")
+_NO_ATOMIC = err(500, 10052, "stream atomic batch publish is not supported")
+_NO_BATCH = err(500, 10052, "stream batch publish is not supported")
+_NO_SCHEDULES = err(500, 10052, "stream message schedules are not supported")
+_NO_ASYNC = err(500, 10052, "stream async persist mode is not supported")
+_NO_COMPRESSION = err(500, 10052, "stream compression is not supported")
 NATSD_DIFFERS: dict[str, Expect] = {
     "mirror_ok": _NO_MIRRORS,
     "mirror_external_ok": _NO_MIRRORS,
@@ -1587,6 +1597,30 @@ NATSD_DIFFERS: dict[str, Expect] = {
     "source_different_filters": _NO_SOURCES,
     "source_with_subjects": _NO_SOURCES,
     "source_marker_ttl": _NO_SOURCES,
+    "everything": _NO_BATCH,
+    "counter_atomic": _NO_COUNTERS,
+    "counter": _NO_COUNTERS,
+    "compression_s2": _NO_COMPRESSION,
+    "compression_escaped": _NO_COMPRESSION,
+    "schedules": _NO_SCHEDULES,
+    "schedules_clear_deny_purge": _NO_SCHEDULES,
+    "pedantic_schedules_with_rollup": _NO_SCHEDULES,
+    "atomic": _NO_ATOMIC,
+    "batched": _NO_BATCH,
+    "persist_async": _NO_ASYNC,
+}
+# The same for updates nats-server accepts.
+UPDATE_DIFFERS: dict[str, Expect] = {
+    "update_enable_schedules": _NO_SCHEDULES,
+    "update_compression": _NO_COMPRESSION,
+    "update_atomic": _NO_ATOMIC,
+    "update_batched": _NO_BATCH,
+}
+# Lifts every refusal of a config nats-server accepts.
+ALLOW_ALL: dict[str, bool] = {
+    "allow_mirrors": True,
+    "allow_sources": True,
+    "allow_unimplemented": True,
 }
 
 # Account limits (max_bytes_required, *_max_stream_bytes) and the server's duplicate window
@@ -1664,13 +1698,14 @@ def natsd_create(name: str, body: Any, **kw: Any) -> Expect:
     return ("ok", cfg.to_json())
 
 
-def natsd_update(base: dict[str, Any], update: Any) -> Expect:
-    old = parse_stream_config(base, name_in_subject=base["name"])
+def natsd_update(base: dict[str, Any], update: Any, allow_unimplemented: bool = False) -> Expect:
+    # The base stream is what nats-server created (natsd may refuse to create it).
+    old = parse_stream_config(base, name_in_subject=base["name"], allow_unimplemented=True)
     try:
         new = parse_stream_config_json(
             body_bytes(update), name_in_subject=base["name"], action="update"
         )
-        cfg = check_update(old, new)
+        cfg = check_update(old, new, allow_unimplemented=allow_unimplemented)
     except ApiError as e:
         return err(e.code, e.err_code, e.description)
     return ("ok", cfg.to_json())
@@ -1687,6 +1722,7 @@ def test_every_case_has_a_recording() -> None:
     assert len(set(CASE_IDS)) == len(CASE_IDS)
     assert set(EXPECTED) == set(CASE_IDS)
     assert set(NATSD_DIFFERS) <= set(CASE_IDS)
+    assert set(UPDATE_DIFFERS) <= {u[0] for u in UPDATE_CASES}
 
 
 # ------------------------------------------------------------------------------ unit tests
@@ -1717,12 +1753,66 @@ def test_dict_request_same_as_raw(case_id: str, name: str, body: dict[str, Any])
 
 
 @pytest.mark.parametrize("case_id", sorted(NATSD_DIFFERS))
-def test_mirrors_and_sources_when_enabled(case_id: str) -> None:
-    """With mirrors/sources allowed natsd accepts exactly what nats-server accepts."""
+def test_refused_features_when_enabled(case_id: str) -> None:
+    """With mirrors/sources and the unimplemented features allowed natsd accepts exactly
+    what nats-server accepts: the refusal is the only difference."""
     _, name, body = next(case for case in CREATE_CASES if case[0] == case_id)
-    got = natsd_create(name, body, allow_mirrors=True, allow_sources=True)
+    got = natsd_create(name, body, **ALLOW_ALL)
     assert got[0] == "ok"
     assert got[1] == expected_config(name, EXPECTED[case_id][1])
+
+
+@pytest.mark.parametrize("case_id", sorted(UPDATE_DIFFERS))
+def test_refused_updates_when_enabled(case_id: str) -> None:
+    _, base, update, want = next(u for u in UPDATE_CASES if u[0] == case_id)
+    assert natsd_update(base, update) == UPDATE_DIFFERS[case_id]
+    got = natsd_update(base, update, allow_unimplemented=True)
+    assert got[0] == "ok", got
+    assert got[1] == expected_config(base["name"], want[1])
+
+
+@pytest.mark.parametrize(
+    ("body", "refusal"),
+    [
+        ({"name": "S", "allow_msg_counter": True}, _NO_COUNTERS),
+        ({"name": "S", "allow_atomic": True}, _NO_ATOMIC),
+        ({"name": "S", "allow_batched": True}, _NO_BATCH),
+        ({"name": "S", "allow_msg_schedules": True}, _NO_SCHEDULES),
+        ({"name": "S", "persist_mode": "async"}, _NO_ASYNC),
+        ({"name": "S", "compression": "s2"}, _NO_COMPRESSION),
+        ({"name": "S", "compression": "s2", "storage": "file"}, _NO_COMPRESSION),
+        ({"name": "S", "compression": "s2", "storage": "memory"}, None),
+        ({"name": "S", "compression": "none"}, None),
+        ({"name": "S", "persist_mode": "default"}, None),
+        # nats-server's own validation answers first.
+        (
+            {"name": "S", "allow_msg_counter": True, "discard": "new"},
+            err(500, 10052, "counter stream cannot use discard new"),
+        ),
+        (
+            {"name": "S", "persist_mode": "async", "storage": "memory"},
+            err(500, 10052, "async persist mode is only supported on file storage"),
+        ),
+        (
+            {"name": "S", "allow_atomic": True, "num_replicas": 3},
+            err(500, 10074, "replicas > 1 not supported in non-clustered mode"),
+        ),
+    ],
+)
+def test_unimplemented_features_refused_on_create(
+    body: dict[str, Any], refusal: Expect | None
+) -> None:
+    got = natsd_create("S", body)
+    if refusal is None:
+        assert got[0] == "ok", got
+    else:
+        assert got == refusal
+
+
+def test_stored_config_with_unimplemented_feature_is_not_refused() -> None:
+    """A config read back from disk (an older natsd accepted it) still loads."""
+    cfg = parse_stream_config({"name": "S", "allow_atomic": True}, name_in_subject=None)
+    assert cfg.allow_atomic
 
 
 @pytest.mark.parametrize(
@@ -1731,6 +1821,7 @@ def test_mirrors_and_sources_when_enabled(case_id: str) -> None:
 def test_update_matches_recorded_nats_server(
     case_id: str, base: dict[str, Any], update: Any, want: Expect
 ) -> None:
+    want = UPDATE_DIFFERS.get(case_id, want)
     got = natsd_update(base, update)
     if want[0] == "ok":
         assert got[0] == "ok", got
@@ -1788,6 +1879,7 @@ def test_stored_config_round_trips() -> None:
     cfg = parse_stream_config_json(
         body_bytes(next(case[2] for case in CREATE_CASES if case[0] == "everything")),
         name_in_subject="S",
+        allow_unimplemented=True,
     )
     stored = cfg.to_json(server_version="2.15.1", api_level=5)
     assert parse_stream_config(stored, name_in_subject=None) == cfg
@@ -1956,9 +2048,7 @@ def test_deep_nesting_is_an_error_not_a_crash() -> None:
 
 # ------------------------------------------------------------------------------ differential
 def _start(args: list[str], config: str | None = None) -> Any:
-    harness = pytest.importorskip("differential.harness")
-    if harness.nats_server_binary() is None:
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     config_path = harness.write_config(config) if config is not None else None
     return harness.start_server("nats-server", args, config_path=config_path)
 
@@ -2044,7 +2134,7 @@ def test_create_matches_nats_server(
     if case_id in NATSD_DIFFERS:
         assert "config" in resp, resp
         assert natsd_create(name, body) == NATSD_DIFFERS[case_id]
-        _compare_live(natsd_create(name, body, allow_mirrors=True, allow_sources=True), resp)
+        _compare_live(natsd_create(name, body, **ALLOW_ALL), resp)
         return
     _compare_live(natsd_create(name, body), resp)
 
@@ -2056,7 +2146,13 @@ def test_create_matches_nats_server(
 def test_update_matches_nats_server(
     live: dict[str, dict[str, Any]], case_id: str, base: dict[str, Any], update: Any, want: Expect
 ) -> None:
-    _compare_live(natsd_update(base, update), live["update:" + case_id])
+    resp = live["update:" + case_id]
+    if case_id in UPDATE_DIFFERS:
+        assert "config" in resp, resp
+        assert natsd_update(base, update) == UPDATE_DIFFERS[case_id]
+        _compare_live(natsd_update(base, update, allow_unimplemented=True), resp)
+        return
+    _compare_live(natsd_update(base, update), resp)
 
 
 @pytest.mark.differential

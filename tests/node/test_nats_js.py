@@ -2,9 +2,9 @@
 
 ``streams.mjs`` (beside this file) drives streams through the library's JetStreamManager
 and JetStreamClient and exits 0 when every check passed. The packages come from
-``package-lock.json`` and are installed once into ``tests/node/node_modules`` (``npm ci``;
-re-run only when the lock file changes). Without node, npm or the npm registry the tests
-skip with the reason.
+``package-lock.json``; ``make node-modules`` (a prerequisite of ``make test``) installs them
+into ``tests/node/node_modules`` with ``npm ci``. Without node or the packages the tests fail
+under CI and skip with the reason elsewhere (``components.require_node_modules``).
 
 natsd runs embedded on the pytest event loop, so node is run with
 ``asyncio.create_subprocess_exec`` and awaited (a blocking ``subprocess.run`` would
@@ -15,29 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import hashlib
-import os
-import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from components import require_nats_server, require_node_modules
 
 import natsd
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "streams.mjs"
-LOCK = HERE / "package-lock.json"
-MODULES = HERE / "node_modules"
-STAMP = MODULES / ".natsd-install-stamp"
 NODE_TIMEOUT = 90.0
-INSTALL_TIMEOUT = 300.0
 
 # Checks of streams.mjs that fail against natsd because of known natsd bugs, by the start
 # of their "FAIL ..." line. When only these fail the natsd test is an xfail; when a bug is
@@ -45,44 +36,14 @@ INSTALL_TIMEOUT = 300.0
 KNOWN_NATSD_FAILURES: set[str] = set()
 
 
-def _lock_digest() -> str:
-    return hashlib.sha256(LOCK.read_bytes()).hexdigest()
-
-
 @pytest.fixture(scope="session")
 def node_modules() -> Path:
-    """``npm ci`` into tests/node/node_modules once; cached until package-lock.json changes."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node/npm not installed")
-    digest = _lock_digest()
-    # Several pytest processes (or engineers) may share this directory: serialise installs.
-    tag = hashlib.sha1(bytes(HERE)).hexdigest()[:12]
-    lock_path = Path(tempfile.gettempdir()) / f"natsd-npm-{tag}.lock"
-    with open(lock_path, "w") as lockf:
-        fcntl.flock(lockf, fcntl.LOCK_EX)
-        if STAMP.is_file() and STAMP.read_text().strip() == digest:
-            return MODULES
-        started = time.monotonic()
-        try:
-            r = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                cwd=HERE,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"npm ci timed out after {INSTALL_TIMEOUT:.0f}s (registry unreachable?)")
-        if r.returncode != 0 or not (MODULES / "nats" / "package.json").is_file():
-            lines = (r.stderr or r.stdout).strip().splitlines()
-            why = [ln for ln in lines if " code " in ln or "errno" in ln][:2] or lines[:3]
-            pytest.skip(
-                f"npm ci failed (exit {r.returncode}; registry unavailable?): " + " | ".join(why)
-            )
-        STAMP.write_text(digest + "\n")
-        sys.stderr.write(f"npm ci took {time.monotonic() - started:.1f}s\n")
-    return MODULES
+    """node and tests/node/node_modules (``make node-modules``: npm ci from package-lock.json).
+
+    The packages are installed by the Makefile, not here: a fixture that installs can only
+    skip when the registry is away, and then a whole area goes untested while CI is green.
+    """
+    return require_node_modules()
 
 
 async def run_node_script(
@@ -127,13 +88,6 @@ async def test_nats_js_streams_natsd(node_modules: Path, tmp_path: Path) -> None
 # ------------------------------------------------------------------ reference server
 
 
-def _nats_server_binary() -> str | None:
-    candidate = Path(sys.executable).parent / "nats-server"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    return shutil.which("nats-server")
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -142,9 +96,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def nats_server(tmp_path: Path) -> Iterator[str]:
-    binary = _nats_server_binary()
-    if binary is None:
-        pytest.skip("nats-server binary not installed")
+    binary = require_nats_server()
     port = _free_port()
     log = tmp_path / "nats-server.log"
     with open(log, "wb") as logf:

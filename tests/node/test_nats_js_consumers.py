@@ -6,8 +6,8 @@ the real library names (``consumerOpts()`` with ``durable``/``deliverTo``/``ackE
 ``js.subscribe``, ``js.pullSubscribe`` + ``pull({batch, expires})``, ``js.fetch``,
 ``js.consumers.get(...).consume()/next()/fetch()``, ``ack``/``nak(delay)``/``working``/
 ``term``/``ackAck`` with ``m.info``, consumer advisories and ``jsm.consumers.*``) and exits
-0 when every check passed. The npm packages, the nats-server fixture and the skip rules
-are those of ``test_nats_js.py``.
+0 when every check passed. The npm packages, the nats-server fixture and the missing-component
+rule are those of ``test_nats_js.py``.
 """
 
 from __future__ import annotations

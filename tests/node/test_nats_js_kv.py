@@ -3,8 +3,8 @@
 ``kv_os.mjs`` (beside this file) drives nats.js v2's ``js.views.kv`` and ``js.views.os``;
 ``kv_os_v3.mjs`` drives v3's ``@nats-io/kv`` (``Kvm``) and ``@nats-io/obj`` (``Objm``),
 including limit markers and per-key TTLs. Each exits 0 when every check passed. The npm
-packages (``package-lock.json``), the nats-server fixture and the skip rules are those of
-``test_nats_js.py``.
+packages (``package-lock.json``), the nats-server fixture and the missing-component rule
+are those of ``test_nats_js.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from components import require_node_modules
 
 import natsd
 
@@ -35,8 +36,8 @@ KNOWN_NATSD_FAILURES: set[str] = set()
 
 
 def _script(version: str, modules: Path) -> Path:
-    if version == "v3" and not (modules / "@nats-io" / "kv" / "package.json").is_file():
-        pytest.skip("@nats-io/kv (nats.js v3) not installed")
+    if version == "v3":
+        require_node_modules("@nats-io/kv", "@nats-io/obj", "@nats-io/transport-node")
     return SCRIPTS[version]
 
 

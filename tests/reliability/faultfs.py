@@ -21,14 +21,25 @@ cut short (a torn write). The test then opens ``dest`` with the normal (os) file
 writes not yet fsynced, or a name (file or directory, or one of its parents) whose creation
 or rename was not followed by an fsync of its directory. Called when an ack is sent, any
 entry is a violation of the durability contract.
+
+``fail_errno`` (e.g. ``errno.ENOSPC``, a full disk) makes the operations named in
+``fail_ops`` ("write": write/pwrite, "sync": fsync/fdatasync) raise ``OSError`` without
+doing anything, until it is set back to None (space returns).
+
+Threads: a server fsyncs on a worker thread while its event loop writes and a test takes
+crash images; every method that reads or changes the model holds one lock (``_locked``).
+The real ``os`` calls inside are quick, and there is no real fsync.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import random
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from natsd.storage.fileio import FileIO, StrPath
 
@@ -40,6 +51,16 @@ class Crash(BaseException):
 
 
 _ids = itertools.count(1)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    @functools.wraps(method)
+    def wrapper(self: FaultFS, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class _File:
@@ -85,6 +106,9 @@ class FaultFS(FileIO):
         self.crashed = False
         self.nodes: dict[str, _File | _Dir] = {}  # current namespace (mirrors the disk)
         self.fds: dict[int, _File | _Dir] = {}
+        self.fail_errno: int | None = None
+        self.fail_ops: frozenset[str] = frozenset({"write", "sync"})
+        self.lock = threading.RLock()
         self._snapshot()
 
     # ------------------------------------------------------------------ model helpers
@@ -117,11 +141,17 @@ class FaultFS(FileIO):
             self.crashed = True
             raise Crash(f"power loss at operation {self.ops}")
 
+    def _injected(self, op: str) -> None:
+        err = self.fail_errno
+        if err is not None and op in self.fail_ops:
+            raise OSError(err, os.strerror(err))
+
     def _file(self, fd: int) -> _File | None:
         node = self.fds.get(fd)
         return node if isinstance(node, _File) else None
 
     # ------------------------------------------------------------------ primitives
+    @_locked
     def open(self, path: StrPath, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> int:  # type: ignore[override]
         p = self._p(path)
         mutating = bool(flags & (os.O_CREAT | os.O_TRUNC))
@@ -140,10 +170,12 @@ class FaultFS(FileIO):
         self.fds[fd] = node
         return fd
 
+    @_locked
     def close(self, fd: int) -> None:  # type: ignore[override]
         self.fds.pop(fd, None)
         os.close(fd)
 
+    @_locked
     def dup(self, fd: int) -> int:  # type: ignore[override]
         if self.crashed:
             raise Crash("after power loss")
@@ -153,7 +185,9 @@ class FaultFS(FileIO):
             self.fds[nfd] = node
         return nfd
 
+    @_locked
     def write(self, fd: int, data: Any) -> int:  # type: ignore[override]
+        self._injected("write")
         self._tick()
         off = os.lseek(fd, 0, os.SEEK_CUR)
         n = os.write(fd, data)
@@ -162,7 +196,9 @@ class FaultFS(FileIO):
             node.pending.append(("w", off, bytes(data[:n])))
         return n
 
+    @_locked
     def pwrite(self, fd: int, data: Any, offset: int) -> int:  # type: ignore[override]
+        self._injected("write")
         self._tick()
         n = os.pwrite(fd, data, offset)
         node = self._file(fd)
@@ -170,6 +206,7 @@ class FaultFS(FileIO):
             node.pending.append(("w", offset, bytes(data[:n])))
         return n
 
+    @_locked
     def ftruncate(self, fd: int, length: int) -> None:  # type: ignore[override]
         self._tick()
         os.ftruncate(fd, length)
@@ -182,7 +219,9 @@ class FaultFS(FileIO):
             raise Crash("after power loss")
         return os.pread(fd, n, offset)
 
+    @_locked
     def _sync_fd(self, fd: int) -> None:
+        self._injected("sync")
         self._tick()
         node = self.fds.get(fd)
         # No real fsync: the model decides what survives, and the real one costs ms.
@@ -202,6 +241,7 @@ class FaultFS(FileIO):
     def fdatasync(self, fd: int) -> None:  # type: ignore[override]
         self._sync_fd(fd)
 
+    @_locked
     def replace(self, src: StrPath, dst: StrPath, **_kw: Any) -> None:  # type: ignore[override]
         self._tick()
         s, d = self._p(src), self._p(dst)
@@ -210,18 +250,21 @@ class FaultFS(FileIO):
         if node is not None:
             self.nodes[d] = node
 
+    @_locked
     def unlink(self, path: StrPath, **_kw: Any) -> None:  # type: ignore[override]
         self._tick()
         p = self._p(path)
         os.unlink(p)
         self.nodes.pop(p, None)
 
+    @_locked
     def mkdir(self, path: StrPath, mode: int = 0o777, **_kw: Any) -> None:  # type: ignore[override]
         self._tick()
         p = self._p(path)
         os.mkdir(p, mode)
         self.nodes[p] = _Dir()
 
+    @_locked
     def rmdir(self, path: StrPath, **_kw: Any) -> None:  # type: ignore[override]
         self._tick()
         p = self._p(path)
@@ -244,6 +287,7 @@ class FaultFS(FileIO):
             path, node = parent, pnode
         return True
 
+    @_locked
     def unsynced(self, under: StrPath, skip: tuple[str, ...] = ()) -> list[str]:
         """What below ``under`` a power loss right now could lose (see the module doc)."""
         base = self._p(under)
@@ -260,6 +304,7 @@ class FaultFS(FileIO):
         return out
 
     # ------------------------------------------------------------------ the crash image
+    @_locked
     def materialize(self, dest: StrPath, rng: random.Random, torn: bool) -> None:
         """Write what a power loss now could leave on disk into ``dest`` (created)."""
         d = os.fspath(dest)

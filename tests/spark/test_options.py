@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("pyspark", reason="install natsd[spark]")
-
 import itertools
+
+import pytest
 
 from natsd.spark.client import subject_matches
 from natsd.spark.directget import parse_user_headers

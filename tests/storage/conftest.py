@@ -1,12 +1,10 @@
 """Store factories for the StreamStore contract suite.
 
-Every test taking ``kit`` runs once per implementation: memory always, file when
-``natsd.storage.filestore`` imports (skipped otherwise, so the memory half runs alone).
+Every test taking ``kit`` runs once per implementation: memory and file.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from natsd.storage.filestore import FileStore
 from natsd.storage.memstore import MemoryStore
 from natsd.storage.store import StoreConfig, StreamStore, file_msg_size, mem_msg_size
 
@@ -73,11 +72,7 @@ def _memory_kit(tmp_path: Path) -> StoreKit:
 
 
 def _file_kit(tmp_path: Path) -> StoreKit:
-    try:
-        mod = importlib.import_module("natsd.storage.filestore")
-    except ImportError as e:
-        pytest.skip(f"natsd.storage.filestore not importable: {e}")
-    file_store = mod.FileStore
+    file_store = FileStore
 
     def build(cfg: StoreConfig, d: Path | None) -> StreamStore:
         assert d is not None

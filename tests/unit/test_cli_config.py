@@ -213,10 +213,18 @@ def test_build_options_flag_can_disable_conf_jetstream(tmp_path: Path) -> None:
 
 def test_build_options_reports_config_warnings(tmp_path: Path) -> None:
     conf = tmp_path / "nats.conf"
-    conf.write_text("port: 4000\ncluster { port: 6222 }\n")
+    conf.write_text("port: 4000\nlogtime: false\n")
     opts, warnings = build_options(parse_args(["-c", str(conf)]))
     assert opts.port == 4000
-    assert len(warnings) == 1 and "cluster" in warnings[0]
+    assert warnings == [f'{conf}:2: config key "logtime" has no effect in natsd and was ignored']
+
+
+def test_build_options_refuses_unsupported_config_keys(tmp_path: Path) -> None:
+    conf = tmp_path / "nats.conf"
+    conf.write_text("port: 4000\ncluster { port: 6222 }\n")
+    with pytest.raises(ConfigError) as ei:
+        build_options(parse_args(["-c", str(conf)]))
+    assert str(ei.value) == f'{conf}:2: config key "cluster" is not supported by natsd yet'
 
 
 def test_load_config_missing_file(tmp_path: Path) -> None:
@@ -344,11 +352,13 @@ def test_authorization_users_and_token() -> None:
     assert opts.users[1].permissions.subscribe is not None
 
 
-def test_authorization_unknown_key_warns() -> None:
-    opts, warnings = apply("authorization { token: x, nkeys: [], auth_callout: {} }")
-    assert opts.token == "x"
-    assert len(warnings) == 2
-    assert any("nkeys" in w for w in warnings) and any("auth_callout" in w for w in warnings)
+def test_authorization_refused_and_unknown_keys_are_errors() -> None:
+    with pytest.raises(ConfigError) as ei:
+        apply("authorization { token: x, nkeys: [], auth_callout: {} }")
+    assert str(ei.value).splitlines() == [
+        '<string>:1: unknown field "nkeys" in authorization',
+        '<string>:1: config key "authorization.auth_callout" is not supported by natsd yet',
+    ]
 
 
 def test_accounts_with_users_and_jetstream_limits() -> None:
@@ -371,9 +381,10 @@ def test_accounts_with_users_and_jetstream_limits() -> None:
     )
     assert warnings == []
     assert set(opts.accounts) == {"A", "B", "C", "D"}
+    # Stored under the names account info reports.
     assert opts.accounts["A"].jetstream == {
-        "max_mem": 1_000_000_000,
-        "max_file": 10_000_000_000,
+        "max_memory": 1_000_000_000,
+        "max_storage": 10_000_000_000,
         "max_streams": 5,
     }
     assert opts.accounts["B"].jetstream == {}
@@ -384,10 +395,12 @@ def test_accounts_with_users_and_jetstream_limits() -> None:
     assert opts.no_auth_user == "a1"
 
 
-def test_accounts_unknown_key_warns() -> None:
-    opts, warnings = apply("accounts { A: { exports: [ {stream: foo} ], users: [] } }")
-    assert "A" in opts.accounts
-    assert len(warnings) == 1 and "exports" in warnings[0] and "A" in warnings[0]
+def test_accounts_refused_key_is_an_error() -> None:
+    with pytest.raises(ConfigError) as ei:
+        apply("accounts { A: { exports: [ {stream: foo} ], users: [] } }")
+    assert str(ei.value) == (
+        '<string>:1: config key "accounts.A.exports" is not supported by natsd yet'
+    )
 
 
 def test_jetstream_block() -> None:
@@ -429,22 +442,29 @@ def test_jetstream_scalar_forms(text: str, enabled: bool) -> None:
     assert opts.jetstream is enabled
 
 
-def test_jetstream_unknown_key_warns() -> None:
-    opts, warnings = apply("jetstream { store_dir: /js, cipher: aes, limits: {} }")
-    assert opts.js.store_dir == "/js"
-    assert len(warnings) == 2
-    assert any("cipher" in w for w in warnings) and any("limits" in w for w in warnings)
+def test_jetstream_refused_keys_are_errors() -> None:
+    with pytest.raises(ConfigError) as ei:
+        apply("jetstream { store_dir: /js, cipher: aes, limits: {} }")
+    assert str(ei.value).splitlines() == [
+        '<string>:1: config key "jetstream.cipher" is not supported by natsd yet',
+        '<string>:1: config key "jetstream.limits" is not supported by natsd yet',
+    ]
 
 
-def test_unknown_top_level_keys_warn_and_harmless_keys_do_not() -> None:
-    opts, warnings = apply(
-        "cluster { port: 6222 }\nleafnodes {}\ngateway {}\nlogtime: true\nsyslog: false\n"
-        "max_traced_msg_len: 100\nport: 4999\n"
-    )
+def test_refused_top_level_keys_are_errors_and_cosmetic_keys_warn() -> None:
+    with pytest.raises(ConfigError) as ei:
+        apply(
+            "cluster { port: 6222 }\nleafnodes {}\ngateway {}\nlogtime: true\nsyslog: false\n"
+            "max_traced_msg_len: 100\nport: 4999\n"
+        )
+    assert [line.split('"')[1] for line in str(ei.value).splitlines()] == [
+        "cluster",
+        "leafnodes",
+        "gateway",
+    ]
+    opts, warnings = apply("logtime: true\nsyslog: false\nmax_traced_msg_len: 100\nport: 4999\n")
     assert opts.port == 4999
-    assert len(warnings) == 3
-    for key in ("cluster", "leafnodes", "gateway"):
-        assert sum(key in w for w in warnings) == 1
+    assert [w.split('"')[1] for w in warnings] == ["logtime", "syslog", "max_traced_msg_len"]
 
 
 def test_keys_are_case_insensitive() -> None:

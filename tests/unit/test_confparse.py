@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
 from natsd.confparse import ConfigError, parse, parse_file
-
-NATS_SERVER = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "nats-server"
 
 
 def p(text: str, **env: str) -> dict[str, Any]:
@@ -517,17 +516,18 @@ REJECTED = {
 }
 
 
-@pytest.mark.skipif(not NATS_SERVER.exists(), reason="nats-server binary not installed")
 @pytest.mark.parametrize(
     ("name", "text", "ok"),
     [(n, t, True) for n, t in ACCEPTED.items()] + [(n, t, False) for n, t in REJECTED.items()],
 )
-def test_agrees_with_nats_server(tmp_path: Path, name: str, text: str, ok: bool) -> None:
+def test_agrees_with_nats_server(
+    nats_server: str, tmp_path: Path, name: str, text: str, ok: bool
+) -> None:
     conf = tmp_path / f"{name}.conf"
     conf.write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "NATSD_CONFPARSE_SURELY_UNSET"}
     proc = subprocess.run(
-        [str(NATS_SERVER), "-c", str(conf), "-t"],
+        [nats_server, "-c", str(conf), "-t"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -541,6 +541,11 @@ def test_agrees_with_nats_server(tmp_path: Path, name: str, text: str, ok: bool)
             parse_file(conf, env=env)
 
 
+@pytest.fixture
+def nats_server() -> str:
+    return require_nats_server()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -548,14 +553,13 @@ def _free_port() -> int:
         return port
 
 
-@pytest.mark.skipif(not NATS_SERVER.exists(), reason="nats-server binary not installed")
 @pytest.mark.parametrize("size", ["2MB", "1k", "3KiB", "1M", "512kb"])
-def test_size_suffixes_match_nats_server_info(tmp_path: Path, size: str) -> None:
+def test_size_suffixes_match_nats_server_info(nats_server: str, tmp_path: Path, size: str) -> None:
     port = _free_port()
     conf = tmp_path / "size.conf"
     conf.write_text(f"listen: 127.0.0.1:{port}\nmax_payload: {size}\n")
     proc = subprocess.Popen(
-        [str(NATS_SERVER), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [nats_server, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         deadline = time.monotonic() + 10

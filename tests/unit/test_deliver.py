@@ -37,6 +37,7 @@ if not COMPILED:
             self.headers = True
             self.echo = True
             self.sub_deny: Callable[[bytes], bool] | None = None
+            self.track_reply: Callable[[bytes], None] | None = None
             self.msgs_out = 0
             self.bytes_out = 0
             self.kicks = 0

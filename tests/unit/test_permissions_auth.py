@@ -6,8 +6,15 @@ import bcrypt
 import pytest
 
 from natsd.security import auth as auth_mod
+from natsd.security import permissions
 from natsd.security.auth import Authenticator, AuthResult, User, verify_password
-from natsd.security.permissions import Permissions, PermissionSet, parse_permissions
+from natsd.security.permissions import (
+    Permissions,
+    PermissionSet,
+    ReplyTracker,
+    ResponsePermission,
+    parse_permissions,
+)
 
 # ---------------------------------------------------------------- publish (literal subjects)
 
@@ -174,10 +181,99 @@ def test_parse_permissions_only_one_direction() -> None:
 
 
 def test_parse_permissions_allow_responses() -> None:
+    # nats-server's defaults: one response within two minutes; the blanket publish allow
+    # is turned off (only reply subjects, or what an allow list names, may be published).
     p = parse_permissions({"allow_responses": True})
-    assert p is not None and p.allow_responses == {}
+    assert p is not None and p.allow_responses == ResponsePermission(1, 120.0)
+    assert p.publish is not None and p.publish.allow == [] and not p.publish.allowed(b"x")
     p = parse_permissions({"allow_responses": {"max": 5, "expires": "1m"}})
-    assert p is not None and p.allow_responses == {"max": 5, "expires": "1m"}
+    assert p is not None and p.allow_responses == ResponsePermission(5, 60.0)
+    p = parse_permissions({"publish": {"deny": "a"}, "allow_responses": {"max_msgs": -1}})
+    assert p is not None and p.allow_responses == ResponsePermission(-1, 120.0)
+    assert p.publish is not None and p.publish.allow == [] and p.publish.deny == ["a"]
+    p = parse_permissions({"publish": "ok.>", "allow_responses": {"max": 0, "ttl": "0s"}})
+    assert p is not None and p.allow_responses == ResponsePermission(1, 120.0)
+    assert p.publish is not None and p.publish.allowed(b"ok.1")
+    p = parse_permissions({"publish": "x", "allow_responses": False})
+    assert p is not None and p.allow_responses is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        ("yes", "expected a boolean or a map"),
+        ({"expires": 5}, "not a duration string"),
+        ({"expires": "soon"}, "error parsing expires"),
+        ({"maxx": 1}, 'Unknown field "maxx" parsing permissions'),
+    ],
+)
+def test_parse_permissions_bad_allow_responses(spec: object, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        parse_permissions({"allow_responses": spec})
+
+
+def _tracker(max_msgs: int, expires: float, publish: list[str] | None = None) -> ReplyTracker:
+    p = parse_permissions(
+        {"publish": publish or [], "allow_responses": {"max": max_msgs, "expires": f"{expires}s"}}
+    )
+    assert p is not None
+    t = p.reply_tracker()
+    assert t is not None
+    return t
+
+
+def test_reply_tracker_counts_responses_per_reply() -> None:
+    t = _tracker(2, 60)
+    assert not t.allowed(b"_INBOX.1")  # never delivered
+    t.delivered(b"_INBOX.1")
+    assert t.allowed(b"_INBOX.1") and t.allowed(b"_INBOX.1")
+    assert not t.allowed(b"_INBOX.1")  # the third response
+    assert b"_INBOX.1" not in t.replies  # used up entries leave at once
+
+
+def test_reply_tracker_skips_replies_publish_allows() -> None:
+    t = _tracker(1, 60, publish=["_INBOX.>"])
+    t.delivered(b"_INBOX.1")
+    assert t.replies == {}
+
+
+def test_reply_tracker_redelivery_counts_as_use() -> None:
+    # nats-server checks the reply with the full check on delivery: a tracked reply that
+    # is delivered again uses one response instead of starting afresh.
+    t = _tracker(1, 60)
+    t.delivered(b"r")
+    t.delivered(b"r")
+    assert t.replies[b"r"][1] == 1
+    assert not t.allowed(b"r")
+
+
+def test_reply_tracker_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(permissions.time, "monotonic", lambda: now[0])
+    t = _tracker(-1, 5)
+    t.delivered(b"r")
+    now[0] += 4.0
+    assert t.allowed(b"r") and t.allowed(b"r")  # negative max: any number of responses
+    now[0] += 2.0
+    assert not t.allowed(b"r")
+    assert b"r" not in t.replies
+
+
+def test_reply_tracker_prunes_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(permissions.time, "monotonic", lambda: now[0])
+    t = _tracker(1, 5)
+    for i in range(100):
+        t.delivered(b"a.%d" % i)
+    now[0] += 6.0  # all expired; the next delivery past the prune interval drops them
+    t.delivered(b"b")
+    assert list(t.replies) == [b"b"]
+    # Unlimited max and expiry: the oldest entries go once REPLY_TRACK_MAX is passed.
+    monkeypatch.setattr(permissions, "REPLY_TRACK_MAX", 50)
+    u = _tracker(-1, -1)
+    for i in range(120):
+        u.delivered(b"c.%d" % i)
+    assert len(u.replies) == 50 and b"c.119" in u.replies and b"c.0" not in u.replies
 
 
 def test_parse_permissions_rejects_bad_spec() -> None:

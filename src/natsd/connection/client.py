@@ -41,7 +41,7 @@ from natsd.router.subscription import Sink, Subscription
 if TYPE_CHECKING:
     from natsd.connection.flusher import Flusher
     from natsd.connection.limits import ConnectionLimits
-    from natsd.security.permissions import Permissions
+    from natsd.security.permissions import Permissions, ReplyTracker
 
 __all__ = ["ClientConnection", "ClientHost", "CloseReason"]
 
@@ -121,7 +121,14 @@ class ClientConnection(Sink):
         self.lang = ""
         self.version = ""
         self.user = ""
+        self.protocol = 0
+        # Credentials as sent in CONNECT, re-checked when the configuration is reloaded.
+        self.credentials: dict[str, Any] = {}
+        # Async INFO (lame duck mode, ...) goes only to protocol-1 clients past their first
+        # PING after CONNECT, as in nats-server (firstPongSent).
+        self.async_info = False
         self.permissions: Permissions | None = None
+        self.replies: ReplyTracker | None = None
         # Publishes need the slow path when any per-message check applies.
         self._pub_checks = True
         self.ip = ""
@@ -300,6 +307,8 @@ class ClientConnection(Sink):
                 if not self._pre_connect_ok():
                     return
                 self.send(PONG)
+                if self.connected and self.protocol >= 1:
+                    self.async_info = True
                 if self._connect_info_pending:
                     self._connect_info_pending = False
                     self.send(self.host.info_for(self, connect_info=True))
@@ -355,7 +364,12 @@ class ClientConnection(Sink):
         if self.pedantic and not is_valid_literal_subject(subject):
             self.send(encode_err("Invalid Publish Subject"))
         perms = self.permissions
-        if perms is not None and perms.publish is not None and not perms.publish.allowed(subject):
+        if (
+            perms is not None
+            and perms.publish is not None
+            and not perms.publish.allowed(subject)
+            and (self.replies is None or not self.replies.allowed(subject))
+        ):
             s = subject.decode(errors="replace")
             self.send(encode_err(f'Permissions Violation for Publish to "{s}"'))
             return False
@@ -403,6 +417,7 @@ class ClientConnection(Sink):
         self.echo = opts.get("echo", self.echo)
         self.headers = opts.get("headers", self.headers)
         self.no_responders = opts.get("no_responders", self.no_responders)
+        self.protocol = proto
         self.name = opts.get("name", self.name)
         self.lang = opts.get("lang", self.lang)
         self.version = opts.get("version", self.version)
@@ -414,6 +429,7 @@ class ClientConnection(Sink):
             self._auth_timer.cancel()
             self._auth_timer = None
         # Every CONNECT is authenticated (a second CONNECT with bad credentials is refused).
+        self.credentials = {k: opts[k] for k in ("user", "pass", "auth_token") if k in opts}
         res = self.host.authenticate(self, opts)
         if res is not None:
             self._bind_account(*res)
@@ -439,10 +455,48 @@ class ClientConnection(Sink):
                 account.sublist.insert(sub)
             self.account = account
             account.clients[self.cid] = self
-        self.permissions = perms
         self.user = user
+        self._set_permissions(perms)
+
+    def _set_permissions(self, perms: Permissions | None) -> None:
+        self.permissions = perms
+        self.sub_deny = None
         if perms is not None and perms.subscribe is not None and perms.subscribe.deny:
             self.sub_deny = perms.subscribe.denied
+        # As nats-server's setPermissions: new permissions start with no tracked replies.
+        self.replies = perms.reply_tracker() if perms is not None else None
+        self.track_reply = self.replies.delivered if self.replies is not None else None
+
+    def update_permissions(self, perms: Permissions | None) -> None:
+        """Apply a reloaded user's permissions: subscriptions they no longer allow are removed
+        and reported, as nats-server's processSubsOnConfigReload does."""
+        self._set_permissions(perms)
+        self._update_pub_checks()
+        if perms is None or perms.subscribe is None:
+            return
+        for sub in list(self.subs.values()):
+            if perms.subscribe.sub_allowed(sub.subject, sub.queue):
+                continue
+            self._remove_sub(sub)
+            s = sub.subject.decode(errors="replace")
+            sid = sub.sid.decode(errors="replace")
+            if sub.queue is not None:
+                q = sub.queue.decode(errors="replace")
+                text = f'Permissions Violation for Subscription to "{s}" using queue "{q}" '
+            else:
+                text = f'Permissions Violation for Subscription to "{s}" '
+            self.send(encode_err(f'{text}(sid "{sid}")'))
+
+    def apply_limits(self, limits: ConnectionLimits) -> None:
+        """Reloaded limits: payload and control line sizes apply to the next frame, ping
+        interval and write deadline when their timers are next armed (as nats-server)."""
+        self.limits = limits
+        self.parser.max_payload = limits.max_payload
+        self.parser.max_control_line = limits.max_control_line
+
+    def auth_violation(self) -> None:
+        """Credentials that no longer authenticate (after a configuration reload)."""
+        self._auth_violation()
 
     def _auth_violation(self) -> None:
         self.send(encode_err("Authorization Violation"))
@@ -476,7 +530,8 @@ class ClientConnection(Sink):
             return
         max_subs = self.limits.max_subs
         if max_subs and len(self.subs) >= max_subs:
-            self.send(encode_err("Maximum Subscriptions Exceeded"))
+            # nats-server's ErrTooManySubs text, lower case (server/errors.go).
+            self.send(encode_err("maximum subscriptions exceeded"))
             return
         sub = Subscription(subject, queue, sid, client=self)
         self.subs[sid] = sub

@@ -3,6 +3,12 @@
 Each handler takes (account, subject tokens after ``$JS.API``, request JSON) and returns the
 response document; the ``type`` field and error bookkeeping are added here. Unknown API
 subjects get no answer, as in nats-server.
+
+``Nats-Required-Api-Level`` (:mod:`.api_level`) is checked here for every routed request
+before its handler runs, as nats-server's handlers do first thing, except for the requests
+only a cluster serves (their 10010 comes first); direct gets and pull requests (status 412)
+and consumer resets check it once their stream / consumer is known to exist, as nats-server,
+which only subscribes for those, does.
 """
 
 from __future__ import annotations
@@ -13,6 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from natsd.jetstream.account_limits import check_stream_create, check_stream_update
+from natsd.jetstream.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
+from natsd.jetstream.api_standalone import cluster_required, stream_restore, stream_snapshot
+from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer_api import (
     consumer_create,
     consumer_delete,
@@ -22,7 +32,6 @@ from natsd.jetstream.consumer_api import (
     consumer_names,
     consumer_pause,
     consumer_unpin,
-    leader_stepdown,
     next_request,
     reset_request,
 )
@@ -44,7 +53,7 @@ from natsd.jetstream.gotyped import (
     is_json_object_or_array,
 )
 from natsd.jetstream.stream import Stream
-from natsd.jetstream.stream_config import check_update, parse_stream_config_json
+from natsd.jetstream.stream_config import StreamConfig, check_update, parse_stream_config_json
 from natsd.jetstream.subject_mapping import subjects_collide
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
@@ -71,25 +80,53 @@ def make_api_callback(
         sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
         if subject.startswith(DIRECT_GET_PREFIX):
+            if hdr is not None and reply and level_refused(hdr):
+                toks = subject.decode(errors="replace").split(".")
+                stream = ja.streams.get(toks[4]) if len(toks) > 4 else None
+                if stream is not None and stream.cfg.allow_direct:
+                    ja.engine.send(ja, reply, b"", REQUIRED_API_LEVEL_STATUS)
+                    return
             on_direct_get(ja, subject, reply, data)  # compiled, the KV get path
         else:
-            handle(ja, subject, reply, data)
+            handle(ja, subject, reply, data, hdr)
 
     return on_api
 
 
-def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> None:
+def _consumer(ja: JsAccount, stream: str, name: str) -> Consumer | None:
+    s = ja.streams.get(stream)
+    c = s.consumers.get(name) if s is not None else None
+    return c if isinstance(c, Consumer) else None
+
+
+def handle(
+    ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes, hdr: bytes | None = None
+) -> None:
     toks = subject.decode(errors="replace").split(".")[2:]
     if toks and toks[0] == "DIRECT":
         if reply:
             direct_get(ja, toks, reply, data)
         return
+    refused = hdr is not None and level_refused(hdr)
     if toks[:3] == ["CONSUMER", "MSG", "NEXT"]:
         # Pull requests go to the consumer; they are not API calls (no response, stats or
         # audit), as in nats-server where each consumer subscribes to its own subject.
+        if refused and reply and len(toks) == 5:
+            c = _consumer(ja, toks[3], toks[4])
+            if c is not None and c.waiting is not None:  # a push consumer answers 409 first
+                ja.engine.send(ja, reply, b"", REQUIRED_API_LEVEL_STATUS)
+                return
         next_request(ja, toks, reply, data)
         return
     if toks[:2] == ["CONSUMER", "RESET"]:
+        if refused and reply and len(toks) == 4 and _consumer(ja, toks[2], toks[3]) is not None:
+            refusal = {
+                "type": _PREFIX + "consumer_reset_response",
+                "error": err("JSRequiredApiLevelErr").to_json(),
+                "reset_seq": 0,
+            }
+            ja.engine.send(ja, reply, orjson.dumps(refusal))
+            return
         reset_request(ja, toks, reply, data)
         return
     route = _route(toks)
@@ -97,6 +134,8 @@ def handle(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> N
         return  # nats-server does not answer unknown API subjects
     rtype, handler, args = route
     try:
+        if refused and handler is not cluster_required:
+            raise err("JSRequiredApiLevelErr")
         resp = handler(ja, args, data)
         # nats-server reports totals that exclude the request being answered, and does not
         # count successful message gets.
@@ -131,6 +170,7 @@ _ERROR_EXTRAS: dict[str, dict[str, Any]] = {
     "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
+    "stream_restore_response": {"deliver_subject": ""},
 }
 
 
@@ -196,30 +236,25 @@ def _stream(ja: JsAccount, args: list[str]) -> Stream:
 def account_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     mem, store = ja.engine.usage(ja)
     rmem, rstore = ja.engine.reserved(ja)
-    return {
+    out: dict[str, Any] = {
         "memory": mem,
         "storage": store,
         "reserved_memory": rmem,
         "reserved_storage": rstore,
         "streams": len(ja.streams),
         "consumers": sum(s.consumer_count for s in ja.streams.values()),
-        "limits": {
-            "max_memory": ja.limit("max_memory"),
-            "max_storage": ja.limit("max_storage"),
-            "max_streams": ja.limit("max_streams"),
-            "max_consumers": ja.limit("max_consumers"),
-            "max_ack_pending": -1,
-            "memory_max_stream_bytes": -1,
-            "storage_max_stream_bytes": -1,
-            "max_bytes_required": False,
-        },
-        "api": {"level": API_LEVEL, "total": ja.api.total, "errors": ja.api.errors},
+        "limits": ja.limits.to_json(),
     }
+    if ja.engine.domain:
+        out["domain"] = ja.engine.domain
+    out["api"] = {"level": API_LEVEL, "total": ja.api.total, "errors": ja.api.errors}
+    return out
 
 
 def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     name = args[0] if args else ""
-    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name)
+    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name, limits=ja.limits)
+    check_stream_create(ja.limits, cfg, *_limit_context(ja, cfg.storage))
     existing = ja.streams.get(cfg.name)
     if existing is not None:
         if existing.cfg.to_json() == cfg.to_json():
@@ -228,10 +263,6 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
             return out
         raise err("JSStreamNameExistErr")
     _check_overlap(ja, cfg.subjects or [cfg.name], None)
-    max_streams = ja.limit("max_streams")
-    if max_streams >= 0 and len(ja.streams) >= max_streams:
-        raise err("JSMaximumStreamsLimitErr")
-    _check_resources(ja, cfg.storage, cfg.max_bytes)
     created = time.time_ns()
     meta = orjson.dumps({"config": cfg.to_json(), "created": created})
     try:
@@ -266,30 +297,26 @@ def _collides(subject: str, stream: Stream) -> bool:
     return any(subjects_collide(subject, x) for x in (stream.cfg.subjects or [stream.name]))
 
 
-def _check_resources(ja: JsAccount, storage: str, max_bytes: int) -> None:
+def _limit_context(ja: JsAccount, storage: str) -> tuple[list[StreamConfig], int, int]:
+    """The account's stream configs, and the server's limit and reservations for
+    ``storage``, for the checks in ``account_limits``."""
     engine = ja.engine
-    mem, store = engine.usage(ja)
-    if storage == "memory":
-        limit = ja.limit("max_memory")
-        if limit < 0:
-            limit = engine.max_memory
-        if limit >= 0 and (mem >= limit or (max_bytes > 0 and max_bytes > limit - mem)):
-            raise err("JSMemoryResourcesExceededErr")
-    else:
-        limit = ja.limit("max_storage")
-        if limit < 0:
-            limit = engine.max_store
-        if limit >= 0 and (store >= limit or (max_bytes > 0 and max_bytes > limit - store)):
-            raise err("JSStorageResourcesExceededErr")
+    memory = storage == "memory"
+    server_max = engine.max_memory if memory else engine.max_store
+    configs = [s.cfg for s in ja.streams.values()]
+    return configs, server_max, engine.server_reserved(memory) if server_max >= 0 else 0
 
 
 def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     name = args[0] if args else ""
-    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name, action="update")
+    cfg = parse_stream_config_json(
+        data or b"{}", name_in_subject=name, action="update", limits=ja.limits
+    )
     stream = ja.streams.get(cfg.name)
     if stream is None:
         raise err("JSStreamNotFoundErr")
     cfg = check_update(stream.cfg, cfg)
+    check_stream_update(ja.limits, stream.cfg, cfg, *_limit_context(ja, cfg.storage))
     _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
     meta = orjson.dumps({"config": cfg.to_json(), "created": stream.created_ns})
     ja.engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)
@@ -468,7 +495,14 @@ _TABLE: dict[tuple[str, ...], tuple[str, Handler, int]] = {
     ("CONSUMER", "LIST"): ("consumer_list_response", consumer_list, 1),
     ("CONSUMER", "PAUSE"): ("consumer_pause_response", consumer_pause, 2),
     ("CONSUMER", "UNPIN"): ("consumer_unpin_response", consumer_unpin, 2),
-    ("CONSUMER", "LEADER", "STEPDOWN"): ("consumer_leader_stepdown_response", leader_stepdown, 2),
+    ("STREAM", "SNAPSHOT"): ("stream_snapshot_response", stream_snapshot, 1),
+    ("STREAM", "RESTORE"): ("stream_restore_response", stream_restore, 1),
+    # Cluster requests; see api_standalone for the ones nats-server leaves unanswered.
+    ("STREAM", "LEADER", "STEPDOWN"): ("stream_leader_stepdown_response", cluster_required, 1),
+    ("CONSUMER", "LEADER", "STEPDOWN"): ("consumer_leader_stepdown_response", cluster_required, 2),
+    ("STREAM", "PEER", "REMOVE"): ("stream_remove_peer_response", cluster_required, 1),
+    ("STREAM", "PEER", "EVACUATE"): ("stream_evacuate_peer_response", cluster_required, 1),
+    ("STREAM", "CANCEL_MOVE"): ("stream_cancel_move_response", cluster_required, 1),
 }
 
 

@@ -157,8 +157,8 @@ def add_consumer(
     ja: JsAccount, stream: Stream, cfg: ConsumerConfig, action: str, pedantic: bool
 ) -> Consumer:
     """``addConsumerWithAssignment`` for a standalone server."""
-    set_defaults(cfg, stream.cfg, pedantic)
-    check_config(cfg, stream.cfg)
+    set_defaults(cfg, stream.cfg, pedantic, ja.limits.max_ack_pending)
+    check_config(cfg, stream.cfg, ja.limits.max_ack_pending)
     workqueue = stream.cfg.retention == "workqueue"
     name = cfg.durable_name or cfg.name
     if name and name in stream.consumers:
@@ -179,7 +179,7 @@ def add_consumer(
     if action == "update":
         raise err("JSConsumerDoesNotExist")
     maxc = stream.cfg.max_consumers
-    acct = ja.limit("max_consumers")
+    acct = ja.limits.max_consumers
     if maxc <= 0 or (0 < acct < maxc):
         maxc = acct
     limitable = sum(1 for o in stream.consumers.values() if not (o.cfg.direct or o.cfg.sourcing))

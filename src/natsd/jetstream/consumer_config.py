@@ -351,8 +351,11 @@ def _pedantic(text: str) -> ApiError:
     return err("JSPedanticErrF", err=text)
 
 
-def set_defaults(cfg: ConsumerConfig, scfg: StreamConfig, pedantic: bool) -> None:
-    """``setConsumerConfigDefaults`` (standalone server, no server/account ack limits)."""
+def set_defaults(
+    cfg: ConsumerConfig, scfg: StreamConfig, pedantic: bool, account_max_ack_pending: int = -1
+) -> None:
+    """``setConsumerConfigDefaults`` (standalone server, no server ack limits; the
+    account's ``max_ack_pending`` caps the default)."""
     if cfg.max_deliver == 0 or cfg.max_deliver < -1:
         if pedantic and cfg.max_deliver < -1:
             raise _pedantic("max_deliver must be set to -1")
@@ -396,6 +399,8 @@ def set_defaults(cfg: ConsumerConfig, scfg: StreamConfig, pedantic: bool) -> Non
         cfg.inactive_threshold = limits.inactive_threshold
     if cfg.max_ack_pending == 0 and cfg.ack_policy != "none":
         cfg.max_ack_pending = MAX_ACK_PENDING_DEFAULT
+        if 0 < account_max_ack_pending < MAX_ACK_PENDING_DEFAULT:
+            cfg.max_ack_pending = account_max_ack_pending
     if cfg.priority_policy == "pinned_client" and cfg.priority_timeout == 0:
         cfg.priority_timeout = PINNED_TTL_DEFAULT
     if cfg.ack_policy == "flow_control" and not pedantic:
@@ -423,8 +428,10 @@ def _invalid(text: str) -> ApiError:
 _GROUP_RE = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
 
 
-def check_config(cfg: ConsumerConfig, scfg: StreamConfig) -> None:
-    """``checkConsumerCfg`` for a standalone server (no server/account ack-pending limits)."""
+def check_config(
+    cfg: ConsumerConfig, scfg: StreamConfig, account_max_ack_pending: int = -1
+) -> None:
+    """``checkConsumerCfg`` for a standalone server (no server ack-pending limit)."""
     if cfg.name and not is_valid_name(cfg.name):
         raise _invalid("consumer name can not contain '.', '*', '>', '\\', '/'")
     if cfg.durable_name and not is_valid_name(cfg.durable_name):
@@ -488,6 +495,8 @@ def check_config(cfg: ConsumerConfig, scfg: StreamConfig) -> None:
             raise err("JSConsumerMaxRequestBatchNegativeErr")
         if cfg.max_expires != 0 and cfg.max_expires < MS:
             raise err("JSConsumerMaxRequestExpiresTooSmall")
+    if 0 < account_max_ack_pending < cfg.max_ack_pending:
+        raise err("JSConsumerMaxPendingAckExcessErrF", limit=account_max_ack_pending)
     limits = scfg.consumer_limits
     if limits.max_ack_pending > 0 and cfg.max_ack_pending > limits.max_ack_pending:
         raise err("JSConsumerMaxPendingAckExcessErrF", limit=limits.max_ack_pending)

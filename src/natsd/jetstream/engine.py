@@ -22,8 +22,11 @@ import orjson
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
+from natsd.jetstream.account_limits import AccountLimits
 from natsd.jetstream.commit import Committer
+from natsd.jetstream.domain import domain_subscriptions
 from natsd.jetstream.stream import Stream
+from natsd.jetstream.stream_config import parse_stream_config, unsupported_feature
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -48,14 +51,12 @@ class ApiStats:
 class JsAccount:
     engine: JetStream
     account: Account
-    limits: dict[str, Any] = field(default_factory=dict)
+    limits: AccountLimits = field(default_factory=AccountLimits)
     streams: dict[str, Stream] = field(default_factory=dict)
     api: ApiStats = field(default_factory=ApiStats)
-    api_sub: Subscription | None = None
-
-    def limit(self, key: str) -> int:
-        v = self.limits.get(key, -1)
-        return int(v) if isinstance(v, int | float) else -1
+    # The internal subscriptions that take this account's API requests ($JS.API.> and the
+    # domain-prefixed forms).
+    api_subs: list[Subscription] = field(default_factory=list)
 
 
 class JetStream:
@@ -105,19 +106,30 @@ class JetStream:
         ja = self.accounts.get(account.name)
         if ja is not None:
             return ja
-        ja = JsAccount(self, account, _normalise_limits(limits or {}))
+        # ValueError for a limit nats-server does not know (embedders pass these directly).
+        ja = JsAccount(self, account, AccountLimits.from_config(limits or {}))
         self.accounts[account.name] = ja
         from natsd.jetstream.api import make_api_callback
 
-        sub = Subscription(b"$JS.API.>", None, b"js-api", callback=make_api_callback(ja))
-        account.sublist.insert(sub)
-        ja.api_sub = sub
+        on_api = make_api_callback(ja)
+        ja.api_subs.append(Subscription(b"$JS.API.>", None, b"js-api", callback=on_api))
+        if self.domain:
+            # $JS.<domain>.API.> reaches this API, as nats-server's account mappings do.
+            ja.api_subs.extend(domain_subscriptions(self.domain, account.sublist, on_api))
+        for sub in ja.api_subs:
+            account.sublist.insert(sub)
         return ja
+
+    def stop_answering(self) -> None:
+        """Leave API requests unanswered (lame duck, after shutdown): as in nats-server,
+        clients that stay connected get silence, not answers from closed stores. The
+        subscriptions stay so requests do not turn into no-responders either."""
+        for ja in self.accounts.values():
+            for sub in ja.api_subs:
+                sub.callback = _unanswered
 
     def restore(self, accounts: dict[str, Account]) -> None:
         """Re-open the streams persisted by the catalog."""
-        from natsd.jetstream.stream_config import parse_stream_config
-
         for rec in self.catalog.load():
             acct = accounts.get(rec.account)
             ja = self.accounts.get(rec.account)
@@ -143,6 +155,15 @@ class JetStream:
                 )
                 rec.store.stop()
                 continue
+            missing = unsupported_feature(cfg)
+            if missing is not None:
+                # Stored by an older natsd that accepted it: load the data, say it loudly.
+                log.warning(
+                    "stream %s/%s: %s: the setting is kept but not applied",
+                    rec.account,
+                    cfg.name,
+                    missing,
+                )
             rec.store.update_config(cfg.to_store_config())
             stream = Stream(ja, cfg, rec.store, created)
             # Before the stream takes publishes: a retry of a message stored before the
@@ -233,8 +254,8 @@ class JetStream:
         return (
             self.max_memory >= 0
             or self.max_store >= 0
-            or ja.limit("max_memory") >= 0
-            or ja.limit("max_storage") >= 0
+            or ja.limits.max_memory >= 0
+            or ja.limits.max_storage >= 0
         )
 
     def storage_exceeded(
@@ -251,12 +272,18 @@ class JetStream:
                 used += self.usage(other)[0 if memory else 1]
             if used > server_max:
                 return "JSInsufficientResourcesErr"
-        acct_max = ja.limit("max_memory" if memory else "max_storage")
+        acct_max = ja.limits.max_memory if memory else ja.limits.max_storage
         if acct_max >= 0:
             size = mem_msg_size(subject, hdr, data) if memory else file_msg_size(subject, hdr, data)
             if self.usage(ja)[0 if memory else 1] + size > acct_max:
                 return "JSAccountResourcesExceededErr"
         return None
+
+    def server_reserved(self, memory: bool) -> int:
+        """nats-server's ``js.memReserved`` / ``js.storeReserved``: the max_bytes every
+        account's streams of that storage set aside."""
+        i = 0 if memory else 1
+        return sum(self.reserved(ja)[i] for ja in self.accounts.values())
 
     def reserved(self, ja: JsAccount) -> tuple[int, int]:
         """nats-server's reserved memory / storage: the max_bytes of the streams that set
@@ -319,24 +346,7 @@ def _is_marker(hdr: bytes) -> bool:
     return bool(h.get("Nats-Marker-Reason", [""])[0])
 
 
-_LIMIT_KEYS = {
-    "max_mem": "max_memory",
-    "max_memory": "max_memory",
-    "max_memory_store": "max_memory",
-    "max_file": "max_storage",
-    "max_store": "max_storage",
-    "max_storage": "max_storage",
-    "max_file_store": "max_storage",
-    "max_streams": "max_streams",
-    "max_consumers": "max_consumers",
-}
-
-
-def _normalise_limits(limits: dict[str, Any]) -> dict[str, Any]:
-    """Account jetstream {} blocks use several spellings; the API reports one."""
-    out: dict[str, Any] = {}
-    for k, v in limits.items():
-        key = _LIMIT_KEYS.get(str(k).lower())
-        if key is not None:
-            out[key] = v
-    return out
+def _unanswered(
+    sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+) -> None:
+    return None

@@ -819,6 +819,12 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         10226,
         "stream reconfiguration already in progress",
     ),
+    (
+        "JSMessageSourceHdrNotAllowedErr",
+        400,
+        10227,
+        "message stream source header is not allowed",
+    ),
 )
 
 
@@ -987,6 +993,7 @@ JSMessageSchedulesSourceInvalidErr: ErrorDef
 JSMessageSchedulesTTLInvalidErr: ErrorDef
 JSMessageSchedulesTargetInvalidErr: ErrorDef
 JSMessageSchedulesTimeZoneInvalidErr: ErrorDef
+JSMessageSourceHdrNotAllowedErr: ErrorDef
 JSMessageTTLDisabledErr: ErrorDef
 JSMessageTTLInvalidErr: ErrorDef
 JSMirrorConsumerRequiresAckFCErr: ErrorDef

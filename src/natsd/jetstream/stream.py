@@ -9,7 +9,9 @@ Acks are small JSON documents formatted directly as bytes: no JSON encoder per m
 from __future__ import annotations
 
 import base64
+import re
 import time
+import zoneinfo
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,8 +20,9 @@ from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream import errors as E
 from natsd.jetstream.direct import seq_from_time
-from natsd.jetstream.errors import ApiError
+from natsd.jetstream.errors import ApiError, ErrorDef
 from natsd.jetstream.stream_config import StreamConfig
+from natsd.jetstream.subject_mapping import _is_valid_publish_subject
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import (
@@ -48,6 +51,20 @@ H_EXP_LAST_SUBJ_SEQ_SUBJ: Final = "Nats-Expected-Last-Subject-Sequence-Subject"
 H_EXP_LAST_MSG_ID: Final = "Nats-Expected-Last-Msg-Id"
 H_ROLLUP: Final = "Nats-Rollup"
 H_TTL: Final = "Nats-TTL"
+# nats-server 2.12+ publish headers of features natsd does not implement (counters, atomic
+# batches, schedules, sourcing): answered with nats-server's "disabled" errors.
+H_INCR: Final = "Nats-Incr"
+H_BATCH_ID: Final = "Nats-Batch-Id"
+H_SCHEDULE: Final = "Nats-Schedule"
+H_SCHEDULE_TZ: Final = "Nats-Schedule-Time-Zone"
+H_SCHEDULE_NEXT: Final = "Nats-Schedule-Next"
+H_SCHEDULER: Final = "Nats-Scheduler"
+H_STREAM_SOURCE: Final = "Nats-Stream-Source"
+# A fast batch publish (nats-server 2.14) is told by its reply subject:
+# <prefix>.<uuid>.<flow>.<gap mode>.<batch seq>.<operation>.$FI
+FAST_BATCH_SUFFIX: Final = b".$FI"
+# big.Int.SetString(s, 10), how nats-server reads Nats-Incr.
+_BIG_INT: Final = re.compile(r"[+-]?[0-9]+")
 
 # Messages read per store call while rebuilding the duplicate window after a restart.
 _REBUILD_BATCH: Final = 1024
@@ -155,6 +172,9 @@ class Stream:
         subject = subject_b.decode()
         if self._transform is not None:
             subject = self._transform.apply(subject) or subject
+        if reply is not None and reply.endswith(FAST_BATCH_SUFFIX):
+            self._refuse_batch(reply, E.JSBatchPublishDisabledErr, subject, hdr, data)
+            return
         msg_id = ""
         ttl = 0
         rollup = ""
@@ -164,6 +184,10 @@ class Stream:
             except HeaderError:
                 h = {}
             if h:
+                if _first(h, H_BATCH_ID):
+                    # An atomic batch message (nats-server 2.12): natsd has no batches.
+                    self._refuse_batch(reply, E.JSAtomicPublishDisabledErr, subject, hdr, data)
+                    return
                 error = self._check_headers(h, subject)
                 if error is not None:
                     self._reply(reply, self._ack_err(error))
@@ -284,27 +308,67 @@ class Stream:
         block = base + extra + b"\r\n"
         self.account.engine.send(self.account, dest.encode(), b"" if headers_only else data, block)
 
+    def _refuse_batch(
+        self,
+        reply: bytes | None,
+        error: ErrorDef,
+        subject: str,
+        hdr: bytes | None,
+        data: bytes,
+    ) -> None:
+        """Answer a batch publish (atomic or fast): nats-server's batch paths check the
+        storage limits before they find batches disabled on the stream."""
+        answer = error()
+        if self._check_limits:
+            exceeded = self.account.engine.storage_exceeded(
+                self.account, self.cfg.storage == "memory", subject, hdr, data
+            )
+            if exceeded is not None:
+                answer = E.err(exceeded)
+        if not self.cfg.no_ack:
+            self._reply(reply, self._ack_err(answer))
+
     def _check_headers(self, h: dict[str, list[str]], subject: str) -> ApiError | None:
-        """The Nats-Expected-* / rollup / TTL checks, in nats-server's order."""
+        """The publish header checks in nats-server's order (``processJetStreamMsg``). An
+        empty value counts as no header, as nats-server's ``sliceHeader`` lookups do.
+        natsd implements no counters, schedules or sourcing, so their headers get the
+        errors nats-server sends on a stream that does not allow them."""
         cfg = self.cfg
+        incr = _first(h, H_INCR)
+        if incr:
+            if not _BIG_INT.fullmatch(incr):
+                return E.JSMessageIncrInvalidErr()
+            return E.JSMessageIncrDisabledErr()
         exp = _first(h, H_EXP_STREAM)
-        if exp is not None and exp != self.name:
+        if exp and exp != self.name:
             return E.err("JSStreamNotMatchErr")
-        exp_id = _first(h, H_EXP_LAST_MSG_ID)
-        if exp_id is not None and exp_id != self._last_msg_id:
-            return E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)
-        exp_seq = _first(h, H_EXP_LAST_SEQ)
-        if exp_seq is not None:
-            last = self.store.state().last_seq
-            if not exp_seq.isdigit() or int(exp_seq) != last:
-                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+        ttl_s = (_first(h, H_TTL) or "").strip()
+        ttl = _parse_ttl(ttl_s) if ttl_s else None
+        # An invalid Nats-TTL is refused later (below), a valid one here when TTLs are off.
+        if ttl and not cfg.allow_msg_ttl:
+            return E.err("JSMessageTTLDisabledErr")
         exp_sseq = _first(h, H_EXP_LAST_SUBJ_SEQ)
-        if exp_sseq is not None:
+        if exp_sseq:
             on = _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ) or subject
             lm = self.store.load_last_msg(on)
             last = lm.seq if lm is not None else 0
             if not exp_sseq.isdigit() or int(exp_sseq) != last:
                 return E.err("JSStreamWrongLastSequenceErr", seq=last)
+        elif _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ):
+            return E.JSStreamExpectedLastSeqPerSubjectInvalid()
+        exp_seq = _first(h, H_EXP_LAST_SEQ)
+        if exp_seq:
+            last = self.store.state().last_seq
+            if not exp_seq.isdigit() or int(exp_seq) != last:
+                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+        error = _check_schedule_headers(h, subject)
+        if error is not None:
+            return error
+        if _first(h, H_STREAM_SOURCE):
+            return E.JSMessageSourceHdrNotAllowedErr()
+        exp_id = _first(h, H_EXP_LAST_MSG_ID)
+        if exp_id and exp_id != self._last_msg_id:
+            return E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)
         rollup = _first(h, H_ROLLUP)
         if rollup:
             if not cfg.allow_rollup_hdrs:
@@ -312,12 +376,8 @@ class Stream:
             if rollup.lower() not in ("sub", "all"):
                 text = f'rollup value invalid: "{rollup}"'
                 return E.err("JSStreamRollupFailedF", err=text)
-        ttl_s = (_first(h, H_TTL) or "").strip()
-        if ttl_s:
-            if _parse_ttl(ttl_s) is None:
-                return E.err("JSMessageTTLInvalidErr")
-            if not cfg.allow_msg_ttl:
-                return E.err("JSMessageTTLDisabledErr")
+        if ttl_s and ttl is None:
+            return E.err("JSMessageTTLInvalidErr")
         return None
 
     def _check_dup(self, msg_id: str) -> int | None:
@@ -429,6 +489,40 @@ def _msg_id(hdr: bytes) -> str:
     except HeaderError:
         return ""
     return _first(h, H_MSG_ID) or ""
+
+
+def _check_schedule_headers(h: dict[str, list[str]], subject: str) -> ApiError | None:
+    """nats-server's message schedule checks on a stream without schedules (natsd has
+    none): a schedule, or a time zone it cannot load, is "message schedules is disabled";
+    Nats-Schedule-Next must be "purge" with a valid Nats-Scheduler before it is refused the
+    same way, and a Nats-Scheduler alone is invalid."""
+    tz = _first(h, H_SCHEDULE_TZ)
+    if _first(h, H_SCHEDULE) or (tz is not None and not _valid_time_zone(tz)):
+        return E.JSMessageSchedulesDisabledErr()
+    scheduler = _first(h, H_SCHEDULER)
+    nxt = _first(h, H_SCHEDULE_NEXT)
+    if nxt:
+        if nxt != "purge":
+            return E.JSMessageSchedulesSchedulerInvalidErr()
+        if not scheduler or scheduler == subject or not _is_valid_publish_subject(scheduler):
+            return E.JSMessageSchedulesSchedulerInvalidErr()
+        return E.JSMessageSchedulesDisabledErr()
+    if scheduler:
+        return E.JSMessageSchedulesSchedulerInvalidErr()
+    return None
+
+
+def _valid_time_zone(name: str) -> bool:
+    """Go's ``time.LoadLocation`` (an empty name is refused by nats-server before)."""
+    if name in ("UTC", "Local"):
+        return True
+    if not name:
+        return False
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (KeyError, ValueError, OSError):
+        return False
+    return True
 
 
 def _first(h: dict[str, list[str]], key: str) -> str | None:

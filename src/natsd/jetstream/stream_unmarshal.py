@@ -209,3 +209,19 @@ _SCHEMA = _schema()
 def _decode_request(nodes: Iterator[_Node]) -> _RequestView:
     req: _RequestView = decode_nodes(nodes, _SCHEMA)
     return req
+
+
+def _restore_schema() -> StructT:
+    """``JSApiStreamRestoreRequest``: a ``StreamConfig`` (no ``pedantic``) and the state.
+    The state is not read (natsd does not restore yet), so its fields are not checked."""
+    config_fields = {k: v for k, v in _SCHEMA.fields.items() if k != "pedantic"}
+    config = StructT("server.StreamConfig", config_fields, _zero_config)
+    state = StructT("server.StreamState", {}, dict, strict=False)
+    return StructT(
+        "server.JSApiStreamRestoreRequest",
+        {"config": ("config", config), "state": ("state", state)},
+        lambda: {"config": _zero_config(), "state": {}},
+    )
+
+
+RESTORE_SCHEMA = _restore_schema()

@@ -13,7 +13,8 @@ import orjson
 from aiohttp import web
 
 from natsd.core.clock import format_duration, rfc3339
-from natsd.version import PROTO, SERVER_VERSION, __version__
+from natsd.router.account import SYSTEM_ACCOUNT, Account
+from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
 if TYPE_CHECKING:
     from natsd.server import Server
@@ -111,13 +112,36 @@ class MonitorServer:
             "slow_consumers": s.slow_consumers,
             "stale_connections": s.stale_connections,
             "subscriptions": s.num_subscriptions(),
-            "config_load_time": _ts(s.start_time),
+            "config_load_time": _ts(s.config_time),
             "auth_required": s.auth_required or None,
             "system_account": "$SYS",
         }
         if s.jetstream_enabled:
-            data["jetstream"] = {"config": {"store_dir": o.js.store_dir}}
+            data["jetstream"] = {
+                "config": {"store_dir": o.js.store_dir},
+                "stats": self._jetstream_stats(),
+            }
         return {k: v for k, v in data.items() if v is not None}
+
+    def _jetstream_stats(self) -> dict[str, Any]:
+        """``/varz`` ``jetstream.stats`` as nats-server reports it (totals over accounts)."""
+        engine = self.server.jetstream
+        mem = store = rmem = rstore = total = errors = 0
+        for ja in engine.accounts.values() if engine is not None else ():
+            m, st = engine.usage(ja)
+            rm, rs = engine.reserved(ja)
+            mem, store, rmem, rstore = mem + m, store + st, rmem + rm, rstore + rs
+            total += ja.api.total
+            errors += ja.api.errors
+        return {
+            "memory": mem,
+            "storage": store,
+            "reserved_memory": rmem,
+            "reserved_storage": rstore,
+            "accounts": len(engine.accounts) if engine is not None else 0,
+            "ha_assets": 0,
+            "api": {"level": API_LEVEL, "total": total, "errors": errors},
+        }
 
     async def varz(self, request: web.Request) -> web.Response:
         return _json(self.varz_data())
@@ -194,22 +218,10 @@ class MonitorServer:
     async def subsz(self, request: web.Request) -> web.Response:
         s = self.server
         q = request.query
-        total_cache = sum(a.sublist.cache_size for a in s.accounts.values())
-        matches = sum(a.sublist.matches + a.sublist.cache_hits for a in s.accounts.values())
-        hits = sum(a.sublist.cache_hits for a in s.accounts.values())
-        inserts = sum(a.sublist.inserts for a in s.accounts.values())
-        removes = sum(a.sublist.removes for a in s.accounts.values())
         data: dict[str, Any] = {
             "server_id": s.server_id,
             "now": _ts(time.time()),
-            "num_subscriptions": s.num_subscriptions(),
-            "num_cache": total_cache,
-            "num_inserts": inserts,
-            "num_removes": removes,
-            "num_matches": matches,
-            "cache_hit_rate": (hits / matches) if matches else 0,
-            "max_fanout": 0,
-            "avg_fanout": 0,
+            **_sublist_stats(list(s.accounts.values())),
         }
         if q.get("subs", "") in ("1", "true", "detail"):
             offset = int(q.get("offset", "0") or 0)
@@ -243,14 +255,42 @@ class MonitorServer:
 
     async def accountz(self, request: web.Request) -> web.Response:
         s = self.server
-        return _json(
+        data: dict[str, Any] = {
+            "server_id": s.server_id,
+            "now": _ts(time.time()),
+            "system_account": SYSTEM_ACCOUNT,
+        }
+        name = request.query.get("acc", "")
+        if not name:
+            data["accounts"] = sorted(s.accounts)
+            return _json(data)
+        acct = s.accounts.get(name)
+        if acct is None:
+            # nats-server answers 400 with the error text, not JSON.
+            return web.Response(status=400, text=f"Account {name} does not exist")
+        detail: dict[str, Any] = {
+            "account_name": name,
+            "update_time": _ts(s.config_time),
+        }
+        if name == SYSTEM_ACCOUNT:
+            detail["is_system"] = True
+        engine = s.jetstream
+        detail.update(
             {
-                "server_id": s.server_id,
-                "now": _ts(time.time()),
-                "system_account": "$SYS",
-                "accounts": sorted(s.accounts),
+                "expired": False,
+                "complete": True,
+                "jetstream_enabled": engine is not None and name in engine.accounts,
+                "leafnode_connections": 0,
+                "client_connections": len(acct.clients),
+                "subscriptions": acct.num_subscriptions,
+                # natsd has no imports, exports or mappings yet; nats-server omits them
+                # when empty. Its implicit $SYS service imports do not exist here.
+                "name_tag": name,
+                "sublist_stats": _sublist_stats([acct]),
             }
         )
+        data["account_detail"] = detail
+        return _json(data)
 
     async def jsz(self, request: web.Request) -> web.Response:
         s = self.server
@@ -316,7 +356,7 @@ class MonitorServer:
             "reserved_storage": rstore,
             "accounts": len(engine.accounts),
             "ha_assets": 0,
-            "api": {"total": total, "errors": errors},
+            "api": {"level": API_LEVEL, "total": total, "errors": errors},
             "streams": streams,
             "consumers": consumers,
             "messages": msgs,
@@ -351,3 +391,19 @@ def _rss() -> int:
         return pages * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def _sublist_stats(accounts: list[Account]) -> dict[str, Any]:
+    """nats-server's ``SublistStats`` summed over ``accounts`` (/subsz, /accountz?acc=)."""
+    matches = sum(a.sublist.matches + a.sublist.cache_hits for a in accounts)
+    hits = sum(a.sublist.cache_hits for a in accounts)
+    return {
+        "num_subscriptions": sum(a.num_subscriptions for a in accounts),
+        "num_cache": sum(a.sublist.cache_size for a in accounts),
+        "num_inserts": sum(a.sublist.inserts for a in accounts),
+        "num_removes": sum(a.sublist.removes for a in accounts),
+        "num_matches": matches,
+        "cache_hit_rate": (hits / matches) if matches else 0,
+        "max_fanout": 0,
+        "avg_fanout": 0,
+    }

@@ -87,6 +87,8 @@ def _to_sink(
     c.out_size += len(frame)
     c.msgs_out += 1
     c.bytes_out += size
+    if reply and c.track_reply is not None:
+        c.track_reply(reply)
     if not c.flush_pending:
         c.kick()
     sub.delivered += 1

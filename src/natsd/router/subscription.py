@@ -30,6 +30,9 @@ class Sink:
         self.echo = True
         # None unless the user has subscribe deny rules that must be checked per delivery.
         self.sub_deny: Callable[[bytes], bool] | None = None
+        # None unless the user has allow_responses: told each reply subject delivered to
+        # this subscriber, which may then publish a response there.
+        self.track_reply: Callable[[bytes], None] | None = None
         self.msgs_out = 0
         self.bytes_out = 0
 

@@ -1,0 +1,223 @@
+"""Which configuration keys natsd honours, ignores with a warning, or refuses.
+
+natsd reads nats-server configuration files, and must never accept a key and then not do
+what it says: a dropped ``tls {}`` means plaintext, a dropped ``cluster {}`` an isolated node,
+a dropped ``jetstream { cipher }`` unencrypted data. So every map natsd reads has a
+:class:`Level` with three tables, consulted in this order:
+
+1. ``supported``: natsd does what the key says (the readers in ``apply.py``);
+2. ``cosmetic``: nats-server knows the key, and it changes nothing a client or the stored data
+   could observe (log formatting, tuning of nats-server internals natsd does not have): one
+   warning line each, and the server starts;
+3. ``refused``: every other key nats-server knows (read from nats-server's ``opts.go``,
+   ``processConfigFileLine`` and its sub-parsers): a start-up error naming the key; natsd
+   does not support it yet. When natsd implements one, it moves to ``supported``.
+
+A key in none of them is unknown to nats-server too, and an error as in nats-server
+(``unknown field "foo"``). Keys are case-insensitive, and a key that another value refers to
+as ``$name`` is a variable, not a setting (nats-server's ``IsUsedVariable``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from natsd.confparse import ConfMap
+from natsd.options import JS_ACCOUNT_LIMIT_KEYS
+
+__all__ = ["LEVELS", "Checker", "Level"]
+
+
+@dataclass(frozen=True)
+class Level:
+    """The keys of one kind of map (the top level, ``authorization``, a user, ...)."""
+
+    name: str
+    supported: frozenset[str]
+    cosmetic: frozenset[str] = frozenset()
+    refused: frozenset[str] = frozenset()
+    # Spellings natsd has always accepted that nats-server does not know; kept so existing
+    # natsd configs keep working (nats-server rejects them as unknown fields).
+    natsd_only: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        tables = (self.supported, self.cosmetic, self.refused, self.natsd_only)
+        seen: set[str] = set()
+        for t in tables:
+            assert not (seen & t), f"{self.name}: {sorted(seen & t)} in two tables"
+            seen |= t
+
+
+def _keys(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+TOP = Level(
+    "top level",
+    supported=_keys(
+        """
+        listen host net port server_name http http_port monitor_port
+        max_payload max_control_line max_pending max_connections max_conn
+        max_subscriptions max_subs ping_interval ping_max write_deadline
+        lame_duck_duration lame_duck_grace_period
+        authorization no_auth_user accounts jetstream store_dir storedir
+        debug trace trace_verbose trace_headers log_file logfile pid_file pidfile
+        """
+    ),
+    cosmetic=_keys(
+        """
+        logtime logtime_utc syslog remote_syslog log_size_limit logfile_size_limit
+        log_max_num logfile_max_num max_traced_msg_len connect_error_reports
+        reconnect_error_reports disable_sublist_cache no_sublist_cache prof_block_rate
+        """
+    ),
+    refused=_keys(
+        """
+        tls allow_non_tls ocsp ocsp_cache
+        https https_port http_base_path
+        cluster gateway leaf leafnodes websocket ws mqtt client_advertise
+        operator operators root roots root_operator root_operators
+        resolver account_resolver accounts_resolver resolver_tls resolver_preload
+        resolver_pinned_accounts trusted trusted_keys default_sentinel
+        system_account system no_system_account no_system no_sys_acc
+        mappings maps default_js_domain
+        no_header_support max_sub_tokens max_subscription_tokens proxy_protocol proxies
+        write_timeout no_fast_producer_stall max_closed_clients
+        server_tags server_metadata feature_flags ports_file_dir prof_port
+        """
+    ),
+    natsd_only=_keys("addr name http_host max_pings_outstanding"),
+)
+
+AUTHORIZATION = Level(
+    "authorization",
+    supported=_keys(
+        "user username pass password token timeout users"
+        " permissions default_permission default_permissions"
+    ),
+    refused=_keys("auth_callout auth_hook proxy_required"),
+)
+
+USER = Level(
+    "user",
+    supported=_keys("user username pass password permission permissions authorization"),
+    refused=_keys("nkey allowed_connection_types connection_types clients proxy_required"),
+)
+
+PERMISSIONS = Level(
+    "permissions",
+    supported=_keys(
+        "pub publish import sub subscribe export allow_responses publish_allow_responses"
+    ),
+)
+
+SUBJECT_PERMISSION = Level("subject permissions", supported=_keys("allow deny"))
+
+ALLOW_RESPONSES = Level(
+    "allow_responses",
+    supported=_keys("max max_msgs max_messages max_responses expires expiration ttl"),
+)
+
+ACCOUNT = Level(
+    "account",
+    supported=_keys("users jetstream default_permissions"),
+    refused=_keys("nkey imports exports mappings maps limits msg_trace trace_dest"),
+)
+
+_NATS_ACCOUNT_JS = _keys(
+    """
+    max_memory max_mem mem memory max_store max_file max_disk store disk
+    max_streams streams max_consumers consumers max_ack_pending
+    max_bytes_required max_stream_bytes max_bytes
+    memory_max_stream_bytes mem_max_stream_bytes store_max_stream_bytes disk_max_stream_bytes
+    """
+)
+
+ACCOUNT_JETSTREAM = Level(
+    "account jetstream",
+    supported=_NATS_ACCOUNT_JS,
+    # Only a cluster has Raft traffic to route.
+    refused=_keys("cluster_traffic"),
+    natsd_only=frozenset(JS_ACCOUNT_LIMIT_KEYS) - _NATS_ACCOUNT_JS,
+)
+
+JETSTREAM = Level(
+    "jetstream",
+    supported=_keys(
+        """
+        enable enabled store store_dir storedir sync sync_interval
+        max_memory_store max_mem_store max_mem max_file_store max_file domain strict
+        """
+    ),
+    # Tuning of nats-server internals (clustering catch-up, meta-layer compaction, ingest
+    # buffers and request queues) that natsd does not have; no effect on what is stored.
+    cosmetic=_keys(
+        """
+        extension_hint max_outstanding_catchup max_buffered_size max_buffered_msgs
+        request_queue_limit info_queue_limit meta_compact meta_compact_size
+        meta_compact_sync max_concurrent_io
+        """
+    ),
+    refused=_keys(
+        "key ek encryption_key prev_key prev_ek prev_encryption_key cipher tpm limits unique_tag"
+    ),
+    natsd_only=_keys("max_memory max_store"),
+)
+
+LEVELS: tuple[Level, ...] = (
+    TOP,
+    AUTHORIZATION,
+    USER,
+    PERMISSIONS,
+    SUBJECT_PERMISSION,
+    ALLOW_RESPONSES,
+    ACCOUNT,
+    ACCOUNT_JETSTREAM,
+    JETSTREAM,
+)
+
+
+class Checker:
+    """Sorts the keys of each map against its :class:`Level`, collecting every error and
+    warning (nats-server reports all of them at once, not just the first)."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    @staticmethod
+    def where(m: Mapping[str, Any], key: str) -> str:
+        """``file:line: `` of ``key`` when the map came from a file, else nothing."""
+        pos = m.positions.get(key) if isinstance(m, ConfMap) else None
+        return f"{pos[0]}:{pos[1]}: " if pos else ""
+
+    def error(self, m: Mapping[str, Any], key: str, text: str) -> None:
+        self.errors.append(self.where(m, key) + text)
+
+    def refuse(self, m: Mapping[str, Any], key: str, path: str, why: str = "") -> None:
+        text = f'config key "{path}" is not supported by natsd yet'
+        self.error(m, key, text + (f" ({why})" if why else ""))
+
+    def supported(
+        self, level: Level, m: Mapping[str, Any], prefix: str
+    ) -> Iterator[tuple[str, Any]]:
+        """Yield ``(lower-case key, value)`` for the keys of ``m`` natsd honours; report the
+        others. ``prefix`` is the path of ``m`` (``"accounts.A.jetstream."``)."""
+        used = m.used if isinstance(m, ConfMap) else set()
+        for raw, value in m.items():
+            key = str(raw).lower()
+            if key in level.supported or key in level.natsd_only:
+                yield key, value
+            elif key in level.cosmetic:
+                self.warnings.append(
+                    self.where(m, raw) + f'config key "{prefix}{raw}" has no effect in natsd'
+                    " and was ignored"
+                )
+            elif key in level.refused:
+                self.refuse(m, raw, f"{prefix}{raw}")
+            elif raw not in used:
+                self.error(
+                    m, raw, f'unknown field "{raw}"' + (f" in {prefix[:-1]}" if prefix else "")
+                )

@@ -1,0 +1,268 @@
+"""nats-server 2.12+ stream features natsd does not implement: refused, never ignored.
+
+* Stream create / update with ``allow_msg_counter``, ``allow_atomic``, ``allow_batched``,
+  ``allow_msg_schedules``, ``persist_mode: async`` or ``compression: s2`` (file): nats-server
+  accepts them, natsd answers a ``JSStreamInvalidConfigF`` refusal and creates nothing.
+  Where nats-server refuses the combination itself, both answer the same.
+* Publishes carrying the headers of those features (``Nats-Incr``, ``Nats-Batch-*``,
+  ``Nats-Schedule*``, ``Nats-Scheduler``, ``Nats-Stream-Source``) or a fast-batch reply
+  subject (``....$FI``) to a stream that does not enable them: natsd answers exactly what
+  nats-server answers (the PubAck error, in nats-server's order of checks) and stores
+  nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .harness import ServerPair, nats_server_binary
+from .js_scenarios import JsRecorder, js_server_pair, run_scenario
+from .test_jetstream_api import assert_same
+
+pytestmark = [pytest.mark.differential, pytest.mark.timeout(120)]
+
+T = 10.0  # per request: generous, the machine may be loaded (a timeout is a failure)
+
+
+@pytest.fixture(scope="module")
+def js_pair() -> Iterator[ServerPair]:
+    if nats_server_binary() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("nats-server binary not installed (required under CI)")
+        pytest.skip("nats-server binary not installed")
+    with js_server_pair() as pair:
+        yield pair
+
+
+def _invalid(text: str) -> dict[str, Any]:
+    return {
+        "type": "io.nats.jetstream.api.v1.stream_create_response",
+        "error": {"code": 500, "err_code": 10052, "description": text},
+    }
+
+
+# ------------------------------------------------------------------ create / update
+# (label, create body fields, natsd's refusal). nats-server creates each of these.
+REFUSED_CREATES = [
+    ("counter", {"allow_msg_counter": True}, "stream message counters are not supported"),
+    ("atomic", {"allow_atomic": True}, "stream atomic batch publish is not supported"),
+    ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
+    ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
+    ("async persist", {"persist_mode": "async"}, "stream async persist mode is not supported"),
+    ("s2 file", {"compression": "s2"}, "stream compression is not supported"),
+]
+# Creates both servers answer alike: nats-server's own validation comes first, and s2 on a
+# memory stream is accepted (nats-server never compresses memory storage either).
+SAME_CREATES = [
+    ("counter discard new", {"allow_msg_counter": True, "discard": "new"}),
+    ("counter ttl", {"allow_msg_counter": True, "allow_msg_ttl": True}),
+    ("counter workqueue", {"allow_msg_counter": True, "retention": "workqueue"}),
+    ("schedules discard new", {"allow_msg_schedules": True, "discard": "new"}),
+    ("async memory", {"persist_mode": "async", "storage": "memory"}),
+    ("async atomic", {"persist_mode": "async", "allow_atomic": True}),
+    ("atomic replicas", {"allow_atomic": True, "num_replicas": 3}),
+    ("bad compression", {"compression": "zstd"}),
+    ("bad persist mode", {"persist_mode": "later"}),
+    ("s2 memory", {"compression": "s2", "storage": "memory"}),
+    ("none and default", {"compression": "none", "persist_mode": "default"}),
+]
+
+
+async def test_create_refused_where_nats_server_accepts(js_pair: ServerPair) -> None:
+    async def sc(js: JsRecorder) -> None:
+        for label, fields in [(r[0], r[1]) for r in REFUSED_CREATES] + SAME_CREATES:
+            await js.req(
+                label, "STREAM.CREATE.F", {"name": "F", "subjects": ["f.>"], **fields}, timeout=T
+            )
+            await js.req(f"names after {label}", "STREAM.NAMES", timeout=T)
+            await js.req(f"delete {label}", "STREAM.DELETE.F", record=False, timeout=T)
+
+    ref, impl = await run_scenario(js_pair, sc, timeout=60)
+    create_type = "io.nats.jetstream.api.v1.stream_create_response"
+    for i, (label, fields, refusal) in enumerate(REFUSED_CREATES):
+        created = ref[2 * i][1]
+        assert "config" in created and "error" not in created, (label, created)
+        assert all(created["config"][k] == v for k, v in fields.items()), label
+        assert ref[2 * i + 1][1]["streams"] == ["F"]
+        assert impl[2 * i][1] == {**_invalid(refusal), "type": create_type}, label
+        # Nothing was created: the account has no stream.
+        assert impl[2 * i + 1][1]["streams"] is None, label
+    same_ref, same_impl = ref[2 * len(REFUSED_CREATES) :], impl[2 * len(REFUSED_CREATES) :]
+    assert sum("error" in r for _, r in same_ref[::2]) == len(SAME_CREATES) - 2
+    assert_same(same_ref, same_impl)
+
+
+async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> None:
+    updates = [
+        ("atomic", {"allow_atomic": True}, "stream atomic batch publish is not supported"),
+        ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
+        ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
+        ("s2", {"compression": "s2"}, "stream compression is not supported"),
+    ]
+
+    async def sc(js: JsRecorder) -> None:
+        # One stream per update: nats-server keeps what it accepted.
+        for i, (label, fields, _) in enumerate(updates):
+            base = {"name": f"U{i}", "subjects": [f"u{i}.>"]}
+            await js.req(f"create {label}", f"STREAM.CREATE.U{i}", base, record=False, timeout=T)
+            await js.req(label, f"STREAM.UPDATE.U{i}", {**base, **fields}, timeout=T)
+            await js.req(f"info {label}", f"STREAM.INFO.U{i}", timeout=T)
+        # nats-server's update rules answer first: these are refused by both.
+        base = {"name": "U0", "subjects": ["u0.>"]}
+        await js.req(
+            "counter on", "STREAM.UPDATE.U0", {**base, "allow_msg_counter": True}, timeout=T
+        )
+        await js.req(
+            "persist async", "STREAM.UPDATE.U0", {**base, "persist_mode": "async"}, timeout=T
+        )
+
+    ref, impl = await run_scenario(js_pair, sc, timeout=60)
+    update_type = "io.nats.jetstream.api.v1.stream_update_response"
+    for i, (label, fields, refusal) in enumerate(updates):
+        r, got = ref[2 * i][1], impl[2 * i][1]
+        assert "config" in r, (label, r)
+        assert got == {**_invalid(refusal), "type": update_type}, (label, got)
+        # natsd's stream kept its config: the update was not applied.
+        cfg = impl[2 * i + 1][1]["config"]
+        assert all(cfg.get(k) != v for k, v in fields.items()), (label, cfg)
+    assert "error" in ref[-2][1] and "error" in ref[-1][1]
+    assert_same(ref[-2:], impl[-2:])
+
+
+# ------------------------------------------------------------------ publish headers
+STREAM = {"name": "H", "subjects": ["h.>"], "allow_direct": True}
+SCHEDULE = {"Nats-Schedule": "@every 1m"}
+
+# (label, subject, headers): each is published with a reply and its PubAck compared.
+PUBLISHES: list[tuple[str, str, dict[str, str] | None]] = [
+    ("plain", "h.a", None),
+    ("incr", "h.c", {"Nats-Incr": "1"}),
+    ("incr plus sign", "h.c", {"Nats-Incr": "+5"}),
+    ("incr negative", "h.c", {"Nats-Incr": "-3"}),
+    ("incr huge", "h.c", {"Nats-Incr": "123456789012345678901234567890"}),
+    ("incr not a number", "h.c", {"Nats-Incr": "abc"}),
+    ("incr decimal", "h.c", {"Nats-Incr": "1.5"}),
+    ("incr underscore", "h.c", {"Nats-Incr": "1_000"}),
+    ("incr empty is no header", "h.c", {"Nats-Incr": ""}),
+    ("incr before expected stream", "h.c", {"Nats-Incr": "1", "Nats-Expected-Stream": "X"}),
+    ("bad incr before expected stream", "h.c", {"Nats-Incr": "x", "Nats-Expected-Stream": "X"}),
+    ("incr with payload", "h.c", {"Nats-Incr": "1"}),
+    ("expected stream before schedule", "h.s", {"Nats-Expected-Stream": "X", **SCHEDULE}),
+    ("ttl disabled before schedule", "h.s", {"Nats-TTL": "5s", **SCHEDULE}),
+    ("bad ttl after schedule", "h.s", {"Nats-TTL": "bogus", **SCHEDULE}),
+    ("expected last seq before schedule", "h.s", {"Nats-Expected-Last-Sequence": "99", **SCHEDULE}),
+    (
+        "expected subject seq before schedule",
+        "h.s",
+        {"Nats-Expected-Last-Subject-Sequence": "7", **SCHEDULE},
+    ),
+    (
+        "subject of expected seq alone",
+        "h.s",
+        {"Nats-Expected-Last-Subject-Sequence-Subject": "h.a"},
+    ),
+    ("schedule every", "h.s", SCHEDULE),
+    ("schedule at", "h.s", {"Nats-Schedule": "@at 2030-01-01T00:00:00Z"}),
+    ("schedule cron", "h.s", {"Nats-Schedule": "0 * * * * *"}),
+    ("schedule invalid", "h.s", {"Nats-Schedule": "whenever"}),
+    ("schedule with target", "h.s", {**SCHEDULE, "Nats-Schedule-Target": "h.t"}),
+    ("schedule empty is no header", "h.s", {"Nats-Schedule": ""}),
+    ("time zone alone", "h.s", {"Nats-Schedule-Time-Zone": "Europe/Amsterdam"}),
+    ("time zone UTC alone", "h.s", {"Nats-Schedule-Time-Zone": "UTC"}),
+    ("time zone unknown", "h.s", {"Nats-Schedule-Time-Zone": "Mars/Olympus_Mons"}),
+    ("time zone empty", "h.s", {"Nats-Schedule-Time-Zone": ""}),
+    ("purge schedule", "h.s", {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "h.sched"}),
+    ("purge without scheduler", "h.s", {"Nats-Schedule-Next": "purge"}),
+    ("purge scheduler is subject", "h.s", {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "h.s"}),
+    ("purge wildcard scheduler", "h.s", {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "h.*"}),
+    ("schedule next not purge", "h.s", {"Nats-Schedule-Next": "soon", "Nats-Scheduler": "h.x"}),
+    ("scheduler alone", "h.s", {"Nats-Scheduler": "h.sched"}),
+    ("stream source", "h.a", {"Nats-Stream-Source": "OTHER 1 > > h.a"}),
+    ("schedule before stream source", "h.a", {**SCHEDULE, "Nats-Stream-Source": "OTHER"}),
+    (
+        "stream source before expected msg id",
+        "h.a",
+        {"Nats-Stream-Source": "OTHER", "Nats-Expected-Last-Msg-Id": "nope"},
+    ),
+    ("stream source before rollup", "h.a", {"Nats-Stream-Source": "OTHER", "Nats-Rollup": "sub"}),
+    (
+        "expected msg id before rollup",
+        "h.a",
+        {"Nats-Expected-Last-Msg-Id": "nope", "Nats-Rollup": "sub"},
+    ),
+    ("expected msg id before bad ttl", "h.a", {"Nats-Expected-Last-Msg-Id": "x", "Nats-TTL": "?"}),
+    ("rollup before bad ttl", "h.a", {"Nats-Rollup": "sub", "Nats-TTL": "bogus"}),
+    ("empty expected stream is no header", "h.a", {"Nats-Expected-Stream": ""}),
+    ("batch", "h.b", {"Nats-Batch-Id": "b1", "Nats-Batch-Sequence": "1"}),
+    ("batch without sequence", "h.b", {"Nats-Batch-Id": "b1"}),
+    (
+        "batch commit",
+        "h.b",
+        {"Nats-Batch-Id": "b1", "Nats-Batch-Sequence": "1", "Nats-Batch-Commit": "1"},
+    ),
+    ("batch before incr", "h.b", {"Nats-Batch-Id": "b1", "Nats-Incr": "1"}),
+    ("batch before expected stream", "h.b", {"Nats-Batch-Id": "b1", "Nats-Expected-Stream": "X"}),
+    ("batch id too long", "h.b", {"Nats-Batch-Id": "x" * 100, "Nats-Batch-Sequence": "1"}),
+    ("batch sequence alone", "h.b", {"Nats-Batch-Sequence": "1"}),
+    ("batch id empty is no header", "h.b", {"Nats-Batch-Id": ""}),
+    ("required api level on a publish is not checked", "h.a", {"Nats-Required-Api-Level": "99"}),
+]
+
+
+async def _publishes(js: JsRecorder) -> None:
+    await js.req("create", "STREAM.CREATE.H", STREAM, timeout=T)
+    for label, subject, headers in PUBLISHES:
+        data = "payload" if label == "incr with payload" else ""
+        await js.pub(label, subject, data, headers, timeout=T)
+    # Fast batch publishes are told by their reply subject, headers or not.
+    nc = js.nc
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox + ".>")
+    for label, reply, headers in [
+        ("fast batch start", f"{inbox}.b1.10.fail.1.0.$FI", None),
+        ("fast batch commit", f"{inbox}.b1.10.ok.2.2.$FI", {"Nats-Msg-Id": "m"}),
+        ("fast batch malformed", f"{inbox}.$FI", None),
+        ("not a fast batch", f"{inbox}.$FI.more", None),
+    ]:
+        await nc.publish("h.f", b"x", reply=reply, headers=headers)
+        msg = await sub.next_msg(timeout=5)
+        js.note(label, json.loads(msg.data))
+    await sub.unsubscribe()
+    info = await js.req("info", "STREAM.INFO.H", {"subjects_filter": ">"}, timeout=T)
+    assert isinstance(info, dict)
+    # A sealed stream answers "sealed" before "atomic publish is disabled".
+    await js.req("create sealed", "STREAM.CREATE.Z", {"name": "Z", "subjects": ["z"]}, timeout=T)
+    await js.req(
+        "seal", "STREAM.UPDATE.Z", {"name": "Z", "subjects": ["z"], "sealed": True}, timeout=T
+    )
+    await js.pub(
+        "sealed batch", "z", "x", {"Nats-Batch-Id": "b", "Nats-Batch-Sequence": "1"}, timeout=T
+    )
+
+
+async def test_publish_headers_of_disabled_features(js_pair: ServerPair) -> None:
+    ref, impl = await run_scenario(js_pair, _publishes, timeout=60)
+    answers = dict(ref)
+    # The reference really refuses each feature header (a vacuous pass is impossible).
+    assert answers["incr"]["error"]["err_code"] == 10168
+    assert answers["incr not a number"]["error"]["err_code"] == 10171
+    assert answers["schedule every"]["error"]["err_code"] == 10188
+    assert answers["scheduler alone"]["error"]["err_code"] == 10212
+    assert answers["stream source"]["error"]["err_code"] == 10227
+    assert answers["batch"]["error"]["err_code"] == 10174
+    assert answers["fast batch start"]["error"]["err_code"] == 10205
+    assert "error" not in answers["time zone alone"]
+    assert_same(ref, impl)
+    assert answers["not a fast batch"] == {"stream": "H", "seq": 10}
+    assert answers["sealed batch"]["error"]["err_code"] == 10109
+    # Nothing refused was stored: the stream holds exactly the acknowledged publishes (and
+    # natsd's stream state, subjects included, equals nats-server's, above).
+    acks = [ack for label, ack in ref[: ref.index(("info", answers["info"]))] if label != "create"]
+    stored = [ack for ack in acks if "error" not in ack]
+    assert len(stored) == 10 and len(acks) == len(PUBLISHES) + 4
+    assert answers["info"]["state"]["messages"] == len(stored)
