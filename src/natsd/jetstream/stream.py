@@ -161,7 +161,14 @@ class Stream:
     def process(
         self, subject_b: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
+        """Store one published message, with nats-server's checks in its order (checked
+        against it in tests/differential/test_publish_order.py): sealed, max_msg_size,
+        the publish headers, the duplicate window, then the expected last msg id and rollup,
+        limits and an invalid TTL. A retried publish is answered as a duplicate before the
+        checks its first copy has since made fail."""
         cfg = self.cfg
+        if cfg.no_ack:
+            reply = None  # nats-server answers nothing on a no_ack stream, errors included
         if cfg.sealed:
             self._reply(reply, self._ack_err(E.err("JSStreamSealedErr")))
             return
@@ -177,6 +184,7 @@ class Stream:
             return
         msg_id = ""
         ttl = 0
+        ttl_s = ""
         rollup = ""
         if hdr:
             try:
@@ -198,18 +206,12 @@ class Stream:
                     if dup is not None:
                         self._reply(reply, self._ack_ok(dup, duplicate=True))
                         return
+                error = self._check_last_msg_id_and_rollup(h)
+                if error is not None:
+                    self._reply(reply, self._ack_err(error))
+                    return
                 rollup = (_first(h, H_ROLLUP) or "").lower()
                 ttl_s = (_first(h, H_TTL) or "").strip()
-                if ttl_s:
-                    ttl = _parse_ttl(ttl_s) or 0
-                    marker_ttl = cfg.subject_delete_marker_ttl // 1_000_000_000
-                    if 0 < ttl < marker_ttl:
-                        # nats-server keeps messages at least as long as the delete
-                        # markers that would replace them, and stores the raised TTL.
-                        ttl = marker_ttl
-                        hdr = _set_header(hdr, H_TTL, str(marker_ttl))
-        # Republish's Nats-Last-Sequence is the subject's previous message, looked up
-        # before storing as nats-server does (a history of 1 is about to drop it).
         if self._check_limits:
             exceeded = self.account.engine.storage_exceeded(
                 self.account, cfg.storage == "memory", subject, hdr, data
@@ -217,6 +219,20 @@ class Stream:
             if exceeded is not None:
                 self._reply(reply, self._ack_err(E.err(exceeded)))
                 return
+        if ttl_s:
+            parsed = _parse_ttl(ttl_s)
+            if parsed is None:
+                self._reply(reply, self._ack_err(E.err("JSMessageTTLInvalidErr")))
+                return
+            ttl = parsed
+            marker_ttl = cfg.subject_delete_marker_ttl // 1_000_000_000
+            if hdr is not None and 0 < ttl < marker_ttl:
+                # nats-server keeps messages at least as long as the delete markers that
+                # would replace them, and stores the raised TTL.
+                ttl = marker_ttl
+                hdr = _set_header(hdr, H_TTL, str(marker_ttl))
+        # Republish's Nats-Last-Sequence is the subject's previous message, looked up
+        # before storing as nats-server does (a history of 1 is about to drop it).
         rp_last = 0
         if self._republish is not None:
             prev = self.store.load_last_msg(subject)
@@ -245,8 +261,6 @@ class Stream:
         if cfg.retention == "interest" and not self.consumer_count:
             # Interest retention keeps nothing nobody is interested in.
             self.store.remove_msg(seq)
-        if cfg.no_ack:
-            reply = None
         # Acknowledge now (memory) or after the fsync that covers the message (file).
         if cfg.storage == "memory":
             if reply:
@@ -366,6 +380,11 @@ class Stream:
             return error
         if _first(h, H_STREAM_SOURCE):
             return E.JSMessageSourceHdrNotAllowedErr()
+        return None
+
+    def _check_last_msg_id_and_rollup(self, h: dict[str, list[str]]) -> ApiError | None:
+        """The checks nats-server makes after the duplicate window."""
+        cfg = self.cfg
         exp_id = _first(h, H_EXP_LAST_MSG_ID)
         if exp_id and exp_id != self._last_msg_id:
             return E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)
@@ -376,8 +395,6 @@ class Stream:
             if rollup.lower() not in ("sub", "all"):
                 text = f'rollup value invalid: "{rollup}"'
                 return E.err("JSStreamRollupFailedF", err=text)
-        if ttl_s and ttl is None:
-            return E.err("JSMessageTTLInvalidErr")
         return None
 
     def _check_dup(self, msg_id: str) -> int | None:
