@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import nats
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, ServerProcess, nats_server_binary, server_pair
+from .harness import ServerPair, ServerProcess, server_pair
 
 pytestmark = pytest.mark.differential
 
@@ -41,10 +41,7 @@ authorization {
 
 @pytest.fixture(scope="module")
 def responses_pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("nats-server binary not installed (required under CI)")
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with server_pair(config=CONFIG) as pair:
         yield pair
 

