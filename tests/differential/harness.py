@@ -233,6 +233,27 @@ def server_pair(args: Sequence[str] = (), *, config: str | None = None) -> Itera
 
 
 @contextlib.contextmanager
+def js_config_pair(config: str) -> Iterator[ServerPair]:
+    """nats-server and natsd with JetStream on, each with its own store directory, and the
+    same configuration file text ``config`` (account or server JetStream limits)."""
+    tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-js-conf-"))
+    conf = write_config(config, tmp)
+    started: list[ServerProcess] = []
+    try:
+        for kind in ("nats-server", "natsd"):
+            sd = tmp / f"store-{kind}"
+            sd.mkdir()
+            started.append(
+                start_server(kind, ["-js", "-sd", str(sd)], config_path=conf, log_dir=tmp)
+            )
+        yield ServerPair(started[0], started[1], conf)
+    finally:
+        for s in started:
+            s.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def natsd_only(args: Sequence[str] = (), *, config: str | None = None) -> Iterator[ServerProcess]:
     """Start natsd alone (no reference needed)."""
     tmp = Path(tempfile.mkdtemp(prefix="natsd-only-"))

@@ -10,16 +10,13 @@ number accepted and every PubAck must agree.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from components import require_nats_server
 
-from .harness import ServerPair, ServerProcess, run_client_both, start_server
+from .harness import ServerPair, js_config_pair, run_client_both
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 
@@ -34,22 +31,8 @@ accounts {
 
 def _pair(config: str) -> Iterator[ServerPair]:
     require_nats_server()
-    tmp = Path(tempfile.mkdtemp(prefix="natsd-diff-limits-"))
-    conf = tmp / "server.conf"
-    conf.write_text(config)
-    started: list[ServerProcess] = []
-    try:
-        for kind in ("nats-server", "natsd"):
-            sd = tmp / f"store-{kind}"
-            sd.mkdir()
-            started.append(
-                start_server(kind, ["-js", "-sd", str(sd)], config_path=conf, log_dir=tmp)
-            )
-        yield ServerPair(started[0], started[1])
-    finally:
-        for s in started:
-            s.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with js_config_pair(config) as pair:
+        yield pair
 
 
 async def _fill(nc: Any) -> dict[str, Any]:
