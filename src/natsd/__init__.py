@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from natsd.version import __version__
 
 if TYPE_CHECKING:
-    from natsd.options import ServerOptions
+    from natsd.config.options import ServerOptions
     from natsd.server import Server
 
 __all__ = ["Server", "ServerOptions", "__version__"]
@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:
 
         return Server
     if name == "ServerOptions":
-        from natsd.options import ServerOptions
+        from natsd.config.options import ServerOptions
 
         return ServerOptions
     raise AttributeError(f"module 'natsd' has no attribute {name!r}")

@@ -9,7 +9,7 @@ Ownership: everything here runs on one asyncio event loop. The server owns the l
 the set of live connections, the accounts and the Flusher that coalesces writes.
 
 Run-time control (nats-server's signal.go, reload.go, lameDuckMode): ``reload`` applies a new
-configuration after ``reload.plan_reload`` has accepted all of it (nothing changes when any
+configuration after ``config.reload.plan_reload`` has accepted all of it (nothing changes when any
 part is refused); ``lame_duck`` stops accepting, tells clients (``"ldm": true`` INFO), waits
 the grace period and closes clients spread over the lame duck duration, then shuts down.
 """
@@ -30,6 +30,8 @@ from typing import Any, cast
 import orjson
 
 from natsd.config import load_config
+from natsd.config.options import ServerOptions
+from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
 from natsd.connection.flusher import Flusher
@@ -37,9 +39,7 @@ from natsd.connection.limits import ConnectionLimits
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.logs import install_handler, open_handler
-from natsd.options import ServerOptions
 from natsd.protocol.encode import encode_err
-from natsd.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
