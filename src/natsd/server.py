@@ -39,6 +39,7 @@ from natsd.connection.limits import ConnectionLimits
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.logs import install_handler, open_handler
+from natsd.monitor.source import AccountUsage, StreamUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
@@ -577,6 +578,46 @@ class Server:
             mo += a.msgs_out
             bo += a.bytes_out
         return mi, bi, mo, bo
+
+    def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
+        """The JetStream figures the monitor reports (``monitor.source.MonitorSource``): read
+        from the engine here, so the monitor never imports it."""
+        engine = self.jetstream
+        if engine is None:
+            return None
+        out = []
+        for name, ja in engine.accounts.items():
+            mem, store = engine.usage(ja)
+            rmem, rstore = engine.reserved(ja)
+            per_stream = [_stream_usage(st) for st in ja.streams.values()] if streams else []
+            out.append(
+                AccountUsage(
+                    name=name,
+                    memory=mem,
+                    storage=store,
+                    reserved_memory=rmem,
+                    reserved_storage=rstore,
+                    api_total=ja.api.total,
+                    api_errors=ja.api.errors,
+                    stream_count=len(ja.streams),
+                    streams=per_stream,
+                )
+            )
+        return out
+
+
+def _stream_usage(stream: Any) -> StreamUsage:
+    state = stream.store.state()
+    return StreamUsage(
+        name=stream.name,
+        created_ns=stream.created_ns,
+        messages=state.msgs,
+        bytes=state.bytes,
+        first_seq=state.first_seq,
+        last_seq=state.last_seq,
+        consumers=stream.consumer_count,
+        state_json=stream.state_json,
+    )
 
 
 def tune_gc() -> None:

@@ -96,6 +96,18 @@ def test_config_is_pure() -> None:
             assert len(parts) > 1 and parts[1] in allowed, f"{path.relative_to(SRC)} imports {mod}"
 
 
+def test_monitor_reads_through_its_protocol() -> None:
+    """The monitor reads the server through ``monitor.source.MonitorSource``: it imports
+    neither the server nor the JetStream engine nor the connections it reports on."""
+    allowed = {"monitor", "config", "core", "router", "version"}
+    files = sorted((SRC / "monitor").rglob("*.py"))
+    assert files
+    for path in files:
+        for mod in _imports(path):
+            parts = mod.split(".")
+            assert len(parts) > 1 and parts[1] in allowed, f"{path.relative_to(SRC)} imports {mod}"
+
+
 @pytest.mark.parametrize("product", PRODUCTS)
 def test_products_import_nothing_of_the_server(product: str) -> None:
     """``nats`` and the Spark connector are clients: they reach servers over the network only,
