@@ -51,11 +51,10 @@ from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from consumerload import prefill
-from jsload import api_error, js_api
-from servers import Server
+from natsbench.consumerload import prefill
+from natsbench.jsload import api_error, js_api
+from natsbench.servers import IMPL, REF, Server, make_js_servers
 
-from bench import IMPL, REF, make_js_servers
 from natsd_spark.options import ReadOptions
 from natsd_spark.source import plan_ranges
 
