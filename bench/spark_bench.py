@@ -51,13 +51,12 @@ from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from consumerload import prefill
-from jsload import api_error, js_api
-from servers import Server
+from natsbench.consumerload import prefill
+from natsbench.jsload import api_error, js_api
+from natsbench.servers import IMPL, REF, Server, make_js_servers
 
-from bench import IMPL, REF, make_js_servers
-from natsd.spark.options import ReadOptions
-from natsd.spark.source import plan_ranges
+from natsd_spark.options import ReadOptions
+from natsd_spark.source import plan_ranges
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -197,7 +196,7 @@ def register_ceiling_source(spark: Any, rows: int, size: int, parts: list[tuple[
     file is not importable there)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-    from natsd.spark.source import SeqRange
+    from natsd_spark.source import SeqRange
 
     class Reader(DataSourceReader):
         def partitions(self) -> list[InputPartition]:
@@ -238,7 +237,7 @@ def spark_session(master: str) -> Any:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from natsd.spark import JetStreamDataSource
+    from natsd_spark import JetStreamDataSource
 
     spark = (
         SparkSession.builder.master(master)

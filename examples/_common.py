@@ -26,7 +26,7 @@ import nats
 from nats.aio.client import Client
 from pyspark.sql import SparkSession
 
-from natsd.spark import JetStreamDataSource, JetStreamKVDataSource
+from natsd_spark import JetStreamDataSource, JetStreamKVDataSource
 
 T = TypeVar("T")
 
@@ -93,7 +93,7 @@ def server_url(args: argparse.Namespace) -> Iterator[str]:
 
 def spark_session(app: str, cores: int = 2) -> SparkSession:
     """A local session sized for a laptop, with both JetStream data sources registered."""
-    # Spark's Python workers must run this interpreter, where natsd.spark is importable.
+    # Spark's Python workers must run this interpreter, where natsd_spark is importable.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     spark = (

@@ -1,7 +1,12 @@
 """natsd: a NATS server with JetStream, written in Python.
 
-``Server`` and ``ServerOptions`` are imported on first use: the ``nats`` command line lives
-in this package too (``natsd.natscli``) and must not pay for loading the whole server.
+``Server`` and ``ServerOptions`` are imported on first use (PEP 562): this file runs before
+any submodule, and ``natsd -h``/``-t``/``--signal`` or a unit test of ``natsd.core`` must not
+pay for loading the whole server (asyncio, aiohttp, the stores, ~100 ms).
+
+The client products in this distribution are separate top-level packages that never import
+the server and that the server never imports: ``natscli`` (the ``nats`` command line) and
+``natsd_spark`` (the Spark connector).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -9,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from natsd.version import __version__
 
 if TYPE_CHECKING:
-    from natsd.options import ServerOptions
+    from natsd.config.options import ServerOptions
     from natsd.server import Server
 
 __all__ = ["Server", "ServerOptions", "__version__"]
@@ -21,7 +26,7 @@ def __getattr__(name: str) -> Any:
 
         return Server
     if name == "ServerOptions":
-        from natsd.options import ServerOptions
+        from natsd.config.options import ServerOptions
 
         return ServerOptions
     raise AttributeError(f"module 'natsd' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 import sys
 
-from natsd.cli import main
+from natsd.main import main
 
 sys.exit(main())

@@ -1,82 +1,15 @@
-"""Server options: one flat dataclass filled from defaults, a config file and flags."""
+"""Old home of ``natsd.config.options``; re-exports it unchanged.
 
-from __future__ import annotations
+Kept only while ``natsd/jetstream/`` (reshaped in parallel under issue 15) still imports
+``JS_ACCOUNT_LIMIT_KEYS`` from here. Once it imports ``natsd.config.options``, delete this
+file and its entry in ``tests/unit/test_layers.py``.
+"""
 
-from dataclasses import dataclass, field
-from typing import Any
-
-from natsd.security.auth import User
+from natsd.config.options import (
+    JS_ACCOUNT_LIMIT_KEYS,
+    AccountConfig,
+    JetStreamConfig,
+    ServerOptions,
+)
 
 __all__ = ["JS_ACCOUNT_LIMIT_KEYS", "AccountConfig", "JetStreamConfig", "ServerOptions"]
-
-# The keys of an account's ``jetstream {}`` block (nats-server ``parseJetStreamForAccount``,
-# plus the JSON names of ``JetStreamAccountLimits`` and three older natsd spellings) -> the
-# JSON name account info reports. The config reader and the engine both use this one table.
-JS_ACCOUNT_LIMIT_KEYS: dict[str, str] = {
-    **dict.fromkeys(("max_memory", "max_mem", "mem", "memory", "max_memory_store"), "max_memory"),
-    **dict.fromkeys(
-        ("max_storage", "max_store", "max_file", "max_disk", "store", "disk", "max_file_store"),
-        "max_storage",
-    ),
-    **dict.fromkeys(("max_streams", "streams"), "max_streams"),
-    **dict.fromkeys(("max_consumers", "consumers"), "max_consumers"),
-    "max_ack_pending": "max_ack_pending",
-    **dict.fromkeys(("memory_max_stream_bytes", "mem_max_stream_bytes"), "memory_max_stream_bytes"),
-    **dict.fromkeys(
-        ("storage_max_stream_bytes", "store_max_stream_bytes", "disk_max_stream_bytes"),
-        "storage_max_stream_bytes",
-    ),
-    **dict.fromkeys(("max_bytes_required", "max_stream_bytes", "max_bytes"), "max_bytes_required"),
-}
-
-
-@dataclass
-class JetStreamConfig:
-    store_dir: str = ""
-    max_memory: int = -1
-    max_file: int = -1
-    domain: str = ""
-    sync_interval: float | None = None  # seconds; None = fsync before every ack (default)
-    sync_always: bool = False
-
-
-@dataclass
-class AccountConfig:
-    name: str
-    # None: no JetStream. Otherwise the account's limits by JS_ACCOUNT_LIMIT_KEYS key (the
-    # config reader writes the JSON names); a missing key is unlimited.
-    jetstream: dict[str, Any] | None = None
-
-
-@dataclass
-class ServerOptions:
-    host: str = "0.0.0.0"
-    port: int = 4222
-    server_name: str = ""
-    http_host: str = "0.0.0.0"
-    http_port: int = 0  # 0 = monitoring off; -1 = random port
-    max_payload: int = 1024 * 1024
-    max_control_line: int = 4096
-    max_pending: int = 64 * 1024 * 1024
-    max_connections: int = 64 * 1024
-    max_subs: int = 0
-    ping_interval: float = 120.0
-    ping_max: int = 2
-    auth_timeout: float = 2.0
-    write_deadline: float = 10.0
-    # auth
-    users: list[User] = field(default_factory=list)
-    token: str | None = None
-    no_auth_user: str | None = None
-    accounts: dict[str, AccountConfig] = field(default_factory=dict)
-    # jetstream
-    jetstream: bool = False
-    js: JetStreamConfig = field(default_factory=JetStreamConfig)
-    # logging
-    debug: bool = False
-    trace: bool = False
-    log_file: str = ""
-    pid_file: str = ""
-    config_file: str = ""
-    lame_duck_duration: float = 0.0
-    lame_duck_grace_period: float = 10.0  # nats-server's default

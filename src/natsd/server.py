@@ -9,7 +9,7 @@ Ownership: everything here runs on one asyncio event loop. The server owns the l
 the set of live connections, the accounts and the Flusher that coalesces writes.
 
 Run-time control (nats-server's signal.go, reload.go, lameDuckMode): ``reload`` applies a new
-configuration after ``reload.plan_reload`` has accepted all of it (nothing changes when any
+configuration after ``config.reload.plan_reload`` has accepted all of it (nothing changes when any
 part is refused); ``lame_duck`` stops accepting, tells clients (``"ldm": true`` INFO), waits
 the grace period and closes clients spread over the lame duck duration, then shuts down.
 """
@@ -30,6 +30,8 @@ from typing import Any, cast
 import orjson
 
 from natsd.config import load_config
+from natsd.config.options import ServerOptions
+from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
 from natsd.connection.flusher import Flusher
@@ -37,9 +39,8 @@ from natsd.connection.limits import ConnectionLimits
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.logs import install_handler, open_handler
-from natsd.options import ServerOptions
+from natsd.monitor.source import AccountUsage, StreamUsage
 from natsd.protocol.encode import encode_err
-from natsd.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
@@ -577,6 +578,46 @@ class Server:
             mo += a.msgs_out
             bo += a.bytes_out
         return mi, bi, mo, bo
+
+    def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
+        """The JetStream figures the monitor reports (``monitor.source.MonitorSource``): read
+        from the engine here, so the monitor never imports it."""
+        engine = self.jetstream
+        if engine is None:
+            return None
+        out = []
+        for name, ja in engine.accounts.items():
+            mem, store = engine.usage(ja)
+            rmem, rstore = engine.reserved(ja)
+            per_stream = [_stream_usage(st) for st in ja.streams.values()] if streams else []
+            out.append(
+                AccountUsage(
+                    name=name,
+                    memory=mem,
+                    storage=store,
+                    reserved_memory=rmem,
+                    reserved_storage=rstore,
+                    api_total=ja.api.total,
+                    api_errors=ja.api.errors,
+                    stream_count=len(ja.streams),
+                    streams=per_stream,
+                )
+            )
+        return out
+
+
+def _stream_usage(stream: Any) -> StreamUsage:
+    state = stream.store.state()
+    return StreamUsage(
+        name=stream.name,
+        created_ns=stream.created_ns,
+        messages=state.msgs,
+        bytes=state.bytes,
+        first_seq=state.first_seq,
+        last_seq=state.last_seq,
+        consumers=stream.consumer_count,
+        state_json=stream.state_json,
+    )
 
 
 def tune_gc() -> None:

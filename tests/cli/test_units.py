@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from natsd.natscli.consumer import parse_ack_subject
-from natsd.natscli.main import build_parser
-from natsd.natscli.output import (
+from natscli.consumer import parse_ack_subject
+from natscli.main import build_parser
+from natscli.output import (
     CliError,
     human_bytes,
     human_duration,
     parse_duration,
     parse_size,
 )
-from natsd.natscli.pubsub import parse_headers, render_template
-from natsd.natscli.stream import split_subjects
+from natscli.pubsub import parse_headers, render_template
+from natscli.stream import split_subjects
 
 S = 10**9
 

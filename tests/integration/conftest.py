@@ -37,7 +37,7 @@ from components import require_nats_server
 from nats.aio.client import Client as NATS
 
 import natsd
-from natsd.options import AccountConfig
+from natsd.config.options import AccountConfig
 from natsd.security.auth import User
 from natsd.security.permissions import parse_permissions
 

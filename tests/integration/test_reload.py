@@ -17,8 +17,8 @@ import pytest
 
 import natsd
 from natsd.config import load_config
-from natsd.options import AccountConfig, ServerOptions
-from natsd.reload import ReloadError
+from natsd.config.options import AccountConfig, ServerOptions
+from natsd.config.reload import ReloadError
 from natsd.security.auth import User
 
 from .conftest import get_json

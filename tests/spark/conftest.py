@@ -30,7 +30,7 @@ require_module("pyarrow")
 
 from pyspark.sql import SparkSession  # noqa: E402 - after the component check
 
-from natsd.spark import JetStreamDataSource  # noqa: E402
+from natsd_spark import JetStreamDataSource  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")

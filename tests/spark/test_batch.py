@@ -15,8 +15,8 @@ from nats.aio.msg import Msg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from natsd.spark.options import parse_write_options
-from natsd.spark.source import JetStreamWriter
+from natsd_spark.options import parse_write_options
+from natsd_spark.source import JetStreamWriter
 
 from .conftest import ServerProc, fetch_all, make_stream, publish, run_js
 
@@ -233,9 +233,9 @@ def test_write_errors(spark: SparkSession, natsd_server: ServerProc) -> None:
 # --------------------------------------------------------------------------- direct-get reader
 def test_direct_reader_gaps_cuts_and_filters(server: ServerProc) -> None:
     """Windows over deleted sequences, batches cut short by max_bytes, a filtered cursor."""
-    from natsd.spark.client import Session
-    from natsd.spark.directget import DirectRangeReader, RawReplies
-    from natsd.spark.options import ConnectOptions
+    from natsd_spark.client import Session
+    from natsd_spark.directget import DirectRangeReader, RawReplies
+    from natsd_spark.options import ConnectOptions
 
     make_stream(server.url, "DG", ["dg.>"])
     msgs = [(f"dg.{'odd' if i % 2 else 'even'}", b"v%d" % i * (1 + i % 7),

@@ -3,7 +3,7 @@
 A standalone master and two workers (one core each) are started from the pyspark
 installation (``bin/spark-class``) on 127.0.0.1; the driver (this process) connects with
 ``spark://``, so ``read``/``write`` run in Python workers forked by two separate executor
-JVMs, which must import ``natsd.spark`` themselves (``PYSPARK_PYTHON`` = the venv's python).
+JVMs, which must import ``natsd_spark`` themselves (``PYSPARK_PYTHON`` = the venv's python).
 Every JVM is started in its own process group and killed with it when the module ends,
 whatever happened: test failure, SIGTERM, interpreter exit (executors and their Python
 workers are in the worker's group). About 75 s (mostly JVM start-up) on 2 cores.
@@ -28,7 +28,7 @@ from components import require_java
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from natsd.spark import JetStreamDataSource
+from natsd_spark import JetStreamDataSource
 
 from .conftest import ServerProc, fetch_all, free_port, make_stream, publish
 

@@ -10,7 +10,7 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from natsd.spark.directget import Columns, _Batch, _take_raw
+from natsd_spark.directget import Columns, _Batch, _take_raw
 
 SID = 7
 

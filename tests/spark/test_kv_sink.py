@@ -17,8 +17,8 @@ import pytest
 from nats.aio.client import Client
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
-from natsd.spark import JetStreamKVDataSource
-from natsd.spark.kv_sink import KVWriter, invalid_key_reason, parse_kv_write_options
+from natsd_spark import JetStreamKVDataSource
+from natsd_spark.kv_sink import KVWriter, invalid_key_reason, parse_kv_write_options
 
 from .conftest import ServerProc, free_port, make_stream, publish, run_js
 

@@ -6,15 +6,15 @@ import itertools
 
 import pytest
 
-from natsd.spark.client import subject_matches
-from natsd.spark.directget import parse_user_headers
-from natsd.spark.options import (
+from natsd_spark.client import subject_matches
+from natsd_spark.directget import parse_user_headers
+from natsd_spark.options import (
     Offset,
     parse_offset,
     parse_read_options,
     parse_write_options,
 )
-from natsd.spark.source import _micros, plan_ranges
+from natsd_spark.source import _micros, plan_ranges
 
 
 def test_defaults() -> None:
@@ -142,7 +142,7 @@ def test_take_raw_at_every_split_point() -> None:
     """Replies split anywhere across reads parse the same; other traffic is left alone."""
     import asyncio
 
-    from natsd.spark.directget import Columns, _Batch, _take_raw
+    from natsd_spark.directget import Columns, _Batch, _take_raw
 
     wire = (_reply(7, 3, "a.b", b"x\r\ny") + _reply(7, 4, "a.c", b"",
                                                      b"Nats-Subject: fake\r\nk: v\r\n")
@@ -174,7 +174,7 @@ def test_take_raw_stops_at_another_sid() -> None:
     (same layout, another sid) to nats-py, and switches batches by sid."""
     import asyncio
 
-    from natsd.spark.directget import Columns, _Batch, _take_raw
+    from natsd_spark.directget import Columns, _Batch, _take_raw
 
     loop = asyncio.new_event_loop()
     try:

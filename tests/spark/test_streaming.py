@@ -11,8 +11,8 @@ import pytest
 from nats.aio.client import Client
 from pyspark.sql import DataFrame, SparkSession
 
-from natsd.spark.options import parse_read_options
-from natsd.spark.source import JetStreamStreamReader
+from natsd_spark.options import parse_read_options
+from natsd_spark.source import JetStreamStreamReader
 
 from .conftest import ServerProc, fetch_all, make_stream, publish, run_js
 

@@ -1,4 +1,4 @@
-"""Unit tests for natsd.cli (Go flag syntax) and natsd.config (conf dict -> ServerOptions)."""
+"""Unit tests for natsd.config.flags (Go flag syntax) and natsd.config (conf -> ServerOptions)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from natsd.cli import FlagError, build_options, parse_args
 from natsd.config import ConfigError, apply_config, load_config
-from natsd.confparse import parse
-from natsd.options import ServerOptions
+from natsd.config.flags import FlagError, build_options, parse_args
+from natsd.config.options import ServerOptions
+from natsd.config.parse import parse
 
 # ------------------------------------------------------------------ parse_args
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from natsd.cli import main
 from natsd.config import ConfigError, apply_config
 from natsd.config import policy as P
-from natsd.confparse import parse
-from natsd.options import ServerOptions
+from natsd.config.options import ServerOptions
+from natsd.config.parse import parse
+from natsd.main import main
 from natsd.security.permissions import ResponsePermission
 
 # How to write `key: value` at each level, and the path natsd names it by.

@@ -1,4 +1,4 @@
-"""Tests for natsd.confparse, the nats-server configuration file parser."""
+"""Tests for natsd.config.parse, the nats-server configuration file parser."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from components import require_nats_server
 
-from natsd.confparse import ConfigError, parse, parse_file
+from natsd.config.parse import ConfigError, parse, parse_file
 
 
 def p(text: str, **env: str) -> dict[str, Any]:

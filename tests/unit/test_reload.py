@@ -1,5 +1,5 @@
-"""Unit tests for natsd.reload (what a configuration reload may change) and for the
-``--signal`` command of natsd.cli. The refusal texts are nats-server's (reload.go)."""
+"""Unit tests for natsd.config.reload (what a configuration reload may change) and for the
+``--signal`` command of natsd.main. The refusal texts are nats-server's (reload.go)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from natsd import cli
-from natsd.options import AccountConfig, JetStreamConfig, ServerOptions
-from natsd.reload import ReloadError, go_value, plan_reload
+from natsd import main as cli
+from natsd.config.options import AccountConfig, JetStreamConfig, ServerOptions
+from natsd.config.reload import ReloadError, go_value, plan_reload
 from natsd.security.auth import User
 
 DEFAULT_DIR = "/srv/data"
@@ -156,7 +156,7 @@ def test_an_option_the_planner_does_not_know_is_refused(monkeypatch: pytest.Monk
     import dataclasses
 
     fields = (*dataclasses.fields(ServerOptions), _FakeField("brand_new"))
-    monkeypatch.setattr("natsd.reload.dataclasses.fields", lambda _: fields)
+    monkeypatch.setattr("natsd.config.reload.dataclasses.fields", lambda _: fields)
     old, new = ServerOptions(), ServerOptions()
     object.__setattr__(old, "brand_new", 1)
     object.__setattr__(new, "brand_new", 2)
@@ -183,7 +183,7 @@ def test_go_value() -> None:
 @pytest.fixture
 def kills(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     sent: list[tuple[int, int]] = []
-    monkeypatch.setattr("natsd.cli.os.kill", lambda pid, sig: sent.append((pid, sig)))
+    monkeypatch.setattr("natsd.main.os.kill", lambda pid, sig: sent.append((pid, sig)))
     return sent
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from natsd.config import policy
+from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS, AccountConfig, ServerOptions
+from natsd.config.parse import ConfigError as ParseError
+from natsd.config.parse import ConfMap, parse_file
 from natsd.config.policy import Checker
-from natsd.confparse import ConfigError as ParseError
-from natsd.confparse import ConfMap, parse_file
 from natsd.core.clock import parse_duration
-from natsd.options import JS_ACCOUNT_LIMIT_KEYS, AccountConfig, ServerOptions
 from natsd.security.auth import User
 from natsd.security.permissions import Permissions, parse_permissions
 

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from natsd.confparse import ConfMap
-from natsd.options import JS_ACCOUNT_LIMIT_KEYS
+from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS
+from natsd.config.parse import ConfMap
 
 __all__ = ["LEVELS", "Checker", "Level"]
 

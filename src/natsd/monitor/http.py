@@ -1,23 +1,24 @@
 """Monitoring over HTTP with nats-server's endpoint names and JSON field names.
 
-Served by aiohttp on the server's event loop; handlers only read server state.
+Served by aiohttp on the server's event loop; handlers only read, through ``MonitorSource``
+(``source.py`` lists what each endpoint reads), never the server or the engine themselves.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from aiohttp import web
 
 from natsd.core.clock import format_duration, rfc3339
+from natsd.core.subjects import subject_matches
+from natsd.monitor.metrics import render_metrics
+from natsd.monitor.source import AccountUsage, MonitorSource
 from natsd.router.account import SYSTEM_ACCOUNT, Account
 from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
-
-if TYPE_CHECKING:
-    from natsd.server import Server
 
 __all__ = ["MonitorServer"]
 
@@ -33,7 +34,7 @@ def _ts(t: float) -> str:
 
 
 class MonitorServer:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: MonitorSource) -> None:
         self.server = server
         self._runner: web.AppRunner | None = None
         app = web.Application()
@@ -119,29 +120,9 @@ class MonitorServer:
         if s.jetstream_enabled:
             data["jetstream"] = {
                 "config": {"store_dir": o.js.store_dir},
-                "stats": self._jetstream_stats(),
+                "stats": _jetstream_stats(s.jetstream_usage(streams=False) or []),
             }
         return {k: v for k, v in data.items() if v is not None}
-
-    def _jetstream_stats(self) -> dict[str, Any]:
-        """``/varz`` ``jetstream.stats`` as nats-server reports it (totals over accounts)."""
-        engine = self.server.jetstream
-        mem = store = rmem = rstore = total = errors = 0
-        for ja in engine.accounts.values() if engine is not None else ():
-            m, st = engine.usage(ja)
-            rm, rs = engine.reserved(ja)
-            mem, store, rmem, rstore = mem + m, store + st, rmem + rm, rstore + rs
-            total += ja.api.total
-            errors += ja.api.errors
-        return {
-            "memory": mem,
-            "storage": store,
-            "reserved_memory": rmem,
-            "reserved_storage": rstore,
-            "accounts": len(engine.accounts) if engine is not None else 0,
-            "ha_assets": 0,
-            "api": {"level": API_LEVEL, "total": total, "errors": errors},
-        }
 
     async def varz(self, request: web.Request) -> web.Response:
         return _json(self.varz_data())
@@ -231,8 +212,6 @@ class MonitorServer:
             for a in s.accounts.values():
                 for sub in a.sublist:
                     if test is not None:
-                        from natsd.core.subjects import subject_matches
-
                         if not subject_matches(test.encode(), sub.subject):
                             continue
                     d: dict[str, Any] = {
@@ -274,12 +253,12 @@ class MonitorServer:
         }
         if name == SYSTEM_ACCOUNT:
             detail["is_system"] = True
-        engine = s.jetstream
+        js = s.jetstream_usage(streams=False)
         detail.update(
             {
                 "expired": False,
                 "complete": True,
-                "jetstream_enabled": engine is not None and name in engine.accounts,
+                "jetstream_enabled": js is not None and any(ja.name == name for ja in js),
                 "leafnode_connections": 0,
                 "client_connections": len(acct.clients),
                 "subscriptions": acct.num_subscriptions,
@@ -294,9 +273,9 @@ class MonitorServer:
 
     async def jsz(self, request: web.Request) -> web.Response:
         s = self.server
-        engine = s.jetstream
+        usage = s.jetstream_usage(streams=True)
         now = time.time()
-        if engine is None:
+        if usage is None:
             return _json({"server_id": s.server_id, "now": _ts(now), "disabled": True})
         o = s.options.js
         mem = store = streams = msgs = nbytes = total = errors = consumers = 0
@@ -304,22 +283,19 @@ class MonitorServer:
         details = []
         want = request.query.get("accounts", "") in ("1", "true")
         want_streams = request.query.get("streams", "") in ("1", "true")
-        for name, ja in sorted(engine.accounts.items()):
-            m, st = engine.usage(ja)
-            mem += m
-            store += st
-            rm, rs = engine.reserved(ja)
-            rmem += rm
-            rstore += rs
-            streams += len(ja.streams)
-            total += ja.api.total
-            errors += ja.api.errors
+        for ja in sorted(usage, key=lambda x: x.name):
+            mem += ja.memory
+            store += ja.storage
+            rmem += ja.reserved_memory
+            rstore += ja.reserved_storage
+            streams += ja.stream_count
+            total += ja.api_total
+            errors += ja.api_errors
             sd = []
-            for stream in sorted(ja.streams.values(), key=lambda x: x.name):
-                state = stream.store.state()
-                consumers += stream.consumer_count
-                msgs += state.msgs
-                nbytes += state.bytes
+            for stream in sorted(ja.streams, key=lambda x: x.name):
+                consumers += stream.consumers
+                msgs += stream.messages
+                nbytes += stream.bytes
                 if want_streams:
                     sd.append(
                         {
@@ -330,11 +306,11 @@ class MonitorServer:
                     )
             if want:
                 d: dict[str, Any] = {
-                    "name": name,
-                    "id": name,
-                    "memory": m,
-                    "storage": st,
-                    "api": {"total": ja.api.total, "errors": ja.api.errors},
+                    "name": ja.name,
+                    "id": ja.name,
+                    "memory": ja.memory,
+                    "storage": ja.storage,
+                    "api": {"total": ja.api_total, "errors": ja.api_errors},
                 }
                 if want_streams:
                     d["stream_detail"] = sd
@@ -354,7 +330,7 @@ class MonitorServer:
             "storage": store,
             "reserved_memory": rmem,
             "reserved_storage": rstore,
-            "accounts": len(engine.accounts),
+            "accounts": len(usage),
             "ha_assets": 0,
             "api": {"level": API_LEVEL, "total": total, "errors": errors},
             "streams": streams,
@@ -376,8 +352,6 @@ class MonitorServer:
         return _json({"status": "ok"})
 
     async def metrics(self, request: web.Request) -> web.Response:
-        from natsd.monitor.metrics import render_metrics
-
         body, ctype = render_metrics(self.server, self.varz_data())
         resp = web.Response(body=body)
         resp.headers["Content-Type"] = ctype
@@ -391,6 +365,23 @@ def _rss() -> int:
         return pages * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def _jetstream_stats(usage: list[AccountUsage]) -> dict[str, Any]:
+    """``/varz`` ``jetstream.stats`` as nats-server reports it (totals over accounts)."""
+    return {
+        "memory": sum(ja.memory for ja in usage),
+        "storage": sum(ja.storage for ja in usage),
+        "reserved_memory": sum(ja.reserved_memory for ja in usage),
+        "reserved_storage": sum(ja.reserved_storage for ja in usage),
+        "accounts": len(usage),
+        "ha_assets": 0,
+        "api": {
+            "level": API_LEVEL,
+            "total": sum(ja.api_total for ja in usage),
+            "errors": sum(ja.api_errors for ja in usage),
+        },
+    }
 
 
 def _sublist_stats(accounts: list[Account]) -> dict[str, Any]:

@@ -7,14 +7,13 @@ metrics object.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-if TYPE_CHECKING:
-    from natsd.server import Server
+from natsd.monitor.source import MonitorSource
 
 __all__ = ["render_metrics"]
 
@@ -36,7 +35,7 @@ _COUNTERS = {
 
 
 class _VarzCollector:
-    def __init__(self, server: Server, varz: dict[str, Any]) -> None:
+    def __init__(self, server: MonitorSource, varz: dict[str, Any]) -> None:
         self.server = server
         self.varz = varz
 
@@ -60,8 +59,8 @@ class _VarzCollector:
         for name, a in self.server.accounts.items():
             acct.add_metric([self.server.server_id, name], float(len(a.clients)))
         yield acct
-        engine = self.server.jetstream
-        if engine is None:
+        usage = self.server.jetstream_usage(streams=True)
+        if usage is None:
             return
         labels3 = ["server_id", "account", "stream"]
         msgs = GaugeMetricFamily(
@@ -77,20 +76,19 @@ class _VarzCollector:
             "jetstream_api_errors", "JetStream API errors", labels=["server_id", "account"]
         )
         server_id = self.server.server_id
-        for aname, ja in engine.accounts.items():
-            api_total.add_metric([server_id, aname], float(ja.api.total))
-            api_err.add_metric([server_id, aname], float(ja.api.errors))
-            for stream in ja.streams.values():
-                st = stream.store.state()
-                skey = [server_id, aname, stream.name]
-                msgs.add_metric(skey, float(st.msgs))
-                nbytes.add_metric(skey, float(st.bytes))
-                first.add_metric(skey, float(st.first_seq))
-                last.add_metric(skey, float(st.last_seq))
+        for ja in usage:
+            api_total.add_metric([server_id, ja.name], float(ja.api_total))
+            api_err.add_metric([server_id, ja.name], float(ja.api_errors))
+            for stream in ja.streams:
+                skey = [server_id, ja.name, stream.name]
+                msgs.add_metric(skey, float(stream.messages))
+                nbytes.add_metric(skey, float(stream.bytes))
+                first.add_metric(skey, float(stream.first_seq))
+                last.add_metric(skey, float(stream.last_seq))
         yield from (msgs, nbytes, first, last, api_total, api_err)
 
 
-def render_metrics(server: Server, varz: dict[str, Any]) -> tuple[bytes, str]:
+def render_metrics(server: MonitorSource, varz: dict[str, Any]) -> tuple[bytes, str]:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_VarzCollector(server, varz))
     return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -37,8 +37,8 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from jsload import AckCounter
-from loadgen import (
+from .jsload import AckCounter
+from .loadgen import (
     PING,
     PONG,
     RECV_CHUNK,

@@ -25,7 +25,7 @@ import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from natsd.spark.options import ConnectOptions, Offset
+from natsd_spark.options import ConnectOptions, Offset
 
 __all__ = [
     "JetStreamError",

@@ -1,10 +1,15 @@
-"""Start/stop NATS server processes (natsd or the reference nats-server) for the benchmark."""
+"""The servers under test: their names (the table's columns) and how each is started.
+
+``Server`` starts and stops one process (natsd or the reference nats-server) on a free port;
+``make_js_servers`` builds the four JetStream columns, each with its own store directory.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -15,6 +20,17 @@ from pathlib import Path
 from typing import IO, Any
 
 HOST = "127.0.0.1"
+
+REF = "nats-server"
+REF_SYNC = "nats-server-sync"  # nats-server with jetstream { sync_interval: always }
+IMPL = "natsd"
+IMPL_LAZY = "natsd-lazy"  # natsd with jetstream { sync_interval: "2m" } (nats-server's default)
+LAZY_INTERVAL = "2m"
+ALL_SERVERS = (REF, REF_SYNC, IMPL, IMPL_LAZY)
+#: the columns of the scenarios that only nats-server and natsd run (nothing is synced)
+REF_AND_IMPL = (REF, IMPL)
+# ratio columns (numerator, denominator), shown when both servers run
+RATIOS = ((IMPL, REF), (IMPL, REF_SYNC), (IMPL_LAZY, REF))
 
 
 class ServerStartError(Exception):
@@ -178,3 +194,40 @@ class Server:
         except OSError:
             return "(no log)"
         return "\n".join("    " + ln for ln in text.splitlines()[-lines:])
+
+
+def make_js_servers(
+    names: list[str],
+    ref_cmd: list[str],
+    impl_cmd: list[str],
+    impl_env: dict[str, str],
+    natsd_js_args: str,
+    log_dir: Path,
+    store_root: Path,
+) -> list[Server]:
+    """JetStream-enabled servers, each with its own (wiped on start) store directory."""
+    out: list[Server] = []
+    for n in names:
+        d = store_root / n
+        if n == REF:
+            cmd = [*ref_cmd, "-js", "-sd", str(d)]
+            out.append(Server(REF, cmd, log_dir, store_dir=d, log_stem=f"{REF}-js"))
+        elif n == REF_SYNC:
+            conf = store_root / f"{REF_SYNC}.conf"
+            sd = json.dumps(str(d))
+            conf.write_text(f"jetstream {{ store_dir: {sd}, sync_interval: always }}\n")
+            out.append(Server(REF_SYNC, [*ref_cmd, "-c", str(conf)], log_dir, store_dir=d))
+        elif n == IMPL:
+            extra = [x.replace("{store}", str(d)) for x in shlex.split(natsd_js_args)]
+            cmd = [*impl_cmd, *extra]
+            out.append(Server(IMPL, cmd, log_dir, impl_env, store_dir=d, log_stem=f"{IMPL}-js"))
+        elif n == IMPL_LAZY:
+            # like REF_SYNC: a nats-server config file (natsd reads them), not --natsd-js-args
+            conf = store_root / f"{IMPL_LAZY}.conf"
+            sd, every = json.dumps(str(d)), json.dumps(LAZY_INTERVAL)
+            conf.write_text(f"jetstream {{ store_dir: {sd}, sync_interval: {every} }}\n")
+            cmd = [*impl_cmd, "-c", str(conf)]
+            out.append(Server(IMPL_LAZY, cmd, log_dir, impl_env, store_dir=d))
+        else:
+            raise ValueError(n)
+    return out

@@ -26,8 +26,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from natsd.config.options import AccountConfig, JetStreamConfig, ServerOptions
 from natsd.core.clock import format_duration
-from natsd.options import AccountConfig, JetStreamConfig, ServerOptions
 
 __all__ = ["ReloadError", "ReloadPlan", "go_value", "plan_reload"]
 

@@ -43,8 +43,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jsload import AckCounter
-from loadgen import (
+from .jsload import AckCounter
+from .loadgen import (
     PONG,
     RECV_CHUNK,
     BenchError,

@@ -35,7 +35,7 @@ from typing import Any, cast
 from nats.aio.client import Client
 from nats.protocol.parser import AWAITING_CONTROL_LINE
 
-from natsd.spark.client import JetStreamError
+from natsd_spark.client import JetStreamError
 
 __all__ = ["Columns", "DirectRangeReader", "RawReplies", "parse_user_headers"]
 

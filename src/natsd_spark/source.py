@@ -2,7 +2,7 @@
 
 Register it once per session, then use format ``"jetstream"``::
 
-    from natsd.spark import JetStreamDataSource
+    from natsd_spark import JetStreamDataSource
     spark.dataSource.register(JetStreamDataSource)
     df = spark.read.format("jetstream").option("servers", "nats://127.0.0.1:4222") \\
         .option("stream", "ORDERS").load()
@@ -49,9 +49,9 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from natsd.spark.client import JetStreamError, Publisher, Session, StoredMessage, subject_matches
-from natsd.spark.directget import Columns, DirectRangeReader, RawReplies, parse_user_headers
-from natsd.spark.options import (
+from natsd_spark.client import JetStreamError, Publisher, Session, StoredMessage, subject_matches
+from natsd_spark.directget import Columns, DirectRangeReader, RawReplies, parse_user_headers
+from natsd_spark.options import (
     ReadOptions,
     WriteOptions,
     parse_include_headers,
@@ -61,7 +61,7 @@ from natsd.spark.options import (
 
 __all__ = ["JetStreamDataSource", "SeqRange", "plan_ranges"]
 
-_log = logging.getLogger("natsd.spark")
+_log = logging.getLogger("natsd_spark")
 
 BASE_SCHEMA = "stream string, seq long, subject string, data binary"
 HEADERS_FIELD = "headers map<string,array<string>>"

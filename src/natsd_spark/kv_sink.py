@@ -2,7 +2,7 @@
 
 Register it beside the stream source, then write with format ``"jetstream-kv"``::
 
-    from natsd.spark import JetStreamKVDataSource
+    from natsd_spark import JetStreamKVDataSource
     spark.dataSource.register(JetStreamKVDataSource)
     (df.selectExpr("key", "value").write.format("jetstream-kv")
        .option("servers", "nats://127.0.0.1:4222").option("bucket", "totals")
@@ -62,8 +62,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from natsd.spark.client import JetStreamError, Publisher, Session
-from natsd.spark.options import (
+from natsd_spark.client import JetStreamError, Publisher, Session
+from natsd_spark.options import (
     ConnectOptions,
     bool_option,
     get_option,

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadgen import (
+from .loadgen import (
     PONG,
     RECV_CHUNK,
     BenchError,

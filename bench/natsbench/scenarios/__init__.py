@@ -1,0 +1,1 @@
+"""The scenario implementations, one module per family; ``natsbench.table`` lists them."""

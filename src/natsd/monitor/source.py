@@ -1,0 +1,161 @@
+"""What the monitoring endpoints read: ``MonitorSource``, implemented by ``natsd.server.Server``.
+
+The monitor only reads. It sees the server through this Protocol and JetStream through plain
+figures (``AccountUsage``, ``StreamUsage``) that the server collects on request, so
+``monitor/`` imports neither the server nor the JetStream engine, and a test can serve the
+endpoints from a stub. Which endpoint reads what:
+
+============  ==============================================================================
+/varz         server_id, server_name, options (limits, hosts, ``js.store_dir``), port,
+              monitor_port, start_time, config_time, clients (count), total_connections,
+              slow_consumers, stale_connections, auth_required, num_subscriptions(), totals(),
+              jetstream_enabled, jetstream_usage(streams=False) (summed)
+/connz        server_id, clients (``MonitoredClient`` fields)
+/subsz        server_id, accounts (their sublists)
+/accountz     server_id, config_time, accounts, jetstream_usage(streams=False) (names)
+/jsz          server_id, options.js, jetstream_usage(streams=True)
+/healthz      ready
+/metrics      what /varz reads, uptime(), accounts (clients per account),
+              jetstream_usage(streams=True)
+============  ==============================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from natsd.config.options import ServerOptions
+from natsd.router.account import Account
+from natsd.router.subscription import Subscription
+
+__all__ = ["AccountUsage", "MonitorSource", "MonitoredClient", "ReadyFlag", "StreamUsage"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamUsage:
+    """One stream's figures at the moment of the request."""
+
+    name: str
+    created_ns: int
+    messages: int
+    bytes: int
+    first_seq: int
+    last_seq: int
+    consumers: int
+    # The stream info ``state`` object, built only when /jsz?streams=1 asks for it.
+    state_json: Callable[[], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class AccountUsage:
+    """One JetStream-enabled account's figures (nats-server's ``JetStreamStats``)."""
+
+    name: str
+    memory: int
+    storage: int
+    reserved_memory: int
+    reserved_storage: int
+    api_total: int
+    api_errors: int
+    stream_count: int
+    # Each stream's figures when asked for (``streams=True``), else empty.
+    streams: list[StreamUsage]
+
+
+class MonitoredClient(Protocol):
+    """The fields of a client connection that /connz reports."""
+
+    @property
+    def cid(self) -> int: ...
+    @property
+    def account(self) -> Account: ...
+    @property
+    def subs(self) -> Mapping[bytes, Subscription]: ...
+    @property
+    def ip(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def start(self) -> float: ...
+    @property
+    def last_activity(self) -> float: ...
+    @property
+    def rtt(self) -> float: ...
+    @property
+    def pending_bytes(self) -> int: ...
+    @property
+    def msgs_in(self) -> int: ...
+    @property
+    def msgs_out(self) -> int: ...
+    @property
+    def bytes_in(self) -> int: ...
+    @property
+    def bytes_out(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def lang(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def user(self) -> str: ...
+
+
+class ReadyFlag(Protocol):
+    """Set once the server accepts clients (an ``asyncio.Event``); /healthz only tests it."""
+
+    def is_set(self) -> bool: ...
+
+
+class MonitorSource(Protocol):
+    """The server as the monitoring endpoints read it (the table above says which reads what)."""
+
+    @property
+    def server_id(self) -> str: ...
+    @property
+    def server_name(self) -> str: ...
+    @property
+    def options(self) -> ServerOptions: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def monitor_port(self) -> int: ...
+    @property
+    def start_time(self) -> float: ...
+    @property
+    def config_time(self) -> float: ...
+    @property
+    def total_connections(self) -> int: ...
+    @property
+    def slow_consumers(self) -> int: ...
+    @property
+    def stale_connections(self) -> int: ...
+    @property
+    def auth_required(self) -> bool: ...
+    @property
+    def jetstream_enabled(self) -> bool: ...
+    @property
+    def ready(self) -> ReadyFlag: ...
+    @property
+    def clients(self) -> Mapping[int, MonitoredClient]: ...
+    @property
+    def accounts(self) -> Mapping[str, Account]: ...
+
+    def uptime(self) -> float:
+        """Seconds since the server started."""
+        ...
+
+    def num_subscriptions(self) -> int:
+        """Subscriptions over all accounts."""
+        ...
+
+    def totals(self) -> tuple[int, int, int, int]:
+        """Messages in, bytes in, messages out, bytes out, over all accounts."""
+        ...
+
+    def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
+        """Each JetStream-enabled account's figures (with each stream's when ``streams``),
+        in the engine's order; None when JetStream is off."""
+        ...

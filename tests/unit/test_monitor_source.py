@@ -1,0 +1,202 @@
+"""The monitoring endpoints served from a stub ``MonitorSource``: no server, no engine.
+
+What the endpoints compute from the figures they read (sums, sorting, the per-stream detail
+built only when asked); the field-by-field comparison with nats-server is in
+tests/differential/test_limits_monitor.py and tests/integration/test_monitor.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from natsd.config.options import ServerOptions
+from natsd.monitor.http import MonitorServer
+from natsd.monitor.source import AccountUsage, StreamUsage
+from natsd.router.account import GLOBAL_ACCOUNT, Account
+from natsd.router.subscription import Subscription
+
+
+@dataclass
+class StubClient:
+    cid: int
+    account: Account
+    subs: dict[bytes, Subscription] = field(default_factory=dict)
+    ip: str = "127.0.0.1"
+    port: int = 50000
+    start: float = 1_700_000_000.0
+    last_activity: float = 1_700_000_001.0
+    rtt: float = 0.0
+    pending_bytes: int = 0
+    msgs_in: int = 0
+    msgs_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    name: str = ""
+    lang: str = ""
+    version: str = ""
+    user: str = ""
+
+
+@dataclass
+class StubSource:
+    """A ``MonitorSource`` with fixed figures; records each ``jetstream_usage`` request."""
+
+    usage: list[AccountUsage] | None
+    server_id: str = "NSTUB"
+    server_name: str = "stub"
+    options: ServerOptions = field(default_factory=lambda: ServerOptions(jetstream=True))
+    port: int = 4222
+    monitor_port: int = 8222
+    start_time: float = 1_700_000_000.0
+    config_time: float = 1_700_000_000.0
+    total_connections: int = 3
+    slow_consumers: int = 1
+    stale_connections: int = 2
+    auth_required: bool = False
+    jetstream_enabled: bool = True
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    clients: dict[int, StubClient] = field(default_factory=dict)
+    accounts: dict[str, Account] = field(default_factory=dict)
+    asked: list[bool] = field(default_factory=list)
+
+    def uptime(self) -> float:
+        return 7.0
+
+    def num_subscriptions(self) -> int:
+        return 0
+
+    def totals(self) -> tuple[int, int, int, int]:
+        return 11, 22, 33, 44
+
+    def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
+        self.asked.append(streams)
+        if self.usage is None:
+            return None
+        return [
+            AccountUsage(**{**_fields(a), "streams": a.streams if streams else []})
+            for a in self.usage
+        ]
+
+
+def _fields(a: AccountUsage) -> dict[str, Any]:
+    return {k: getattr(a, k) for k in AccountUsage.__slots__}
+
+
+def _stream(name: str, msgs: int, built: list[str]) -> StreamUsage:
+    def state_json() -> dict[str, Any]:
+        built.append(name)
+        return {"messages": msgs}
+
+    return StreamUsage(
+        name=name,
+        created_ns=1_700_000_000_000_000_000,
+        messages=msgs,
+        bytes=msgs * 100,
+        first_seq=1,
+        last_seq=msgs,
+        consumers=2,
+        state_json=state_json,
+    )
+
+
+@pytest.fixture
+def built() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def source(built: list[str]) -> StubSource:
+    # Given in the engine's order (B before A; S2 before S1): /jsz sorts, /metrics does not.
+    usage = [
+        AccountUsage("B", 5, 50, 0, 500, 3, 1, 1, [_stream("T1", 4, built)]),
+        AccountUsage(
+            "A", 10, 100, 1000, 0, 7, 2, 2, [_stream("S2", 20, built), _stream("S1", 10, built)]
+        ),
+    ]
+    acct = Account(GLOBAL_ACCOUNT)
+    src = StubSource(usage=usage, accounts={GLOBAL_ACCOUNT: acct, "A": Account("A")})
+    src.clients[5] = StubClient(cid=5, account=acct, name="worker", msgs_in=9, user="")
+    return src
+
+
+@pytest.fixture
+async def client(source: StubSource) -> AsyncIterator[TestClient[Any, Any]]:
+    mon = MonitorServer(source)
+    async with TestClient(TestServer(mon.app)) as c:
+        yield c
+
+
+def test_varz_totals_and_jetstream_sums(source: StubSource) -> None:
+    v = MonitorServer(source).varz_data()
+    assert (v["in_msgs"], v["in_bytes"], v["out_msgs"], v["out_bytes"]) == (11, 22, 33, 44)
+    assert (v["connections"], v["total_connections"], v["slow_consumers"]) == (1, 3, 1)
+    stats = v["jetstream"]["stats"]
+    assert stats["memory"] == 15 and stats["storage"] == 150
+    assert stats["reserved_memory"] == 1000 and stats["reserved_storage"] == 500
+    assert stats["accounts"] == 2
+    assert stats["api"]["total"] == 10 and stats["api"]["errors"] == 3
+    assert source.asked == [False]  # /varz never asks for the per-stream figures
+
+
+async def test_jsz_sorts_accounts_and_builds_stream_state_only_when_asked(
+    client: TestClient[Any, Any], built: list[str]
+) -> None:
+    plain = await (await client.get("/jsz?accounts=1")).json()
+    assert plain["streams"] == 3 and plain["consumers"] == 6
+    assert plain["messages"] == 34 and plain["bytes"] == 3400
+    assert [d["name"] for d in plain["account_details"]] == ["A", "B"]
+    assert "stream_detail" not in plain["account_details"][0]
+    assert built == []
+
+    detail = await (await client.get("/jsz?accounts=1&streams=1")).json()
+    a = detail["account_details"][0]
+    assert [s["name"] for s in a["stream_detail"]] == ["S1", "S2"]
+    assert a["stream_detail"][0]["state"] == {"messages": 10}
+    assert a["stream_detail"][0]["created"].startswith("2023-11-14T22:13:20")
+    assert sorted(built) == ["S1", "S2", "T1"]
+
+
+async def test_jsz_disabled_without_jetstream(source: StubSource) -> None:
+    source.usage = None
+    async with TestClient(TestServer(MonitorServer(source).app)) as c:
+        doc = await (await c.get("/jsz")).json()
+    assert doc["disabled"] is True and doc["server_id"] == "NSTUB"
+
+
+async def test_accountz_jetstream_enabled_by_name(client: TestClient[Any, Any]) -> None:
+    a = await (await client.get("/accountz?acc=A")).json()
+    assert a["account_detail"]["jetstream_enabled"] is True
+    g = await (await client.get(f"/accountz?acc={GLOBAL_ACCOUNT}")).json()
+    assert g["account_detail"]["jetstream_enabled"] is False
+    assert g["account_detail"]["client_connections"] == 0
+    missing = await client.get("/accountz?acc=NOPE")
+    assert missing.status == 400
+
+
+async def test_connz_reports_client_fields(client: TestClient[Any, Any]) -> None:
+    doc = await (await client.get("/connz")).json()
+    (conn,) = doc["connections"]
+    assert (conn["cid"], conn["name"], conn["in_msgs"], conn["port"]) == (5, "worker", 9, 50000)
+    assert "account" not in conn  # the global account without a user is not named
+
+
+async def test_healthz_follows_ready(client: TestClient[Any, Any], source: StubSource) -> None:
+    assert (await client.get("/healthz")).status == 503
+    source.ready.set()
+    r = await client.get("/healthz")
+    assert r.status == 200 and (await r.json()) == {"status": "ok"}
+
+
+async def test_metrics_per_stream_in_engine_order(client: TestClient[Any, Any]) -> None:
+    text = await (await client.get("/metrics")).text()
+    lines = [ln for ln in text.splitlines() if ln.startswith("jetstream_stream_messages{")]
+    assert [ln.split('stream="')[1].split('"')[0] for ln in lines] == ["T1", "S2", "S1"]
+    assert 'jetstream_stream_messages{account="A",server_id="NSTUB",stream="S1"} 10.0' in lines
+    assert 'gnatsd_varz_in_msgs_total{server_id="NSTUB"} 11.0' in text
+    assert 'gnatsd_varz_uptime_seconds{server_id="NSTUB"} 7.0' in text
