@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream import errors as E
+from natsd.jetstream.errors import ApiError
 from natsd.jetstream.gojson import _GoJSONError, _node_from_py
 from natsd.jetstream.gotyped import (
     BOOL,
@@ -348,7 +349,7 @@ def config_from_stored(doc: dict[str, Any]) -> ConsumerConfig:
 
 # ---------------------------------------------------------------------- defaults
 def _pedantic(text: str) -> ApiError:
-    return err("JSPedanticErrF", err=text)
+    return E.JSPedanticErrF(err=text)
 
 
 def set_defaults(
@@ -422,7 +423,7 @@ def set_static_metadata(cfg: ConsumerConfig) -> None:
 
 # ---------------------------------------------------------------------- validation
 def _invalid(text: str) -> ApiError:
-    return err("JSStreamInvalidConfigF", err=text)
+    return E.JSStreamInvalidConfigF(err=text)
 
 
 _GROUP_RE = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
@@ -437,119 +438,119 @@ def check_config(
     if cfg.durable_name and not is_valid_name(cfg.durable_name):
         raise _invalid("consumer durable name can not contain '.', '*', '>', '\\', '/'")
     if cfg.num_replicas > 0 and cfg.num_replicas > scfg.num_replicas:
-        raise err("JSConsumerReplicasExceedsStream")
+        raise E.JSConsumerReplicasExceedsStream()
     if cfg.num_replicas < 0:
-        raise err("JSReplicasCountCannotBeNegative")
+        raise E.JSReplicasCountCannotBeNegative()
     if (
         scfg.retention in ("interest", "workqueue")
         and cfg.num_replicas != 0
         and cfg.num_replicas != scfg.num_replicas
     ):
-        raise err("JSConsumerReplicasShouldMatchStream")
+        raise E.JSConsumerReplicasShouldMatchStream()
     if any(b < 0 for b in cfg.backoff):
-        raise err("JSConsumerBackOffNegativeErr")
+        raise E.JSConsumerBackOffNegativeErr()
     if cfg.ack_wait < 0:
-        raise err("JSConsumerAckWaitNegativeErr")
+        raise E.JSConsumerAckWaitNegativeErr()
     if cfg.ack_policy == "flow_control":
         if not cfg.deliver_subject:
-            raise err("JSConsumerAckFCRequiresPushErr")
+            raise E.JSConsumerAckFCRequiresPushErr()
         if not cfg.flow_control:
-            raise err("JSConsumerAckFCRequiresFCErr")
+            raise E.JSConsumerAckFCRequiresFCErr()
         if cfg.idle_heartbeat != SECOND:
             raise _invalid("flow control ack policy heartbeat needs to be 1s")
         if cfg.max_ack_pending <= 0:
-            raise err("JSConsumerAckFCRequiresMaxAckPendingErr")
+            raise E.JSConsumerAckFCRequiresMaxAckPendingErr()
         if cfg.ack_wait != 0 or cfg.backoff:
-            raise err("JSConsumerAckFCRequiresNoAckWaitErr")
+            raise E.JSConsumerAckFCRequiresNoAckWaitErr()
         if cfg.max_deliver > 0:
-            raise err("JSConsumerAckFCRequiresNoMaxDeliverErr")
+            raise E.JSConsumerAckFCRequiresNoMaxDeliverErr()
     if cfg.backoff and cfg.max_deliver != -1 and len(cfg.backoff) > cfg.max_deliver:
-        raise err("JSConsumerMaxDeliverBackoffErr")
+        raise E.JSConsumerMaxDeliverBackoffErr()
     if len(cfg.description.encode()) > MAX_DESCRIPTION_LEN:
-        raise err("JSConsumerDescriptionTooLongErrF", max=MAX_DESCRIPTION_LEN)
+        raise E.JSConsumerDescriptionTooLongErrF(max=MAX_DESCRIPTION_LEN)
     if cfg.deliver_subject:
         if not _is_literal(cfg.deliver_subject):
-            raise err("JSConsumerDeliverToWildcardsErr")
+            raise E.JSConsumerDeliverToWildcardsErr()
         if not is_valid_subject(cfg.deliver_subject):
-            raise err("JSConsumerInvalidDeliverSubject")
+            raise E.JSConsumerInvalidDeliverSubject()
         if any(subject_is_subset_match(cfg.deliver_subject, s) for s in scfg.subjects):
-            raise err("JSConsumerDeliverCycleErr")
+            raise E.JSConsumerDeliverCycleErr()
         if cfg.max_waiting != 0:
-            raise err("JSConsumerPushMaxWaitingErr")
+            raise E.JSConsumerPushMaxWaitingErr()
         if cfg.max_ack_pending > 0 and cfg.ack_policy == "none":
-            raise err("JSConsumerMaxPendingAckPolicyRequiredErr")
+            raise E.JSConsumerMaxPendingAckPolicyRequiredErr()
         if 0 < cfg.idle_heartbeat < 100 * MS:
-            raise err("JSConsumerSmallHeartbeatErr")
+            raise E.JSConsumerSmallHeartbeatErr()
     else:
         if cfg.ack_policy == "none" and scfg.retention == "workqueue":
-            raise err("JSConsumerPullRequiresAckErr")
+            raise E.JSConsumerPullRequiresAckErr()
         if cfg.rate_limit_bps > 0:
-            raise err("JSConsumerPullWithRateLimitErr")
+            raise E.JSConsumerPullWithRateLimitErr()
         if cfg.max_waiting < 0:
-            raise err("JSConsumerMaxWaitingNegativeErr")
+            raise E.JSConsumerMaxWaitingNegativeErr()
         if cfg.idle_heartbeat > 0:
-            raise err("JSConsumerHBRequiresPushErr")
+            raise E.JSConsumerHBRequiresPushErr()
         if cfg.flow_control:
-            raise err("JSConsumerFCRequiresPushErr")
+            raise E.JSConsumerFCRequiresPushErr()
         if cfg.max_batch < 0:
-            raise err("JSConsumerMaxRequestBatchNegativeErr")
+            raise E.JSConsumerMaxRequestBatchNegativeErr()
         if cfg.max_expires != 0 and cfg.max_expires < MS:
-            raise err("JSConsumerMaxRequestExpiresTooSmall")
+            raise E.JSConsumerMaxRequestExpiresTooSmall()
     if 0 < account_max_ack_pending < cfg.max_ack_pending:
-        raise err("JSConsumerMaxPendingAckExcessErrF", limit=account_max_ack_pending)
+        raise E.JSConsumerMaxPendingAckExcessErrF(limit=account_max_ack_pending)
     limits = scfg.consumer_limits
     if limits.max_ack_pending > 0 and cfg.max_ack_pending > limits.max_ack_pending:
-        raise err("JSConsumerMaxPendingAckExcessErrF", limit=limits.max_ack_pending)
+        raise E.JSConsumerMaxPendingAckExcessErrF(limit=limits.max_ack_pending)
     if limits.inactive_threshold > 0 and cfg.inactive_threshold > limits.inactive_threshold:
-        raise err("JSConsumerInactiveThresholdExcess", limit=go_duration(limits.inactive_threshold))
+        raise E.JSConsumerInactiveThresholdExcess(limit=go_duration(limits.inactive_threshold))
     if cfg.direct:
         if not cfg.deliver_subject:
-            raise err("JSConsumerDirectRequiresPushErr")
+            raise E.JSConsumerDirectRequiresPushErr()
         if cfg.durable_name:
-            raise err("JSConsumerDirectRequiresEphemeralErr")
+            raise E.JSConsumerDirectRequiresEphemeralErr()
     if cfg.filter_subject and cfg.filter_subjects:
-        raise err("JSConsumerDuplicateFilterSubjects")
+        raise E.JSConsumerDuplicateFilterSubjects()
     if cfg.filter_subject and not is_valid_subject(cfg.filter_subject):
         raise _invalid("invalid subject")
     if any(f == "" for f in cfg.filter_subjects):
-        raise err("JSConsumerEmptyFilter")
+        raise E.JSConsumerEmptyFilter()
     filters = cfg.filters
     for i, a in enumerate(filters):
         if not is_valid_subject(a):
             raise _invalid("invalid subject")
         for j, b in enumerate(filters):
             if i != j and subject_is_subset_match(a, b):
-                raise err("JSConsumerOverlappingSubjectFilters")
+                raise E.JSConsumerOverlappingSubjectFilters()
     _check_start(cfg)
     if cfg.sample_freq:
         s = cfg.sample_freq[:-1] if cfg.sample_freq.endswith("%") else cfg.sample_freq
         n = _go_atoi(s)
         if n is None:
             text = f'strconv.Atoi: parsing "{s}": invalid syntax'
-            raise err("JSConsumerInvalidSamplingErrF", err=text)
+            raise E.JSConsumerInvalidSamplingErrF(err=text)
         if n < 0:
-            raise err("JSConsumerInvalidSamplingErrF", err="<nil>")
+            raise E.JSConsumerInvalidSamplingErrF(err="<nil>")
     if cfg.flow_control and cfg.idle_heartbeat == 0:
-        raise err("JSConsumerWithFlowControlNeedsHeartbeats")
+        raise E.JSConsumerWithFlowControlNeedsHeartbeats()
     if cfg.durable_name and cfg.name and cfg.name != cfg.durable_name:
-        raise err("JSConsumerCreateDurableAndNameMismatch")
+        raise E.JSConsumerCreateDurableAndNameMismatch()
     if sum(len(k.encode()) + len(v.encode()) for k, v in cfg.metadata.items()) > MAX_METADATA_LEN:
-        raise err("JSConsumerMetadataLengthErrF", limit=f"{MAX_METADATA_LEN // 1024}KB")
+        raise E.JSConsumerMetadataLengthErrF(limit=f"{MAX_METADATA_LEN // 1024}KB")
     if cfg.priority_policy != "none":
         if cfg.deliver_subject:
-            raise err("JSConsumerPushWithPriorityGroupErr")
+            raise E.JSConsumerPushWithPriorityGroupErr()
         if not cfg.priority_groups:
-            raise err("JSConsumerPriorityPolicyWithoutGroup")
+            raise E.JSConsumerPriorityPolicyWithoutGroup()
         for g in cfg.priority_groups:
             if not g:
-                raise err("JSConsumerEmptyGroupName")
+                raise E.JSConsumerEmptyGroupName()
             if not _GROUP_RE.fullmatch(g):
-                raise err("JSConsumerInvalidGroupNameErr")
+                raise E.JSConsumerInvalidGroupNameErr()
     else:
         if cfg.priority_groups:
-            raise err("JSConsumerPriorityGroupWithPolicyNone")
+            raise E.JSConsumerPriorityGroupWithPolicyNone()
         if cfg.priority_timeout > 0:
-            raise err("JSConsumerPinnedTTLWithoutPriorityPolicyNone")
+            raise E.JSConsumerPinnedTTLWithoutPriorityPolicyNone()
     if scfg.placement is not None and scfg.placement.preferred:
         raise _invalid("preferred server not permitted in placement")
     # Valid for nats-server, not implemented by natsd yet: refuse clearly.
@@ -560,11 +561,11 @@ def check_config(
 def _check_start(cfg: ConsumerConfig) -> None:
     def bad(dp: str, start: str) -> ApiError:
         text = f"consumer delivery policy is deliver {dp}, but optional start {start} is also set"
-        return err("JSConsumerInvalidPolicyErrF", err=text)
+        return E.JSConsumerInvalidPolicyErrF(err=text)
 
     def not_set(dp: str, what: str) -> ApiError:
         text = f"consumer delivery policy is deliver {dp}, but optional {what} is not set"
-        return err("JSConsumerInvalidPolicyErrF", err=text)
+        return E.JSConsumerInvalidPolicyErrF(err=text)
 
     dp = cfg.deliver_policy
     if dp in ("all", "last", "new", "last_per_subject"):
@@ -602,7 +603,7 @@ def check_update(old: ConsumerConfig, new: ConsumerConfig, deliver_bound: bool) 
         return
 
     def fail(text: str) -> ApiError:
-        return err("JSConsumerCreateErrF", err=text)
+        return E.JSConsumerCreateErrF(err=text)
 
     if old.deliver_policy != new.deliver_policy:
         raise fail("deliver policy can not be updated")
@@ -633,8 +634,8 @@ def check_update(old: ConsumerConfig, new: ConsumerConfig, deliver_bound: bool) 
         if not new.deliver_subject:
             raise fail("can not update push consumer to pull based")
         if deliver_bound:
-            raise err("JSConsumerNameExistErr")
+            raise E.JSConsumerNameExistErr()
     if old.max_waiting != new.max_waiting:
         raise fail("max waiting can not be updated")
     if new.backoff and new.max_deliver != -1 and len(new.backoff) > new.max_deliver:
-        raise err("JSConsumerMaxDeliverBackoffErr")
+        raise E.JSConsumerMaxDeliverBackoffErr()

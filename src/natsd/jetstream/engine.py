@@ -22,9 +22,11 @@ import orjson
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
+from natsd.jetstream import errors as E
 from natsd.jetstream.account_limits import AccountLimits
 from natsd.jetstream.commit import Committer
 from natsd.jetstream.domain import domain_subscriptions
+from natsd.jetstream.errors import ErrorDef
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import parse_stream_config, unsupported_feature
 from natsd.router.account import Account
@@ -260,8 +262,8 @@ class JetStream:
 
     def storage_exceeded(
         self, ja: JsAccount, memory: bool, subject: str, hdr: bytes | None, data: bytes
-    ) -> str | None:
-        """nats-server's checks before storing a message: the name of the error when the
+    ) -> ErrorDef | None:
+        """nats-server's checks before storing a message: the error when the
         server's max_memory_store / max_file_store is already passed (``js.limitsExceeded``)
         or the account's limit would be with this message (``jsa.wouldExceedLimits``).
         Usage is summed over the streams, so this is only called when ``limits_set``."""
@@ -271,12 +273,12 @@ class JetStream:
             for other in self.accounts.values():
                 used += self.usage(other)[0 if memory else 1]
             if used > server_max:
-                return "JSInsufficientResourcesErr"
+                return E.JSInsufficientResourcesErr
         acct_max = ja.limits.max_memory if memory else ja.limits.max_storage
         if acct_max >= 0:
             size = mem_msg_size(subject, hdr, data) if memory else file_msg_size(subject, hdr, data)
             if self.usage(ja)[0 if memory else 1] + size > acct_max:
-                return "JSAccountResourcesExceededErr"
+                return E.JSAccountResourcesExceededErr
         return None
 
     def server_reserved(self, memory: bool) -> int:

@@ -93,7 +93,7 @@ class Stream:
         # publish path tells them about every stored message through notify_consumers.
         self.consumers: dict[str, Any] = {}
         # The ack sent when the disk refuses a write: the same bytes every time.
-        self.write_failed_ack = self._ack_err(E.err("JSStreamStoreFailedF", err="write failed"))
+        self.write_failed_ack = self._ack_err(E.JSStreamStoreFailedF(err="write failed"))
         self._domain = account.engine.domain
         # '{"stream":"<name>",["domain":"<d>",]"seq":' : an ack is this plus "<seq>}".
         self._ack_head = b'{"stream":"%s",' % self._name_b
@@ -170,11 +170,11 @@ class Stream:
         if cfg.no_ack:
             reply = None  # nats-server answers nothing on a no_ack stream, errors included
         if cfg.sealed:
-            self._reply(reply, self._ack_err(E.err("JSStreamSealedErr")))
+            self._reply(reply, self._ack_err(E.JSStreamSealedErr()))
             return
         size = len(data) + (len(hdr) if hdr else 0)
         if cfg.max_msg_size >= 0 and size > cfg.max_msg_size:
-            self._reply(reply, self._ack_err(E.err("JSStreamMessageExceedsMaximumErr")))
+            self._reply(reply, self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
             return
         subject = subject_b.decode()
         if self._transform is not None:
@@ -217,12 +217,12 @@ class Stream:
                 self.account, cfg.storage == "memory", subject, hdr, data
             )
             if exceeded is not None:
-                self._reply(reply, self._ack_err(E.err(exceeded)))
+                self._reply(reply, self._ack_err(exceeded()))
                 return
         if ttl_s:
             parsed = _parse_ttl(ttl_s)
             if parsed is None:
-                self._reply(reply, self._ack_err(E.err("JSMessageTTLInvalidErr")))
+                self._reply(reply, self._ack_err(E.JSMessageTTLInvalidErr()))
                 return
             ttl = parsed
             marker_ttl = cfg.subject_delete_marker_ttl // 1_000_000_000
@@ -240,13 +240,13 @@ class Stream:
         try:
             seq, ts = self.store.store_msg(subject, hdr, data, ttl)
         except ErrMsgTooLarge:
-            self._reply(reply, self._ack_err(E.err("JSStreamMessageExceedsMaximumErr")))
+            self._reply(reply, self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
             return
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject) as e:
-            self._reply(reply, self._ack_err(E.err("JSStreamStoreFailedF", err=_limit_text(e))))
+            self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=_limit_text(e))))
             return
         except StoreError as e:
-            self._reply(reply, self._ack_err(E.err("JSStreamStoreFailedF", err=str(e))))
+            self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=str(e))))
             return
         if msg_id:
             self._dedup[msg_id] = (seq, ts)
@@ -338,7 +338,7 @@ class Stream:
                 self.account, self.cfg.storage == "memory", subject, hdr, data
             )
             if exceeded is not None:
-                answer = E.err(exceeded)
+                answer = exceeded()
         if not self.cfg.no_ack:
             self._reply(reply, self._ack_err(answer))
 
@@ -355,26 +355,26 @@ class Stream:
             return E.JSMessageIncrDisabledErr()
         exp = _first(h, H_EXP_STREAM)
         if exp and exp != self.name:
-            return E.err("JSStreamNotMatchErr")
+            return E.JSStreamNotMatchErr()
         ttl_s = (_first(h, H_TTL) or "").strip()
         ttl = _parse_ttl(ttl_s) if ttl_s else None
         # An invalid Nats-TTL is refused later (below), a valid one here when TTLs are off.
         if ttl and not cfg.allow_msg_ttl:
-            return E.err("JSMessageTTLDisabledErr")
+            return E.JSMessageTTLDisabledErr()
         exp_sseq = _first(h, H_EXP_LAST_SUBJ_SEQ)
         if exp_sseq:
             on = _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ) or subject
             lm = self.store.load_last_msg(on)
             last = lm.seq if lm is not None else 0
             if not exp_sseq.isdigit() or int(exp_sseq) != last:
-                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+                return E.JSStreamWrongLastSequenceErrF(seq=last)
         elif _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ):
             return E.JSStreamExpectedLastSeqPerSubjectInvalid()
         exp_seq = _first(h, H_EXP_LAST_SEQ)
         if exp_seq:
             last = self.store.state().last_seq
             if not exp_seq.isdigit() or int(exp_seq) != last:
-                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+                return E.JSStreamWrongLastSequenceErrF(seq=last)
         error = _check_schedule_headers(h, subject)
         if error is not None:
             return error
@@ -387,14 +387,14 @@ class Stream:
         cfg = self.cfg
         exp_id = _first(h, H_EXP_LAST_MSG_ID)
         if exp_id and exp_id != self._last_msg_id:
-            return E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)
+            return E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id)
         rollup = _first(h, H_ROLLUP)
         if rollup:
             if not cfg.allow_rollup_hdrs:
-                return E.err("JSStreamRollupFailedF", err="rollup not permitted")
+                return E.JSStreamRollupFailedF(err="rollup not permitted")
             if rollup.lower() not in ("sub", "all"):
                 text = f'rollup value invalid: "{rollup}"'
-                return E.err("JSStreamRollupFailedF", err=text)
+                return E.JSStreamRollupFailedF(err=text)
         return None
 
     def _check_dup(self, msg_id: str) -> int | None:
