@@ -55,6 +55,7 @@ from natsd.jetstream.gotyped import (
 )
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import StreamConfig, check_update, parse_stream_config_json
+from natsd.jetstream.stream_types import StorageType
 from natsd.jetstream.subject_mapping import subjects_collide
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
@@ -302,7 +303,7 @@ def _limit_context(ja: JsAccount, storage: str) -> tuple[list[StreamConfig], int
     """The account's stream configs, and the server's limit and reservations for
     ``storage``, for the checks in ``account_limits``."""
     engine = ja.engine
-    memory = storage == "memory"
+    memory = storage == StorageType.MEMORY
     server_max = engine.max_memory if memory else engine.max_store
     configs = [s.cfg for s in ja.streams.values()]
     return configs, server_max, engine.server_reserved(memory) if server_max >= 0 else 0
@@ -464,7 +465,7 @@ def _delete_miss(stream: Stream, seq: int) -> ApiError:
     """nats-server's answer depends on the store: the file store reports sequences outside
     the stream as a failed delete ("no message found" below it, "stream store EOF" past
     it); everything else is "sequence N not found"."""
-    if stream.cfg.storage != "memory":
+    if stream.cfg.storage != StorageType.MEMORY:
         st = stream.store.state()
         if seq == 0 or seq < st.first_seq:
             return E.JSStreamMsgDeleteFailedF(err="no message found")

@@ -29,7 +29,9 @@ from natsd.jetstream import errors as E
 from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer_config import (
     ZERO_TIME,
+    AckPolicy,
     ConsumerConfig,
+    DeliverPolicy,
     check_config,
     check_update,
     config_from_stored,
@@ -54,7 +56,7 @@ from natsd.jetstream.gotyped import (
     is_json_object_or_array,
     unmarshal,
 )
-from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN
+from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN, RetentionPolicy, StorageType
 from natsd.jetstream.subject_mapping import is_valid_name
 
 if TYPE_CHECKING:
@@ -160,7 +162,7 @@ def add_consumer(
     """``addConsumerWithAssignment`` for a standalone server."""
     set_defaults(cfg, stream.cfg, pedantic, ja.limits.max_ack_pending)
     check_config(cfg, stream.cfg, ja.limits.max_ack_pending)
-    workqueue = stream.cfg.retention == "workqueue"
+    workqueue = stream.cfg.retention == RetentionPolicy.WORKQUEUE
     name = cfg.durable_name or cfg.name
     if name and name in stream.consumers:
         eo = stream.consumers[name]
@@ -187,9 +189,9 @@ def add_consumer(
     if maxc > 0 and limitable >= maxc:
         raise E.JSMaximumConsumersLimitErr()
     if workqueue and not cfg.direct and not cfg.sourcing:
-        if cfg.ack_policy not in ("explicit", "flow_control"):
+        if cfg.ack_policy not in (AckPolicy.EXPLICIT, AckPolicy.FLOW_CONTROL):
             raise E.JSConsumerWQRequiresExplicitAckErr()
-        if cfg.deliver_policy != "all":
+        if cfg.deliver_policy != DeliverPolicy.ALL:
             raise E.JSConsumerWQConsumerNotDeliverAllErr()
         if limitable > 0:
             if not cfg.filters:
@@ -206,7 +208,7 @@ def add_consumer(
             name = "".join(random.choices(_ALNUM, k=8))
     if not is_valid_name(name):
         raise E.JSConsumerBadDurableNameErr()
-    persist = stream.cfg.storage != "memory" and not cfg.mem_storage
+    persist = stream.cfg.storage != StorageType.MEMORY and not cfg.mem_storage
     c = Consumer(stream, name, cfg, time.time_ns(), persist)
     if persist:
         try:

@@ -6,7 +6,8 @@
 Every refusal raises the :class:`~natsd.jetstream.errors.ApiError` nats-server answers.
 
 Durations are nanoseconds, times are RFC 3339 strings as Go re-encodes them (``None`` when
-unset). Enum values are their JSON strings ("all", "explicit", "instant", ...).
+unset). The policies are ``StrEnum`` members whose values are their JSON strings
+("all", "explicit", "instant", ...), so they encode unchanged and compare equal to them.
 
 natsd does not run the flow-control ack policy (used by stream sourcing) yet: configs that
 ask for it are refused with ``JSStreamInvalidConfigF`` ("... is not supported") once
@@ -18,6 +19,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from natsd.jetstream import errors as E
@@ -33,7 +35,6 @@ from natsd.jetstream.gotyped import (
     STRINGS,
     TIME,
     UINT64,
-    EnumT,
     GoType,
     StructT,
     decode_nodes,
@@ -47,6 +48,7 @@ from natsd.jetstream.stream_types import (
     MAX_METADATA_LEN,
     SERVER_LEVEL_KEY,
     SERVER_VERSION_KEY,
+    RetentionPolicy,
     StreamConfig,
     metadata_json,
 )
@@ -58,8 +60,12 @@ from natsd.jetstream.subject_mapping import (
 )
 
 __all__ = [
+    "AckPolicy",
     "ConsumerConfig",
     "CreateRequest",
+    "DeliverPolicy",
+    "PriorityPolicy",
+    "ReplayPolicy",
     "check_config",
     "check_update",
     "config_from_stored",
@@ -79,7 +85,41 @@ WAIT_QUEUE_DEFAULT_MAX = 512  # JSWaitQueueDefaultMax
 PINNED_TTL_DEFAULT = 120 * SECOND  # JsDefaultPinnedTTL
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
-DELIVER_POLICIES = ("all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject")
+
+
+# ============================================================================= enums
+class DeliverPolicy(StrEnum):
+    """nats-server's ``DeliverPolicy``: where a consumer starts."""
+
+    ALL = "all"
+    LAST = "last"
+    NEW = "new"
+    BY_START_SEQUENCE = "by_start_sequence"
+    BY_START_TIME = "by_start_time"
+    LAST_PER_SUBJECT = "last_per_subject"
+
+
+class AckPolicy(StrEnum):
+    """nats-server's ``AckPolicy`` (``flow_control`` is refused by natsd for now)."""
+
+    NONE = "none"
+    ALL = "all"
+    EXPLICIT = "explicit"
+    FLOW_CONTROL = "flow_control"
+
+
+class ReplayPolicy(StrEnum):
+    INSTANT = "instant"
+    ORIGINAL = "original"
+
+
+class PriorityPolicy(StrEnum):
+    """nats-server's ``PriorityPolicy`` for pull consumers with priority groups."""
+
+    NONE = "none"
+    OVERFLOW = "overflow"
+    PINNED_CLIENT = "pinned_client"
+    PRIORITIZED = "prioritized"
 
 
 @dataclass(slots=True)
@@ -89,16 +129,16 @@ class ConsumerConfig:
     durable_name: str = ""
     name: str = ""
     description: str = ""
-    deliver_policy: str = "all"
+    deliver_policy: DeliverPolicy = DeliverPolicy.ALL
     opt_start_seq: int = 0
     opt_start_time: str | None = None
-    ack_policy: str = "none"
+    ack_policy: AckPolicy = AckPolicy.NONE
     ack_wait: int = 0
     max_deliver: int = 0
     backoff: list[int] = field(default_factory=list)
     filter_subject: str = ""
     filter_subjects: list[str] = field(default_factory=list)
-    replay_policy: str = "instant"
+    replay_policy: ReplayPolicy = ReplayPolicy.INSTANT
     rate_limit_bps: int = 0
     sample_freq: str = ""
     max_waiting: int = 0
@@ -119,7 +159,7 @@ class ConsumerConfig:
     metadata: dict[str, str] = field(default_factory=dict)
     pause_until: str | None = None
     priority_groups: list[str] = field(default_factory=list)
-    priority_policy: str = "none"
+    priority_policy: PriorityPolicy = PriorityPolicy.NONE
     priority_timeout: int = 0
 
     # ------------------------------------------------------------------ helpers
@@ -153,12 +193,12 @@ class ConsumerConfig:
             out["name"] = self.name
         if self.description:
             out["description"] = self.description
-        out["deliver_policy"] = self.deliver_policy
+        out["deliver_policy"] = str(self.deliver_policy)
         if self.opt_start_seq:
             out["opt_start_seq"] = self.opt_start_seq
         if self.opt_start_time is not None:
             out["opt_start_time"] = self.opt_start_time
-        out["ack_policy"] = self.ack_policy
+        out["ack_policy"] = str(self.ack_policy)
         if self.ack_wait:
             out["ack_wait"] = self.ack_wait
         if self.max_deliver:
@@ -169,7 +209,7 @@ class ConsumerConfig:
             out["filter_subject"] = self.filter_subject
         if self.filter_subjects:
             out["filter_subjects"] = list(self.filter_subjects)
-        out["replay_policy"] = self.replay_policy
+        out["replay_policy"] = str(self.replay_policy)
         if self.rate_limit_bps:
             out["rate_limit_bps"] = self.rate_limit_bps
         if self.sample_freq:
@@ -210,8 +250,8 @@ class ConsumerConfig:
             out["pause_until"] = self.pause_until
         if self.priority_groups:
             out["priority_groups"] = list(self.priority_groups)
-        if self.priority_policy != "none":
-            out["priority_policy"] = self.priority_policy
+        if self.priority_policy != PriorityPolicy.NONE:
+            out["priority_policy"] = str(self.priority_policy)
         if self.priority_timeout:
             out["priority_timeout"] = self.priority_timeout
         return out
@@ -258,22 +298,16 @@ def rfc3339_to_ns(s: str | None) -> int:
 
 
 # ---------------------------------------------------------------------- decoding
-def _enum(values: dict[str, str]) -> EnumT:
-    return raw_enum({f'"{k}"': v for k, v in values.items()})
+def _members(enum: type[StrEnum]) -> dict[str, StrEnum]:
+    """The raw JSON text (quotes included) of each member, for ``raw_enum``."""
+    return {f'"{m.value}"': m for m in enum}
 
 
-_DELIVER = _enum({**{p: p for p in DELIVER_POLICIES}, "undefined": "all"})
-_ACK = _enum({"none": "none", "all": "all", "explicit": "explicit", "flow_control": "flow_control"})
-_REPLAY = _enum({"instant": "instant", "original": "original"})
-_PRIORITY = raw_enum(
-    {
-        '"none"': "none",
-        '"overflow"': "overflow",
-        '"pinned_client"': "pinned_client",
-        '"prioritized"': "prioritized",
-    },
-    lambda raw: f"unknown priority policy: {raw}",
-)
+# nats-server's UnmarshalJSON methods; DeliverPolicy also reads "undefined" as deliver all.
+_DELIVER = raw_enum({**_members(DeliverPolicy), '"undefined"': DeliverPolicy.ALL})
+_ACK = raw_enum(_members(AckPolicy))
+_REPLAY = raw_enum(_members(ReplayPolicy))
+_PRIORITY = raw_enum(_members(PriorityPolicy), lambda raw: f"unknown priority policy: {raw}")
 _ACTION = raw_enum(
     {'"create"': "create", '"update"': "update", '""': ""},
     lambda raw: f"unknown consumer action: {raw}",
@@ -383,7 +417,7 @@ def set_defaults(
             setattr(cfg, attr, 0)
     if not cfg.deliver_subject and cfg.max_waiting == 0:
         cfg.max_waiting = WAIT_QUEUE_DEFAULT_MAX
-    if cfg.ack_wait == 0 and cfg.ack_policy in ("explicit", "all"):
+    if cfg.ack_wait == 0 and cfg.ack_policy in (AckPolicy.EXPLICIT, AckPolicy.ALL):
         cfg.ack_wait = ACK_WAIT_DEFAULT
     if cfg.backoff:
         if pedantic and cfg.ack_wait != cfg.backoff[0]:
@@ -398,13 +432,13 @@ def set_defaults(
         if pedantic and limits.inactive_threshold > 0:
             raise _pedantic("inactive_threshold must be set if it's configured in stream limits")
         cfg.inactive_threshold = limits.inactive_threshold
-    if cfg.max_ack_pending == 0 and cfg.ack_policy != "none":
+    if cfg.max_ack_pending == 0 and cfg.ack_policy != AckPolicy.NONE:
         cfg.max_ack_pending = MAX_ACK_PENDING_DEFAULT
         if 0 < account_max_ack_pending < MAX_ACK_PENDING_DEFAULT:
             cfg.max_ack_pending = account_max_ack_pending
-    if cfg.priority_policy == "pinned_client" and cfg.priority_timeout == 0:
+    if cfg.priority_policy == PriorityPolicy.PINNED_CLIENT and cfg.priority_timeout == 0:
         cfg.priority_timeout = PINNED_TTL_DEFAULT
-    if cfg.ack_policy == "flow_control" and not pedantic:
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL and not pedantic:
         cfg.flow_control = True
         cfg.idle_heartbeat = SECOND
 
@@ -415,7 +449,7 @@ def set_static_metadata(cfg: ConsumerConfig) -> None:
     level = 0
     if cfg.pause_until is not None and cfg.pause_until != ZERO_TIME:
         level = 1
-    if cfg.priority_policy != "none" or cfg.priority_timeout or cfg.priority_groups:
+    if cfg.priority_policy != PriorityPolicy.NONE or cfg.priority_timeout or cfg.priority_groups:
         level = max(level, 1)
     md[API_LEVEL_KEY] = str(level)
     cfg.metadata = md
@@ -442,7 +476,7 @@ def check_config(
     if cfg.num_replicas < 0:
         raise E.JSReplicasCountCannotBeNegative()
     if (
-        scfg.retention in ("interest", "workqueue")
+        scfg.retention in (RetentionPolicy.INTEREST, RetentionPolicy.WORKQUEUE)
         and cfg.num_replicas != 0
         and cfg.num_replicas != scfg.num_replicas
     ):
@@ -451,7 +485,7 @@ def check_config(
         raise E.JSConsumerBackOffNegativeErr()
     if cfg.ack_wait < 0:
         raise E.JSConsumerAckWaitNegativeErr()
-    if cfg.ack_policy == "flow_control":
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL:
         if not cfg.deliver_subject:
             raise E.JSConsumerAckFCRequiresPushErr()
         if not cfg.flow_control:
@@ -477,12 +511,12 @@ def check_config(
             raise E.JSConsumerDeliverCycleErr()
         if cfg.max_waiting != 0:
             raise E.JSConsumerPushMaxWaitingErr()
-        if cfg.max_ack_pending > 0 and cfg.ack_policy == "none":
+        if cfg.max_ack_pending > 0 and cfg.ack_policy == AckPolicy.NONE:
             raise E.JSConsumerMaxPendingAckPolicyRequiredErr()
         if 0 < cfg.idle_heartbeat < 100 * MS:
             raise E.JSConsumerSmallHeartbeatErr()
     else:
-        if cfg.ack_policy == "none" and scfg.retention == "workqueue":
+        if cfg.ack_policy == AckPolicy.NONE and scfg.retention == RetentionPolicy.WORKQUEUE:
             raise E.JSConsumerPullRequiresAckErr()
         if cfg.rate_limit_bps > 0:
             raise E.JSConsumerPullWithRateLimitErr()
@@ -536,7 +570,7 @@ def check_config(
         raise E.JSConsumerCreateDurableAndNameMismatch()
     if sum(len(k.encode()) + len(v.encode()) for k, v in cfg.metadata.items()) > MAX_METADATA_LEN:
         raise E.JSConsumerMetadataLengthErrF(limit=f"{MAX_METADATA_LEN // 1024}KB")
-    if cfg.priority_policy != "none":
+    if cfg.priority_policy != PriorityPolicy.NONE:
         if cfg.deliver_subject:
             raise E.JSConsumerPushWithPriorityGroupErr()
         if not cfg.priority_groups:
@@ -554,8 +588,17 @@ def check_config(
     if scfg.placement is not None and scfg.placement.preferred:
         raise _invalid("preferred server not permitted in placement")
     # Valid for nats-server, not implemented by natsd yet: refuse clearly.
-    if cfg.ack_policy == "flow_control":
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL:
         raise _invalid("consumer flow control ack policy is not supported")
+
+
+# The deliver policies that take neither a start sequence nor a start time.
+_NO_START = (
+    DeliverPolicy.ALL,
+    DeliverPolicy.LAST,
+    DeliverPolicy.NEW,
+    DeliverPolicy.LAST_PER_SUBJECT,
+)
 
 
 def _check_start(cfg: ConsumerConfig) -> None:
@@ -568,20 +611,20 @@ def _check_start(cfg: ConsumerConfig) -> None:
         return E.JSConsumerInvalidPolicyErrF(err=text)
 
     dp = cfg.deliver_policy
-    if dp in ("all", "last", "new", "last_per_subject"):
-        label = "last per subject" if dp == "last_per_subject" else dp
+    if dp in _NO_START:
+        label = "last per subject" if dp == DeliverPolicy.LAST_PER_SUBJECT else str(dp)
         if cfg.opt_start_seq > 0:
             raise bad(label, "sequence")
         if cfg.opt_start_time is not None:
             raise bad(label, "time")
-        if dp == "last_per_subject" and not cfg.filters:
+        if dp == DeliverPolicy.LAST_PER_SUBJECT and not cfg.filters:
             raise not_set("last per subject", "filter subject")
-    elif dp == "by_start_sequence":
+    elif dp == DeliverPolicy.BY_START_SEQUENCE:
         if cfg.opt_start_seq == 0:
             raise not_set("by start sequence", "start sequence")
         if cfg.opt_start_time is not None:
             raise bad("by start sequence", "time")
-    elif dp == "by_start_time":
+    elif dp == DeliverPolicy.BY_START_TIME:
         if cfg.opt_start_time is None:
             raise not_set("by start time", "start time")
         if cfg.opt_start_seq != 0:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream import consumer_priority as prio
+from natsd.jetstream.consumer_config import PriorityPolicy
 from natsd.jetstream.gojson import _GoJSONError
 from natsd.jetstream.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
 
@@ -324,7 +325,10 @@ def process_next_request(c: Consumer, reply: bytes, data: bytes) -> None:
                 c.send(reply, b"", REQUESTS_PENDING)
                 return
     wr = WaitingRequest(reply, req, now)
-    added = wq.add_prioritized(wr) if cfg.priority_policy == "prioritized" else wq.add(wr)
+    if cfg.priority_policy == PriorityPolicy.PRIORITIZED:
+        added = wq.add_prioritized(wr)
+    else:
+        added = wq.add(wr)
     if not added:
         if not req.heartbeat:
             c.send(reply, b"", EXCEEDED_MAX_WAITING)
@@ -371,12 +375,14 @@ def next_waiting(c: Consumer, sz: int) -> WaitingRequest | None:
         return None
     has_interest = c._sublist.has_interest
     policy = c.cfg.priority_policy
-    need_new_pin = policy == "pinned_client" and not c.pin_id
+    need_new_pin = policy == PriorityPolicy.PINNED_CLIENT and not c.pin_id
     cycled = 0
     while wq.q:
         wr = wq.q[0]
         if not wr.expires or time.monotonic() < wr.expires:
-            verdict = prio.serve_check(c, wr, need_new_pin) if policy != "none" else "ok"
+            verdict = "ok"
+            if policy != PriorityPolicy.NONE:
+                verdict = prio.serve_check(c, wr, need_new_pin)
             if verdict == "cycle":
                 wq.cycle()
                 cycled += 1
@@ -402,7 +408,7 @@ def next_waiting(c: Consumer, sz: int) -> WaitingRequest | None:
                     wq.remove_head()
                     continue
             if has_interest(wr.reply):
-                return wq.pop_and_requeue() if policy == "prioritized" else wq.pop()
+                return wq.pop_and_requeue() if policy == PriorityPolicy.PRIORITIZED else wq.pop()
         else:
             c.send(wr.reply, b"", pending_status(408, "Request Timeout", wr.n, wr.b))
         wq.remove_head()

@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from natsd.core.filters import subject_matches
+from natsd.jetstream.stream_types import RetentionPolicy
 from natsd.jetstream.subject_mapping import subject_is_subset_match
 
 if TYPE_CHECKING:
@@ -74,10 +75,10 @@ def _register_updates(stream: Stream) -> None:
 def ack_msg(stream: Stream, c: Consumer | None, seq: int) -> bool:
     """``ackMsg``: a consumer acked ``seq``; remove it when retention says so."""
     retention = stream.cfg.retention
-    if retention == "limits":
+    if retention == RetentionPolicy.LIMITS:
         return False
     store = stream.store
-    if retention == "workqueue":
+    if retention == RetentionPolicy.WORKQUEUE:
         return store.remove_msg(seq)
     m = store.load_msg(seq)
     if m is None:
@@ -143,7 +144,7 @@ def delete_consumer(stream: Stream, c: Consumer, advisory: bool = True) -> None:
             ja.engine.catalog.remove_consumer(ja.account.name, stream.name, c.name, "file")
         except OSError as e:
             log.error("consumer %s > %s: cannot remove files: %s", stream.name, c.name, e)
-    if stream.cfg.retention == "interest":
+    if stream.cfg.retention == RetentionPolicy.INTEREST:
         cleanup_no_interest(stream, c, True)
 
 

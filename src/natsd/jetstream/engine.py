@@ -29,6 +29,7 @@ from natsd.jetstream.domain import domain_subscriptions
 from natsd.jetstream.errors import ErrorDef
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import parse_stream_config, unsupported_feature
+from natsd.jetstream.stream_types import StorageType
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -245,7 +246,7 @@ class JetStream:
         mem = store = 0
         for s in ja.streams.values():
             b = s.store.state().bytes
-            if s.cfg.storage == "memory":
+            if s.cfg.storage == StorageType.MEMORY:
                 mem += b
             else:
                 store += b
@@ -293,7 +294,7 @@ class JetStream:
         mem = store = 0
         for s in ja.streams.values():
             if s.cfg.max_bytes > 0:
-                if s.cfg.storage == "memory":
+                if s.cfg.storage == StorageType.MEMORY:
                     mem += s.cfg.max_bytes
                 else:
                     store += s.cfg.max_bytes

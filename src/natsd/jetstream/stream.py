@@ -22,6 +22,7 @@ from natsd.jetstream import errors as E
 from natsd.jetstream.direct import seq_from_time
 from natsd.jetstream.errors import ApiError, ErrorDef
 from natsd.jetstream.stream_config import StreamConfig
+from natsd.jetstream.stream_types import RetentionPolicy, StorageType
 from natsd.jetstream.subject_mapping import _is_valid_publish_subject
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -214,7 +215,7 @@ class Stream:
                 ttl_s = (_first(h, H_TTL) or "").strip()
         if self._check_limits:
             exceeded = self.account.engine.storage_exceeded(
-                self.account, cfg.storage == "memory", subject, hdr, data
+                self.account, cfg.storage == StorageType.MEMORY, subject, hdr, data
             )
             if exceeded is not None:
                 self._reply(reply, self._ack_err(exceeded()))
@@ -258,11 +259,11 @@ class Stream:
             self.store.compact(seq)
         if self._republish is not None:
             self._do_republish(subject, seq, ts, hdr, data, rp_last)
-        if cfg.retention == "interest" and not self.consumer_count:
+        if cfg.retention == RetentionPolicy.INTEREST and not self.consumer_count:
             # Interest retention keeps nothing nobody is interested in.
             self.store.remove_msg(seq)
         # Acknowledge now (memory) or after the fsync that covers the message (file).
-        if cfg.storage == "memory":
+        if cfg.storage == StorageType.MEMORY:
             if reply:
                 publish(self._sublist, reply, None, None, self._ack_head + b"%d}" % seq)
         elif reply:
@@ -278,7 +279,7 @@ class Stream:
         interest retention a message no consumer wants is not kept."""
         for c in list(self.consumers.values()):
             c.on_stored(seq, subject)
-        if self.cfg.retention == "interest":
+        if self.cfg.retention == RetentionPolicy.INTEREST:
             from natsd.jetstream.consumer_stream import check_interest
 
             check_interest(self, seq, subject)
@@ -335,7 +336,7 @@ class Stream:
         answer = error()
         if self._check_limits:
             exceeded = self.account.engine.storage_exceeded(
-                self.account, self.cfg.storage == "memory", subject, hdr, data
+                self.account, self.cfg.storage == StorageType.MEMORY, subject, hdr, data
             )
             if exceeded is not None:
                 answer = exceeded()
