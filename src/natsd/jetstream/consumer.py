@@ -62,6 +62,14 @@ RUN_BUDGET: Final = 256  # deliveries per loop turn before yielding
 STATE_FLUSH_DELAY: Final = 0.1  # seconds between a state change and its write (file consumers)
 TERM_UNACKED_LIMITS: Final = "Unacknowledged message was deleted"
 
+# Policy members compared per message, bound once: on Python 3.11 `AckPolicy.NONE`
+# is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_ACK_NONE: Final = AckPolicy.NONE
+_ACK_EXPLICIT: Final = AckPolicy.EXPLICIT
+_PINNED_CLIENT: Final = PriorityPolicy.PINNED_CLIENT
+_LIMITS: Final = RetentionPolicy.LIMITS
+_INTEREST: Final = RetentionPolicy.INTEREST
+
 
 class Consumer:
     def __init__(
@@ -103,7 +111,7 @@ class Consumer:
         self.ldt = 0  # last delivery (ns)
         self.lat = 0  # last ack (ns)
 
-        self.maxp = cfg.max_ack_pending if cfg.ack_policy != AckPolicy.NONE else 0
+        self.maxp = cfg.max_ack_pending if cfg.ack_policy != _ACK_NONE else 0
         self.maxdc = max(cfg.max_deliver, 0)
         self.sfreq = 0
         self.dthresh = 0.0
@@ -172,7 +180,7 @@ class Consumer:
         self._fwild = [f.split(".") for f in filters if f not in self._flit]
 
     def _apply_runtime_config(self, cfg: ConsumerConfig) -> None:
-        self.maxp = cfg.max_ack_pending if cfg.ack_policy != AckPolicy.NONE else 0
+        self.maxp = cfg.max_ack_pending if cfg.ack_policy != _ACK_NONE else 0
         self.maxdc = max(cfg.max_deliver, 0)
         if cfg.sample_freq:
             s = cfg.sample_freq.rstrip("%")
@@ -231,7 +239,7 @@ class Consumer:
             self._select_starting_seq()
         self._stream_num_pending()
         subj = self._ack_pre + b">"
-        if self.cfg.ack_policy != AckPolicy.NONE:
+        if self.cfg.ack_policy != _ACK_NONE:
             self._ack_sub = Subscription(
                 subj, None, b"ack-" + self.name.encode(), callback=self._on_ack
             )
@@ -431,7 +439,7 @@ class Consumer:
                     break
                 dsubj = wr.reply
                 wrn, wrb = wr.n, wr.b
-                if cfg.priority_policy == PriorityPolicy.PINNED_CLIENT and self.pin_id:
+                if cfg.priority_policy == _PINNED_CLIENT and self.pin_id:
                     hdr = prio.add_pin_header(hdr, self.pin_id)
                     sz = len(m.subject) + len(ack_reply) + len(hdr) + len(data)
                 if wr.n > 0 and wr.hb:
@@ -542,7 +550,7 @@ class Consumer:
         self.dseq += 1
         seq = m.seq
         ack.update_delivered(self, dseq, seq, dc, m.ts)
-        ack_none = self.cfg.ack_policy == AckPolicy.NONE
+        ack_none = self.cfg.ack_policy == _ACK_NONE
         if ack_none:
             self.adflr, self.asflr = dseq, seq
         else:
@@ -557,7 +565,7 @@ class Consumer:
             self.waiting.last = time.monotonic()
         if n == 0:
             self._did_not_deliver(seq, dsubj)
-        if ack_none and self.retention != RetentionPolicy.LIMITS:
+        if ack_none and self.retention != _LIMITS:
             from natsd.jetstream.consumer_stream import ack_msg
 
             ack_msg(self.stream, self, seq)
@@ -669,7 +677,7 @@ class Consumer:
         if not self.filter_all and not self.matches(subject):
             return False
         ap = self.cfg.ack_policy
-        if ap == AckPolicy.EXPLICIT:
+        if ap == _ACK_EXPLICIT:
             need = sseq > self.asflr and (sseq >= self.sseq or sseq in self.pending)
         else:
             need = sseq > self.asflr
@@ -766,7 +774,7 @@ class Consumer:
             self._update_pause_timer()
         if refilter:
             self._set_filters(cfg)
-            if self.retention == RetentionPolicy.INTEREST:
+            if self.retention == _INTEREST:
                 from natsd.jetstream.consumer_stream import cleanup_no_interest
 
                 cleanup_no_interest(self.stream, self, False)

@@ -47,6 +47,13 @@ log: Final = logging.getLogger("natsd")
 
 ACK_WAIT_DELAY: Final = 1_000_000  # ackWaitDelay: 1ms added to timer deadlines (ns)
 
+# Policy members compared per message, bound once: on Python 3.11 `AckPolicy.NONE`
+# is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_ACK_NONE: Final = AckPolicy.NONE
+_ACK_ALL: Final = AckPolicy.ALL
+_ACK_EXPLICIT: Final = AckPolicy.EXPLICIT
+_LIMITS: Final = RetentionPolicy.LIMITS
+
 _ACK: Final = b"+ACK"
 _OK: Final = b"+OK"
 _NAK: Final = b"-NAK"
@@ -104,11 +111,11 @@ def process_ack(c: Consumer, sseq: int, dseq: int, dc: int, reply: bytes, sample
     """``processAckMsg``; True when the caller should send the ack-sync reply."""
     if c.closed or sseq >= c.sseq:
         return False
-    in_place = c.retention != RetentionPolicy.LIMITS
+    in_place = c.retention != _LIMITS
     ap = c.cfg.ack_policy
     acked: list[int] = []
     need_signal = False
-    if ap == AckPolicy.EXPLICIT:
+    if ap == _ACK_EXPLICIT:
         p = c.pending.get(sseq)
         if p is not None:
             if sample and c.sfreq > 0:
@@ -120,7 +127,7 @@ def process_ack(c: Consumer, sseq: int, dseq: int, dc: int, reply: bytes, sample
             move_ack_floor(c, dseq, sseq)
         c.rdc.pop(sseq, None)
         c._remove_from_rdq(sseq)
-    elif ap == AckPolicy.ALL:
+    elif ap == _ACK_ALL:
         if dseq <= c.adflr or sseq <= c.asflr:
             return True
         if c.maxp > 0 and len(c.pending) >= c.maxp:
@@ -356,7 +363,7 @@ def update_delivered(c: Consumer, dseq: int, sseq: int, dc: int, ts: int) -> Non
     """The consumer store's ``UpdateDelivered``, plus last-delivery activity."""
     c.ldt = time.time_ns()
     c.mark_dirty()
-    if c.cfg.ack_policy == AckPolicy.NONE:
+    if c.cfg.ack_policy == _ACK_NONE:
         if dc != 1:
             return
         if dseq > c.st_dc:
@@ -380,13 +387,13 @@ def update_acks(c: Consumer, dseq: int, sseq: int, reply: bytes) -> None:
     c.lat = time.time_ns()
     if reply:
         c.ack_reply(reply)
-    if c.cfg.ack_policy == AckPolicy.NONE or dseq <= c.st_fc:
+    if c.cfg.ack_policy == _ACK_NONE or dseq <= c.st_fc:
         return
     stp = c.st_pending
     if sseq not in stp:
         return
     c.mark_dirty()
-    if c.cfg.ack_policy == AckPolicy.ALL:
+    if c.cfg.ack_policy == _ACK_ALL:
         floor = c.st_fs
         c.st_fc, c.st_fs = dseq, sseq
         drop_upto(stp, min(floor, sseq - 1), sseq)

@@ -44,6 +44,11 @@ __all__ = ["Stream"]
 
 _ZERO_TIME: Final = "0001-01-01T00:00:00Z"
 
+# Policy members compared per message, bound once: on Python 3.11 `RetentionPolicy.INTEREST`
+# is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_INTEREST: Final = RetentionPolicy.INTEREST
+_MEMORY: Final = StorageType.MEMORY
+
 H_MSG_ID: Final = "Nats-Msg-Id"
 H_EXP_STREAM: Final = "Nats-Expected-Stream"
 H_EXP_LAST_SEQ: Final = "Nats-Expected-Last-Sequence"
@@ -215,7 +220,7 @@ class Stream:
                 ttl_s = (_first(h, H_TTL) or "").strip()
         if self._check_limits:
             exceeded = self.account.engine.storage_exceeded(
-                self.account, cfg.storage == StorageType.MEMORY, subject, hdr, data
+                self.account, cfg.storage == _MEMORY, subject, hdr, data
             )
             if exceeded is not None:
                 self._reply(reply, self._ack_err(exceeded()))
@@ -259,11 +264,11 @@ class Stream:
             self.store.compact(seq)
         if self._republish is not None:
             self._do_republish(subject, seq, ts, hdr, data, rp_last)
-        if cfg.retention == RetentionPolicy.INTEREST and not self.consumer_count:
+        if cfg.retention == _INTEREST and not self.consumer_count:
             # Interest retention keeps nothing nobody is interested in.
             self.store.remove_msg(seq)
         # Acknowledge now (memory) or after the fsync that covers the message (file).
-        if cfg.storage == StorageType.MEMORY:
+        if cfg.storage == _MEMORY:
             if reply:
                 publish(self._sublist, reply, None, None, self._ack_head + b"%d}" % seq)
         elif reply:
@@ -279,7 +284,7 @@ class Stream:
         interest retention a message no consumer wants is not kept."""
         for c in list(self.consumers.values()):
             c.on_stored(seq, subject)
-        if self.cfg.retention == RetentionPolicy.INTEREST:
+        if self.cfg.retention == _INTEREST:
             from natsd.jetstream.consumer_stream import check_interest
 
             check_interest(self, seq, subject)
@@ -336,7 +341,7 @@ class Stream:
         answer = error()
         if self._check_limits:
             exceeded = self.account.engine.storage_exceeded(
-                self.account, self.cfg.storage == StorageType.MEMORY, subject, hdr, data
+                self.account, self.cfg.storage == _MEMORY, subject, hdr, data
             )
             if exceeded is not None:
                 answer = exceeded()
