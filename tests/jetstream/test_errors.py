@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -12,7 +14,12 @@ from components import require_nats_server
 from differential import harness
 
 import natsd.jetstream.errors as E
-from natsd.jetstream.errors import API_ERRORS, BY_ERR_CODE, ApiError, ErrorDef, err, lookup
+import natsd.jetstream.errors_generated as G
+from natsd.jetstream.errors import API_ERRORS, BY_ERR_CODE, ApiError, ErrorDef
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATOR = ROOT / "tools" / "gen_jetstream_errors.py"
+ERRORS_JSON = ROOT / "src" / "natsd" / "jetstream" / "errors.json"
 
 # A sample of rows, as in nats-server's server/errors.json (and as 2.15.1 sends them).
 ROWS = [
@@ -78,8 +85,9 @@ def test_table_shape() -> None:
     assert {d.code for d in API_ERRORS.values()} == {400, 404, 409, 412, 429, 500, 503}
     for name, d in API_ERRORS.items():
         assert name.startswith("JS") and getattr(E, name) is d and name in E.__all__
-    annotated = {k for k in E.__annotations__ if k.startswith("JS")}
-    assert set(API_ERRORS) <= annotated
+    # Each constant is declared Final[ErrorDef] (a typed name, so a typo is a mypy error).
+    annotated = {k: v for k, v in G.__annotations__.items() if k.startswith("JS")}
+    assert annotated == dict.fromkeys(API_ERRORS, "Final[ErrorDef]")
 
 
 def test_templates() -> None:
@@ -117,16 +125,61 @@ def test_api_error() -> None:
     assert json.loads(json.dumps(e.to_json())) == e.to_json()
 
 
-def test_lookup_by_name() -> None:
-    assert err("JSStreamNotFoundErr") == E.JSStreamNotFoundErr()
-    # nats-server's F suffix may be left out (or added).
-    assert err("JSStreamWrongLastSequenceErr", seq=3).description == "wrong last sequence: 3"
-    assert err("JSStreamWrongLastMsgIDErr", id="m1").description == "wrong last msg ID: m1"
-    assert lookup("JSStreamNotFoundErrF") is E.JSStreamNotFoundErr
-    assert E.JSStreamWrongLastSequenceErr is E.JSStreamWrongLastSequenceErrF
-    with pytest.raises(KeyError):
-        lookup("JSNoSuchErr")
-    assert isinstance(lookup("JSBadRequestErr"), ErrorDef)
+def test_by_name_only_through_the_table() -> None:
+    # No lookup by string any more: the constants are the names, API_ERRORS the data table.
+    assert not hasattr(E, "err") and not hasattr(E, "lookup")
+    assert API_ERRORS["JSStreamNotFoundErr"]() == E.JSStreamNotFoundErr()
+    # Only nats-server's spellings: the F suffix of templated errors is part of the name.
+    assert "JSStreamWrongLastSequenceErr" not in API_ERRORS
+    assert E.JSStreamWrongLastSequenceErrF(seq=3).description == "wrong last sequence: 3"
+    assert E.JSStreamWrongLastMsgIDErrF(id="m1").description == "wrong last msg ID: m1"
+    assert isinstance(E.JSBadRequestErr, ErrorDef)
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_jetstream_errors", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generated_module_is_current() -> None:
+    """errors_generated.py is what the generator makes of errors.json today."""
+    gen = _generator()
+    rendered = gen.render(gen.load(ERRORS_JSON))
+    on_disk = Path(G.__file__).read_text(encoding="utf-8")
+    assert rendered == on_disk, "stale: run .venv/bin/python tools/gen_jetstream_errors.py"
+    assert gen.main(["--check"]) == 0
+
+
+def test_constants_are_errors_json() -> None:
+    """One constant per errors.json entry, with its code, error_code, description, deprecates."""
+    entries = json.loads(ERRORS_JSON.read_text(encoding="utf-8"))
+    want = {
+        e["constant"]: (e["code"], e["error_code"], e["description"], e["deprecates"])
+        for e in entries
+    }
+    got = {n: (d.code, d.err_code, d.description, d.deprecates) for n, d in API_ERRORS.items()}
+    assert got == want
+    assert G.JSInsufficientResourcesErr.deprecates == "ErrJetStreamResourcesExceeded"
+    # The escapes in errors.json (\u003e) come out as the characters nats-server sends.
+    assert E.JSConsumerBadDurableNameErr.description == "durable name can not contain '.', '*', '>'"
+
+
+def test_generator_refuses_bad_data() -> None:
+    gen = _generator()
+    row = {"constant": "JSA", "code": 400, "error_code": 1, "description": "a", "deprecates": ""}
+    with pytest.raises(ValueError, match="duplicate"):
+        gen.render([row, {**row, "constant": "JSB"}])
+    with pytest.raises(ValueError, match="bad constant"):
+        gen.render([{**row, "constant": "not-a-name"}])
+    # A description with quotes and a backslash is still a valid, equal Python literal.
+    text = gen.render([{**row, "description": 'say "hi" \\ {x}'}])
+    namespace: dict[str, Any] = {}
+    exec(compile(text, "<generated>", "exec"), namespace)
+    assert namespace["JSA"].description == 'say "hi" \\ {x}'
+    assert namespace["BY_ERR_CODE"] == {1: namespace["JSA"]}
 
 
 def test_descriptions_are_in_the_nats_server_binary() -> None:

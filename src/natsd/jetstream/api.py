@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from natsd.jetstream import errors as E
 from natsd.jetstream.account_limits import check_stream_create, check_stream_update
 from natsd.jetstream.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
 from natsd.jetstream.api_standalone import cluster_required, stream_restore, stream_snapshot
@@ -37,7 +38,7 @@ from natsd.jetstream.consumer_api import (
 )
 from natsd.jetstream.consumer_stream import stream_deleted, stream_purged
 from natsd.jetstream.direct import DIRECT_GET_PREFIX, direct_get, on_direct_get, seq_from_time
-from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream.errors import ApiError
 from natsd.jetstream.gotyped import (
     BOOL,
     INT,
@@ -54,6 +55,7 @@ from natsd.jetstream.gotyped import (
 )
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import StreamConfig, check_update, parse_stream_config_json
+from natsd.jetstream.stream_types import StorageType
 from natsd.jetstream.subject_mapping import subjects_collide
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
@@ -122,7 +124,7 @@ def handle(
         if refused and reply and len(toks) == 4 and _consumer(ja, toks[2], toks[3]) is not None:
             refusal = {
                 "type": _PREFIX + "consumer_reset_response",
-                "error": err("JSRequiredApiLevelErr").to_json(),
+                "error": E.JSRequiredApiLevelErr().to_json(),
                 "reset_seq": 0,
             }
             ja.engine.send(ja, reply, orjson.dumps(refusal))
@@ -135,7 +137,7 @@ def handle(
     rtype, handler, args = route
     try:
         if refused and handler is not cluster_required:
-            raise err("JSRequiredApiLevelErr")
+            raise E.JSRequiredApiLevelErr()
         resp = handler(ja, args, data)
         # nats-server reports totals that exclude the request being answered, and does not
         # count successful message gets.
@@ -151,7 +153,7 @@ def handle(
         # error answer, not an exception that would tear down the requester's connection.
         ja.api.total += 1
         ja.api.errors += 1
-        resp = {"error": err("JSStreamGeneralErrorF", err=str(e) or type(e).__name__).to_json()}
+        resp = {"error": E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__).to_json()}
         resp.update(_ERROR_EXTRAS.get(rtype, {}))
     out = {"type": _PREFIX + rtype}
     out.update(resp)
@@ -225,10 +227,10 @@ def _optional(data: bytes, schema: StructT) -> dict[str, Any]:
 
 def _stream(ja: JsAccount, args: list[str]) -> Stream:
     if not args or not args[0]:
-        raise err("JSStreamNotFoundErr")
+        raise E.JSStreamNotFoundErr()
     s = ja.streams.get(args[0])
     if s is None:
-        raise err("JSStreamNotFoundErr")
+        raise E.JSStreamNotFoundErr()
     return s
 
 
@@ -261,7 +263,7 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
             out = existing.info_json()
             out["did_create"] = True
             return out
-        raise err("JSStreamNameExistErr")
+        raise E.JSStreamNameExistErr()
     _check_overlap(ja, cfg.subjects or [cfg.name], None)
     created = time.time_ns()
     meta = orjson.dumps({"config": cfg.to_json(), "created": created})
@@ -270,10 +272,10 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
             ja.account.name, cfg.name, cfg.storage, cfg.to_store_config(), meta
         )
     except (OSError, StoreError) as e:
-        raise err("JSStreamCreateErrF", err=str(e)) from None
+        raise E.JSStreamCreateErrF(err=str(e)) from None
     except ValueError:
         # A name the file system cannot hold (NUL): refused as nats-server refuses it.
-        raise err("JSStreamCreateErrF", err="error creating store for stream") from None
+        raise E.JSStreamCreateErrF(err="error creating store for stream") from None
     stream = Stream(ja, cfg, store, created)
     ja.streams[cfg.name] = stream
     stream.subscribe()
@@ -290,7 +292,7 @@ def _check_overlap(ja: JsAccount, subjects: list[str], skip: str | None) -> None
         for a in subjects:
             for b in other.cfg.subjects or [other.name]:
                 if subjects_collide(a, b):
-                    raise err("JSStreamSubjectOverlapErr")
+                    raise E.JSStreamSubjectOverlapErr()
 
 
 def _collides(subject: str, stream: Stream) -> bool:
@@ -301,7 +303,7 @@ def _limit_context(ja: JsAccount, storage: str) -> tuple[list[StreamConfig], int
     """The account's stream configs, and the server's limit and reservations for
     ``storage``, for the checks in ``account_limits``."""
     engine = ja.engine
-    memory = storage == "memory"
+    memory = storage == StorageType.MEMORY
     server_max = engine.max_memory if memory else engine.max_store
     configs = [s.cfg for s in ja.streams.values()]
     return configs, server_max, engine.server_reserved(memory) if server_max >= 0 else 0
@@ -314,7 +316,7 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     )
     stream = ja.streams.get(cfg.name)
     if stream is None:
-        raise err("JSStreamNotFoundErr")
+        raise E.JSStreamNotFoundErr()
     cfg = check_update(stream.cfg, cfg)
     check_stream_update(ja.limits, stream.cfg, cfg, *_limit_context(ja, cfg.storage))
     _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
@@ -351,7 +353,7 @@ def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
 
 def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     if not is_empty_request(data):
-        raise err("JSNotEmptyRequestErr")
+        raise E.JSNotEmptyRequestErr()
     stream = _stream(ja, args)
     stream.unsubscribe()
     stream_deleted(stream)
@@ -392,12 +394,12 @@ def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     r = _optional(data, _PURGE)
     filt, seq, keep = r["filter"], r["seq"], r["keep"]
     if seq and keep:
-        raise err("JSBadRequestErr")
+        raise E.JSBadRequestErr()
     stream = _stream(ja, args)
     if stream.cfg.sealed:
-        raise err("JSStreamSealedErr")
+        raise E.JSStreamSealedErr()
     if stream.cfg.deny_purge:
-        raise err("JSStreamPurgeFailedF", err="stream purge not permitted")
+        raise E.JSStreamPurgeFailedF(err="stream purge not permitted")
     if not filt and not seq and not keep:
         purged = stream.store.purge()
     else:
@@ -412,7 +414,7 @@ def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     seq, last_by, next_by, start = r["seq"], r["last_by_subj"], r["next_by_subj"], r["start_time"]
     # No batches here (that is DIRECT.GET); multi_last and up_to_* are read but unused.
     if r["batch"] > 0 or r["max_bytes"] > 0:
-        raise err("JSBadRequestErr")
+        raise E.JSBadRequestErr()
     if (
         (seq and start is not None)
         or (start is not None and last_by)
@@ -420,7 +422,7 @@ def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
         or (seq and last_by)
         or (not seq and start is None and not last_by and not next_by)
     ):
-        raise err("JSBadRequestErr")
+        raise E.JSBadRequestErr()
     stream = _stream(ja, args)
     store = stream.store
     if start is not None:
@@ -432,7 +434,7 @@ def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     else:
         m = store.load_msg(seq)
     if m is None:
-        raise err("JSNoMessageFoundErr")
+        raise E.JSNoMessageFoundErr()
     out = stream.stored_msg_json(m)
     if r["no_hdr"]:
         out.pop("hdrs", None)
@@ -443,13 +445,13 @@ def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     # Only a body that is empty or {} is a bad request: "null", "  " or "{} {}" decode to
     # sequence 0, which is a miss (below).
     if is_empty_request(data):
-        raise err("JSBadRequestErr")
+        raise E.JSBadRequestErr()
     r = decode_request(data, _MSG_DELETE)
     stream = _stream(ja, args)
     if stream.cfg.sealed:
-        raise err("JSStreamSealedErr")
+        raise E.JSStreamSealedErr()
     if stream.cfg.deny_delete:
-        raise err("JSStreamMsgDeleteFailedF", err="message delete not permitted")
+        raise E.JSStreamMsgDeleteFailedF(err="message delete not permitted")
     seq = r["seq"]
     ok = seq > 0 and (
         stream.store.remove_msg(seq) if r["no_erase"] else stream.store.erase_msg(seq)
@@ -463,13 +465,13 @@ def _delete_miss(stream: Stream, seq: int) -> ApiError:
     """nats-server's answer depends on the store: the file store reports sequences outside
     the stream as a failed delete ("no message found" below it, "stream store EOF" past
     it); everything else is "sequence N not found"."""
-    if stream.cfg.storage != "memory":
+    if stream.cfg.storage != StorageType.MEMORY:
         st = stream.store.state()
         if seq == 0 or seq < st.first_seq:
-            return err("JSStreamMsgDeleteFailedF", err="no message found")
+            return E.JSStreamMsgDeleteFailedF(err="no message found")
         if seq > st.last_seq:
-            return err("JSStreamMsgDeleteFailedF", err="stream store EOF")
-    return err("JSSequenceNotFoundErrF", seq=seq)
+            return E.JSStreamMsgDeleteFailedF(err="stream store EOF")
+    return E.JSSequenceNotFoundErrF(seq=seq)
 
 
 # verb tokens -> (response type, handler, number of argument tokens). Like nats-server's

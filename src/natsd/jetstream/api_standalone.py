@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from natsd.jetstream.errors import err
+from natsd.jetstream import errors as E
 from natsd.jetstream.gotyped import (
     BOOL,
     INT,
@@ -53,19 +53,19 @@ _SNAPSHOT = StructT(
 
 def cluster_required(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     """Every request only a JetStream cluster can serve."""
-    raise err("JSClusterRequiredErr")
+    raise E.JSClusterRequiredErr()
 
 
 def stream_snapshot(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     """``jsStreamSnapshotRequest``'s checks, in its order, then the refusal."""
     if is_empty_request(data):
-        raise err("JSBadRequestErr")
+        raise E.JSBadRequestErr()
     if not args or args[0] not in ja.streams:
-        raise err("JSStreamNotFoundErr")
+        raise E.JSStreamNotFoundErr()
     req = decode_request(data, _SNAPSHOT)
     if not _is_valid_publish_subject(req["deliver_subject"]):
-        raise err("JSSnapshotDeliverSubjectInvalidErr")
-    raise err("JSStreamSnapshotErrF", err=NO_SNAPSHOTS)
+        raise E.JSSnapshotDeliverSubjectInvalidErr()
+    raise E.JSStreamSnapshotErrF(err=NO_SNAPSHOTS)
 
 
 def stream_restore(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
@@ -73,17 +73,17 @@ def stream_restore(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
     limit check, which needs the stream's state, is not made: the answer is a refusal
     either way.)"""
     if is_empty_request(data):
-        raise err("JSBadRequestErr")
+        raise E.JSBadRequestErr()
     req = decode_request(data, RESTORE_SCHEMA)
     cfg: StreamConfig = req["config"]
     name = args[0] if args else ""
     if not cfg.name:
         cfg.name = name
     if cfg.name != name:
-        raise err("JSStreamMismatchErr")
+        raise E.JSStreamMismatchErr()
     if "\\" in name or "/" in name:
-        raise err("JSStreamNameContainsPathSeparatorsErr")
+        raise E.JSStreamNameContainsPathSeparatorsErr()
     check_restore_config(cfg)
     if name in ja.streams:
-        raise err("JSStreamNameExistRestoreFailedErr")
-    raise err("JSStreamRestoreErrF", err=NO_RESTORES)
+        raise E.JSStreamNameExistRestoreFailedErr()
+    raise E.JSStreamRestoreErrF(err=NO_RESTORES)

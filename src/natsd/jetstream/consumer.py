@@ -38,9 +38,14 @@ from natsd.jetstream import consumer_seq as cseq
 from natsd.jetstream import consumer_state as cstate
 from natsd.jetstream.consumer_config import (
     DELETE_WAIT_DEFAULT,
+    AckPolicy,
     ConsumerConfig,
+    DeliverPolicy,
+    PriorityPolicy,
+    ReplayPolicy,
     rfc3339_to_ns,
 )
+from natsd.jetstream.stream_types import RetentionPolicy
 from natsd.router.publish import publish, publish_as
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoredMsg
@@ -56,6 +61,14 @@ ACK_WAIT_DELAY: Final = ack.ACK_WAIT_DELAY
 RUN_BUDGET: Final = 256  # deliveries per loop turn before yielding
 STATE_FLUSH_DELAY: Final = 0.1  # seconds between a state change and its write (file consumers)
 TERM_UNACKED_LIMITS: Final = "Unacknowledged message was deleted"
+
+# Policy members compared per message, bound once: on Python 3.11 `AckPolicy.NONE`
+# is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_ACK_NONE: Final = AckPolicy.NONE
+_ACK_EXPLICIT: Final = AckPolicy.EXPLICIT
+_PINNED_CLIENT: Final = PriorityPolicy.PINNED_CLIENT
+_LIMITS: Final = RetentionPolicy.LIMITS
+_INTEREST: Final = RetentionPolicy.INTEREST
 
 
 class Consumer:
@@ -98,7 +111,7 @@ class Consumer:
         self.ldt = 0  # last delivery (ns)
         self.lat = 0  # last ack (ns)
 
-        self.maxp = cfg.max_ack_pending if cfg.ack_policy != "none" else 0
+        self.maxp = cfg.max_ack_pending if cfg.ack_policy != _ACK_NONE else 0
         self.maxdc = max(cfg.max_deliver, 0)
         self.sfreq = 0
         self.dthresh = 0.0
@@ -124,7 +137,7 @@ class Consumer:
         self._scheduled = False
         self._held: tuple[StoredMsg, int] | None = None
         self._held_at = 0.0  # when the held message may go (monotonic)
-        self.replay = cfg.replay_policy == "original"
+        self.replay = cfg.replay_policy == ReplayPolicy.ORIGINAL
         self._replay_lseq = 0
         self._replay_lts = 0
         self._rl_rate = 0.0
@@ -167,7 +180,7 @@ class Consumer:
         self._fwild = [f.split(".") for f in filters if f not in self._flit]
 
     def _apply_runtime_config(self, cfg: ConsumerConfig) -> None:
-        self.maxp = cfg.max_ack_pending if cfg.ack_policy != "none" else 0
+        self.maxp = cfg.max_ack_pending if cfg.ack_policy != _ACK_NONE else 0
         self.maxdc = max(cfg.max_deliver, 0)
         if cfg.sample_freq:
             s = cfg.sample_freq.rstrip("%")
@@ -201,9 +214,9 @@ class Consumer:
             self.dthresh = 0.0
 
     @property
-    def retention(self) -> str:
+    def retention(self) -> RetentionPolicy:
         """The stream's retention policy (a stream update may change limits/interest)."""
-        return str(self.stream.cfg.retention)
+        return self.stream.cfg.retention
 
     @property
     def is_pull(self) -> bool:
@@ -226,7 +239,7 @@ class Consumer:
             self._select_starting_seq()
         self._stream_num_pending()
         subj = self._ack_pre + b">"
-        if self.cfg.ack_policy != "none":
+        if self.cfg.ack_policy != _ACK_NONE:
             self._ack_sub = Subscription(
                 subj, None, b"ack-" + self.name.encode(), callback=self._on_ack
             )
@@ -294,7 +307,7 @@ class Consumer:
     # ------------------------------------------------------------------ num pending
     def _calc_num_pending(self) -> int:
         store = self.stream.store
-        lps = self.cfg.deliver_policy == "last_per_subject"
+        lps = self.cfg.deliver_policy == DeliverPolicy.LAST_PER_SUBJECT
         if self.filter_all:
             return store.num_pending(self.sseq, "", lps)
         return sum(store.num_pending(self.sseq, f, lps) for f in self.filters)
@@ -426,7 +439,7 @@ class Consumer:
                     break
                 dsubj = wr.reply
                 wrn, wrb = wr.n, wr.b
-                if cfg.priority_policy == "pinned_client" and self.pin_id:
+                if cfg.priority_policy == _PINNED_CLIENT and self.pin_id:
                     hdr = prio.add_pin_header(hdr, self.pin_id)
                     sz = len(m.subject) + len(ack_reply) + len(hdr) + len(data)
                 if wr.n > 0 and wr.hb:
@@ -537,7 +550,7 @@ class Consumer:
         self.dseq += 1
         seq = m.seq
         ack.update_delivered(self, dseq, seq, dc, m.ts)
-        ack_none = self.cfg.ack_policy == "none"
+        ack_none = self.cfg.ack_policy == _ACK_NONE
         if ack_none:
             self.adflr, self.asflr = dseq, seq
         else:
@@ -552,7 +565,7 @@ class Consumer:
             self.waiting.last = time.monotonic()
         if n == 0:
             self._did_not_deliver(seq, dsubj)
-        if ack_none and self.retention != "limits":
+        if ack_none and self.retention != _LIMITS:
             from natsd.jetstream.consumer_stream import ack_msg
 
             ack_msg(self.stream, self, seq)
@@ -664,7 +677,7 @@ class Consumer:
         if not self.filter_all and not self.matches(subject):
             return False
         ap = self.cfg.ack_policy
-        if ap == "explicit":
+        if ap == _ACK_EXPLICIT:
             need = sseq > self.asflr and (sseq >= self.sseq or sseq in self.pending)
         else:
             need = sseq > self.asflr
@@ -761,7 +774,7 @@ class Consumer:
             self._update_pause_timer()
         if refilter:
             self._set_filters(cfg)
-            if self.retention == "interest":
+            if self.retention == _INTEREST:
                 from natsd.jetstream.consumer_stream import cleanup_no_interest
 
                 cleanup_no_interest(self.stream, self, False)

@@ -17,6 +17,8 @@ import orjson
 
 from natsd.jetstream import consumer_advisory as adv
 from natsd.jetstream import consumer_pull as pull
+from natsd.jetstream.consumer_config import AckPolicy
+from natsd.jetstream.stream_types import RetentionPolicy
 from natsd.router.subscription import Subscription
 
 if TYPE_CHECKING:
@@ -44,6 +46,13 @@ __all__ = [
 log: Final = logging.getLogger("natsd")
 
 ACK_WAIT_DELAY: Final = 1_000_000  # ackWaitDelay: 1ms added to timer deadlines (ns)
+
+# Policy members compared per message, bound once: on Python 3.11 `AckPolicy.NONE`
+# is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_ACK_NONE: Final = AckPolicy.NONE
+_ACK_ALL: Final = AckPolicy.ALL
+_ACK_EXPLICIT: Final = AckPolicy.EXPLICIT
+_LIMITS: Final = RetentionPolicy.LIMITS
 
 _ACK: Final = b"+ACK"
 _OK: Final = b"+OK"
@@ -102,11 +111,11 @@ def process_ack(c: Consumer, sseq: int, dseq: int, dc: int, reply: bytes, sample
     """``processAckMsg``; True when the caller should send the ack-sync reply."""
     if c.closed or sseq >= c.sseq:
         return False
-    in_place = c.retention != "limits"
+    in_place = c.retention != _LIMITS
     ap = c.cfg.ack_policy
     acked: list[int] = []
     need_signal = False
-    if ap == "explicit":
+    if ap == _ACK_EXPLICIT:
         p = c.pending.get(sseq)
         if p is not None:
             if sample and c.sfreq > 0:
@@ -118,7 +127,7 @@ def process_ack(c: Consumer, sseq: int, dseq: int, dc: int, reply: bytes, sample
             move_ack_floor(c, dseq, sseq)
         c.rdc.pop(sseq, None)
         c._remove_from_rdq(sseq)
-    elif ap == "all":
+    elif ap == _ACK_ALL:
         if dseq <= c.adflr or sseq <= c.asflr:
             return True
         if c.maxp > 0 and len(c.pending) >= c.maxp:
@@ -354,7 +363,7 @@ def update_delivered(c: Consumer, dseq: int, sseq: int, dc: int, ts: int) -> Non
     """The consumer store's ``UpdateDelivered``, plus last-delivery activity."""
     c.ldt = time.time_ns()
     c.mark_dirty()
-    if c.cfg.ack_policy == "none":
+    if c.cfg.ack_policy == _ACK_NONE:
         if dc != 1:
             return
         if dseq > c.st_dc:
@@ -378,13 +387,13 @@ def update_acks(c: Consumer, dseq: int, sseq: int, reply: bytes) -> None:
     c.lat = time.time_ns()
     if reply:
         c.ack_reply(reply)
-    if c.cfg.ack_policy == "none" or dseq <= c.st_fc:
+    if c.cfg.ack_policy == _ACK_NONE or dseq <= c.st_fc:
         return
     stp = c.st_pending
     if sseq not in stp:
         return
     c.mark_dirty()
-    if c.cfg.ack_policy == "all":
+    if c.cfg.ack_policy == _ACK_ALL:
         floor = c.st_fs
         c.st_fc, c.st_fs = dseq, sseq
         drop_upto(stp, min(floor, sseq - 1), sseq)

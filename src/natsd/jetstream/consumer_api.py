@@ -25,10 +25,13 @@ import orjson
 from natsd.core.clock import rfc3339
 from natsd.jetstream import consumer_advisory as adv
 from natsd.jetstream import consumer_priority as prio
+from natsd.jetstream import errors as E
 from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer_config import (
     ZERO_TIME,
+    AckPolicy,
     ConsumerConfig,
+    DeliverPolicy,
     check_config,
     check_update,
     config_from_stored,
@@ -40,7 +43,7 @@ from natsd.jetstream.consumer_config import (
 from natsd.jetstream.consumer_pull import process_next_request
 from natsd.jetstream.consumer_push import has_interest
 from natsd.jetstream.consumer_stream import attach, delete_consumer, partition_unique
-from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream.errors import ApiError
 from natsd.jetstream.gojson import _GoJSONError
 from natsd.jetstream.gotyped import (
     INT,
@@ -53,7 +56,7 @@ from natsd.jetstream.gotyped import (
     is_json_object_or_array,
     unmarshal,
 )
-from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN
+from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN, RetentionPolicy, StorageType
 from natsd.jetstream.subject_mapping import is_valid_name
 
 if TYPE_CHECKING:
@@ -86,14 +89,14 @@ _ALNUM = string.ascii_letters + string.digits
 def _stream(ja: JsAccount, name: str) -> Stream:
     s = ja.streams.get(name) if name else None
     if s is None:
-        raise err("JSStreamNotFoundErr")
+        raise E.JSStreamNotFoundErr()
     return s
 
 
 def _consumer(stream: Stream, name: str) -> Consumer:
     c = stream.consumers.get(name)
     if c is None:
-        raise err("JSConsumerNotFoundErr")
+        raise E.JSConsumerNotFoundErr()
     assert isinstance(c, Consumer)
     return c
 
@@ -114,28 +117,28 @@ def _create(
 ) -> dict[str, Any]:
     req = parse_create_request(data)
     if stream_name != req.stream_name:
-        raise err("JSStreamMismatchErr")
+        raise E.JSStreamMismatchErr()
     cfg = req.config
     check_name = cname or cfg.name
     if check_name and ("\\" in check_name or "/" in check_name):
-        raise err("JSConsumerNameContainsPathSeparatorsErr")
+        raise E.JSConsumerNameContainsPathSeparatorsErr()
     if kind == "durable":
         if not cfg.durable_name:
-            raise err("JSConsumerDurableNameNotSetErr")
+            raise E.JSConsumerDurableNameNotSetErr()
         if cname != cfg.durable_name:
-            raise err("JSConsumerDurableNameNotMatchSubjectErr")
+            raise E.JSConsumerDurableNameNotMatchSubjectErr()
     elif kind == "new":
         if cfg.durable_name and cname != cfg.durable_name:
-            raise err("JSConsumerDurableNameNotMatchSubjectErr")
+            raise E.JSConsumerDurableNameNotMatchSubjectErr()
         cfg.name = cname
     elif cfg.durable_name:
-        raise err("JSConsumerEphemeralWithDurableNameErr")
+        raise E.JSConsumerEphemeralWithDurableNameErr()
     if filtered and cfg.filter_subjects:
-        raise err("JSConsumerMultipleFiltersNotAllowed")
+        raise E.JSConsumerMultipleFiltersNotAllowed()
     if filtered and cfg.filter_subject != filtered:
-        raise err("JSConsumerCreateFilterSubjectMismatchErr")
+        raise E.JSConsumerCreateFilterSubjectMismatchErr()
     if cfg.num_replicas > 1:
-        raise err("JSStreamReplicasNotSupportedErr")
+        raise E.JSStreamReplicasNotSupportedErr()
     stream = _stream(ja, req.stream_name)
     if cfg.durable_name and not cfg.name:
         cfg.name = cfg.durable_name
@@ -159,15 +162,15 @@ def add_consumer(
     """``addConsumerWithAssignment`` for a standalone server."""
     set_defaults(cfg, stream.cfg, pedantic, ja.limits.max_ack_pending)
     check_config(cfg, stream.cfg, ja.limits.max_ack_pending)
-    workqueue = stream.cfg.retention == "workqueue"
+    workqueue = stream.cfg.retention == RetentionPolicy.WORKQUEUE
     name = cfg.durable_name or cfg.name
     if name and name in stream.consumers:
         eo = stream.consumers[name]
         assert isinstance(eo, Consumer)
         if action == "create" and _sans_level(cfg) != _sans_level(eo.cfg):
-            raise err("JSConsumerAlreadyExists")
+            raise E.JSConsumerAlreadyExists()
         if workqueue and not partition_unique(stream, name, cfg.filters):
-            raise err("JSConsumerWQConsumerNotUniqueErr")
+            raise E.JSConsumerWQConsumerNotUniqueErr()
         check_update(eo.cfg, cfg, bool(eo.cfg.deliver_subject) and has_interest(eo))
         if cfg.pause_until is None and eo.cfg.pause_until is not None:
             cfg.pause_until = eo.cfg.pause_until
@@ -177,41 +180,41 @@ def add_consumer(
         _save_meta(ja, stream, eo)
         return eo
     if action == "update":
-        raise err("JSConsumerDoesNotExist")
+        raise E.JSConsumerDoesNotExist()
     maxc = stream.cfg.max_consumers
     acct = ja.limits.max_consumers
     if maxc <= 0 or (0 < acct < maxc):
         maxc = acct
     limitable = sum(1 for o in stream.consumers.values() if not (o.cfg.direct or o.cfg.sourcing))
     if maxc > 0 and limitable >= maxc:
-        raise err("JSMaximumConsumersLimitErr")
+        raise E.JSMaximumConsumersLimitErr()
     if workqueue and not cfg.direct and not cfg.sourcing:
-        if cfg.ack_policy not in ("explicit", "flow_control"):
-            raise err("JSConsumerWQRequiresExplicitAckErr")
-        if cfg.deliver_policy != "all":
-            raise err("JSConsumerWQConsumerNotDeliverAllErr")
+        if cfg.ack_policy not in (AckPolicy.EXPLICIT, AckPolicy.FLOW_CONTROL):
+            raise E.JSConsumerWQRequiresExplicitAckErr()
+        if cfg.deliver_policy != DeliverPolicy.ALL:
+            raise E.JSConsumerWQConsumerNotDeliverAllErr()
         if limitable > 0:
             if not cfg.filters:
-                raise err("JSConsumerWQMultipleUnfilteredErr")
+                raise E.JSConsumerWQMultipleUnfilteredErr()
             if not partition_unique(stream, name, cfg.filters):
-                raise err("JSConsumerWQConsumerNotUniqueErr")
+                raise E.JSConsumerWQConsumerNotUniqueErr()
     if cfg.durable_name:
         if len(cfg.durable_name.encode()) > MAX_NAME_LEN:
-            raise err("JSConsumerNameTooLongErrF", max=MAX_NAME_LEN)
+            raise E.JSConsumerNameTooLongErrF(max=MAX_NAME_LEN)
         name = cfg.durable_name
     elif not name:
         name = "".join(random.choices(_ALNUM, k=8))
         while name in stream.consumers:
             name = "".join(random.choices(_ALNUM, k=8))
     if not is_valid_name(name):
-        raise err("JSConsumerBadDurableNameErr")
-    persist = stream.cfg.storage != "memory" and not cfg.mem_storage
+        raise E.JSConsumerBadDurableNameErr()
+    persist = stream.cfg.storage != StorageType.MEMORY and not cfg.mem_storage
     c = Consumer(stream, name, cfg, time.time_ns(), persist)
     if persist:
         try:
             _save_meta(ja, stream, c)
         except (OSError, ValueError) as e:
-            raise err("JSConsumerStoreFailedErrF", err=str(e)) from None
+            raise E.JSConsumerStoreFailedErrF(err=str(e)) from None
     c.start(None)
     attach(stream, c)
     adv.consumer_action(c, "create")
@@ -228,14 +231,14 @@ def _save_meta(ja: JsAccount, stream: Stream, c: Consumer) -> None:
 # ---------------------------------------------------------------------- info / delete
 def consumer_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     if not is_empty_request(data):
-        raise err("JSNotEmptyRequestErr")
+        raise E.JSNotEmptyRequestErr()
     c = _consumer(_stream(ja, args[0]), args[1])
     return c.info()
 
 
 def consumer_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     if not is_empty_request(data):
-        raise err("JSNotEmptyRequestErr")
+        raise E.JSNotEmptyRequestErr()
     stream = _stream(ja, args[0])
     c = _consumer(stream, args[1])
     delete_consumer(stream, c)
@@ -355,14 +358,14 @@ def reset_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byt
             try:
                 seq = int(unmarshal(data, _RESET)["seq"])
             except _GoJSONError as e:
-                raise err("JSInvalidJSONErr", err=str(e)) from None
+                raise E.JSInvalidJSONErr(err=str(e)) from None
         try:
             reset = c.reset_to(seq)
         except ValueError as e:
-            raise err("JSConsumerInvalidResetErr", err=str(e)) from None
+            raise E.JSConsumerInvalidResetErr(err=str(e)) from None
         except Exception as e:
             log.exception("consumer %s > %s: reset failed", c.stream.name, c.name)
-            raise err("JSConsumerInvalidResetErr", err=str(e)) from None
+            raise E.JSConsumerInvalidResetErr(err=str(e)) from None
         resp.update(c.info())
         resp["reset_seq"] = reset
     except ApiError as e:
@@ -385,18 +388,18 @@ def consumer_unpin(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
     try:
         group = str(unmarshal(data, _UNPIN)["group"])
     except _GoJSONError as e:
-        raise err("JSInvalidJSONErr", err=str(e)) from None
+        raise E.JSInvalidJSONErr(err=str(e)) from None
     if not group:
-        raise err("JSInvalidJSONErr", err="consumer group not specified")
+        raise E.JSInvalidJSONErr(err="consumer group not specified")
     c = _consumer(_stream(ja, args[0]), args[1])
     if group not in c.cfg.priority_groups:
-        raise err("JSConsumerInvalidPriorityGroupErr")
+        raise E.JSConsumerInvalidPriorityGroupErr()
     prio.unpin(c, group, "admin")
     return {}
 
 
 def leader_stepdown(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    raise err("JSClusterRequiredErr")
+    raise E.JSClusterRequiredErr()
 
 
 # ---------------------------------------------------------------------- restore

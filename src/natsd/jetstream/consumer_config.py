@@ -6,7 +6,8 @@
 Every refusal raises the :class:`~natsd.jetstream.errors.ApiError` nats-server answers.
 
 Durations are nanoseconds, times are RFC 3339 strings as Go re-encodes them (``None`` when
-unset). Enum values are their JSON strings ("all", "explicit", "instant", ...).
+unset). The policies are ``StrEnum`` members whose values are their JSON strings
+("all", "explicit", "instant", ...), so they encode unchanged and compare equal to them.
 
 natsd does not run the flow-control ack policy (used by stream sourcing) yet: configs that
 ask for it are refused with ``JSStreamInvalidConfigF`` ("... is not supported") once
@@ -18,9 +19,11 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
-from natsd.jetstream.errors import ApiError, err
+from natsd.jetstream import errors as E
+from natsd.jetstream.errors import ApiError
 from natsd.jetstream.gojson import _GoJSONError, _node_from_py
 from natsd.jetstream.gotyped import (
     BOOL,
@@ -32,7 +35,6 @@ from natsd.jetstream.gotyped import (
     STRINGS,
     TIME,
     UINT64,
-    EnumT,
     GoType,
     StructT,
     decode_nodes,
@@ -46,6 +48,7 @@ from natsd.jetstream.stream_types import (
     MAX_METADATA_LEN,
     SERVER_LEVEL_KEY,
     SERVER_VERSION_KEY,
+    RetentionPolicy,
     StreamConfig,
     metadata_json,
 )
@@ -57,8 +60,12 @@ from natsd.jetstream.subject_mapping import (
 )
 
 __all__ = [
+    "AckPolicy",
     "ConsumerConfig",
     "CreateRequest",
+    "DeliverPolicy",
+    "PriorityPolicy",
+    "ReplayPolicy",
     "check_config",
     "check_update",
     "config_from_stored",
@@ -78,7 +85,41 @@ WAIT_QUEUE_DEFAULT_MAX = 512  # JSWaitQueueDefaultMax
 PINNED_TTL_DEFAULT = 120 * SECOND  # JsDefaultPinnedTTL
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
-DELIVER_POLICIES = ("all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject")
+
+
+# ============================================================================= enums
+class DeliverPolicy(StrEnum):
+    """nats-server's ``DeliverPolicy``: where a consumer starts."""
+
+    ALL = "all"
+    LAST = "last"
+    NEW = "new"
+    BY_START_SEQUENCE = "by_start_sequence"
+    BY_START_TIME = "by_start_time"
+    LAST_PER_SUBJECT = "last_per_subject"
+
+
+class AckPolicy(StrEnum):
+    """nats-server's ``AckPolicy`` (``flow_control`` is refused by natsd for now)."""
+
+    NONE = "none"
+    ALL = "all"
+    EXPLICIT = "explicit"
+    FLOW_CONTROL = "flow_control"
+
+
+class ReplayPolicy(StrEnum):
+    INSTANT = "instant"
+    ORIGINAL = "original"
+
+
+class PriorityPolicy(StrEnum):
+    """nats-server's ``PriorityPolicy`` for pull consumers with priority groups."""
+
+    NONE = "none"
+    OVERFLOW = "overflow"
+    PINNED_CLIENT = "pinned_client"
+    PRIORITIZED = "prioritized"
 
 
 @dataclass(slots=True)
@@ -88,16 +129,16 @@ class ConsumerConfig:
     durable_name: str = ""
     name: str = ""
     description: str = ""
-    deliver_policy: str = "all"
+    deliver_policy: DeliverPolicy = DeliverPolicy.ALL
     opt_start_seq: int = 0
     opt_start_time: str | None = None
-    ack_policy: str = "none"
+    ack_policy: AckPolicy = AckPolicy.NONE
     ack_wait: int = 0
     max_deliver: int = 0
     backoff: list[int] = field(default_factory=list)
     filter_subject: str = ""
     filter_subjects: list[str] = field(default_factory=list)
-    replay_policy: str = "instant"
+    replay_policy: ReplayPolicy = ReplayPolicy.INSTANT
     rate_limit_bps: int = 0
     sample_freq: str = ""
     max_waiting: int = 0
@@ -118,7 +159,7 @@ class ConsumerConfig:
     metadata: dict[str, str] = field(default_factory=dict)
     pause_until: str | None = None
     priority_groups: list[str] = field(default_factory=list)
-    priority_policy: str = "none"
+    priority_policy: PriorityPolicy = PriorityPolicy.NONE
     priority_timeout: int = 0
 
     # ------------------------------------------------------------------ helpers
@@ -152,12 +193,12 @@ class ConsumerConfig:
             out["name"] = self.name
         if self.description:
             out["description"] = self.description
-        out["deliver_policy"] = self.deliver_policy
+        out["deliver_policy"] = str(self.deliver_policy)
         if self.opt_start_seq:
             out["opt_start_seq"] = self.opt_start_seq
         if self.opt_start_time is not None:
             out["opt_start_time"] = self.opt_start_time
-        out["ack_policy"] = self.ack_policy
+        out["ack_policy"] = str(self.ack_policy)
         if self.ack_wait:
             out["ack_wait"] = self.ack_wait
         if self.max_deliver:
@@ -168,7 +209,7 @@ class ConsumerConfig:
             out["filter_subject"] = self.filter_subject
         if self.filter_subjects:
             out["filter_subjects"] = list(self.filter_subjects)
-        out["replay_policy"] = self.replay_policy
+        out["replay_policy"] = str(self.replay_policy)
         if self.rate_limit_bps:
             out["rate_limit_bps"] = self.rate_limit_bps
         if self.sample_freq:
@@ -209,8 +250,8 @@ class ConsumerConfig:
             out["pause_until"] = self.pause_until
         if self.priority_groups:
             out["priority_groups"] = list(self.priority_groups)
-        if self.priority_policy != "none":
-            out["priority_policy"] = self.priority_policy
+        if self.priority_policy != PriorityPolicy.NONE:
+            out["priority_policy"] = str(self.priority_policy)
         if self.priority_timeout:
             out["priority_timeout"] = self.priority_timeout
         return out
@@ -257,22 +298,16 @@ def rfc3339_to_ns(s: str | None) -> int:
 
 
 # ---------------------------------------------------------------------- decoding
-def _enum(values: dict[str, str]) -> EnumT:
-    return raw_enum({f'"{k}"': v for k, v in values.items()})
+def _members(enum: type[StrEnum]) -> dict[str, StrEnum]:
+    """The raw JSON text (quotes included) of each member, for ``raw_enum``."""
+    return {f'"{m.value}"': m for m in enum}
 
 
-_DELIVER = _enum({**{p: p for p in DELIVER_POLICIES}, "undefined": "all"})
-_ACK = _enum({"none": "none", "all": "all", "explicit": "explicit", "flow_control": "flow_control"})
-_REPLAY = _enum({"instant": "instant", "original": "original"})
-_PRIORITY = raw_enum(
-    {
-        '"none"': "none",
-        '"overflow"': "overflow",
-        '"pinned_client"': "pinned_client",
-        '"prioritized"': "prioritized",
-    },
-    lambda raw: f"unknown priority policy: {raw}",
-)
+# nats-server's UnmarshalJSON methods; DeliverPolicy also reads "undefined" as deliver all.
+_DELIVER = raw_enum({**_members(DeliverPolicy), '"undefined"': DeliverPolicy.ALL})
+_ACK = raw_enum(_members(AckPolicy))
+_REPLAY = raw_enum(_members(ReplayPolicy))
+_PRIORITY = raw_enum(_members(PriorityPolicy), lambda raw: f"unknown priority policy: {raw}")
 _ACTION = raw_enum(
     {'"create"': "create", '"update"': "update", '""': ""},
     lambda raw: f"unknown consumer action: {raw}",
@@ -348,7 +383,7 @@ def config_from_stored(doc: dict[str, Any]) -> ConsumerConfig:
 
 # ---------------------------------------------------------------------- defaults
 def _pedantic(text: str) -> ApiError:
-    return err("JSPedanticErrF", err=text)
+    return E.JSPedanticErrF(err=text)
 
 
 def set_defaults(
@@ -382,7 +417,7 @@ def set_defaults(
             setattr(cfg, attr, 0)
     if not cfg.deliver_subject and cfg.max_waiting == 0:
         cfg.max_waiting = WAIT_QUEUE_DEFAULT_MAX
-    if cfg.ack_wait == 0 and cfg.ack_policy in ("explicit", "all"):
+    if cfg.ack_wait == 0 and cfg.ack_policy in (AckPolicy.EXPLICIT, AckPolicy.ALL):
         cfg.ack_wait = ACK_WAIT_DEFAULT
     if cfg.backoff:
         if pedantic and cfg.ack_wait != cfg.backoff[0]:
@@ -397,13 +432,13 @@ def set_defaults(
         if pedantic and limits.inactive_threshold > 0:
             raise _pedantic("inactive_threshold must be set if it's configured in stream limits")
         cfg.inactive_threshold = limits.inactive_threshold
-    if cfg.max_ack_pending == 0 and cfg.ack_policy != "none":
+    if cfg.max_ack_pending == 0 and cfg.ack_policy != AckPolicy.NONE:
         cfg.max_ack_pending = MAX_ACK_PENDING_DEFAULT
         if 0 < account_max_ack_pending < MAX_ACK_PENDING_DEFAULT:
             cfg.max_ack_pending = account_max_ack_pending
-    if cfg.priority_policy == "pinned_client" and cfg.priority_timeout == 0:
+    if cfg.priority_policy == PriorityPolicy.PINNED_CLIENT and cfg.priority_timeout == 0:
         cfg.priority_timeout = PINNED_TTL_DEFAULT
-    if cfg.ack_policy == "flow_control" and not pedantic:
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL and not pedantic:
         cfg.flow_control = True
         cfg.idle_heartbeat = SECOND
 
@@ -414,7 +449,7 @@ def set_static_metadata(cfg: ConsumerConfig) -> None:
     level = 0
     if cfg.pause_until is not None and cfg.pause_until != ZERO_TIME:
         level = 1
-    if cfg.priority_policy != "none" or cfg.priority_timeout or cfg.priority_groups:
+    if cfg.priority_policy != PriorityPolicy.NONE or cfg.priority_timeout or cfg.priority_groups:
         level = max(level, 1)
     md[API_LEVEL_KEY] = str(level)
     cfg.metadata = md
@@ -422,7 +457,7 @@ def set_static_metadata(cfg: ConsumerConfig) -> None:
 
 # ---------------------------------------------------------------------- validation
 def _invalid(text: str) -> ApiError:
-    return err("JSStreamInvalidConfigF", err=text)
+    return E.JSStreamInvalidConfigF(err=text)
 
 
 _GROUP_RE = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
@@ -437,150 +472,159 @@ def check_config(
     if cfg.durable_name and not is_valid_name(cfg.durable_name):
         raise _invalid("consumer durable name can not contain '.', '*', '>', '\\', '/'")
     if cfg.num_replicas > 0 and cfg.num_replicas > scfg.num_replicas:
-        raise err("JSConsumerReplicasExceedsStream")
+        raise E.JSConsumerReplicasExceedsStream()
     if cfg.num_replicas < 0:
-        raise err("JSReplicasCountCannotBeNegative")
+        raise E.JSReplicasCountCannotBeNegative()
     if (
-        scfg.retention in ("interest", "workqueue")
+        scfg.retention in (RetentionPolicy.INTEREST, RetentionPolicy.WORKQUEUE)
         and cfg.num_replicas != 0
         and cfg.num_replicas != scfg.num_replicas
     ):
-        raise err("JSConsumerReplicasShouldMatchStream")
+        raise E.JSConsumerReplicasShouldMatchStream()
     if any(b < 0 for b in cfg.backoff):
-        raise err("JSConsumerBackOffNegativeErr")
+        raise E.JSConsumerBackOffNegativeErr()
     if cfg.ack_wait < 0:
-        raise err("JSConsumerAckWaitNegativeErr")
-    if cfg.ack_policy == "flow_control":
+        raise E.JSConsumerAckWaitNegativeErr()
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL:
         if not cfg.deliver_subject:
-            raise err("JSConsumerAckFCRequiresPushErr")
+            raise E.JSConsumerAckFCRequiresPushErr()
         if not cfg.flow_control:
-            raise err("JSConsumerAckFCRequiresFCErr")
+            raise E.JSConsumerAckFCRequiresFCErr()
         if cfg.idle_heartbeat != SECOND:
             raise _invalid("flow control ack policy heartbeat needs to be 1s")
         if cfg.max_ack_pending <= 0:
-            raise err("JSConsumerAckFCRequiresMaxAckPendingErr")
+            raise E.JSConsumerAckFCRequiresMaxAckPendingErr()
         if cfg.ack_wait != 0 or cfg.backoff:
-            raise err("JSConsumerAckFCRequiresNoAckWaitErr")
+            raise E.JSConsumerAckFCRequiresNoAckWaitErr()
         if cfg.max_deliver > 0:
-            raise err("JSConsumerAckFCRequiresNoMaxDeliverErr")
+            raise E.JSConsumerAckFCRequiresNoMaxDeliverErr()
     if cfg.backoff and cfg.max_deliver != -1 and len(cfg.backoff) > cfg.max_deliver:
-        raise err("JSConsumerMaxDeliverBackoffErr")
+        raise E.JSConsumerMaxDeliverBackoffErr()
     if len(cfg.description.encode()) > MAX_DESCRIPTION_LEN:
-        raise err("JSConsumerDescriptionTooLongErrF", max=MAX_DESCRIPTION_LEN)
+        raise E.JSConsumerDescriptionTooLongErrF(max=MAX_DESCRIPTION_LEN)
     if cfg.deliver_subject:
         if not _is_literal(cfg.deliver_subject):
-            raise err("JSConsumerDeliverToWildcardsErr")
+            raise E.JSConsumerDeliverToWildcardsErr()
         if not is_valid_subject(cfg.deliver_subject):
-            raise err("JSConsumerInvalidDeliverSubject")
+            raise E.JSConsumerInvalidDeliverSubject()
         if any(subject_is_subset_match(cfg.deliver_subject, s) for s in scfg.subjects):
-            raise err("JSConsumerDeliverCycleErr")
+            raise E.JSConsumerDeliverCycleErr()
         if cfg.max_waiting != 0:
-            raise err("JSConsumerPushMaxWaitingErr")
-        if cfg.max_ack_pending > 0 and cfg.ack_policy == "none":
-            raise err("JSConsumerMaxPendingAckPolicyRequiredErr")
+            raise E.JSConsumerPushMaxWaitingErr()
+        if cfg.max_ack_pending > 0 and cfg.ack_policy == AckPolicy.NONE:
+            raise E.JSConsumerMaxPendingAckPolicyRequiredErr()
         if 0 < cfg.idle_heartbeat < 100 * MS:
-            raise err("JSConsumerSmallHeartbeatErr")
+            raise E.JSConsumerSmallHeartbeatErr()
     else:
-        if cfg.ack_policy == "none" and scfg.retention == "workqueue":
-            raise err("JSConsumerPullRequiresAckErr")
+        if cfg.ack_policy == AckPolicy.NONE and scfg.retention == RetentionPolicy.WORKQUEUE:
+            raise E.JSConsumerPullRequiresAckErr()
         if cfg.rate_limit_bps > 0:
-            raise err("JSConsumerPullWithRateLimitErr")
+            raise E.JSConsumerPullWithRateLimitErr()
         if cfg.max_waiting < 0:
-            raise err("JSConsumerMaxWaitingNegativeErr")
+            raise E.JSConsumerMaxWaitingNegativeErr()
         if cfg.idle_heartbeat > 0:
-            raise err("JSConsumerHBRequiresPushErr")
+            raise E.JSConsumerHBRequiresPushErr()
         if cfg.flow_control:
-            raise err("JSConsumerFCRequiresPushErr")
+            raise E.JSConsumerFCRequiresPushErr()
         if cfg.max_batch < 0:
-            raise err("JSConsumerMaxRequestBatchNegativeErr")
+            raise E.JSConsumerMaxRequestBatchNegativeErr()
         if cfg.max_expires != 0 and cfg.max_expires < MS:
-            raise err("JSConsumerMaxRequestExpiresTooSmall")
+            raise E.JSConsumerMaxRequestExpiresTooSmall()
     if 0 < account_max_ack_pending < cfg.max_ack_pending:
-        raise err("JSConsumerMaxPendingAckExcessErrF", limit=account_max_ack_pending)
+        raise E.JSConsumerMaxPendingAckExcessErrF(limit=account_max_ack_pending)
     limits = scfg.consumer_limits
     if limits.max_ack_pending > 0 and cfg.max_ack_pending > limits.max_ack_pending:
-        raise err("JSConsumerMaxPendingAckExcessErrF", limit=limits.max_ack_pending)
+        raise E.JSConsumerMaxPendingAckExcessErrF(limit=limits.max_ack_pending)
     if limits.inactive_threshold > 0 and cfg.inactive_threshold > limits.inactive_threshold:
-        raise err("JSConsumerInactiveThresholdExcess", limit=go_duration(limits.inactive_threshold))
+        raise E.JSConsumerInactiveThresholdExcess(limit=go_duration(limits.inactive_threshold))
     if cfg.direct:
         if not cfg.deliver_subject:
-            raise err("JSConsumerDirectRequiresPushErr")
+            raise E.JSConsumerDirectRequiresPushErr()
         if cfg.durable_name:
-            raise err("JSConsumerDirectRequiresEphemeralErr")
+            raise E.JSConsumerDirectRequiresEphemeralErr()
     if cfg.filter_subject and cfg.filter_subjects:
-        raise err("JSConsumerDuplicateFilterSubjects")
+        raise E.JSConsumerDuplicateFilterSubjects()
     if cfg.filter_subject and not is_valid_subject(cfg.filter_subject):
         raise _invalid("invalid subject")
     if any(f == "" for f in cfg.filter_subjects):
-        raise err("JSConsumerEmptyFilter")
+        raise E.JSConsumerEmptyFilter()
     filters = cfg.filters
     for i, a in enumerate(filters):
         if not is_valid_subject(a):
             raise _invalid("invalid subject")
         for j, b in enumerate(filters):
             if i != j and subject_is_subset_match(a, b):
-                raise err("JSConsumerOverlappingSubjectFilters")
+                raise E.JSConsumerOverlappingSubjectFilters()
     _check_start(cfg)
     if cfg.sample_freq:
         s = cfg.sample_freq[:-1] if cfg.sample_freq.endswith("%") else cfg.sample_freq
         n = _go_atoi(s)
         if n is None:
             text = f'strconv.Atoi: parsing "{s}": invalid syntax'
-            raise err("JSConsumerInvalidSamplingErrF", err=text)
+            raise E.JSConsumerInvalidSamplingErrF(err=text)
         if n < 0:
-            raise err("JSConsumerInvalidSamplingErrF", err="<nil>")
+            raise E.JSConsumerInvalidSamplingErrF(err="<nil>")
     if cfg.flow_control and cfg.idle_heartbeat == 0:
-        raise err("JSConsumerWithFlowControlNeedsHeartbeats")
+        raise E.JSConsumerWithFlowControlNeedsHeartbeats()
     if cfg.durable_name and cfg.name and cfg.name != cfg.durable_name:
-        raise err("JSConsumerCreateDurableAndNameMismatch")
+        raise E.JSConsumerCreateDurableAndNameMismatch()
     if sum(len(k.encode()) + len(v.encode()) for k, v in cfg.metadata.items()) > MAX_METADATA_LEN:
-        raise err("JSConsumerMetadataLengthErrF", limit=f"{MAX_METADATA_LEN // 1024}KB")
-    if cfg.priority_policy != "none":
+        raise E.JSConsumerMetadataLengthErrF(limit=f"{MAX_METADATA_LEN // 1024}KB")
+    if cfg.priority_policy != PriorityPolicy.NONE:
         if cfg.deliver_subject:
-            raise err("JSConsumerPushWithPriorityGroupErr")
+            raise E.JSConsumerPushWithPriorityGroupErr()
         if not cfg.priority_groups:
-            raise err("JSConsumerPriorityPolicyWithoutGroup")
+            raise E.JSConsumerPriorityPolicyWithoutGroup()
         for g in cfg.priority_groups:
             if not g:
-                raise err("JSConsumerEmptyGroupName")
+                raise E.JSConsumerEmptyGroupName()
             if not _GROUP_RE.fullmatch(g):
-                raise err("JSConsumerInvalidGroupNameErr")
+                raise E.JSConsumerInvalidGroupNameErr()
     else:
         if cfg.priority_groups:
-            raise err("JSConsumerPriorityGroupWithPolicyNone")
+            raise E.JSConsumerPriorityGroupWithPolicyNone()
         if cfg.priority_timeout > 0:
-            raise err("JSConsumerPinnedTTLWithoutPriorityPolicyNone")
+            raise E.JSConsumerPinnedTTLWithoutPriorityPolicyNone()
     if scfg.placement is not None and scfg.placement.preferred:
         raise _invalid("preferred server not permitted in placement")
     # Valid for nats-server, not implemented by natsd yet: refuse clearly.
-    if cfg.ack_policy == "flow_control":
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL:
         raise _invalid("consumer flow control ack policy is not supported")
+
+
+# The deliver policies that take neither a start sequence nor a start time.
+_NO_START = (
+    DeliverPolicy.ALL,
+    DeliverPolicy.LAST,
+    DeliverPolicy.NEW,
+    DeliverPolicy.LAST_PER_SUBJECT,
+)
 
 
 def _check_start(cfg: ConsumerConfig) -> None:
     def bad(dp: str, start: str) -> ApiError:
         text = f"consumer delivery policy is deliver {dp}, but optional start {start} is also set"
-        return err("JSConsumerInvalidPolicyErrF", err=text)
+        return E.JSConsumerInvalidPolicyErrF(err=text)
 
     def not_set(dp: str, what: str) -> ApiError:
         text = f"consumer delivery policy is deliver {dp}, but optional {what} is not set"
-        return err("JSConsumerInvalidPolicyErrF", err=text)
+        return E.JSConsumerInvalidPolicyErrF(err=text)
 
     dp = cfg.deliver_policy
-    if dp in ("all", "last", "new", "last_per_subject"):
-        label = "last per subject" if dp == "last_per_subject" else dp
+    if dp in _NO_START:
+        label = "last per subject" if dp == DeliverPolicy.LAST_PER_SUBJECT else str(dp)
         if cfg.opt_start_seq > 0:
             raise bad(label, "sequence")
         if cfg.opt_start_time is not None:
             raise bad(label, "time")
-        if dp == "last_per_subject" and not cfg.filters:
+        if dp == DeliverPolicy.LAST_PER_SUBJECT and not cfg.filters:
             raise not_set("last per subject", "filter subject")
-    elif dp == "by_start_sequence":
+    elif dp == DeliverPolicy.BY_START_SEQUENCE:
         if cfg.opt_start_seq == 0:
             raise not_set("by start sequence", "start sequence")
         if cfg.opt_start_time is not None:
             raise bad("by start sequence", "time")
-    elif dp == "by_start_time":
+    elif dp == DeliverPolicy.BY_START_TIME:
         if cfg.opt_start_time is None:
             raise not_set("by start time", "start time")
         if cfg.opt_start_seq != 0:
@@ -602,7 +646,7 @@ def check_update(old: ConsumerConfig, new: ConsumerConfig, deliver_bound: bool) 
         return
 
     def fail(text: str) -> ApiError:
-        return err("JSConsumerCreateErrF", err=text)
+        return E.JSConsumerCreateErrF(err=text)
 
     if old.deliver_policy != new.deliver_policy:
         raise fail("deliver policy can not be updated")
@@ -633,8 +677,8 @@ def check_update(old: ConsumerConfig, new: ConsumerConfig, deliver_bound: bool) 
         if not new.deliver_subject:
             raise fail("can not update push consumer to pull based")
         if deliver_bound:
-            raise err("JSConsumerNameExistErr")
+            raise E.JSConsumerNameExistErr()
     if old.max_waiting != new.max_waiting:
         raise fail("max waiting can not be updated")
     if new.backoff and new.max_deliver != -1 and len(new.backoff) > new.max_deliver:
-        raise err("JSConsumerMaxDeliverBackoffErr")
+        raise E.JSConsumerMaxDeliverBackoffErr()

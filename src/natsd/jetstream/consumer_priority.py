@@ -16,10 +16,11 @@ Functions of a :class:`~natsd.jetstream.consumer.Consumer`; all on the event loo
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
+from natsd.jetstream.consumer_config import PriorityPolicy
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer import Consumer
@@ -34,6 +35,12 @@ __all__ = [
     "unpin",
 ]
 
+# Policy members compared per message, bound once: on Python 3.11 `PriorityPolicy.NONE`
+# is a call to EnumType.__getattr__ (~70 ns); a module global is one dict lookup.
+_PRIORITY_NONE: Final = PriorityPolicy.NONE
+_OVERFLOW: Final = PriorityPolicy.OVERFLOW
+_PINNED_CLIENT: Final = PriorityPolicy.PINNED_CLIENT
+
 _nuid = Nuid()
 PIN_HEADER = b"Nats-Pin-Id"
 
@@ -43,13 +50,13 @@ def check_request(c: Consumer, req: NextRequest) -> tuple[int, str] | None:
     if req.group is None:  # not a JSON request: no priority fields
         return None
     pol = c.cfg.priority_policy
-    if (req.min_pending or req.min_ack_pending) and pol != "overflow":
+    if (req.min_pending or req.min_ack_pending) and pol != _OVERFLOW:
         return 400, "Bad Request - Not a Overflow Priority consumer"
-    if req.pin_id and pol != "pinned_client":
+    if req.pin_id and pol != _PINNED_CLIENT:
         return 400, "Bad Request - Not a Pinned Client Priority consumer"
     if not 0 <= req.priority <= 9:
         return 400, "Bad Request - Priority must be between 0 and 9"
-    if pol != "none":
+    if pol != _PRIORITY_NONE:
         if not req.group:
             return 400, "Bad Request - Priority Group missing"
         if req.group not in c.cfg.priority_groups:
@@ -68,7 +75,7 @@ def serve_check(c: Consumer, wr: WaitingRequest, need_new_pin: bool) -> str:
     (refuse it with ``423 Nats-Wrong-Pin-Id``)."""
     pol = c.cfg.priority_policy
     verdict = "ok"
-    if pol == "pinned_client":
+    if pol == _PINNED_CLIENT:
         if need_new_pin:
             if wr.group is None or not wr.pin_id:
                 assign_pin(c, wr)
@@ -83,7 +90,7 @@ def serve_check(c: Consumer, wr: WaitingRequest, need_new_pin: bool) -> str:
             else:
                 return "wrong"
     elif (
-        pol == "overflow"
+        pol == _OVERFLOW
         and wr.group is not None
         and (wr.min_pending > 0 or wr.min_ack_pending > 0)
         and not (

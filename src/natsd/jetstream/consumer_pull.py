@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream import consumer_priority as prio
+from natsd.jetstream.consumer_config import PriorityPolicy
 from natsd.jetstream.gojson import _GoJSONError
 from natsd.jetstream.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
 
@@ -70,9 +71,16 @@ def heartbeat_header(dseq: int, sseq: int, stalled: bytes = b"") -> bytes:
 
 NO_MESSAGES: Final = status(404, "No Messages")
 REQUESTS_PENDING: Final = status(408, "Requests Pending")
+
 EXCEEDED_MAX_WAITING: Final = status(409, "Exceeded MaxWaiting")
 CONSUMER_DELETED: Final = status(409, "Consumer Deleted")
 CONSUMER_IS_PUSH: Final = status(409, "Consumer is push based")
+
+# Policy members compared per message, bound once: on Python 3.11 `PriorityPolicy.NONE`
+# is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_PRIORITY_NONE: Final = PriorityPolicy.NONE
+_PINNED_CLIENT: Final = PriorityPolicy.PINNED_CLIENT
+_PRIORITIZED: Final = PriorityPolicy.PRIORITIZED
 
 
 @dataclass(slots=True)
@@ -324,7 +332,7 @@ def process_next_request(c: Consumer, reply: bytes, data: bytes) -> None:
                 c.send(reply, b"", REQUESTS_PENDING)
                 return
     wr = WaitingRequest(reply, req, now)
-    added = wq.add_prioritized(wr) if cfg.priority_policy == "prioritized" else wq.add(wr)
+    added = wq.add_prioritized(wr) if cfg.priority_policy == _PRIORITIZED else wq.add(wr)
     if not added:
         if not req.heartbeat:
             c.send(reply, b"", EXCEEDED_MAX_WAITING)
@@ -371,12 +379,14 @@ def next_waiting(c: Consumer, sz: int) -> WaitingRequest | None:
         return None
     has_interest = c._sublist.has_interest
     policy = c.cfg.priority_policy
-    need_new_pin = policy == "pinned_client" and not c.pin_id
+    need_new_pin = policy == _PINNED_CLIENT and not c.pin_id
     cycled = 0
     while wq.q:
         wr = wq.q[0]
         if not wr.expires or time.monotonic() < wr.expires:
-            verdict = prio.serve_check(c, wr, need_new_pin) if policy != "none" else "ok"
+            verdict = "ok"
+            if policy != _PRIORITY_NONE:
+                verdict = prio.serve_check(c, wr, need_new_pin)
             if verdict == "cycle":
                 wq.cycle()
                 cycled += 1
@@ -402,7 +412,7 @@ def next_waiting(c: Consumer, sz: int) -> WaitingRequest | None:
                     wq.remove_head()
                     continue
             if has_interest(wr.reply):
-                return wq.pop_and_requeue() if policy == "prioritized" else wq.pop()
+                return wq.pop_and_requeue() if policy == _PRIORITIZED else wq.pop()
         else:
             c.send(wr.reply, b"", pending_status(408, "Request Timeout", wr.n, wr.b))
         wq.remove_head()

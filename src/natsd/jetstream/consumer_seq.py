@@ -10,7 +10,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from natsd.jetstream import consumer_ack as ack
-from natsd.jetstream.consumer_config import rfc3339_to_ns
+from natsd.jetstream.consumer_config import DeliverPolicy, rfc3339_to_ns
+from natsd.jetstream.stream_types import RetentionPolicy
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer import Consumer
@@ -25,9 +26,9 @@ def select_starting_seq(c: Consumer) -> None:
     dp = cfg.deliver_policy
     sseq = 0
     if cfg.opt_start_seq == 0:
-        if dp == "all":
+        if dp == DeliverPolicy.ALL:
             sseq = st.first_seq
-        elif dp == "last":
+        elif dp == DeliverPolicy.LAST:
             if c.filter_all:
                 sseq = st.last_seq
             else:
@@ -35,7 +36,7 @@ def select_starting_seq(c: Consumer) -> None:
                     last = store.filtered_state(1, f).last
                     if last > sseq:
                         sseq = last
-        elif dp == "last_per_subject":
+        elif dp == DeliverPolicy.LAST_PER_SUBJECT:
             if c.stream.cfg.max_msgs_per_subject == 1:
                 sseq = st.first_seq
             else:
@@ -43,7 +44,7 @@ def select_starting_seq(c: Consumer) -> None:
                 c.lss_resume = st.last_seq
                 sseq = seqs[0] if seqs else st.last_seq
                 c.lss = seqs if seqs else None
-        elif dp == "by_start_time" and cfg.opt_start_time is not None:
+        elif dp == DeliverPolicy.BY_START_TIME and cfg.opt_start_time is not None:
             sseq = seq_from_time(c, rfc3339_to_ns(cfg.opt_start_time), st.first_seq)
         else:  # new
             sseq = st.last_seq + 1
@@ -87,14 +88,14 @@ def reset_to(c: Consumer, seq: int) -> int:
     cfg = c.cfg
     if seq == 0:
         seq = c.asflr + 1
-    elif cfg.deliver_policy == "by_start_sequence":
+    elif cfg.deliver_policy == DeliverPolicy.BY_START_SEQUENCE:
         if seq < cfg.opt_start_seq:
             raise ValueError("below start seq")
-    elif cfg.deliver_policy == "by_start_time":
+    elif cfg.deliver_policy == DeliverPolicy.BY_START_TIME:
         first = c.stream.store.state().first_seq
         if seq < seq_from_time(c, rfc3339_to_ns(cfg.opt_start_time), first):
             raise ValueError("below start time")
-    elif cfg.deliver_policy != "all":
+    elif cfg.deliver_policy != DeliverPolicy.ALL:
         raise ValueError("not allowed")
     seq = max(seq, 1)
     c.pending.clear()
@@ -108,7 +109,7 @@ def reset_to(c: Consumer, seq: int) -> int:
     c.st_dc, c.st_ds, c.st_fc, c.st_fs = 0, seq - 1, 0, seq - 1
     c.st_pending = {}
     ack.stop_ptmr(c)
-    if c.retention == "interest":
+    if c.retention == RetentionPolicy.INTEREST:
         from natsd.jetstream.consumer_stream import cleanup_no_interest
 
         cleanup_no_interest(c.stream, c, False)

@@ -14,9 +14,10 @@ All on the event loop.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from natsd.core.filters import subject_matches
+from natsd.jetstream.stream_types import RetentionPolicy
 from natsd.jetstream.subject_mapping import subject_is_subset_match
 
 if TYPE_CHECKING:
@@ -35,6 +36,12 @@ __all__ = [
     "stream_purged",
     "stream_stopped",
 ]
+
+# Policy members compared per message, bound once: on Python 3.11 `RetentionPolicy.LIMITS`
+# is a call to EnumType.__getattr__ (~70 ns); a module global is one dict lookup.
+_LIMITS: Final = RetentionPolicy.LIMITS
+_WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
+_INTEREST: Final = RetentionPolicy.INTEREST
 
 log = logging.getLogger("natsd")
 
@@ -74,10 +81,10 @@ def _register_updates(stream: Stream) -> None:
 def ack_msg(stream: Stream, c: Consumer | None, seq: int) -> bool:
     """``ackMsg``: a consumer acked ``seq``; remove it when retention says so."""
     retention = stream.cfg.retention
-    if retention == "limits":
+    if retention == _LIMITS:
         return False
     store = stream.store
-    if retention == "workqueue":
+    if retention == _WORKQUEUE:
         return store.remove_msg(seq)
     m = store.load_msg(seq)
     if m is None:
@@ -143,7 +150,7 @@ def delete_consumer(stream: Stream, c: Consumer, advisory: bool = True) -> None:
             ja.engine.catalog.remove_consumer(ja.account.name, stream.name, c.name, "file")
         except OSError as e:
             log.error("consumer %s > %s: cannot remove files: %s", stream.name, c.name, e)
-    if stream.cfg.retention == "interest":
+    if stream.cfg.retention == _INTEREST:
         cleanup_no_interest(stream, c, True)
 
 

@@ -36,6 +36,7 @@ import orjson
 from natsd.core.clock import rfc3339
 from natsd.jetstream.gojson import _GoJSONError
 from natsd.jetstream.gotyped import go_time_ns
+from natsd.jetstream.stream_types import StorageType
 from natsd.router.publish import ReplyStream
 from natsd.storage.store import StoredMsg, StoreError, StreamStore, direct_size
 
@@ -525,7 +526,7 @@ def _get_multi(stream: Stream, req: DirectRequest, send: ReplyStream) -> None:
     filters = [f for f in req.multi_last if f]
     seqs: list[int] = []
     # nats-server's file store finds no block for a ceiling outside the stream.
-    in_range = stream.cfg.storage == "memory" or st.first_seq <= up_to <= st.last_seq
+    in_range = stream.cfg.storage == StorageType.MEMORY or st.first_seq <= up_to <= st.last_seq
     if filters and in_range:
         try:
             seqs = store.multi_last_seqs(filters, up_to, MAX_MULTI_RESULTS)

@@ -15,18 +15,21 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
+from natsd.jetstream import errors as E
 from natsd.jetstream.account_limits import AccountLimits
 from natsd.jetstream.commit import Committer
 from natsd.jetstream.domain import domain_subscriptions
+from natsd.jetstream.errors import ErrorDef
 from natsd.jetstream.stream import Stream
 from natsd.jetstream.stream_config import parse_stream_config, unsupported_feature
+from natsd.jetstream.stream_types import StorageType
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -34,6 +37,10 @@ from natsd.storage.catalog import StreamCatalog
 from natsd.storage.store import StoredMsg, StoreError, file_msg_size, mem_msg_size
 
 __all__ = ["JetStream", "JsAccount"]
+
+# Policy members compared per message, bound once: on Python 3.11 `StorageType.MEMORY`
+# is a call to EnumType.__getattr__ (~70 ns); a module global is one dict lookup.
+_MEMORY: Final = StorageType.MEMORY
 
 log = logging.getLogger("natsd")
 
@@ -243,7 +250,7 @@ class JetStream:
         mem = store = 0
         for s in ja.streams.values():
             b = s.store.state().bytes
-            if s.cfg.storage == "memory":
+            if s.cfg.storage == _MEMORY:
                 mem += b
             else:
                 store += b
@@ -260,8 +267,8 @@ class JetStream:
 
     def storage_exceeded(
         self, ja: JsAccount, memory: bool, subject: str, hdr: bytes | None, data: bytes
-    ) -> str | None:
-        """nats-server's checks before storing a message: the name of the error when the
+    ) -> ErrorDef | None:
+        """nats-server's checks before storing a message: the error when the
         server's max_memory_store / max_file_store is already passed (``js.limitsExceeded``)
         or the account's limit would be with this message (``jsa.wouldExceedLimits``).
         Usage is summed over the streams, so this is only called when ``limits_set``."""
@@ -271,12 +278,12 @@ class JetStream:
             for other in self.accounts.values():
                 used += self.usage(other)[0 if memory else 1]
             if used > server_max:
-                return "JSInsufficientResourcesErr"
+                return E.JSInsufficientResourcesErr
         acct_max = ja.limits.max_memory if memory else ja.limits.max_storage
         if acct_max >= 0:
             size = mem_msg_size(subject, hdr, data) if memory else file_msg_size(subject, hdr, data)
             if self.usage(ja)[0 if memory else 1] + size > acct_max:
-                return "JSAccountResourcesExceededErr"
+                return E.JSAccountResourcesExceededErr
         return None
 
     def server_reserved(self, memory: bool) -> int:
@@ -291,7 +298,7 @@ class JetStream:
         mem = store = 0
         for s in ja.streams.values():
             if s.cfg.max_bytes > 0:
-                if s.cfg.storage == "memory":
+                if s.cfg.storage == _MEMORY:
                     mem += s.cfg.max_bytes
                 else:
                     store += s.cfg.max_bytes

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from natsd.jetstream.errors import err
+from natsd.jetstream import errors as E
 from natsd.jetstream.gojson import (
     _ARR,
     _BOOL,
@@ -441,7 +441,7 @@ def decode_request(data: bytes, schema: StructT) -> Any:
     try:
         return decode_nodes(parse_all(data), schema)
     except _GoJSONError as e:
-        raise err("JSInvalidJSONErr", err=str(e)) from None
+        raise E.JSInvalidJSONErr(err=str(e)) from None
 
 
 _OFFSET = re.compile(r" at offset \d+$")

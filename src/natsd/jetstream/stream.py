@@ -22,6 +22,7 @@ from natsd.jetstream import errors as E
 from natsd.jetstream.direct import seq_from_time
 from natsd.jetstream.errors import ApiError, ErrorDef
 from natsd.jetstream.stream_config import StreamConfig
+from natsd.jetstream.stream_types import RetentionPolicy, StorageType
 from natsd.jetstream.subject_mapping import _is_valid_publish_subject
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -42,6 +43,11 @@ if TYPE_CHECKING:
 __all__ = ["Stream"]
 
 _ZERO_TIME: Final = "0001-01-01T00:00:00Z"
+
+# Policy members compared per message, bound once: on Python 3.11 `RetentionPolicy.INTEREST`
+# is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_INTEREST: Final = RetentionPolicy.INTEREST
+_MEMORY: Final = StorageType.MEMORY
 
 H_MSG_ID: Final = "Nats-Msg-Id"
 H_EXP_STREAM: Final = "Nats-Expected-Stream"
@@ -93,7 +99,7 @@ class Stream:
         # publish path tells them about every stored message through notify_consumers.
         self.consumers: dict[str, Any] = {}
         # The ack sent when the disk refuses a write: the same bytes every time.
-        self.write_failed_ack = self._ack_err(E.err("JSStreamStoreFailedF", err="write failed"))
+        self.write_failed_ack = self._ack_err(E.JSStreamStoreFailedF(err="write failed"))
         self._domain = account.engine.domain
         # '{"stream":"<name>",["domain":"<d>",]"seq":' : an ack is this plus "<seq>}".
         self._ack_head = b'{"stream":"%s",' % self._name_b
@@ -170,11 +176,11 @@ class Stream:
         if cfg.no_ack:
             reply = None  # nats-server answers nothing on a no_ack stream, errors included
         if cfg.sealed:
-            self._reply(reply, self._ack_err(E.err("JSStreamSealedErr")))
+            self._reply(reply, self._ack_err(E.JSStreamSealedErr()))
             return
         size = len(data) + (len(hdr) if hdr else 0)
         if cfg.max_msg_size >= 0 and size > cfg.max_msg_size:
-            self._reply(reply, self._ack_err(E.err("JSStreamMessageExceedsMaximumErr")))
+            self._reply(reply, self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
             return
         subject = subject_b.decode()
         if self._transform is not None:
@@ -214,15 +220,15 @@ class Stream:
                 ttl_s = (_first(h, H_TTL) or "").strip()
         if self._check_limits:
             exceeded = self.account.engine.storage_exceeded(
-                self.account, cfg.storage == "memory", subject, hdr, data
+                self.account, cfg.storage == _MEMORY, subject, hdr, data
             )
             if exceeded is not None:
-                self._reply(reply, self._ack_err(E.err(exceeded)))
+                self._reply(reply, self._ack_err(exceeded()))
                 return
         if ttl_s:
             parsed = _parse_ttl(ttl_s)
             if parsed is None:
-                self._reply(reply, self._ack_err(E.err("JSMessageTTLInvalidErr")))
+                self._reply(reply, self._ack_err(E.JSMessageTTLInvalidErr()))
                 return
             ttl = parsed
             marker_ttl = cfg.subject_delete_marker_ttl // 1_000_000_000
@@ -240,13 +246,13 @@ class Stream:
         try:
             seq, ts = self.store.store_msg(subject, hdr, data, ttl)
         except ErrMsgTooLarge:
-            self._reply(reply, self._ack_err(E.err("JSStreamMessageExceedsMaximumErr")))
+            self._reply(reply, self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
             return
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject) as e:
-            self._reply(reply, self._ack_err(E.err("JSStreamStoreFailedF", err=_limit_text(e))))
+            self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=_limit_text(e))))
             return
         except StoreError as e:
-            self._reply(reply, self._ack_err(E.err("JSStreamStoreFailedF", err=str(e))))
+            self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=str(e))))
             return
         if msg_id:
             self._dedup[msg_id] = (seq, ts)
@@ -258,11 +264,11 @@ class Stream:
             self.store.compact(seq)
         if self._republish is not None:
             self._do_republish(subject, seq, ts, hdr, data, rp_last)
-        if cfg.retention == "interest" and not self.consumer_count:
+        if cfg.retention == _INTEREST and not self.consumer_count:
             # Interest retention keeps nothing nobody is interested in.
             self.store.remove_msg(seq)
         # Acknowledge now (memory) or after the fsync that covers the message (file).
-        if cfg.storage == "memory":
+        if cfg.storage == _MEMORY:
             if reply:
                 publish(self._sublist, reply, None, None, self._ack_head + b"%d}" % seq)
         elif reply:
@@ -278,7 +284,7 @@ class Stream:
         interest retention a message no consumer wants is not kept."""
         for c in list(self.consumers.values()):
             c.on_stored(seq, subject)
-        if self.cfg.retention == "interest":
+        if self.cfg.retention == _INTEREST:
             from natsd.jetstream.consumer_stream import check_interest
 
             check_interest(self, seq, subject)
@@ -335,10 +341,10 @@ class Stream:
         answer = error()
         if self._check_limits:
             exceeded = self.account.engine.storage_exceeded(
-                self.account, self.cfg.storage == "memory", subject, hdr, data
+                self.account, self.cfg.storage == _MEMORY, subject, hdr, data
             )
             if exceeded is not None:
-                answer = E.err(exceeded)
+                answer = exceeded()
         if not self.cfg.no_ack:
             self._reply(reply, self._ack_err(answer))
 
@@ -355,26 +361,26 @@ class Stream:
             return E.JSMessageIncrDisabledErr()
         exp = _first(h, H_EXP_STREAM)
         if exp and exp != self.name:
-            return E.err("JSStreamNotMatchErr")
+            return E.JSStreamNotMatchErr()
         ttl_s = (_first(h, H_TTL) or "").strip()
         ttl = _parse_ttl(ttl_s) if ttl_s else None
         # An invalid Nats-TTL is refused later (below), a valid one here when TTLs are off.
         if ttl and not cfg.allow_msg_ttl:
-            return E.err("JSMessageTTLDisabledErr")
+            return E.JSMessageTTLDisabledErr()
         exp_sseq = _first(h, H_EXP_LAST_SUBJ_SEQ)
         if exp_sseq:
             on = _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ) or subject
             lm = self.store.load_last_msg(on)
             last = lm.seq if lm is not None else 0
             if not exp_sseq.isdigit() or int(exp_sseq) != last:
-                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+                return E.JSStreamWrongLastSequenceErrF(seq=last)
         elif _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ):
             return E.JSStreamExpectedLastSeqPerSubjectInvalid()
         exp_seq = _first(h, H_EXP_LAST_SEQ)
         if exp_seq:
             last = self.store.state().last_seq
             if not exp_seq.isdigit() or int(exp_seq) != last:
-                return E.err("JSStreamWrongLastSequenceErr", seq=last)
+                return E.JSStreamWrongLastSequenceErrF(seq=last)
         error = _check_schedule_headers(h, subject)
         if error is not None:
             return error
@@ -387,14 +393,14 @@ class Stream:
         cfg = self.cfg
         exp_id = _first(h, H_EXP_LAST_MSG_ID)
         if exp_id and exp_id != self._last_msg_id:
-            return E.err("JSStreamWrongLastMsgIDErr", id=self._last_msg_id)
+            return E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id)
         rollup = _first(h, H_ROLLUP)
         if rollup:
             if not cfg.allow_rollup_hdrs:
-                return E.err("JSStreamRollupFailedF", err="rollup not permitted")
+                return E.JSStreamRollupFailedF(err="rollup not permitted")
             if rollup.lower() not in ("sub", "all"):
                 text = f'rollup value invalid: "{rollup}"'
-                return E.err("JSStreamRollupFailedF", err=text)
+                return E.JSStreamRollupFailedF(err=text)
         return None
 
     def _check_dup(self, msg_id: str) -> int | None:
