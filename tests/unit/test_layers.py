@@ -22,7 +22,6 @@ RANK = {
     # flags, config file, options, reload rules; what it may import is narrower still
     # (test_config_is_pure)
     "config": 4,
-    "options": 4,  # the old home of config.options, re-exporting it until jetstream moves
     "storage": 4,
     "connection": 5,
     "jetstream": 6,

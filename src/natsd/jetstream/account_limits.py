@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS
 from natsd.jetstream import errors as E
 from natsd.jetstream.stream_types import StorageType, StreamConfig
-from natsd.options import JS_ACCOUNT_LIMIT_KEYS
 
 __all__ = ["AccountLimits", "check_stream_create", "check_stream_update", "reservation"]
 
