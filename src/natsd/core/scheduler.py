@@ -58,9 +58,7 @@ class Cancellable(Protocol):
 class Scheduler(Protocol):
     """The ``call_soon`` / ``call_later`` subset of an asyncio event loop."""
 
-    def call_soon(
-        self, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts
-    ) -> Cancellable: ...
+    def call_soon(self, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts) -> Cancellable: ...
 
     def call_later(
         self, delay: float, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts
@@ -125,7 +123,7 @@ class VirtualScheduler:
     test (the asyncio loop would only log it): a failure inside a timer is a test failure.
     """
 
-    # A chain of call_soon callbacks longer than this within one instant is a livelock.
+    # More callbacks than this within one instant is a livelock (a test failure).
     MAX_READY: Final = 1_000_000
 
     def __init__(self, clock: VirtualClock | None = None) -> None:
@@ -136,9 +134,7 @@ class VirtualScheduler:
         self.ran = 0  # callbacks run so far
 
     # ---------------------------------------------------------------- Scheduler
-    def call_soon(
-        self, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts
-    ) -> VirtualHandle:
+    def call_soon(self, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts) -> VirtualHandle:
         h = VirtualHandle(self.clock.elapsed_ns, callback, args)
         self._ready.append(h)
         return h
@@ -146,9 +142,15 @@ class VirtualScheduler:
     def call_later(
         self, delay: float, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts
     ) -> VirtualHandle:
-        # asyncio runs a non-positive delay on the next iteration; so do we (as a timer
-        # due now, after the callbacks already ready).
-        when = self.clock.elapsed_ns + max(round(delay * 1e9), 0)
+        # Delays round to the nearest nanosecond, so timers land on the exact times a test
+        # expects. A positive delay below half a nanosecond still moves time by one: code
+        # that re-arms "the rest of the wait" (computed in float seconds) would otherwise
+        # spin at one instant, where a real loop's clock would have moved on. asyncio runs a
+        # non-positive delay on the next iteration; here it is a timer due now.
+        ns = round(delay * 1e9)
+        if ns <= 0:
+            ns = 1 if delay > 0 else 0
+        when = self.clock.elapsed_ns + ns
         h = VirtualHandle(when, callback, args)
         self._seq += 1
         heapq.heappush(self._timers, (when, self._seq, h))
@@ -182,10 +184,17 @@ class VirtualScheduler:
             raise ValueError("virtual time does not go backwards")
         self.run_ready()
         timers = self._timers
+        at_instant = 0
         while timers and timers[0][0] <= target_ns:
             when, _seq, h = heapq.heappop(timers)
             if h.cancelled:
                 continue
+            if when == self.clock.elapsed_ns:
+                at_instant += 1
+                if at_instant > self.MAX_READY:
+                    raise RuntimeError("timers keep re-arming at the same instant")
+            else:
+                at_instant = 0
             self.clock.elapsed_ns = when
             self._ready.append(h)
             self.run_ready()
