@@ -122,8 +122,15 @@ def _watch(c: Consumer) -> None:
         c.itmr_delay = POLL_BOUND
     else:
         c.itmr_delay = min(max(c.itmr_delay * 2, POLL_MIN), POLL_MAX)
-    if c.itmr is None:
+    if not _watching(c):
         _schedule_watch(c)
+
+
+def _watching(c: Consumer) -> bool:
+    # A function, not ``c.itmr is None`` inline in _watch: mypy keeps the narrowing of
+    # ``c.itmr = None`` across the update_interest call, so mypyc compiled that read as a
+    # check for None and raised TypeError when update_interest had re-armed the watcher.
+    return c.itmr is not None
 
 
 def _on_heartbeat(c: Consumer) -> None:
