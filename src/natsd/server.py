@@ -38,6 +38,7 @@ from natsd.connection.flusher import Flusher
 from natsd.connection.limits import ConnectionLimits
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
+from natsd.core.scheduler import SYSTEM_CLOCK, Scheduler
 from natsd.logs import install_handler, open_handler
 from natsd.monitor.source import AccountUsage, StreamUsage
 from natsd.protocol.encode import encode_err
@@ -157,6 +158,11 @@ class Server:
         self.ldm = False
 
     # ------------------------------------------------------------------ ClientHost
+    @property
+    def scheduler(self) -> Scheduler:
+        """Connection timers run on the loop the server runs on."""
+        return asyncio.get_running_loop()
+
     def default_account(self) -> Account:
         return self.accounts[GLOBAL_ACCOUNT]
 
@@ -305,6 +311,8 @@ class Server:
             max_store=js.max_file,
             sync_interval=js.sync_interval,
             sync_always=js.sync_always,
+            clock=SYSTEM_CLOCK,
+            scheduler=asyncio.get_running_loop(),
         )
         configured = {n: a for n, a in self.options.accounts.items()}
         if not configured:

@@ -8,6 +8,9 @@ writes each dirty connection once per loop turn.
 Flow control: outbound bytes queued for a client (our ``out`` list plus the transport's
 buffer) are bounded by ``max_pending``; past it the client is a slow consumer and is cut off,
 as is a client whose transport stays paused for longer than ``write_deadline``.
+
+Timers (auth timeout, pings, write deadline, the close grace) go on the host's
+``Scheduler``: the running loop in the server, a virtual one in tests.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 import orjson
 
 from natsd.connection.fairness import INITIAL_COST, MIN_SLICE, ReadBudget, slice_for
+from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.core.subjects import is_valid_literal_subject, is_valid_subject
 from natsd.protocol.encode import OK, PING, PONG, encode_err
 from natsd.protocol.parser import (
@@ -96,6 +100,10 @@ class ClientHost(Protocol):
 
     def log_trace(self, msg: str) -> None: ...
 
+    @property
+    def scheduler(self) -> Scheduler:
+        """Where the connection's timers go (the event loop the server runs on)."""
+
 
 class ClientConnection(Sink):
     """An asyncio protocol (duck-typed so mypyc can compile it as a native class)."""
@@ -146,9 +154,9 @@ class ClientConnection(Sink):
         self._backlog: bytes | None = None
         self._backlog_off = 0
         self.read_cost = INITIAL_COST  # seconds per input byte, measured (fairness.py)
-        self._auth_timer: asyncio.TimerHandle | None = None
-        self._ping_timer: asyncio.TimerHandle | None = None
-        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._auth_timer: Cancellable | None = None
+        self._ping_timer: Cancellable | None = None
+        self._deadline_timer: Cancellable | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -172,7 +180,7 @@ class ClientConnection(Sink):
             self._close(CloseReason.MAX_CONNECTIONS, flush=True)
             return
         transport.write(self.host.info_for(self))
-        loop = asyncio.get_running_loop()
+        loop = self.host.scheduler
         if self.host.auth_required:
             self._auth_timer = loop.call_later(self.limits.auth_timeout, self._auth_timeout)
         self._ping_timer = loop.call_later(self.limits.ping_interval, self._ping_tick)
@@ -185,9 +193,8 @@ class ClientConnection(Sink):
         return None
 
     def pause_writing(self) -> None:
-        loop = asyncio.get_running_loop()
         if self._deadline_timer is None:
-            self._deadline_timer = loop.call_later(
+            self._deadline_timer = self.host.scheduler.call_later(
                 self.limits.write_deadline, self._write_deadline_exceeded
             )
 
@@ -611,8 +618,9 @@ class ClientConnection(Sink):
         self.pings_out += 1
         self.rtt_start = time.monotonic()
         self.send(PING)
-        loop = asyncio.get_running_loop()
-        self._ping_timer = loop.call_later(self.limits.ping_interval, self._ping_tick)
+        self._ping_timer = self.host.scheduler.call_later(
+            self.limits.ping_interval, self._ping_tick
+        )
 
     # ------------------------------------------------------------------ teardown
     def close(self, reason: str = CloseReason.SERVER_SHUTDOWN) -> None:
@@ -637,7 +645,7 @@ class ClientConnection(Sink):
             if flush and not t.is_closing():
                 t.close()
                 # A peer that never reads would hold the socket open forever; cut it off.
-                asyncio.get_running_loop().call_later(_CLOSE_GRACE, _abort, t)
+                self.host.scheduler.call_later(_CLOSE_GRACE, _abort, t)
             else:
                 t.abort()
         self.out = []

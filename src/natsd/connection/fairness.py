@@ -34,6 +34,8 @@ import time
 from collections import deque
 from typing import Final, Protocol
 
+from natsd.core.scheduler import Scheduler
+
 __all__ = [
     "INITIAL_COST",
     "MAX_SLICE",
@@ -71,15 +73,16 @@ class Backlogged(Protocol):
 class ReadBudget:
     __slots__ = ("_armed", "_loop", "_queue", "_scheduled", "_turn_start", "deferrals")
 
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+    def __init__(self, scheduler: Scheduler | None = None) -> None:
+        # The scheduler of the turn callbacks (a test's virtual one), else the running loop.
+        self._loop: Scheduler | None = scheduler
         self._armed = False
         self._turn_start = 0.0
         self._queue: deque[Backlogged] = deque()
         self._scheduled = False
         self.deferrals = 0  # reads cut short, for monitoring and tests
 
-    def _get_loop(self) -> asyncio.AbstractEventLoop:
+    def _get_loop(self) -> Scheduler:
         loop = self._loop
         if loop is None:
             # Bound on first use: the budget lives on the loop that runs the server.

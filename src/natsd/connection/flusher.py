@@ -2,12 +2,15 @@
 
 Delivery appends frames to a connection's ``out`` list and registers the connection here;
 one ``call_soon`` callback then joins each list and issues a single ``transport.write``.
+The callback goes on the ``Scheduler`` given (a test's virtual one), else on the running loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Protocol
+
+from natsd.core.scheduler import Scheduler
 
 __all__ = ["Flushable", "Flusher"]
 
@@ -19,8 +22,8 @@ class Flushable(Protocol):
 class Flusher:
     __slots__ = ("_dirty", "_loop", "_scheduled")
 
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+    def __init__(self, scheduler: Scheduler | None = None) -> None:
+        self._loop: Scheduler | None = scheduler
         self._dirty: list[Flushable] = []
         self._scheduled = False
 

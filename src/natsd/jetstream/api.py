@@ -13,7 +13,6 @@ which only subscribes for those, does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -265,7 +264,7 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
             return out
         raise E.JSStreamNameExistErr()
     _check_overlap(ja, cfg.subjects or [cfg.name], None)
-    created = time.time_ns()
+    created = ja.engine.clock.time_ns()
     meta = orjson.dumps({"config": cfg.to_json(), "created": created})
     try:
         store = ja.engine.catalog.create(

@@ -6,6 +6,9 @@ the previous one. The loop thread appends to stores and calls ``flush()`` (the w
 syscall); a single worker thread runs ``sync()`` (fsync) so the event loop keeps accepting
 publishes meanwhile.
 
+Its own work is scheduled on the injected ``Scheduler`` (the loop in the server); only the
+fsync hand-off to the worker thread uses the running loop directly: that is I/O, not time.
+
 Modes (nats-server names): the default fsyncs before acknowledging; ``sync_interval`` (lazy)
 acknowledges after the write and fsyncs on a timer; ``sync_always`` fsyncs each message on
 its own, as nats-server does.
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
+from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
@@ -39,16 +43,18 @@ Ack = tuple[Sublist[Subscription], bytes, bytes, bytes]
 class Committer:
     def __init__(
         self,
+        scheduler: Scheduler,
         sync_interval: float | None = None,
         sync_always: bool = False,
     ) -> None:
+        self._sched = scheduler
         self.sync_interval = sync_interval
         self.sync_always = sync_always
         self._pending: dict[StreamStore, list[Ack]] = {}
         self._in_flight = False
         self._scheduled = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="natsd-fsync")
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Cancellable | None = None
         self._dirty_lazy: set[StreamStore] = set()
         # Called after a failed write or sync of a store, before the error acks go out:
         # the stream forgets what it recorded about messages that were not stored.
@@ -68,7 +74,7 @@ class Committer:
             return
         if not self._in_flight and not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._start)
+            self._sched.call_soon(self._start)
 
     def _commit_now(self) -> None:
         batch = self._pending
@@ -138,7 +144,7 @@ class Committer:
                 self._ack(acks)
         if self._pending and not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._start)
+            self._sched.call_soon(self._start)
 
     def _ack(self, acks: list[Ack]) -> None:
         for sublist, reply, good, _bad in acks:
@@ -154,8 +160,7 @@ class Committer:
 
     def _arm_timer(self) -> None:
         if self._timer is None and self.sync_interval is not None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self.sync_interval, self._lazy_sync)
+            self._timer = self._sched.call_later(self.sync_interval, self._lazy_sync)
 
     def _lazy_sync(self) -> None:
         self._timer = None

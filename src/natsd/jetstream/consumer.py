@@ -15,20 +15,22 @@ take messages (a waiting pull request, or an active push subscriber that flow co
 not hold back), a bounded number per turn. Acks arrive on an internal subscription on
 ``$JS.ACK.<stream>.<consumer>.>``; pull requests through the API subscription
 (``consumer_pull``); push specifics (interest, heartbeats, flow control) are in
-``consumer_push``. Timers use the loop (``call_later``). Ownership: the event loop owns every
-consumer; nothing here blocks except the small state writes of file consumers.
+``consumer_push``. Time and timers come from the stream's ``Clock`` and ``Scheduler``
+(``now_ns`` / ``mono`` / ``sched``), so a test drives them on a virtual clock. Ownership: the
+event loop owns every consumer; nothing here blocks except the small state writes of file
+consumers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
-import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.filters import match_tokens
+from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.jetstream import consumer_ack as ack
 from natsd.jetstream import consumer_advisory as adv
 from natsd.jetstream import consumer_priority as prio
@@ -86,7 +88,11 @@ class Consumer:
         self.created_ns = created_ns
         self.persist = persist  # file stream and not mem_storage
         self.closed = False
-        self._loop = asyncio.get_running_loop()
+        # The clocks and the scheduler of the stream (its engine's), bound once: the
+        # wall clock is read for every delivery and ack.
+        self.sched: Scheduler = stream.scheduler
+        self.now_ns: Callable[[], int] = stream.clock.time_ns
+        self.mono: Callable[[], float] = stream.clock.monotonic
         self._sublist = stream.account.account.sublist
 
         # Cursor and ack state (see module docstring).
@@ -131,7 +137,7 @@ class Consumer:
         # Priority groups (consumer_priority).
         self.pin_id = ""
         self.pinned_ts = 0
-        self.pin_tmr: asyncio.TimerHandle | None = None
+        self.pin_tmr: Cancellable | None = None
 
         # Delivery loop.
         self._scheduled = False
@@ -146,17 +152,17 @@ class Consumer:
         self._rl_ts = 0.0
 
         # Timers.
-        self._ptmr: asyncio.TimerHandle | None = None
+        self._ptmr: Cancellable | None = None
         self._ptmr_end = 0.0
-        self.dtmr: asyncio.TimerHandle | None = None
-        self.wtmr: asyncio.TimerHandle | None = None
+        self.dtmr: Cancellable | None = None
+        self.wtmr: Cancellable | None = None
         self.wtmr_at = 0.0
-        self.hbtmr: asyncio.TimerHandle | None = None
-        self.itmr: asyncio.TimerHandle | None = None
+        self.hbtmr: Cancellable | None = None
+        self.itmr: Cancellable | None = None
         self.itmr_delay = 0.0
-        self._uptmr: asyncio.TimerHandle | None = None
-        self._run_tmr: asyncio.TimerHandle | None = None
-        self._flush_tmr: asyncio.TimerHandle | None = None
+        self._uptmr: Cancellable | None = None
+        self._run_tmr: Cancellable | None = None
+        self._flush_tmr: Cancellable | None = None
         self._dirty = False
         # Ack-sync replies waiting for the state save that records their acks.
         self._sync_replies: list[bytes] = []
@@ -196,7 +202,7 @@ class Consumer:
             burst = self.stream.cfg.max_msg_size
             self._rl_burst = float(burst if burst > 0 else 1024 * 1024)
             self._rl_tokens = self._rl_burst
-            self._rl_ts = time.monotonic()
+            self._rl_ts = self.mono()
         else:
             self._rl_rate = 0.0
 
@@ -245,11 +251,11 @@ class Consumer:
             )
             self._sublist.insert(self._ack_sub)
         if self.is_pull:
-            self.waiting = pull.WaitQueue(self.cfg.max_waiting)
+            self.waiting = pull.WaitQueue(self.cfg.max_waiting, self.mono())
         else:
             push.start(self)
         if self.dthresh > 0 and self.is_pull:
-            self.dtmr = self._loop.call_later(self.dthresh, self._delete_not_active)
+            self.dtmr = self.sched.call_later(self.dthresh, self._delete_not_active)
         self._update_pause_timer()
         if self.replay:
             self._replay_lseq = self.stream.store.state().last_seq
@@ -348,7 +354,7 @@ class Consumer:
         p = self.pending.get(seq)
         if p is not None:
             dc = self._delivery_count(seq)
-            self._loop.call_soon(self._term_removed, seq, p[0], dc)
+            self.sched.call_soon(self._term_removed, seq, p[0], dc)
         elif seq in self.rdc:
             del self.rdc[seq]
             self.mark_dirty()
@@ -361,11 +367,11 @@ class Consumer:
     def _signal(self) -> None:
         if not self._scheduled and not self.closed:
             self._scheduled = True
-            self._loop.call_soon(self._run)
+            self.sched.call_soon(self._run)
 
     def is_paused(self) -> bool:
         pu = self.cfg.pause_until
-        return pu is not None and rfc3339_to_ns(pu) > time.time_ns()
+        return pu is not None and rfc3339_to_ns(pu) > self.now_ns()
 
     def _run(self) -> None:
         self._scheduled = False
@@ -407,7 +413,7 @@ class Consumer:
                     wait = self._pace(m)
                     if wait > 0:
                         self._held = (m, dc)
-                        self._run_tmr = self._loop.call_later(wait, self._resume)
+                        self._run_tmr = self.sched.call_later(wait, self._resume)
                         return
             if dc == 1:
                 self.npc -= 1
@@ -443,7 +449,7 @@ class Consumer:
                     hdr = prio.add_pin_header(hdr, self.pin_id)
                     sz = len(m.subject) + len(ack_reply) + len(hdr) + len(data)
                 if wr.n > 0 and wr.hb:
-                    wr.hbt = time.monotonic() + wr.hb
+                    wr.hbt = self.mono() + wr.hb
             self._deliver(dsubj, ack_reply, m, hdr, data, dc, sz)
             if wrn <= 0 and wrb > 0:
                 self.send(dsubj, b"", pull.pending_status(409, "Batch Completed", wrn, wrb))
@@ -468,7 +474,7 @@ class Consumer:
                     wait = d
             self._replay_lts = m.ts
         if self._rl_rate:
-            now = time.monotonic()
+            now = self.mono()
             self._rl_tokens = min(
                 self._rl_burst, self._rl_tokens + (now - self._rl_ts) * self._rl_rate
             )
@@ -557,12 +563,12 @@ class Consumer:
             ack.track_pending(self, seq, dseq)
         n = publish_as(self._sublist, dsubj, m.subject.encode(), ack_reply, hdr, data)
         if self.cfg.deliver_subject:
-            self.last_send = time.monotonic()
+            self.last_send = self.mono()
             if self.maxpb > 0:
                 self.pbytes += sz
                 push.maybe_flow_control(self, sz)
         elif self.dthresh > 0 and self.waiting is not None:
-            self.waiting.last = time.monotonic()
+            self.waiting.last = self.mono()
         if n == 0:
             self._did_not_deliver(seq, dsubj)
         if ack_none and self.retention != _LIMITS:
@@ -648,7 +654,7 @@ class Consumer:
             return
         self._dirty = True
         if self.persist and not self.closed and self._flush_tmr is None:
-            self._flush_tmr = self._loop.call_later(STATE_FLUSH_DELAY, self.flush_state)
+            self._flush_tmr = self.sched.call_later(STATE_FLUSH_DELAY, self.flush_state)
 
     def flush_state(self) -> None:
         cstate.flush_state(self)
@@ -661,7 +667,7 @@ class Consumer:
             self.send(reply, b"")
             return
         if not self._sync_replies:
-            self._loop.call_soon(self._flush_for_replies)
+            self.sched.call_soon(self._flush_for_replies)
         self._sync_replies.append(reply)
 
     def _flush_for_replies(self) -> None:
@@ -688,9 +694,9 @@ class Consumer:
         if self.cfg.deliver_subject:
             if self.dtmr is not None:
                 self.dtmr.cancel()
-                self.dtmr = self._loop.call_later(self.dthresh, self._delete_not_active)
+                self.dtmr = self.sched.call_later(self.dthresh, self._delete_not_active)
         elif self.waiting is not None:
-            self.waiting.last = time.monotonic()
+            self.waiting.last = self.mono()
 
     def _delete_not_active(self) -> None:
         """``deleteNotActive``: remove an inactive consumer, unless it proved alive."""
@@ -703,15 +709,15 @@ class Consumer:
         else:
             wq = self.waiting
             assert wq is not None
-            elapsed = time.monotonic() - wq.last
+            elapsed = self.mono() - wq.last
             if elapsed < self.dthresh:
-                self.dtmr = self._loop.call_later(self.dthresh - elapsed, self._delete_not_active)
+                self.dtmr = self.sched.call_later(self.dthresh - elapsed, self._delete_not_active)
                 return
             pull.process_waiting(self, True)
             if wq.q:
-                self.dtmr = self._loop.call_later(self.dthresh, self._delete_not_active)
+                self.dtmr = self.sched.call_later(self.dthresh, self._delete_not_active)
                 return
-            now = time.time_ns()
+            now = self.now_ns()
             delay = 0
             bo = self.cfg.backoff
             for seq, p in self.pending.items():
@@ -723,7 +729,7 @@ class Consumer:
                 if ts > now:
                     delay = max(delay, ts - now)
             if delay > 0:
-                self.dtmr = self._loop.call_later(delay / 1e9, self._delete_not_active)
+                self.dtmr = self.sched.call_later(delay / 1e9, self._delete_not_active)
                 return
         from natsd.jetstream.consumer_stream import delete_consumer
 
@@ -735,9 +741,9 @@ class Consumer:
             self._uptmr.cancel()
             self._uptmr = None
         until = self.paused_until()
-        now = time.time_ns()
+        now = self.now_ns()
         if until > now:
-            self._uptmr = self._loop.call_later((until - now) / 1e9, self._unpause)
+            self._uptmr = self.sched.call_later((until - now) / 1e9, self._unpause)
 
     def _unpause(self) -> None:
         self._uptmr = None
@@ -769,7 +775,7 @@ class Consumer:
         self.cfg = cfg
         self._apply_runtime_config(cfg)
         if cfg.inactive_threshold != old.inactive_threshold and self.dthresh > 0:
-            self.dtmr = self._loop.call_later(self.dthresh, self._delete_not_active)
+            self.dtmr = self.sched.call_later(self.dthresh, self._delete_not_active)
         if (cfg.pause_until or "") != (old.pause_until or ""):
             self._update_pause_timer()
         if refilter:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -171,7 +170,7 @@ def process_nak(c: Consumer, sseq: int, dseq: int, dc: int, nak: bytes) -> None:
         delay = parse_nak_delay(arg)
         if delay is not None:
             c._remove_from_rdq(sseq)
-            p[1] = time.time_ns() - c.cfg.ack_wait + delay
+            p[1] = c.now_ns() - c.cfg.ack_wait + delay
             update_delivered(c, p[0], sseq, dc, p[1])
             if c._ptmr is not None:
                 reset_ptmr(c, 0.01)
@@ -191,18 +190,18 @@ def process_nak(c: Consumer, sseq: int, dseq: int, dc: int, nak: bytes) -> None:
 def progress(c: Consumer, seq: int) -> None:
     p = c.pending.get(seq)
     if p is not None:
-        p[1] = time.time_ns()
+        p[1] = c.now_ns()
         update_delivered(c, p[0], seq, 1, p[1])
 
 
 def sample_ack(c: Consumer, sseq: int, dseq: int, dc: int, ts: int) -> None:
     if c.sfreq < 100 and random.randrange(100) > c.sfreq:
         return
-    adv.ack_metric(c, dseq, sseq, time.time_ns() - ts, dc)
+    adv.ack_metric(c, dseq, sseq, c.now_ns() - ts, dc)
 
 
 def track_pending(c: Consumer, seq: int, dseq: int) -> None:
-    now = time.time_ns()
+    now = c.now_ns()
     p = c.pending.get(seq)
     if p is not None:
         p[1] = now
@@ -214,7 +213,7 @@ def track_pending(c: Consumer, seq: int, dseq: int) -> None:
         delay = bo[bi] + ACK_WAIT_DELAY
     else:
         delay = c.cfg.ack_wait + ACK_WAIT_DELAY
-    end = c._loop.time() + delay / 1e9
+    end = c.mono() + delay / 1e9
     if c._ptmr is None or c._ptmr_end > end:
         reset_ptmr(c, delay / 1e9)
 
@@ -222,8 +221,8 @@ def track_pending(c: Consumer, seq: int, dseq: int) -> None:
 def reset_ptmr(c: Consumer, delay: float) -> None:
     if c._ptmr is not None:
         c._ptmr.cancel()
-    c._ptmr = c._loop.call_later(delay, check_pending, c)
-    c._ptmr_end = c._loop.time() + delay
+    c._ptmr = c.sched.call_later(delay, check_pending, c)
+    c._ptmr_end = c.mono() + delay
 
 
 def stop_ptmr(c: Consumer) -> None:
@@ -259,7 +258,7 @@ def check_pending(c: Consumer) -> None:
     if ttl == 0:
         return
     fseq = c.stream.store.state().first_seq
-    now = time.time_ns()
+    now = c.now_ns()
     bo = c.cfg.backoff
     nxt = bo[-1] if bo else ttl + ACK_WAIT_DELAY
     expired: list[int] = []
@@ -317,7 +316,7 @@ def force_expire_pending(c: Consumer) -> None:
         expired.sort()
         for seq in expired:
             c._add_to_rdq(seq)
-        now = time.time_ns()
+        now = c.now_ns()
         off = now - c.pending[expired[0]][1]
         for seq in expired:
             c.pending[seq][1] += off
@@ -361,7 +360,7 @@ def drop_upto(pending: dict[int, Any], floor: int, sseq: int) -> list[int]:
 
 def update_delivered(c: Consumer, dseq: int, sseq: int, dc: int, ts: int) -> None:
     """The consumer store's ``UpdateDelivered``, plus last-delivery activity."""
-    c.ldt = time.time_ns()
+    c.ldt = c.now_ns()
     c.mark_dirty()
     if c.cfg.ack_policy == _ACK_NONE:
         if dc != 1:
@@ -384,7 +383,7 @@ def update_delivered(c: Consumer, dseq: int, sseq: int, dc: int, ts: int) -> Non
 def update_acks(c: Consumer, dseq: int, sseq: int, reply: bytes) -> None:
     """The consumer store's ``UpdateAcks`` (moves the reported ack floor) and the
     ack-sync reply."""
-    c.lat = time.time_ns()
+    c.lat = c.now_ns()
     if reply:
         c.ack_reply(reply)
     if c.cfg.ack_policy == _ACK_NONE or dseq <= c.st_fc:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import random
 import string
-import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -209,7 +208,7 @@ def add_consumer(
     if not is_valid_name(name):
         raise E.JSConsumerBadDurableNameErr()
     persist = stream.cfg.storage != StorageType.MEMORY and not cfg.mem_storage
-    c = Consumer(stream, name, cfg, time.time_ns(), persist)
+    c = Consumer(stream, name, cfg, stream.clock.time_ns(), persist)
     if persist:
         try:
             _save_meta(ja, stream, c)
@@ -300,7 +299,7 @@ def consumer_pause(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
     c.set_pause(new)
     set_static_metadata(c.cfg)
     _save_meta(ja, stream, c)
-    now = time.time_ns()
+    now = stream.clock.time_ns()
     paused = until_ns > now
     shown = new or ZERO_TIME
     if (old or "") != (new or ""):
@@ -410,7 +409,7 @@ def restore_consumers(ja: JsAccount, stream: Stream, records: list[ConsumerRecor
             meta = orjson.loads(rec.meta)
             cfg = config_from_stored(meta["config"])
             name = str(meta.get("name") or rec.name)
-            created = int(meta.get("created", time.time_ns()))
+            created = int(meta.get("created", stream.clock.time_ns()))
             state = orjson.loads(rec.state) if rec.state else None
         except Exception as e:
             log.error(

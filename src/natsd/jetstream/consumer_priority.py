@@ -15,7 +15,6 @@ Functions of a :class:`~natsd.jetstream.consumer.Consumer`; all on the event loo
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.clock import rfc3339
@@ -107,7 +106,7 @@ def assign_pin(c: Consumer, wr: WaitingRequest) -> None:
     if wr.group is None or not wr.group:
         return
     c.pin_id = _nuid.next()
-    c.pinned_ts = time.time_ns()
+    c.pinned_ts = c.now_ns()
     wr.pin_id = c.pin_id
     _set_pin_timer(c, wr.group)
     from natsd.jetstream import consumer_advisory as adv
@@ -133,7 +132,7 @@ def unpin(c: Consumer, group: str, reason: str) -> None:
 def _set_pin_timer(c: Consumer, group: str) -> None:
     if c.pin_tmr is not None:
         c.pin_tmr.cancel()
-    c.pin_tmr = c._loop.call_later(c.cfg.priority_timeout / 1e9, _pin_expired, c, group)
+    c.pin_tmr = c.sched.call_later(c.cfg.priority_timeout / 1e9, _pin_expired, c, group)
 
 
 def _pin_expired(c: Consumer, group: str) -> None:

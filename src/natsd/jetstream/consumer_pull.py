@@ -11,12 +11,12 @@ round-robin. Requests end with a status message exactly as nats-server sends the
     NATS/1.0 409 Exceeded MaxWaiting | Message Size Exceeds MaxBytes | Batch Completed ...
     NATS/1.0 100 Idle Heartbeat / Nats-Last-Consumer / Nats-Last-Stream
 
-Times are ``time.monotonic()`` seconds. Everything runs on the event loop.
+Times are monotonic seconds of the consumer's clock (``c.mono()``). Everything runs on the
+event loop.
 """
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -203,10 +203,10 @@ class WaitQueue:
 
     __slots__ = ("last", "max", "q")
 
-    def __init__(self, max_waiting: int) -> None:
+    def __init__(self, max_waiting: int, now: float = 0.0) -> None:
         self.max = max_waiting
         self.q: deque[WaitingRequest] = deque()
-        self.last = time.monotonic()
+        self.last = now  # monotonic time of the last request or delivery (inactivity)
 
     def __len__(self) -> int:
         return len(self.q)
@@ -316,7 +316,7 @@ def process_next_request(c: Consumer, reply: bytes, data: bytes) -> None:
     if refused is not None:
         c.send(reply, b"", status(*refused))
         return
-    now = time.monotonic()
+    now = c.mono()
     if wq.is_full() and now - c.lwqic > 1.0:
         process_waiting(c, False)
     if req.no_wait:
@@ -347,7 +347,7 @@ def process_waiting(c: Consumer, eos: bool) -> int:
     wq = c.waiting
     if wq is None or not wq.q:
         return 0
-    now = time.monotonic()
+    now = c.mono()
     c.lwqic = now
     has_interest = c._sublist.has_interest
     brp = 0
@@ -383,7 +383,7 @@ def next_waiting(c: Consumer, sz: int) -> WaitingRequest | None:
     cycled = 0
     while wq.q:
         wr = wq.q[0]
-        if not wr.expires or time.monotonic() < wr.expires:
+        if not wr.expires or c.mono() < wr.expires:
             verdict = "ok"
             if policy != _PRIORITY_NONE:
                 verdict = prio.serve_check(c, wr, need_new_pin)
@@ -439,7 +439,7 @@ def arm_waiting_timer(c: Consumer) -> None:
             return
         c.wtmr.cancel()
     c.wtmr_at = fexp
-    c.wtmr = c._loop.call_later(max(fexp - time.monotonic(), 0.001), _on_waiting_timer, c)
+    c.wtmr = c.sched.call_later(max(fexp - c.mono(), 0.001), _on_waiting_timer, c)
 
 
 def _on_waiting_timer(c: Consumer) -> None:

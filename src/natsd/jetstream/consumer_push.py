@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import random
 import string
-import time
 from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream.consumer_pull import heartbeat_header
@@ -64,14 +63,14 @@ def start(c: Consumer) -> None:
 
         c.fc_sub = Subscription((c.fc_pre + "*").encode(), None, b"fc", callback=on_fc)
         c._sublist.insert(c.fc_sub)
-    c.last_send = time.monotonic()
+    c.last_send = c.mono()
     c.active = has_interest(c)
     if not c.active and c.dthresh > 0:
-        c.dtmr = c._loop.call_later(c.dthresh, c._delete_not_active)
+        c.dtmr = c.sched.call_later(c.dthresh, c._delete_not_active)
     c.itmr_delay = POLL_MIN
     _schedule_watch(c)
     if cfg.idle_heartbeat > 0:
-        c.hbtmr = c._loop.call_later(cfg.idle_heartbeat / 1e9, _on_heartbeat, c)
+        c.hbtmr = c.sched.call_later(cfg.idle_heartbeat / 1e9, _on_heartbeat, c)
 
 
 def has_interest(c: Consumer) -> bool:
@@ -102,14 +101,14 @@ def update_interest(c: Consumer, interest: bool) -> None:
         c.dtmr.cancel()
         c.dtmr = None
     if not interest and c.dthresh > 0:
-        c.dtmr = c._loop.call_later(c.dthresh, c._delete_not_active)
+        c.dtmr = c.sched.call_later(c.dthresh, c._delete_not_active)
 
 
 def _schedule_watch(c: Consumer) -> None:
     if c.itmr is not None:
         c.itmr.cancel()
     delay = POLL_BOUND if c.active else c.itmr_delay
-    c.itmr = c._loop.call_later(delay, _watch, c)
+    c.itmr = c.sched.call_later(delay, _watch, c)
 
 
 def _watch(c: Consumer) -> None:
@@ -123,8 +122,15 @@ def _watch(c: Consumer) -> None:
         c.itmr_delay = POLL_BOUND
     else:
         c.itmr_delay = min(max(c.itmr_delay * 2, POLL_MIN), POLL_MAX)
-    if c.itmr is None:
+    if not _watching(c):
         _schedule_watch(c)
+
+
+def _watching(c: Consumer) -> bool:
+    # A function, not ``c.itmr is None`` inline in _watch: mypy keeps the narrowing of
+    # ``c.itmr = None`` across the update_interest call, so mypyc compiled that read as a
+    # check for None and raised TypeError when update_interest had re-armed the watcher.
+    return c.itmr is not None
 
 
 def _on_heartbeat(c: Consumer) -> None:
@@ -132,17 +138,17 @@ def _on_heartbeat(c: Consumer) -> None:
     if c.closed:
         return
     hb = c.cfg.idle_heartbeat / 1e9
-    now = time.monotonic()
+    now = c.mono()
     idle = now - c.last_send
     if idle < hb:
-        c.hbtmr = c._loop.call_later(hb - idle, _on_heartbeat, c)
+        c.hbtmr = c.sched.call_later(hb - idle, _on_heartbeat, c)
         return
     if c.active:
         hdr = heartbeat_header(c.dseq - 1, c.sseq - 1, c.fcid)
         if c.send(c.dsubj, b"", hdr) == 0:
             update_interest(c, has_interest(c))
     c.last_send = now
-    c.hbtmr = c._loop.call_later(hb, _on_heartbeat, c)
+    c.hbtmr = c.sched.call_later(hb, _on_heartbeat, c)
 
 
 def maybe_flow_control(c: Consumer, sz: int) -> None:

@@ -9,7 +9,6 @@ server stops; ``apply_state`` restores it at start-up (``applyState``).
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -68,11 +67,11 @@ def info(c: Consumer, *, versioned: bool = True) -> dict[str, Any]:
         out["push_bound"] = True
     groups = prio.group_state(c)
     until = c.paused_until()
-    now = time.time_ns()
+    now = c.now_ns()
     if until > now:
         out["paused"] = True
         out["pause_remaining"] = until - now
-    out["ts"] = rfc3339(time.time_ns())
+    out["ts"] = rfc3339(c.now_ns())
     if groups:
         out["priority_groups"] = groups
     return out

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -22,6 +21,7 @@ import orjson
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
+from natsd.core.scheduler import SYSTEM_CLOCK, Cancellable, Clock, Scheduler
 from natsd.jetstream import errors as E
 from natsd.jetstream.account_limits import AccountLimits
 from natsd.jetstream.commit import Committer
@@ -76,37 +76,49 @@ class JetStream:
         max_store: int = -1,
         sync_interval: float | None = None,
         sync_always: bool = False,
+        clock: Clock = SYSTEM_CLOCK,
+        scheduler: Scheduler | None = None,
     ) -> None:
+        # Every stream and consumer of this engine reads time from ``clock`` and sets its
+        # timers on ``scheduler`` (the running loop unless a test passes a virtual one).
+        self.clock = clock
+        self.scheduler: Scheduler = (
+            scheduler if scheduler is not None else asyncio.get_running_loop()
+        )
         self.catalog = catalog
         self.domain = domain
         self.max_memory = max_memory
         self.max_store = max_store
         self.accounts: dict[str, JsAccount] = {}
-        self.committer = Committer(sync_interval, sync_always)
-        self._expiry_task: asyncio.Task[None] | None = None
+        self.committer = Committer(self.scheduler, sync_interval, sync_always)
+        self._expiry_timer: Cancellable | None = None
         self._nuid = Nuid()
 
     def start(self) -> None:
-        """Start background work (age and TTL expiry); needs the running loop."""
-        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_loop())
+        """Start background work: age and TTL expiry every ``EXPIRE_INTERVAL`` seconds."""
+        self._expiry_timer = self.scheduler.call_later(EXPIRE_INTERVAL, self._expire_tick)
 
-    async def _expire_loop(self) -> None:
+    def _expire_tick(self) -> None:
         # max_age and Nats-TTL are applied by the engine; stores only know "as of now".
-        while True:
-            await asyncio.sleep(EXPIRE_INTERVAL)
-            now = time.time_ns()
-            for ja in list(self.accounts.values()):
-                for s in list(ja.streams.values()):
-                    if s.cfg.max_age > 0 or s.cfg.allow_msg_ttl:
-                        try:
-                            if s.cfg.subject_delete_marker_ttl > 0:
-                                emptied: list[StoredMsg] = []
-                                s.store.expire(now, emptied)
-                                place_delete_markers(s, emptied)
-                            else:
-                                s.store.expire(now)
-                        except Exception as e:
-                            log.error("stream %s: expiry failed: %s", s.name, e)
+        # Re-armed after the pass, as the sleep loop it replaces did: a slow pass delays
+        # the next one instead of piling passes up.
+        self.expire_all(self.clock.time_ns())
+        self._expiry_timer = self.scheduler.call_later(EXPIRE_INTERVAL, self._expire_tick)
+
+    def expire_all(self, now: int) -> None:
+        """Apply max_age and per-message TTLs of every stream as of ``now`` (wall ns)."""
+        for ja in list(self.accounts.values()):
+            for s in list(ja.streams.values()):
+                if s.cfg.max_age > 0 or s.cfg.allow_msg_ttl:
+                    try:
+                        if s.cfg.subject_delete_marker_ttl > 0:
+                            emptied: list[StoredMsg] = []
+                            s.store.expire(now, emptied)
+                            place_delete_markers(s, emptied)
+                        else:
+                            s.store.expire(now)
+                    except Exception as e:
+                        log.error("stream %s: expiry failed: %s", s.name, e)
 
     # ------------------------------------------------------------------ accounts
     def enable_account(self, account: Account, limits: dict[str, Any] | None = None) -> JsAccount:
@@ -152,7 +164,7 @@ class JetStream:
             try:
                 meta = orjson.loads(rec.meta)
                 cfg = parse_stream_config(meta["config"], name_in_subject=None)
-                created = int(meta.get("created", time.time_ns()))
+                created = int(meta.get("created", self.clock.time_ns()))
             except Exception as e:
                 log.error(
                     "stream %s/%s: unreadable metadata (%s); left untouched",
@@ -176,7 +188,7 @@ class JetStream:
             # Before the stream takes publishes: a retry of a message stored before the
             # restart must still be answered as a duplicate.
             try:
-                stream.rebuild_dedupe(time.time_ns())
+                stream.rebuild_dedupe(self.clock.time_ns())
             except StoreError as e:
                 log.error(
                     "stream %s/%s: duplicate window not rebuilt (%s); a retried publish"
@@ -217,7 +229,7 @@ class JetStream:
         doc: dict[str, Any] = {
             "type": typ,
             "id": self._nuid.next(),
-            "timestamp": rfc3339(time.time_ns()),
+            "timestamp": rfc3339(self.clock.time_ns()),
         }
         doc.update(body)
         if self.domain:
@@ -305,9 +317,9 @@ class JetStream:
         return mem, store
 
     async def shutdown(self) -> None:
-        if self._expiry_task is not None:
-            self._expiry_task.cancel()
-            self._expiry_task = None
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
         await self.committer.drain()
         from natsd.jetstream.consumer_stream import stream_stopped
 

@@ -4,19 +4,22 @@ Ownership: the event loop owns every Stream. Messages arrive through internal su
 on the account's Sublist (``_on_msg``), are checked against the JetStream publish headers,
 stored, and acknowledged through the Committer (file streams) or at once (memory streams).
 Acks are small JSON documents formatted directly as bytes: no JSON encoder per message.
+Time and timers come from the engine's ``Clock`` and ``Scheduler`` (``clock`` /
+``scheduler`` here), which the stream's consumers use too.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-import time
 import zoneinfo
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.clock import rfc3339
 from natsd.core.headers import HeaderError, parse_headers
+from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream import errors as E
 from natsd.jetstream.direct import seq_from_time
@@ -89,6 +92,11 @@ class Stream:
         self.name = cfg.name
         self.store = store
         self.created_ns = created_ns
+        engine = account.engine
+        self.clock: Clock = engine.clock
+        self.scheduler: Scheduler = engine.scheduler
+        # Bound once: the duplicate window reads the clock for every message with an id.
+        self._now_ns: Callable[[], int] = engine.clock.time_ns
         self.subs: list[Subscription] = []
         # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
@@ -407,7 +415,7 @@ class Stream:
         window = self.cfg.duplicate_window
         if window <= 0:
             return None
-        now = time.time_ns()
+        now = self._now_ns()
         d = self._dedup
         # Prune from the oldest end; entries are in arrival order.
         while d:
@@ -483,7 +491,7 @@ class Stream:
             "config": self.cfg.to_json(server_version=SERVER_VERSION, api_level=API_LEVEL),
             "created": rfc3339(self.created_ns),
             "state": self.state_json(with_deleted, subjects_filter),
-            "ts": rfc3339(time.time_ns()),
+            "ts": rfc3339(self._now_ns()),
         }
 
     def stored_msg_json(self, m: StoredMsg) -> dict[str, Any]:

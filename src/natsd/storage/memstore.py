@@ -16,8 +16,9 @@ messages with a positive TTL, but not TTL "never" (negative).
 from __future__ import annotations
 
 import heapq
+import time
 from bisect import bisect_left, bisect_right
-from time import time_ns as _now_ns
+from collections.abc import Callable
 from typing import Final
 
 from natsd.core.filters import is_all, is_literal, match_tokens
@@ -183,8 +184,10 @@ def _msg_size(msg: StoredMsg) -> int:
 class MemoryStore(StreamStore):
     """A stream's messages in memory. Not thread-safe: one owner (the event loop)."""
 
-    def __init__(self, cfg: StoreConfig) -> None:
+    def __init__(self, cfg: StoreConfig, now_ns: Callable[[], int] = time.time_ns) -> None:
         self._cfg = cfg
+        # The clock that stamps stored messages (a test passes a virtual one).
+        self._now_ns = now_ns
         self._cb: StorageUpdate | None = None
         self._closed = False
         self._msgs: dict[int, StoredMsg] = {}
@@ -336,7 +339,7 @@ class MemoryStore(StreamStore):
     def store_msg(
         self, subject: str, hdr: bytes | None, data: bytes, ttl: int = 0
     ) -> tuple[int, int]:
-        seq, ts = self._last + 1, _now_ns()
+        seq, ts = self._last + 1, self._now_ns()
         self._store(subject, hdr, data, seq, ts, ttl)
         return seq, ts
 
@@ -355,7 +358,7 @@ class MemoryStore(StreamStore):
         if num <= 0:
             return
         self._last = seq + num - 1
-        self._last_ts = _now_ns()
+        self._last_ts = self._now_ns()
         if not self._msgs:
             self._first = self._last + 1
 
