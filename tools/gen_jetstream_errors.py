@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate src/natsd/jetstream/errors_generated.py from src/natsd/jetstream/errors.json.
+"""Generate jetstream/wire/errors_generated.py from jetstream/wire/errors.json (in src/natsd/).
 
 The flow nats-server uses (server/errors.json -> server/errors_gen.go ->
 jetstream_errors_generated.go): the JSON file is the data, this script the generator, the
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "src" / "natsd" / "jetstream" / "errors.json"
-OUT = ROOT / "src" / "natsd" / "jetstream" / "errors_generated.py"
+DATA = ROOT / "src" / "natsd" / "jetstream" / "wire" / "errors.json"
+OUT = ROOT / "src" / "natsd" / "jetstream" / "wire" / "errors_generated.py"
 
 HEADER = '''\
 # Generated code, do not edit. See errors.json and run
@@ -34,16 +34,16 @@ HEADER = '''\
 """nats-server's JetStream API errors: one typed constant per entry of errors.json.
 
 errors.json is nats-server's ``server/errors.json`` (Apache-2.0, see NOTICE next to it). Each
-constant is an :class:`~natsd.jetstream.api_error.ErrorDef`; call it to get the ApiError to
+constant is an :class:`~natsd.jetstream.wire.api_error.ErrorDef`; call it to get the ApiError to
 raise (``JSStreamWrongLastSequenceErrF(seq=41)``). Import the constants through
-``natsd.jetstream.errors``.
+``natsd.jetstream.wire.errors``.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from natsd.jetstream.api_error import ErrorDef
+from natsd.jetstream.wire.api_error import ErrorDef
 
 '''
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from natsd.jetstream.api_level import level_refused, slice_header
 from natsd.jetstream.consumer_config import ConsumerConfig, set_static_metadata
-from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_config import parse_stream_config_json
+from natsd.jetstream.wire.api_level import level_refused, slice_header
+from natsd.jetstream.wire.errors import ApiError
 from natsd.version import API_LEVEL
 
 from .test_stream_config import CREATE_CASES, body_bytes

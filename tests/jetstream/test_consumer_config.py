@@ -27,8 +27,8 @@ from natsd.jetstream.consumer_pull import (
     parse_next_request,
     pending_status,
 )
-from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_types import ConsumerLimits, RetentionPolicy, StreamConfig
+from natsd.jetstream.wire.errors import ApiError
 
 SEC = 1_000_000_000
 

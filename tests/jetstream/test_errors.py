@@ -13,13 +13,13 @@ import pytest
 from components import require_nats_server
 from differential import harness
 
-import natsd.jetstream.errors as E
-import natsd.jetstream.errors_generated as G
-from natsd.jetstream.errors import API_ERRORS, BY_ERR_CODE, ApiError, ErrorDef
+import natsd.jetstream.wire.errors as E
+import natsd.jetstream.wire.errors_generated as G
+from natsd.jetstream.wire.errors import API_ERRORS, BY_ERR_CODE, ApiError, ErrorDef
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "tools" / "gen_jetstream_errors.py"
-ERRORS_JSON = ROOT / "src" / "natsd" / "jetstream" / "errors.json"
+ERRORS_JSON = ROOT / "src" / "natsd" / "jetstream" / "wire" / "errors.json"
 
 # A sample of rows, as in nats-server's server/errors.json (and as 2.15.1 sends them).
 ROWS = [

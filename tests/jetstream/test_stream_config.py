@@ -23,7 +23,6 @@ import pytest
 from components import require_nats_server
 from differential import harness
 
-from natsd.jetstream.errors import ApiError
 from natsd.jetstream.stream_config import (
     DEFAULT_DUPLICATE_WINDOW,
     Compression,
@@ -44,6 +43,7 @@ from natsd.jetstream.stream_config import (
     subjects_collide,
     validate_mapping,
 )
+from natsd.jetstream.wire.errors import ApiError
 from natsd.storage.store import StoreConfig
 
 Expect = tuple[Any, ...]

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from natsd.jetstream import errors as E
-from natsd.jetstream.gotyped import (
+from natsd.jetstream.stream_config import StreamConfig, check_restore_config
+from natsd.jetstream.stream_unmarshal import RESTORE_SCHEMA
+from natsd.jetstream.subject_mapping import _is_valid_publish_subject
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.gotyped import (
     BOOL,
     INT,
     STRING,
@@ -26,9 +29,6 @@ from natsd.jetstream.gotyped import (
     decode_request,
     is_empty_request,
 )
-from natsd.jetstream.stream_config import StreamConfig, check_restore_config
-from natsd.jetstream.stream_unmarshal import RESTORE_SCHEMA
-from natsd.jetstream.subject_mapping import _is_valid_publish_subject
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount

@@ -24,7 +24,6 @@ import orjson
 from natsd.core.clock import rfc3339
 from natsd.jetstream import consumer_advisory as adv
 from natsd.jetstream import consumer_priority as prio
-from natsd.jetstream import errors as E
 from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer_config import (
     ZERO_TIME,
@@ -42,9 +41,12 @@ from natsd.jetstream.consumer_config import (
 from natsd.jetstream.consumer_pull import process_next_request
 from natsd.jetstream.consumer_push import has_interest
 from natsd.jetstream.consumer_stream import attach, delete_consumer, partition_unique
-from natsd.jetstream.errors import ApiError
-from natsd.jetstream.gojson import _GoJSONError
-from natsd.jetstream.gotyped import (
+from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN, RetentionPolicy, StorageType
+from natsd.jetstream.subject_mapping import is_valid_name
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.errors import ApiError
+from natsd.jetstream.wire.gojson import _GoJSONError
+from natsd.jetstream.wire.gotyped import (
     INT,
     STRING,
     TIME,
@@ -55,8 +57,6 @@ from natsd.jetstream.gotyped import (
     is_json_object_or_array,
     unmarshal,
 )
-from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN, RetentionPolicy, StorageType
-from natsd.jetstream.subject_mapping import is_valid_name
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount

@@ -3,7 +3,7 @@
 ``parse_create_request`` decodes a ``CreateConsumerRequest`` (strict Go JSON, the exact
 ``invalid JSON: ...`` texts); ``set_defaults`` is ``setConsumerConfigDefaults``;
 ``check_config`` is ``checkConsumerCfg``; ``check_update`` is ``checkNewConsumerConfig``.
-Every refusal raises the :class:`~natsd.jetstream.errors.ApiError` nats-server answers.
+Every refusal raises the :class:`~natsd.jetstream.wire.errors.ApiError` nats-server answers.
 
 Durations are nanoseconds, times are RFC 3339 strings as Go re-encodes them (``None`` when
 unset). The policies are ``StrEnum`` members whose values are their JSON strings
@@ -22,25 +22,6 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from natsd.jetstream import errors as E
-from natsd.jetstream.errors import ApiError
-from natsd.jetstream.gojson import _GoJSONError, _node_from_py
-from natsd.jetstream.gotyped import (
-    BOOL,
-    DURATION,
-    DURATIONS,
-    INT,
-    MAP,
-    STRING,
-    STRINGS,
-    TIME,
-    UINT64,
-    GoType,
-    StructT,
-    decode_nodes,
-    decode_request,
-    raw_enum,
-)
 from natsd.jetstream.stream_config import _go_duration as go_duration
 from natsd.jetstream.stream_types import (
     API_LEVEL_KEY,
@@ -57,6 +38,25 @@ from natsd.jetstream.subject_mapping import (
     is_valid_name,
     is_valid_subject,
     subject_is_subset_match,
+)
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.errors import ApiError
+from natsd.jetstream.wire.gojson import _GoJSONError, _node_from_py
+from natsd.jetstream.wire.gotyped import (
+    BOOL,
+    DURATION,
+    DURATIONS,
+    INT,
+    MAP,
+    STRING,
+    STRINGS,
+    TIME,
+    UINT64,
+    GoType,
+    StructT,
+    decode_nodes,
+    decode_request,
+    raw_enum,
 )
 
 __all__ = [

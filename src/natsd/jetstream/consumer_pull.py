@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream import consumer_priority as prio
 from natsd.jetstream.consumer_config import PriorityPolicy
-from natsd.jetstream.gojson import _GoJSONError
-from natsd.jetstream.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
+from natsd.jetstream.wire.gojson import _GoJSONError
+from natsd.jetstream.wire.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer import Consumer

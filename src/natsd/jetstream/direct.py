@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from natsd.core.clock import rfc3339
-from natsd.jetstream.gojson import _GoJSONError
-from natsd.jetstream.gotyped import go_time_ns
 from natsd.jetstream.stream_types import StorageType
+from natsd.jetstream.wire.gojson import _GoJSONError
+from natsd.jetstream.wire.gotyped import go_time_ns
 from natsd.router.publish import ReplyStream
 from natsd.storage.store import StoredMsg, StoreError, StreamStore, direct_size
 

@@ -4,7 +4,7 @@
 stream would be stored: the strict JSON decode of the request (``StreamConfigRequest``), the
 request checks of ``jsStreamCreateRequest``, ``checkStreamCfg`` (defaults, validation) and
 ``setStaticStreamMetadata`` (``_nats.req.level``). Every refusal raises the
-:class:`~natsd.jetstream.errors.ApiError` nats-server answers, with the same ``err_code`` and
+:class:`~natsd.jetstream.wire.errors.ApiError` nats-server answers, with the same ``err_code`` and
 description; ``tests/jetstream/test_stream_config.py`` checks that against the real binary.
 ``check_update`` is ``configUpdateCheck``.
 
@@ -58,53 +58,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from natsd.jetstream.errors import (
-    ApiError,
-    JSInvalidJSONErr,
-    JSMirrorDurableConsumerCfgInvalid,
-    JSMirrorInvalidStreamName,
-    JSMirrorInvalidSubjectFilter,
-    JSMirrorInvalidTransformDestination,
-    JSMirrorMultipleFiltersNotAllowed,
-    JSMirrorOverlappingSubjectFilters,
-    JSMirrorWithAtomicPublishErr,
-    JSMirrorWithBatchPublishErr,
-    JSMirrorWithCountersErr,
-    JSMirrorWithFirstSeqErr,
-    JSMirrorWithMsgSchedulesErr,
-    JSMirrorWithSourcesErr,
-    JSMirrorWithSubjectsErr,
-    JSPedanticErrF,
-    JSReplicasCountCannotBeNegative,
-    JSSourceDuplicateDetected,
-    JSSourceDurableConsumerCfgInvalid,
-    JSSourceDurableConsumerDuplicateDetected,
-    JSSourceInvalidStreamName,
-    JSSourceInvalidSubjectFilter,
-    JSSourceInvalidTransformDestination,
-    JSSourceMultipleFiltersNotAllowed,
-    JSSourceOverlappingSubjectFilters,
-    JSSourceWithMsgSchedulesErr,
-    JSStreamExternalApiOverlapErrF,
-    JSStreamInvalidConfigF,
-    JSStreamInvalidExternalDeliverySubjErrF,
-    JSStreamMaxBytesRequired,
-    JSStreamMaxStreamBytesExceeded,
-    JSStreamMirrorNotUpdatableErr,
-    JSStreamMismatchErr,
-    JSStreamNameContainsPathSeparatorsErr,
-    JSStreamReplicasNotSupportedErr,
-    JSStreamTransformInvalidDestination,
-    JSStreamTransformInvalidSource,
-)
-from natsd.jetstream.gojson import (
-    _go_quote,
-    _GoJSONError,
-    _Node,
-    _node_from_py,
-    _Scanner,
-    decode_go_json,
-)
 from natsd.jetstream.stream_types import (
     _JS_API_PREFIX,
     _MS,
@@ -147,6 +100,53 @@ from natsd.jetstream.subject_mapping import (
     subject_is_subset_match,
     subjects_collide,
     validate_mapping,
+)
+from natsd.jetstream.wire.errors import (
+    ApiError,
+    JSInvalidJSONErr,
+    JSMirrorDurableConsumerCfgInvalid,
+    JSMirrorInvalidStreamName,
+    JSMirrorInvalidSubjectFilter,
+    JSMirrorInvalidTransformDestination,
+    JSMirrorMultipleFiltersNotAllowed,
+    JSMirrorOverlappingSubjectFilters,
+    JSMirrorWithAtomicPublishErr,
+    JSMirrorWithBatchPublishErr,
+    JSMirrorWithCountersErr,
+    JSMirrorWithFirstSeqErr,
+    JSMirrorWithMsgSchedulesErr,
+    JSMirrorWithSourcesErr,
+    JSMirrorWithSubjectsErr,
+    JSPedanticErrF,
+    JSReplicasCountCannotBeNegative,
+    JSSourceDuplicateDetected,
+    JSSourceDurableConsumerCfgInvalid,
+    JSSourceDurableConsumerDuplicateDetected,
+    JSSourceInvalidStreamName,
+    JSSourceInvalidSubjectFilter,
+    JSSourceInvalidTransformDestination,
+    JSSourceMultipleFiltersNotAllowed,
+    JSSourceOverlappingSubjectFilters,
+    JSSourceWithMsgSchedulesErr,
+    JSStreamExternalApiOverlapErrF,
+    JSStreamInvalidConfigF,
+    JSStreamInvalidExternalDeliverySubjErrF,
+    JSStreamMaxBytesRequired,
+    JSStreamMaxStreamBytesExceeded,
+    JSStreamMirrorNotUpdatableErr,
+    JSStreamMismatchErr,
+    JSStreamNameContainsPathSeparatorsErr,
+    JSStreamReplicasNotSupportedErr,
+    JSStreamTransformInvalidDestination,
+    JSStreamTransformInvalidSource,
+)
+from natsd.jetstream.wire.gojson import (
+    _go_quote,
+    _GoJSONError,
+    _Node,
+    _node_from_py,
+    _Scanner,
+    decode_go_json,
 )
 from natsd.storage.store import DiscardPolicy
 

@@ -9,8 +9,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from natsd.jetstream.gojson import _KIND_NAMES, _NULL, _STR, _GoJSONError, _Node
-from natsd.jetstream.gotyped import (
+from natsd.jetstream.stream_types import (
+    Compression,
+    ConsumerLimits,
+    ExternalStream,
+    PersistMode,
+    Placement,
+    RePublish,
+    RetentionPolicy,
+    StorageType,
+    StreamConsumerSource,
+    StreamSource,
+    SubjectTransformConfig,
+    _zero_config,
+)
+from natsd.jetstream.wire.gojson import _KIND_NAMES, _NULL, _STR, _GoJSONError, _Node
+from natsd.jetstream.wire.gotyped import (
     BOOL,
     DURATION,
     INT,
@@ -27,20 +41,6 @@ from natsd.jetstream.gotyped import (
     StructT,
     decode_nodes,
     raw_enum,
-)
-from natsd.jetstream.stream_types import (
-    Compression,
-    ConsumerLimits,
-    ExternalStream,
-    PersistMode,
-    Placement,
-    RePublish,
-    RetentionPolicy,
-    StorageType,
-    StreamConsumerSource,
-    StreamSource,
-    SubjectTransformConfig,
-    _zero_config,
 )
 from natsd.storage.store import DiscardPolicy
 

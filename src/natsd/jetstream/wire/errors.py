@@ -14,7 +14,7 @@ nats-server 2.15.1 binary and its responses (``tests/jetstream/test_errors.py``)
 
 Each constant is an :class:`ErrorDef`; calling it makes the :class:`ApiError` to raise::
 
-    from natsd.jetstream import errors as E
+    from natsd.jetstream.wire import errors as E
 
     raise E.JSStreamNotFoundErr()
     raise E.JSStreamWrongLastSequenceErrF(seq=41)
@@ -28,8 +28,8 @@ are the tables for code that is driven by data.
 
 from __future__ import annotations
 
-from natsd.jetstream.api_error import ApiError, ErrorDef, format_description
-from natsd.jetstream.errors_generated import *  # noqa: F403 (the constants, re-exported)
-from natsd.jetstream.errors_generated import __all__ as _generated
+from natsd.jetstream.wire.api_error import ApiError, ErrorDef, format_description
+from natsd.jetstream.wire.errors_generated import *  # noqa: F403 (the constants, re-exported)
+from natsd.jetstream.wire.errors_generated import __all__ as _generated
 
 __all__ = ["ApiError", "ErrorDef", "format_description", *_generated]

@@ -4,16 +4,16 @@
 """nats-server's JetStream API errors: one typed constant per entry of errors.json.
 
 errors.json is nats-server's ``server/errors.json`` (Apache-2.0, see NOTICE next to it). Each
-constant is an :class:`~natsd.jetstream.api_error.ErrorDef`; call it to get the ApiError to
+constant is an :class:`~natsd.jetstream.wire.api_error.ErrorDef`; call it to get the ApiError to
 raise (``JSStreamWrongLastSequenceErrF(seq=41)``). Import the constants through
-``natsd.jetstream.errors``.
+``natsd.jetstream.wire.errors``.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from natsd.jetstream.api_error import ErrorDef
+from natsd.jetstream.wire.api_error import ErrorDef
 
 __all__ = [
     "API_ERRORS",

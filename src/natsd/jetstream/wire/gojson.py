@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from natsd.jetstream.errors import (
+from natsd.jetstream.wire.errors import (
     JSInvalidJSONErr,
 )
 

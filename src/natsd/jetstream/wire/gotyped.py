@@ -27,8 +27,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from natsd.jetstream import errors as E
-from natsd.jetstream.gojson import (
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.gojson import (
     _ARR,
     _BOOL,
     _KIND_NAMES,
