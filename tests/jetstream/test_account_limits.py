@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from natsd.jetstream.account_limits import AccountLimits
+from natsd.jetstream.config.account_limits import AccountLimits
 
 
 def test_every_spelling_maps_to_the_reported_name() -> None:

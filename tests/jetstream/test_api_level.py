@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from natsd.jetstream.consumer_config import ConsumerConfig, set_static_metadata
-from natsd.jetstream.stream_config import parse_stream_config_json
+from natsd.jetstream.config.consumer_config import ConsumerConfig, set_static_metadata
+from natsd.jetstream.config.stream_config import parse_stream_config_json
 from natsd.jetstream.wire.api_level import level_refused, slice_header
 from natsd.jetstream.wire.errors import ApiError
 from natsd.version import API_LEVEL

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from natsd.jetstream.consumer_config import (
+from natsd.jetstream.config.consumer_config import (
     ACK_WAIT_DEFAULT,
     ConsumerConfig,
     check_config,
@@ -19,6 +19,7 @@ from natsd.jetstream.consumer_config import (
     set_defaults,
     set_static_metadata,
 )
+from natsd.jetstream.config.stream_types import ConsumerLimits, RetentionPolicy, StreamConfig
 from natsd.jetstream.consumer_pull import (
     NextRequest,
     WaitingRequest,
@@ -27,7 +28,6 @@ from natsd.jetstream.consumer_pull import (
     parse_next_request,
     pending_status,
 )
-from natsd.jetstream.stream_types import ConsumerLimits, RetentionPolicy, StreamConfig
 from natsd.jetstream.wire.errors import ApiError
 
 SEC = 1_000_000_000

@@ -13,7 +13,7 @@ from enum import StrEnum
 import orjson
 import pytest
 
-from natsd.jetstream.consumer_config import (
+from natsd.jetstream.config.consumer_config import (
     AckPolicy,
     ConsumerConfig,
     DeliverPolicy,
@@ -22,8 +22,13 @@ from natsd.jetstream.consumer_config import (
     config_from_stored,
     parse_create_request,
 )
-from natsd.jetstream.stream_config import parse_stream_config_json
-from natsd.jetstream.stream_types import Compression, PersistMode, RetentionPolicy, StorageType
+from natsd.jetstream.config.stream_config import parse_stream_config_json
+from natsd.jetstream.config.stream_types import (
+    Compression,
+    PersistMode,
+    RetentionPolicy,
+    StorageType,
+)
 
 VALUES: list[tuple[type[StrEnum], set[str]]] = [
     (

@@ -23,7 +23,7 @@ import pytest
 from components import require_nats_server
 from differential import harness
 
-from natsd.jetstream.stream_config import (
+from natsd.jetstream.config.stream_config import (
     DEFAULT_DUPLICATE_WINDOW,
     Compression,
     DiscardPolicy,

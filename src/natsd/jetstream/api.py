@@ -18,8 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from natsd.jetstream.account_limits import check_stream_create, check_stream_update
 from natsd.jetstream.api_standalone import cluster_required, stream_restore, stream_snapshot
+from natsd.jetstream.config.account_limits import check_stream_create, check_stream_update
+from natsd.jetstream.config.stream_config import (
+    StreamConfig,
+    check_update,
+    parse_stream_config_json,
+)
+from natsd.jetstream.config.stream_types import StorageType
+from natsd.jetstream.config.subject_mapping import subjects_collide
 from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer_api import (
     consumer_create,
@@ -36,9 +43,6 @@ from natsd.jetstream.consumer_api import (
 from natsd.jetstream.consumer_stream import stream_deleted, stream_purged
 from natsd.jetstream.direct import DIRECT_GET_PREFIX, direct_get, on_direct_get, seq_from_time
 from natsd.jetstream.stream import Stream
-from natsd.jetstream.stream_config import StreamConfig, check_update, parse_stream_config_json
-from natsd.jetstream.stream_types import StorageType
-from natsd.jetstream.subject_mapping import subjects_collide
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
 from natsd.jetstream.wire.errors import ApiError

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from natsd.jetstream.stream_config import StreamConfig, check_restore_config
-from natsd.jetstream.stream_unmarshal import RESTORE_SCHEMA
-from natsd.jetstream.subject_mapping import _is_valid_publish_subject
+from natsd.jetstream.config.stream_config import StreamConfig, check_restore_config
+from natsd.jetstream.config.stream_unmarshal import RESTORE_SCHEMA
+from natsd.jetstream.config.subject_mapping import _is_valid_publish_subject
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.gotyped import (
     BOOL,

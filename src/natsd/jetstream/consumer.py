@@ -38,7 +38,7 @@ from natsd.jetstream import consumer_pull as pull
 from natsd.jetstream import consumer_push as push
 from natsd.jetstream import consumer_seq as cseq
 from natsd.jetstream import consumer_state as cstate
-from natsd.jetstream.consumer_config import (
+from natsd.jetstream.config.consumer_config import (
     DELETE_WAIT_DEFAULT,
     AckPolicy,
     ConsumerConfig,
@@ -47,7 +47,7 @@ from natsd.jetstream.consumer_config import (
     ReplayPolicy,
     rfc3339_to_ns,
 )
-from natsd.jetstream.stream_types import RetentionPolicy
+from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.router.publish import publish, publish_as
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoredMsg

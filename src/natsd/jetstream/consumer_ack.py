@@ -16,8 +16,8 @@ import orjson
 
 from natsd.jetstream import consumer_advisory as adv
 from natsd.jetstream import consumer_pull as pull
-from natsd.jetstream.consumer_config import AckPolicy
-from natsd.jetstream.stream_types import RetentionPolicy
+from natsd.jetstream.config.consumer_config import AckPolicy
+from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.router.subscription import Subscription
 
 if TYPE_CHECKING:

@@ -24,8 +24,7 @@ import orjson
 from natsd.core.clock import rfc3339
 from natsd.jetstream import consumer_advisory as adv
 from natsd.jetstream import consumer_priority as prio
-from natsd.jetstream.consumer import Consumer
-from natsd.jetstream.consumer_config import (
+from natsd.jetstream.config.consumer_config import (
     ZERO_TIME,
     AckPolicy,
     ConsumerConfig,
@@ -38,11 +37,17 @@ from natsd.jetstream.consumer_config import (
     set_defaults,
     set_static_metadata,
 )
+from natsd.jetstream.config.stream_types import (
+    API_LEVEL_KEY,
+    MAX_NAME_LEN,
+    RetentionPolicy,
+    StorageType,
+)
+from natsd.jetstream.config.subject_mapping import is_valid_name
+from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer_pull import process_next_request
 from natsd.jetstream.consumer_push import has_interest
 from natsd.jetstream.consumer_stream import attach, delete_consumer, partition_unique
-from natsd.jetstream.stream_types import API_LEVEL_KEY, MAX_NAME_LEN, RetentionPolicy, StorageType
-from natsd.jetstream.subject_mapping import is_valid_name
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.jetstream.wire.gojson import _GoJSONError

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
-from natsd.jetstream.consumer_config import PriorityPolicy
+from natsd.jetstream.config.consumer_config import PriorityPolicy
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer import Consumer

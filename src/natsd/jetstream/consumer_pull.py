@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream import consumer_priority as prio
-from natsd.jetstream.consumer_config import PriorityPolicy
+from natsd.jetstream.config.consumer_config import PriorityPolicy
 from natsd.jetstream.wire.gojson import _GoJSONError
 from natsd.jetstream.wire.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
 
@@ -304,7 +304,7 @@ def process_next_request(c: Consumer, reply: bytes, data: bytes) -> None:
         c.send(reply, b"", status(409, f"Exceeded MaxRequestBatch of {cfg.max_batch}"))
         return
     if req.expires and cfg.max_expires > 0 and req.expires > cfg.max_expires:
-        from natsd.jetstream.consumer_config import go_duration
+        from natsd.jetstream.config.consumer_config import go_duration
 
         text = f"Exceeded MaxRequestExpires of {go_duration(cfg.max_expires)}"
         c.send(reply, b"", status(409, text))

@@ -10,8 +10,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from natsd.jetstream import consumer_ack as ack
-from natsd.jetstream.consumer_config import DeliverPolicy, rfc3339_to_ns
-from natsd.jetstream.stream_types import RetentionPolicy
+from natsd.jetstream.config.consumer_config import DeliverPolicy, rfc3339_to_ns
+from natsd.jetstream.config.stream_types import RetentionPolicy
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer import Consumer

@@ -17,8 +17,8 @@ import logging
 from typing import TYPE_CHECKING, Final
 
 from natsd.core.filters import subject_matches
-from natsd.jetstream.stream_types import RetentionPolicy
-from natsd.jetstream.subject_mapping import subject_is_subset_match
+from natsd.jetstream.config.stream_types import RetentionPolicy
+from natsd.jetstream.config.subject_mapping import subject_is_subset_match
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer import Consumer

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from natsd.core.clock import rfc3339
-from natsd.jetstream.stream_types import StorageType
+from natsd.jetstream.config.stream_types import StorageType
 from natsd.jetstream.wire.gojson import _GoJSONError
 from natsd.jetstream.wire.gotyped import go_time_ns
 from natsd.router.publish import ReplyStream

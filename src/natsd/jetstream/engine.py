@@ -22,12 +22,12 @@ from natsd.core.clock import format_duration, rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
 from natsd.core.scheduler import SYSTEM_CLOCK, Cancellable, Clock, Scheduler
-from natsd.jetstream.account_limits import AccountLimits
 from natsd.jetstream.commit import Committer
+from natsd.jetstream.config.account_limits import AccountLimits
+from natsd.jetstream.config.stream_config import parse_stream_config, unsupported_feature
+from natsd.jetstream.config.stream_types import StorageType
 from natsd.jetstream.domain import domain_subscriptions
 from natsd.jetstream.stream import Stream
-from natsd.jetstream.stream_config import parse_stream_config, unsupported_feature
-from natsd.jetstream.stream_types import StorageType
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ErrorDef
 from natsd.router.account import Account

@@ -21,10 +21,10 @@ from natsd.core.clock import rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
+from natsd.jetstream.config.stream_config import StreamConfig
+from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType
+from natsd.jetstream.config.subject_mapping import _is_valid_publish_subject
 from natsd.jetstream.direct import seq_from_time
-from natsd.jetstream.stream_config import StreamConfig
-from natsd.jetstream.stream_types import RetentionPolicy, StorageType
-from natsd.jetstream.subject_mapping import _is_valid_publish_subject
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
 from natsd.router.publish import publish

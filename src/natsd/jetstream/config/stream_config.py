@@ -58,7 +58,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from natsd.jetstream.stream_types import (
+from natsd.jetstream.config.stream_types import (
     _JS_API_PREFIX,
     _MS,
     _SECOND,
@@ -86,11 +86,11 @@ from natsd.jetstream.stream_types import (
     StreamSource,
     SubjectTransformConfig,
 )
-from natsd.jetstream.stream_unmarshal import (
+from natsd.jetstream.config.stream_unmarshal import (
     _decode_request,
     _RequestView,
 )
-from natsd.jetstream.subject_mapping import (
+from natsd.jetstream.config.subject_mapping import (
     _ERR_BAD_SUBJECT,
     _is_literal,
     _is_valid_publish_subject,

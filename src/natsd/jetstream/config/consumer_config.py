@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from natsd.jetstream.stream_config import _go_duration as go_duration
-from natsd.jetstream.stream_types import (
+from natsd.jetstream.config.stream_config import _go_duration as go_duration
+from natsd.jetstream.config.stream_types import (
     API_LEVEL_KEY,
     MAX_DESCRIPTION_LEN,
     MAX_METADATA_LEN,
@@ -33,7 +33,7 @@ from natsd.jetstream.stream_types import (
     StreamConfig,
     metadata_json,
 )
-from natsd.jetstream.subject_mapping import (
+from natsd.jetstream.config.subject_mapping import (
     _is_literal,
     is_valid_name,
     is_valid_subject,

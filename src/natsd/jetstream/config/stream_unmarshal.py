@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from natsd.jetstream.stream_types import (
+from natsd.jetstream.config.stream_types import (
     Compression,
     ConsumerLimits,
     ExternalStream,

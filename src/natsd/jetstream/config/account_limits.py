@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS
-from natsd.jetstream.stream_types import StorageType, StreamConfig
+from natsd.jetstream.config.stream_types import StorageType, StreamConfig
 from natsd.jetstream.wire import errors as E
 
 __all__ = ["AccountLimits", "check_stream_create", "check_stream_update", "reservation"]
