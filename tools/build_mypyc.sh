@@ -35,12 +35,12 @@ cd "$OUT"
   natsd/storage/filestore_io.py \
   natsd/storage/filestore_recovery.py \
   natsd/storage/filestore_query.py \
-  natsd/jetstream/stream.py \
-  natsd/jetstream/commit.py \
-  natsd/jetstream/direct.py \
-  natsd/jetstream/consumer.py \
-  natsd/jetstream/consumer_ack.py \
-  natsd/jetstream/consumer_pull.py \
-  natsd/jetstream/consumer_push.py >/dev/null
+  natsd/jetstream/stream/stream.py \
+  natsd/jetstream/stream/commit.py \
+  natsd/jetstream/api/direct.py \
+  natsd/jetstream/consumer/consumer.py \
+  natsd/jetstream/consumer/ack.py \
+  natsd/jetstream/consumer/pull.py \
+  natsd/jetstream/consumer/push.py >/dev/null
 rm -rf build
 echo "compiled natsd hot path into $OUT"

@@ -19,7 +19,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, ReplayPolicy, RetentionPolicy
 from nats.js.errors import NotFoundError
 
 import natsd
-from natsd.jetstream import consumer_push
+from natsd.jetstream.consumer import push as consumer_push
 
 from .conftest import get_json, only_natsd, wait_for
 

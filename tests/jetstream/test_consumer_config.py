@@ -20,7 +20,7 @@ from natsd.jetstream.config.consumer_config import (
     set_static_metadata,
 )
 from natsd.jetstream.config.stream_types import ConsumerLimits, RetentionPolicy, StreamConfig
-from natsd.jetstream.consumer_pull import (
+from natsd.jetstream.consumer.pull import (
     NextRequest,
     WaitingRequest,
     WaitQueue,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from natsd.core.clock import rfc3339
-from natsd.jetstream import direct
+from natsd.jetstream.api import direct
 from natsd.router.publish import ReplyStream
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Sink, Subscription

@@ -22,12 +22,12 @@ from natsd.core.clock import format_duration, rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.ids import Nuid
 from natsd.core.scheduler import SYSTEM_CLOCK, Cancellable, Clock, Scheduler
-from natsd.jetstream.commit import Committer
+from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.account_limits import AccountLimits
 from natsd.jetstream.config.stream_config import parse_stream_config, unsupported_feature
 from natsd.jetstream.config.stream_types import StorageType
-from natsd.jetstream.domain import domain_subscriptions
-from natsd.jetstream.stream import Stream
+from natsd.jetstream.stream.commit import Committer
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ErrorDef
 from natsd.router.account import Account
@@ -128,7 +128,7 @@ class JetStream:
         # ValueError for a limit nats-server does not know (embedders pass these directly).
         ja = JsAccount(self, account, AccountLimits.from_config(limits or {}))
         self.accounts[account.name] = ja
-        from natsd.jetstream.api import make_api_callback
+        from natsd.jetstream.api.dispatch import make_api_callback
 
         on_api = make_api_callback(ja)
         ja.api_subs.append(Subscription(b"$JS.API.>", None, b"js-api", callback=on_api))
@@ -212,7 +212,7 @@ class JetStream:
                 st.bytes,
             )
             if rec.consumers:
-                from natsd.jetstream.consumer_api import restore_consumers
+                from natsd.jetstream.api.consumers import restore_consumers
 
                 restore_consumers(ja, stream, rec.consumers)
 
@@ -321,7 +321,7 @@ class JetStream:
             self._expiry_timer.cancel()
             self._expiry_timer = None
         await self.committer.drain()
-        from natsd.jetstream.consumer_stream import stream_stopped
+        from natsd.jetstream.consumer.attach import stream_stopped
 
         for ja in self.accounts.values():
             for s in ja.streams.values():

@@ -18,17 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from natsd.jetstream.api_standalone import cluster_required, stream_restore, stream_snapshot
-from natsd.jetstream.config.account_limits import check_stream_create, check_stream_update
-from natsd.jetstream.config.stream_config import (
-    StreamConfig,
-    check_update,
-    parse_stream_config_json,
-)
-from natsd.jetstream.config.stream_types import StorageType
-from natsd.jetstream.config.subject_mapping import subjects_collide
-from natsd.jetstream.consumer import Consumer
-from natsd.jetstream.consumer_api import (
+from natsd.jetstream.api.consumers import (
     consumer_create,
     consumer_delete,
     consumer_durable_create,
@@ -40,9 +30,19 @@ from natsd.jetstream.consumer_api import (
     next_request,
     reset_request,
 )
-from natsd.jetstream.consumer_stream import stream_deleted, stream_purged
-from natsd.jetstream.direct import DIRECT_GET_PREFIX, direct_get, on_direct_get, seq_from_time
-from natsd.jetstream.stream import Stream
+from natsd.jetstream.api.direct import DIRECT_GET_PREFIX, direct_get, on_direct_get, seq_from_time
+from natsd.jetstream.api.standalone import cluster_required, stream_restore, stream_snapshot
+from natsd.jetstream.config.account_limits import check_stream_create, check_stream_update
+from natsd.jetstream.config.stream_config import (
+    StreamConfig,
+    check_update,
+    parse_stream_config_json,
+)
+from natsd.jetstream.config.stream_types import StorageType
+from natsd.jetstream.config.subject_mapping import subjects_collide
+from natsd.jetstream.consumer import Consumer
+from natsd.jetstream.consumer.attach import stream_deleted, stream_purged
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
 from natsd.jetstream.wire.errors import ApiError

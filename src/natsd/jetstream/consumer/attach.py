@@ -21,8 +21,8 @@ from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.config.subject_mapping import subject_is_subset_match
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
-    from natsd.jetstream.stream import Stream
+    from natsd.jetstream.consumer.consumer import Consumer
+    from natsd.jetstream.stream.stream import Stream
 
 __all__ = [
     "ack_msg",

@@ -22,11 +22,11 @@ import random
 import string
 from typing import TYPE_CHECKING, Final
 
-from natsd.jetstream.consumer_pull import heartbeat_header
+from natsd.jetstream.consumer.pull import heartbeat_header
 from natsd.router.subscription import Subscription
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
+    from natsd.jetstream.consumer.consumer import Consumer
 
 __all__ = [
     "change_deliver_subject",

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from natsd.jetstream import consumer_advisory as adv
-from natsd.jetstream import consumer_pull as pull
 from natsd.jetstream.config.consumer_config import AckPolicy
 from natsd.jetstream.config.stream_types import RetentionPolicy
+from natsd.jetstream.consumer import advisory as adv
+from natsd.jetstream.consumer import pull
 from natsd.router.subscription import Subscription
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
+    from natsd.jetstream.consumer.consumer import Consumer
 
 __all__ = [
     "check_pending",
@@ -142,7 +142,7 @@ def process_ack(c: Consumer, sseq: int, dseq: int, dc: int, reply: bytes, sample
         return in_place
     update_acks(c, dseq, sseq, b"" if in_place else reply)
     if in_place:
-        from natsd.jetstream.consumer_stream import ack_msg
+        from natsd.jetstream.consumer.attach import ack_msg
 
         ack_msg(c.stream, c, sseq)
         for s in acked:

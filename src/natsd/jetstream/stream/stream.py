@@ -21,10 +21,10 @@ from natsd.core.clock import rfc3339
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
+from natsd.jetstream.api.direct import seq_from_time
 from natsd.jetstream.config.stream_config import StreamConfig
 from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType
 from natsd.jetstream.config.subject_mapping import _is_valid_publish_subject
-from natsd.jetstream.direct import seq_from_time
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
 from natsd.router.publish import publish
@@ -293,7 +293,7 @@ class Stream:
         for c in list(self.consumers.values()):
             c.on_stored(seq, subject)
         if self.cfg.retention == _INTEREST:
-            from natsd.jetstream.consumer_stream import check_interest
+            from natsd.jetstream.consumer.attach import check_interest
 
             check_interest(self, seq, subject)
 

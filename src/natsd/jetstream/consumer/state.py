@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from natsd.core.clock import rfc3339
-from natsd.jetstream import consumer_priority as prio
-from natsd.jetstream import consumer_pull as pull
-from natsd.jetstream import consumer_push as push
+from natsd.jetstream.consumer import priority as prio
+from natsd.jetstream.consumer import pull, push
 from natsd.version import API_LEVEL, SERVER_VERSION
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
+    from natsd.jetstream.consumer.consumer import Consumer
 
 __all__ = ["apply_state", "flush_state", "info", "state_doc"]
 

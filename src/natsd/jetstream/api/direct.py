@@ -42,7 +42,7 @@ from natsd.storage.store import StoredMsg, StoreError, StreamStore, direct_size
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount
-    from natsd.jetstream.stream import Stream
+    from natsd.jetstream.stream.stream import Stream
 
 __all__ = [
     "DIRECT_GET_PREFIX",

@@ -31,13 +31,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from natsd.core.filters import match_tokens
 from natsd.core.scheduler import Cancellable, Scheduler
-from natsd.jetstream import consumer_ack as ack
-from natsd.jetstream import consumer_advisory as adv
-from natsd.jetstream import consumer_priority as prio
-from natsd.jetstream import consumer_pull as pull
-from natsd.jetstream import consumer_push as push
-from natsd.jetstream import consumer_seq as cseq
-from natsd.jetstream import consumer_state as cstate
 from natsd.jetstream.config.consumer_config import (
     DELETE_WAIT_DEFAULT,
     AckPolicy,
@@ -48,12 +41,17 @@ from natsd.jetstream.config.consumer_config import (
     rfc3339_to_ns,
 )
 from natsd.jetstream.config.stream_types import RetentionPolicy
+from natsd.jetstream.consumer import ack, pull, push
+from natsd.jetstream.consumer import advisory as adv
+from natsd.jetstream.consumer import priority as prio
+from natsd.jetstream.consumer import seq as cseq
+from natsd.jetstream.consumer import state as cstate
 from natsd.router.publish import publish, publish_as
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoredMsg
 
 if TYPE_CHECKING:
-    from natsd.jetstream.stream import Stream
+    from natsd.jetstream.stream.stream import Stream
 
 __all__ = ["Consumer"]
 
@@ -572,7 +570,7 @@ class Consumer:
         if n == 0:
             self._did_not_deliver(seq, dsubj)
         if ack_none and self.retention != _LIMITS:
-            from natsd.jetstream.consumer_stream import ack_msg
+            from natsd.jetstream.consumer.attach import ack_msg
 
             ack_msg(self.stream, self, seq)
 
@@ -731,7 +729,7 @@ class Consumer:
             if delay > 0:
                 self.dtmr = self.sched.call_later(delay / 1e9, self._delete_not_active)
                 return
-        from natsd.jetstream.consumer_stream import delete_consumer
+        from natsd.jetstream.consumer.attach import delete_consumer
 
         delete_consumer(self.stream, self)
 
@@ -781,7 +779,7 @@ class Consumer:
         if refilter:
             self._set_filters(cfg)
             if self.retention == _INTEREST:
-                from natsd.jetstream.consumer_stream import cleanup_no_interest
+                from natsd.jetstream.consumer.attach import cleanup_no_interest
 
                 cleanup_no_interest(self.stream, self, False)
             self._stream_num_pending()

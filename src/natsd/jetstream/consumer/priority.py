@@ -22,8 +22,8 @@ from natsd.core.ids import Nuid
 from natsd.jetstream.config.consumer_config import PriorityPolicy
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
-    from natsd.jetstream.consumer_pull import NextRequest, WaitingRequest
+    from natsd.jetstream.consumer.consumer import Consumer
+    from natsd.jetstream.consumer.pull import NextRequest, WaitingRequest
 
 __all__ = [
     "add_pin_header",
@@ -109,7 +109,7 @@ def assign_pin(c: Consumer, wr: WaitingRequest) -> None:
     c.pinned_ts = c.now_ns()
     wr.pin_id = c.pin_id
     _set_pin_timer(c, wr.group)
-    from natsd.jetstream import consumer_advisory as adv
+    from natsd.jetstream.consumer import advisory as adv
 
     adv.pinned(c, wr.group, c.pin_id)
 
@@ -123,7 +123,7 @@ def unpin(c: Consumer, group: str, reason: str) -> None:
         c.pin_tmr.cancel()
         c.pin_tmr = None
     if had or reason == "admin":
-        from natsd.jetstream import consumer_advisory as adv
+        from natsd.jetstream.consumer import advisory as adv
 
         adv.unpinned(c, group, reason)
     c._signal()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
+    from natsd.jetstream.consumer.consumer import Consumer
 
 __all__ = [
     "ack_metric",

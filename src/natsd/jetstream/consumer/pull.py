@@ -21,13 +21,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from natsd.jetstream import consumer_priority as prio
 from natsd.jetstream.config.consumer_config import PriorityPolicy
+from natsd.jetstream.consumer import priority as prio
 from natsd.jetstream.wire.gojson import _GoJSONError
 from natsd.jetstream.wire.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
+    from natsd.jetstream.consumer.consumer import Consumer
 
 __all__ = [
     "NextRequest",

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from natsd.jetstream import consumer_ack as ack
 from natsd.jetstream.config.consumer_config import DeliverPolicy, rfc3339_to_ns
 from natsd.jetstream.config.stream_types import RetentionPolicy
+from natsd.jetstream.consumer import ack
 
 if TYPE_CHECKING:
-    from natsd.jetstream.consumer import Consumer
+    from natsd.jetstream.consumer.consumer import Consumer
 
 __all__ = ["purge", "reset_to", "select_starting_seq", "seq_from_time"]
 
@@ -110,7 +110,7 @@ def reset_to(c: Consumer, seq: int) -> int:
     c.st_pending = {}
     ack.stop_ptmr(c)
     if c.retention == RetentionPolicy.INTEREST:
-        from natsd.jetstream.consumer_stream import cleanup_no_interest
+        from natsd.jetstream.consumer.attach import cleanup_no_interest
 
         cleanup_no_interest(c.stream, c, False)
     c._stream_num_pending()

@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from natsd.core.clock import rfc3339
-from natsd.jetstream import consumer_advisory as adv
-from natsd.jetstream import consumer_priority as prio
 from natsd.jetstream.config.consumer_config import (
     ZERO_TIME,
     AckPolicy,
@@ -45,9 +43,11 @@ from natsd.jetstream.config.stream_types import (
 )
 from natsd.jetstream.config.subject_mapping import is_valid_name
 from natsd.jetstream.consumer import Consumer
-from natsd.jetstream.consumer_pull import process_next_request
-from natsd.jetstream.consumer_push import has_interest
-from natsd.jetstream.consumer_stream import attach, delete_consumer, partition_unique
+from natsd.jetstream.consumer import advisory as adv
+from natsd.jetstream.consumer import priority as prio
+from natsd.jetstream.consumer.attach import attach, delete_consumer, partition_unique
+from natsd.jetstream.consumer.pull import process_next_request
+from natsd.jetstream.consumer.push import has_interest
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.jetstream.wire.gojson import _GoJSONError
@@ -65,7 +65,7 @@ from natsd.jetstream.wire.gotyped import (
 
 if TYPE_CHECKING:
     from natsd.jetstream.engine import JsAccount
-    from natsd.jetstream.stream import Stream
+    from natsd.jetstream.stream.stream import Stream
     from natsd.storage.catalog import ConsumerRecord
 
 __all__ = [

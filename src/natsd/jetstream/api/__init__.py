@@ -1,0 +1,1 @@
+"""The JetStream API: the $JS.API route table and handlers, direct get."""
