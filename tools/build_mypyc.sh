@@ -36,6 +36,8 @@ cd "$OUT"
   natsd/storage/filestore_recovery.py \
   natsd/storage/filestore_query.py \
   natsd/jetstream/stream/stream.py \
+  natsd/jetstream/stream/headers.py \
+  natsd/jetstream/stream/queries.py \
   natsd/jetstream/stream/commit.py \
   natsd/jetstream/api/direct.py \
   natsd/jetstream/consumer/consumer.py \

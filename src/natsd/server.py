@@ -290,7 +290,9 @@ class Server:
         self.ready.set()
 
     def _prepare_jetstream(self) -> None:
-        # Concrete storage classes are chosen here and only here.
+        # Concrete storage classes are chosen here and only here, and so is the API that
+        # answers $JS.API (the engine never imports it).
+        from natsd.jetstream.api import subscribe_api
         from natsd.jetstream.engine import JetStream
         from natsd.storage.disk_catalog import DiskCatalog
 
@@ -313,6 +315,7 @@ class Server:
             sync_always=js.sync_always,
             clock=SYSTEM_CLOCK,
             scheduler=asyncio.get_running_loop(),
+            api=subscribe_api,
         )
         configured = {n: a for n, a in self.options.accounts.items()}
         if not configured:

@@ -28,6 +28,7 @@ import orjson
 
 from natsd.core.headers import parse_headers
 from natsd.core.scheduler import VirtualClock, VirtualScheduler
+from natsd.jetstream.api import subscribe_api
 from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.engine import JetStream, JsAccount
 from natsd.jetstream.stream import Stream
@@ -153,7 +154,10 @@ class JsHarness:
     def __init__(self, *, wall_start_ns: int | None = None) -> None:
         self.clock = VirtualClock() if wall_start_ns is None else VirtualClock(wall_start_ns)
         self.sched = VirtualScheduler(self.clock)
-        self.engine = JetStream(MemoryCatalog(self.clock), clock=self.clock, scheduler=self.sched)
+        # As the server wires it: the engine with its $JS.API subscriptions.
+        self.engine = JetStream(
+            MemoryCatalog(self.clock), clock=self.clock, scheduler=self.sched, api=subscribe_api
+        )
         self.account = Account(GLOBAL_ACCOUNT)
         self.ja: JsAccount = self.engine.enable_account(self.account)
         self.engine.start()

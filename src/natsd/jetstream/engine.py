@@ -1,9 +1,17 @@
-"""The JetStream engine: per-account stream namespaces, the API subscription, group commit.
+"""The JetStream engine: per-account stream namespaces, group commit, and the verbs.
 
-Like nats-server's jetstream_api.go, the engine is a set of internal subscriptions on each
-account's Sublist (``$JS.API.>`` and every stream's subjects); replies go out by publishing
-to the reply subject. It reaches stores only through the StreamCatalog interface it is
-given, and clients only through the router.
+Like nats-server's jetstream_api.go, JetStream is a set of internal subscriptions on each
+account's Sublist (the API's and every stream's subjects); replies go out by publishing to
+the reply subject. The engine reaches stores only through the StreamCatalog it is given,
+and clients only through the router. Which API answers ``$JS.API.>`` is the composition
+root's choice: the server passes ``api`` (``natsd.jetstream.api.subscribe_api``), the engine
+inserts the subscriptions it returns for each account. So the engine never imports the API.
+
+The verbs are nats-server's: ``add_stream`` (``Account.addStream``) and ``add_consumer``
+(``stream.addConsumer``), called both by the API handlers (which decode, call the verb and
+encode) and by recovery (``JetStream.restore``) with what it read from disk; and
+``update_stream`` / ``delete_stream``. Each stream gets a ``StreamHost``, the engine's
+``StreamContext``: what the stream and its consumers need from up here.
 
 Ownership: everything runs on the server's event loop, except ``StreamStore.sync()`` which
 the Committer runs on its worker thread.
@@ -13,30 +21,71 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
+import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
-from natsd.core.clock import format_duration, rfc3339
-from natsd.core.headers import HeaderError, parse_headers
+from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
 from natsd.core.scheduler import SYSTEM_CLOCK, Cancellable, Clock, Scheduler
-from natsd.jetstream.api.domain import domain_subscriptions
-from natsd.jetstream.config.account_limits import AccountLimits
+from natsd.jetstream.config.account_limits import (
+    AccountLimits,
+    check_stream_create,
+    check_stream_update,
+)
+from natsd.jetstream.config.consumer_config import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    check_config,
+    check_update,
+    config_from_stored,
+    set_defaults,
+)
+from natsd.jetstream.config.stream_config import (
+    check_update as check_stream_config_update,
+)
 from natsd.jetstream.config.stream_config import parse_stream_config, unsupported_feature
-from natsd.jetstream.config.stream_types import StorageType
+from natsd.jetstream.config.stream_types import (
+    API_LEVEL_KEY,
+    MAX_NAME_LEN,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from natsd.jetstream.config.subject_mapping import is_valid_name, subjects_collide
+from natsd.jetstream.consumer import advisory as adv
+from natsd.jetstream.consumer.consumer import Consumer
+from natsd.jetstream.consumer.push import has_interest
+from natsd.jetstream.consumer.state import save_meta
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ErrorDef
 from natsd.router.account import Account
 from natsd.router.publish import publish
+from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
-from natsd.storage.catalog import StreamCatalog
-from natsd.storage.store import StoredMsg, StoreError, file_msg_size, mem_msg_size
+from natsd.storage.catalog import ConsumerRecord, StreamCatalog
+from natsd.storage.store import StoreError, StreamStore, file_msg_size, mem_msg_size
 
-__all__ = ["JetStream", "JsAccount"]
+__all__ = [
+    "ApiSubscriber",
+    "ConsumerRecovery",
+    "JetStream",
+    "JsAccount",
+    "StreamHost",
+    "StreamRecovery",
+    "add_consumer",
+    "add_stream",
+    "delete_stream",
+    "find_consumer",
+    "update_stream",
+]
 
 # Policy members compared per message, bound once: on Python 3.11 `StorageType.MEMORY`
 # is a call to EnumType.__getattr__ (~70 ns); a module global is one dict lookup.
@@ -46,6 +95,8 @@ log = logging.getLogger("natsd")
 
 # How often max_age / per-message TTL expiry runs (seconds).
 EXPIRE_INTERVAL = 0.25
+
+_ALNUM = string.ascii_letters + string.digits
 
 
 @dataclass
@@ -62,8 +113,54 @@ class JsAccount:
     streams: dict[str, Stream] = field(default_factory=dict)
     api: ApiStats = field(default_factory=ApiStats)
     # The internal subscriptions that take this account's API requests ($JS.API.> and the
-    # domain-prefixed forms).
+    # domain-prefixed forms), as the API layer made them.
     api_subs: list[Subscription] = field(default_factory=list)
+
+
+# Given a JetStream account, the subscriptions that serve its API (not yet inserted).
+ApiSubscriber = Callable[[JsAccount], list[Subscription]]
+
+
+class StreamHost:
+    """The ``StreamContext`` of one stream of ``ja`` (``stream/context.py``): the account's
+    Sublist and storage limits, the engine's committer, catalog, clock and scheduler."""
+
+    __slots__ = (
+        "_engine",
+        "_ja",
+        "account_name",
+        "catalog",
+        "clock",
+        "committer",
+        "domain",
+        "scheduler",
+        "sublist",
+    )
+
+    def __init__(self, engine: JetStream, ja: JsAccount) -> None:
+        self._engine = engine
+        self._ja = ja
+        self.clock: Clock = engine.clock
+        self.scheduler: Scheduler = engine.scheduler
+        self.sublist: Sublist[Subscription] = ja.account.sublist
+        self.committer: Committer = engine.committer
+        self.catalog: StreamCatalog = engine.catalog
+        self.account_name: str = ja.account.name
+        self.domain: str = engine.domain
+
+    def send(self, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
+        publish(self.sublist, subject, None, hdr, payload)
+
+    def advise(self, subject: str, typ: str, body: dict[str, Any]) -> None:
+        self._engine.advise(self._ja, subject, typ, body)
+
+    def limits_set(self) -> bool:
+        return self._engine.limits_set(self._ja)
+
+    def storage_exceeded(
+        self, memory: bool, subject: str, hdr: bytes | None, data: bytes
+    ) -> ErrorDef | None:
+        return self._engine.storage_exceeded(self._ja, memory, subject, hdr, data)
 
 
 class JetStream:
@@ -78,6 +175,7 @@ class JetStream:
         sync_always: bool = False,
         clock: Clock = SYSTEM_CLOCK,
         scheduler: Scheduler | None = None,
+        api: ApiSubscriber | None = None,
     ) -> None:
         # Every stream and consumer of this engine reads time from ``clock`` and sets its
         # timers on ``scheduler`` (the running loop unless a test passes a virtual one).
@@ -91,6 +189,8 @@ class JetStream:
         self.max_store = max_store
         self.accounts: dict[str, JsAccount] = {}
         self.committer = Committer(self.scheduler, sync_interval, sync_always)
+        # None: no $JS.API subscriptions (an engine driven directly, without its API).
+        self._api = api
         self._expiry_timer: Cancellable | None = None
         self._nuid = Nuid()
 
@@ -109,16 +209,10 @@ class JetStream:
         """Apply max_age and per-message TTLs of every stream as of ``now`` (wall ns)."""
         for ja in list(self.accounts.values()):
             for s in list(ja.streams.values()):
-                if s.cfg.max_age > 0 or s.cfg.allow_msg_ttl:
-                    try:
-                        if s.cfg.subject_delete_marker_ttl > 0:
-                            emptied: list[StoredMsg] = []
-                            s.store.expire(now, emptied)
-                            place_delete_markers(s, emptied)
-                        else:
-                            s.store.expire(now)
-                    except Exception as e:
-                        log.error("stream %s: expiry failed: %s", s.name, e)
+                try:
+                    s.expire(now)
+                except Exception as e:
+                    log.error("stream %s: expiry failed: %s", s.name, e)
 
     # ------------------------------------------------------------------ accounts
     def enable_account(self, account: Account, limits: dict[str, Any] | None = None) -> JsAccount:
@@ -128,13 +222,8 @@ class JetStream:
         # ValueError for a limit nats-server does not know (embedders pass these directly).
         ja = JsAccount(self, account, AccountLimits.from_config(limits or {}))
         self.accounts[account.name] = ja
-        from natsd.jetstream.api.dispatch import make_api_callback
-
-        on_api = make_api_callback(ja)
-        ja.api_subs.append(Subscription(b"$JS.API.>", None, b"js-api", callback=on_api))
-        if self.domain:
-            # $JS.<domain>.API.> reaches this API, as nats-server's account mappings do.
-            ja.api_subs.extend(domain_subscriptions(self.domain, account.sublist, on_api))
+        if self._api is not None:
+            ja.api_subs = self._api(ja)
         for sub in ja.api_subs:
             account.sublist.insert(sub)
         return ja
@@ -148,7 +237,8 @@ class JetStream:
                 sub.callback = _unanswered
 
     def restore(self, accounts: dict[str, Account]) -> None:
-        """Re-open the streams persisted by the catalog."""
+        """Re-open the streams persisted by the catalog, and their consumers, through the
+        same verbs the API uses."""
         for rec in self.catalog.load():
             acct = accounts.get(rec.account)
             ja = self.accounts.get(rec.account)
@@ -183,22 +273,7 @@ class JetStream:
                     cfg.name,
                     missing,
                 )
-            rec.store.update_config(cfg.to_store_config())
-            stream = Stream(ja, cfg, rec.store, created)
-            # Before the stream takes publishes: a retry of a message stored before the
-            # restart must still be answered as a duplicate.
-            try:
-                stream.rebuild_dedupe(self.clock.time_ns())
-            except StoreError as e:
-                log.error(
-                    "stream %s/%s: duplicate window not rebuilt (%s); a retried publish"
-                    " may be stored twice",
-                    rec.account,
-                    rec.name,
-                    e,
-                )
-            ja.streams[cfg.name] = stream
-            stream.subscribe()
+            stream = add_stream(ja, cfg, StreamRecovery(rec.store, created))
             report = getattr(rec.store, "recovery_report", None)
             if report:
                 for line in report:
@@ -211,10 +286,25 @@ class JetStream:
                 st.msgs,
                 st.bytes,
             )
-            if rec.consumers:
-                from natsd.jetstream.api.consumers import restore_consumers
+            for crec in rec.consumers:
+                self._restore_consumer(ja, stream, crec)
 
-                restore_consumers(ja, stream, rec.consumers)
+    def _restore_consumer(self, ja: JsAccount, stream: Stream, rec: ConsumerRecord) -> None:
+        try:
+            meta = orjson.loads(rec.meta)
+            cfg = config_from_stored(meta["config"])
+            name = str(meta.get("name") or rec.name)
+            created = int(meta.get("created", self.clock.time_ns()))
+            state = orjson.loads(rec.state) if rec.state else None
+        except Exception as e:
+            log.error(
+                "consumer %s > %s: unreadable metadata (%s); left untouched",
+                stream.name,
+                rec.name,
+                e,
+            )
+            return
+        add_consumer(ja, stream, cfg, recovered=ConsumerRecovery(name, created, state))
 
     # ------------------------------------------------------------------ messaging
     def send(self, ja: JsAccount, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
@@ -321,48 +411,260 @@ class JetStream:
             self._expiry_timer.cancel()
             self._expiry_timer = None
         await self.committer.drain()
-        from natsd.jetstream.consumer.attach import stream_stopped
-
         for ja in self.accounts.values():
             for s in ja.streams.values():
-                stream_stopped(s)
-                s.unsubscribe()
-                try:
-                    s.store.stop()
-                except Exception as e:
-                    log.error("stream %s: stop failed: %s", s.name, e)
+                s.stop()
         self.committer.close()
 
 
-def place_delete_markers(stream: Stream, emptied: list[StoredMsg]) -> None:
-    """Subject delete markers (nats-server 2.15): when max_age or a message's TTL removed
-    the last message on a subject, an empty message takes its place on that subject with
-    ``Nats-Marker-Reason: MaxAge``, ``Nats-TTL: <subject_delete_marker_ttl>`` and
-    ``Nats-Rollup: sub``. It is stored through the stream's publish path (no ack, not seen
-    by core subscribers) and expires by its own TTL without leaving another marker.
-    Removals by the API, purges and max_msgs/max_bytes limits leave no marker."""
-    ttl = stream.cfg.subject_delete_marker_ttl // 1_000_000_000
-    if not emptied or ttl <= 0:
-        return
-    hdr = (
-        b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: "
-        + format_duration(ttl).encode()
-        + b"\r\nNats-Rollup: sub\r\n\r\n"
-    )
-    for m in emptied:
-        if m.hdr and _is_marker(m.hdr):
-            continue  # a marker that expires is not replaced by another
-        if stream.store.load_last_msg(m.subject) is not None:
+# ---------------------------------------------------------------------- stream verbs
+@dataclass(slots=True)
+class StreamRecovery:
+    """What recovery found on disk for one stream: its opened store and creation time."""
+
+    store: StreamStore
+    created_ns: int
+
+
+def add_stream(ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | None = None) -> Stream:
+    """nats-server ``addStream``: the stream ``cfg`` of ``ja``, subscribed to its subjects.
+
+    From the API (``recovered`` is None) the account and server limits are checked, an
+    existing stream with the same config is returned as it is (another config is an error),
+    subjects may not overlap another stream's, and the store is created through the
+    catalog. Recovery passes the store it opened and the creation time it read: the config
+    passed these checks when it was created; the duplicate window is rebuilt from the
+    stored messages before the stream takes publishes."""
+    engine = ja.engine
+    if recovered is None:
+        check_stream_create(ja.limits, cfg, *_limit_context(ja, cfg.storage))
+        existing = ja.streams.get(cfg.name)
+        if existing is not None:
+            if existing.cfg.to_json() == cfg.to_json():
+                return existing
+            raise E.JSStreamNameExistErr()
+        _check_overlap(ja, cfg.subjects or [cfg.name], None)
+        created = engine.clock.time_ns()
+        meta = orjson.dumps({"config": cfg.to_json(), "created": created})
+        try:
+            store = engine.catalog.create(
+                ja.account.name, cfg.name, cfg.storage, cfg.to_store_config(), meta
+            )
+        except (OSError, StoreError) as e:
+            raise E.JSStreamCreateErrF(err=str(e)) from None
+        except ValueError:
+            # A name the file system cannot hold (NUL): refused as nats-server refuses it.
+            raise E.JSStreamCreateErrF(err="error creating store for stream") from None
+    else:
+        store, created = recovered.store, recovered.created_ns
+        store.update_config(cfg.to_store_config())
+    stream = Stream(StreamHost(engine, ja), cfg, store, created)
+    if recovered is not None:
+        # Before the stream takes publishes: a retry of a message stored before the
+        # restart must still be answered as a duplicate.
+        try:
+            stream.rebuild_dedupe(engine.clock.time_ns())
+        except StoreError as e:
+            log.error(
+                "stream %s/%s: duplicate window not rebuilt (%s); a retried publish"
+                " may be stored twice",
+                ja.account.name,
+                cfg.name,
+                e,
+            )
+    ja.streams[cfg.name] = stream
+    stream.subscribe()
+    if recovered is None:
+        engine.stream_action(ja, cfg.name, "create")
+    return stream
+
+
+def update_stream(ja: JsAccount, cfg: StreamConfig) -> Stream:
+    """nats-server ``stream.update``: apply an allowed config change to an existing stream
+    (limits, subject overlap and the update rules checked first), persisted before it
+    takes effect."""
+    stream = ja.streams.get(cfg.name)
+    if stream is None:
+        raise E.JSStreamNotFoundErr()
+    cfg = check_stream_config_update(stream.cfg, cfg)
+    check_stream_update(ja.limits, stream.cfg, cfg, *_limit_context(ja, cfg.storage))
+    _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
+    engine = ja.engine
+    meta = orjson.dumps({"config": cfg.to_json(), "created": stream.created_ns})
+    engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)
+    stream.apply_config(cfg)
+    stream.store.update_config(cfg.to_store_config())
+    stream.resubscribe()
+    engine.stream_action(ja, cfg.name, "update")
+    return stream
+
+
+def delete_stream(ja: JsAccount, stream: Stream) -> None:
+    """Delete a stream, its consumers and its files."""
+    stream.delete()
+    del ja.streams[stream.name]
+    ja.engine.catalog.remove(ja.account.name, stream.name, stream.cfg.storage, stream.store)
+    ja.engine.stream_action(ja, stream.name, "delete")
+
+
+def _check_overlap(ja: JsAccount, subjects: list[str], skip: str | None) -> None:
+    for other in ja.streams.values():
+        if other.name == skip:
             continue
-        stream.process(m.subject.encode(), None, hdr, b"")
+        for a in subjects:
+            for b in other.cfg.subjects or [other.name]:
+                if subjects_collide(a, b):
+                    raise E.JSStreamSubjectOverlapErr()
 
 
-def _is_marker(hdr: bytes) -> bool:
-    try:
-        _status, _desc, h = parse_headers(hdr)
-    except HeaderError:
-        return False
-    return bool(h.get("Nats-Marker-Reason", [""])[0])
+def _limit_context(ja: JsAccount, storage: str) -> tuple[list[StreamConfig], int, int]:
+    """The account's stream configs, and the server's limit and reservations for
+    ``storage``, for the checks in ``account_limits``."""
+    engine = ja.engine
+    memory = storage == StorageType.MEMORY
+    server_max = engine.max_memory if memory else engine.max_store
+    configs = [s.cfg for s in ja.streams.values()]
+    return configs, server_max, engine.server_reserved(memory) if server_max >= 0 else 0
+
+
+# ---------------------------------------------------------------------- consumer verb
+@dataclass(slots=True)
+class ConsumerRecovery:
+    """What recovery read for one consumer: its name, creation time and saved state."""
+
+    name: str
+    created_ns: int
+    state: dict[str, Any] | None
+
+
+def find_consumer(stream: Stream, name: str) -> Consumer | None:
+    """The consumer ``name`` of ``stream`` (a stream holds them as its listeners)."""
+    c = stream.consumers.get(name)
+    return c if isinstance(c, Consumer) else None
+
+
+def add_consumer(
+    ja: JsAccount,
+    stream: Stream,
+    cfg: ConsumerConfig,
+    *,
+    action: str = "",
+    pedantic: bool = False,
+    recovered: ConsumerRecovery | None = None,
+) -> Consumer:
+    """nats-server ``addConsumerWithAssignment`` for a standalone server: the consumer
+    ``cfg`` of ``stream``, started and attached to it.
+
+    From the API (``recovered`` is None) the config gets its defaults and checks, an
+    existing consumer of that name is updated (``action`` "create" refuses a different
+    config, "update" requires one to exist), the account and workqueue rules apply, a name
+    is chosen for an unnamed consumer, and the config is persisted before the consumer
+    starts. Recovery passes the name, creation time and state it read: the consumer
+    resumes from that state (from scratch when the state does not apply), without checks
+    or advisories, as nats-server's ``isRecovering``."""
+    if recovered is None:
+        existing = _check_consumer(ja, stream, cfg, action, pedantic)
+        if existing is not None:
+            return existing
+        name = _consumer_name(stream, cfg)
+        created, state = stream.clock.time_ns(), None
+        persist = stream.cfg.storage != StorageType.MEMORY and not cfg.mem_storage
+    else:
+        name, created, state = recovered.name, recovered.created_ns, recovered.state
+        persist = True
+    c = Consumer(stream, name, cfg, created, persist)
+    if recovered is None:
+        if persist:
+            try:
+                save_meta(c)
+            except (OSError, ValueError) as e:
+                raise E.JSConsumerStoreFailedErrF(err=str(e)) from None
+        c.start(None)
+    else:
+        try:
+            c.start(state)
+        except Exception as e:
+            log.error("consumer %s > %s: cannot restore state (%s)", stream.name, name, e)
+            c = Consumer(stream, name, cfg, created, True)
+            c.start(None)
+    stream.attach(c)
+    if recovered is None:
+        adv.consumer_action(c, "create")
+    else:
+        log.info("  Restored consumer %s > %s", stream.name, name)
+    return c
+
+
+def _sans_level(cfg: ConsumerConfig) -> ConsumerConfig:
+    out = cfg.copy()
+    out.metadata.pop(API_LEVEL_KEY, None)
+    return out
+
+
+def _check_consumer(
+    ja: JsAccount, stream: Stream, cfg: ConsumerConfig, action: str, pedantic: bool
+) -> Consumer | None:
+    """Defaults and checks of a consumer added through the API. An existing consumer of
+    the name is updated and returned; None means a new one may be created."""
+    set_defaults(cfg, stream.cfg, pedantic, ja.limits.max_ack_pending)
+    check_config(cfg, stream.cfg, ja.limits.max_ack_pending)
+    workqueue = stream.cfg.retention == RetentionPolicy.WORKQUEUE
+    name = cfg.durable_name or cfg.name
+    eo = find_consumer(stream, name) if name else None
+    if eo is not None:
+        if action == "create" and _sans_level(cfg) != _sans_level(eo.cfg):
+            raise E.JSConsumerAlreadyExists()
+        if workqueue and not stream.partition_unique(name, cfg.filters):
+            raise E.JSConsumerWQConsumerNotUniqueErr()
+        check_update(eo.cfg, cfg, bool(eo.cfg.deliver_subject) and has_interest(eo))
+        if cfg.pause_until is None and eo.cfg.pause_until is not None:
+            cfg.pause_until = eo.cfg.pause_until
+        if not cfg.durable_name and cfg.inactive_threshold <= 0:
+            cfg.inactive_threshold = eo.cfg.inactive_threshold
+        eo.update_config(cfg)
+        save_meta(eo)
+        return eo
+    if action == "update":
+        raise E.JSConsumerDoesNotExist()
+    maxc = stream.cfg.max_consumers
+    acct = ja.limits.max_consumers
+    if maxc <= 0 or (0 < acct < maxc):
+        maxc = acct
+    limitable = sum(
+        1
+        for o in stream.consumers.values()
+        if not (isinstance(o, Consumer) and (o.cfg.direct or o.cfg.sourcing))
+    )
+    if maxc > 0 and limitable >= maxc:
+        raise E.JSMaximumConsumersLimitErr()
+    if workqueue and not cfg.direct and not cfg.sourcing:
+        if cfg.ack_policy not in (AckPolicy.EXPLICIT, AckPolicy.FLOW_CONTROL):
+            raise E.JSConsumerWQRequiresExplicitAckErr()
+        if cfg.deliver_policy != DeliverPolicy.ALL:
+            raise E.JSConsumerWQConsumerNotDeliverAllErr()
+        if limitable > 0:
+            if not cfg.filters:
+                raise E.JSConsumerWQMultipleUnfilteredErr()
+            if not stream.partition_unique(name, cfg.filters):
+                raise E.JSConsumerWQConsumerNotUniqueErr()
+    return None
+
+
+def _consumer_name(stream: Stream, cfg: ConsumerConfig) -> str:
+    """The new consumer's name: its durable name, its given name, or 8 random
+    characters no other consumer of the stream has."""
+    name = cfg.durable_name or cfg.name
+    if cfg.durable_name:
+        if len(cfg.durable_name.encode()) > MAX_NAME_LEN:
+            raise E.JSConsumerNameTooLongErrF(max=MAX_NAME_LEN)
+        name = cfg.durable_name
+    elif not name:
+        name = "".join(random.choices(_ALNUM, k=8))
+        while name in stream.consumers:
+            name = "".join(random.choices(_ALNUM, k=8))
+    if not is_valid_name(name):
+        raise E.JSConsumerBadDurableNameErr()
+    return name
 
 
 def _unanswered(

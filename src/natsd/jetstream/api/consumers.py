@@ -1,6 +1,6 @@
-"""``$JS.API.CONSUMER.*`` handlers and consumer restore, as nats-server's jetstream_api.go.
+"""``$JS.API.CONSUMER.*`` handlers, as nats-server's jetstream_api.go.
 
-Routes (registered in ``api._TABLE``)::
+Routes (registered in ``dispatch._TABLE``)::
 
     CONSUMER.CREATE.<stream>                       legacy ephemeral
     CONSUMER.CREATE.<stream>.<name>[.<filter>]     named (durable or ephemeral)
@@ -9,45 +9,32 @@ Routes (registered in ``api._TABLE``)::
     CONSUMER.NAMES|LIST.<stream>
     CONSUMER.MSG.NEXT.<stream>.<consumer>          pull requests (no API response; statuses)
 
-Handlers return the response document or raise ApiError, like the stream handlers.
+Handlers return the response document or raise ApiError, like the stream handlers. They
+decode the request and call the engine's verb (``add_consumer``) or the consumer itself;
+building and restoring consumers is the engine's.
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import string
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from natsd.core.clock import rfc3339
 from natsd.jetstream.config.consumer_config import (
     ZERO_TIME,
-    AckPolicy,
-    ConsumerConfig,
-    DeliverPolicy,
-    check_config,
-    check_update,
-    config_from_stored,
     parse_create_request,
     rfc3339_to_ns,
-    set_defaults,
     set_static_metadata,
 )
-from natsd.jetstream.config.stream_types import (
-    API_LEVEL_KEY,
-    MAX_NAME_LEN,
-    RetentionPolicy,
-    StorageType,
-)
-from natsd.jetstream.config.subject_mapping import is_valid_name
-from natsd.jetstream.consumer import Consumer
 from natsd.jetstream.consumer import advisory as adv
 from natsd.jetstream.consumer import priority as prio
-from natsd.jetstream.consumer.attach import attach, delete_consumer, partition_unique
+from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.consumer.pull import process_next_request
-from natsd.jetstream.consumer.push import has_interest
+from natsd.jetstream.consumer.state import save_meta
+from natsd.jetstream.engine import JsAccount, add_consumer, find_consumer
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.jetstream.wire.gojson import _GoJSONError
@@ -63,11 +50,6 @@ from natsd.jetstream.wire.gotyped import (
     unmarshal,
 )
 
-if TYPE_CHECKING:
-    from natsd.jetstream.engine import JsAccount
-    from natsd.jetstream.stream.stream import Stream
-    from natsd.storage.catalog import ConsumerRecord
-
 __all__ = [
     "consumer_create",
     "consumer_delete",
@@ -80,14 +62,12 @@ __all__ = [
     "leader_stepdown",
     "next_request",
     "reset_request",
-    "restore_consumers",
 ]
 
 log = logging.getLogger("natsd")
 
 NAMES_LIMIT = 1024
 LIST_LIMIT = 256
-_ALNUM = string.ascii_letters + string.digits
 
 
 def _stream(ja: JsAccount, name: str) -> Stream:
@@ -98,10 +78,9 @@ def _stream(ja: JsAccount, name: str) -> Stream:
 
 
 def _consumer(stream: Stream, name: str) -> Consumer:
-    c = stream.consumers.get(name)
+    c = find_consumer(stream, name)
     if c is None:
         raise E.JSConsumerNotFoundErr()
-    assert isinstance(c, Consumer)
     return c
 
 
@@ -146,90 +125,12 @@ def _create(
     stream = _stream(ja, req.stream_name)
     if cfg.durable_name and not cfg.name:
         cfg.name = cfg.durable_name
-    existing = stream.consumers.get(cname or cfg.durable_name or cfg.name)
+    existing = find_consumer(stream, cname or cfg.durable_name or cfg.name)
     if existing is not None:
         cfg.pause_until = existing.cfg.pause_until
     set_static_metadata(cfg)
-    c = add_consumer(ja, stream, cfg, req.action, req.pedantic)
+    c = add_consumer(ja, stream, cfg, action=req.action, pedantic=req.pedantic)
     return c.info()
-
-
-def _sans_level(cfg: ConsumerConfig) -> ConsumerConfig:
-    out = cfg.copy()
-    out.metadata.pop(API_LEVEL_KEY, None)
-    return out
-
-
-def add_consumer(
-    ja: JsAccount, stream: Stream, cfg: ConsumerConfig, action: str, pedantic: bool
-) -> Consumer:
-    """``addConsumerWithAssignment`` for a standalone server."""
-    set_defaults(cfg, stream.cfg, pedantic, ja.limits.max_ack_pending)
-    check_config(cfg, stream.cfg, ja.limits.max_ack_pending)
-    workqueue = stream.cfg.retention == RetentionPolicy.WORKQUEUE
-    name = cfg.durable_name or cfg.name
-    if name and name in stream.consumers:
-        eo = stream.consumers[name]
-        assert isinstance(eo, Consumer)
-        if action == "create" and _sans_level(cfg) != _sans_level(eo.cfg):
-            raise E.JSConsumerAlreadyExists()
-        if workqueue and not partition_unique(stream, name, cfg.filters):
-            raise E.JSConsumerWQConsumerNotUniqueErr()
-        check_update(eo.cfg, cfg, bool(eo.cfg.deliver_subject) and has_interest(eo))
-        if cfg.pause_until is None and eo.cfg.pause_until is not None:
-            cfg.pause_until = eo.cfg.pause_until
-        if not cfg.durable_name and cfg.inactive_threshold <= 0:
-            cfg.inactive_threshold = eo.cfg.inactive_threshold
-        eo.update_config(cfg)
-        _save_meta(ja, stream, eo)
-        return eo
-    if action == "update":
-        raise E.JSConsumerDoesNotExist()
-    maxc = stream.cfg.max_consumers
-    acct = ja.limits.max_consumers
-    if maxc <= 0 or (0 < acct < maxc):
-        maxc = acct
-    limitable = sum(1 for o in stream.consumers.values() if not (o.cfg.direct or o.cfg.sourcing))
-    if maxc > 0 and limitable >= maxc:
-        raise E.JSMaximumConsumersLimitErr()
-    if workqueue and not cfg.direct and not cfg.sourcing:
-        if cfg.ack_policy not in (AckPolicy.EXPLICIT, AckPolicy.FLOW_CONTROL):
-            raise E.JSConsumerWQRequiresExplicitAckErr()
-        if cfg.deliver_policy != DeliverPolicy.ALL:
-            raise E.JSConsumerWQConsumerNotDeliverAllErr()
-        if limitable > 0:
-            if not cfg.filters:
-                raise E.JSConsumerWQMultipleUnfilteredErr()
-            if not partition_unique(stream, name, cfg.filters):
-                raise E.JSConsumerWQConsumerNotUniqueErr()
-    if cfg.durable_name:
-        if len(cfg.durable_name.encode()) > MAX_NAME_LEN:
-            raise E.JSConsumerNameTooLongErrF(max=MAX_NAME_LEN)
-        name = cfg.durable_name
-    elif not name:
-        name = "".join(random.choices(_ALNUM, k=8))
-        while name in stream.consumers:
-            name = "".join(random.choices(_ALNUM, k=8))
-    if not is_valid_name(name):
-        raise E.JSConsumerBadDurableNameErr()
-    persist = stream.cfg.storage != StorageType.MEMORY and not cfg.mem_storage
-    c = Consumer(stream, name, cfg, stream.clock.time_ns(), persist)
-    if persist:
-        try:
-            _save_meta(ja, stream, c)
-        except (OSError, ValueError) as e:
-            raise E.JSConsumerStoreFailedErrF(err=str(e)) from None
-    c.start(None)
-    attach(stream, c)
-    adv.consumer_action(c, "create")
-    return c
-
-
-def _save_meta(ja: JsAccount, stream: Stream, c: Consumer) -> None:
-    if not c.persist:
-        return
-    meta = orjson.dumps({"name": c.name, "created": c.created_ns, "config": c.cfg.to_json()})
-    ja.engine.catalog.save_consumer(ja.account.name, stream.name, c.name, "file", meta)
 
 
 # ---------------------------------------------------------------------- info / delete
@@ -245,7 +146,7 @@ def consumer_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, An
         raise E.JSNotEmptyRequestErr()
     stream = _stream(ja, args[0])
     c = _consumer(stream, args[1])
-    delete_consumer(stream, c)
+    c.delete()
     return {"success": True}
 
 
@@ -278,7 +179,7 @@ def consumer_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
 
 def consumer_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     stream, page, out = _page(ja, args, data, LIST_LIMIT)
-    out["consumers"] = [stream.consumers[n].info(versioned=False) for n in page]
+    out["consumers"] = [_consumer(stream, n).info(versioned=False) for n in page]
     return out
 
 
@@ -303,7 +204,7 @@ def consumer_pause(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
     old = c.cfg.pause_until
     c.set_pause(new)
     set_static_metadata(c.cfg)
-    _save_meta(ja, stream, c)
+    save_meta(c)
     now = stream.clock.time_ns()
     paused = until_ns > now
     shown = new or ZERO_TIME
@@ -323,9 +224,7 @@ def next_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byte
     if len(toks) == 5:
         stream = ja.streams.get(toks[3])
         if stream is not None:
-            o = stream.consumers.get(toks[4])
-            if isinstance(o, Consumer):
-                c = o
+            c = find_consumer(stream, toks[4])
     if not reply:
         return
     if c is None:
@@ -352,8 +251,8 @@ def reset_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byt
     if len(toks) != 4 or not reply:
         return
     stream = ja.streams.get(toks[2])
-    c = stream.consumers.get(toks[3]) if stream is not None else None
-    if not isinstance(c, Consumer):
+    c = find_consumer(stream, toks[3]) if stream is not None else None
+    if c is None:
         return
     resp: dict[str, Any] = {"type": "io.nats.jetstream.api.v1.consumer_reset_response"}
     try:
@@ -404,32 +303,3 @@ def consumer_unpin(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
 
 def leader_stepdown(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     raise E.JSClusterRequiredErr()
-
-
-# ---------------------------------------------------------------------- restore
-def restore_consumers(ja: JsAccount, stream: Stream, records: list[ConsumerRecord]) -> None:
-    """Re-create the persisted consumers of a restored stream, with their state."""
-    for rec in records:
-        try:
-            meta = orjson.loads(rec.meta)
-            cfg = config_from_stored(meta["config"])
-            name = str(meta.get("name") or rec.name)
-            created = int(meta.get("created", stream.clock.time_ns()))
-            state = orjson.loads(rec.state) if rec.state else None
-        except Exception as e:
-            log.error(
-                "consumer %s > %s: unreadable metadata (%s); left untouched",
-                stream.name,
-                rec.name,
-                e,
-            )
-            continue
-        c = Consumer(stream, name, cfg, created, True)
-        try:
-            c.start(state)
-        except Exception as e:
-            log.error("consumer %s > %s: cannot restore state (%s)", stream.name, name, e)
-            c = Consumer(stream, name, cfg, created, True)
-            c.start(None)
-        attach(stream, c)
-        log.info("  Restored consumer %s > %s", stream.name, name)

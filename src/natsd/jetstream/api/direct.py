@@ -29,20 +29,19 @@ one consistent store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import orjson
 
 from natsd.core.clock import rfc3339
 from natsd.jetstream.config.stream_types import StorageType
+from natsd.jetstream.engine import JsAccount
+from natsd.jetstream.stream.queries import seq_from_time
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire.gojson import _GoJSONError
 from natsd.jetstream.wire.gotyped import go_time_ns
 from natsd.router.publish import ReplyStream
 from natsd.storage.store import StoredMsg, StoreError, StreamStore, direct_size
-
-if TYPE_CHECKING:
-    from natsd.jetstream.engine import JsAccount
-    from natsd.jetstream.stream.stream import Stream
 
 __all__ = [
     "DIRECT_GET_PREFIX",
@@ -51,7 +50,6 @@ __all__ = [
     "direct_get",
     "on_direct_get",
     "parse_request",
-    "seq_from_time",
 ]
 
 #: nats-server falls back to the server's max_pending (64 MB by default) for max_bytes.
@@ -222,31 +220,7 @@ def parse_request(data: bytes) -> DirectRequest:
     return req
 
 
-# ---------------------------------------------------------------------- store helpers
-def seq_from_time(store: StreamStore, ts: int) -> int:
-    """nats-server ``GetSeqFromTime``: the first message stored at or after ``ts``, or the
-    last sequence + 1 when there is none. Binary search; timestamps ascend with sequence."""
-    st = store.state()
-    first = store.load_next_msg("", st.first_seq) if st.msgs else None
-    if first is None:
-        return st.last_seq + 1
-    if ts <= first.ts:
-        return first.seq
-    last = store.load_prev_msg(st.last_seq)
-    if last is None or ts > last.ts:
-        return st.last_seq + 1
-    lo, hi = first.seq, last.seq  # the answer is the first live message at or after lo
-    while lo < hi:
-        mid = (lo + hi) // 2
-        m = store.load_next_msg("", mid)
-        if m is not None and m.ts >= ts:
-            hi = mid
-        else:
-            lo = mid + 1
-    m = store.load_next_msg("", lo)
-    return m.seq if m is not None else st.last_seq + 1
-
-
+# ---------------------------------------------------------------------- replies
 def _msg_headers(name: bytes, m: StoredMsg, subject: bytes, extra: bytes) -> bytes:
     """The stored headers (minus the blank line), the direct-get headers, ``extra``."""
     hdr = m.hdr

@@ -15,11 +15,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from natsd.jetstream.config.stream_config import StreamConfig, check_restore_config
 from natsd.jetstream.config.stream_unmarshal import RESTORE_SCHEMA
 from natsd.jetstream.config.subject_mapping import _is_valid_publish_subject
+from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.gotyped import (
     BOOL,
@@ -29,9 +30,6 @@ from natsd.jetstream.wire.gotyped import (
     decode_request,
     is_empty_request,
 )
-
-if TYPE_CHECKING:
-    from natsd.jetstream.engine import JsAccount
 
 __all__ = ["cluster_required", "stream_restore", "stream_snapshot"]
 

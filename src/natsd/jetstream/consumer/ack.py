@@ -2,7 +2,7 @@
 ``processAckMsg``, ``processNak``, ``processTerm``, ``checkPending``, and the consumer store's
 ``UpdateDelivered`` / ``UpdateAcks`` that move the reported sequences).
 
-Functions of a :class:`~natsd.jetstream.consumer.Consumer`; all run on the event loop.
+Functions of a :class:`~natsd.jetstream.consumer.consumer.Consumer`; all run on the event loop.
 Ack subjects are ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>``.
 """
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from natsd.core.clock import parse_duration
 from natsd.jetstream.config.consumer_config import AckPolicy
 from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.consumer import advisory as adv
@@ -142,11 +143,10 @@ def process_ack(c: Consumer, sseq: int, dseq: int, dc: int, reply: bytes, sample
         return in_place
     update_acks(c, dseq, sseq, b"" if in_place else reply)
     if in_place:
-        from natsd.jetstream.consumer.attach import ack_msg
-
-        ack_msg(c.stream, c, sseq)
+        stream = c.stream
+        stream.ack_msg(sseq, c)
         for s in acked:
-            ack_msg(c.stream, c, s)
+            stream.ack_msg(s, c)
     if need_signal:
         c._signal()
     return in_place
@@ -177,7 +177,7 @@ def process_nak(c: Consumer, sseq: int, dseq: int, dc: int, nak: bytes) -> None:
             return
         log.warning(
             "JetStream consumer '%s > %s > %s' bad NAK delay value: %r",
-            c.stream.account.account.name,
+            c.stream.ctx.account_name,
             c.stream.name,
             c.name,
             arg.decode(errors="replace"),
@@ -421,8 +421,6 @@ def parse_nak_delay(arg: bytes) -> int | None:
             return None
         d = doc.get("delay", 0)
         return int(d) if isinstance(d, int) and not isinstance(d, bool) else None
-    from natsd.core.clock import parse_duration
-
     try:
         text = arg.decode()
         if text.replace(".", "", 1).isdigit():

@@ -1,7 +1,8 @@
 """Consumer advisories and metrics (``$JS.EVENT.ADVISORY.CONSUMER.*``, ``$JS.EVENT.METRIC``).
 
-Bodies and subjects follow nats-server's ``JSConsumer*Advisory`` types; the engine adds
-``type``, ``id``, ``timestamp`` and ``domain`` and only builds an event when someone listens.
+Bodies and subjects follow nats-server's ``JSConsumer*Advisory`` types; the stream's
+context (the engine) adds ``type``, ``id``, ``timestamp`` and ``domain`` and only builds an
+event when someone listens.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ _V1 = "io.nats.jetstream.advisory.v1."
 
 
 def _send(c: Consumer, kind: str, typ: str, body: dict[str, object]) -> None:
-    ja = c.stream.account
     subject = f"{kind}.{c.stream.name}.{c.name}"
-    ja.engine.advise(ja, subject, typ, body)
+    c.stream.ctx.advise(subject, typ, body)
 
 
 def consumer_action(c: Consumer, action: str) -> None:
@@ -99,7 +99,7 @@ def pinned(c: Consumer, group: str, pin_id: str) -> None:
         _PRE + "PINNED",
         _V1 + "consumer_group_pinned",
         {
-            "account": c.stream.account.account.name,
+            "account": c.stream.ctx.account_name,
             "stream": c.stream.name,
             "consumer": c.name,
             "group": group,
@@ -114,7 +114,7 @@ def unpinned(c: Consumer, group: str, reason: str) -> None:
         _PRE + "UNPINNED",
         _V1 + "consumer_group_unpinned",
         {
-            "account": c.stream.account.account.name,
+            "account": c.stream.ctx.account_name,
             "stream": c.stream.name,
             "consumer": c.name,
             "group": group,

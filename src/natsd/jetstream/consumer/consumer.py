@@ -27,7 +27,7 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from natsd.core.filters import match_tokens
 from natsd.core.scheduler import Cancellable, Scheduler
@@ -46,12 +46,10 @@ from natsd.jetstream.consumer import advisory as adv
 from natsd.jetstream.consumer import priority as prio
 from natsd.jetstream.consumer import seq as cseq
 from natsd.jetstream.consumer import state as cstate
+from natsd.jetstream.stream.stream import Stream
 from natsd.router.publish import publish, publish_as
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoredMsg
-
-if TYPE_CHECKING:
-    from natsd.jetstream.stream.stream import Stream
 
 __all__ = ["Consumer"]
 
@@ -91,7 +89,7 @@ class Consumer:
         self.sched: Scheduler = stream.scheduler
         self.now_ns: Callable[[], int] = stream.clock.time_ns
         self.mono: Callable[[], float] = stream.clock.monotonic
-        self._sublist = stream.account.account.sublist
+        self._sublist = stream.sublist
 
         # Cursor and ack state (see module docstring).
         self.sseq = 1
@@ -299,6 +297,22 @@ class Consumer:
         self._ptmr = self.dtmr = self.wtmr = self.hbtmr = self.itmr = None
         self._uptmr = self._run_tmr = self._flush_tmr = self.pin_tmr = None
 
+    def delete(self, advisory: bool = True) -> None:
+        """Delete this consumer: stop it (``409 Consumer Deleted`` to waiting pulls, the
+        delete advisory), leave the stream, forget its files, and with interest retention
+        drop what only it still held."""
+        self.stop(deleted=True, advisory=advisory)
+        stream = self.stream
+        stream.detach(self)
+        if self.persist:
+            ctx = stream.ctx
+            try:
+                ctx.catalog.remove_consumer(ctx.account_name, stream.name, self.name, "file")
+            except OSError as e:
+                log.error("consumer %s > %s: cannot remove files: %s", stream.name, self.name, e)
+        if stream.cfg.retention == _INTEREST:
+            stream.cleanup_no_interest(self.asflr, self)
+
     def _select_starting_seq(self) -> None:
         cseq.select_starting_seq(self)
 
@@ -315,6 +329,10 @@ class Consumer:
         if self.filter_all:
             return store.num_pending(self.sseq, "", lps)
         return sum(store.num_pending(self.sseq, f, lps) for f in self.filters)
+
+    def on_bulk_removed(self) -> None:
+        """A purge, compact or truncate of the store: recount what is pending."""
+        self.npc = self._calc_num_pending()
 
     def _stream_num_pending(self) -> None:
         self.npc = self._calc_num_pending()
@@ -570,9 +588,7 @@ class Consumer:
         if n == 0:
             self._did_not_deliver(seq, dsubj)
         if ack_none and self.retention != _LIMITS:
-            from natsd.jetstream.consumer.attach import ack_msg
-
-            ack_msg(self.stream, self, seq)
+            self.stream.ack_msg(seq, self)
 
     def _did_not_deliver(self, seq: int, dsubj: bytes) -> None:
         self._dec_delivery_count(seq)
@@ -729,9 +745,7 @@ class Consumer:
             if delay > 0:
                 self.dtmr = self.sched.call_later(delay / 1e9, self._delete_not_active)
                 return
-        from natsd.jetstream.consumer.attach import delete_consumer
-
-        delete_consumer(self.stream, self)
+        self.delete()
 
     # ------------------------------------------------------------------ pause
     def _update_pause_timer(self) -> None:
@@ -779,9 +793,7 @@ class Consumer:
         if refilter:
             self._set_filters(cfg)
             if self.retention == _INTEREST:
-                from natsd.jetstream.consumer.attach import cleanup_no_interest
-
-                cleanup_no_interest(self.stream, self, False)
+                self.stream.cleanup_no_interest(self.asflr, None)
             self._stream_num_pending()
         self.mark_dirty()
         self._signal()

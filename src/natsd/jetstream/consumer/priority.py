@@ -10,7 +10,7 @@
   ``priority_timeout`` or by ``$JS.API.CONSUMER.UNPIN`` (``UNPINNED`` advisory).
 * ``prioritized``: requests are served in ``priority`` order (0 first), FIFO within one.
 
-Functions of a :class:`~natsd.jetstream.consumer.Consumer`; all on the event loop.
+Functions of a :class:`~natsd.jetstream.consumer.consumer.Consumer`; all on the event loop.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
 from natsd.jetstream.config.consumer_config import PriorityPolicy
+from natsd.jetstream.consumer import advisory as adv
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer.consumer import Consumer
@@ -109,8 +110,6 @@ def assign_pin(c: Consumer, wr: WaitingRequest) -> None:
     c.pinned_ts = c.now_ns()
     wr.pin_id = c.pin_id
     _set_pin_timer(c, wr.group)
-    from natsd.jetstream.consumer import advisory as adv
-
     adv.pinned(c, wr.group, c.pin_id)
 
 
@@ -123,8 +122,6 @@ def unpin(c: Consumer, group: str, reason: str) -> None:
         c.pin_tmr.cancel()
         c.pin_tmr = None
     if had or reason == "admin":
-        from natsd.jetstream.consumer import advisory as adv
-
         adv.unpinned(c, group, reason)
     c._signal()
 

@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from natsd.jetstream.config.consumer_config import PriorityPolicy
+from natsd.jetstream.config.consumer_config import PriorityPolicy, go_duration
 from natsd.jetstream.consumer import priority as prio
 from natsd.jetstream.wire.gojson import _GoJSONError
 from natsd.jetstream.wire.gotyped import BOOL, DURATION, INT, INT64, STRING, StructT, unmarshal
@@ -304,8 +304,6 @@ def process_next_request(c: Consumer, reply: bytes, data: bytes) -> None:
         c.send(reply, b"", status(409, f"Exceeded MaxRequestBatch of {cfg.max_batch}"))
         return
     if req.expires and cfg.max_expires > 0 and req.expires > cfg.max_expires:
-        from natsd.jetstream.config.consumer_config import go_duration
-
         text = f"Exceeded MaxRequestExpires of {go_duration(cfg.max_expires)}"
         c.send(reply, b"", status(409, text))
         return

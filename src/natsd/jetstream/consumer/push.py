@@ -23,6 +23,7 @@ import string
 from typing import TYPE_CHECKING, Final
 
 from natsd.jetstream.consumer.pull import heartbeat_header
+from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 
 if TYPE_CHECKING:
@@ -162,8 +163,6 @@ def maybe_flow_control(c: Consumer, sz: int) -> None:
 def send_flow_control(c: Consumer) -> None:
     reply = (c.fc_pre + "".join(random.choices(_ALNUM, k=4))).encode()
     c.fcsz, c.fcid = c.pbytes, reply
-    from natsd.router.publish import publish
-
     publish(c._sublist, c.dsubj, reply, FC_REQUEST, b"")
 
 

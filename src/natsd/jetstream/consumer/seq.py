@@ -1,7 +1,7 @@
 """Where a consumer starts and restarts: the deliver policies (``selectStartingSeqNo``),
 ``CONSUMER.RESET`` (``resetStartingSeq``) and stream purges (``consumer.purge``).
 
-Functions of a :class:`~natsd.jetstream.consumer.Consumer`; all on the event loop.
+Functions of a :class:`~natsd.jetstream.consumer.consumer.Consumer`; all on the event loop.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 from natsd.jetstream.config.consumer_config import DeliverPolicy, rfc3339_to_ns
 from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.consumer import ack
+from natsd.jetstream.stream.queries import seq_from_time
 
 if TYPE_CHECKING:
     from natsd.jetstream.consumer.consumer import Consumer
 
-__all__ = ["purge", "reset_to", "select_starting_seq", "seq_from_time"]
+__all__ = ["purge", "reset_to", "select_starting_seq"]
 
 
 def select_starting_seq(c: Consumer) -> None:
@@ -45,7 +46,7 @@ def select_starting_seq(c: Consumer) -> None:
                 sseq = seqs[0] if seqs else st.last_seq
                 c.lss = seqs if seqs else None
         elif dp == DeliverPolicy.BY_START_TIME and cfg.opt_start_time is not None:
-            sseq = seq_from_time(c, rfc3339_to_ns(cfg.opt_start_time), st.first_seq)
+            sseq = seq_from_time(store, rfc3339_to_ns(cfg.opt_start_time))
         else:  # new
             sseq = st.last_seq + 1
     else:
@@ -64,24 +65,6 @@ def select_starting_seq(c: Consumer) -> None:
     c.st_ds = c.st_fs = c.sseq - 1
 
 
-def seq_from_time(c: Consumer, ts: int, first: int) -> int:
-    """First sequence whose message time is at or after ``ts`` (last+1 if none)."""
-    store = c.stream.store
-    st = store.state()
-    if not st.msgs:
-        return st.last_seq + 1
-    lo, hi = max(first, 1), st.last_seq + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        m = store.load_next_msg("", mid)
-        if m is None or m.ts >= ts:
-            hi = mid
-        else:
-            lo = m.seq + 1
-    m = store.load_next_msg("", lo)
-    return m.seq if m is not None else st.last_seq + 1
-
-
 def reset_to(c: Consumer, seq: int) -> int:
     """``resetStartingSeq``: restart delivery at ``seq`` (0: just above the ack floor),
     forgetting what is pending. Raises ValueError with nats-server's reason."""
@@ -92,8 +75,7 @@ def reset_to(c: Consumer, seq: int) -> int:
         if seq < cfg.opt_start_seq:
             raise ValueError("below start seq")
     elif cfg.deliver_policy == DeliverPolicy.BY_START_TIME:
-        first = c.stream.store.state().first_seq
-        if seq < seq_from_time(c, rfc3339_to_ns(cfg.opt_start_time), first):
+        if seq < seq_from_time(c.stream.store, rfc3339_to_ns(cfg.opt_start_time)):
             raise ValueError("below start time")
     elif cfg.deliver_policy != DeliverPolicy.ALL:
         raise ValueError("not allowed")
@@ -110,9 +92,7 @@ def reset_to(c: Consumer, seq: int) -> int:
     c.st_pending = {}
     ack.stop_ptmr(c)
     if c.retention == RetentionPolicy.INTEREST:
-        from natsd.jetstream.consumer.attach import cleanup_no_interest
-
-        cleanup_no_interest(c.stream, c, False)
+        c.stream.cleanup_no_interest(c.asflr, None)
     c._stream_num_pending()
     c.mark_dirty()
     c._signal()

@@ -1,9 +1,10 @@
 """Consumer info and persisted state.
 
-``info`` is CONSUMER.INFO (nats-server ``ConsumerInfo``). File consumers save their state
-(the stored view: delivered and ack-floor pairs, pending with delivery times, redelivery
-counts) through the catalog a little after it changes (``STATE_FLUSH_DELAY``) and when the
-server stops; ``apply_state`` restores it at start-up (``applyState``).
+``info`` is CONSUMER.INFO (nats-server ``ConsumerInfo``). File consumers save their config
+(``save_meta``) when it is set, and their state (the stored view: delivered and ack-floor
+pairs, pending with delivery times, redelivery counts) through the catalog a little after it
+changes (``STATE_FLUSH_DELAY``) and when the server stops; ``apply_state`` restores it at
+start-up (``applyState``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from natsd.version import API_LEVEL, SERVER_VERSION
 if TYPE_CHECKING:
     from natsd.jetstream.consumer.consumer import Consumer
 
-__all__ = ["apply_state", "flush_state", "info", "state_doc"]
+__all__ = ["apply_state", "flush_state", "info", "save_meta", "state_doc"]
 
 log = logging.getLogger("natsd")
 
@@ -97,16 +98,26 @@ def flush_state(c: Consumer, durable: bool = False) -> bool:
     c._dirty = False
     if not c.persist:
         return True
-    ja = c.stream.account
+    ctx = c.stream.ctx
     try:
-        ja.engine.catalog.save_consumer_state(
-            ja.account.name, c.stream.name, c.name, "file", state_doc(c), durable
+        ctx.catalog.save_consumer_state(
+            ctx.account_name, c.stream.name, c.name, "file", state_doc(c), durable
         )
     except OSError as e:
         log.error("consumer %s > %s: cannot save state: %s", c.stream.name, c.name, e)
         c._dirty = True
         return False
     return True
+
+
+def save_meta(c: Consumer) -> None:
+    """Persist the consumer's name, creation time and config (file consumers only): at
+    creation, on config updates and pauses. Raises OSError when the catalog cannot."""
+    if not c.persist:
+        return
+    meta = orjson.dumps({"name": c.name, "created": c.created_ns, "config": c.cfg.to_json()})
+    ctx = c.stream.ctx
+    ctx.catalog.save_consumer(ctx.account_name, c.stream.name, c.name, "file", meta)
 
 
 def apply_state(c: Consumer, st: dict[str, Any]) -> None:

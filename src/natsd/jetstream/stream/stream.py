@@ -1,30 +1,55 @@
-"""A stream: its config, its store, its subject subscriptions and the publish path.
+"""A stream: its config, its store, its subject subscriptions, the publish path and retention.
 
 Ownership: the event loop owns every Stream. Messages arrive through internal subscriptions
-on the account's Sublist (``_on_msg``), are checked against the JetStream publish headers,
-stored, and acknowledged through the Committer (file streams) or at once (memory streams).
-Acks are small JSON documents formatted directly as bytes: no JSON encoder per message.
-Time and timers come from the engine's ``Clock`` and ``Scheduler`` (``clock`` /
-``scheduler`` here), which the stream's consumers use too.
+on the account's Sublist (``_on_msg``), are checked against the JetStream publish headers
+(``headers``), stored, and acknowledged through the Committer (file streams) or at once
+(memory streams). Acks are small JSON documents formatted directly as bytes: no JSON encoder
+per message.
+
+What a stream needs from above comes through its ``StreamContext`` (``ctx``: the account's
+Sublist, the committer, clock and scheduler, advisories, storage limits), built by the
+engine; the often-used parts are bound once as attributes (``sublist``, ``clock``,
+``scheduler``), which the stream's consumers read too. Its consumers are ``StreamListener``s
+(``consumers``): the stream tells them about stored and removed messages, and owns the
+retention rules that ask them (``ack_msg``, interest checks, ``partition_unique``), as
+nats-server's ``stream.go`` does.
 """
 
 from __future__ import annotations
 
 import base64
-import re
-import zoneinfo
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
+
+import orjson
 
 from natsd.core.clock import rfc3339
+from natsd.core.filters import subject_matches
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
-from natsd.jetstream.api.direct import seq_from_time
-from natsd.jetstream.config.stream_config import StreamConfig
-from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType
-from natsd.jetstream.config.subject_mapping import _is_valid_publish_subject
+from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType, StreamConfig
+from natsd.jetstream.config.subject_mapping import subject_is_subset_match
+from natsd.jetstream.stream.context import StreamContext, StreamListener
+from natsd.jetstream.stream.headers import (
+    FAST_BATCH_SUFFIX,
+    H_BATCH_ID,
+    H_MSG_ID,
+    H_ROLLUP,
+    H_TTL,
+    check_headers,
+    check_last_msg_id_and_rollup,
+    first,
+    is_marker,
+    limit_text,
+    marker_header,
+    msg_id_of,
+    parse_ttl,
+    set_header,
+)
+from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
 from natsd.router.publish import publish
@@ -40,40 +65,18 @@ from natsd.storage.store import (
 )
 from natsd.version import API_LEVEL, SERVER_VERSION
 
-if TYPE_CHECKING:
-    from natsd.jetstream.engine import JsAccount
-
 __all__ = ["Stream"]
+
+log: Final = logging.getLogger("natsd")
 
 _ZERO_TIME: Final = "0001-01-01T00:00:00Z"
 
 # Policy members compared per message, bound once: on Python 3.11 `RetentionPolicy.INTEREST`
 # is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
+_LIMITS: Final = RetentionPolicy.LIMITS
+_WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
 _INTEREST: Final = RetentionPolicy.INTEREST
 _MEMORY: Final = StorageType.MEMORY
-
-H_MSG_ID: Final = "Nats-Msg-Id"
-H_EXP_STREAM: Final = "Nats-Expected-Stream"
-H_EXP_LAST_SEQ: Final = "Nats-Expected-Last-Sequence"
-H_EXP_LAST_SUBJ_SEQ: Final = "Nats-Expected-Last-Subject-Sequence"
-H_EXP_LAST_SUBJ_SEQ_SUBJ: Final = "Nats-Expected-Last-Subject-Sequence-Subject"
-H_EXP_LAST_MSG_ID: Final = "Nats-Expected-Last-Msg-Id"
-H_ROLLUP: Final = "Nats-Rollup"
-H_TTL: Final = "Nats-TTL"
-# nats-server 2.12+ publish headers of features natsd does not implement (counters, atomic
-# batches, schedules, sourcing): answered with nats-server's "disabled" errors.
-H_INCR: Final = "Nats-Incr"
-H_BATCH_ID: Final = "Nats-Batch-Id"
-H_SCHEDULE: Final = "Nats-Schedule"
-H_SCHEDULE_TZ: Final = "Nats-Schedule-Time-Zone"
-H_SCHEDULE_NEXT: Final = "Nats-Schedule-Next"
-H_SCHEDULER: Final = "Nats-Scheduler"
-H_STREAM_SOURCE: Final = "Nats-Stream-Source"
-# A fast batch publish (nats-server 2.14) is told by its reply subject:
-# <prefix>.<uuid>.<flow>.<gap mode>.<batch seq>.<operation>.$FI
-FAST_BATCH_SUFFIX: Final = b".$FI"
-# big.Int.SetString(s, 10), how nats-server reads Nats-Incr.
-_BIG_INT: Final = re.compile(r"[+-]?[0-9]+")
 
 # Messages read per store call while rebuilding the duplicate window after a restart.
 _REBUILD_BATCH: Final = 1024
@@ -82,40 +85,39 @@ _REBUILD_BATCH: Final = 1024
 class Stream:
     def __init__(
         self,
-        account: JsAccount,
+        ctx: StreamContext,
         cfg: StreamConfig,
         store: StreamStore,
         created_ns: int,
     ) -> None:
-        self.account = account
+        self.ctx = ctx
         self.cfg = cfg
         self.name = cfg.name
         self.store = store
         self.created_ns = created_ns
-        engine = account.engine
-        self.clock: Clock = engine.clock
-        self.scheduler: Scheduler = engine.scheduler
+        self.clock: Clock = ctx.clock
+        self.scheduler: Scheduler = ctx.scheduler
         # Bound once: the duplicate window reads the clock for every message with an id.
-        self._now_ns: Callable[[], int] = engine.clock.time_ns
+        self._now_ns: Callable[[], int] = self.clock.time_ns
         self.subs: list[Subscription] = []
         # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._last_msg_id = ""
         self._name_b = self.name.encode()
         self.consumer_count = 0
-        # Consumers of this stream by name (jetstream/consumer*.py owns their type). The
-        # publish path tells them about every stored message through notify_consumers.
-        self.consumers: dict[str, Any] = {}
+        # Consumers of this stream by name (``attach`` / ``detach``). The publish path tells
+        # them about every stored message through notify_consumers.
+        self.consumers: dict[str, StreamListener] = {}
         # The ack sent when the disk refuses a write: the same bytes every time.
         self.write_failed_ack = self._ack_err(E.JSStreamStoreFailedF(err="write failed"))
-        self._domain = account.engine.domain
+        self._domain = ctx.domain
         # '{"stream":"<name>",["domain":"<d>",]"seq":' : an ack is this plus "<seq>}".
         self._ack_head = b'{"stream":"%s",' % self._name_b
         if self._domain:
             self._ack_head += b'"domain":"%s",' % self._domain.encode()
         self._ack_head += b'"seq":'
-        self._sublist = account.account.sublist
-        self._committer = account.engine.committer
+        self.sublist = ctx.sublist
+        self._committer = ctx.committer
         self._committer.on_failure[store] = self._write_failed
         self._republish: SubjectTransform | None = None
         self._transform: SubjectTransform | None = None
@@ -125,7 +127,7 @@ class Stream:
     def apply_config(self, cfg: StreamConfig) -> None:
         self.cfg = cfg
         # Server or account storage limits are checked per message only when configured.
-        self._check_limits = self.account.engine.limits_set(self.account)
+        self._check_limits = self.ctx.limits_set()
         rp = cfg.republish
         self._republish = SubjectTransform(rp.src, rp.dest) if rp is not None else None
         st = cfg.subject_transform
@@ -133,14 +135,14 @@ class Stream:
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
-        sublist = self.account.account.sublist
+        sublist = self.sublist
         for i, subj in enumerate(self.cfg.subjects or [self.name]):
             sub = Subscription(subj.encode(), None, b"js-%d" % i, callback=self._on_msg)
             sublist.insert(sub)
             self.subs.append(sub)
 
     def unsubscribe(self) -> None:
-        sublist = self.account.account.sublist
+        sublist = self.sublist
         for sub in self.subs:
             sublist.remove(sub)
         self.subs = []
@@ -161,8 +163,6 @@ class Stream:
         return self._ack_head + b"%d}" % seq
 
     def _ack_err(self, err: ApiError) -> bytes:
-        import orjson
-
         return b'{"error":%s,"stream":"%s","seq":0}' % (
             orjson.dumps(err.to_json()),
             self._name_b,
@@ -170,7 +170,7 @@ class Stream:
 
     def _reply(self, reply: bytes | None, payload: bytes) -> None:
         if reply:
-            self.account.engine.send(self.account, reply, payload)
+            self.ctx.send(reply, payload)
 
     def process(
         self, subject_b: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
@@ -206,35 +206,33 @@ class Stream:
             except HeaderError:
                 h = {}
             if h:
-                if _first(h, H_BATCH_ID):
+                if first(h, H_BATCH_ID):
                     # An atomic batch message (nats-server 2.12): natsd has no batches.
                     self._refuse_batch(reply, E.JSAtomicPublishDisabledErr, subject, hdr, data)
                     return
-                error = self._check_headers(h, subject)
+                error = check_headers(cfg, self.name, self.store, h, subject)
                 if error is not None:
                     self._reply(reply, self._ack_err(error))
                     return
-                msg_id = _first(h, H_MSG_ID) or ""
+                msg_id = first(h, H_MSG_ID) or ""
                 if msg_id:
                     dup = self._check_dup(msg_id)
                     if dup is not None:
                         self._reply(reply, self._ack_ok(dup, duplicate=True))
                         return
-                error = self._check_last_msg_id_and_rollup(h)
+                error = check_last_msg_id_and_rollup(cfg, self._last_msg_id, h)
                 if error is not None:
                     self._reply(reply, self._ack_err(error))
                     return
-                rollup = (_first(h, H_ROLLUP) or "").lower()
-                ttl_s = (_first(h, H_TTL) or "").strip()
+                rollup = (first(h, H_ROLLUP) or "").lower()
+                ttl_s = (first(h, H_TTL) or "").strip()
         if self._check_limits:
-            exceeded = self.account.engine.storage_exceeded(
-                self.account, cfg.storage == _MEMORY, subject, hdr, data
-            )
+            exceeded = self.ctx.storage_exceeded(cfg.storage == _MEMORY, subject, hdr, data)
             if exceeded is not None:
                 self._reply(reply, self._ack_err(exceeded()))
                 return
         if ttl_s:
-            parsed = _parse_ttl(ttl_s)
+            parsed = parse_ttl(ttl_s)
             if parsed is None:
                 self._reply(reply, self._ack_err(E.JSMessageTTLInvalidErr()))
                 return
@@ -244,7 +242,7 @@ class Stream:
                 # nats-server keeps messages at least as long as the delete markers that
                 # would replace them, and stores the raised TTL.
                 ttl = marker_ttl
-                hdr = _set_header(hdr, H_TTL, str(marker_ttl))
+                hdr = set_header(hdr, H_TTL, str(marker_ttl))
         # Republish's Nats-Last-Sequence is the subject's previous message, looked up
         # before storing as nats-server does (a history of 1 is about to drop it).
         rp_last = 0
@@ -257,7 +255,7 @@ class Stream:
             self._reply(reply, self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
             return
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject) as e:
-            self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=_limit_text(e))))
+            self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=limit_text(e))))
             return
         except StoreError as e:
             self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=str(e))))
@@ -278,10 +276,10 @@ class Stream:
         # Acknowledge now (memory) or after the fsync that covers the message (file).
         if cfg.storage == _MEMORY:
             if reply:
-                publish(self._sublist, reply, None, None, self._ack_head + b"%d}" % seq)
+                publish(self.sublist, reply, None, None, self._ack_head + b"%d}" % seq)
         elif reply:
             ack = self._ack_head + b"%d}" % seq
-            self._committer.add(self.store, (self._sublist, reply, ack, self.write_failed_ack))
+            self._committer.add(self.store, (self.sublist, reply, ack, self.write_failed_ack))
         else:
             self._committer.add(self.store, None)
         if self.consumers:
@@ -293,9 +291,7 @@ class Stream:
         for c in list(self.consumers.values()):
             c.on_stored(seq, subject)
         if self.cfg.retention == _INTEREST:
-            from natsd.jetstream.consumer.attach import check_interest
-
-            check_interest(self, seq, subject)
+            self._check_interest(seq, subject)
 
     def _write_failed(self) -> None:
         """The store lost buffered messages (a failed flush burns their sequences): forget
@@ -334,7 +330,7 @@ class Stream:
         # Keep the message's own headers (minus the blank line) and append ours.
         base = hdr[:-2] if hdr else b"NATS/1.0\r\n"
         block = base + extra + b"\r\n"
-        self.account.engine.send(self.account, dest.encode(), b"" if headers_only else data, block)
+        self.ctx.send(dest.encode(), b"" if headers_only else data, block)
 
     def _refuse_batch(
         self,
@@ -348,68 +344,11 @@ class Stream:
         storage limits before they find batches disabled on the stream."""
         answer = error()
         if self._check_limits:
-            exceeded = self.account.engine.storage_exceeded(
-                self.account, self.cfg.storage == _MEMORY, subject, hdr, data
-            )
+            exceeded = self.ctx.storage_exceeded(self.cfg.storage == _MEMORY, subject, hdr, data)
             if exceeded is not None:
                 answer = exceeded()
         if not self.cfg.no_ack:
             self._reply(reply, self._ack_err(answer))
-
-    def _check_headers(self, h: dict[str, list[str]], subject: str) -> ApiError | None:
-        """The publish header checks in nats-server's order (``processJetStreamMsg``). An
-        empty value counts as no header, as nats-server's ``sliceHeader`` lookups do.
-        natsd implements no counters, schedules or sourcing, so their headers get the
-        errors nats-server sends on a stream that does not allow them."""
-        cfg = self.cfg
-        incr = _first(h, H_INCR)
-        if incr:
-            if not _BIG_INT.fullmatch(incr):
-                return E.JSMessageIncrInvalidErr()
-            return E.JSMessageIncrDisabledErr()
-        exp = _first(h, H_EXP_STREAM)
-        if exp and exp != self.name:
-            return E.JSStreamNotMatchErr()
-        ttl_s = (_first(h, H_TTL) or "").strip()
-        ttl = _parse_ttl(ttl_s) if ttl_s else None
-        # An invalid Nats-TTL is refused later (below), a valid one here when TTLs are off.
-        if ttl and not cfg.allow_msg_ttl:
-            return E.JSMessageTTLDisabledErr()
-        exp_sseq = _first(h, H_EXP_LAST_SUBJ_SEQ)
-        if exp_sseq:
-            on = _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ) or subject
-            lm = self.store.load_last_msg(on)
-            last = lm.seq if lm is not None else 0
-            if not exp_sseq.isdigit() or int(exp_sseq) != last:
-                return E.JSStreamWrongLastSequenceErrF(seq=last)
-        elif _first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ):
-            return E.JSStreamExpectedLastSeqPerSubjectInvalid()
-        exp_seq = _first(h, H_EXP_LAST_SEQ)
-        if exp_seq:
-            last = self.store.state().last_seq
-            if not exp_seq.isdigit() or int(exp_seq) != last:
-                return E.JSStreamWrongLastSequenceErrF(seq=last)
-        error = _check_schedule_headers(h, subject)
-        if error is not None:
-            return error
-        if _first(h, H_STREAM_SOURCE):
-            return E.JSMessageSourceHdrNotAllowedErr()
-        return None
-
-    def _check_last_msg_id_and_rollup(self, h: dict[str, list[str]]) -> ApiError | None:
-        """The checks nats-server makes after the duplicate window."""
-        cfg = self.cfg
-        exp_id = _first(h, H_EXP_LAST_MSG_ID)
-        if exp_id and exp_id != self._last_msg_id:
-            return E.JSStreamWrongLastMsgIDErrF(id=self._last_msg_id)
-        rollup = _first(h, H_ROLLUP)
-        if rollup:
-            if not cfg.allow_rollup_hdrs:
-                return E.JSStreamRollupFailedF(err="rollup not permitted")
-            if rollup.lower() not in ("sub", "all"):
-                text = f'rollup value invalid: "{rollup}"'
-                return E.JSStreamRollupFailedF(err=text)
-        return None
 
     def _check_dup(self, msg_id: str) -> int | None:
         window = self.cfg.duplicate_window
@@ -447,7 +386,7 @@ class Stream:
             if not batch:
                 break
             for m in batch:
-                msg_id = _msg_id(m.hdr) if m.hdr else ""
+                msg_id = msg_id_of(m.hdr) if m.hdr else ""
                 if msg_id:
                     # A later message with the same id replaces the earlier entry, as
                     # nats-server's map does; keep arrival order for pruning.
@@ -458,6 +397,175 @@ class Stream:
             n += len(batch)
             seq = batch[-1].seq + 1
         return n
+
+    # ------------------------------------------------------------------ expiry
+    def expire(self, now: int) -> None:
+        """Apply max_age and per-message TTLs as of ``now`` (wall ns); the engine calls
+        this for every stream on its expiry timer. Stores only know "as of now"."""
+        cfg = self.cfg
+        if cfg.max_age <= 0 and not cfg.allow_msg_ttl:
+            return
+        if cfg.subject_delete_marker_ttl > 0:
+            emptied: list[StoredMsg] = []
+            self.store.expire(now, emptied)
+            self._place_delete_markers(emptied)
+        else:
+            self.store.expire(now)
+
+    def _place_delete_markers(self, emptied: list[StoredMsg]) -> None:
+        """Subject delete markers (nats-server 2.15): when max_age or a message's TTL removed
+        the last message on a subject, an empty message takes its place on that subject
+        with ``Nats-Marker-Reason: MaxAge``, ``Nats-TTL: <subject_delete_marker_ttl>`` and
+        ``Nats-Rollup: sub``. It is stored through the publish path (no ack, not seen by
+        core subscribers) and expires by its own TTL without leaving another marker.
+        Removals by the API, purges and max_msgs/max_bytes limits leave no marker."""
+        ttl = self.cfg.subject_delete_marker_ttl // 1_000_000_000
+        if not emptied or ttl <= 0:
+            return
+        hdr = marker_header(ttl)
+        for m in emptied:
+            if m.hdr and is_marker(m.hdr):
+                continue  # a marker that expires is not replaced by another
+            if self.store.load_last_msg(m.subject) is not None:
+                continue
+            self.process(m.subject.encode(), None, hdr, b"")
+
+    # ------------------------------------------------------------------ consumers
+    def attach(self, c: StreamListener) -> None:
+        """A consumer starts listening. With the first one the stream subscribes to its
+        store's updates, through which consumers hear of removed messages (limits,
+        deletes, expiry), like nats-server's ``decStreamPending``."""
+        if not self.consumers:
+            self.store.register_updates(self._on_store_update)
+        self.consumers[c.name] = c
+        self.consumer_count = len(self.consumers)
+
+    def detach(self, c: StreamListener) -> None:
+        if self.consumers.get(c.name) is c:
+            del self.consumers[c.name]
+        self.consumer_count = len(self.consumers)
+        if not self.consumers:
+            self.store.register_updates(None)
+
+    def _on_store_update(self, msgs: int, nbytes: int, seq: int, subject: str) -> None:
+        if msgs >= 0:
+            return
+        consumers = list(self.consumers.values())
+        if seq:
+            for c in consumers:
+                c.on_removed(seq, subject)
+        else:
+            # A bulk removal (purge, compact, truncate): counts are recomputed.
+            for c in consumers:
+                c.on_bulk_removed()
+
+    # ------------------------------------------------------------------ retention
+    def ack_msg(self, seq: int, by: StreamListener | None) -> bool:
+        """``ackMsg``: consumer ``by`` acked ``seq``; remove it when retention says so (a
+        workqueue at once, interest once no other consumer still needs it)."""
+        retention = self.cfg.retention
+        if retention == _LIMITS:
+            return False
+        store = self.store
+        if retention == _WORKQUEUE:
+            return store.remove_msg(seq)
+        m = store.load_msg(seq)
+        if m is None:
+            return False
+        for o in self.consumers.values():
+            if o is not by and o.need_ack(seq, m.subject):
+                return False
+        return store.remove_msg(seq)
+
+    def _check_interest(self, seq: int, subject: str) -> None:
+        """Interest retention: a message no consumer is interested in is not kept."""
+        for c in self.consumers.values():
+            if c.need_ack(seq, subject):
+                return
+        self.store.remove_msg(seq)
+
+    def cleanup_no_interest(self, floor: int, ignore: StreamListener | None) -> None:
+        """``cleanupNoInterestMessages``: after a consumer of an interest stream went away
+        (or changed its filters or cursor), drop the messages above ``floor`` (its ack floor)
+        nobody needs any more; ``ignore`` is a consumer whose interest no longer counts."""
+        store = self.store
+        if not self.consumers:
+            store.purge()
+            return
+        st = store.state()
+        seq = max(floor, st.first_seq)
+        while True:
+            m = store.load_next_msg("", seq)
+            if m is None:
+                break
+            seq = m.seq
+            if not any(
+                o.need_ack(seq, m.subject) for o in self.consumers.values() if o is not ignore
+            ):
+                store.remove_msg(seq)
+            seq += 1
+
+    def partition_unique(self, name: str, filters: list[str]) -> bool:
+        """``partitionUnique``: no other consumer of a workqueue stream overlaps
+        ``filters``."""
+        for part in filters:
+            for n, o in self.consumers.items():
+                if n == name:
+                    continue
+                if o.filter_all:
+                    return False
+                for f in o.filters:
+                    if subject_is_subset_match(part, f) or subject_is_subset_match(f, part):
+                        return False
+        return True
+
+    # ------------------------------------------------------------------ purge and stop
+    def purge(self, subject: str, seq: int, keep: int) -> int:
+        """``stream.purge``: remove messages (all, or by subject / below ``seq`` / all but
+        ``keep``) and move each affected consumer past them. Returns how many went."""
+        store = self.store
+        if not subject and not seq and not keep:
+            purged = store.purge()
+        else:
+            purged = store.purge_ex(subject, seq, keep)
+        if not self.consumers:
+            return purged
+        st = store.state()
+        fseq, lseq = st.first_seq, st.last_seq
+        if subject:
+            fs = store.filtered_state(fseq, subject)
+            fseq = fs.first
+        for c in list(self.consumers.values()):
+            start = fseq
+            do = not subject or _equal_or_subset(c, subject)
+            wider = False
+            if not do and subject and _filtered_match(c, subject):
+                do, wider = True, True
+                start = st.first_seq
+            if do:
+                c.purge(start, lseq, wider)
+        return purged
+
+    def stop(self) -> None:
+        """Server shutdown: consumers save their state and stop, the store closes."""
+        for c in list(self.consumers.values()):
+            c.stop(deleted=False)
+        self.unsubscribe()
+        try:
+            self.store.stop()
+        except Exception as e:
+            log.error("stream %s: stop failed: %s", self.name, e)
+
+    def delete(self) -> None:
+        """The stream is being deleted: it stops taking messages and its consumers go
+        with it (no advisories). The engine then drops its files."""
+        self.unsubscribe()
+        for c in list(self.consumers.values()):
+            c.stop(deleted=True, advisory=False)
+        self.consumers.clear()
+        self.consumer_count = 0
+        self.store.register_updates(None)
+        self._committer.on_failure.pop(self.store, None)
 
     # ------------------------------------------------------------------ info
     def state_json(self, with_deleted: bool = False, subjects_filter: str = "") -> dict[str, Any]:
@@ -505,81 +613,15 @@ class Stream:
         return out
 
 
-def _set_header(hdr: bytes, key: str, value: str) -> bytes:
-    """``hdr`` with every ``key`` line dropped and ``key: value`` appended (Go setHeader)."""
-    lines = hdr.split(b"\r\n")
-    k = key.lower().encode()
-    kept = [ln for ln in lines[1:] if ln and ln.split(b":", 1)[0].strip().lower() != k]
-    return b"\r\n".join([lines[0], *kept, f"{key}: {value}".encode()]) + b"\r\n\r\n"
+def _equal_or_subset(c: StreamListener, subject: str) -> bool:
+    """``isEqualOrSubsetMatch``: a filter equal to, or within, the purged subject."""
+    return any(f == subject or subject_is_subset_match(f, subject) for f in c.filters)
 
 
-def _msg_id(hdr: bytes) -> str:
-    """The Nats-Msg-Id of a stored header block ("" if none or unparsable)."""
-    try:
-        _status, _desc, h = parse_headers(hdr)
-    except HeaderError:
-        return ""
-    return _first(h, H_MSG_ID) or ""
-
-
-def _check_schedule_headers(h: dict[str, list[str]], subject: str) -> ApiError | None:
-    """nats-server's message schedule checks on a stream without schedules (natsd has
-    none): a schedule, or a time zone it cannot load, is "message schedules is disabled";
-    Nats-Schedule-Next must be "purge" with a valid Nats-Scheduler before it is refused the
-    same way, and a Nats-Scheduler alone is invalid."""
-    tz = _first(h, H_SCHEDULE_TZ)
-    if _first(h, H_SCHEDULE) or (tz is not None and not _valid_time_zone(tz)):
-        return E.JSMessageSchedulesDisabledErr()
-    scheduler = _first(h, H_SCHEDULER)
-    nxt = _first(h, H_SCHEDULE_NEXT)
-    if nxt:
-        if nxt != "purge":
-            return E.JSMessageSchedulesSchedulerInvalidErr()
-        if not scheduler or scheduler == subject or not _is_valid_publish_subject(scheduler):
-            return E.JSMessageSchedulesSchedulerInvalidErr()
-        return E.JSMessageSchedulesDisabledErr()
-    if scheduler:
-        return E.JSMessageSchedulesSchedulerInvalidErr()
-    return None
-
-
-def _valid_time_zone(name: str) -> bool:
-    """Go's ``time.LoadLocation`` (an empty name is refused by nats-server before)."""
-    if name in ("UTC", "Local"):
+def _filtered_match(c: StreamListener, subject: str) -> bool:
+    """``isFilteredMatch`` of the purge subject against the consumer's filters."""
+    if c.filter_all:
         return True
-    if not name:
-        return False
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (KeyError, ValueError, OSError):
-        return False
-    return True
-
-
-def _first(h: dict[str, list[str]], key: str) -> str | None:
-    v = h.get(key)
-    return v[0] if v else None
-
-
-def _parse_ttl(s: str) -> int | None:
-    """Nats-TTL: seconds as an integer, a Go duration, or "never" (-1)."""
-    from natsd.core.clock import parse_duration
-
-    s = s.strip()
-    if s.lower() == "never":
-        return -1
-    try:
-        secs = parse_duration(s)
-    except ValueError:
-        return None
-    if secs < 1:
-        return None
-    return int(secs)
-
-
-def _limit_text(e: StoreError) -> str:
-    if isinstance(e, ErrMaxMsgs):
-        return "maximum messages exceeded"
-    if isinstance(e, ErrMaxBytes):
-        return "maximum bytes exceeded"
-    return "maximum messages per subject exceeded"
+    return any(f == subject or subject_matches(subject, f) for f in c.filters) or any(
+        subject_is_subset_match(subject, f) for f in c.filters
+    )

@@ -1,0 +1,265 @@
+"""``$JS.API.STREAM.*`` handlers (and MSG.GET / MSG.DELETE), as nats-server's jetstream_api.go.
+
+Each handler takes (account, subject tokens after the verb, request body) and returns the
+response document or raises ApiError; ``dispatch`` routes to it and adds the ``type``.
+Handlers decode the request and call the engine's verbs (``add_stream``, ``update_stream``,
+``delete_stream``) or the stream; they build nothing themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from natsd.jetstream.config.stream_config import parse_stream_config_json
+from natsd.jetstream.config.stream_types import StorageType
+from natsd.jetstream.config.subject_mapping import subjects_collide
+from natsd.jetstream.engine import JsAccount, add_stream, delete_stream, update_stream
+from natsd.jetstream.stream.queries import seq_from_time
+from natsd.jetstream.stream.stream import Stream
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.errors import ApiError
+from natsd.jetstream.wire.gotyped import (
+    BOOL,
+    INT,
+    STRING,
+    STRINGS,
+    TIME,
+    UINT64,
+    GoType,
+    StructT,
+    decode_request,
+    go_time_ns,
+    is_empty_request,
+    is_json_object_or_array,
+)
+
+__all__ = [
+    "msg_delete",
+    "msg_get",
+    "stream_create",
+    "stream_delete",
+    "stream_info",
+    "stream_list",
+    "stream_names",
+    "stream_purge",
+    "stream_update",
+]
+
+NAMES_LIMIT = 1024
+SUBJECTS_LIMIT = 100_000
+LIST_LIMIT = 256
+
+
+# ---------------------------------------------------------------------- request bodies
+# nats-server decodes each body into its Go struct (strict: unknown fields are an error) and
+# checks it before it looks the stream up, so a bad body wins over a missing stream. Fields
+# are {JSON key: (type, zero value)}; handlers get a dict keyed the same way.
+def _request(go: str, fields: dict[str, tuple[GoType, Any]]) -> StructT:
+    zero = {k: v for k, (_, v) in fields.items()}
+    return StructT(go, {k: (k, t) for k, (t, _) in fields.items()}, lambda: dict(zero))
+
+
+_INFO = _request(
+    "server.JSApiStreamInfoRequest",
+    {"deleted_details": (BOOL, False), "subjects_filter": (STRING, ""), "offset": (INT, 0)},
+)
+_NAMES = _request("server.JSApiStreamNamesRequest", {"offset": (INT, 0), "subject": (STRING, "")})
+_LIST = _request("server.JSApiStreamListRequest", {"offset": (INT, 0), "subject": (STRING, "")})
+_PURGE = _request(
+    "server.JSApiStreamPurgeRequest",
+    {"seq": (UINT64, 0), "filter": (STRING, ""), "keep": (UINT64, 0)},
+)
+_MSG_GET = _request(
+    "server.JSApiMsgGetRequest",
+    {
+        "seq": (UINT64, 0),
+        "last_by_subj": (STRING, ""),
+        "next_by_subj": (STRING, ""),
+        "batch": (INT, 0),
+        "max_bytes": (INT, 0),
+        "start_time": (TIME, None),
+        "multi_last": (STRINGS, []),
+        "up_to_seq": (UINT64, 0),
+        "up_to_time": (TIME, None),
+        "no_hdr": (BOOL, False),
+    },
+)
+_MSG_DELETE = _request(
+    "server.JSApiMsgDeleteRequest", {"seq": (UINT64, 0), "no_erase": (BOOL, False)}
+)
+
+
+def _optional(data: bytes, schema: StructT) -> dict[str, Any]:
+    """A body the handler may go without: nats-server decodes it only if it starts with
+    ``{`` or ``[`` (``isJSONObjectOrArray``); ``null``, ``5`` or ``nul`` count as none."""
+    if is_json_object_or_array(data):
+        out: dict[str, Any] = decode_request(data, schema)
+        return out
+    zero: dict[str, Any] = schema.factory()
+    return zero
+
+
+def _stream(ja: JsAccount, args: list[str]) -> Stream:
+    if not args or not args[0]:
+        raise E.JSStreamNotFoundErr()
+    s = ja.streams.get(args[0])
+    if s is None:
+        raise E.JSStreamNotFoundErr()
+    return s
+
+
+# ---------------------------------------------------------------------- handlers
+def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    name = args[0] if args else ""
+    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name, limits=ja.limits)
+    stream = add_stream(ja, cfg)
+    out = stream.info_json()
+    out["did_create"] = True
+    return out
+
+
+def _collides(subject: str, stream: Stream) -> bool:
+    return any(subjects_collide(subject, x) for x in (stream.cfg.subjects or [stream.name]))
+
+
+def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    name = args[0] if args else ""
+    cfg = parse_stream_config_json(
+        data or b"{}", name_in_subject=name, action="update", limits=ja.limits
+    )
+    return update_stream(ja, cfg).info_json()
+
+
+def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    r = _optional(data, _INFO)
+    stream = _stream(ja, args)
+    info = stream.info_json(r["deleted_details"], r["subjects_filter"])
+    out: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
+    state = info["state"]
+    subjects = state.get("subjects")
+    if subjects:
+        # The paging fields describe state.subjects: sorted, SUBJECTS_LIMIT at a time from
+        # ``offset`` (echoed even past the end, where the map is left out).
+        offset = max(r["offset"], 0)
+        out = {"total": len(subjects), "offset": offset, "limit": SUBJECTS_LIMIT}
+        if offset or len(subjects) > SUBJECTS_LIMIT:
+            page = sorted(subjects)[offset : offset + SUBJECTS_LIMIT]
+            if page:
+                state["subjects"] = {subj: subjects[subj] for subj in page}
+            else:
+                del state["subjects"]
+    out.update(info)
+    return out
+
+
+def stream_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    if not is_empty_request(data):
+        raise E.JSNotEmptyRequestErr()
+    delete_stream(ja, _stream(ja, args))
+    return {"success": True}
+
+
+def _page(
+    ja: JsAccount, data: bytes, schema: StructT, limit: int
+) -> tuple[list[Stream], dict[str, Any]]:
+    """The streams (by name, those whose subjects collide with the request's ``subject``)
+    on the requested page, and the paging fields."""
+    r = _optional(data, schema)
+    streams = sorted(ja.streams.values(), key=lambda s: s.name)
+    if r["subject"]:
+        streams = [s for s in streams if _collides(r["subject"], s)]
+    offset = min(max(r["offset"], 0), len(streams))
+    paging = {"total": len(streams), "offset": offset, "limit": limit}
+    return streams[offset : offset + limit], paging
+
+
+def stream_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    page, out = _page(ja, data, _NAMES, NAMES_LIMIT)
+    out["streams"] = [s.name for s in page] if page else None
+    return out
+
+
+def stream_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    page, out = _page(ja, data, _LIST, LIST_LIMIT)
+    out["streams"] = [s.info_json() for s in page]
+    return out
+
+
+def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    r = _optional(data, _PURGE)
+    filt, seq, keep = r["filter"], r["seq"], r["keep"]
+    if seq and keep:
+        raise E.JSBadRequestErr()
+    stream = _stream(ja, args)
+    if stream.cfg.sealed:
+        raise E.JSStreamSealedErr()
+    if stream.cfg.deny_purge:
+        raise E.JSStreamPurgeFailedF(err="stream purge not permitted")
+    purged = stream.purge(filt, seq, keep)
+    return {"success": True, "purged": purged}
+
+
+def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    # The body is not optional: an empty one decodes to nothing selected (a bad request).
+    r = decode_request(data, _MSG_GET)
+    seq, last_by, next_by, start = r["seq"], r["last_by_subj"], r["next_by_subj"], r["start_time"]
+    # No batches here (that is DIRECT.GET); multi_last and up_to_* are read but unused.
+    if r["batch"] > 0 or r["max_bytes"] > 0:
+        raise E.JSBadRequestErr()
+    if (
+        (seq and start is not None)
+        or (start is not None and last_by)
+        or (last_by and next_by)
+        or (seq and last_by)
+        or (not seq and start is None and not last_by and not next_by)
+    ):
+        raise E.JSBadRequestErr()
+    stream = _stream(ja, args)
+    store = stream.store
+    if start is not None:
+        seq = seq_from_time(store, go_time_ns(start))
+    if last_by:
+        m = store.load_last_msg(last_by)
+    elif next_by:
+        m = store.load_next_msg(next_by, seq)
+    else:
+        m = store.load_msg(seq)
+    if m is None:
+        raise E.JSNoMessageFoundErr()
+    out = stream.stored_msg_json(m)
+    if r["no_hdr"]:
+        out.pop("hdrs", None)
+    return {"message": out}
+
+
+def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    # Only a body that is empty or {} is a bad request: "null", "  " or "{} {}" decode to
+    # sequence 0, which is a miss (below).
+    if is_empty_request(data):
+        raise E.JSBadRequestErr()
+    r = decode_request(data, _MSG_DELETE)
+    stream = _stream(ja, args)
+    if stream.cfg.sealed:
+        raise E.JSStreamSealedErr()
+    if stream.cfg.deny_delete:
+        raise E.JSStreamMsgDeleteFailedF(err="message delete not permitted")
+    seq = r["seq"]
+    ok = seq > 0 and (
+        stream.store.remove_msg(seq) if r["no_erase"] else stream.store.erase_msg(seq)
+    )
+    if not ok:
+        raise _delete_miss(stream, seq)
+    return {"success": True}
+
+
+def _delete_miss(stream: Stream, seq: int) -> ApiError:
+    """nats-server's answer depends on the store: the file store reports sequences outside
+    the stream as a failed delete ("no message found" below it, "stream store EOF" past
+    it); everything else is "sequence N not found"."""
+    if stream.cfg.storage != StorageType.MEMORY:
+        st = stream.store.state()
+        if seq == 0 or seq < st.first_seq:
+            return E.JSStreamMsgDeleteFailedF(err="no message found")
+        if seq > st.last_seq:
+            return E.JSStreamMsgDeleteFailedF(err="stream store EOF")
+    return E.JSSequenceNotFoundErrF(seq=seq)
