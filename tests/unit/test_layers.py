@@ -1,4 +1,6 @@
-"""The layering rule from the design notes: each layer imports only from layers below it."""
+"""The layering rule from the design notes: each layer imports only from layers below it,
+and inside jetstream each subpackage only from the ones below it; no import hides from the
+rule in an ``if TYPE_CHECKING:`` block or inside a function."""
 
 from __future__ import annotations
 
@@ -33,6 +35,25 @@ RANK = {
     "__init__": 8,
     "__main__": 8,
 }
+
+
+# Ranks inside jetstream, the same rule one level down: a subpackage imports only its own rank
+# or lower. The API decodes and calls the engine's verbs; the engine builds streams and
+# consumers; a consumer reads its stream; a stream needs config and wire only, and reaches
+# the engine through its StreamContext.
+JETSTREAM_RANK = {
+    "__init__": 0,  # the package's docstring; it imports nothing
+    "wire": 1,  # Go JSON, generated errors, API level
+    "config": 2,  # stream / consumer config decoding and checks, account limits
+    "stream": 3,  # Stream, group commit, retention, StreamContext / StreamListener
+    "consumer": 4,  # Consumer and its modules
+    "engine": 5,  # JetStream, JsAccount, the verbs (add_stream, add_consumer, ...)
+    "api": 6,  # $JS.API route table and handlers, direct get
+}
+
+# Where function-local imports may choose what to load (the composition roots): the
+# server, the natsd command and the package's lazy ``natsd.Server`` attribute.
+COMPOSITION_ROOTS = {"server.py", "main.py", "__init__.py"}
 
 
 def _layer(path: Path) -> str:
@@ -72,6 +93,153 @@ def test_module_imports_only_lower_layers(path: Path) -> None:
         if target == mine:
             continue
         assert RANK[target] <= RANK[mine], f"{path.relative_to(SRC)} imports {mod} (a higher layer)"
+
+
+def _rank(module: str) -> tuple[int, int]:
+    """(layer rank, rank inside jetstream) of a module path ``natsd.<layer>[.<sub>...]``."""
+    parts = module.split(".")
+    layer = parts[1] if len(parts) > 1 else "__init__"
+    sub = 0
+    if layer == "jetstream":
+        name = parts[2] if len(parts) > 2 else "__init__"
+        sub = JETSTREAM_RANK.get(name, 99)
+    return RANK.get(layer, 99), sub
+
+
+def _module_of(rel: str) -> str:
+    """``jetstream/stream/stream.py`` -> ``natsd.jetstream.stream.stream``."""
+    return ".".join(["natsd", *Path(rel).with_suffix("").parts])
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _targets(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The natsd modules an import statement loads (``from natsd.jetstream import api`` is
+    ``natsd.jetstream.api``)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif node.module is None or node.level:
+        return []
+    elif node.module.count(".") <= 1:
+        names = [f"{node.module}.{a.name}" for a in node.names]
+    else:
+        names = [node.module]
+    return [n for n in names if n.split(".")[0] == "natsd"]
+
+
+def import_violations(rel: str, source: str) -> list[str]:
+    """What is wrong with the imports of module ``rel`` (its path under ``src/natsd``):
+    an import of a higher rank (layers, and subpackages inside jetstream), including one
+    hidden in an ``if TYPE_CHECKING:`` block; and, outside the composition roots, a
+    function-local ``import natsd...``. Both hiding places exist only to dodge an import
+    cycle, i.e. a dependency pointing the wrong way: turn it around with a Protocol or a
+    callback instead (``StreamContext``, ``ClientHost``, ``register_updates``)."""
+    me = _module_of(rel)
+    mine = _rank(me)
+    root = rel in COMPOSITION_ROOTS
+    out: list[str] = []
+
+    def visit(node: ast.AST, in_function: bool, in_type_checking: bool) -> None:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for target in _targets(node):
+                where = " (in `if TYPE_CHECKING:`)" if in_type_checking else ""
+                if target != me and _rank(target) > mine:
+                    out.append(f"{rel} imports {target}, a higher rank{where}")
+                if in_function and not root:
+                    out.append(f"{rel} imports {target} inside a function")
+            return
+        for child in ast.iter_child_nodes(node):
+            func = in_function or isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+            )
+            tc = in_type_checking or (
+                isinstance(node, ast.If) and _is_type_checking(node.test) and child in node.body
+            )
+            visit(child, func, tc)
+
+    visit(ast.parse(source), False, False)
+    return out
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_no_import_points_up_or_hides(path: Path) -> None:
+    """Ranks (inside jetstream too), no cycle dodged by a TYPE_CHECKING block or a
+    function-local import (see ``import_violations``)."""
+    rel = str(path.relative_to(SRC))
+    assert import_violations(rel, path.read_text()) == []
+
+
+def test_every_jetstream_part_has_a_rank() -> None:
+    js = SRC / "jetstream"
+    parts = {p.stem if p.is_file() else p.name for p in js.iterdir() if p.name != "__pycache__"}
+    parts = {p for p in parts if not p.startswith(".") and p not in ("NOTICE",)}
+    assert parts == set(JETSTREAM_RANK), parts ^ set(JETSTREAM_RANK)
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "problem"),
+    [
+        # The cycle this package had: the stream reaching up to the engine for its types.
+        (
+            "jetstream/stream/stream.py",
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n"
+            "    from natsd.jetstream.engine import JsAccount\n",
+            "jetstream/stream/stream.py imports natsd.jetstream.engine, a higher rank"
+            " (in `if TYPE_CHECKING:`)",
+        ),
+        # ... and to the consumers from inside a method.
+        (
+            "jetstream/stream/stream.py",
+            "class Stream:\n"
+            "    def notify(self) -> None:\n"
+            "        from natsd.jetstream.consumer.consumer import Consumer\n",
+            "jetstream/stream/stream.py imports natsd.jetstream.consumer.consumer inside a"
+            " function",
+        ),
+        # The engine importing the API to subscribe it (now the server wires it in).
+        (
+            "jetstream/engine.py",
+            "from natsd.jetstream import api\n",
+            "jetstream/engine.py imports natsd.jetstream.api, a higher rank",
+        ),
+        # A lazy import of a lower module is still a hidden dependency.
+        (
+            "jetstream/consumer/ack.py",
+            "def f() -> None:\n    import natsd.core.clock\n",
+            "jetstream/consumer/ack.py imports natsd.core.clock inside a function",
+        ),
+        # Across layers too: the router looking up at JetStream.
+        (
+            "router/publish.py",
+            "import typing\n"
+            "if typing.TYPE_CHECKING:\n"
+            "    from natsd.jetstream.stream import Stream\n",
+            "router/publish.py imports natsd.jetstream.stream, a higher rank"
+            " (in `if TYPE_CHECKING:`)",
+        ),
+    ],
+)
+def test_the_check_fails_on_a_reintroduced_cycle(rel: str, source: str, problem: str) -> None:
+    assert problem in import_violations(rel, source)
+
+
+def test_the_check_allows_what_the_rules_allow() -> None:
+    ok = (
+        "from typing import TYPE_CHECKING\n"
+        "from natsd.jetstream.stream.stream import Stream\n"
+        "from natsd.jetstream.config.consumer_config import AckPolicy\n"
+        "from natsd.router.publish import publish\n"
+        "if TYPE_CHECKING:\n"
+        "    from natsd.jetstream.consumer.consumer import Consumer\n"  # same rank
+    )
+    assert import_violations("jetstream/consumer/ack.py", ok) == []
+    lazy = "def _prepare() -> None:\n    from natsd.jetstream.engine import JetStream\n"
+    assert import_violations("server.py", lazy) == []  # the composition root chooses
 
 
 def test_jetstream_never_imports_connection_or_file_storage() -> None:
