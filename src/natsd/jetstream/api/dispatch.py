@@ -203,7 +203,7 @@ _TABLE: dict[tuple[str, ...], tuple[str, Handler, int]] = {
     ("CONSUMER", "UNPIN"): ("consumer_unpin_response", consumer_unpin, 2),
     ("STREAM", "SNAPSHOT"): ("stream_snapshot_response", stream_snapshot, 1),
     ("STREAM", "RESTORE"): ("stream_restore_response", stream_restore, 1),
-    # Cluster requests; see api_standalone for the ones nats-server leaves unanswered.
+    # Cluster requests; see standalone.py for the ones nats-server leaves unanswered.
     ("STREAM", "LEADER", "STEPDOWN"): ("stream_leader_stepdown_response", cluster_required, 1),
     ("CONSUMER", "LEADER", "STEPDOWN"): ("consumer_leader_stepdown_response", cluster_required, 2),
     ("STREAM", "PEER", "REMOVE"): ("stream_remove_peer_response", cluster_required, 1),

@@ -3,7 +3,7 @@ nats-server enforces them.
 
 * ``max_streams``: stream create (``jsNonClusteredStreamLimitsCheck``), 10027; 0 or -1 is
   unlimited. Re-creating an existing stream does not count it twice.
-* ``max_consumers``: per stream, on consumer create (``consumer_api.add_consumer``), 10026; a
+* ``max_consumers``: per stream, on consumer create (``engine.add_consumer``), 10026; a
   stream whose own ``max_consumers`` is above it is refused on create and update, 10026.
 * ``max_memory`` / ``max_storage``: stream create and update reserve ``max_bytes`` (a stream
   without one counts 1 byte) against what the account's other streams of that storage

@@ -14,8 +14,8 @@ Delivery: ``_signal()`` schedules ``_run()`` on the loop; ``_run`` delivers whil
 take messages (a waiting pull request, or an active push subscriber that flow control does
 not hold back), a bounded number per turn. Acks arrive on an internal subscription on
 ``$JS.ACK.<stream>.<consumer>.>``; pull requests through the API subscription
-(``consumer_pull``); push specifics (interest, heartbeats, flow control) are in
-``consumer_push``. Time and timers come from the stream's ``Clock`` and ``Scheduler``
+(``pull``); push specifics (interest, heartbeats, flow control) are in
+``push``. Time and timers come from the stream's ``Clock`` and ``Scheduler``
 (``now_ns`` / ``mono`` / ``sched``), so a test drives them on a virtual clock. Ownership: the
 event loop owns every consumer; nothing here blocks except the small state writes of file
 consumers.
@@ -130,7 +130,7 @@ class Consumer:
         self.fcsz = 0
         self.fcid: bytes = b""
         self.last_send = 0.0  # monotonic time of the last push send (heartbeats)
-        # Priority groups (consumer_priority).
+        # Priority groups (priority.py).
         self.pin_id = ""
         self.pinned_ts = 0
         self.pin_tmr: Cancellable | None = None
@@ -639,7 +639,7 @@ class Consumer:
             except ValueError:
                 pass
 
-    # ------------------------------------------------------------------ acks (consumer_ack)
+    # ------------------------------------------------------------------ acks (ack.py)
     def _on_ack(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
