@@ -496,6 +496,23 @@ class ConsumerRecorder:
         keys = COUNTERS if counters else None
         return await self.req(label, f"CONSUMER.INFO.{stream}.{consumer}", keys=keys)
 
+    async def await_pending(
+        self, stream: str, consumer: str, n: int, *, timeout: float = 3.0
+    ) -> None:
+        """Wait (unrecorded) until the consumer reports ``num_pending == n``.
+
+        nats-server's stream stores a publish and signals its consumers on different
+        goroutines, so a ``no_wait`` pull sent right after the PubAck can, on a loaded
+        machine, find nothing pending yet; a scenario that wants the message counted
+        first waits here. Gives up quietly after ``timeout``: the recorded steps that
+        follow then show the difference."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = await self.raw(f"CONSUMER.INFO.{stream}.{consumer}")
+            if isinstance(info, dict) and info.get("num_pending") == n:
+                return
+            await asyncio.sleep(0.02)
+
     async def pub(
         self, subject: str, data: bytes | str = b"x", headers: dict[str, str] | None = None
     ) -> Any:

@@ -61,6 +61,7 @@ async def test_purge_moves_consumers(pair: ServerPair) -> None:
         for name in ("ALL", "A", "B"):
             await c.info(f"{name} after filtered purge", "P", name)
         await c.pubs("p.a", 1, data="late")
+        await c.await_pending("P", "A", 1)
         await c.fetch(
             "a after purge", "P", "A", {"batch": 5, "no_wait": True}, 6, until_status=True
         )
