@@ -18,15 +18,17 @@ from natsd.jetstream.consumer.advisory import Advisories
 from natsd.jetstream.consumer.pacing import Pacing
 from natsd.jetstream.consumer.priority import CYCLE, OK, PINNED, Priority
 from natsd.jetstream.consumer.pull import PullDelivery
+from natsd.jetstream.consumer.push import PushDelivery
 from natsd.jetstream.consumer.shared import Cursor, Doorbell
-from natsd.jetstream.consumer.state import StateSaver
+from natsd.jetstream.consumer.state import STATE_FLUSH_DELAY, StateSaver
 from natsd.jetstream.consumer.waiting import NextRequest, WaitingRequest
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
+from natsd.storage.catalog import StreamCatalog, StreamRecord
 from natsd.storage.memstore import MemoryStore
-from natsd.storage.store import StoreConfig
+from natsd.storage.store import StoreConfig, StreamStore
 
 S = 1_000_000_000
 
@@ -262,3 +264,119 @@ def test_pull_request_expires_with_408_and_delete_answers_409() -> None:
     assert got[-1][0] == b"r.2" and b"409 Consumer Deleted" in (got[-1][1] or b"")
     assert not [h for h in p.sched.pending() if not h.cancelled]
     assert deleted == []
+
+
+class _Catalog(StreamCatalog):
+    """Records consumer state saves; ``fail`` makes them raise as a full disk would."""
+
+    def __init__(self) -> None:
+        self.saves: list[tuple[bytes, bool]] = []
+        self.fail = False
+
+    def load(self) -> list[StreamRecord]:
+        return []
+
+    def create(self, *args: Any, **kw: Any) -> Any:
+        raise NotImplementedError
+
+    def save_meta(self, account: str, name: str, storage: str, meta: bytes) -> None:
+        pass
+
+    def remove(self, account: str, name: str, storage: str, store: StreamStore) -> None:
+        pass
+
+    def save_consumer(
+        self, account: str, stream: str, consumer: str, storage: str, meta: bytes
+    ) -> None:
+        pass
+
+    def save_consumer_state(
+        self,
+        account: str,
+        stream: str,
+        consumer: str,
+        storage: str,
+        state: bytes,
+        durable: bool = False,
+    ) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        self.saves.append((state, durable))
+
+    def remove_consumer(self, account: str, stream: str, consumer: str, storage: str) -> None:
+        pass
+
+
+def _replies(p: Parts, subject: bytes) -> list[bytes]:
+    got: list[bytes] = []
+
+    def sink(
+        sub: Subscription, subj: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        got.append(subj)
+
+    p.ctx.sublist.insert(Subscription(subject, None, b"9", callback=sink))
+    return got
+
+
+def test_state_saver_writes_once_per_flush_delay_and_confirms_after_a_save() -> None:
+    p = Parts(_explicit())
+    cat = _Catalog()
+    p.ctx.catalog = cat
+    saver = StateSaver(p.stream, "C", True, lambda: b'{"n":1}')
+    saver.mark_dirty()
+    saver.mark_dirty()
+    p.sched.advance(STATE_FLUSH_DELAY + 0.01)
+    assert cat.saves == [(b'{"n":1}', False)]
+    assert not saver.dirty
+    got = _replies(p, b"ack.r")
+    saver.ack_reply(b"ack.r")
+    saver.ack_reply(b"ack.r")
+    assert got == []  # not before the durable save
+    p.sched.run_ready()
+    assert cat.saves[-1] == (b'{"n":1}', True) and len(cat.saves) == 2  # one save for both
+    assert got == [b"ack.r", b"ack.r"]
+    cat.fail = True
+    saver.ack_reply(b"ack.r")
+    p.sched.run_ready()
+    assert len(got) == 2  # the save failed: no confirmation
+    saver.mark_dirty()
+    saver.stop()
+    assert not [h for h in p.sched.pending() if not h.cancelled]
+
+
+def test_push_inactivity_flow_control_and_stop() -> None:
+    cfg = ConsumerConfig(
+        durable_name="P",
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_subject="d.x",
+        flow_control=True,
+        idle_heartbeat=5 * S,
+    )
+    p = Parts(cfg)
+    deleted: list[bool] = []
+    push = PushDelivery(
+        cfg, p.cur, p.tracker(), p.stream, p.bell, "P", lambda: deleted.append(True)
+    )
+    push.configure(cfg, 10.0)
+    push.start()
+    assert not push.ready()
+    p.sched.advance(5)
+    got = _replies(p, b"d.x")  # the subscriber comes: the watcher notices it
+    p.sched.advance(0.2)
+    assert push.ready() and p.runs == 1
+    p.sched.advance(10)
+    assert deleted == []  # bound: the inactivity timer was stopped
+    assert got[-1:] == [b"d.x"]  # an idle heartbeat
+    half = push.maxpb // 2 + 1
+    push.send(b"d.x", b"s.x", 1, b"ack", None, b"x", half)
+    assert push.fcid.startswith(b"$JS.FC.S.P.")
+    assert push.can_take()
+    push.send(b"d.x", b"s.x", 2, b"ack", None, b"x", push.maxpb)
+    assert not push.can_take()  # a full window outstanding
+    window = push.maxpb
+    push._on_flow_control(push.fcid)  # the client's answer
+    assert push.can_take() and push.fcid == b"" and push.maxpb == 2 * window
+    push.stop(False)
+    assert not [h for h in p.sched.pending() if not h.cancelled]
+    assert not p.ctx.sublist.has_interest(b"$JS.FC.S.P.abcd")
