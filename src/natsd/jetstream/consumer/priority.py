@@ -80,6 +80,10 @@ class Priority:
         self._pin_tmr: Cancellable | None = None
         self._stopped = False
 
+    def configure(self, cfg: ConsumerConfig) -> None:
+        """The consumer's config, at creation and after an update."""
+        self.cfg = cfg
+
     def stop(self) -> None:
         self._stopped = True
         if self._pin_tmr is not None:

@@ -83,7 +83,7 @@ class PullDelivery(Delivery):
 
     def configure(self, cfg: ConsumerConfig, thresh: float) -> None:
         super().configure(cfg, thresh)
-        self.prio.cfg = cfg
+        self.prio.configure(cfg)
 
     # ------------------------------------------------------------------ the strategy
     def start(self) -> None:
