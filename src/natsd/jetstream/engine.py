@@ -58,10 +58,7 @@ from natsd.jetstream.config.stream_types import (
     StreamConfig,
 )
 from natsd.jetstream.config.subject_mapping import is_valid_name, subjects_collide
-from natsd.jetstream.consumer import advisory as adv
 from natsd.jetstream.consumer.consumer import Consumer
-from natsd.jetstream.consumer.push import has_interest
-from natsd.jetstream.consumer.state import save_meta
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
@@ -576,7 +573,7 @@ def add_consumer(
     if recovered is None:
         if persist:
             try:
-                save_meta(c)
+                c.save_meta()
             except (OSError, ValueError) as e:
                 raise E.JSConsumerStoreFailedErrF(err=str(e)) from None
         c.start(None)
@@ -589,7 +586,7 @@ def add_consumer(
             c.start(None)
     stream.attach(c)
     if recovered is None:
-        adv.consumer_action(c, "create")
+        c.adv.consumer_action("create")
     else:
         log.info("  Restored consumer %s > %s", stream.name, name)
     return c
@@ -616,13 +613,13 @@ def _check_consumer(
             raise E.JSConsumerAlreadyExists()
         if workqueue and not stream.partition_unique(name, cfg.filters):
             raise E.JSConsumerWQConsumerNotUniqueErr()
-        check_update(eo.cfg, cfg, bool(eo.cfg.deliver_subject) and has_interest(eo))
+        check_update(eo.cfg, cfg, bool(eo.cfg.deliver_subject) and eo.delivery.has_interest())
         if cfg.pause_until is None and eo.cfg.pause_until is not None:
             cfg.pause_until = eo.cfg.pause_until
         if not cfg.durable_name and cfg.inactive_threshold <= 0:
             cfg.inactive_threshold = eo.cfg.inactive_threshold
         eo.update_config(cfg)
-        save_meta(eo)
+        eo.save_meta()
         return eo
     if action == "update":
         raise E.JSConsumerDoesNotExist()

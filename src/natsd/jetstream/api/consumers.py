@@ -28,11 +28,7 @@ from natsd.jetstream.config.consumer_config import (
     rfc3339_to_ns,
     set_static_metadata,
 )
-from natsd.jetstream.consumer import advisory as adv
-from natsd.jetstream.consumer import priority as prio
 from natsd.jetstream.consumer.consumer import Consumer
-from natsd.jetstream.consumer.pull import process_next_request
-from natsd.jetstream.consumer.state import save_meta
 from natsd.jetstream.engine import JsAccount, add_consumer, find_consumer
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
@@ -204,12 +200,12 @@ def consumer_pause(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
     old = c.cfg.pause_until
     c.set_pause(new)
     set_static_metadata(c.cfg)
-    save_meta(c)
+    c.save_meta()
     now = stream.clock.time_ns()
     paused = until_ns > now
     shown = new or ZERO_TIME
     if (old or "") != (new or ""):
-        adv.pause(c, paused, shown)
+        c.adv.pause(paused, shown)
     out: dict[str, Any] = {"paused": paused, "pause_until": shown}
     if paused:
         out["pause_remaining"] = until_ns - now
@@ -232,7 +228,7 @@ def next_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byte
         ja.engine.send(ja, reply, b"", b"NATS/1.0 503\r\nNats-Subject: " + subj + b"\r\n\r\n")
         return
     try:
-        process_next_request(c, reply, data)
+        c.request_next(reply, data)
     except Exception:
         log.exception("consumer %s > %s: pull request failed", c.stream.name, c.name)
 
@@ -297,7 +293,7 @@ def consumer_unpin(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
     c = _consumer(_stream(ja, args[0]), args[1])
     if group not in c.cfg.priority_groups:
         raise E.JSConsumerInvalidPriorityGroupErr()
-    prio.unpin(c, group, "admin")
+    c.delivery.unpin(group)
     return {}
 
 

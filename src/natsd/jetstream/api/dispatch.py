@@ -117,7 +117,7 @@ def handle(
         # audit), as in nats-server where each consumer subscribes to its own subject.
         if refused and reply and len(toks) == 5:
             c = _consumer(ja, toks[3], toks[4])
-            if c is not None and c.waiting is not None:  # a push consumer answers 409 first
+            if c is not None and c.is_pull and not c.closed:  # a push consumer answers 409 first
                 ja.engine.send(ja, reply, b"", REQUIRED_API_LEVEL_STATUS)
                 return
         next_request(ja, toks, reply, data)

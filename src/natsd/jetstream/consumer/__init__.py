@@ -1,7 +1,9 @@
-"""JetStream consumers: ``Consumer`` (``consumer``) and the modules that work on it: acks and
-redelivery (``ack``), pull requests (``pull``), push delivery (``push``), priority groups
-(``priority``), where delivery starts (``seq``), info and persisted state (``state``),
-advisories (``advisory``).
+"""JetStream consumers: ``Consumer`` (``consumer``), a composition of parts that own their
+state: ack tracking and redelivery (``ack``), the delivery strategy (``delivery``: pull in
+``pull`` with the wait queue of ``waiting`` and the priority groups of ``priority``, push in
+``push``), pause / replay / rate limit (``pacing``), when state is saved (``state``),
+advisories (``advisory``), the shared cursor and doorbell (``shared``); where delivery starts
+(``seq``).
 
 A consumer reads its stream through ``stream.Stream`` and reaches everything above through
 the stream's ``StreamContext``; it is one of the stream's ``StreamListener``s. It imports

@@ -1,4 +1,5 @@
-"""Push consumers: deliver-subject interest, idle heartbeats and flow control.
+"""Push delivery (:class:`PushDelivery`): deliver-subject interest, idle heartbeats, flow
+control.
 
 nats-server watches the account's sublist for interest in a push consumer's deliver
 subject. natsd's router has no interest notifications, so a push consumer polls: quickly
@@ -13,6 +14,12 @@ Flow control (``flow_control: true``): after half a window of bytes the server s
 delivery stops once a full window is outstanding until the client answers. The window starts
 at 2 MB and doubles with every answer up to 32 MB (``JsFlowControlMaxPending``). While
 stalled, idle heartbeats carry ``Nats-Consumer-Stalled: <reply>``.
+
+Rules kept here: ``active``, the deliver subject, the flow-control window and outstanding
+request (``pbytes``, ``maxpb``, ``pblimit``, ``fcsz``, ``fcid``), ``last_send`` and the
+interest-watch and heartbeat timers are written only by the strategy; the inactivity timer
+(inherited from ``Delivery``) runs only while nobody listens. ``stop()`` cancels all three
+timers and leaves the flow-control subscription. Everything runs on the event loop.
 """
 
 from __future__ import annotations
@@ -20,22 +27,20 @@ from __future__ import annotations
 import logging
 import random
 import string
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from typing import Any, Final
 
-from natsd.jetstream.consumer.pull import heartbeat_header
-from natsd.router.publish import publish
+from natsd.core.scheduler import Cancellable
+from natsd.jetstream.config.consumer_config import ConsumerConfig
+from natsd.jetstream.consumer.ack import AckTracker
+from natsd.jetstream.consumer.delivery import Delivery
+from natsd.jetstream.consumer.shared import Cursor, Doorbell
+from natsd.jetstream.consumer.waiting import CONSUMER_IS_PUSH, heartbeat_header
+from natsd.jetstream.stream.stream import Stream
+from natsd.router.publish import publish, publish_as
 from natsd.router.subscription import Subscription
 
-if TYPE_CHECKING:
-    from natsd.jetstream.consumer.consumer import Consumer
-
-__all__ = [
-    "change_deliver_subject",
-    "has_interest",
-    "maybe_flow_control",
-    "start",
-    "update_interest",
-]
+__all__ = ["FLOW_CONTROL_MAX_PENDING", "PushDelivery"]
 
 log: Final = logging.getLogger("natsd")
 
@@ -48,146 +53,236 @@ FC_REQUEST: Final = b"NATS/1.0 100 FlowControl Request\r\n\r\n"
 _ALNUM: Final = string.ascii_letters + string.digits
 
 
-def start(c: Consumer) -> None:
-    cfg = c.cfg
-    if cfg.flow_control:
-        c.pblimit = FLOW_CONTROL_MAX_PENDING
-        c.maxpb = max(c.pblimit // 16, 1)
+class PushDelivery(Delivery):
+    """Delivery to a push consumer's deliver subject."""
 
-        def on_fc(
-            sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
-        ) -> None:
-            try:
-                _on_flow_control(c, subject)
-            except Exception:
-                log.exception("consumer %s > %s: flow control reply failed", c.stream.name, c.name)
+    def __init__(
+        self,
+        cfg: ConsumerConfig,
+        cursor: Cursor,
+        acks: AckTracker,
+        stream: Stream,
+        bell: Doorbell,
+        name: str,
+        on_inactive: Callable[[], None],
+    ) -> None:
+        super().__init__(cfg, cursor, acks, stream, bell, on_inactive)
+        self._name = name
+        self.active = False
+        self.dsubj = cfg.deliver_subject.encode()
+        self.pbytes = 0
+        self.maxpb = 0
+        self.pblimit = 0
+        self.fcsz = 0
+        self.fcid: bytes = b""
+        self.last_send = 0.0  # monotonic time of the last push send (heartbeats)
+        self._fc_pre = "$JS.FC." + stream.name + "." + name + "."
+        self._fc_sub: Subscription | None = None
+        self._hbtmr: Cancellable | None = None
+        self._itmr: Cancellable | None = None
+        self._itmr_delay = 0.0
 
-        c.fc_sub = Subscription((c.fc_pre + "*").encode(), None, b"fc", callback=on_fc)
-        c._sublist.insert(c.fc_sub)
-    c.last_send = c.mono()
-    c.active = has_interest(c)
-    if not c.active and c.dthresh > 0:
-        c.dtmr = c.sched.call_later(c.dthresh, c._delete_not_active)
-    c.itmr_delay = POLL_MIN
-    _schedule_watch(c)
-    if cfg.idle_heartbeat > 0:
-        c.hbtmr = c.sched.call_later(cfg.idle_heartbeat / 1e9, _on_heartbeat, c)
+    # ------------------------------------------------------------------ the strategy
+    def start(self) -> None:
+        cfg = self.cfg
+        if cfg.flow_control:
+            self.pblimit = FLOW_CONTROL_MAX_PENDING
+            self.maxpb = max(self.pblimit // 16, 1)
+            self._fc_sub = Subscription(
+                (self._fc_pre + "*").encode(), None, b"fc", callback=self._on_fc
+            )
+            self._sublist.insert(self._fc_sub)
+        self.last_send = self._mono()
+        self.active = self.has_interest()
+        if not self.active and self.thresh > 0:
+            self._arm_inactivity(self.thresh)
+        self._itmr_delay = POLL_MIN
+        self._schedule_watch()
+        if cfg.idle_heartbeat > 0:
+            self._hbtmr = self._sched.call_later(cfg.idle_heartbeat / 1e9, self._on_heartbeat)
 
+    def stop(self, deleted: bool) -> None:
+        super().stop(deleted)
+        if self._fc_sub is not None:
+            self._sublist.remove(self._fc_sub)
+            self._fc_sub = None
+        for t in (self._hbtmr, self._itmr):
+            if t is not None:
+                t.cancel()
+        self._hbtmr = self._itmr = None
 
-def has_interest(c: Consumer) -> bool:
-    """Is someone subscribed on exactly the deliver subject (in the deliver group)?"""
-    dsubj = c.dsubj
-    psubs, qsubs = c._sublist.match(dsubj)
-    if c.cfg.deliver_group:
-        group = c.cfg.deliver_group.encode()
-        return any(s.queue == group and s.subject == dsubj for grp in qsubs for s in grp)
-    if any(s.subject == dsubj for s in psubs):
-        return True
-    return any(s.subject == dsubj for grp in qsubs for s in grp)
+    def ready(self) -> bool:
+        return self.active
 
+    def can_take(self) -> bool:
+        return self.active and not (self.maxpb > 0 and self.pbytes > self.maxpb)
 
-def update_interest(c: Consumer, interest: bool) -> None:
-    """``updateDeliveryInterest``: (de)activate and run the inactivity timer."""
-    if c.closed:
-        return
-    if interest and not c.active:
-        c._signal()
-    c.active = interest
-    if not interest and (c.itmr is None or c.itmr_delay >= POLL_BOUND):
-        c.itmr_delay = POLL_MIN
-        _schedule_watch(c)
-    if c.dtmr is not None and c.dthresh > 0 and not interest:
-        return
-    if c.dtmr is not None:
-        c.dtmr.cancel()
-        c.dtmr = None
-    if not interest and c.dthresh > 0:
-        c.dtmr = c.sched.call_later(c.dthresh, c._delete_not_active)
+    def before_run(self) -> None:
+        if self.active and not self.has_interest():
+            # nats-server drops delivery interest synchronously when the last subscriber on
+            # the deliver subject goes; the watcher polls only once a second while bound, so
+            # look before delivering rather than deliver to nobody (the message would count
+            # as delivered and wait out ack_wait instead of staying pending).
+            self.update_interest(False)
 
+    def claim(self, sz: int) -> bytes | None:
+        return self.dsubj
 
-def _schedule_watch(c: Consumer) -> None:
-    if c.itmr is not None:
-        c.itmr.cancel()
-    delay = POLL_BOUND if c.active else c.itmr_delay
-    c.itmr = c.sched.call_later(delay, _watch, c)
+    def send(
+        self,
+        dsubj: bytes,
+        subject: bytes,
+        seq: int,
+        ack_reply: bytes,
+        hdr: bytes | None,
+        data: bytes,
+        sz: int,
+    ) -> None:
+        n = publish_as(self._sublist, dsubj, subject, ack_reply, hdr, data)
+        self.last_send = self._mono()
+        if self.maxpb > 0:
+            self.pbytes += sz
+            self._maybe_flow_control(sz)
+        if n == 0:
+            self._acks.undelivered(seq)
+            self.update_interest(self.has_interest())
 
+    def request(self, reply: bytes, data: bytes) -> None:
+        if not self._stopped:
+            self.send_status(reply, CONSUMER_IS_PUSH)
 
-def _watch(c: Consumer) -> None:
-    c.itmr = None
-    if c.closed:
-        return
-    interest = has_interest(c)
-    if interest != c.active:
-        update_interest(c, interest)
-    if c.active:
-        c.itmr_delay = POLL_BOUND
-    else:
-        c.itmr_delay = min(max(c.itmr_delay * 2, POLL_MIN), POLL_MAX)
-    if not _watching(c):
-        _schedule_watch(c)
+    def keep_alive(self) -> None:
+        if self._dtmr is not None:
+            self._dtmr.cancel()
+            self._arm_inactivity(self.thresh)
 
+    def info(self, out: dict[str, Any]) -> None:
+        if self.active and not self.has_interest():
+            # Losing the subscriber shows at once (nats-server hears of it synchronously).
+            self.update_interest(False)
+        if self.active:
+            out["push_bound"] = True
 
-def _watching(c: Consumer) -> bool:
-    # A function, not ``c.itmr is None`` inline in _watch: mypy keeps the narrowing of
-    # ``c.itmr = None`` across the update_interest call, so mypyc compiled that read as a
-    # check for None and raised TypeError when update_interest had re-armed the watcher.
-    return c.itmr is not None
+    def _still_active(self) -> bool:
+        return self.active
 
+    # ------------------------------------------------------------------ interest
+    def has_interest(self) -> bool:
+        """Is someone subscribed on exactly the deliver subject (in the deliver group)?"""
+        dsubj = self.dsubj
+        psubs, qsubs = self._sublist.match(dsubj)
+        if self.cfg.deliver_group:
+            group = self.cfg.deliver_group.encode()
+            return any(s.queue == group and s.subject == dsubj for grp in qsubs for s in grp)
+        if any(s.subject == dsubj for s in psubs):
+            return True
+        return any(s.subject == dsubj for grp in qsubs for s in grp)
 
-def _on_heartbeat(c: Consumer) -> None:
-    c.hbtmr = None
-    if c.closed:
-        return
-    hb = c.cfg.idle_heartbeat / 1e9
-    now = c.mono()
-    idle = now - c.last_send
-    if idle < hb:
-        c.hbtmr = c.sched.call_later(hb - idle, _on_heartbeat, c)
-        return
-    if c.active:
-        hdr = heartbeat_header(c.dseq - 1, c.sseq - 1, c.fcid)
-        if c.send(c.dsubj, b"", hdr) == 0:
-            update_interest(c, has_interest(c))
-    c.last_send = now
-    c.hbtmr = c.sched.call_later(hb, _on_heartbeat, c)
+    def update_interest(self, interest: bool) -> None:
+        """``updateDeliveryInterest``: (de)activate and run the inactivity timer."""
+        if self._stopped:
+            return
+        if interest and not self.active:
+            self._bell.ring()
+        self.active = interest
+        if not interest and (self._itmr is None or self._itmr_delay >= POLL_BOUND):
+            self._itmr_delay = POLL_MIN
+            self._schedule_watch()
+        if self._dtmr is not None and self.thresh > 0 and not interest:
+            return
+        self.stop_inactivity()
+        if not interest and self.thresh > 0:
+            self._arm_inactivity(self.thresh)
 
+    def _schedule_watch(self) -> None:
+        if self._itmr is not None:
+            self._itmr.cancel()
+        delay = POLL_BOUND if self.active else self._itmr_delay
+        self._itmr = self._sched.call_later(delay, self._watch)
 
-def maybe_flow_control(c: Consumer, sz: int) -> None:
-    """``needFlowControl`` after a delivery of ``sz`` bytes."""
-    if not c.fcid and c.pbytes > c.maxpb // 2:
-        send_flow_control(c)
-    elif c.fcid and (c.pbytes - c.fcsz) >= c.maxpb:
-        c.fcsz += sz
+    def _watch(self) -> None:
+        self._itmr = None
+        if self._stopped:
+            return
+        interest = self.has_interest()
+        if interest != self.active:
+            self.update_interest(interest)
+        if self.active:
+            self._itmr_delay = POLL_BOUND
+        else:
+            self._itmr_delay = min(max(self._itmr_delay * 2, POLL_MIN), POLL_MAX)
+        if not self._watching():
+            self._schedule_watch()
 
+    def _watching(self) -> bool:
+        # A method, not ``self._itmr is None`` inline in _watch: mypy keeps the narrowing of
+        # ``self._itmr = None`` across the update_interest call, so mypyc compiled that read
+        # as a check for None and raised TypeError when update_interest had re-armed it.
+        return self._itmr is not None
 
-def send_flow_control(c: Consumer) -> None:
-    reply = (c.fc_pre + "".join(random.choices(_ALNUM, k=4))).encode()
-    c.fcsz, c.fcid = c.pbytes, reply
-    publish(c._sublist, c.dsubj, reply, FC_REQUEST, b"")
+    def change_deliver_subject(self, new: str) -> None:
+        """A durable push consumer was re-bound to another deliver subject: everything
+        pending is redelivered there."""
+        if self._stopped or not self.cfg.deliver_subject or new == self.cfg.deliver_subject:
+            return
+        if self._acks.pending:
+            self._acks.force_expire()
+        self.dsubj = new.encode()
+        self.cfg.deliver_subject = new
+        # As in nats-server the new subject's interest is noticed asynchronously (the
+        # watcher polls within milliseconds), not in the update's own response.
+        self.active = False
+        self._itmr_delay = POLL_MIN
+        self._schedule_watch()
+        self._bell.ring()
 
+    # ------------------------------------------------------------------ heartbeats
+    def _on_heartbeat(self) -> None:
+        self._hbtmr = None
+        if self._stopped:
+            return
+        hb = self.cfg.idle_heartbeat / 1e9
+        now = self._mono()
+        idle = now - self.last_send
+        if idle < hb:
+            self._hbtmr = self._sched.call_later(hb - idle, self._on_heartbeat)
+            return
+        if self.active:
+            cur = self._cur
+            hdr = heartbeat_header(cur.dseq - 1, cur.sseq - 1, self.fcid)
+            if self.send_status(self.dsubj, hdr) == 0:
+                self.update_interest(self.has_interest())
+        self.last_send = now
+        self._hbtmr = self._sched.call_later(hb, self._on_heartbeat)
 
-def _on_flow_control(c: Consumer, subject: bytes) -> None:
-    if c.closed or subject != c.fcid:
-        return
-    if c.maxpb < c.pblimit:
-        c.maxpb = min(c.maxpb * 2, c.pblimit)
-    c.pbytes = max(c.pbytes - c.fcsz, 0)
-    c.fcid, c.fcsz = b"", 0
-    c._signal()
+    # ------------------------------------------------------------------ flow control
+    def _maybe_flow_control(self, sz: int) -> None:
+        """``needFlowControl`` after a delivery of ``sz`` bytes."""
+        if not self.fcid and self.pbytes > self.maxpb // 2:
+            self._send_flow_control()
+        elif self.fcid and (self.pbytes - self.fcsz) >= self.maxpb:
+            self.fcsz += sz
 
+    def _send_flow_control(self) -> None:
+        reply = (self._fc_pre + "".join(random.choices(_ALNUM, k=4))).encode()
+        self.fcsz, self.fcid = self.pbytes, reply
+        publish(self._sublist, self.dsubj, reply, FC_REQUEST, b"")
 
-def change_deliver_subject(c: Consumer, new: str) -> None:
-    """A durable push consumer was re-bound to another deliver subject: everything
-    pending is redelivered there."""
-    if c.closed or not c.cfg.deliver_subject or new == c.cfg.deliver_subject:
-        return
-    if c.pending:
-        c.force_expire_pending()
-    c.dsubj = new.encode()
-    c.cfg.deliver_subject = new
-    # As in nats-server the new subject's interest is noticed asynchronously (the watcher
-    # polls within milliseconds), not in the update's own response.
-    c.active = False
-    c.itmr_delay = POLL_MIN
-    _schedule_watch(c)
-    c._signal()
+    def _on_fc(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        try:
+            self._on_flow_control(subject)
+        except Exception:
+            log.exception(
+                "consumer %s > %s: flow control reply failed", self._stream.name, self._name
+            )
+
+    def _on_flow_control(self, subject: bytes) -> None:
+        if self._stopped or subject != self.fcid:
+            return
+        if self.maxpb < self.pblimit:
+            self.maxpb = min(self.maxpb * 2, self.pblimit)
+        self.pbytes = max(self.pbytes - self.fcsz, 0)
+        self.fcid, self.fcsz = b"", 0
+        self._bell.ring()
