@@ -73,6 +73,9 @@ DEFAULT_ROUTE_MAX_PAYLOAD: Final = 64 * 1024 * 1024
 
 RouteEvent = tuple[Any, ...]
 
+# True when this module runs as a mypyc-compiled extension (see tools/build_mypyc.sh).
+COMPILED: Final = not __file__.endswith(".py")
+
 _PING: Final = (R_PING,)
 _PONG: Final = (R_PONG,)
 _OK: Final = (R_OK,)
@@ -137,6 +140,11 @@ class RouteParser:
         n = len(data)
         pos = 0
         mcl = self.max_control_line
+        maxp = self.max_payload
+        # The fast path below pays off compiled (RMSG ~1 us -> ~0.3-0.4 us); interpreted it
+        # measured no gain, so the interpreter goes straight to the general path. Tabs are
+        # legal separators; one memchr per read keeps them off the fast path.
+        fast = COMPILED and b"\t" not in data
         while pos < n:
             eol = data.find(b"\n", pos)
             if eol < 0:
@@ -149,9 +157,63 @@ class RouteParser:
             end = eol - 1 if eol > pos and data[eol - 1] == 13 else eol
             if end - pos > mcl:
                 return self._fail(ev, "maximum control line exceeded")
-            head = data[pos : pos + 4].upper()
-            if (head == b"RMSG" or head == b"HMSG") and end > pos + 4 and data[pos + 4] in b" \t":
-                hdr = head == b"HMSG"
+            if (
+                fast
+                and end != eol
+                and end - pos > 10
+                and data[pos] == 82
+                and data[pos + 1] == 77
+                and data[pos + 2] == 83
+                and data[pos + 3] == 71
+                and data[pos + 4] == 32
+            ):
+                # Fast path for the canonical "RMSG <acc> <subj> [<reply>] <size>\r\n" (no
+                # queues, single spaces): no temporary lists. Anything else, or anything odd,
+                # falls through to the general path below, which decides.
+                size = 0
+                mul = 1
+                i = end - 1
+                while i > pos + 5 and mul <= 100_000_000:
+                    d = data[i] - 48
+                    if d < 0 or d > 9:
+                        break
+                    size += d * mul
+                    mul *= 10
+                    i -= 1
+                if i < end - 1 and data[i] == 32 and size <= maxp:
+                    sp1 = _find_sp(data, pos + 5, i)
+                    sp2 = _find_sp(data, sp1 + 1, i) if sp1 > pos + 5 else -2
+                    fast_reply: bytes | None = None
+                    subj_end = -1
+                    if sp2 == -1:
+                        subj_end = i
+                    elif sp2 > sp1 + 1 and sp2 + 1 < i and _find_sp(data, sp2 + 1, i) == -1:
+                        subj_end = sp2
+                        fast_reply = data[sp2 + 1 : i]
+                    if subj_end > sp1 + 1:
+                        stop = eol + 3 + size
+                        if stop > n:
+                            self._hold(data, pos, stop - pos)
+                            return ev
+                        if data[stop - 2] == 13 and data[stop - 1] == 10:
+                            ev.append(
+                                (
+                                    R_RMSG,
+                                    data[pos + 5 : sp1],
+                                    data[sp1 + 1 : subj_end],
+                                    fast_reply,
+                                    None,
+                                    size,
+                                    data[i:stop],
+                                )
+                            )
+                            pos = stop
+                            continue
+            # The canonical upper-case verb is checked first: it is what every peer sends.
+            hdr = data.startswith(b"HMSG ", pos)
+            if hdr or data.startswith(b"RMSG ", pos) or _is_msg_verb(data, pos, end):
+                if not hdr:
+                    hdr = data[pos] | 0x20 == 104  # 'h'
                 args = _split(data[pos + 5 : end])
                 # RMSG: acc subj [reply] size, or acc subj (+ reply | "|") q... size.
                 # HMSG: the same with the header size before the total size.
@@ -175,9 +237,9 @@ class RouteParser:
                     if not queues:
                         queues = None  # "+ <reply>" alone: nats-server takes it too
                 szb = args[na - 1]
-                size = _size(szb)
-                if size < 0:
+                if not szb.isdigit() or len(szb) > 9:  # nats-server's parseSize, inlined
                     return self._fail(ev, _name(hdr) + " has a bad size")
+                size = int(szb)
                 hlen = 0
                 hb = b""
                 if hdr:
@@ -185,7 +247,7 @@ class RouteParser:
                     hlen = _size(hb)
                     if hlen < 0 or hlen > size:
                         return self._fail(ev, "HMSG has a bad header size")
-                if size > self.max_payload:
+                if size > maxp:
                     return self._fail(ev, "maximum payload exceeded")
                 start = eol + 1
                 stop = start + size + 2
@@ -281,6 +343,22 @@ class RouteParser:
         return ev
 
 
+def _find_sp(data: bytes, start: int, end: int) -> int:
+    """The first space in ``data[start:end]``, -1 if none, -2 if a CR comes first (a stray
+    CR separates arguments in nats-server: the general path handles it). Used by the
+    compiled fast path only: under mypyc an indexed scan costs a few ns where a bytes.find()
+    call costs ~130 ns of argument boxing."""
+    i = start
+    while i < end:
+        c = data[i]
+        if c == 32:
+            return i
+        if c == 13:
+            return -2
+        i += 1
+    return -1
+
+
 def _name(hdr: bool) -> str:
     return "HMSG" if hdr else "RMSG"
 
@@ -290,7 +368,18 @@ def _split(line: bytes) -> list[bytes]:
     them (bytes.split() would also split on \\x0b and \\x0c, which are legal in subjects)."""
     if b"\t" in line or b"\r" in line:
         line = line.replace(b"\t", b" ").replace(b"\r", b" ")
-    return [a for a in line.split(b" ") if a]
+    parts = line.split(b" ")
+    if b"" in parts:  # repeated, leading or trailing separators: rare
+        return [a for a in parts if a]
+    return parts
+
+
+def _is_msg_verb(data: bytes, pos: int, end: int) -> bool:
+    """RMSG/HMSG in any case, followed by a space or a tab (nats-server's parser)."""
+    if end <= pos + 4 or data[pos + 4] not in b" \t":
+        return False
+    head = data[pos : pos + 4].upper()
+    return head == b"RMSG" or head == b"HMSG"
 
 
 def _size(b: bytes) -> int:
