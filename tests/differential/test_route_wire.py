@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -45,7 +46,7 @@ from natsd.protocol.route_parser import (
     RouteParser,
 )
 
-from .harness import HOST, ServerProcess, free_port, start_server
+from .harness import HOST, ServerProcess, free_port, start_server, write_config
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 
@@ -104,20 +105,34 @@ class Reference:
 
     proc: ServerProcess
     cluster_port: int
+    pool_size: int  # 0: nats-server's default (3), and our INFO announces no pool
 
     @property
     def port(self) -> int:
         return self.proc.port
 
 
-@pytest.fixture
-def server() -> Iterator[Reference]:
+@pytest.fixture(params=[0, 1], ids=["no-pool", "pool_size-1"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Reference]:
+    """nats-server as configured by default (pool_size 3; our INFO has no route_pool_size, so
+    it takes us for a one-connection route), or with ``pool_size: 1`` on both sides. Either
+    way the account is in every RS+/RS-/RMSG/HMSG."""
     require_nats_server()
     cport = free_port()
-    srv = start_server(
-        "nats-server", ["-cluster", f"nats://{HOST}:{cport}", "-cluster_name", CLUSTER]
-    )
-    yield Reference(srv, cport)
+    pool = int(request.param)
+    if pool:
+        conf = write_config(
+            f"cluster {{ name: {CLUSTER}, listen: {HOST}:{cport}, pool_size: {pool} }}\n",
+            tmp_path,
+        )
+        srv = start_server("nats-server", config_path=conf, log_dir=tmp_path)
+    else:
+        srv = start_server(
+            "nats-server",
+            ["-cluster", f"nats://{HOST}:{cport}", "-cluster_name", CLUSTER],
+            log_dir=tmp_path,
+        )
+    yield Reference(srv, cport, pool)
     srv.stop()
 
 
@@ -128,6 +143,7 @@ async def peer(server: Reference) -> AsyncIterator[RoutePeer]:
     info_ev = await p.expect(lambda e: e[0] == R_INFO)
     info = json.loads(info_ev[1])
     assert info["cluster"] == CLUSTER and info["headers"] is True
+    assert info["route_pool_size"] == (server.pool_size or 3)
     # What nats-server's processRouteConnect reads: no "lang" (that marks a client on the
     # wrong port), the cluster name (must match), our id as "name", headers.
     writer.write(
@@ -144,26 +160,30 @@ async def peer(server: Reference) -> AsyncIterator[RoutePeer]:
         )
     )
     # processRouteInfo/addRoute: a different server_id (ours would close as a route to
-    # itself), the same cluster, headers so HMSG flows, and no route_pool_size so nats-server
-    # treats us as a one-connection route with the account in every protocol line.
-    writer.write(
-        encode_route_info(
-            {
-                "server_id": OUR_ID,
-                "server_name": "natsd-wire",
-                "version": "2.15.1",
-                "proto": 1,
-                "host": HOST,
-                "port": free_port(),
-                "headers": True,
-                "max_payload": 1048576,
-                "cluster": CLUSTER,
-            }
-        )
-    )
+    # itself), the same cluster, headers so HMSG flows, a server_name unlike the peer's, no
+    # compression field (taken as an old server: no compression), no lnoc (so no LS+/LMSG).
+    # Without route_pool_size nats-server treats us as a one-connection "no pool" route.
+    our_info: dict[str, Any] = {
+        "server_id": OUR_ID,
+        "server_name": "natsd-wire",
+        "version": "2.15.1",
+        "proto": 1,
+        "host": HOST,
+        "port": free_port(),
+        "headers": True,
+        "max_payload": 1048576,
+        "cluster": CLUSTER,
+    }
+    if server.pool_size:
+        # Accepted side of a pooled route: route_pool_idx must be in range (0 is omitted).
+        our_info["route_pool_size"] = server.pool_size
+    writer.write(encode_route_info(our_info))
     await p.sync()
     yield p
+    await p.sync()  # the route is still up: nothing we sent made nats-server close it
     await p.close()
+    errors = [ln for ln in server.proc.log().splitlines() if "[ERR]" in ln]
+    assert not errors, errors
 
 
 async def _client(server: Reference) -> Any:
