@@ -285,9 +285,10 @@ async def test_nats_server_forwards_rmsg_to_our_interest(
         await nc.publish("wire.out", b"three", headers={"X-Key": "v1"})
         await nc.publish("wire.outq", b"four", reply="_INBOX.y")
         await nc.publish("wire.outq", b"five")
+        await nc.publish("wire.outq", b"six", reply="_INBOX.z", headers={"X-Key": "v1"})
         await nc.flush()
         evs = [
-            await peer.expect(lambda e: e[0] in (R_RMSG, R_HMSG) and e[1] == ACC) for _ in range(5)
+            await peer.expect(lambda e: e[0] in (R_RMSG, R_HMSG) and e[1] == ACC) for _ in range(6)
         ]
     finally:
         await nc.close()
@@ -300,12 +301,14 @@ async def test_nats_server_forwards_rmsg_to_our_interest(
     assert payload == b"three" and b"X-Key: v1\r\n" in headers
     assert evs[3][:5] == (R_RMSG, ACC, b"wire.outq", b"_INBOX.y", [b"workers"])
     assert evs[4][:5] == (R_RMSG, ACC, b"wire.outq", None, [b"workers"])
+    assert evs[5][:7] == (R_HMSG, ACC, b"wire.outq", b"_INBOX.z", [b"workers"], hlen, total - 2)
     for frame in (
         encode_route_rmsg(ACC, b"wire.out", None, None, b"one"),
         encode_route_rmsg(ACC, b"wire.out", b"_INBOX.x", None, b"two"),
         encode_route_hmsg(ACC, b"wire.out", None, None, headers, b"three"),
         encode_route_rmsg(ACC, b"wire.outq", b"_INBOX.y", [b"workers"], b"four"),
         encode_route_rmsg(ACC, b"wire.outq", None, [b"workers"], b"five"),
+        encode_route_hmsg(ACC, b"wire.outq", b"_INBOX.z", [b"workers"], headers, b"six"),
     ):
         assert frame in peer.raw, frame
 
