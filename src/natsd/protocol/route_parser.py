@@ -23,8 +23,9 @@ Scope: what nats-server 2.15 sends on a route that is not pooled and not pinned 
 (the peer sees no ``route_pool_size`` in our INFO, so it treats us as a one-connection "no
 pool" route and puts the account in every RS+/RS-/RMSG/HMSG), and that did not negotiate
 ``lnoc`` (so it never sends ``LS+``/``LS-``/``LMSG``). Those three verbs, and any other, are
-refused with an ``R_ERR`` naming them; a pinned-account route (no account in the protocol)
-comes out as a wrong argument count.
+refused with an ``R_ERR`` naming them. A pinned-account route (nats-server's ``cluster {
+accounts: [...] }``) leaves the account out of every line, which the parser cannot tell from
+a reply subject: the connection layer must refuse an INFO carrying ``route_account``.
 
 Limits: ``max_control_line`` bounds every line (nats-server allows routes 16 times the client
 limit, 64 KiB by default), ``max_payload`` bounds RMSG/HMSG sizes (nats-server does not check
