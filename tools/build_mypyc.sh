@@ -18,6 +18,8 @@ cd "$OUT"
 # always true, so write loops use explicit offsets.
 "$PY" -m mypyc \
   natsd/protocol/parser.py \
+  natsd/protocol/route_parser.py \
+  natsd/protocol/route_encode.py \
   natsd/router/deliver.py \
   natsd/router/sublist.py \
   natsd/router/subscription.py \
