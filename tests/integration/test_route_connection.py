@@ -166,37 +166,42 @@ async def _cross_traffic(host: RecHost, route: RouteConnection, client_port: int
 
 @pytest.fixture
 def nats_server(tmp_path: Path) -> Iterator[tuple[ServerProcess, int]]:
+    """nats-server with a cluster port and a short route ping interval (250 ms, ping_max 2),
+    so several PINGs cross the route within the test."""
     require_nats_server()
     cport = free_port()
-    srv = start_server(
-        "nats-server",
-        ["-cluster", f"nats://{HOST}:{cport}", "-cluster_name", CLUSTER],
-        log_dir=tmp_path,
+    conf = write_config(
+        f"cluster {{ name: {CLUSTER}, listen: {HOST}:{cport}, ping_interval: 250ms }}\n",
+        tmp_path,
     )
+    srv = start_server("nats-server", config_path=conf, log_dir=tmp_path)
     yield srv, cport
     srv.stop()
 
 
 async def test_dial_nats_server(nats_server: tuple[ServerProcess, int]) -> None:
     proc, cport = nats_server
-    host = RecHost(_settings("NATSDROUTECONNTESTDIALER0000000000000000000000000000000"))
+    host = RecHost(
+        _settings("NATSDROUTECONNTESTDIALER0000000000000000000000000000000", ping_interval=0.25)
+    )
     route = await dial(host, cport)
     await until(lambda: host.ups)
     assert host.ups[0][0] is route and route.up
     info = host.ups[0][1]
     assert info["cluster"] == CLUSTER and info["headers"] is True and route.headers
     assert route.remote_id == info["server_id"]
-    # Both keepalives run: nats-server's first PING comes within 1.2 s, ours at 1 s.
-    await until(lambda: route.rtt > 0 and any("PING" in t for t in _in(host)), timeout=4)
     await _cross_traffic(host, route, proc.port)
-    await asyncio.sleep(1.5)
+    # Both keepalives run every 250 ms: at ping_max 2 a missed answer on either side would
+    # close the route within 750 ms; it stays up across many PINGs each way.
+    await until(lambda: _count(host, "<<-", b"PING") >= 6 and _count(host, "<<-", b"PONG") >= 6)
     assert not route.closed and not host.closed and not host.errors, host.errors
+    assert route.rtt > 0 and route.pings_out <= 1
     assert not _errors_in(proc), proc.log()
     route.close()
 
 
-def _in(host: RecHost) -> list[str]:
-    return [t for t in host.traces if "<<-" in t]
+def _count(host: RecHost, direction: str, verb: bytes) -> int:
+    return sum(t.count(repr(verb)[2:-1]) for t in host.traces if direction in t)
 
 
 # ---------------------------------------------------------------- (2) nats-server dials us
