@@ -424,6 +424,26 @@ async def test_bad_first_input(
         await _listener_still_serves(host, port)
 
 
+async def test_dial_with_credentials(route_port: tuple[str, int, RecHost | None]) -> None:
+    """Our CONNECT's user/pass are what nats-server's route authorization reads; wrong ones
+    get its -ERR, which closes our side. The dialer cannot know earlier: the accepting side's
+    INFO comes before its verdict, so route_up may precede route_closed (as in nats-server,
+    whose dialing side adds the route on INFO)."""
+    kind, port, _ = route_port
+    good = RecHost(_settings("NATSDCREDS1"))
+    route = await dial(good, port, credentials=("ruser", "rpass"))
+    await until(lambda: good.ups)
+    assert good.ups[0][1]["auth_required"] is True, kind
+    bad = RecHost(_settings("NATSDCREDS2"))
+    await dial(bad, port, credentials=("ruser", "wrong"))
+    await until(lambda: bad.closed)
+    assert bad.closed[0][1] == RouteCloseReason.PARSE_ERROR
+    assert any("'Authorization Violation'" in e for e in bad.errors), (kind, bad.errors)
+    await asyncio.sleep(0.3)
+    assert route.up and not good.closed, kind
+    route.close()
+
+
 async def _listener_still_serves(host: RecHost, port: int) -> None:
     ups = len(host.ups)
     good = RecHost(_settings(f"NATSDGOOD{ups}"))
