@@ -24,6 +24,7 @@ cd "$OUT"
   natsd/router/sublist.py \
   natsd/router/subscription.py \
   natsd/connection/client.py \
+  natsd/connection/route.py \
   natsd/connection/flusher.py \
   natsd/connection/fairness.py \
   natsd/core/subjects.py \

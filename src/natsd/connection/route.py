@@ -1,0 +1,674 @@
+"""One route connection to a cluster peer: handshake, keepalive, bounded outbound buffering.
+
+Ownership: the event loop thread owns every RouteConnection. Inbound bytes go through the
+sans-I/O ``RouteParser``; decoded interest (RS+/RS-), messages (RMSG/HMSG) and the peer's
+INFO go to the ``RouteHost`` (the server, later: the interest table and the mesh), which
+owns what they mean. This module owns only the connection: the handshake and its checks,
+PING/PONG, and the outbound queue, written once per loop turn by the host's ``Flusher``.
+
+The handshake is nats-server's (``route.go``, ``createRoute``): both sides send INFO at once;
+the side that dialed sends CONNECT before its INFO. The accepting side expects CONNECT
+first: anything else, or bad credentials, is an ``Authorization Violation`` as in
+nats-server's parser; a CONNECT carrying ``lang`` is a client on the route port; a CONNECT
+or INFO for another cluster is refused; an INFO with our own server_id is the route to
+ourselves that configs listing every server produce, closed silently. The route is up, and
+the host hears of it through ``route_up``, when the peer's first INFO passes those checks
+(and, on the accepting side, CONNECT came first). Interest and messages are refused before.
+
+We announce no ``route_pool_size`` (or 1 when configured), no ``lnoc`` and no compression,
+so nats-server makes one connection to us with the account in every protocol line: the
+only shape ``RouteParser`` reads. A peer asking for more (a pinned account, a pool index, a
+pool larger than the one we announced) is refused with nats-server's own wording.
+
+Flow control: a route is never cut as a slow consumer. Message frames (``send_msg``) past
+``max_pending`` bytes queued (our list plus the transport's buffer) are dropped and counted:
+core NATS is at most once, and a dropped message costs one message. Interest frames
+(``send_sub``/``send_unsub``) are never dropped: losing an RS- leaks interest on the peer
+for the life of the route and losing an RS+ loses every later message on that subject, so
+a gap would be a lasting wrong state, not a lost message. Their volume follows subscription
+churn, not message rate; should they still pile up past ``4 * max_pending`` the peer is not
+reading at all, and the route is closed (a reconnect resends the whole table, the only way
+back to an exact state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, cast
+
+import orjson
+
+from natsd.connection.flusher import Flusher
+from natsd.core.scheduler import Cancellable, Scheduler
+from natsd.protocol.route_encode import (
+    ROUTE_PING,
+    ROUTE_PONG,
+    encode_route_connect,
+    encode_route_err,
+    encode_route_info,
+    encode_rs_minus,
+    encode_rs_plus,
+)
+from natsd.protocol.route_parser import (
+    DEFAULT_ROUTE_MAX_CONTROL_LINE,
+    DEFAULT_ROUTE_MAX_PAYLOAD,
+    R_CONNECT,
+    R_ERR,
+    R_HMSG,
+    R_INFO,
+    R_OK,
+    R_PEER_ERR,
+    R_PING,
+    R_PONG,
+    R_RMSG,
+    R_SUB,
+    R_UNSUB,
+    RouteParser,
+)
+
+__all__ = [
+    "DEFAULT_ROUTE_MAX_PENDING",
+    "RouteCloseReason",
+    "RouteConnection",
+    "RouteHost",
+    "RouteSettings",
+]
+
+# nats-server's MAX_PENDING_SIZE, the bound it puts on any connection's outbound buffer.
+DEFAULT_ROUTE_MAX_PENDING: Final = 64 * 1024 * 1024
+# nats-server: the first PING goes out after at most 1 s (firstPingInterval) to measure RTT;
+# later ones every ping_interval, capped at 30 s for routes (routeMaxPingInterval).
+FIRST_PING_INTERVAL: Final = 1.0
+ROUTE_MAX_PING_INTERVAL: Final = 30.0
+# Interest frames are never dropped; past this many times max_pending queued the peer is
+# not reading and the route is closed.
+_INTEREST_FACTOR: Final = 4
+_FLUSH_NOW: Final = 65536
+_CLOSE_GRACE: Final = 2.0
+
+# nats-server's texts (errors.go, route.go, client.go).
+ERR_ROUTE_PORT: Final = "attempted to connect to route port"
+ERR_AUTH: Final = "Authorization Violation"
+ERR_AUTH_TIMEOUT: Final = "Authentication Timeout"
+ERR_STALE: Final = "Stale Connection"
+ERR_UNKNOWN_OP: Final = "Unknown Protocol Operation"
+
+
+class RouteCloseReason:
+    """nats-server's ClosedState strings for what ends a route."""
+
+    CLIENT_CLOSED: Final = "Client Closed"
+    AUTH_VIOLATION: Final = "Authentication Failure"
+    AUTH_TIMEOUT: Final = "Authentication Timeout"
+    STALE: Final = "Stale Connection"
+    PROTOCOL: Final = "Protocol Violation"
+    PARSE_ERROR: Final = "Parse Error"
+    DUPLICATE_ROUTE: Final = "Duplicate Route"
+    WRONG_PORT: Final = "Incorrect Port"
+    WRONG_GATEWAY: Final = "Wrong Gateway"
+    CLUSTER_NAME_CONFLICT: Final = "Cluster Name Conflict"
+    SLOW_CONSUMER_PENDING: Final = "Slow Consumer (Pending Bytes)"
+    SERVER_SHUTDOWN: Final = "Server Shutdown"
+    READ_ERROR: Final = "Read Error"
+
+
+@dataclass(frozen=True)
+class RouteSettings:
+    """This server's side of every route: identity, required credentials, timings, limits."""
+
+    server_id: str
+    cluster: str
+    server_name: str = ""
+    # Credentials a peer must present in its CONNECT (cluster { authorization {} }); no user
+    # means none are required. nats-server refuses a token here ("Cluster authorization
+    # does not support tokens"); so does the configuration layer.
+    user: str = ""
+    password: str = ""
+    auth_timeout: float = 2.0
+    ping_interval: float = 120.0
+    ping_max: int = 2
+    # 0: announce no pool (nats-server then makes one connection, account in every line);
+    # 1: announce route_pool_size 1 (for peers configured with pool_size: 1).
+    pool_size: int = 0
+    max_payload: int = DEFAULT_ROUTE_MAX_PAYLOAD
+    max_control_line: int = DEFAULT_ROUTE_MAX_CONTROL_LINE
+
+    def __post_init__(self) -> None:
+        if self.pool_size not in (0, 1):
+            raise ValueError(f"route pool_size {self.pool_size} is not supported (0 or 1)")
+
+
+class RouteHost(Protocol):
+    """What a route connection needs from the server that owns it, and what it reports."""
+
+    flusher: Flusher
+    settings: RouteSettings
+    trace: bool
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """Where the connection's timers go (the event loop the server runs on)."""
+
+    def route_info_fields(self, route: RouteConnection) -> dict[str, Any]:
+        """Our INFO besides what the connection sets itself (server_id, server_name,
+        cluster, headers, auth_required, route_pool_size): host, port, version, proto,
+        max_payload, connect_urls, jetstream, ..."""
+
+    def route_up(self, route: RouteConnection, info: dict[str, Any]) -> bool:
+        """The handshake completed with the peer described by ``info``. False: a route to
+        this peer exists already; the connection closes as a duplicate."""
+
+    def route_info(self, route: RouteConnection, info: dict[str, Any]) -> None:
+        """A later INFO: gossip of other servers, connect_urls, lame duck mode."""
+
+    def route_sub(
+        self,
+        route: RouteConnection,
+        account: bytes,
+        subject: bytes,
+        queue: bytes | None,
+        weight: int,
+    ) -> None: ...
+
+    def route_unsub(
+        self, route: RouteConnection, account: bytes, subject: bytes, queue: bytes | None
+    ) -> None: ...
+
+    def route_rmsg(
+        self,
+        route: RouteConnection,
+        account: bytes,
+        subject: bytes,
+        reply: bytes | None,
+        queues: list[bytes] | None,
+        size: int,
+        tail: bytes,
+    ) -> None:
+        """``tail`` is ``b" <size>\\r\\n<payload>\\r\\n"`` (see ``route_parser``)."""
+
+    def route_hmsg(
+        self,
+        route: RouteConnection,
+        account: bytes,
+        subject: bytes,
+        reply: bytes | None,
+        queues: list[bytes] | None,
+        hlen: int,
+        size: int,
+        tail: bytes,
+    ) -> None: ...
+
+    def route_closed(self, route: RouteConnection, reason: str) -> None:
+        """Called once, when the connection ends for any reason."""
+
+    def log_debug(self, msg: str) -> None: ...
+
+    def log_error(self, msg: str) -> None: ...
+
+    def log_trace(self, msg: str) -> None: ...
+
+
+def _abort(t: asyncio.Transport) -> None:
+    with contextlib.suppress(Exception):
+        t.abort()
+
+
+class RouteConnection:
+    """An asyncio protocol for one route, either direction.
+
+    ``solicited``: we dialed (we send CONNECT); else the peer dialed our cluster port.
+    ``credentials``: (user, password) sent in our CONNECT when we dial (from the route URL).
+    ``max_pending``: bytes of message frames queued before further ones are dropped.
+    """
+
+    def __init__(
+        self,
+        host: RouteHost,
+        rid: int,
+        *,
+        solicited: bool,
+        credentials: tuple[str, str] | None = None,
+        max_pending: int = DEFAULT_ROUTE_MAX_PENDING,
+    ) -> None:
+        self.host = host
+        self.rid = rid
+        self.settings = host.settings
+        self.solicited = solicited
+        self.credentials = credentials
+        self.max_pending = max_pending
+        st = self.settings
+        self.parser = RouteParser(st.max_payload, st.max_control_line)
+        self.transport: asyncio.Transport | None = None
+        self.ip = ""
+        self.port = 0
+        # Handshake state. The accepting side needs CONNECT before anything else.
+        self.connect_received = solicited
+        self.up = False
+        self.peer_info: dict[str, Any] = {}
+        self.remote_id = ""
+        self.remote_name = ""
+        self.headers = False  # the peer takes HMSG
+        # Outbound: frames queued until the next flush; _wbuf is the transport's buffer as
+        # last seen (refreshed when a frame would not fit).
+        self.out: list[bytes] = []
+        self.out_size = 0
+        self._wbuf = 0
+        self.flush_pending = False
+        # Counters.
+        self.msgs_in = 0
+        self.bytes_in = 0
+        self.msgs_out = 0
+        self.bytes_out = 0
+        self.dropped_msgs = 0
+        self.dropped_bytes = 0
+        self.start = time.time()
+        self.last_activity = self.start
+        self.rtt_start = 0.0
+        self.rtt = 0.0
+        self.pings_out = 0
+        self.closed = False
+        self.close_reason = ""
+        self._auth_timer: Cancellable | None = None
+        self._ping_timer: Cancellable | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.ip, self.port = str(peer[0]), int(peer[1])
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        st = self.settings
+        if self.solicited:
+            connect: dict[str, Any] = {
+                "echo": True,
+                "verbose": False,
+                "pedantic": False,
+                "tls_required": False,
+                "headers": True,
+                "name": st.server_id,
+                "cluster": st.cluster,
+            }
+            if self.credentials is not None:
+                connect["user"], connect["pass"] = self.credentials
+            self.send(encode_route_connect(connect))
+        self.send(encode_route_info(self._our_info()))
+        loop = self.host.scheduler
+        if st.user and not self.solicited:
+            self._auth_timer = loop.call_later(st.auth_timeout, self._auth_timeout)
+        # As nats-server, the keepalive runs from the start: a peer that never completes
+        # the handshake goes stale.
+        first = min(FIRST_PING_INTERVAL, self._ping_interval())
+        self._ping_timer = loop.call_later(first, self._ping_tick)
+
+    def _our_info(self) -> dict[str, Any]:
+        st = self.settings
+        info = self.host.route_info_fields(self)
+        info["server_id"] = st.server_id
+        if st.server_name:
+            info["server_name"] = st.server_name
+        info["cluster"] = st.cluster
+        info["headers"] = True
+        if st.user:
+            info["auth_required"] = True
+        if st.pool_size:
+            info["route_pool_size"] = st.pool_size
+        return info
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close(self.close_reason or RouteCloseReason.CLIENT_CLOSED, flush=False)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def pause_writing(self) -> None:
+        pass
+
+    def resume_writing(self) -> None:
+        t = self.transport
+        if t is not None:
+            self._wbuf = t.get_write_buffer_size()
+
+    # ------------------------------------------------------------------ inbound
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_activity = time.time()
+        host = self.host
+        if host.trace:
+            host.log_trace(f"rid:{self.rid} <<- {data[:512]!r}")
+        for ev in self.parser.feed(data):
+            if self.closed:
+                return
+            op = ev[0]
+            if op == R_RMSG:
+                if not self.up:
+                    self._not_ready()
+                    return
+                self.msgs_in += 1
+                self.bytes_in += ev[5]
+                host.route_rmsg(self, ev[1], ev[2], ev[3], ev[4], ev[5], ev[6])
+            elif op == R_HMSG:
+                if not self.up:
+                    self._not_ready()
+                    return
+                self.msgs_in += 1
+                self.bytes_in += ev[6]
+                host.route_hmsg(self, ev[1], ev[2], ev[3], ev[4], ev[5], ev[6], ev[7])
+            elif op == R_SUB:
+                if not self.up:
+                    self._not_ready()
+                    return
+                host.route_sub(self, ev[1], ev[2], ev[3], ev[4])
+            elif op == R_UNSUB:
+                if not self.up:
+                    self._not_ready()
+                    return
+                host.route_unsub(self, ev[1], ev[2], ev[3])
+            elif op == R_CONNECT:
+                self._process_connect(ev[1])
+            elif not self.connect_received:
+                # nats-server's parser: before CONNECT on an accepted route, anything but
+                # CONNECT is an authorization error (garbage included).
+                self._auth_violation()
+                return
+            elif op == R_PING:
+                self.send(ROUTE_PONG)
+            elif op == R_PONG:
+                self.pings_out = 0
+                if self.rtt_start:
+                    self.rtt = time.monotonic() - self.rtt_start
+                    self.rtt_start = 0.0
+            elif op == R_INFO:
+                self._process_info(ev[1])
+            elif op == R_PEER_ERR:
+                host.log_error(f"Route Error '{ev[1]}' from rid:{self.rid} {self._peer()}")
+                self._close(RouteCloseReason.PARSE_ERROR, flush=True)
+                return
+            elif op == R_ERR:
+                reason = ev[1]
+                host.log_error(f"Route parser error from rid:{self.rid} {self._peer()}: {reason}")
+                text = ERR_UNKNOWN_OP if reason == "unknown protocol operation" else reason
+                self._send_err_and_close(text, RouteCloseReason.PARSE_ERROR)
+                return
+            elif op == R_OK:
+                pass
+        if len(data) >= _FLUSH_NOW:
+            host.flusher.run()
+
+    def _peer(self) -> str:
+        return f"{self.ip}:{self.port} {self.remote_id}".rstrip()
+
+    def _not_ready(self) -> None:
+        if not self.connect_received:
+            self._auth_violation()
+        else:
+            # Interest or messages before the peer's INFO: nats-server never sends them
+            # then (it sends INFO first), and we cannot tell whose interest it would be.
+            self._send_err_and_close(ERR_UNKNOWN_OP, RouteCloseReason.PROTOCOL)
+
+    def _process_connect(self, raw: bytes) -> None:
+        try:
+            opts = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            opts = None
+        if not isinstance(opts, dict):
+            # nats-server closes without a word when CONNECT does not unmarshal.
+            self._close(RouteCloseReason.PROTOCOL, flush=True)
+            return
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
+        st = self.settings
+        # nats-server's order (processConnect): credentials, then processRouteConnect's lang,
+        # gateway and cluster name checks.
+        if st.user and not (
+            _same(opts.get("user"), st.user) and _same(opts.get("pass"), st.password)
+        ):
+            self._auth_violation()
+            return
+        if opts.get("lang"):
+            self.host.log_error(f"rid:{self.rid} {self._peer()}: {ERR_ROUTE_PORT}")
+            self._send_err_and_close(ERR_ROUTE_PORT, RouteCloseReason.WRONG_PORT)
+            return
+        gateway = opts.get("gateway")
+        if gateway:
+            text = f'Rejecting connection from gateway "{gateway}" on the Route port'
+            self.host.log_error(text)
+            self._send_err_and_close(text, RouteCloseReason.WRONG_GATEWAY)
+            return
+        cluster = opts.get("cluster", "")
+        if cluster != st.cluster:
+            text = _name_conflict(cluster, st.cluster)
+            self.host.log_error(text)
+            self._send_err_and_close(text, RouteCloseReason.CLUSTER_NAME_CONFLICT)
+            return
+        self.connect_received = True
+        name = opts.get("name")
+        if isinstance(name, str) and not self.remote_id:
+            self.remote_id = name
+
+    def _process_info(self, raw: bytes) -> None:
+        try:
+            info = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            info = None
+        if not isinstance(info, dict):
+            self._send_err_and_close("Invalid INFO", RouteCloseReason.PROTOCOL)
+            return
+        if self.up:
+            self.host.route_info(self, info)
+            return
+        st = self.settings
+        sid = info.get("server_id")
+        if not isinstance(sid, str) or not sid:
+            self._send_err_and_close("Route INFO without a server_id", RouteCloseReason.PROTOCOL)
+            return
+        if sid == st.server_id:
+            # The route to ourselves (configs list every server, this one included):
+            # nats-server closes it without a word.
+            self.host.log_debug(f"rid:{self.rid} {self._peer()}: route to self, dropped")
+            self._close(RouteCloseReason.DUPLICATE_ROUTE, flush=False)
+            return
+        cluster = info.get("cluster", "")
+        if cluster and cluster != st.cluster:
+            # nats-server closes here without an -ERR; its accepting side sends this text.
+            self.host.log_error(_name_conflict(cluster, st.cluster))
+            self._close(RouteCloseReason.CLUSTER_NAME_CONFLICT, flush=False)
+            return
+        refusal = self._unsupported(info)
+        if refusal is not None:
+            self.host.log_error(f"rid:{self.rid} {self._peer()}: {refusal}")
+            self._send_err_and_close(refusal, RouteCloseReason.PROTOCOL)
+            return
+        self.peer_info = info
+        self.remote_id = sid
+        name = info.get("server_name")
+        self.remote_name = name if isinstance(name, str) else ""
+        self.headers = info.get("headers") is True
+        self.up = True
+        if not self.host.route_up(self, info):
+            self.up = False
+            self.host.log_debug(f"rid:{self.rid} duplicate route to {sid}, closed")
+            self._close(RouteCloseReason.DUPLICATE_ROUTE, flush=True)
+
+    def _unsupported(self, info: dict[str, Any]) -> str | None:
+        """Why a peer's route shape cannot be served, in nats-server's words where it has
+        them, or None."""
+        account = info.get("route_account")
+        if account:
+            return (
+                f"Not possible to have a dedicated route for account {_q(str(account))} "
+                "between those servers"
+            )
+        ours = self.settings.pool_size
+        idx = info.get("route_pool_idx", 0)
+        if idx:
+            return f"Invalid route pool index: {idx} - pool size is {ours}"
+        theirs = info.get("route_pool_size", 0)
+        if ours and isinstance(theirs, int) and theirs > ours:
+            # Announcing a pool makes nats-server open max(ours, theirs) connections, one
+            # per pool index; we serve one. Announce none (pool_size 0) to take any peer.
+            return (
+                f"Mismatch route pool size: {theirs} vs {ours} "
+                "(this server serves one connection per route: pool_size 1 on both sides)"
+            )
+        return None
+
+    def _auth_violation(self) -> None:
+        self._send_err_and_close(ERR_AUTH, RouteCloseReason.AUTH_VIOLATION)
+
+    def _auth_timeout(self) -> None:
+        self._auth_timer = None
+        if not self.connect_received and not self.closed:
+            self._send_err_and_close(ERR_AUTH_TIMEOUT, RouteCloseReason.AUTH_TIMEOUT)
+
+    def _send_err_and_close(self, text: str, reason: str) -> None:
+        self.send(encode_route_err(text))
+        self._close(reason, flush=True)
+
+    # ------------------------------------------------------------------ outbound
+    def send(self, frame: bytes) -> None:
+        """Queue a control frame (never dropped); it goes out with the next flush."""
+        self.out.append(frame)
+        self.out_size += len(frame)
+        if not self.flush_pending:
+            self.kick()
+
+    def send_sub(self, account: bytes, subject: bytes, queue: bytes | None, weight: int) -> None:
+        self._send_interest(encode_rs_plus(account, subject, queue, weight))
+
+    def send_unsub(self, account: bytes, subject: bytes, queue: bytes | None) -> None:
+        self._send_interest(encode_rs_minus(account, subject, queue))
+
+    def _send_interest(self, frame: bytes) -> None:
+        if self.closed:
+            return
+        self.send(frame)
+        if self.out_size + self._wbuf > _INTEREST_FACTOR * self.max_pending:
+            self._refresh_wbuf()
+            if self.out_size + self._wbuf > _INTEREST_FACTOR * self.max_pending:
+                self.host.log_error(
+                    f"rid:{self.rid} {self._peer()}: peer not reading, "
+                    f"{self.out_size + self._wbuf} bytes of interest pending; closing the route"
+                )
+                self.out = []
+                self.out_size = 0
+                self._close(RouteCloseReason.SLOW_CONSUMER_PENDING, flush=False)
+
+    def send_msg(self, frame: bytes) -> bool:
+        """Queue an encoded RMSG/HMSG frame; False (and counted) when it was dropped because
+        ``max_pending`` bytes are already queued. Never closes the route."""
+        n = len(frame)
+        if self.out_size + self._wbuf + n > self.max_pending:
+            self._refresh_wbuf()
+            if self.closed or self.out_size + self._wbuf + n > self.max_pending:
+                self.dropped_msgs += 1
+                self.dropped_bytes += n
+                return False
+        self.out.append(frame)
+        self.out_size += n
+        self.msgs_out += 1
+        self.bytes_out += n
+        if not self.flush_pending:
+            self.kick()
+        return True
+
+    def _refresh_wbuf(self) -> None:
+        t = self.transport
+        self._wbuf = t.get_write_buffer_size() if t is not None and not t.is_closing() else 0
+
+    def kick(self) -> None:
+        self.flush_pending = True
+        self.host.flusher.add(self)
+
+    def flush(self) -> None:
+        self.flush_pending = False
+        out = self.out
+        if not out:
+            return
+        t = self.transport
+        self.out = []
+        self.out_size = 0
+        if self.closed or t is None or t.is_closing():
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        if self.host.trace:
+            self.host.log_trace(f"rid:{self.rid} ->> {data[:512]!r}")
+        t.write(data)
+        self._wbuf = t.get_write_buffer_size()
+
+    # ------------------------------------------------------------------ timers
+    def _ping_interval(self) -> float:
+        return min(self.settings.ping_interval, ROUTE_MAX_PING_INTERVAL)
+
+    def _ping_tick(self) -> None:
+        self._ping_timer = None
+        if self.closed:
+            return
+        # nats-server never delays a route's PING for recent traffic (processPingTimer).
+        if self.pings_out + 1 > self.settings.ping_max:
+            self.host.log_error(f"rid:{self.rid} {self._peer()}: stale route connection")
+            self._send_err_and_close(ERR_STALE, RouteCloseReason.STALE)
+            return
+        self.pings_out += 1
+        self.rtt_start = time.monotonic()
+        self.send(ROUTE_PING)
+        self._ping_timer = self.host.scheduler.call_later(self._ping_interval(), self._ping_tick)
+
+    # ------------------------------------------------------------------ teardown
+    def close(self, reason: str = RouteCloseReason.SERVER_SHUTDOWN) -> None:
+        self._close(reason, flush=True)
+
+    def _close(self, reason: str, flush: bool) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.up = False
+        self.close_reason = reason
+        for timer in (self._auth_timer, self._ping_timer):
+            if timer is not None:
+                timer.cancel()
+        self._auth_timer = self._ping_timer = None
+        t = self.transport
+        if t is not None:
+            if flush and self.out and not t.is_closing():
+                t.write(b"".join(self.out))
+            if flush and not t.is_closing():
+                t.close()
+                # A peer that never reads would hold the socket open forever; cut it off.
+                self.host.scheduler.call_later(_CLOSE_GRACE, _abort, t)
+            else:
+                t.abort()
+        self.out = []
+        self.out_size = 0
+        self.host.route_closed(self, reason)
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def pending_bytes(self) -> int:
+        t = self.transport
+        buffered = t.get_write_buffer_size() if t is not None and not t.is_closing() else 0
+        return self.out_size + buffered
+
+
+def _same(given: object, expected: str) -> bool:
+    return isinstance(given, str) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _name_conflict(theirs: object, ours: str) -> str:
+    return f"Rejecting connection, cluster name {_q(str(theirs))} does not match {_q(ours)}"
+
+
+def _q(s: str) -> str:
+    """Go's %q for the plain strings cluster names are."""
+    return orjson.dumps(s).decode()
