@@ -28,7 +28,7 @@ from random import randrange
 from typing import Any, Final
 
 from natsd.core.subjects import is_valid_queue, is_valid_subject
-from natsd.router.sublist import CACHE_MAX, MatchResult, Sublist
+from natsd.router.sublist import CACHE_MAX, Sublist
 
 __all__ = [
     "MAX_QUEUE_WEIGHT",
@@ -242,10 +242,12 @@ class _AccountRemote:
 
     def __init__(self) -> None:
         self.sublist: Sublist[RemoteSub] = Sublist()
-        # subject -> (the match result the plan was built from, the plan). A Sublist change
-        # that touches the subject makes match return a new result, so identity tells a
-        # stale plan without a second invalidation scheme.
-        self.plans: dict[bytes, tuple[MatchResult[RemoteSub], ForwardPlan]] = {}
+        # subject -> (the two lists of the match result the plan was built from, the plan).
+        # A Sublist change that touches the subject makes match return new lists (a cached
+        # result's lists are never mutated), so identity tells a stale plan without a second
+        # invalidation scheme. The lists, not the result tuple: compiled, a tuple is boxed
+        # afresh each time it crosses into Python objects.
+        self.plans: dict[bytes, tuple[list[RemoteSub], list[list[RemoteSub]], ForwardPlan]] = {}
 
 
 _RKey = tuple[bytes, bytes, bytes | None]
@@ -335,18 +337,17 @@ class RemoteInterest:
         table = self._accounts.get(account)
         if table is None:
             return None
-        res = table.sublist.match(subject)
-        psubs, qsubs = res
+        psubs, qsubs = table.sublist.match(subject)
         if not psubs and not qsubs:
             return None
         plans = table.plans
         hit = plans.get(subject)
-        if hit is not None and hit[0] is res:
-            return hit[1]
+        if hit is not None and hit[0] is psubs and hit[1] is qsubs:
+            return hit[2]
         plan = _plan(psubs, qsubs)
         if len(plans) >= CACHE_MAX:
             plans.clear()
-        plans[subject] = (res, plan)
+        plans[subject] = (psubs, qsubs, plan)
         return plan
 
     def route_subs(self, route: int) -> int:
