@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from natsd.core.subjects import subject_matches
 from natsd.protocol.route_encode import encode_rs_minus, encode_rs_plus
 from natsd.protocol.route_parser import R_SUB, R_UNSUB, RouteParser
 from natsd.router import interest as interest_mod
@@ -371,3 +372,81 @@ def test_bad_input_from_a_peer_is_refused(
         ri.add(1, account, subject, queue, weight)
     assert str(e.value) == err
     assert len(ri) == 0 and ri.accounts == 0 and ri.route_subs(1) == 0
+
+
+def test_prefer_local_keeps_groups_with_local_members_home() -> None:
+    ri = RemoteInterest()
+    ri.add(1, b"$G", b"s", b"q", 100)
+    ri.add(1, b"$G", b"s", b"r", 1)
+    plan = ri.match(b"$G", b"s")
+    assert plan is not None
+    local_q = {b"q": 1, b"r": 0}
+    for _ in range(200):
+        targets, remote = assign(plan, lambda q: local_q[q], prefer_local=True)
+        assert remote == [b"r"] and targets == {1: [b"r"]}
+    # Without it, 100 remote weight against one local member sends q away almost always.
+    random.seed(3)
+    away = sum(b"q" in assign(plan, lambda q: local_q[q])[1] for _ in range(1000))
+    assert away > 950
+
+
+def _brute(
+    subs: dict[tuple[int, bytes, bytes | None], int], subject: bytes
+) -> tuple[set[int], dict[bytes, dict[int, int]]]:
+    routes: set[int] = set()
+    groups: dict[bytes, dict[int, int]] = {}
+    for (rid, pattern, queue), w in subs.items():
+        if not subject_matches(subject, pattern):
+            continue
+        if queue is None:
+            routes.add(rid)
+        else:
+            g = groups.setdefault(queue, {})
+            g[rid] = g.get(rid, 0) + w
+    return routes, groups
+
+
+def test_cached_plans_always_agree_with_a_brute_force_match() -> None:
+    # Random RS+/RS-/weight changes and route drops interleaved with repeated matches (so
+    # plans are cached and must be noticed stale): each plan equals a brute-force answer.
+    rnd = random.Random(16)
+    patterns = [b"a.b", b"a.*", b"a.>", b"*.b", b">", b"x.y", b"a.b.c", b"*.*.c"]
+    subjects = [b"a.b", b"a.c", b"x.y", b"a.b.c", b"q.b"]
+    queues = [None, None, b"q1", b"q2"]
+    ri = RemoteInterest()
+    model: dict[tuple[int, bytes, bytes | None], int] = {}
+    for _ in range(3000):
+        op = rnd.random()
+        rid = rnd.randrange(3)
+        if op < 0.5:
+            pat, q = rnd.choice(patterns), rnd.choice(queues)
+            w = rnd.randrange(1, 5) if q else 1
+            ri.add(rid, b"$G", pat, q, w)
+            model[(rid, pat, q)] = w
+        elif op < 0.9:
+            pat, q = rnd.choice(patterns), rnd.choice(queues)
+            ri.remove(rid, b"$G", pat, q)
+            model.pop((rid, pat, q), None)
+        else:
+            ri.remove_route(rid)
+            model = {k: v for k, v in model.items() if k[0] != rid}
+        for subject in subjects:
+            for _ in range(2):
+                plan = ri.match(b"$G", subject)
+                routes, groups = _brute(model, subject)
+                if plan is None:
+                    assert not routes and not groups
+                    continue
+                assert sorted(plan.routes) == sorted(routes)
+                got = {
+                    g.queue: dict(
+                        zip(
+                            g.routes,
+                            [c - p for c, p in zip(g.cumulative, [0, *g.cumulative], strict=False)],
+                            strict=True,
+                        )
+                    )
+                    for g in plan.groups
+                }
+                assert got == groups
+    assert len(ri) == len(model)

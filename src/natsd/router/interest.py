@@ -179,9 +179,13 @@ class RemoteGroup:
         self.cumulative = cum
         self.total = t
 
-    def choose(self, nlocal: int) -> int:
+    def choose(self, nlocal: int, prefer_local: bool = False) -> int:
         """-1 for a local member, else the route id, weighted as nats-server weighs them:
-        each local member counts once, each route as many times as its queue weight."""
+        each local member counts once, each route as many times as its queue weight.
+        ``prefer_local``: any local member wins (not nats-server's rule for a message from
+        a client; it is its rule for one from a route, which never goes back out anyway)."""
+        if prefer_local and nlocal:
+            return -1
         x = randrange(nlocal + self.total)
         if x < nlocal:
             return -1
@@ -212,20 +216,22 @@ def _plan(psubs: list[RemoteSub], qsubs: list[list[RemoteSub]]) -> ForwardPlan:
 
 
 def assign(
-    plan: ForwardPlan, local_members: Callable[[bytes], int]
+    plan: ForwardPlan, local_members: Callable[[bytes], int], prefer_local: bool = False
 ) -> tuple[dict[int, list[bytes]], list[bytes]]:
     """Pick, for one message, one member of each queue group across the cluster.
 
     ``local_members(queue)`` is how many local subscribers the group has for this subject.
     Returns the routes to send one RMSG each, with the queue names that route must deliver
     (an empty list: its plain subscriptions only), and the queue groups that went to a route,
-    which local delivery must then skip. Like nats-server for a message from a client: one
-    weighted pick over every member, local or remote.
+    which local delivery must then skip. Like nats-server for a message from a client
+    (``processMsgResults``): one weighted pick over every member, local or remote, unless
+    ``prefer_local``. nats-server moves on to the next candidate when a local member cannot
+    take the message (no echo, a deny rule); the caller does the same with ``choose(0)``.
     """
     targets: dict[int, list[bytes]] = {r: [] for r in plan.routes}
     remote: list[bytes] = []
     for g in plan.groups:
-        rid = g.choose(local_members(g.queue))
+        rid = g.choose(local_members(g.queue), prefer_local)
         if rid < 0:
             continue
         remote.append(g.queue)
