@@ -22,6 +22,7 @@ cd "$OUT"
   natsd/protocol/route_encode.py \
   natsd/router/deliver.py \
   natsd/router/sublist.py \
+  natsd/router/interest.py \
   natsd/router/subscription.py \
   natsd/connection/client.py \
   natsd/connection/route.py \

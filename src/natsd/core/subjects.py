@@ -10,6 +10,7 @@ from typing import Final
 
 __all__ = [
     "is_valid_literal_subject",
+    "is_valid_queue",
     "is_valid_subject",
     "subject_has_wildcard",
     "subject_matches",
@@ -52,6 +53,11 @@ def is_valid_literal_subject(subject: bytes) -> bool:
     if not is_valid_subject(subject):
         return False
     return all(t not in (_PWC, _FWC) for t in subject.split(b"."))
+
+
+def is_valid_queue(queue: bytes) -> bool:
+    """A queue group name as SUB accepts it (the rule of connection/client.py's check)."""
+    return bool(queue) and not any(c in queue for c in (b" ", b"\t", b"\r", b"\n"))
 
 
 def subject_has_wildcard(subject: bytes) -> bool:

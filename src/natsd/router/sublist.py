@@ -11,12 +11,12 @@ Not thread-safe: one event loop owns a Sublist.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final, Generic, Protocol, TypeVar
 
 from natsd.core.subjects import subject_matches
 
-__all__ = ["EMPTY_RESULT", "MatchResult", "SubLike", "Sublist"]
+__all__ = ["EMPTY_RESULT", "ChangeListener", "MatchResult", "SubLike", "Sublist"]
 
 _PWC: Final = b"*"
 _FWC: Final = b">"
@@ -47,6 +47,10 @@ S = TypeVar("S", bound=SubLike)
 # (plain subscriptions, one list per queue group)
 MatchResult = tuple[list[S], list[list[S]]]
 EMPTY_RESULT: tuple[list[SubLike], list[list[SubLike]]] = ([], [])
+
+# Told (subject, queue, +1 | -1) after each insert and each successful remove: how a server
+# with routes keeps its interest table (router/interest.py) in step with its subscriptions.
+ChangeListener = Callable[[bytes, bytes | None, int], None]
 
 
 class _Node(Generic[S]):
@@ -85,6 +89,7 @@ class Sublist(Generic[S]):
         "cache_hits",
         "inserts",
         "matches",
+        "on_change",
         "removes",
     )
 
@@ -97,6 +102,9 @@ class Sublist(Generic[S]):
         self.cache_hits = 0
         self.inserts = 0
         self.removes = 0
+        # None unless the server has routes: then one `is None` check per insert or remove,
+        # and nothing per match.
+        self.on_change: ChangeListener | None = None
 
     def __len__(self) -> int:
         return self._count
@@ -133,6 +141,8 @@ class Sublist(Generic[S]):
         self._count += 1
         self.inserts += 1
         self._invalidate(sub.subject)
+        if self.on_change is not None:
+            self.on_change(sub.subject, sub.queue, 1)
 
     def remove(self, sub: S) -> bool:
         """Remove ``sub``; returns False if it was not present."""
@@ -176,6 +186,8 @@ class Sublist(Generic[S]):
             else:
                 lvl.nodes.pop(tok, None)
         self._invalidate(sub.subject)
+        if self.on_change is not None:
+            self.on_change(sub.subject, sub.queue, -1)
         return True
 
     def _invalidate(self, pattern: bytes) -> None:
