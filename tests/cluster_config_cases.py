@@ -100,4 +100,9 @@ FLAG_ERRORS: list[tuple[list[str], str]] = [
         ["--cluster_name", "a b", "--cluster", "nats://127.0.0.1:-1"],
         "cluster name cannot contain spaces",
     ),
+    (["--cluster", "nats://h:"], "EOF"),
+    (["--cluster", "nats:foo"], "missing port in address"),
+    (["--cluster", "nats://h:1:2"], "address h:1:2: too many colons in address"),
+    (["--cluster", "nats://[::1]"], "address [::1]: missing port in address"),
+    (["--cluster", "nats://h h:1"], 'parse "nats://h h:1": invalid character " " in host name'),
 ]

@@ -291,6 +291,12 @@ def test_flags_that_do_not_make_a_cluster_are_not_refused(tmp_path: Path) -> Non
     assert (opts.cluster.name, opts.cluster.port, opts.cluster.origin) == ("c", 0, "")
 
 
+def test_a_bad_route_flag_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    # nats-server keeps a nil URL here and panics later; natsd says what is wrong.
+    assert main(["--cluster", "nats://127.0.0.1:-1", "--routes", "nats://a:1,nats://a:x"]) == 1
+    assert capsys.readouterr().err == 'natsd: error parsing route url ["nats://a:x"]\n'
+
+
 def test_bad_int_flag() -> None:
     with pytest.raises(FlagError, match="connect_retries"):
         parse_args(["--connect_retries", "x"])

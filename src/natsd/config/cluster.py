@@ -212,7 +212,8 @@ def _split_host_port(hp: str) -> tuple[str, str]:
     """Go's ``net.SplitHostPort`` with its error text."""
 
     def err(why: str) -> ClusterError:
-        return ClusterError(f"address {hp}: {why}")
+        # Go's AddrError names the address only when there is one.
+        return ClusterError(f"address {hp}: {why}" if hp else why)
 
     if hp.startswith("["):
         end = hp.find("]")
@@ -421,17 +422,15 @@ def _override_cluster(c: ClusterOptions, listen: str) -> None:
         u = parse_go_url(listen)
     except GoURLError as e:
         raise ClusterError(str(e)) from None
-    hostport = (
-        listen.split("//", 1)[1].split("/", 1)[0].rpartition("@")[2] if "//" in listen else ""
-    )
-    host, port = _split_host_port(hostport)
-    c.host = u.host if host.startswith("[") else host
+    # Go's URL.Host: the authority without the user info (empty for an opaque URL).
+    authority = listen.split("//", 1)[1].split("/", 1)[0] if "//" in listen else ""
+    c.host, port = _split_host_port(authority.rpartition("@")[2])
     if random:
         port = "-1"
-    m = re.match(r"\s*([+-]?\d+)", port)
-    if m is None:
-        raise ClusterError("expected integer")
-    c.port = int(m.group(1))
+    # fmt.Sscan into an int; url.Parse already allowed only digits (or nothing) here.
+    if not port:
+        raise ClusterError("EOF")
+    c.port = int(port)
     if u.user is not None:
         if u.password is None:
             raise ClusterError("expected cluster password to be set")
