@@ -40,6 +40,8 @@ PLACES: dict[str, str] = {
     P.ACCOUNT.name: "accounts {{ A: {{ {kv} }} }}",
     P.ACCOUNT_JETSTREAM.name: "accounts {{ A: {{ jetstream: {{ {kv} }} }} }}",
     P.JETSTREAM.name: "jetstream {{ {kv} }}",
+    P.CLUSTER.name: "cluster {{ {kv} }}",
+    P.CLUSTER_AUTHORIZATION.name: "cluster {{ authorization {{ {kv} }} }}",
 }
 
 
@@ -67,7 +69,7 @@ def ids(item: tuple[P.Level, str]) -> str:
     return f"{item[0].name}:{item[1]}"
 
 
-KNOWN = keys_of("refused", "cosmetic", "supported")
+KNOWN = keys_of("refused", "cosmetic", "checked", "supported")
 
 
 @pytest.mark.parametrize(("level", "key"), KNOWN, ids=map(ids, KNOWN))

@@ -129,9 +129,29 @@ def test_build_options_defaults() -> None:
 def test_build_options_flags_only() -> None:
     opts, _ = build_options(
         parse_args(
-            ["--port", "-1", "-js", "-sd=/data", "-m", "8222", "-DV", "--max_payload=2048",
-             "--ping_interval=30s", "--user", "u", "--pass", "p", "--auth", "tok",
-             "-n", "srv", "-a", "127.0.0.1", "--no_auth_user", "u"]
+            [
+                "--port",
+                "-1",
+                "-js",
+                "-sd=/data",
+                "-m",
+                "8222",
+                "-DV",
+                "--max_payload=2048",
+                "--ping_interval=30s",
+                "--user",
+                "u",
+                "--pass",
+                "p",
+                "--auth",
+                "tok",
+                "-n",
+                "srv",
+                "-a",
+                "127.0.0.1",
+                "--no_auth_user",
+                "u",
+            ]
         )
     )
     assert opts.port == 0  # -1 means a random port
@@ -457,8 +477,9 @@ def test_refused_top_level_keys_are_errors_and_cosmetic_keys_warn() -> None:
             "cluster { port: 6222 }\nleafnodes {}\ngateway {}\nlogtime: true\nsyslog: false\n"
             "max_traced_msg_len: 100\nport: 4999\n"
         )
+    # cluster {} is read and checked here; build_options refuses it after the flags
+    # (tests/unit/test_config_cluster.py).
     assert [line.split('"')[1] for line in str(ei.value).splitlines()] == [
-        "cluster",
         "leafnodes",
         "gateway",
     ]

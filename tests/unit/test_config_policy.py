@@ -44,6 +44,11 @@ PLACES: dict[str, tuple[str, str]] = {
         "accounts.A.jetstream.{k}",
     ),
     P.JETSTREAM.name: ("jetstream {{ {kv} }}", "jetstream.{k}"),
+    P.CLUSTER.name: ("cluster {{ {kv} }}", "cluster.{k}"),
+    P.CLUSTER_AUTHORIZATION.name: (
+        "cluster {{ authorization {{ {kv} }} }}",
+        "cluster.authorization.{k}",
+    ),
 }
 
 

@@ -10,19 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from natsd.config import policy
+from natsd.config.cluster import parse_cluster
 from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS, AccountConfig, ServerOptions
 from natsd.config.parse import ConfigError as ParseError
 from natsd.config.parse import ConfMap, parse_file
-from natsd.config.policy import Checker
+from natsd.config.policy import Checker, ConfigError
 from natsd.core.clock import parse_duration
 from natsd.security.auth import User
 from natsd.security.permissions import Permissions, parse_permissions
 
 __all__ = ["ConfigError", "apply_config", "load_config"]
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be honoured; the message has one line per problem."""
 
 
 def _int(v: Any, key: str) -> int:
@@ -128,6 +125,9 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
                 raise ConfigError("Duplicate 'store_dir' configuration")
             opts.js.store_dir = str(v)
             store_dir_set = True
+        elif key == "cluster":
+            raw = next(k for k in data if str(k).lower() == key)
+            parse_cluster(opts, v, chk, chk.where(data, raw))
         elif key == "debug":
             opts.debug = bool(v)
         elif key in ("trace", "trace_verbose", "trace_headers"):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from natsd.config.apply import load_config
+from natsd.config.cluster import apply_cluster_flags, refuse_unwired, validate_cluster
 from natsd.config.options import ServerOptions
 from natsd.core.clock import parse_duration
 from natsd.security.auth import User
@@ -69,6 +70,13 @@ _flag(["max_payload"], "max_payload", "int")
 _flag(["ping_interval"], "ping_interval", "str")
 _flag(["max_pending"], "max_pending", "int")
 _flag(["no_auth_user"], "no_auth_user", "str")
+# Cluster (nats-server's names; --cluster_listen is --cluster's other spelling).
+_flag(["routes"], "routes", "str")
+_flag(["cluster", "cluster_listen"], "cluster", "str")
+_flag(["cluster_name"], "cluster_name", "str")
+_flag(["cluster_advertise"], "cluster_advertise", "str")
+_flag(["no_advertise"], "no_advertise", "bool")
+_flag(["connect_retries"], "connect_retries", "int")
 _flag(["v", "version"], "version", "bool")
 _flag(["h", "help"], "help", "bool")
 _flag(["t"], "test", "bool")
@@ -138,7 +146,9 @@ def _go_int(val: str) -> int:
 
 
 def build_options(parsed: Parsed) -> tuple[ServerOptions, list[str]]:
-    """Config file first, then flags on top (flags win, as in nats-server)."""
+    """Config file first, then flags on top (flags win, as in nats-server), then the checks
+    nats-server makes when it creates the server; a cluster that passes them is refused
+    (``natsd.config.cluster``)."""
     warnings: list[str] = []
     opts = ServerOptions()
     if parsed.config_file:
@@ -176,6 +186,9 @@ def build_options(parsed: Parsed) -> tuple[ServerOptions, list[str]]:
         opts.users.append(User(str(user), str(password or ""), "$G"))
     if token is not None:
         opts.token = str(token)
+    apply_cluster_flags(opts, v)
+    validate_cluster(opts)
+    refuse_unwired(opts)
     return opts, warnings
 
 
@@ -196,6 +209,14 @@ Server Options:
                                      to a PID file (e.g. /var/run/natsd.pid)
     -P, --pid <file>                 File to store PID
     --max_payload <bytes>            Maximum payload size
+Cluster Options (checked as nats-server checks them; refused until routes are wired):
+    --routes <rurl-1, rurl-2>        Routes to solicit and connect
+    --cluster <cluster-url>          Cluster URL for solicited routes
+    --cluster_listen <cluster-url>   Same as --cluster
+    --cluster_name <string>          Cluster name
+    --no_advertise <bool>            Do not advertise known cluster information to clients
+    --cluster_advertise <string>     Cluster URL to advertise to other servers
+    --connect_retries <number>       For implicit routes, number of connect retries
 JetStream Options:
     -js, --jetstream                 Enable JetStream functionality
     -sd, --store_dir <dir>           Set the storage directory

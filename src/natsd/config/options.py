@@ -7,7 +7,15 @@ from typing import Any
 
 from natsd.security.auth import User
 
-__all__ = ["JS_ACCOUNT_LIMIT_KEYS", "AccountConfig", "JetStreamConfig", "ServerOptions"]
+__all__ = [
+    "JS_ACCOUNT_LIMIT_KEYS",
+    "AccountConfig",
+    "ClusterOptions",
+    "CompressionOptions",
+    "JetStreamConfig",
+    "RouteURL",
+    "ServerOptions",
+]
 
 # The keys of an account's ``jetstream {}`` block (nats-server ``parseJetStreamForAccount``,
 # plus the JSON names of ``JetStreamAccountLimits`` and three older natsd spellings) -> the
@@ -48,6 +56,49 @@ class AccountConfig:
     jetstream: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class RouteURL:
+    """A route to solicit (``nats-route://user:pass@host:port``), split as Go's url.Parse
+    splits it. ``raw`` is the text as written, for messages (never logged with the password)."""
+
+    raw: str
+    scheme: str = ""
+    host: str = ""
+    port: int | None = None
+    user: str | None = None
+    password: str | None = None
+
+
+@dataclass
+class CompressionOptions:
+    """``cluster { compression }``: the mode as written until validation normalises it
+    (nats-server's ``validateAndNormalizeCompressionOption``), RTT thresholds in seconds."""
+
+    mode: str = ""
+    rtt_thresholds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ClusterOptions:
+    """``cluster {}`` and the ``--cluster``/``--routes`` flags (nats-server's ClusterOpts plus
+    Options.Routes). ``origin`` says where the cluster was asked for: ``"file:line: "`` of the
+    ``cluster`` key, ``"--cluster"`` or ``"--routes"``; empty means no cluster."""
+
+    origin: str = ""
+    name: str = ""
+    host: str = ""
+    port: int = 0  # 0: no route listener; -1: a random port
+    advertise: str = ""
+    no_advertise: bool = False
+    connect_retries: int = 0
+    routes: list[RouteURL] = field(default_factory=list)
+    username: str = ""
+    password: str = ""
+    auth_timeout: float = 0.0  # seconds; 0 = nats-server's default for routes
+    pool_size: int = 0  # 0 = nats-server's default (3); -1 = no pool
+    compression: CompressionOptions = field(default_factory=CompressionOptions)
+
+
 @dataclass
 class ServerOptions:
     host: str = "0.0.0.0"
@@ -72,6 +123,8 @@ class ServerOptions:
     # jetstream
     jetstream: bool = False
     js: JetStreamConfig = field(default_factory=JetStreamConfig)
+    # clustering (parsed and checked; refused until routes are wired: config/cluster.py)
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
     # logging
     debug: bool = False
     trace: bool = False

@@ -3,13 +3,16 @@
 natsd reads nats-server configuration files, and must never accept a key and then not do
 what it says: a dropped ``tls {}`` means plaintext, a dropped ``cluster {}`` an isolated node,
 a dropped ``jetstream { cipher }`` unencrypted data. So every map natsd reads has a
-:class:`Level` with three tables, consulted in this order:
+:class:`Level` with four tables, consulted in this order:
 
 1. ``supported``: natsd does what the key says (the readers in ``apply.py``);
 2. ``cosmetic``: nats-server knows the key, and it changes nothing a client or the stored data
    could observe (log formatting, tuning of nats-server internals natsd does not have): one
    warning line each, and the server starts;
-3. ``refused``: every other key nats-server knows (read from nats-server's ``opts.go``,
+3. ``checked``: natsd reads the key and makes nats-server's checks with nats-server's
+   wording, and then refuses it, because the server cannot do it yet (``cluster``: the
+   refusal is ``natsd.config.cluster.refuse_unwired``, flipped when routes are wired);
+4. ``refused``: every other key nats-server knows (read from nats-server's ``opts.go``,
    ``processConfigFileLine`` and its sub-parsers): a start-up error naming the key; natsd
    does not support it yet. When natsd implements one, it moves to ``supported``.
 
@@ -27,7 +30,11 @@ from typing import Any
 from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS
 from natsd.config.parse import ConfMap
 
-__all__ = ["LEVELS", "Checker", "Level"]
+__all__ = ["LEVELS", "Checker", "ConfigError", "Level"]
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be honoured; the message has one line per problem."""
 
 
 @dataclass(frozen=True)
@@ -37,13 +44,14 @@ class Level:
     name: str
     supported: frozenset[str]
     cosmetic: frozenset[str] = frozenset()
+    checked: frozenset[str] = frozenset()
     refused: frozenset[str] = frozenset()
     # Spellings natsd has always accepted that nats-server does not know; kept so existing
     # natsd configs keep working (nats-server rejects them as unknown fields).
     natsd_only: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        tables = (self.supported, self.cosmetic, self.refused, self.natsd_only)
+        tables = (self.supported, self.cosmetic, self.checked, self.refused, self.natsd_only)
         seen: set[str] = set()
         for t in tables:
             assert not (seen & t), f"{self.name}: {sorted(seen & t)} in two tables"
@@ -73,11 +81,12 @@ TOP = Level(
         reconnect_error_reports disable_sublist_cache no_sublist_cache prof_block_rate
         """
     ),
+    checked=_keys("cluster"),
     refused=_keys(
         """
         tls allow_non_tls ocsp ocsp_cache
         https https_port http_base_path
-        cluster gateway leaf leafnodes websocket ws mqtt client_advertise
+        gateway leaf leafnodes websocket ws mqtt client_advertise
         operator operators root roots root_operator root_operators
         resolver account_resolver accounts_resolver resolver_tls resolver_preload
         resolver_pinned_accounts trusted trusted_keys default_sentinel
@@ -166,6 +175,33 @@ JETSTREAM = Level(
     natsd_only=_keys("max_memory max_store"),
 )
 
+# ``cluster {}`` (nats-server ``parseCluster``). Read into ClusterOptions and checked; the
+# whole block is then refused until routes are wired (TOP.checked).
+CLUSTER = Level(
+    "cluster",
+    supported=_keys(
+        """
+        name listen port host net routes authorization advertise cluster_advertise
+        no_advertise connect_retries pool_size compression
+        """
+    ),
+    refused=_keys(
+        "tls permissions accounts ping_interval ping_max write_deadline write_timeout"
+        " connect_backoff"
+    ),
+)
+
+# ``cluster { authorization {} }``: one user and a timeout. ``users`` and ``token`` are
+# nats-server errors ("Cluster authorization does not allow multiple users", "... does not
+# support tokens"), which natsd gives in the same words.
+CLUSTER_AUTHORIZATION = Level(
+    "cluster authorization",
+    supported=_keys("user username pass password timeout users token"),
+    refused=_keys(
+        "permissions default_permission default_permissions auth_callout auth_hook proxy_required"
+    ),
+)
+
 LEVELS: tuple[Level, ...] = (
     TOP,
     AUTHORIZATION,
@@ -176,6 +212,8 @@ LEVELS: tuple[Level, ...] = (
     ACCOUNT,
     ACCOUNT_JETSTREAM,
     JETSTREAM,
+    CLUSTER,
+    CLUSTER_AUTHORIZATION,
 )
 
 
@@ -208,7 +246,7 @@ class Checker:
         used = m.used if isinstance(m, ConfMap) else set()
         for raw, value in m.items():
             key = str(raw).lower()
-            if key in level.supported or key in level.natsd_only:
+            if key in level.supported or key in level.checked or key in level.natsd_only:
                 yield key, value
             elif key in level.cosmetic:
                 self.warnings.append(
