@@ -17,6 +17,7 @@ cd "$OUT"
 # reads for the consumer's delivery loop). Everything else stays interpreted. Note for compiled code: mypyc treats a memoryview as
 # always true, so write loops use explicit offsets.
 "$PY" -m mypyc \
+  natsd/protocol/framing.py \
   natsd/protocol/parser.py \
   natsd/protocol/route_parser.py \
   natsd/protocol/route_encode.py \
@@ -27,6 +28,7 @@ cd "$OUT"
   natsd/connection/client.py \
   natsd/connection/route.py \
   natsd/connection/flusher.py \
+  natsd/connection/transport.py \
   natsd/connection/fairness.py \
   natsd/core/subjects.py \
   natsd/core/filters.py \

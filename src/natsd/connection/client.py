@@ -16,14 +16,13 @@ Timers (auth timeout, pings, write deadline, the close grace) go on the host's
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import time
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import orjson
 
 from natsd.connection.fairness import INITIAL_COST, MIN_SLICE, ReadBudget, slice_for
+from natsd.connection.transport import end_transport, open_transport, write_buffered
 from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.core.subjects import is_valid_literal_subject, is_valid_subject
 from natsd.protocol.encode import OK, PING, PONG, encode_err
@@ -50,13 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["ClientConnection", "ClientHost", "CloseReason"]
 
 _FLUSH_NOW: Final = 65536
-# How long a closing connection may take to drain what is queued before it is aborted.
-_CLOSE_GRACE: Final = 2.0
-
-
-def _abort(t: asyncio.Transport) -> None:
-    with contextlib.suppress(Exception):
-        t.abort()
 
 
 class CloseReason:
@@ -163,15 +155,7 @@ class ClientConnection(Sink):
         # uvloop's transports do not subclass asyncio.Transport; they implement it.
         transport = cast(asyncio.Transport, transport)
         self.transport = transport
-        peer = transport.get_extra_info("peername")
-        if isinstance(peer, tuple) and len(peer) >= 2:
-            self.ip, self.port = str(peer[0]), int(peer[1])
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+        self.ip, self.port = open_transport(transport)
         # Pause notifications start the write deadline; the byte bound is checked on flush.
         transport.set_write_buffer_limits(high=256 * 1024)
         refused = self.host.admit(self)
@@ -642,12 +626,7 @@ class ClientConnection(Sink):
         if t is not None:
             if flush and self.out:
                 t.write(b"".join(self.out))
-            if flush and not t.is_closing():
-                t.close()
-                # A peer that never reads would hold the socket open forever; cut it off.
-                self.host.scheduler.call_later(_CLOSE_GRACE, _abort, t)
-            else:
-                t.abort()
+            end_transport(t, flush, self.host.scheduler)
         self.out = []
         self.out_size = 0
         self._backlog = None
@@ -656,9 +635,7 @@ class ClientConnection(Sink):
     # ------------------------------------------------------------------ introspection
     @property
     def pending_bytes(self) -> int:
-        t = self.transport
-        buffered = t.get_write_buffer_size() if t is not None and not t.is_closing() else 0
-        return self.out_size + buffered
+        return self.out_size + write_buffered(self.transport)
 
 
 _CONNECT_TYPES: dict[str, type | tuple[type, ...]] = {

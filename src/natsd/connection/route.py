@@ -34,9 +34,7 @@ back to an exact state).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast
@@ -44,6 +42,7 @@ from typing import Any, Final, Protocol, cast
 import orjson
 
 from natsd.connection.flusher import Flusher
+from natsd.connection.transport import end_transport, open_transport, write_buffered
 from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.protocol.route_encode import (
     ROUTE_PING,
@@ -89,7 +88,6 @@ ROUTE_MAX_PING_INTERVAL: Final = 30.0
 # not reading and the route is closed.
 _INTEREST_FACTOR: Final = 4
 _FLUSH_NOW: Final = 65536
-_CLOSE_GRACE: Final = 2.0
 
 # nats-server's texts (errors.go, route.go, client.go).
 ERR_ROUTE_PORT: Final = "attempted to connect to route port"
@@ -213,11 +211,6 @@ class RouteHost(Protocol):
     def log_trace(self, msg: str) -> None: ...
 
 
-def _abort(t: asyncio.Transport) -> None:
-    with contextlib.suppress(Exception):
-        t.abort()
-
-
 class RouteConnection:
     """An asyncio protocol for one route, either direction.
 
@@ -280,13 +273,7 @@ class RouteConnection:
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport = cast(asyncio.Transport, transport)
         self.transport = transport
-        peer = transport.get_extra_info("peername")
-        if isinstance(peer, tuple) and len(peer) >= 2:
-            self.ip, self.port = str(peer[0]), int(peer[1])
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.ip, self.port = open_transport(transport)
         st = self.settings
         if self.solicited:
             connect: dict[str, Any] = {
@@ -584,8 +571,7 @@ class RouteConnection:
         return True
 
     def _refresh_wbuf(self) -> None:
-        t = self.transport
-        self._wbuf = t.get_write_buffer_size() if t is not None and not t.is_closing() else 0
+        self._wbuf = write_buffered(self.transport)
 
     def kick(self) -> None:
         self.flush_pending = True
@@ -643,12 +629,7 @@ class RouteConnection:
         if t is not None:
             if flush and self.out and not t.is_closing():
                 t.write(b"".join(self.out))
-            if flush and not t.is_closing():
-                t.close()
-                # A peer that never reads would hold the socket open forever; cut it off.
-                self.host.scheduler.call_later(_CLOSE_GRACE, _abort, t)
-            else:
-                t.abort()
+            end_transport(t, flush, self.host.scheduler)
         self.out = []
         self.out_size = 0
         self.host.route_closed(self, reason)
@@ -656,9 +637,7 @@ class RouteConnection:
     # ------------------------------------------------------------------ introspection
     @property
     def pending_bytes(self) -> int:
-        t = self.transport
-        buffered = t.get_write_buffer_size() if t is not None and not t.is_closing() else 0
-        return self.out_size + buffered
+        return self.out_size + write_buffered(self.transport)
 
 
 def _same(given: object, expected: str) -> bool:

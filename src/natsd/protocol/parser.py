@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from natsd.protocol.framing import FrameBuffer
+
 __all__ = [
     "DEFAULT_MAX_CONTROL_LINE",
     "DEFAULT_MAX_PAYLOAD",
@@ -76,40 +78,19 @@ _PONG: Final = (OP_PONG,)
 _MAX_CONNECT_LINE: Final = 1024 * 1024
 
 
-class Parser:
-    __slots__ = ("_acc", "_acc_need", "_buf", "_dead", "max_control_line", "max_payload")
+class Parser(FrameBuffer):
+    __slots__ = ()
 
     def __init__(
         self,
         max_payload: int = DEFAULT_MAX_PAYLOAD,
         max_control_line: int = DEFAULT_MAX_CONTROL_LINE,
     ) -> None:
-        self.max_payload = max_payload
-        self.max_control_line = max_control_line
-        self._buf = b""
-        self._acc: bytearray | None = None
-        self._acc_need = 0
-        self._dead = False
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held back waiting for the rest of a frame."""
-        return len(self._acc) if self._acc is not None else len(self._buf)
+        super().__init__(max_payload, max_control_line)
 
     def feed(self, data: bytes) -> list[Event]:
         ev: list[Event] = []
-        if self._dead:
-            return ev
-        acc = self._acc
-        if acc is not None:
-            acc += data
-            if len(acc) < self._acc_need:
-                return ev
-            data = bytes(acc)
-            self._acc = None
-        elif self._buf:
-            data = self._buf + data
-            self._buf = b""
+        data = self._take(data)
         n = len(data)
         pos = 0
         append = ev.append
@@ -337,19 +318,8 @@ class Parser:
             self._buf = data[pos:]
         return ev
 
-    def _hold(self, data: bytes, pos: int, need: int) -> None:
-        """Keep the unfinished frame starting at ``pos``; ``need`` is its full length."""
-        rest = data[pos:]
-        if need - len(rest) > 65536:
-            self._acc = bytearray(rest)
-            self._acc_need = need
-        else:
-            self._buf = rest
-
     def _fail(self, ev: list[Event], message: str | None) -> list[Event]:
-        self._dead = True
-        self._buf = b""
-        self._acc = None
+        self._die()
         ev.append((OP_ERR, message))
         return ev
 
