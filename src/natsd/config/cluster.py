@@ -10,8 +10,8 @@ Owns reading and checking what nats-server reads for routes, with nats-server's 
 2. :func:`apply_cluster_flags`: the command-line overrides and their errors;
 3. :func:`validate_cluster`: the checks nats-server makes when it creates the server.
 
-Then :func:`refuse_unwired`: natsd does not run routes yet, so a cluster that passes every
-check is refused. It is the one place the slice that wires routes flips (``ROUTES_WIRED``).
+Then :func:`refuse_unwired`: before routes were wired a cluster that passed every check was
+refused; ``ROUTES_WIRED`` is now True and the refusal is kept only as that switch.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 # Flipped by the slice that starts route listeners and dialers.
-ROUTES_WIRED = False
+ROUTES_WIRED = True
 
 
 class ClusterError(ConfigError):

@@ -10,8 +10,8 @@ a dropped ``jetstream { cipher }`` unencrypted data. So every map natsd reads ha
    could observe (log formatting, tuning of nats-server internals natsd does not have): one
    warning line each, and the server starts;
 3. ``checked``: natsd reads the key and makes nats-server's checks with nats-server's
-   wording, and then refuses it, because the server cannot do it yet (``cluster``: the
-   refusal is ``natsd.config.cluster.refuse_unwired``, flipped when routes are wired);
+   wording, and then refuses it, because the server cannot do it yet (``cluster`` was, until
+   routes were wired: ``natsd.config.cluster.refuse_unwired`` behind ``ROUTES_WIRED``);
 4. ``refused``: every other key nats-server knows (read from nats-server's ``opts.go``,
    ``processConfigFileLine`` and its sub-parsers): a start-up error naming the key; natsd
    does not support it yet. When natsd implements one, it moves to ``supported``.
