@@ -20,7 +20,6 @@ from typing import Any
 
 from micro_js import Measured, cpu_result, feed, frames, micro_args, new_client, run_main
 
-from natsd.config.options import ClusterOptions
 from natsd.server import Server
 
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\n'
@@ -29,6 +28,10 @@ CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     kw: dict[str, Any] = {"host": "127.0.0.1", "port": -1}
     if args.cluster:
+        # Imported here so the script also runs against trees without clustering (the
+        # baseline of a before/after comparison).
+        from natsd.config.options import ClusterOptions
+
         kw["cluster"] = ClusterOptions(name="bench", host="127.0.0.1", port=-1)
     async with Server(**kw) as srv:
         sub, st = new_client(srv, args)
