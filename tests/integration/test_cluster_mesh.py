@@ -323,3 +323,41 @@ async def test_cluster_alone_has_no_forwarder() -> None:
         assert acct.forward is None  # but no route: the publish path stays local
     finally:
         await s.shutdown()
+
+
+def _table(s: Server) -> list[tuple[bytes, bytes, bytes | None, int]]:
+    """A server's remote interest without the route ids (they change on reconnect)."""
+    assert s.mesh is not None
+    return sorted(e[1:] for e in s.mesh.remote.snapshot())
+
+
+async def test_route_flapping_leaks_no_interest(trio: list[Server]) -> None:
+    s1, s2, _s3 = trio
+    assert s1.mesh is not None and s2.mesh is not None
+    async with clients(trio) as (a, b, c):
+        await b.subscribe("flap.a")
+        await b.subscribe("flap.*", queue="q")
+        await c.subscribe("flap.>")
+        await _settle(trio, [a, b, c])
+        before = _table(s1)
+        assert len(before) == 3
+        for _ in range(20):
+            route = s1.mesh.by_server[s2.server_id]
+            assert route.transport is not None
+            route.transport.abort()
+            await _until(lambda r=route: s1.mesh is not None and _reconnected(s1, s2, r))
+            await _until(lambda: _table(s1) == before)
+        # Nothing left behind: one connection per peer, interest as it was, traffic flows.
+        assert len(s1.mesh.conns) == 2 and len(s1.mesh.routes) == 2
+        got: list[Any] = []
+        await b.subscribe("after", cb=_collector(got, "b"))
+        await _settle(trio, [b])
+        await a.publish("after", b"ok")
+        await a.flush()
+        await _until(lambda: got == [("b", "after", b"ok")])
+
+
+def _reconnected(s1: Server, s2: Server, old: Any) -> bool:
+    assert s1.mesh is not None
+    r = s1.mesh.by_server.get(s2.server_id)
+    return r is not None and r is not old
