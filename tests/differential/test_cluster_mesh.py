@@ -1,7 +1,9 @@
 """Three servers on loopback joined by routes, natsd against nats-server: the same scenario
 (pub/sub with wildcards, queue groups with members on several servers, request/reply,
-no-responders) runs against three nats-server processes and three natsd processes, and the
-clients must see the same thing.
+no-responders) runs against three nats-server processes, three natsd processes and mixed
+clusters both ways (one natsd with two nats-server, one nats-server with two natsd), and the
+clients must see the same thing. The same four clusters take a kill -9 of the server a client
+was given, and the client must fail over through the ``connect_urls`` it learned.
 
 Every config lists all three routes, itself included (the usual deployment shape; the route
 to itself is dropped). Interest travels asynchronously, so before publishing the scenario
@@ -30,14 +32,23 @@ from differential.harness import HOST, ServerProcess, free_port, start_server
 pytestmark = pytest.mark.timeout(120)
 
 
-def _cluster(kind: str, tmp: Path) -> Iterator[list[ServerProcess]]:
-    if kind == "nats-server":
+KINDS = {
+    "nats-server": ["nats-server"] * 3,
+    "natsd": ["natsd"] * 3,
+    # Mixed clusters, both ways: the publisher's server is the first.
+    "natsd+2nats-server": ["natsd", "nats-server", "nats-server"],
+    "nats-server+2natsd": ["nats-server", "natsd", "natsd"],
+}
+
+
+def _cluster(kinds: list[str], tmp: Path) -> Iterator[list[ServerProcess]]:
+    if "nats-server" in kinds:
         require_nats_server()
     ports = [free_port() for _ in range(3)]
     routes = ", ".join(f'"nats-route://{HOST}:{p}"' for p in ports)
     servers: list[ServerProcess] = []
     try:
-        for i, p in enumerate(ports):
+        for i, (kind, p) in enumerate(zip(kinds, ports, strict=True)):
             conf = tmp / f"{kind}-{i}.conf"
             conf.write_text(
                 f"server_name: {kind}-{i}\n"
@@ -50,9 +61,9 @@ def _cluster(kind: str, tmp: Path) -> Iterator[list[ServerProcess]]:
             s.stop()
 
 
-@pytest.fixture(params=["nats-server", "natsd"])
+@pytest.fixture(params=list(KINDS))
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[ServerProcess]]:
-    yield from _cluster(request.param, tmp_path)
+    yield from _cluster(KINDS[request.param], tmp_path)
 
 
 async def _sync(pub: NATS, sub: NATS, tag: str, timeout: float = 10.0) -> None:
