@@ -307,7 +307,7 @@ async def test_no_cluster_costs_nothing() -> None:
             await nc.subscribe("a")
             await nc.flush()
             acct = s.accounts[GLOBAL_ACCOUNT]
-            assert acct.forward is None
+            assert acct.sublist.forward is None
             assert acct.sublist.on_change is None
             assert "cluster" not in nc._server_info
         finally:
@@ -320,7 +320,7 @@ async def test_cluster_alone_has_no_forwarder() -> None:
     try:
         acct = s.accounts[GLOBAL_ACCOUNT]
         assert acct.sublist.on_change is not None  # interest is tracked for future routes
-        assert acct.forward is None  # but no route: the publish path stays local
+        assert acct.sublist.forward is None  # but no route: the publish path stays local
     finally:
         await s.shutdown()
 
@@ -361,3 +361,44 @@ def _reconnected(s1: Server, s2: Server, old: Any) -> bool:
     assert s1.mesh is not None
     r = s1.mesh.by_server.get(s2.server_id)
     return r is not None and r is not old
+
+
+async def test_server_replies_cross_routes(tmp_path: Any) -> None:
+    """The server's own publishes (router.publish: here JetStream's API answers and PubAcks)
+    reach a requester on another server."""
+    s1 = Server(
+        host="127.0.0.1",
+        port=0,
+        server_name="js1",
+        jetstream=True,
+        store_dir=str(tmp_path),
+        cluster=ClusterOptions(name=CLUSTER, host="127.0.0.1", port=-1),
+    )
+    await s1.start()
+    s2 = _server([_route_url(s1)])
+    await s2.start()
+    try:
+        await _until(lambda: _meshed([s1, s2]))
+        async with clients([s2]) as (b,):
+            js = b.jetstream()
+            await _until_ok(lambda: js.add_stream(name="S", subjects=["js.>"]))
+            ack = await js.publish("js.1", b"x")
+            assert (ack.stream, ack.seq) == ("S", 1)
+            info = await js.stream_info("S")
+            assert info.state.messages == 1
+    finally:
+        await s2.shutdown()
+        await s1.shutdown()
+
+
+async def _until_ok(make: Callable[[], Awaitable[Any]], timeout: float = 5.0) -> Any:
+    """Retry a request until the server's interest reached the requester's server."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        try:
+            return await make()
+        except nats.errors.NoRespondersError:
+            if loop.time() > end:
+                raise
+            await asyncio.sleep(0.05)

@@ -1,8 +1,9 @@
 """The publish path across routes: a local publish out to the peers, a peer's message in.
 
-Ownership: the ``Mesh`` builds one ``Forwarder`` per account and hangs it on the account
-(``Account.forward``) while at least one route is up; with no route (or no cluster) the field
-is None and the client's publish loop pays one ``is None`` test per message.
+Ownership: the ``Mesh`` builds one ``Forwarder`` per account and hangs it on the account's
+Sublist (``Sublist.forward``) while at least one route is up; with no route (or no cluster)
+the field is None and the publish paths (the client's loop, ``router.publish`` for the
+server's own messages) pay one ``is None`` test per message.
 
 Out: one RMSG/HMSG per route, never one per remote subscription: the ``ForwardPlan`` from
 ``RemoteInterest.match`` lists each route with plain interest once, and ``assign`` picks one
@@ -27,7 +28,7 @@ _NO_QUEUES: Final[list[list[Subscription]]] = []
 
 
 class Forwarder:
-    """``Account.forward`` for one account: deliver locally and send to the routes.
+    """``Sublist.forward`` for one account: deliver locally and send to the routes.
 
     Returns the local deliveries made, or -1 when nobody anywhere has interest (the caller
     then answers a request with no-responders)."""

@@ -293,7 +293,7 @@ class Mesh:
         """Follow an account's subscriptions (every account, as it is created)."""
         self.local.attach(account.name, account.sublist)
         if self.routes:
-            account.forward = self._forwarder(account)
+            account.sublist.forward = self._forwarder(account)
 
     def _forwarder(self, account: Account) -> Forwarder:
         f = self._forwarders.get(account.name)
@@ -304,7 +304,7 @@ class Mesh:
 
     def _set_forwarders(self, on: bool) -> None:
         for acct in self.accounts.values():
-            acct.forward = self._forwarder(acct) if on else None
+            acct.sublist.forward = self._forwarder(acct) if on else None
 
     def _emit(self, account: bytes, subject: bytes, queue: bytes | None, weight: int) -> None:
         if weight:

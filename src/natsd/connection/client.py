@@ -266,7 +266,7 @@ class ClientConnection(Sink):
         events = self.parser.feed(data)
         acct = self.account
         sublist = acct.sublist
-        forward = acct.forward
+        forward = sublist.forward
         # Counters are summed in locals and stored once per read.
         nin = 0
         bin_ = 0
@@ -338,7 +338,7 @@ class ClientConnection(Sink):
                     return
                 acct = self.account
                 sublist = acct.sublist
-                forward = acct.forward
+                forward = sublist.forward
             elif op == OP_ERR:
                 msg = ev[1]
                 if self.host.auth_required and not self.connected:
