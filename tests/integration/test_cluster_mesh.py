@@ -402,3 +402,42 @@ async def _until_ok(make: Callable[[], Awaitable[Any]], timeout: float = 5.0) ->
             if loop.time() > end:
                 raise
             await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("data", "err"),
+    [
+        (b"GARBAGE\r\n", b"-ERR 'Authorization Violation'\r\n"),
+        (
+            b'CONNECT {"lang":"python","verbose":false}\r\n',
+            b"-ERR 'attempted to connect to route port'\r\n",
+        ),
+        (
+            b'CONNECT {"name":"X","cluster":"other"}\r\n',
+            b'-ERR \'Rejecting connection, cluster name "other" does not match "mesh"\'\r\n',
+        ),
+    ],
+    ids=["garbage", "client-connect", "other-cluster"],
+)
+async def test_bad_input_on_the_route_port(trio: list[Server], data: bytes, err: bytes) -> None:
+    s1 = trio[0]
+    assert s1.mesh is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", s1.mesh.port)
+    try:
+        info = await asyncio.wait_for(reader.readline(), 5)
+        assert info.startswith(b"INFO ")
+        writer.write(data)
+        await writer.drain()
+        rest = await asyncio.wait_for(reader.read(), 5)  # until the server closes
+        assert err in rest
+    finally:
+        writer.close()
+    # The server and its mesh are unharmed.
+    assert _meshed(trio)
+    got: list[Any] = []
+    async with clients(trio[1:]) as (b, c):
+        await c.subscribe("still", cb=_collector(got, "c"))
+        await _settle(trio, [b, c])
+        await b.publish("still", b"ok")
+        await b.flush()
+        await _until(lambda: got == [("c", "still", b"ok")])
