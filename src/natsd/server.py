@@ -42,7 +42,7 @@ from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.core.scheduler import SYSTEM_CLOCK, Scheduler
 from natsd.logs import install_handler, open_handler
-from natsd.monitor.source import AccountUsage, StreamUsage
+from natsd.monitor.source import AccountUsage, ClusterUsage, RouteUsage, StreamUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
@@ -682,6 +682,45 @@ class Server:
             mo += a.msgs_out
             bo += a.bytes_out
         return mi, bi, mo, bo
+
+    def cluster_usage(self, *, subs: bool) -> ClusterUsage | None:
+        """The mesh as the monitor shows it (``monitor.source.MonitorSource``)."""
+        mesh = self.mesh
+        if mesh is None:
+            return None
+        c = self.options.cluster
+        routes = []
+        for r in mesh.routes.values():
+            listed = [s.subject.decode() for s in mesh.remote.iter_route(r.rid)] if subs else []
+            routes.append(
+                RouteUsage(
+                    rid=r.rid,
+                    remote_id=r.remote_id,
+                    remote_name=r.remote_name or r.remote_id,
+                    did_solicit=r.solicited,
+                    is_configured=r.rid in mesh.configured,
+                    ip=r.ip,
+                    port=r.port,
+                    start=r.start,
+                    last_activity=r.last_activity,
+                    rtt=r.rtt,
+                    pending_size=r.pending_bytes,
+                    in_msgs=r.msgs_in,
+                    out_msgs=r.msgs_out,
+                    in_bytes=r.bytes_in,
+                    out_bytes=r.bytes_out,
+                    subscriptions=mesh.remote.route_subs(r.rid),
+                    subscriptions_list=listed,
+                )
+            )
+        return ClusterUsage(
+            name=self.cluster_name,
+            addr=c.host or "0.0.0.0",
+            cluster_port=mesh.port,
+            auth_timeout=c.auth_timeout or 2.0,
+            urls=[u.raw for u in c.routes],
+            routes=routes,
+        )
 
     def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
         """The JetStream figures the monitor reports (``monitor.source.MonitorSource``): read

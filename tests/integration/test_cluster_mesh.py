@@ -16,6 +16,7 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import nats
 import pytest
 from nats.aio.client import Client as NATS
@@ -441,3 +442,40 @@ async def test_bad_input_on_the_route_port(trio: list[Server], data: bytes, err:
         await b.publish("still", b"ok")
         await b.flush()
         await _until(lambda: got == [("c", "still", b"ok")])
+
+
+async def test_routez_and_varz_cluster() -> None:
+    s1 = Server(
+        host="127.0.0.1",
+        port=0,
+        http_host="127.0.0.1",
+        http_port=-1,
+        cluster=ClusterOptions(name=CLUSTER, host="127.0.0.1", port=-1),
+    )
+    await s1.start()
+    s2 = _server([_route_url(s1)])
+    await s2.start()
+    try:
+        await _until(lambda: _meshed([s1, s2]))
+        async with clients([s2]) as (b,):
+            await b.subscribe("watched.one")
+            await b.subscribe("watched.two", queue="q")
+            await _settle([s1, s2], [b])
+            async with aiohttp.ClientSession() as http:
+                async with http.get(f"{s1.monitor_url}/routez?subs=1") as resp:
+                    routez = await resp.json()
+                async with http.get(f"{s1.monitor_url}/varz") as resp:
+                    varz = await resp.json()
+        assert routez["server_id"] == s1.server_id
+        assert routez["num_routes"] == 1
+        (r,) = routez["routes"]
+        assert r["remote_id"] == s2.server_id
+        assert r["did_solicit"] is False and r["is_configured"] is False
+        assert r["subscriptions"] == 2
+        assert sorted(r["subscriptions_list"]) == ["watched.one", "watched.two"]
+        assert varz["routes"] == 1
+        assert varz["cluster"]["name"] == CLUSTER
+        assert varz["cluster"]["cluster_port"] == s1.mesh.port  # type: ignore[union-attr]
+    finally:
+        await s2.shutdown()
+        await s1.shutdown()

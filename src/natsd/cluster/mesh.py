@@ -106,6 +106,7 @@ class Mesh:
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._dialing: set[str] = set()  # host:port of routes being dialed
+        self.configured: set[int] = set()  # ids of connections to configured routes
         self._closed_waiters: dict[int, asyncio.Future[None]] = {}
         self._changed = asyncio.Event()
         self.port = 0
@@ -256,6 +257,7 @@ class Mesh:
 
     def route_closed(self, route: RouteConnection, reason: str) -> None:
         self.conns.pop(route.rid, None)
+        self.configured.discard(route.rid)
         if self.routes.get(route.rid) is route:
             self._uninstall(route)
             log.info(
@@ -398,6 +400,8 @@ class Mesh:
                         loop.create_connection(factory, u.host, port), _DIAL_TIMEOUT
                     )
                     route = cast(RouteConnection, proto)
+                    if configured:
+                        self.configured.add(route.rid)
                 except (OSError, TimeoutError) as e:
                     failures += 1
                     log.debug("Error trying to connect to route %s: %s", key, e)
