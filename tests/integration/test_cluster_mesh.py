@@ -466,6 +466,8 @@ async def test_routez_and_varz_cluster() -> None:
                     routez = await resp.json()
                 async with http.get(f"{s1.monitor_url}/varz") as resp:
                     varz = await resp.json()
+                async with http.get(f"{s1.monitor_url}/metrics") as resp:
+                    metrics = await resp.text()
         assert routez["server_id"] == s1.server_id
         assert routez["num_routes"] == 1
         (r,) = routez["routes"]
@@ -476,6 +478,7 @@ async def test_routez_and_varz_cluster() -> None:
         assert varz["routes"] == 1
         assert varz["cluster"]["name"] == CLUSTER
         assert varz["cluster"]["cluster_port"] == s1.mesh.port  # type: ignore[union-attr]
+        assert f'gnatsd_varz_routes{{server_id="{s1.server_id}"}} 1.0' in metrics
     finally:
         await s2.shutdown()
         await s1.shutdown()
