@@ -469,6 +469,8 @@ class Server:
         log.info("Entering lame duck mode, stop accepting new clients")
         self.ldm = True
         self._tcp.close()
+        if self.mesh is not None:
+            self.mesh.lame_duck()
         opts = self.options
         grace = abs(opts.lame_duck_grace_period)
         await self._stop_jetstream()

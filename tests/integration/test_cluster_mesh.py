@@ -482,3 +482,19 @@ async def test_routez_and_varz_cluster() -> None:
     finally:
         await s2.shutdown()
         await s1.shutdown()
+
+
+async def test_lame_duck_server_leaves_the_advertised_urls(trio: list[Server]) -> None:
+    s1, s2, _s3 = trio
+    s1.options.lame_duck_duration = 3.0
+    s1.options.lame_duck_grace_period = 2.0
+    mine = f"127.0.0.1:{s1.port}"
+    assert mine in s2._info_base["connect_urls"]
+    async with clients([s1]):  # a client keeps s1 in lame duck mode for the grace period
+        ldm = asyncio.create_task(s1.lame_duck())
+        try:
+            await _until(lambda: mine not in s2._info_base["connect_urls"], timeout=1.5)
+            assert not ldm.done()
+        finally:
+            await s1.shutdown()
+            await ldm

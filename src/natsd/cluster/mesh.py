@@ -321,12 +321,23 @@ class Mesh:
         """The client URLs our peers advertise, in route order, without duplicates."""
         out: dict[str, None] = {}
         for r in self.routes.values():
+            if r.peer_info.get("ldm"):
+                continue  # in lame duck mode: clients must not move there
             urls = r.peer_info.get("connect_urls")
             if isinstance(urls, list):
                 for u in urls:
                     if isinstance(u, str):
                         out[u] = None
         return list(out)
+
+    def lame_duck(self) -> None:
+        """Tell every peer we are in lame duck mode (nats-server's sendLDMToRoutes): they drop
+        our client URLs from what they advertise."""
+        frame = encode_route_info(
+            {"server_id": self.settings.server_id, "cluster": self.settings.cluster, "ldm": True}
+        )
+        for r in self.routes.values():
+            r.send(frame)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
