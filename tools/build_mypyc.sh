@@ -26,6 +26,7 @@ cd "$OUT"
   natsd/router/subscription.py \
   natsd/connection/client.py \
   natsd/connection/route.py \
+  natsd/cluster/forward.py \
   natsd/connection/flusher.py \
   natsd/connection/fairness.py \
   natsd/core/subjects.py \
