@@ -1,8 +1,9 @@
 """Unit tests for natsd.cluster.forward: the frames a local publish sends to each route and
 what a routed message delivers locally.
 
-The routes are stubs that record ``send_msg``; the frames are checked byte for byte (the
-layouts nats-server writes, ``route_encode``) and parsed back with ``RouteParser``.
+The routes are never-connected RouteConnections whose queue is read back; the frames are
+checked byte for byte (the layouts nats-server writes, ``route_encode``) and parsed back with
+``RouteParser``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from natsd.cluster.forward import Forwarder, deliver_routed
+from natsd.connection.route import RouteConnection, RouteSettings
 from natsd.protocol.route_parser import R_HMSG, R_RMSG, RouteParser
 from natsd.router.interest import RemoteInterest
 from natsd.router.sublist import Sublist
@@ -18,13 +20,23 @@ from natsd.router.subscription import Sink, Subscription
 ACC = b"$G"
 
 
-class StubRoute:
-    def __init__(self) -> None:
-        self.frames: list[bytes] = []
+class _Host:
+    """Just enough of a RouteHost to build a RouteConnection that is never connected."""
 
-    def send_msg(self, frame: bytes) -> bool:
-        self.frames.append(frame)
-        return True
+    settings = RouteSettings(server_id="SELF", cluster="c")
+
+
+class StubRoute:
+    """A real RouteConnection (the compiled Forwarder takes no other type) whose queued
+    frames are read back; flush_pending keeps it from scheduling a flush."""
+
+    def __init__(self, rid: int) -> None:
+        self.conn = RouteConnection(_Host(), rid, solicited=True)  # type: ignore[arg-type]
+        self.conn.flush_pending = True
+
+    @property
+    def frames(self) -> list[bytes]:
+        return self.conn.out
 
 
 def _sink(cid: int) -> Sink:
@@ -35,8 +47,8 @@ def _sink(cid: int) -> Sink:
 
 
 def _forwarder(remote: RemoteInterest, n: int = 2) -> tuple[Forwarder, dict[int, Any]]:
-    routes: dict[int, Any] = {i: StubRoute() for i in range(1, n + 1)}
-    return Forwarder(ACC, remote, routes), routes
+    stubs = {i: StubRoute(i) for i in range(1, n + 1)}
+    return Forwarder(ACC, remote, {i: r.conn for i, r in stubs.items()}), stubs
 
 
 def _tail(payload: bytes, hdr: bytes = b"") -> tuple[bytes, int, int]:
