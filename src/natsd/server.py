@@ -656,7 +656,7 @@ class Server:
             if not acct.clients:
                 del self.accounts[name]
                 if self.mesh is not None:
-                    self.mesh.local.detach(name)
+                    self.mesh.detach(name)
                 log.info("Reloaded: deleting account %r", name)
 
     async def wait_stopped(self) -> None:

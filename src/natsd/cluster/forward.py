@@ -18,11 +18,12 @@ from __future__ import annotations
 from typing import Final
 
 from natsd.connection.route import RouteConnection
+from natsd.router.account import Account
 from natsd.router.deliver import deliver
 from natsd.router.interest import RemoteInterest, assign
 from natsd.router.subscription import Sink, Subscription
 
-__all__ = ["Forwarder", "deliver_routed"]
+__all__ = ["Forwarder", "deliver_in", "deliver_routed"]
 
 _NO_QUEUES: Final[list[list[Subscription]]] = []
 
@@ -96,6 +97,25 @@ def _members(qsubs: list[list[Subscription]], queue: bytes) -> int:
         if g[0].queue == queue:
             return len(g)
     return 0
+
+
+def deliver_in(
+    acct: Account,
+    subject: bytes,
+    reply: bytes | None,
+    queues: list[bytes] | None,
+    tail: bytes,
+    size: int,
+    hlen: int,
+) -> None:
+    """A message a peer routed to us, into ``acct``: matched, delivered, counted."""
+    acct.msgs_in += 1
+    acct.bytes_in += size
+    psubs, qsubs = acct.sublist.match(subject)
+    if psubs or qsubs:
+        k = deliver_routed(psubs, qsubs, subject, reply, queues, tail, size, hlen)
+        acct.msgs_out += k
+        acct.bytes_out += k * size
 
 
 def deliver_routed(

@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from natsd.cluster.forward import Forwarder, deliver_routed
+from natsd.cluster.forward import Forwarder, deliver_in
 from natsd.config.cluster import GoURLError, parse_go_url
 from natsd.config.options import ClusterOptions, RouteURL
 from natsd.connection.flusher import Flusher
@@ -103,6 +103,8 @@ class Mesh:
         self.conns: dict[int, RouteConnection] = {}
         self._rid = 0
         self._forwarders: dict[str, Forwarder] = {}
+        # Accounts by the name routes carry (bytes), for routed messages.
+        self._wire: dict[bytes, Account] = {}
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._dialing: set[str] = set()  # host:port of routes being dialed
@@ -222,16 +224,9 @@ class Mesh:
         size: int,
         tail: bytes,
     ) -> None:
-        acct = self.accounts.get(account.decode())
-        if acct is None:
-            return
-        psubs, qsubs = acct.sublist.match(subject)
-        acct.msgs_in += 1
-        acct.bytes_in += size
-        if psubs or qsubs:
-            k = deliver_routed(psubs, qsubs, subject, reply, queues, tail, size, 0)
-            acct.msgs_out += k
-            acct.bytes_out += k * size
+        acct = self._wire.get(account)
+        if acct is not None:
+            deliver_in(acct, subject, reply, queues, tail, size, 0)
 
     def route_hmsg(
         self,
@@ -244,16 +239,9 @@ class Mesh:
         size: int,
         tail: bytes,
     ) -> None:
-        acct = self.accounts.get(account.decode())
-        if acct is None:
-            return
-        psubs, qsubs = acct.sublist.match(subject)
-        acct.msgs_in += 1
-        acct.bytes_in += size
-        if psubs or qsubs:
-            k = deliver_routed(psubs, qsubs, subject, reply, queues, tail, size, hlen)
-            acct.msgs_out += k
-            acct.bytes_out += k * size
+        acct = self._wire.get(account)
+        if acct is not None:
+            deliver_in(acct, subject, reply, queues, tail, size, hlen)
 
     def route_closed(self, route: RouteConnection, reason: str) -> None:
         self.conns.pop(route.rid, None)
@@ -294,8 +282,15 @@ class Mesh:
     def attach(self, account: Account) -> None:
         """Follow an account's subscriptions (every account, as it is created)."""
         self.local.attach(account.name, account.sublist)
+        self._wire[account.name.encode()] = account
         if self.routes:
             account.sublist.forward = self._forwarder(account)
+
+    def detach(self, name: str) -> None:
+        """An account is gone: its interest is withdrawn from the peers."""
+        self.local.detach(name)
+        self._wire.pop(name.encode(), None)
+        self._forwarders.pop(name, None)
 
     def _forwarder(self, account: Account) -> Forwarder:
         f = self._forwarders.get(account.name)
