@@ -1,9 +1,10 @@
 """Three servers on loopback joined by routes, natsd against nats-server: the same scenario
-(pub/sub with wildcards, queue groups with members on several servers, request/reply,
-no-responders) runs against three nats-server processes, three natsd processes and mixed
-clusters both ways (one natsd with two nats-server, one nats-server with two natsd), and the
-clients must see the same thing. The same four clusters take a kill -9 of the server a client
-was given, and the client must fail over through the ``connect_urls`` it learned.
+(pub/sub with wildcards and headers, queue groups with members on several servers,
+unsubscribe with max, a 512 KiB payload, request/reply, no-responders) runs against three
+nats-server processes, three natsd processes and mixed clusters both ways (one natsd with two
+nats-server, one nats-server with two natsd), and the clients must see the same thing. The
+same four clusters take a kill -9 of the server a client was given, and the client must fail
+over through the ``connect_urls`` it learned.
 
 Every config lists all three routes, itself included (the usual deployment shape; the route
 to itself is dropped). Interest travels asynchronously, so before publishing the scenario
@@ -152,6 +153,29 @@ async def _scenario(servers: list[ServerProcess]) -> dict[str, Any]:
         await asyncio.sleep(0.5)
         out["remote_queue"] = (len(r), sorted(set(r)))
 
+        # Unsubscribe with max on another server, and a large payload across a route.
+        limited: list[bytes] = []
+        big: list[bytes] = []
+
+        async def lim(m: Msg) -> None:
+            limited.append(m.data)
+
+        async def large(m: Msg) -> None:
+            big.append(m.data)
+
+        await b.subscribe("max.x", cb=lim, max_msgs=2)
+        await c.subscribe("big", cb=large)
+        await _sync(a, b, "max")
+        await _sync(a, c, "big")
+        for i in range(5):
+            await a.publish("max.x", b"%d" % i)
+        payload = bytes(range(256)) * 2048  # 512 KiB
+        await a.publish("big", payload)
+        await a.flush()
+        await asyncio.sleep(0.5)
+        out["unsub_max"] = limited
+        out["large"] = (len(big), big[0] == payload if big else False)
+
         # Request/reply across servers, and no-responders.
         async def echo(m: Msg) -> None:
             await m.respond(b"re:" + m.data)
@@ -189,6 +213,8 @@ EXPECTED = {
     ),
     "queue_each_once": True,
     "remote_queue": (200, ["b", "c"]),
+    "unsub_max": [b"0", b"1"],
+    "large": (1, True),
     "request": b"re:ping",
     "no_responders": "503",
     "info_cluster": "diff",
