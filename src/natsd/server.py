@@ -32,6 +32,7 @@ import orjson
 
 from natsd.cluster.mesh import Mesh, route_settings
 from natsd.config import load_config
+from natsd.config.cluster import JETSTREAM_CLUSTER_REFUSAL
 from natsd.config.options import ClusterOptions, ServerOptions
 from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
@@ -80,6 +81,8 @@ def _validate(opts: ServerOptions) -> None:
             f"lame duck grace period ({format_duration(opts.lame_duck_grace_period)}) should be"
             f" strictly lower than lame duck duration ({format_duration(opts.lame_duck_duration)})"
         )
+    if opts.jetstream and (opts.cluster.port or opts.cluster.routes):
+        raise ValueError(JETSTREAM_CLUSTER_REFUSAL)
     if opts.max_payload > opts.max_pending:
         raise ValueError(
             f"max_payload ({opts.max_payload}) cannot be higher than "

@@ -190,6 +190,12 @@ async def _scenario(servers: list[ServerProcess]) -> dict[str, Any]:
         except nats.errors.NoRespondersError:
             out["no_responders"] = "503"
         out["info_cluster"] = a._server_info.get("cluster")
+        # The client URLs of peers arrive in async INFOs as routes come up, on either kind
+        # of server; compare the settled count (on a loaded machine the last one can lag).
+        for _ in range(100):
+            if len(a._server_info.get("connect_urls") or []) >= 3:
+                break
+            await asyncio.sleep(0.05)
         out["connect_urls"] = len(a._server_info.get("connect_urls") or [])
     finally:
         for nc in (a, b, c):

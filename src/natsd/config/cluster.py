@@ -26,6 +26,7 @@ from natsd.config.options import ClusterOptions, CompressionOptions, RouteURL, S
 from natsd.config.policy import Checker, ConfigError
 
 __all__ = [
+    "JETSTREAM_CLUSTER_REFUSAL",
     "ROUTES_WIRED",
     "ClusterError",
     "GoURLError",
@@ -39,6 +40,14 @@ __all__ = [
 
 # Flipped by the slice that starts route listeners and dialers.
 ROUTES_WIRED = True
+
+# Routes carry core NATS only: a stream's consumer deliveries and direct-get batches do not
+# cross them, and each server's JetStream would answer the API on its own. Until JetStream
+# runs as a cluster service (a meta group, placement), the two together are refused, after
+# nats-server's own checks, rather than run as a cluster whose JetStream half misbehaves.
+JETSTREAM_CLUSTER_REFUSAL = (
+    "natsd does not support JetStream in a cluster yet: enable either jetstream or cluster"
+)
 
 
 class ClusterError(ConfigError):
@@ -453,6 +462,8 @@ def validate_cluster(opts: ServerOptions) -> None:
             raise ClusterError("jetstream cluster requires `server_name` to be set")
         if not c.name:
             raise ClusterError("jetstream cluster requires `cluster.name` to be set")
+    if opts.jetstream and (c.port or c.routes):
+        raise ClusterError(JETSTREAM_CLUSTER_REFUSAL)
 
 
 _MODES = {
