@@ -72,6 +72,7 @@ TOP = Level(
         lame_duck_duration lame_duck_grace_period
         authorization no_auth_user accounts jetstream store_dir storedir
         debug trace trace_verbose trace_headers log_file logfile pid_file pidfile
+        cluster
         """
     ),
     cosmetic=_keys(
@@ -81,7 +82,6 @@ TOP = Level(
         reconnect_error_reports disable_sublist_cache no_sublist_cache prof_block_rate
         """
     ),
-    checked=_keys("cluster"),
     refused=_keys(
         """
         tls allow_non_tls ocsp ocsp_cache
@@ -175,8 +175,8 @@ JETSTREAM = Level(
     natsd_only=_keys("max_memory max_store"),
 )
 
-# ``cluster {}`` (nats-server ``parseCluster``). Read into ClusterOptions and checked; the
-# whole block is then refused until routes are wired (TOP.checked).
+# ``cluster {}`` (nats-server ``parseCluster``). Read into ClusterOptions and checked as
+# nats-server checks it (config/cluster.py); the mesh in cluster/ runs it.
 CLUSTER = Level(
     "cluster",
     supported=_keys(
