@@ -27,6 +27,7 @@ cd "$OUT"
   natsd/router/subscription.py \
   natsd/connection/client.py \
   natsd/connection/route.py \
+  natsd/cluster/forward.py \
   natsd/connection/flusher.py \
   natsd/connection/transport.py \
   natsd/connection/fairness.py \

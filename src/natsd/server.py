@@ -22,6 +22,7 @@ import gc
 import logging
 import os
 import random
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,8 +30,10 @@ from typing import Any, cast
 
 import orjson
 
+from natsd.cluster.mesh import Mesh, route_settings
 from natsd.config import load_config
-from natsd.config.options import ServerOptions
+from natsd.config.cluster import JETSTREAM_CLUSTER_REFUSAL
+from natsd.config.options import ClusterOptions, ServerOptions
 from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
@@ -40,7 +43,7 @@ from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.core.scheduler import SYSTEM_CLOCK, Scheduler
 from natsd.logs import install_handler, open_handler
-from natsd.monitor.source import AccountUsage, StreamUsage
+from natsd.monitor.source import AccountUsage, ClusterUsage, RouteUsage, StreamUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
@@ -78,6 +81,8 @@ def _validate(opts: ServerOptions) -> None:
             f"lame duck grace period ({format_duration(opts.lame_duck_grace_period)}) should be"
             f" strictly lower than lame duck duration ({format_duration(opts.lame_duck_duration)})"
         )
+    if opts.jetstream and (opts.cluster.port or opts.cluster.routes):
+        raise ValueError(JETSTREAM_CLUSTER_REFUSAL)
     if opts.max_payload > opts.max_pending:
         raise ValueError(
             f"max_payload ({opts.max_payload}) cannot be higher than "
@@ -96,6 +101,25 @@ def _limits(opts: ServerOptions) -> ConnectionLimits:
         auth_timeout=opts.auth_timeout,
         write_deadline=opts.write_deadline,
     )
+
+
+def cluster_configured(c: ClusterOptions) -> bool:
+    """A cluster block, a cluster flag, or (embedded) a cluster port or routes."""
+    return bool(c.origin or c.port or c.routes)
+
+
+def _client_urls(host: str, port: int) -> list[str]:
+    """What we advertise to clients as our own URL(s): nats-server lists the non-loopback
+    addresses of the machine when the client listener is on any address."""
+    if host not in ("", "0.0.0.0", "::"):
+        return [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    ips: list[str] = []
+    with contextlib.suppress(OSError):
+        for *_, addr in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            ip = str(addr[0])
+            if not ip.startswith("127.") and ip not in ips:
+                ips.append(ip)
+    return [f"{ip}:{port}" for ip in ips] or [f"127.0.0.1:{port}"]
 
 
 def _default_store_dir() -> str:
@@ -133,6 +157,31 @@ class Server:
             if u.account not in self.accounts:
                 self.accounts[u.account] = Account(u.account)
         self.clients: dict[int, ClientConnection] = {}
+        self.flusher = Flusher()
+        # The route mesh, only when a cluster is configured: without one no Sublist has a
+        # change listener and no account a forwarder, so a lone server pays nothing.
+        self.mesh: Mesh | None = None
+        self.cluster_name = ""
+        if cluster_configured(opts.cluster):
+            self.cluster_name = opts.cluster.name or new_server_id()
+            self.mesh = Mesh(
+                opts.cluster,
+                route_settings(
+                    opts.cluster,
+                    self.server_id,
+                    self.server_name,
+                    self.cluster_name,
+                    opts.max_payload,
+                ),
+                self.flusher,
+                self.accounts,
+                self._route_info_fields,
+                self._cluster_urls_changed,
+                trace=opts.trace,
+            )
+            for acct in self.accounts.values():
+                self.mesh.attach(acct)
+        self._client_urls: list[str] = []
         self.start_time = time.time()
         self.total_connections = 0
         self.slow_consumers = 0
@@ -140,7 +189,6 @@ class Server:
         self._cid = 0
         self._tcp: asyncio.Server | None = None
         self._monitor: Any = None
-        self.flusher = Flusher()
         self.reads = ReadBudget()
         self.port = 0
         self.monitor_port = 0
@@ -187,8 +235,14 @@ class Server:
             return None
         acct = self.accounts.get(res.account)
         if acct is None:
-            acct = self.accounts[res.account] = Account(res.account)
+            acct = self._add_account(res.account)
         return acct, res.permissions, res.username
+
+    def _add_account(self, name: str) -> Account:
+        acct = self.accounts[name] = Account(name)
+        if self.mesh is not None:
+            self.mesh.attach(acct)
+        return acct
 
     def admit(self, client: ClientConnection) -> str | None:
         if len(self.clients) >= self.options.max_connections:
@@ -221,6 +275,39 @@ class Server:
 
     def log_debug(self, msg: str) -> None:
         log.debug("%s", msg)
+
+    # ------------------------------------------------------------------ cluster
+    def _route_info_fields(self) -> dict[str, Any]:
+        """Our route INFO besides what the mesh and the connection set."""
+        info: dict[str, Any] = {
+            "version": SERVER_VERSION,
+            "go": f"natsd {__version__}",
+            "proto": PROTO,
+            "max_payload": self.options.max_payload,
+            "jetstream": self.jetstream_enabled,
+        }
+        if not self.options.cluster.no_advertise and self._client_urls:
+            info["connect_urls"] = list(self._client_urls)
+        return info
+
+    def _set_connect_urls(self) -> bool:
+        """Recompute the client INFO's connect_urls; True if they changed."""
+        mesh = self.mesh
+        if mesh is None or self.options.cluster.no_advertise:
+            return False
+        urls = list(dict.fromkeys([*self._client_urls, *mesh.peer_client_urls()]))
+        if urls == self._info_base.get("connect_urls"):
+            return False
+        self._info_base["connect_urls"] = urls
+        return True
+
+    def _cluster_urls_changed(self) -> None:
+        """A peer joined, left or changed its URLs: an async INFO to clients that take one."""
+        if not self._info_base or not self._set_connect_urls():
+            return
+        for c in self.clients.values():
+            if c.async_info and not c.closed:
+                c.send(self.info_for(c))
 
     def log_trace(self, msg: str) -> None:
         log.log(5, "%s", msg)
@@ -285,6 +372,11 @@ class Server:
             self._info_base["domain"] = opts.js.domain
         # nats-server always sends its JetStream API level (ADR-44).
         self._info_base["api_lvl"] = API_LEVEL
+        if self.mesh is not None:
+            self._client_urls = _client_urls(opts.host, self.port)
+            self._info_base["cluster"] = self.cluster_name
+            self._set_connect_urls()
+            await self.mesh.start()
         log.info("Listening for client connections on %s:%d", opts.host, self.port)
         log.info("Server is ready")
         self.ready.set()
@@ -349,6 +441,8 @@ class Server:
         log.info("Initiating Shutdown...")
         if self._tcp is not None:
             self._tcp.close()
+        if self.mesh is not None:
+            await self.mesh.stop()
         for c in list(self.clients.values()):
             c.close(CloseReason.SERVER_SHUTDOWN)
         if self._tcp is not None:
@@ -378,6 +472,8 @@ class Server:
         log.info("Entering lame duck mode, stop accepting new clients")
         self.ldm = True
         self._tcp.close()
+        if self.mesh is not None:
+            self.mesh.lame_duck()
         opts = self.options
         grace = abs(opts.lame_duck_grace_period)
         await self._stop_jetstream()
@@ -513,13 +609,13 @@ class Server:
         for acfg in plan.new_accounts:
             acct = self.accounts.get(acfg.name)
             if acct is None:
-                acct = self.accounts[acfg.name] = Account(acfg.name)
+                acct = self._add_account(acfg.name)
             acct.jetstream_limits = acfg.jetstream
             if self.jetstream is not None and acfg.jetstream is not None:
                 self.jetstream.enable_account(acct, acfg.jetstream)
         for u in plan.options.users:
             if u.account not in self.accounts:
-                self.accounts[u.account] = Account(u.account)
+                self._add_account(u.account)
 
     def _recheck_clients(self) -> None:
         """nats-server's reloadAuthorization for client connections: a client whose user is
@@ -562,6 +658,8 @@ class Server:
             acct = self.accounts[name]
             if not acct.clients:
                 del self.accounts[name]
+                if self.mesh is not None:
+                    self.mesh.detach(name)
                 log.info("Reloaded: deleting account %r", name)
 
     async def wait_stopped(self) -> None:
@@ -589,6 +687,45 @@ class Server:
             mo += a.msgs_out
             bo += a.bytes_out
         return mi, bi, mo, bo
+
+    def cluster_usage(self, *, subs: bool) -> ClusterUsage | None:
+        """The mesh as the monitor shows it (``monitor.source.MonitorSource``)."""
+        mesh = self.mesh
+        if mesh is None:
+            return None
+        c = self.options.cluster
+        routes = []
+        for r in mesh.routes.values():
+            listed = [s.subject.decode() for s in mesh.remote.iter_route(r.rid)] if subs else []
+            routes.append(
+                RouteUsage(
+                    rid=r.rid,
+                    remote_id=r.remote_id,
+                    remote_name=r.remote_name or r.remote_id,
+                    did_solicit=r.solicited,
+                    is_configured=r.rid in mesh.configured,
+                    ip=r.ip,
+                    port=r.port,
+                    start=r.start,
+                    last_activity=r.last_activity,
+                    rtt=r.rtt,
+                    pending_size=r.pending_bytes,
+                    in_msgs=r.msgs_in,
+                    out_msgs=r.msgs_out,
+                    in_bytes=r.bytes_in,
+                    out_bytes=r.bytes_out,
+                    subscriptions=mesh.remote.route_subs(r.rid),
+                    subscriptions_list=listed,
+                )
+            )
+        return ClusterUsage(
+            name=self.cluster_name,
+            addr=c.host or "0.0.0.0",
+            cluster_port=mesh.port,
+            auth_timeout=c.auth_timeout or 2.0,
+            urls=[u.raw for u in c.routes],
+            routes=routes,
+        )
 
     def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
         """The JetStream figures the monitor reports (``monitor.source.MonitorSource``): read

@@ -1,6 +1,6 @@
 """``cluster {}`` and the cluster flags: read into ClusterOptions, checked with nats-server's
 wording (``tests/differential/test_config_cluster.py`` runs nats-server on the same files),
-then refused until routes are wired."""
+then accepted now that routes are wired (the refusal stays behind ``ROUTES_WIRED``)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,14 @@ def build(tmp_path: Path, text: str | None, *flags: str) -> ServerOptions:
 
 @pytest.fixture
 def wired(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As the slice that wires routes will: the checks stay, the refusal goes."""
+    """Routes are wired (ROUTES_WIRED): the checks stay, the refusal is gone."""
     monkeypatch.setattr(C, "ROUTES_WIRED", True)
+
+
+@pytest.fixture
+def unwired(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal, as it was before routes were wired (kept: a build may turn it back on)."""
+    monkeypatch.setattr(C, "ROUTES_WIRED", False)
 
 
 FULL = """
@@ -171,8 +177,14 @@ def test_jetstream_cluster_checks_see_the_flags(tmp_path: Path, wired: None) -> 
     text = "cluster { port: -1 }\njetstream: enabled\n"
     with pytest.raises(ConfigError, match="requires `server_name`"):
         build(tmp_path, text)
-    opts = build(tmp_path, text, "-n", "s1", "--cluster_name", "c1")
+    # With the flags nats-server's checks pass; natsd then refuses JetStream in a cluster.
+    with pytest.raises(ConfigError, match="does not support JetStream in a cluster yet"):
+        build(tmp_path, text, "-n", "s1", "--cluster_name", "c1")
+    opts = build(tmp_path, "cluster { port: -1 }\n", "-n", "s1", "--cluster_name", "c1")
     assert (opts.server_name, opts.cluster.name) == ("s1", "c1")
+    routes_only = "cluster { name: c, routes: [nats://127.0.0.1:4248] }\njetstream: enabled\n"
+    with pytest.raises(ConfigError, match="does not support JetStream in a cluster yet"):
+        build(tmp_path, routes_only, "-n", "s1")
     # Without a route port there is no JetStream cluster to check (nats-server: Port == 0).
     assert build(tmp_path, "cluster { name: c }\njetstream: enabled\n").jetstream
 
@@ -186,8 +198,19 @@ def test_compression_is_normalised(tmp_path: Path, wired: None) -> None:
 
 
 # ------------------------------------------------------------------ the refusal
-def test_a_valid_cluster_is_refused_with_one_line(
+def test_a_valid_cluster_passes_the_config_test(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "f.conf"
+    conf.write_text(FULL)
+    assert main(["-c", str(conf), "-t"]) == 0
+    out = capsys.readouterr()
+    assert out.out == f"natsd: configuration file {conf} test is successful\n"
+    assert out.err == ""
+
+
+def test_a_valid_cluster_is_refused_with_one_line_when_unwired(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], unwired: None
 ) -> None:
     conf = tmp_path / "f.conf"
     conf.write_text(FULL)
@@ -265,8 +288,8 @@ def test_flag_checks(flags: list[str], error: str, capsys: pytest.CaptureFixture
     "argv",
     [["--cluster", "nats://127.0.0.1:-1"], ["--routes", "nats://a:1", "--cluster", "nats://h:1"]],
 )
-def test_valid_cluster_flags_are_refused(
-    argv: list[str], capsys: pytest.CaptureFixture[str]
+def test_valid_cluster_flags_are_refused_when_unwired(
+    argv: list[str], capsys: pytest.CaptureFixture[str], unwired: None
 ) -> None:
     assert main(argv) == 1
     assert capsys.readouterr().err == (
@@ -275,7 +298,7 @@ def test_valid_cluster_flags_are_refused(
 
 
 def test_routes_flag_with_a_file_cluster_names_the_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], unwired: None
 ) -> None:
     conf = tmp_path / "f.conf"
     conf.write_text("cluster { port: -1 }\n")

@@ -217,6 +217,7 @@ SAMPLES: dict[tuple[str, str], str] = {
     (P.TOP.name, "logfile"): "/tmp/n.log",
     (P.TOP.name, "pid_file"): "/tmp/n.pid",
     (P.TOP.name, "pidfile"): "/tmp/n.pid",
+    (P.TOP.name, "cluster"): '{ name: c, listen: "127.0.0.1:6222" }',
     (P.AUTHORIZATION.name, "user"): "u",
     (P.AUTHORIZATION.name, "username"): "u",
     (P.AUTHORIZATION.name, "pass"): "p",

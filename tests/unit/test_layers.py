@@ -26,14 +26,15 @@ RANK = {
     "config": 4,
     "storage": 4,
     "connection": 5,
-    "jetstream": 6,
-    "monitor": 7,
-    "server": 7,
-    "main": 8,  # the natsd command: flags -> Server, process signals
+    "cluster": 6,  # the route mesh and the publish path across it
+    "jetstream": 7,
+    "monitor": 8,
+    "server": 8,
+    "main": 9,  # the natsd command: flags -> Server, process signals
     "logs": 0,
     "version": 0,
-    "__init__": 8,
-    "__main__": 8,
+    "__init__": 9,
+    "__main__": 9,
 }
 
 

@@ -74,6 +74,9 @@ class StubSource:
     def totals(self) -> tuple[int, int, int, int]:
         return 11, 22, 33, 44
 
+    def cluster_usage(self, *, subs: bool) -> None:
+        return None
+
     def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
         self.asked.append(streams)
         if self.usage is None:

@@ -10,8 +10,8 @@ Owns reading and checking what nats-server reads for routes, with nats-server's 
 2. :func:`apply_cluster_flags`: the command-line overrides and their errors;
 3. :func:`validate_cluster`: the checks nats-server makes when it creates the server.
 
-Then :func:`refuse_unwired`: natsd does not run routes yet, so a cluster that passes every
-check is refused. It is the one place the slice that wires routes flips (``ROUTES_WIRED``).
+Then :func:`refuse_unwired`: before routes were wired a cluster that passed every check was
+refused; ``ROUTES_WIRED`` is now True and the refusal is kept only as that switch.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from natsd.config.options import ClusterOptions, CompressionOptions, RouteURL, S
 from natsd.config.policy import Checker, ConfigError
 
 __all__ = [
+    "JETSTREAM_CLUSTER_REFUSAL",
     "ROUTES_WIRED",
     "ClusterError",
     "GoURLError",
@@ -38,7 +39,15 @@ __all__ = [
 ]
 
 # Flipped by the slice that starts route listeners and dialers.
-ROUTES_WIRED = False
+ROUTES_WIRED = True
+
+# Routes carry core NATS only: a stream's consumer deliveries and direct-get batches do not
+# cross them, and each server's JetStream would answer the API on its own. Until JetStream
+# runs as a cluster service (a meta group, placement), the two together are refused, after
+# nats-server's own checks, rather than run as a cluster whose JetStream half misbehaves.
+JETSTREAM_CLUSTER_REFUSAL = (
+    "natsd does not support JetStream in a cluster yet: enable either jetstream or cluster"
+)
 
 
 class ClusterError(ConfigError):
@@ -453,6 +462,8 @@ def validate_cluster(opts: ServerOptions) -> None:
             raise ClusterError("jetstream cluster requires `server_name` to be set")
         if not c.name:
             raise ClusterError("jetstream cluster requires `cluster.name` to be set")
+    if opts.jetstream and (c.port or c.routes):
+        raise ClusterError(JETSTREAM_CLUSTER_REFUSAL)
 
 
 _MODES = {

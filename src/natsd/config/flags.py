@@ -209,7 +209,7 @@ Server Options:
                                      to a PID file (e.g. /var/run/natsd.pid)
     -P, --pid <file>                 File to store PID
     --max_payload <bytes>            Maximum payload size
-Cluster Options (checked as nats-server checks them; refused until routes are wired):
+Cluster Options:
     --routes <rurl-1, rurl-2>        Routes to solicit and connect
     --cluster <cluster-url>          Cluster URL for solicited routes
     --cluster_listen <cluster-url>   Same as --cluster

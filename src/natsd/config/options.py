@@ -123,7 +123,7 @@ class ServerOptions:
     # jetstream
     jetstream: bool = False
     js: JetStreamConfig = field(default_factory=JetStreamConfig)
-    # clustering (parsed and checked; refused until routes are wired: config/cluster.py)
+    # clustering (config/cluster.py reads and checks it; cluster/mesh.py runs it)
     cluster: ClusterOptions = field(default_factory=ClusterOptions)
     # logging
     debug: bool = False

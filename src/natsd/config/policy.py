@@ -10,8 +10,8 @@ a dropped ``jetstream { cipher }`` unencrypted data. So every map natsd reads ha
    could observe (log formatting, tuning of nats-server internals natsd does not have): one
    warning line each, and the server starts;
 3. ``checked``: natsd reads the key and makes nats-server's checks with nats-server's
-   wording, and then refuses it, because the server cannot do it yet (``cluster``: the
-   refusal is ``natsd.config.cluster.refuse_unwired``, flipped when routes are wired);
+   wording, and then refuses it, because the server cannot do it yet (``cluster`` was, until
+   routes were wired: ``natsd.config.cluster.refuse_unwired`` behind ``ROUTES_WIRED``);
 4. ``refused``: every other key nats-server knows (read from nats-server's ``opts.go``,
    ``processConfigFileLine`` and its sub-parsers): a start-up error naming the key; natsd
    does not support it yet. When natsd implements one, it moves to ``supported``.
@@ -72,6 +72,7 @@ TOP = Level(
         lame_duck_duration lame_duck_grace_period
         authorization no_auth_user accounts jetstream store_dir storedir
         debug trace trace_verbose trace_headers log_file logfile pid_file pidfile
+        cluster
         """
     ),
     cosmetic=_keys(
@@ -81,7 +82,6 @@ TOP = Level(
         reconnect_error_reports disable_sublist_cache no_sublist_cache prof_block_rate
         """
     ),
-    checked=_keys("cluster"),
     refused=_keys(
         """
         tls allow_non_tls ocsp ocsp_cache
@@ -175,8 +175,8 @@ JETSTREAM = Level(
     natsd_only=_keys("max_memory max_store"),
 )
 
-# ``cluster {}`` (nats-server ``parseCluster``). Read into ClusterOptions and checked; the
-# whole block is then refused until routes are wired (TOP.checked).
+# ``cluster {}`` (nats-server ``parseCluster``). Read into ClusterOptions and checked as
+# nats-server checks it (config/cluster.py); the mesh in cluster/ runs it.
 CLUSTER = Level(
     "cluster",
     supported=_keys(

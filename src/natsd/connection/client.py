@@ -250,6 +250,7 @@ class ClientConnection(Sink):
         events = self.parser.feed(data)
         acct = self.account
         sublist = acct.sublist
+        forward = sublist.forward
         # Counters are summed in locals and stored once per read.
         nin = 0
         bin_ = 0
@@ -280,7 +281,15 @@ class ClientConnection(Sink):
                         return
                     continue
                 psubs, qsubs = sublist.match(subject)
-                if psubs or qsubs:
+                if forward is not None:
+                    # Routes are up: the cluster decides (local delivery included).
+                    k = forward(subject, reply, tail, size, hlen, psubs, qsubs, self)
+                    if k > 0:
+                        nout += k
+                        bout += k * size
+                    elif k < 0 and reply and self.no_responders:
+                        self._send_no_responders(subject, reply)
+                elif psubs or qsubs:
                     k = deliver(psubs, qsubs, subject, reply, tail, size, hlen, self)
                     nout += k
                     bout += k * size
@@ -313,6 +322,7 @@ class ClientConnection(Sink):
                     return
                 acct = self.account
                 sublist = acct.sublist
+                forward = sublist.forward
             elif op == OP_ERR:
                 msg = ev[1]
                 if self.host.auth_required and not self.connected:

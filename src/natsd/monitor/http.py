@@ -16,7 +16,7 @@ from aiohttp import web
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.subjects import subject_matches
 from natsd.monitor.metrics import render_metrics
-from natsd.monitor.source import AccountUsage, MonitorSource
+from natsd.monitor.source import AccountUsage, ClusterUsage, MonitorSource
 from natsd.router.account import SYSTEM_ACCOUNT, Account
 from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
@@ -33,6 +33,19 @@ def _ts(t: float) -> str:
     return rfc3339(int(t * 1_000_000_000))
 
 
+def _cluster_block(c: ClusterUsage) -> dict[str, Any]:
+    """/varz ``cluster`` as nats-server writes it (ClusterOptsVarz)."""
+    block: dict[str, Any] = {
+        "name": c.name,
+        "addr": c.addr,
+        "cluster_port": c.cluster_port,
+        "auth_timeout": c.auth_timeout,
+    }
+    if c.urls:
+        block["urls"] = c.urls
+    return block
+
+
 class MonitorServer:
     def __init__(self, server: MonitorSource) -> None:
         self.server = server
@@ -41,6 +54,7 @@ class MonitorServer:
         app.router.add_get("/", self.root)
         app.router.add_get("/varz", self.varz)
         app.router.add_get("/connz", self.connz)
+        app.router.add_get("/routez", self.routez)
         app.router.add_get("/subsz", self.subsz)
         app.router.add_get("/subscriptionsz", self.subsz)
         app.router.add_get("/healthz", self.healthz)
@@ -117,6 +131,10 @@ class MonitorServer:
             "auth_required": s.auth_required or None,
             "system_account": "$SYS",
         }
+        cluster = s.cluster_usage(subs=False)
+        if cluster is not None:
+            data["cluster"] = _cluster_block(cluster)
+            data["routes"] = len(cluster.routes)
         if s.jetstream_enabled:
             data["jetstream"] = {
                 "config": {"store_dir": o.js.store_dir},
@@ -126,6 +144,49 @@ class MonitorServer:
 
     async def varz(self, request: web.Request) -> web.Response:
         return _json(self.varz_data())
+
+    async def routez(self, request: web.Request) -> web.Response:
+        """nats-server's Routez: every route, with its subscriptions when ``subs=1``."""
+        s = self.server
+        want_subs = request.query.get("subs", "") in ("1", "true", "detail")
+        cluster = s.cluster_usage(subs=want_subs)
+        routes = cluster.routes if cluster is not None else []
+        now = time.time()
+        out = []
+        for r in routes:
+            info: dict[str, Any] = {
+                "rid": r.rid,
+                "remote_id": r.remote_id,
+                "remote_name": r.remote_name,
+                "did_solicit": r.did_solicit,
+                "is_configured": r.is_configured,
+                "ip": r.ip,
+                "port": r.port,
+                "start": _ts(r.start),
+                "last_activity": _ts(r.last_activity),
+                "rtt": format_duration(r.rtt),
+                "uptime": format_duration(round(now - r.start)),
+                "idle": format_duration(round(now - r.last_activity)),
+                "pending_size": r.pending_size,
+                "in_msgs": r.in_msgs,
+                "out_msgs": r.out_msgs,
+                "in_bytes": r.in_bytes,
+                "out_bytes": r.out_bytes,
+                "subscriptions": r.subscriptions,
+            }
+            if want_subs and r.subscriptions_list:
+                info["subscriptions_list"] = r.subscriptions_list
+            info["compression"] = "off"
+            out.append(info)
+        return _json(
+            {
+                "server_id": s.server_id,
+                "server_name": s.server_name,
+                "now": _ts(now),
+                "num_routes": len(out),
+                "routes": out,
+            }
+        )
 
     async def connz(self, request: web.Request) -> web.Response:
         s = self.server

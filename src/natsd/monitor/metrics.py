@@ -20,6 +20,7 @@ __all__ = ["render_metrics"]
 _GAUGES = {
     "connections": "Current client connections",
     "subscriptions": "Current subscriptions",
+    "routes": "Current route connections",
     "mem": "Resident memory in bytes",
     "cores": "CPU cores",
 }

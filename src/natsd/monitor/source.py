@@ -9,7 +9,9 @@ endpoints from a stub. Which endpoint reads what:
 /varz         server_id, server_name, options (limits, hosts, ``js.store_dir``), port,
               monitor_port, start_time, config_time, clients (count), total_connections,
               slow_consumers, stale_connections, auth_required, num_subscriptions(), totals(),
-              jetstream_enabled, jetstream_usage(streams=False) (summed)
+              jetstream_enabled, jetstream_usage(streams=False) (summed),
+              cluster_usage(subs=False) (the ``cluster`` block, ``routes``)
+/routez       server_id, server_name, cluster_usage(subs=...)
 /connz        server_id, clients (``MonitoredClient`` fields)
 /subsz        server_id, accounts (their sublists)
 /accountz     server_id, config_time, accounts, jetstream_usage(streams=False) (names)
@@ -62,6 +64,41 @@ class AccountUsage:
     stream_count: int
     # Each stream's figures when asked for (``streams=True``), else empty.
     streams: list[StreamUsage]
+
+
+@dataclass
+class RouteUsage:
+    """One route as /routez shows it (nats-server's RouteInfo)."""
+
+    rid: int
+    remote_id: str
+    remote_name: str
+    did_solicit: bool
+    is_configured: bool
+    ip: str
+    port: int
+    start: float
+    last_activity: float
+    rtt: float
+    pending_size: int
+    in_msgs: int
+    out_msgs: int
+    in_bytes: int
+    out_bytes: int
+    subscriptions: int
+    subscriptions_list: list[str]
+
+
+@dataclass
+class ClusterUsage:
+    """The /varz ``cluster`` block and the routes behind /routez."""
+
+    name: str
+    addr: str
+    cluster_port: int
+    auth_timeout: float
+    urls: list[str]
+    routes: list[RouteUsage]
 
 
 class MonitoredClient(Protocol):
@@ -153,6 +190,11 @@ class MonitorSource(Protocol):
 
     def totals(self) -> tuple[int, int, int, int]:
         """Messages in, bytes in, messages out, bytes out, over all accounts."""
+        ...
+
+    def cluster_usage(self, *, subs: bool) -> ClusterUsage | None:
+        """The cluster and its routes (each route's subscriptions when ``subs``); None
+        without a cluster."""
         ...
 
     def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:

@@ -35,7 +35,8 @@ def publish_as(
     """Deliver to the subscribers of ``to`` a message that carries ``subject``: what a
     JetStream consumer does (its messages keep their stream subject on the inbox)."""
     psubs, qsubs = sublist.match(to)
-    if not psubs and not qsubs:
+    forward = sublist.forward
+    if not psubs and not qsubs and forward is None:
         return 0
     if hdr:
         hlen = len(hdr)
@@ -45,6 +46,14 @@ def publish_as(
         hlen = 0
         size = len(payload)
         tail = b" %d\r\n%s\r\n" % (size, payload)
+    if forward is not None and to == subject:
+        # Routes are up: peers with interest get it too. A message delivered under another
+        # subject (a JetStream consumer's) stays local: a route carries one subject.
+        k = forward(subject, reply, tail, size, hlen, psubs, qsubs, None)
+        # Sent only across routes still counts as delivered (no no-responders for it).
+        return 1 if k == 0 else max(k, 0)
+    if not psubs and not qsubs:
+        return 0
     return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
 
 

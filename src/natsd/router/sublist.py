@@ -12,11 +12,11 @@ Not thread-safe: one event loop owns a Sublist.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from natsd.core.subjects import subject_matches
 
-__all__ = ["EMPTY_RESULT", "ChangeListener", "MatchResult", "SubLike", "Sublist"]
+__all__ = ["EMPTY_RESULT", "ChangeListener", "Forward", "MatchResult", "SubLike", "Sublist"]
 
 _PWC: Final = b"*"
 _FWC: Final = b">"
@@ -51,6 +51,11 @@ EMPTY_RESULT: tuple[list[SubLike], list[list[SubLike]]] = ([], [])
 # Told (subject, queue, +1 | -1) after each insert and each successful remove: how a server
 # with routes keeps its interest table (router/interest.py) in step with its subscriptions.
 ChangeListener = Callable[[bytes, bytes | None, int], None]
+# The cluster's publish path for this Sublist's account, set while routes are up:
+# (subject, reply, tail, size, hlen, psubs, qsubs, publisher) -> local deliveries, or -1 when
+# nobody in the cluster has interest. Typed loosely: the router's Subscription and Sink live
+# above this module.
+Forward = Callable[[bytes, bytes | None, bytes, int, int, Any, Any, Any], int]
 
 
 class _Node(Generic[S]):
@@ -87,6 +92,7 @@ class Sublist(Generic[S]):
         "_root",
         "_seen",
         "cache_hits",
+        "forward",
         "inserts",
         "matches",
         "on_change",
@@ -105,6 +111,9 @@ class Sublist(Generic[S]):
         # None unless the server has routes: then one `is None` check per insert or remove,
         # and nothing per match.
         self.on_change: ChangeListener | None = None
+        # None unless routes are up (cluster/forward.py): the publish paths' whole
+        # "has routes" check.
+        self.forward: Forward | None = None
 
     def __len__(self) -> int:
         return self._count

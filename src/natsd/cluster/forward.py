@@ -1,0 +1,137 @@
+"""The publish path across routes: a local publish out to the peers, a peer's message in.
+
+Ownership: the ``Mesh`` builds one ``Forwarder`` per account and hangs it on the account's
+Sublist (``Sublist.forward``) while at least one route is up; with no route (or no cluster)
+the field is None and the publish paths (the client's loop, ``router.publish`` for the
+server's own messages) pay one ``is None`` test per message.
+
+Out: one RMSG/HMSG per route, never one per remote subscription: the ``ForwardPlan`` from
+``RemoteInterest.match`` lists each route with plain interest once, and ``assign`` picks one
+member per queue group across the cluster; a group that went to a route is skipped locally.
+In: a routed message is delivered to local plain subscribers and to the queue groups the
+RMSG names (one member each), never to other queue groups and never forwarded again (one
+hop).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from natsd.connection.route import RouteConnection
+from natsd.router.account import Account
+from natsd.router.deliver import deliver
+from natsd.router.interest import RemoteInterest, assign
+from natsd.router.subscription import Sink, Subscription
+
+__all__ = ["Forwarder", "deliver_in", "deliver_routed"]
+
+_NO_QUEUES: Final[list[list[Subscription]]] = []
+
+
+class Forwarder:
+    """``Sublist.forward`` for one account: deliver locally and send to the routes.
+
+    Returns the local deliveries made, or -1 when nobody anywhere has interest (the caller
+    then answers a request with no-responders)."""
+
+    __slots__ = ("name", "remote", "routes")
+
+    def __init__(
+        self, name: bytes, remote: RemoteInterest, routes: dict[int, RouteConnection]
+    ) -> None:
+        self.name = name
+        self.remote = remote
+        # The mesh's table of installed routes by id (shared, not copied).
+        self.routes = routes
+
+    def __call__(
+        self,
+        subject: bytes,
+        reply: bytes | None,
+        tail: bytes,
+        size: int,
+        hlen: int,
+        psubs: list[Subscription],
+        qsubs: list[list[Subscription]],
+        publisher: Sink | None,
+    ) -> int:
+        plan = self.remote.match(self.name, subject)
+        if plan is None:
+            if psubs or qsubs:
+                return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)
+            return -1
+        routes = self.routes
+        verb = b"HMSG " if hlen else b"RMSG "
+        head = verb + self.name + b" " + subject + b" "
+        body = tail[1:]
+        if not plan.groups:
+            # Plain interest only: the same frame for every route.
+            frame = head + reply + b" " + body if reply else head + body
+            for rid in plan.routes:
+                r = routes.get(rid)
+                if r is not None:
+                    r.send_msg(frame)
+        else:
+            targets, went = assign(plan, lambda q: _members(qsubs, q))
+            for rid, queues in targets.items():
+                r = routes.get(rid)
+                if r is None:
+                    continue
+                if queues:
+                    qs = b" ".join(queues) + b" "
+                    mid = b"+ " + reply + b" " + qs if reply else b"| " + qs
+                    r.send_msg(head + mid + body)
+                elif reply:
+                    r.send_msg(head + reply + b" " + body)
+                else:
+                    r.send_msg(head + body)
+            if went:
+                qsubs = [g for g in qsubs if g[0].queue not in went]
+        if psubs or qsubs:
+            return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)
+        return 0
+
+
+def _members(qsubs: list[list[Subscription]], queue: bytes) -> int:
+    for g in qsubs:
+        if g[0].queue == queue:
+            return len(g)
+    return 0
+
+
+def deliver_in(
+    acct: Account,
+    subject: bytes,
+    reply: bytes | None,
+    queues: list[bytes] | None,
+    tail: bytes,
+    size: int,
+    hlen: int,
+) -> None:
+    """A message a peer routed to us, into ``acct``: matched, delivered, counted."""
+    acct.msgs_in += 1
+    acct.bytes_in += size
+    psubs, qsubs = acct.sublist.match(subject)
+    if psubs or qsubs:
+        k = deliver_routed(psubs, qsubs, subject, reply, queues, tail, size, hlen)
+        acct.msgs_out += k
+        acct.bytes_out += k * size
+
+
+def deliver_routed(
+    psubs: list[Subscription],
+    qsubs: list[list[Subscription]],
+    subject: bytes,
+    reply: bytes | None,
+    queues: list[bytes] | None,
+    tail: bytes,
+    size: int,
+    hlen: int,
+) -> int:
+    """Deliver a message a peer routed to us: plain subscribers, and one member of each
+    queue group the peer named (nats-server's ``processMsgResults`` for a ROUTER)."""
+    if qsubs:
+        qsubs = [g for g in qsubs if g[0].queue in queues] if queues else _NO_QUEUES
+    if not psubs and not qsubs:
+        return 0
+    return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
