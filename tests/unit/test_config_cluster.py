@@ -61,6 +61,10 @@ cluster {
   compression: { mode: s2_auto, rtt_thresholds: ["10ms", "20ms"] }
 }
 """
+# FULL as natsd can run it: every key, but a compression mode natsd honours (it refuses s2).
+RUNNABLE = FULL.replace(
+    'compression: { mode: s2_auto, rtt_thresholds: ["10ms", "20ms"] }', "compression: accept"
+)
 
 
 # ------------------------------------------------------------------ parsing
@@ -189,12 +193,31 @@ def test_jetstream_cluster_checks_see_the_flags(tmp_path: Path, wired: None) -> 
     assert build(tmp_path, "cluster { name: c }\njetstream: enabled\n").jetstream
 
 
-def test_compression_is_normalised(tmp_path: Path, wired: None) -> None:
-    opts = build(tmp_path, "cluster { port: -1, compression: { mode: auto } }")
-    assert opts.cluster.compression == CompressionOptions("s2_auto", [0.010, 0.050, 0.100])
-    opts = build(tmp_path, 'cluster { compression: { mode: auto, rtt: ["5ms", "0s", "0s"] } }')
-    assert opts.cluster.compression.rtt_thresholds == [0.005]
-    assert build(tmp_path, "cluster { compression: ON }").cluster.compression.mode == "s2_fast"
+def test_compression_is_normalised_and_s2_refused(tmp_path: Path, wired: None) -> None:
+    # validateAndNormalizeCompressionOption's rules...
+    c = CompressionOptions("auto")
+    C._normalize_compression(c)
+    assert c == CompressionOptions("s2_auto", [0.010, 0.050, 0.100])
+    c = CompressionOptions("auto", [0.005, 0.0, 0.0])
+    C._normalize_compression(c)
+    assert c.rtt_thresholds == [0.005]
+    c = CompressionOptions("ON")
+    C._normalize_compression(c)
+    assert c.mode == "s2_fast"
+    # ...then natsd, which does not compress routes, refuses every s2 mode.
+    s2_modes = ("cluster { port: -1, compression: { mode: auto } }", "cluster { compression: ON }")
+    for text in s2_modes:
+        with pytest.raises(ConfigError, match="does not support route compression yet"):
+            build(tmp_path, text)
+    assert build(tmp_path, "cluster { compression: accept }").cluster.compression.mode == "accept"
+    assert build(tmp_path, "cluster { compression: off }").cluster.compression.mode == "off"
+
+
+def test_route_pooling_is_refused(tmp_path: Path, wired: None) -> None:
+    with pytest.raises(ConfigError, match="does not support route pooling yet"):
+        build(tmp_path, "cluster { port: -1, pool_size: 3 }")
+    for n in (-1, 1):
+        assert build(tmp_path, f"cluster {{ port: -1, pool_size: {n} }}").cluster.pool_size == n
 
 
 # ------------------------------------------------------------------ the refusal
@@ -202,7 +225,7 @@ def test_a_valid_cluster_passes_the_config_test(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     conf = tmp_path / "f.conf"
-    conf.write_text(FULL)
+    conf.write_text(RUNNABLE)
     assert main(["-c", str(conf), "-t"]) == 0
     out = capsys.readouterr()
     assert out.out == f"natsd: configuration file {conf} test is successful\n"
@@ -213,7 +236,7 @@ def test_a_valid_cluster_is_refused_with_one_line_when_unwired(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], unwired: None
 ) -> None:
     conf = tmp_path / "f.conf"
-    conf.write_text(FULL)
+    conf.write_text(RUNNABLE)
     for argv in (["-c", str(conf), "-t"], ["-c", str(conf), "-p", "-1"]):
         assert main(argv) == 1
         out = capsys.readouterr()
@@ -224,7 +247,7 @@ def test_a_valid_cluster_is_refused_with_one_line_when_unwired(
 def test_the_refusal_is_the_only_thing_between_a_cluster_and_the_server(
     tmp_path: Path, wired: None
 ) -> None:
-    opts = build(tmp_path, FULL)
+    opts = build(tmp_path, RUNNABLE)
     assert opts.cluster.name == "east" and len(opts.cluster.routes) == 3
 
 
@@ -259,7 +282,7 @@ def test_cluster_flags_are_parsed() -> None:
 def test_cluster_flags_override_the_file(tmp_path: Path, wired: None) -> None:
     opts = build(
         tmp_path,
-        FULL,
+        RUNNABLE,
         "--cluster",
         "nats://u:p@0.0.0.0:-1",
         "--routes",
@@ -274,7 +297,7 @@ def test_cluster_flags_override_the_file(tmp_path: Path, wired: None) -> None:
     assert [r.raw for r in c.routes] == ["nats://a:1", "nats://b:2"]
     assert (c.name, c.connect_retries) == ("west", 9)
     # --cluster without credentials clears the file's (nats-server's overrideCluster).
-    c = build(tmp_path, FULL, "--cluster", "nats://127.0.0.1:7000").cluster
+    c = build(tmp_path, RUNNABLE, "--cluster", "nats://127.0.0.1:7000").cluster
     assert (c.username, c.password, c.port) == ("", "", 7000)
 
 

@@ -464,6 +464,18 @@ def validate_cluster(opts: ServerOptions) -> None:
             raise ClusterError("jetstream cluster requires `cluster.name` to be set")
     if opts.jetstream and (c.port or c.routes):
         raise ClusterError(JETSTREAM_CLUSTER_REFUSAL)
+    # natsd runs one route connection per peer, uncompressed (it announces no pool and no
+    # compression, so nats-server peers agree). Asked for more, it refuses rather than ignore.
+    if c.pool_size > 1:
+        raise ClusterError(
+            f"natsd does not support route pooling yet: cluster pool_size {c.pool_size}"
+            " (use 1 or -1)"
+        )
+    if c.compression.mode.startswith("s2_"):
+        raise ClusterError(
+            f"natsd does not support route compression yet: compression {c.compression.mode}"
+            ' (use "off" or "accept")'
+        )
 
 
 _MODES = {
