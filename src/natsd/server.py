@@ -161,18 +161,10 @@ class Server:
         # The route mesh, only when a cluster is configured: without one no Sublist has a
         # change listener and no account a forwarder, so a lone server pays nothing.
         self.mesh: Mesh | None = None
-        self.cluster_name = ""
         if cluster_configured(opts.cluster):
-            self.cluster_name = opts.cluster.name or new_server_id()
             self.mesh = Mesh(
                 opts.cluster,
-                route_settings(
-                    opts.cluster,
-                    self.server_id,
-                    self.server_name,
-                    self.cluster_name,
-                    opts.max_payload,
-                ),
+                route_settings(opts.cluster, self.server_id, self.server_name, opts.max_payload),
                 self.flusher,
                 self.accounts,
                 self._route_info_fields,
@@ -301,9 +293,18 @@ class Server:
         self._info_base["connect_urls"] = urls
         return True
 
+    @property
+    def cluster_name(self) -> str:
+        """The cluster's name: configured, or generated until a peer's is adopted."""
+        return self.mesh.settings.cluster if self.mesh is not None else ""
+
     def _cluster_urls_changed(self) -> None:
-        """A peer joined, left or changed its URLs: an async INFO to clients that take one."""
-        if not self._info_base or not self._set_connect_urls():
+        """A peer joined, left or changed its URLs (or the cluster its name): an async INFO
+        to clients that take one when the URLs changed, as nats-server."""
+        if not self._info_base:
+            return
+        self._info_base["cluster"] = self.cluster_name
+        if not self._set_connect_urls():
             return
         for c in self.clients.values():
             if c.async_info and not c.closed:

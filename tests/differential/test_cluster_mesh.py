@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ KINDS = {
 }
 
 
-def _cluster(kinds: list[str], tmp: Path) -> Iterator[list[ServerProcess]]:
+def _cluster(kinds: list[str], tmp: Path, name: str = "diff") -> Iterator[list[ServerProcess]]:
     if "nats-server" in kinds:
         require_nats_server()
     ports = [free_port() for _ in range(3)]
@@ -53,7 +54,9 @@ def _cluster(kinds: list[str], tmp: Path) -> Iterator[list[ServerProcess]]:
             conf = tmp / f"{kind}-{i}.conf"
             conf.write_text(
                 f"server_name: {kind}-{i}\n"
-                f"cluster {{\n  name: diff\n  listen: {HOST}:{p}\n  routes: [{routes}]\n}}\n"
+                "cluster {\n"
+                + (f"  name: {name}\n" if name else "")
+                + f"  listen: {HOST}:{p}\n  routes: [{routes}]\n}}\n"
             )
             servers.append(start_server(kind, config_path=conf, log_dir=tmp))
         yield servers
@@ -280,3 +283,53 @@ async def _failover(servers: list[ServerProcess]) -> dict[str, Any]:
 def test_client_fails_over_through_connect_urls(cluster: list[ServerProcess]) -> None:
     out = asyncio.run(_failover(cluster))
     assert out == {"pool": 3, "fast": True, "url": True, "got": [b"still here"]}
+
+
+async def _info_cluster(s: ServerProcess) -> str:
+    reader, writer = await asyncio.open_connection(*s.address)
+    try:
+        line = await asyncio.wait_for(reader.readline(), 5)
+    finally:
+        writer.close()
+    return str(json.loads(line[5:])["cluster"])
+
+
+async def _unnamed(servers: list[ServerProcess]) -> dict[str, Any]:
+    """No server names its cluster: each generates a name, and they must settle on one."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 15
+    names = [await _info_cluster(s) for s in servers]
+    while len(set(names)) > 1 and loop.time() < end:
+        await asyncio.sleep(0.1)
+        names = [await _info_cluster(s) for s in servers]
+    a, c = [await nats.connect(s.url, allow_reconnect=False) for s in (servers[0], servers[2])]
+    try:
+        got: list[bytes] = []
+
+        async def cb(m: Msg) -> None:
+            got.append(m.data)
+
+        await c.subscribe("unnamed", cb=cb)
+        await _sync(a, c, "unnamed")
+        await a.publish("unnamed", b"across")
+        await a.flush()
+        for _ in range(50):
+            if got:
+                break
+            await asyncio.sleep(0.05)
+        return {"one_name": len(set(names)) == 1, "length": {len(n) for n in names}, "got": got}
+    finally:
+        await a.close()
+        await c.close()
+
+
+@pytest.mark.parametrize("kinds", list(KINDS))
+def test_unnamed_cluster_settles_on_one_name(kinds: str, tmp_path: Path) -> None:
+    servers = _cluster(KINDS[kinds], tmp_path, name="")
+    cluster = next(servers)
+    try:
+        out = asyncio.run(_unnamed(cluster))
+        logs = "\n".join(s.log()[-3000:] for s in cluster)
+        assert out == {"one_name": True, "length": {22}, "got": [b"across"]}, logs
+    finally:
+        servers.close()

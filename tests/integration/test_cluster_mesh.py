@@ -471,3 +471,49 @@ async def test_lame_duck_server_leaves_the_advertised_urls(trio: list[Server]) -
         finally:
             await s1.shutdown()
             await ldm
+
+
+async def test_unnamed_servers_agree_on_one_name_and_carry_messages() -> None:
+    """No cluster name anywhere: each server generates one, and they converge on the
+    greatest (nats-server's dynamic names), so a seed config still becomes one mesh."""
+    servers = [Server(host="127.0.0.1", port=0, cluster=ClusterOptions(host="127.0.0.1", port=-1))]
+    generated = [servers[0].cluster_name]
+    await servers[0].start()
+    for _ in range(2):
+        c = ClusterOptions(host="127.0.0.1", port=-1, routes=[parse_go_url(_route_url(servers[0]))])
+        servers.append(Server(host="127.0.0.1", port=0, cluster=c))
+        generated.append(servers[-1].cluster_name)  # before its routes can change it
+        await servers[-1].start()
+    try:
+        assert len(set(generated)) == 3 and all(len(n) == 22 for n in generated)
+        await _until(lambda: _meshed(servers) and len({s.cluster_name for s in servers}) == 1)
+        assert servers[0].cluster_name == max(generated)
+        await _until(lambda: all(s.mesh is not None and len(s.mesh.routes) == 2 for s in servers))
+        async with clients(servers) as ncs:
+            assert all(nc._server_info["cluster"] == max(generated) for nc in ncs)
+            box: list[Any] = []
+            await ncs[2].subscribe("x", cb=_collector(box, "c"))
+            await _settle(servers, ncs)
+            await ncs[1].publish("x", b"1")
+            await _until(lambda: len(box) == 1)
+    finally:
+        for s in servers:
+            await s.shutdown()
+
+
+async def test_unnamed_server_takes_the_configured_name() -> None:
+    named = _server()
+    await named.start()
+    c = ClusterOptions(host="127.0.0.1", port=-1, routes=[parse_go_url(_route_url(named))])
+    unnamed = Server(host="127.0.0.1", port=0, cluster=c)
+    await unnamed.start()
+    try:
+        assert unnamed.mesh is not None and unnamed.mesh.settings.cluster_dynamic
+        await _until(lambda: _meshed([named, unnamed]))
+        assert unnamed.cluster_name == CLUSTER == named.cluster_name
+        # Learned from the peer's INFO (we dialed): nats-server keeps such a name dynamic;
+        # only a name that arrives in a CONNECT becomes its option.
+        assert unnamed.mesh.settings.cluster_dynamic
+    finally:
+        await unnamed.shutdown()
+        await named.shutdown()

@@ -68,6 +68,14 @@ class FakeHost:
         self.subs: list[tuple[Any, ...]] = []
         self.closed: list[str] = []
         self.errors: list[str] = []
+        self.adopted: list[tuple[str, bool]] = []
+
+    def adopt_cluster_name(self, route: RouteConnection, name: str, final: bool) -> None:
+        # What the mesh does first: the shared settings carry the new name.
+        self.adopted.append((name, final))
+        self.settings.cluster = name
+        if final:
+            self.settings.cluster_dynamic = False
 
     def route_info_fields(self, route: RouteConnection) -> dict[str, Any]:
         return {"port": 6222}
@@ -286,3 +294,48 @@ def test_route_closed_reported_once() -> None:
     assert host.closed == [RouteCloseReason.SERVER_SHUTDOWN]
     host.scheduler.advance(2.0)
     assert t.events == ["close", "abort"]
+
+
+def test_generated_name_is_announced_and_yields_to_a_configured_one() -> None:
+    host = FakeHost(cluster_dynamic=True)
+    host.settings.cluster = "mmm"
+    _, t = make(host, solicited=False)
+    assert b'"cluster":"mmm","cluster_dynamic":true' in t.take()
+    r, t = make(host, solicited=False)
+    # The peer's name is configured ("aaa" sorts first, it still wins): ours for good.
+    r.data_received(encode_route_connect({"name": "PEER", "cluster": "aaa"}))
+    r.data_received(encode_route_info({"server_id": "PEER", "cluster": "aaa"}))
+    host.scheduler.run_ready()
+    assert host.adopted == [("aaa", True)] and r.up and not host.errors
+    assert not host.settings.cluster_dynamic
+
+
+def test_generated_names_converge_on_the_greater() -> None:
+    # A dialer with a generated name meets a peer whose generated name sorts after it.
+    host = FakeHost(cluster_dynamic=True)
+    host.settings.cluster = "bbb"
+    r, t = make(host)
+    assert b'"cluster":"bbb","cluster_dynamic":true' in t.take()
+    r.data_received(
+        encode_route_info({"server_id": "PEER", "cluster": "ccc", "cluster_dynamic": True})
+    )
+    host.scheduler.run_ready()
+    assert host.adopted == [("ccc", False)] and r.up and host.settings.cluster_dynamic
+    # A smaller generated name does not win: that peer adopts ours instead, so we keep it
+    # and refuse its connection as nats-server does (its next dial carries our name).
+    r2, _ = make(host, solicited=False)
+    r2.data_received(
+        encode_route_connect({"name": "P2", "cluster": "aaa", "cluster_dynamic": True})
+    )
+    host.scheduler.run_ready()
+    assert host.adopted == [("ccc", False)] and r2.closed
+    assert host.closed == [RouteCloseReason.CLUSTER_NAME_CONFLICT]
+
+
+def test_configured_name_never_yields() -> None:
+    host = FakeHost()
+    r, _ = make(host)
+    r.data_received(encode_route_info({"server_id": "PEER", "cluster": "zzz"}))
+    host.scheduler.run_ready()
+    assert not host.adopted and r.closed
+    assert host.closed == [RouteCloseReason.CLUSTER_NAME_CONFLICT]

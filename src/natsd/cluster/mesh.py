@@ -36,6 +36,7 @@ from natsd.config.cluster import GoURLError, parse_go_url
 from natsd.config.options import ClusterOptions, RouteURL
 from natsd.connection.flusher import Flusher
 from natsd.connection.route import RouteCloseReason, RouteConnection, RouteSettings
+from natsd.core.ids import Nuid
 from natsd.core.scheduler import Scheduler
 from natsd.protocol.route_encode import encode_route_err, encode_route_info
 from natsd.router.account import Account
@@ -53,13 +54,15 @@ _DIAL_TIMEOUT: Final = 2.0
 
 
 def route_settings(
-    c: ClusterOptions, server_id: str, server_name: str, cluster: str, max_payload: int
+    c: ClusterOptions, server_id: str, server_name: str, max_payload: int
 ) -> RouteSettings:
     """The route connections' settings from ``cluster {}``. A pool is never announced
-    unless configured as 1 (we serve one connection per peer)."""
+    unless configured as 1 (we serve one connection per peer). With no name configured
+    the cluster's is generated, and yields to a peer's (nats-server's dynamic name)."""
     return RouteSettings(
         server_id=server_id,
-        cluster=cluster,
+        cluster=c.name or Nuid().next(),
+        cluster_dynamic=not c.name,
         server_name=server_name,
         user=c.username,
         password=c.password,
@@ -193,6 +196,19 @@ class Mesh:
         ip = info.get("ip")
         if isinstance(ip, str) and ip.startswith("nats-route://"):
             self.dial_implicit(ip)
+
+    def adopt_cluster_name(self, route: RouteConnection, name: str, final: bool) -> None:
+        st = self.settings
+        st.cluster = name
+        if final:
+            st.cluster_dynamic = False
+        log.info("Cluster name updated to %s", name)
+        # nats-server's removeAllRoutesExcept: installed routes to other peers close; their
+        # dial loops (ours or theirs) reconnect under the name we now carry.
+        for other in list(self.routes.values()):
+            if other.remote_id != route.remote_id:
+                other.close(RouteCloseReason.CLUSTER_NAME_CONFLICT)
+        self._on_urls_changed()
 
     def route_sub(
         self,
@@ -353,6 +369,8 @@ class Mesh:
             host = c.host if c.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
             self.route_url = f"nats-route://{host}:{self.port}/"
         log.info("Cluster name is %s", self.settings.cluster)
+        if self.settings.cluster_dynamic:
+            log.warning("Cluster name was dynamically generated, consider setting one")
         log.info("Listening for route connections on %s:%d", c.host or "0.0.0.0", self.port)
         for u in c.routes:
             if not u.host or not u.port:

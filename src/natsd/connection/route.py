@@ -115,12 +115,20 @@ class RouteCloseReason:
     READ_ERROR: Final = "Read Error"
 
 
-@dataclass(frozen=True)
+@dataclass
 class RouteSettings:
-    """This server's side of every route: identity, required credentials, timings, limits."""
+    """This server's side of every route: identity, required credentials, timings, limits.
+
+    Shared by every route of a server. Only ``cluster`` and ``cluster_dynamic`` ever change,
+    and only through the host's ``adopt_cluster_name`` (a server with no configured name
+    takes on its peers' one, as nats-server does)."""
 
     server_id: str
     cluster: str
+    # True when no cluster name was configured: ``cluster`` is a generated one that yields
+    # to a configured name, or to a greater generated one, on the first route (nats-server's
+    # isClusterNameDynamic).
+    cluster_dynamic: bool = False
     server_name: str = ""
     # Credentials a peer must present in its CONNECT (cluster { authorization {} }); no user
     # means none are required. nats-server refuses a token here ("Cluster authorization
@@ -163,6 +171,11 @@ class RouteHost(Protocol):
 
     def route_info(self, route: RouteConnection, info: dict[str, Any]) -> None:
         """A later INFO: gossip of other servers, connect_urls, lame duck mode."""
+
+    def adopt_cluster_name(self, route: RouteConnection, name: str, final: bool) -> None:
+        """Our generated cluster name yields to ``name``, the one ``route``'s peer carries
+        (``final``: it was configured there, so it is ours for good). Every other route
+        closes and redials under the new name, as nats-server's removeAllRoutesExcept."""
 
     def route_sub(
         self,
@@ -285,6 +298,8 @@ class RouteConnection:
                 "name": st.server_id,
                 "cluster": st.cluster,
             }
+            if st.cluster_dynamic:
+                connect["cluster_dynamic"] = True
             if self.credentials is not None:
                 connect["user"], connect["pass"] = self.credentials
             self.send(encode_route_connect(connect))
@@ -304,6 +319,8 @@ class RouteConnection:
         if st.server_name:
             info["server_name"] = st.server_name
         info["cluster"] = st.cluster
+        if st.cluster_dynamic:
+            info["cluster_dynamic"] = True
         info["headers"] = True
         if st.user:
             info["auth_required"] = True
@@ -434,7 +451,10 @@ class RouteConnection:
             self._send_err_and_close(text, RouteCloseReason.WRONG_GATEWAY)
             return
         cluster = opts.get("cluster", "")
-        if cluster != st.cluster:
+        if cluster != st.cluster and _adopts(st, cluster, opts.get("cluster_dynamic")):
+            # A configured name is final from here on (nats-server sets its option).
+            self.host.adopt_cluster_name(self, cluster, final=not opts.get("cluster_dynamic"))
+        elif cluster != st.cluster:
             text = _name_conflict(cluster, st.cluster)
             self.host.log_error(text)
             self._send_err_and_close(text, RouteCloseReason.CLUSTER_NAME_CONFLICT)
@@ -467,7 +487,9 @@ class RouteConnection:
             self._close(RouteCloseReason.DUPLICATE_ROUTE, flush=False)
             return
         cluster = info.get("cluster", "")
-        if cluster and cluster != st.cluster:
+        if cluster and cluster != st.cluster and _adopts(st, cluster, info.get("cluster_dynamic")):
+            self.host.adopt_cluster_name(self, cluster, final=False)
+        elif cluster and cluster != st.cluster:
             # nats-server closes here without an -ERR; its accepting side sends this text.
             self.host.log_error(_name_conflict(cluster, st.cluster))
             self._close(RouteCloseReason.CLUSTER_NAME_CONFLICT, flush=False)
@@ -642,6 +664,18 @@ class RouteConnection:
 
 def _same(given: object, expected: str) -> bool:
     return isinstance(given, str) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _adopts(st: RouteSettings, theirs: object, theirs_dynamic: object) -> bool:
+    """nats-server's rule: a server with a generated name takes on a peer's name when that
+    one is configured or sorts after its own (so a set of unnamed servers converges on the
+    greatest generated name)."""
+    return (
+        st.cluster_dynamic
+        and isinstance(theirs, str)
+        and bool(theirs)
+        and (not theirs_dynamic or st.cluster < theirs)
+    )
 
 
 def _name_conflict(theirs: object, ours: str) -> str:
