@@ -28,6 +28,7 @@ cd "$OUT"
   natsd/connection/client.py \
   natsd/connection/route.py \
   natsd/cluster/forward.py \
+  natsd/router/routed.py \
   natsd/connection/flusher.py \
   natsd/connection/transport.py \
   natsd/connection/fairness.py \

@@ -32,6 +32,8 @@ from natsd.protocol.route_encode import (
     encode_route_rmsg,
 )
 from natsd.protocol.route_parser import R_INFO, R_PEER_ERR, R_PONG, R_RMSG, R_SUB, RouteParser
+from natsd.router.account import Account
+from natsd.router.subscription import Subscription
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -59,7 +61,14 @@ class RecHost:
         self.infos: list[dict[str, Any]] = []
         self.subs: list[tuple[Any, ...]] = []
         self.unsubs: list[tuple[Any, ...]] = []
+        # What the connection delivers into the account routes name ACC: a catch-all
+        # subscription and one member of each queue group the tests route to, all recording
+        # (queue, subject, reply, headers, payload).
         self.msgs: list[tuple[Any, ...]] = []
+        account = Account("$G")
+        self.wire_accounts = {ACC: account}
+        for queue in (None, b"g1", b"g2", b"workers"):
+            account.sublist.insert(Subscription(b">", queue, b"1", callback=self._delivered))
         self.closed: list[tuple[RouteConnection, str]] = []
         self.errors: list[str] = []
         self.traces: list[str] = []
@@ -85,14 +94,17 @@ class RecHost:
     def route_unsub(self, route: RouteConnection, *args: Any) -> None:
         self.unsubs.append(args)
 
-    def route_rmsg(self, route: RouteConnection, *args: Any) -> None:
-        self.msgs.append(("RMSG", *args))
-
-    def route_hmsg(self, route: RouteConnection, *args: Any) -> None:
-        self.msgs.append(("HMSG", *args))
+    def _delivered(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        self.msgs.append((sub.queue, subject, reply, hdr, data))
 
     def route_closed(self, route: RouteConnection, reason: str) -> None:
         self.closed.append((route, reason))
+
+    def account_stats(self) -> tuple[int, int, int, int]:
+        a = self.wire_accounts[ACC]
+        return a.msgs_in, a.bytes_in, a.msgs_out, a.bytes_out
 
     def log_debug(self, msg: str) -> None:
         pass
@@ -151,9 +163,17 @@ async def _cross_traffic(host: RecHost, route: RouteConnection, client_port: int
         await nc.publish("rc.out", b"one", reply="_INBOX.x")
         await nc.publish("rc.outq", b"two")
         await nc.flush()
-        await until(lambda: len(host.msgs) >= 2)
-        assert host.msgs[0] == ("RMSG", ACC, b"rc.out", b"_INBOX.x", None, 3, b" 3\r\none\r\n")
-        assert host.msgs[1][:5] == ("RMSG", ACC, b"rc.outq", None, [b"workers"])
+        # nats-server names the queue group in its RMSG: the plain subscription and one
+        # member of that group get it, the other groups do not.
+        await until(lambda: len(host.msgs) >= 3)
+        assert sorted(host.msgs, key=repr) == sorted(
+            [
+                (None, b"rc.out", b"_INBOX.x", None, b"one"),
+                (None, b"rc.outq", None, None, b"two"),
+                (b"workers", b"rc.outq", None, None, b"two"),
+            ],
+            key=repr,
+        )
         await sub.unsubscribe()
         await nc.flush()
         await until(lambda: (ACC, b"rc.in", None) in host.unsubs)
@@ -260,9 +280,14 @@ async def test_two_route_connections_in_process() -> None:
         assert a.unsubs == [(ACC, b"q", b"grp")]
         ra.send_msg(encode_route_rmsg(ACC, b"x.y", None, [b"g1", b"g2"], b"p"))
         ra.send_msg(encode_route_hmsg(ACC, b"x.z", b"r", None, HEADERS, b"h"))
-        await until(lambda: len(b.msgs) == 2)
-        assert b.msgs[0] == ("RMSG", ACC, b"x.y", None, [b"g1", b"g2"], 1, b" 1\r\np\r\n")
-        assert b.msgs[1][:7] == ("HMSG", ACC, b"x.z", b"r", None, len(HEADERS), len(HEADERS) + 1)
+        await until(lambda: len(b.msgs) == 4)
+        assert b.msgs == [
+            (None, b"x.y", None, None, b"p"),
+            (b"g1", b"x.y", None, None, b"p"),
+            (b"g2", b"x.y", None, None, b"p"),
+            (None, b"x.z", b"r", HEADERS, b"h"),
+        ]
+        assert b.account_stats() == (2, 1 + len(HEADERS) + 1, 4, 3 + len(HEADERS) + 1)
         # A later INFO (gossip) goes to route_info.
         ra.send(encode_route_info({"server_id": "NATSDC", "cluster": CLUSTER}))
         await until(lambda: b.infos)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from natsd.cluster.forward import Forwarder, deliver_routed
+from natsd.cluster.forward import Forwarder
 from natsd.connection.route import RouteConnection, RouteSettings
 from natsd.protocol.route_parser import R_HMSG, R_RMSG, RouteParser
 from natsd.router.interest import RemoteInterest
+from natsd.router.routed import deliver_routed
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Sink, Subscription
 
@@ -24,6 +25,7 @@ class _Host:
     """Just enough of a RouteHost to build a RouteConnection that is never connected."""
 
     settings = RouteSettings(server_id="SELF", cluster="c")
+    wire_accounts: dict[bytes, Any] = {}
 
 
 class StubRoute:

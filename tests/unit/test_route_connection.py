@@ -64,6 +64,7 @@ class FakeHost:
         self.flusher = Flusher(self.scheduler)
         self.settings = RouteSettings(server_id="ME", cluster="c", **settings)
         self.trace = False
+        self.wire_accounts: dict[bytes, Any] = {}
         self.ups: list[dict[str, Any]] = []
         self.subs: list[tuple[Any, ...]] = []
         self.closed: list[str] = []

@@ -8,24 +8,17 @@ server's own messages) pay one ``is None`` test per message.
 Out: one RMSG/HMSG per route, never one per remote subscription: the ``ForwardPlan`` from
 ``RemoteInterest.match`` lists each route with plain interest once, and ``assign`` picks one
 member per queue group across the cluster; a group that went to a route is skipped locally.
-In: a routed message is delivered to local plain subscribers and to the queue groups the
-RMSG names (one member each), never to other queue groups and never forwarded again (one
-hop).
+In: the route connection delivers a peer's message itself (``router.routed``).
 """
 
 from __future__ import annotations
 
-from typing import Final
-
 from natsd.connection.route import RouteConnection
-from natsd.router.account import Account
 from natsd.router.deliver import deliver
 from natsd.router.interest import RemoteInterest, assign
 from natsd.router.subscription import Sink, Subscription
 
-__all__ = ["Forwarder", "deliver_in", "deliver_routed"]
-
-_NO_QUEUES: Final[list[list[Subscription]]] = []
+__all__ = ["Forwarder"]
 
 
 class Forwarder:
@@ -97,41 +90,3 @@ def _members(qsubs: list[list[Subscription]], queue: bytes) -> int:
         if g[0].queue == queue:
             return len(g)
     return 0
-
-
-def deliver_in(
-    acct: Account,
-    subject: bytes,
-    reply: bytes | None,
-    queues: list[bytes] | None,
-    tail: bytes,
-    size: int,
-    hlen: int,
-) -> None:
-    """A message a peer routed to us, into ``acct``: matched, delivered, counted."""
-    acct.msgs_in += 1
-    acct.bytes_in += size
-    psubs, qsubs = acct.sublist.match(subject)
-    if psubs or qsubs:
-        k = deliver_routed(psubs, qsubs, subject, reply, queues, tail, size, hlen)
-        acct.msgs_out += k
-        acct.bytes_out += k * size
-
-
-def deliver_routed(
-    psubs: list[Subscription],
-    qsubs: list[list[Subscription]],
-    subject: bytes,
-    reply: bytes | None,
-    queues: list[bytes] | None,
-    tail: bytes,
-    size: int,
-    hlen: int,
-) -> int:
-    """Deliver a message a peer routed to us: plain subscribers, and one member of each
-    queue group the peer named (nats-server's ``processMsgResults`` for a ROUTER)."""
-    if qsubs:
-        qsubs = [g for g in qsubs if g[0].queue in queues] if queues else _NO_QUEUES
-    if not psubs and not qsubs:
-        return 0
-    return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)

@@ -5,7 +5,7 @@ configured and gives it the accounts. The mesh is the ``RouteHost`` of every rou
 connection (connection/route.py owns each connection's wire and handshake): it decides which
 connection to a peer is kept, redials, learns peers by gossip, feeds the peers' RS+/RS- into
 ``RemoteInterest``, sends ``LocalInterest``'s deltas to every peer, and delivers routed
-messages locally (``forward.deliver_routed``).
+messages locally (``router.routed.deliver_routed``, called by the route connection).
 
 As nats-server (route.go):
 
@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from natsd.cluster.forward import Forwarder, deliver_in
+from natsd.cluster.forward import Forwarder
 from natsd.config.cluster import GoURLError, parse_go_url
 from natsd.config.options import ClusterOptions, RouteURL
 from natsd.connection.flusher import Flusher
@@ -107,7 +107,7 @@ class Mesh:
         self._rid = 0
         self._forwarders: dict[str, Forwarder] = {}
         # Accounts by the name routes carry (bytes), for routed messages.
-        self._wire: dict[bytes, Account] = {}
+        self.wire_accounts: dict[bytes, Account] = {}
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._dialing: set[str] = set()  # host:port of routes being dialed
@@ -230,35 +230,6 @@ class Mesh:
     ) -> None:
         self.remote.remove(route.rid, account, subject, queue)
 
-    def route_rmsg(
-        self,
-        route: RouteConnection,
-        account: bytes,
-        subject: bytes,
-        reply: bytes | None,
-        queues: list[bytes] | None,
-        size: int,
-        tail: bytes,
-    ) -> None:
-        acct = self._wire.get(account)
-        if acct is not None:
-            deliver_in(acct, subject, reply, queues, tail, size, 0)
-
-    def route_hmsg(
-        self,
-        route: RouteConnection,
-        account: bytes,
-        subject: bytes,
-        reply: bytes | None,
-        queues: list[bytes] | None,
-        hlen: int,
-        size: int,
-        tail: bytes,
-    ) -> None:
-        acct = self._wire.get(account)
-        if acct is not None:
-            deliver_in(acct, subject, reply, queues, tail, size, hlen)
-
     def route_closed(self, route: RouteConnection, reason: str) -> None:
         self.conns.pop(route.rid, None)
         self.configured.discard(route.rid)
@@ -298,14 +269,14 @@ class Mesh:
     def attach(self, account: Account) -> None:
         """Follow an account's subscriptions (every account, as it is created)."""
         self.local.attach(account.name, account.sublist)
-        self._wire[account.name.encode()] = account
+        self.wire_accounts[account.name.encode()] = account
         if self.routes:
             account.sublist.forward = self._forwarder(account)
 
     def detach(self, name: str) -> None:
         """An account is gone: its interest is withdrawn from the peers."""
         self.local.detach(name)
-        self._wire.pop(name.encode(), None)
+        self.wire_accounts.pop(name.encode(), None)
         self._forwarders.pop(name, None)
 
     def _forwarder(self, account: Account) -> Forwarder:

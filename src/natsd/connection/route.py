@@ -67,8 +67,11 @@ from natsd.protocol.route_parser import (
     R_RMSG,
     R_SUB,
     R_UNSUB,
+    RouteEvent,
     RouteParser,
 )
+from natsd.router.account import Account
+from natsd.router.routed import deliver_routed
 
 __all__ = [
     "DEFAULT_ROUTE_MAX_PENDING",
@@ -155,6 +158,9 @@ class RouteHost(Protocol):
     flusher: Flusher
     settings: RouteSettings
     trace: bool
+    # Accounts by the name routes carry (shared, owned by the host): a peer's messages are
+    # delivered into them by the connection itself; a name not there is dropped.
+    wire_accounts: dict[bytes, Account]
 
     @property
     def scheduler(self) -> Scheduler:
@@ -190,30 +196,6 @@ class RouteHost(Protocol):
         self, route: RouteConnection, account: bytes, subject: bytes, queue: bytes | None
     ) -> None: ...
 
-    def route_rmsg(
-        self,
-        route: RouteConnection,
-        account: bytes,
-        subject: bytes,
-        reply: bytes | None,
-        queues: list[bytes] | None,
-        size: int,
-        tail: bytes,
-    ) -> None:
-        """``tail`` is ``b" <size>\\r\\n<payload>\\r\\n"`` (see ``route_parser``)."""
-
-    def route_hmsg(
-        self,
-        route: RouteConnection,
-        account: bytes,
-        subject: bytes,
-        reply: bytes | None,
-        queues: list[bytes] | None,
-        hlen: int,
-        size: int,
-        tail: bytes,
-    ) -> None: ...
-
     def route_closed(self, route: RouteConnection, reason: str) -> None:
         """Called once, when the connection ends for any reason."""
 
@@ -244,6 +226,7 @@ class RouteConnection:
         self.host = host
         self.rid = rid
         self.settings = host.settings
+        self.wire_accounts = host.wire_accounts
         self.solicited = solicited
         self.credentials = credentials
         self.max_pending = max_pending
@@ -350,64 +333,95 @@ class RouteConnection:
         host = self.host
         if host.trace:
             host.log_trace(f"rid:{self.rid} <<- {data[:512]!r}")
-        for ev in self.parser.feed(data):
-            if self.closed:
-                return
-            op = ev[0]
-            if op == R_RMSG:
-                if not self.up:
-                    self._not_ready()
+        # Account statistics are added once per run of messages of one account.
+        wire = self.wire_accounts
+        acct: Account | None = None
+        nin = bin_ = nout = bout = 0
+        try:
+            for ev in self.parser.feed(data):
+                if self.closed:
                     return
-                self.msgs_in += 1
-                self.bytes_in += ev[5]
-                host.route_rmsg(self, ev[1], ev[2], ev[3], ev[4], ev[5], ev[6])
-            elif op == R_HMSG:
-                if not self.up:
-                    self._not_ready()
-                    return
-                self.msgs_in += 1
-                self.bytes_in += ev[6]
-                host.route_hmsg(self, ev[1], ev[2], ev[3], ev[4], ev[5], ev[6], ev[7])
-            elif op == R_SUB:
-                if not self.up:
-                    self._not_ready()
-                    return
-                host.route_sub(self, ev[1], ev[2], ev[3], ev[4])
-            elif op == R_UNSUB:
-                if not self.up:
-                    self._not_ready()
-                    return
-                host.route_unsub(self, ev[1], ev[2], ev[3])
-            elif op == R_CONNECT:
-                self._process_connect(ev[1])
-            elif not self.connect_received:
-                # nats-server's parser: before CONNECT on an accepted route, anything but
-                # CONNECT is an authorization error (garbage included).
-                self._auth_violation()
-                return
-            elif op == R_PING:
-                self.send(ROUTE_PONG)
-            elif op == R_PONG:
-                self.pings_out = 0
-                if self.rtt_start:
-                    self.rtt = time.monotonic() - self.rtt_start
-                    self.rtt_start = 0.0
-            elif op == R_INFO:
-                self._process_info(ev[1])
-            elif op == R_PEER_ERR:
-                host.log_error(f"Route Error '{ev[1]}' from rid:{self.rid} {self._peer()}")
-                self._close(RouteCloseReason.PARSE_ERROR, flush=True)
-                return
-            elif op == R_ERR:
-                reason = ev[1]
-                host.log_error(f"Route parser error from rid:{self.rid} {self._peer()}: {reason}")
-                text = ERR_UNKNOWN_OP if reason == "unknown protocol operation" else reason
-                self._send_err_and_close(text, RouteCloseReason.PARSE_ERROR)
-                return
-            elif op == R_OK:
-                pass
+                op = ev[0]
+                if op == R_RMSG or op == R_HMSG:
+                    if not self.up:
+                        self._not_ready()
+                        return
+                    if op == R_RMSG:
+                        hlen = 0
+                        size = ev[5]
+                        tail = ev[6]
+                    else:
+                        hlen = ev[5]
+                        size = ev[6]
+                        tail = ev[7]
+                    self.msgs_in += 1
+                    self.bytes_in += size
+                    a = wire.get(ev[1])
+                    if a is None:
+                        continue
+                    if a is not acct:
+                        if acct is not None:
+                            _count(acct, nin, bin_, nout, bout)
+                            nin = bin_ = nout = bout = 0
+                        acct = a
+                    nin += 1
+                    bin_ += size
+                    subject = ev[2]
+                    psubs, qsubs = a.sublist.match(subject)
+                    if psubs or qsubs:
+                        k = deliver_routed(psubs, qsubs, subject, ev[3], ev[4], tail, size, hlen)
+                        nout += k
+                        bout += k * size
+                else:
+                    self._control(op, ev)
+        finally:
+            if acct is not None:
+                _count(acct, nin, bin_, nout, bout)
         if len(data) >= _FLUSH_NOW:
-            host.flusher.run()
+            self.host.flusher.run()
+
+    def _control(self, op: int, ev: RouteEvent) -> None:
+        """Everything on the route but messages (a refusal closes the connection; the read
+        loop stops at the next event)."""
+        host = self.host
+        if op == R_SUB:
+            if not self.up:
+                self._not_ready()
+                return
+            host.route_sub(self, ev[1], ev[2], ev[3], ev[4])
+        elif op == R_UNSUB:
+            if not self.up:
+                self._not_ready()
+                return
+            host.route_unsub(self, ev[1], ev[2], ev[3])
+        elif op == R_CONNECT:
+            self._process_connect(ev[1])
+        elif not self.connect_received:
+            # nats-server's parser: before CONNECT on an accepted route, anything but
+            # CONNECT is an authorization error (garbage included).
+            self._auth_violation()
+            return
+        elif op == R_PING:
+            self.send(ROUTE_PONG)
+        elif op == R_PONG:
+            self.pings_out = 0
+            if self.rtt_start:
+                self.rtt = time.monotonic() - self.rtt_start
+                self.rtt_start = 0.0
+        elif op == R_INFO:
+            self._process_info(ev[1])
+        elif op == R_PEER_ERR:
+            host.log_error(f"Route Error '{ev[1]}' from rid:{self.rid} {self._peer()}")
+            self._close(RouteCloseReason.PARSE_ERROR, flush=True)
+            return
+        elif op == R_ERR:
+            reason = ev[1]
+            host.log_error(f"Route parser error from rid:{self.rid} {self._peer()}: {reason}")
+            text = ERR_UNKNOWN_OP if reason == "unknown protocol operation" else reason
+            self._send_err_and_close(text, RouteCloseReason.PARSE_ERROR)
+            return
+        elif op == R_OK:
+            pass
 
     def _peer(self) -> str:
         return f"{self.ip}:{self.port} {self.remote_id}".rstrip()
@@ -664,6 +678,13 @@ class RouteConnection:
 
 def _same(given: object, expected: str) -> bool:
     return isinstance(given, str) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _count(acct: Account, nin: int, bin_: int, nout: int, bout: int) -> None:
+    acct.msgs_in += nin
+    acct.bytes_in += bin_
+    acct.msgs_out += nout
+    acct.bytes_out += bout
 
 
 def _adopts(st: RouteSettings, theirs: object, theirs_dynamic: object) -> bool:
