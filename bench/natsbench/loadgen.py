@@ -171,6 +171,31 @@ def connect(
         raise
 
 
+def await_route_interest(pub_port: int, sub_port: int, timeout: float) -> None:
+    """Return once every subscription made on ``sub_port``'s server so far is known on
+    ``pub_port``'s (its cluster peer): a probe subscription made after them on the same
+    server crosses the same route after them, so once a probe published on ``pub_port``
+    comes back, the earlier interest is there too."""
+    probe = f"{new_inbox()}.probe".encode()
+    deadline = time.monotonic() + timeout
+    sub, parser = connect(sub_port, extra=b"SUB " + probe + b" 1\r\n")
+    try:
+        pub, _ = connect(pub_port)
+        try:
+            sub.settimeout(0.05)
+            while True:
+                pub.sendall(b"PUB " + probe + b" 0\r\n\r\n")
+                try:
+                    if parser.feed(_recv_some(sub, deadline)):
+                        return
+                except TimeoutError:
+                    pass
+        finally:
+            pub.close()
+    finally:
+        sub.close()
+
+
 def new_inbox() -> str:
     return f"_INBOX.{uuid.uuid4().hex[:16]}"
 

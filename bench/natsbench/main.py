@@ -35,6 +35,7 @@ from .servers import (
     LAZY_INTERVAL,
     REF,
     REF_SYNC,
+    ClusterServer,
     Server,
     ServerStartError,
     make_js_servers,
@@ -335,7 +336,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not names or any(n not in ALL_SERVERS for n in names):
         raise SystemExit(f"--servers must be a subset of {','.join(ALL_SERVERS)}")
     names = [n for n in ALL_SERVERS if n in names]
-    core_scen = [sc for sc in scenarios if not SCENARIOS[sc].uses_jetstream]
+    core_scen = [
+        sc for sc in scenarios if not SCENARIOS[sc].uses_jetstream and not SCENARIOS[sc].clustered
+    ]
+    cl_scen = [sc for sc in scenarios if SCENARIOS[sc].clustered]
     js_scen = [
         sc
         for sc in scenarios
@@ -345,7 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     core_names = [n for n in names if any(s.applies(n) for s in core_all)]
     if core_scen and not core_names:
         core_scen = []
-    if not core_scen and not js_scen:
+    if cl_scen and not core_names:
+        cl_scen = []
+    if not core_scen and not js_scen and not cl_scen:
         raise SystemExit("nothing to run (no scenario applies to the chosen --servers)")
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -365,17 +371,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         IMPL: Server(IMPL, impl_cmd, log_dir, env),
     }
     core_servers = [core_by_name[n] for n in core_names] if core_scen else []
+    cl_by_name = {
+        REF: ClusterServer(REF, ref_cmd, log_dir, log_stem=f"{REF}-cluster"),
+        IMPL: ClusterServer(IMPL, impl_cmd, log_dir, env, log_stem=f"{IMPL}-cluster"),
+    }
+    cl_servers = [cl_by_name[n] for n in core_names] if cl_scen else []
     js_servers: list[Server] = []
     store_root: Path | None = None
     disk: dict[str, float] = {}
     dead: dict[str, str] = {}
     results: dict[str, dict[str, list[RunResult]]] = {
-        sc: {n: [] for n in names if applies(sc, n)} for sc in core_scen + js_scen
+        sc: {n: [] for n in names if applies(sc, n)} for sc in core_scen + cl_scen + js_scen
     }
     minfo = machine_info()
     has_cons = any(SCENARIOS[sc].family == "consumer" for sc in js_scen)
     has_kv = any(SCENARIOS[sc].family == "kv" for sc in js_scen)
-    print_header(cfg, minfo, bool(core_scen), bool(js_scen), has_cons, has_kv)
+    print_header(cfg, minfo, bool(core_scen or cl_scen), bool(js_scen), has_cons, has_kv)
     try:
         if js_scen:
             store_root = Path(tempfile.mkdtemp(prefix="natsd-bench-js-", dir=a.store_dir))
@@ -390,6 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if core_scen:
             dead.update(run_phase(core_scen, core_servers, cfg, a.start_timeout, results))
+        if cl_scen:
+            print("\ncluster scenarios: two servers joined by a route, per column", file=sys.stderr)
+            dead.update(run_phase(cl_scen, cl_servers, cfg, a.start_timeout, results))
         if js_scen:
             dead.update(run_phase(js_scen, js_servers, cfg, a.start_timeout, results))
             assert store_root is not None
@@ -403,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\ninterrupted ({type(exc).__name__}); stopping servers", file=sys.stderr)
         return 130
     finally:
-        for s in core_servers + js_servers:
+        for s in core_servers + cl_servers + js_servers:
             s.stop()
         if store_root is not None:
             shutil.rmtree(store_root, ignore_errors=True)
@@ -426,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_rows: list[dict[str, Any]] = []
     for phase_scen, phase_names in (
         (core_scen, core_names),
+        (cl_scen, core_names),
         (js_scen, [n for n in names if any(applies(sc, n) for sc in js_scen)]),
     ):
         if not phase_scen:
@@ -465,15 +480,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "machine": minfo,
             "disk_fsync": disk,
             "servers": {
-                f"{s.name}{'-js' if s in js_servers else ''}": {
+                f"{s.name}{'-js' if s in js_servers else '-cluster' if s in cl_servers else ''}": {
                     "cmd": s.cmd,
                     "version": s.version,
                     "info": s.info,
                 }
-                for s in core_servers + js_servers
+                for s in core_servers + cl_servers + js_servers
             },
             "config": asdict(cfg),
-            "scenarios": core_scen + js_scen,
+            "scenarios": core_scen + cl_scen + js_scen,
             "table": json_rows,
             "aggregate": agg,
             "runs": {

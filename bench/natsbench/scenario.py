@@ -35,8 +35,9 @@ class Scenario:
     aliases: tuple[str, ...] = ()
     #: ``--only`` groups it belongs to
     groups: tuple[str, ...] = ()
-    #: "core", "publish", "consumer" or "kv": which load line of the header describes it.
-    #: Core scenarios run on servers started without JetStream, the others with.
+    #: "core", "cluster", "publish", "consumer" or "kv": which load line of the header
+    #: describes it. Core scenarios run on servers started without JetStream, cluster ones
+    #: on two-server clusters without JetStream, the others on JetStream servers.
     family: str = "core"
     #: the server columns it runs on (sync_interval only matters for file storage)
     servers: tuple[str, ...] = ()
@@ -49,7 +50,11 @@ class Scenario:
 
     @property
     def uses_jetstream(self) -> bool:
-        return self.family != "core"
+        return self.family not in ("core", "cluster")
+
+    @property
+    def clustered(self) -> bool:
+        return self.family == "cluster"
 
     @property
     def syncs_files(self) -> bool:

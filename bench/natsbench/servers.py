@@ -231,3 +231,71 @@ def make_js_servers(
         else:
             raise ValueError(n)
     return out
+
+
+CLUSTER_NAME = "bench"
+
+
+@dataclass
+class ClusterServer(Server):
+    """A two-server cluster on loopback, as one column: ``port`` is the first server's
+    client port (publishers connect there), ``peer_port`` the second's (subscribers of the
+    cross-server scenarios). Both are started with the same command plus nats-server's
+    cluster flags, and it is ready once each server's INFO lists both client URLs (the
+    route is up)."""
+
+    peer: Server | None = None
+    peer_port: int = 0
+
+    def _start_once(self, timeout: float) -> None:
+        ca, cb = free_port(), free_port()
+        base = list(self.cmd)
+        self.peer = Server(
+            self.name, self._clustered(base, cb, ca), self.log_dir, self.env,
+            log_stem=f"{self.log_stem or self.name}-b",
+        )  # fmt: skip
+        self.cmd = self._clustered(base, ca, cb)
+        try:
+            super()._start_once(timeout)
+            self.peer.start(timeout, attempts=1)
+        finally:
+            self.cmd = base
+        self.peer_port = self.peer.port
+        deadline = time.monotonic() + timeout
+        while not all(len(self._urls(p)) >= 2 for p in (self.port, self.peer_port)):
+            if time.monotonic() > deadline:
+                raise ServerStartError(
+                    f"{self.name}: the two servers did not form a cluster in {timeout:.0f}s;"
+                    " log tail:\n" + self.log_tail()
+                )
+            time.sleep(0.05)
+
+    @staticmethod
+    def _clustered(cmd: list[str], own: int, other: int) -> list[str]:
+        return [
+            *cmd,
+            "--cluster_name", CLUSTER_NAME,
+            "--cluster", f"nats://{HOST}:{own}",
+            "--routes", f"nats://{HOST}:{other}",
+        ]  # fmt: skip
+
+    @staticmethod
+    def _urls(port: int) -> list[Any]:
+        info = read_info(port) or {}
+        urls = info.get("connect_urls")
+        return urls if isinstance(urls, list) else []
+
+    def cpu_seconds(self) -> float:
+        return super().cpu_seconds() + (self.peer.cpu_seconds() if self.peer else 0.0)
+
+    def alive(self) -> bool:
+        return super().alive() and self.peer is not None and self.peer.alive()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        super().stop(timeout)
+        if self.peer is not None:
+            self.peer.stop(timeout)
+
+    def log_tail(self, lines: int = 15) -> str:
+        tail = super().log_tail(lines)
+        return tail + ("\n  (second server)\n" + self.peer.log_tail(lines) if self.peer else "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .config import Config
 from .scenario import Row, Scenario
 from .scenarios.consumers import PubToPull, Pull, Push
-from .scenarios.core import FanOut, Publish, PubSub, ReqRep
+from .scenarios.core import CrossFanOut, CrossPubSub, FanOut, Publish, PubSub, ReqRep
 from .scenarios.kv import KvGet, KvPut, ObjGet, ObjPut
 from .scenarios.publish import JsPublish
 
@@ -16,6 +16,8 @@ TABLE: tuple[Scenario, ...] = (
     PubSub(),
     FanOut(),
     ReqRep(),
+    CrossPubSub(),
+    CrossFanOut(),
     JsPublish("async", "file"),
     JsPublish("async", "mem"),
     JsPublish("sync", "file"),
@@ -35,7 +37,18 @@ TABLE: tuple[Scenario, ...] = (
 )
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in TABLE}
 #: ``--only`` groups, in the order the usage error lists them
-GROUP_NAMES = ("core", "js", "kv", "kv-put", "kv-get", "obj", "js-pub", "consumers", "consumer")
+GROUP_NAMES = (
+    "core",
+    "cluster",
+    "js",
+    "kv",
+    "kv-put",
+    "kv-get",
+    "obj",
+    "js-pub",
+    "consumers",
+    "consumer",
+)
 GROUPS: dict[str, list[str]] = {g: [s.name for s in TABLE if g in s.groups] for g in GROUP_NAMES}
 ALIASES: dict[str, str] = {
     **{s.name: s.name for s in TABLE},

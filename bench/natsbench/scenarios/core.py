@@ -12,13 +12,24 @@ from typing import Any
 
 from ..config import Config
 from ..harness import Run, RunResult
-from ..loadgen import Counters, publisher_main, requester_main, responder_main, subscriber_main
+from ..loadgen import (
+    BenchError,
+    Counters,
+    await_route_interest,
+    publisher_main,
+    requester_main,
+    responder_main,
+    subscriber_main,
+)
 from ..scenario import Row, Scenario
-from ..servers import REF_AND_IMPL, Server
+from ..servers import REF_AND_IMPL, ClusterServer, Server
 
 
-def run_pubsub(server: Server, cfg: Config, n: int, n_subs: int) -> RunResult:
-    """1 publisher -> ``n_subs`` subscribers (0 = publish-only)."""
+def run_pubsub(
+    server: Server, cfg: Config, n: int, n_subs: int, sub_port: int = 0
+) -> RunResult:
+    """1 publisher -> ``n_subs`` subscribers (0 = publish-only); the subscribers on
+    ``sub_port`` when given (another server of the publisher's cluster)."""
     t_start = time.monotonic()
     deadline = t_start + cfg.timeout
     run = Run(deadline, cfg.setup_timeout)
@@ -32,7 +43,7 @@ def run_pubsub(server: Server, cfg: Config, n: int, n_subs: int) -> RunResult:
                 "sub",
                 i,
                 subscriber_main,
-                server.port,
+                sub_port or server.port,
                 subject,
                 1,
                 cfg.size,
@@ -44,6 +55,8 @@ def run_pubsub(server: Server, cfg: Config, n: int, n_subs: int) -> RunResult:
                 cfg.idle_timeout,
             )
         run.wait(subs, "ready", server)
+        if sub_port:
+            await_route_interest(server.port, sub_port, cfg.setup_timeout)
         run.spawn(
             "pub",
             0,
@@ -61,7 +74,7 @@ def run_pubsub(server: Server, cfg: Config, n: int, n_subs: int) -> RunResult:
             cfg.idle_timeout,
         )
         server_cpu = run.go(go, [("pub", 0)], [("pub", 0), *subs], server)
-    except RuntimeError as exc:
+    except (RuntimeError, BenchError, OSError) as exc:
         counts = [progress[i] for i in range(n_subs)]
         extra = f" (subscriber counts: {counts} of {n})" if n_subs else ""
         return RunResult(False, error=f"{exc}{extra}")
@@ -203,3 +216,45 @@ class ReqRep(Scenario):
 
     def report(self, m: dict[str, float]) -> str:
         return f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  ({m['req_per_s']:,.0f} req/s)"
+
+
+class _CrossServer(_PubSub):
+    """The publisher on one server of a two-server cluster, the subscribers on the other:
+    every message crosses the route (natsd cluster against nats-server cluster)."""
+
+    family = "cluster"
+    groups = ("core", "cluster")
+
+    def run(self, server: Server, cfg: Config, warmup: bool, prepared: Any) -> RunResult:
+        assert isinstance(server, ClusterServer)
+        n = cfg.warm_msgs if warmup else cfg.msgs
+        return run_pubsub(server, cfg, n, self.subscribers(cfg), server.peer_port)
+
+
+class CrossPubSub(_CrossServer):
+    name = "xpubsub"
+    aliases = ("cross-pubsub", "cluster-pubsub")
+
+    def subscribers(self, cfg: Config) -> int:
+        return 1
+
+    def rows(self, cfg: Config) -> list[Row]:
+        return [Row("cluster: pub A -> sub B", self.name, "rate", "tput")]
+
+    def report(self, m: dict[str, float]) -> str:
+        return f"{m['rate']:,.0f} msg/s at sub (pub {m['pub_rate']:,.0f} msg/s)  {self._cpu(m)}"
+
+
+class CrossFanOut(_CrossServer):
+    name = "xfanout"
+    aliases = ("cross-fanout", "cluster-fanout")
+
+    def subscribers(self, cfg: Config) -> int:
+        return cfg.fanout
+
+    def rows(self, cfg: Config) -> list[Row]:
+        f = cfg.fanout
+        return [Row(f"cluster: fan-out A -> 1x{f} B delivered", self.name, "delivered", "tput")]
+
+    def report(self, m: dict[str, float]) -> str:
+        return f"{m['delivered']:,.0f} deliveries/s ({m['rate']:,.0f} msg/s)  {self._cpu(m)}"
