@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,20 @@ async def _scenario(servers: list[ServerProcess]) -> dict[str, Any]:
         out["unsub_max"] = limited
         out["large"] = (len(big), big[0] == payload if big else False)
 
+        # A message with headers, across a route, to a client that did not announce header
+        # support: nats-server strips the headers and delivers a plain MSG.
+        reader, writer = await asyncio.open_connection(*servers[2].address)
+        try:
+            await reader.readline()
+            writer.write(b'CONNECT {"verbose":false,"headers":false}\r\nSUB hdr.x 1\r\nPING\r\n')
+            assert await asyncio.wait_for(reader.readline(), 5) == b"PONG\r\n"
+            await _sync(a, c, "hdr")  # subscribed on the same server after the raw client
+            await a.publish("hdr.x", b"body", headers={"X-K": "v"})
+            await a.flush()
+            out["no_header_client"] = await asyncio.wait_for(reader.readuntil(b"body\r\n"), 5)
+        finally:
+            writer.close()
+
         # Request/reply across servers, and no-responders.
         async def echo(m: Msg) -> None:
             await m.respond(b"re:" + m.data)
@@ -224,6 +239,7 @@ EXPECTED = {
     "remote_queue": (200, ["b", "c"]),
     "unsub_max": [b"0", b"1"],
     "large": (1, True),
+    "no_header_client": b"MSG hdr.x 1 4\r\nbody\r\n",
     "request": b"re:ping",
     "no_responders": "503",
     "info_cluster": "diff",
@@ -333,3 +349,151 @@ def test_unnamed_cluster_settles_on_one_name(kinds: str, tmp_path: Path) -> None
         assert out == {"one_name": True, "length": {22}, "got": [b"across"]}, logs
     finally:
         servers.close()
+
+
+class _Cutter:
+    """A TCP relay in front of a route port that can cut every connection through it."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.pairs: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._relay, HOST, 0)
+        self.port = int(self.server.sockets[0].getsockname()[1])
+
+    async def _relay(self, r1: asyncio.StreamReader, w1: asyncio.StreamWriter) -> None:
+        try:
+            r2, w2 = await asyncio.open_connection(HOST, self.target)
+        except OSError:
+            w1.close()
+            return
+        self.pairs.append((w1, w2))
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, ConnectionError):
+                while data := await r.read(65536):
+                    w.write(data)
+                    await w.drain()
+            w.close()
+
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(pipe(r1, w2), pipe(r2, w1))
+
+    def cut(self) -> None:
+        for w1, w2 in self.pairs:
+            for w in (w1, w2):
+                w.transport.abort()
+        self.pairs.clear()
+
+    def close(self) -> None:
+        self.cut()
+        if self.server is not None:
+            self.server.close()
+
+
+def _routez(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url + "/routez?subs=1", timeout=5) as r:
+        doc: dict[str, Any] = json.loads(r.read())
+    return doc
+
+
+async def _route_view(url: str) -> tuple[int, list[str]]:
+    """(routes, sorted subjects of the interest the peer sent) from /routez?subs=1 (in a
+    thread: the relay runs on this loop)."""
+    doc = await asyncio.to_thread(_routez, url)
+    subs = sorted(
+        str(x) for r in doc.get("routes") or [] for x in r.get("subscriptions_list") or []
+    )
+    return int(doc.get("num_routes", 0)), subs
+
+
+async def _route_ids(url: str) -> list[int]:
+    doc = await asyncio.to_thread(_routez, url)
+    return [int(r["rid"]) for r in doc.get("routes") or []]
+
+
+FLAPS = 100
+
+
+async def _flapping(
+    natsd: ServerProcess, ref: ServerProcess, cutters: list[_Cutter], mon: dict[str, str]
+) -> dict[str, Any]:
+    n = await nats.connect(natsd.url, allow_reconnect=False)
+    r = await nats.connect(ref.url, allow_reconnect=False)
+    try:
+        for i in range(10):
+            await n.subscribe(f"natsd.{i}")
+            await r.subscribe(f"ref.{i}", queue="q" if i % 2 else None)
+        await _sync(r, n, "n")
+        await _sync(n, r, "r")
+        before = {k: await _route_view(u) for k, u in mon.items()}
+        loop = asyncio.get_running_loop()
+        for _ in range(FLAPS):
+            old = await _route_ids(mon["natsd"])
+            for c in cutters:
+                c.cut()
+            end = loop.time() + 10
+            while True:
+                await asyncio.sleep(0.01)
+                ids = await _route_ids(mon["natsd"])
+                if len(ids) == 1 and ids != old and (await _route_view(mon["ref"]))[0] == 1:
+                    break
+                assert loop.time() < end, "the route did not come back"
+        # Interest re-sent on every reconnect settles back to exactly the table before.
+        end = loop.time() + 10
+        after = {k: await _route_view(u) for k, u in mon.items()}
+        while after != before and loop.time() < end:
+            await asyncio.sleep(0.1)
+            after = {k: await _route_view(u) for k, u in mon.items()}
+        await _sync(r, n, "n2")
+        await _sync(n, r, "r2")
+        return {"before": before, "same_after": after == before}
+    finally:
+        await n.close()
+        await r.close()
+
+
+def test_route_flapping_against_nats_server_leaks_no_interest(tmp_path: Path) -> None:
+    """natsd and a nats-server peer joined through relays (natsd dials nats-server through
+    one and advertises the other, so nats-server's own dials pass one too) that cut the
+    route 100 times; each side's view of the other's interest (``/routez?subs=1``) is
+    what it was before, and messages still cross both ways."""
+    require_nats_server()
+    mon_ports = {"natsd": free_port(), "ref": free_port()}
+    ref_cluster = free_port()
+    (tmp_path / "ref.conf").write_text(
+        f"http_port: {mon_ports['ref']}\ncluster {{ name: flap, listen: {HOST}:{ref_cluster} }}\n"
+    )
+    ref = start_server("nats-server", config_path=tmp_path / "ref.conf", log_dir=tmp_path)
+
+    async def main() -> dict[str, Any]:
+        natsd_cluster = free_port()
+        to_ref, to_natsd = _Cutter(ref_cluster), _Cutter(natsd_cluster)
+        await to_ref.start()
+        await to_natsd.start()
+        (tmp_path / "natsd.conf").write_text(
+            f"http_port: {mon_ports['natsd']}\ncluster {{ name: flap,"
+            f" listen: {HOST}:{natsd_cluster}, advertise: {HOST}:{to_natsd.port},"
+            f' routes: ["nats-route://{HOST}:{to_ref.port}"] }}\n'
+        )
+        natsd = start_server("natsd", config_path=tmp_path / "natsd.conf", log_dir=tmp_path)
+        try:
+            mon = {k: f"http://{HOST}:{p}" for k, p in mon_ports.items()}
+            return await _flapping(natsd, ref, [to_ref, to_natsd], mon)
+        finally:
+            to_ref.close()
+            to_natsd.close()
+            natsd.stop()
+
+    try:
+        out = asyncio.run(main())
+    finally:
+        ref.stop()
+    assert out["same_after"], out
+    # Each side knew the other's ten subscriptions (natsd also nats-server's own $SYS ones).
+    before = out["before"]
+    assert before["ref"][1] == [f"natsd.{i}" for i in range(10)], out
+    assert {f"ref.{i}" for i in range(10)} <= {x.split()[0] for x in before["natsd"][1]}, out

@@ -116,6 +116,8 @@ class Mesh:
         self._changed = asyncio.Event()
         self.port = 0
         self.route_url = ""  # nats-route://host:port/ we gossip for ourselves
+        # (host, port) of our route INFO: the listener's, or the advertised address.
+        self._advertised: tuple[str, int] = ("0.0.0.0", 0)
         self.stopped = False
 
     # ------------------------------------------------------------------ RouteHost
@@ -125,8 +127,7 @@ class Mesh:
 
     def route_info_fields(self, route: RouteConnection) -> dict[str, Any]:
         info = self._info_fields()
-        info["host"] = self.options.host or "0.0.0.0"
-        info["port"] = self.port
+        info["host"], info["port"] = self._advertised
         info["ip"] = self.route_url
         return info
 
@@ -334,8 +335,14 @@ class Mesh:
         )
         self.port = int(self._tcp.sockets[0].getsockname()[1])
         adv = c.advertise
+        self._advertised = (c.host or "0.0.0.0", self.port)
         if adv:
             self.route_url = adv if "://" in adv else f"nats-route://{adv}/"
+            # nats-server puts the advertised address in the route INFO's host and port
+            # too: a peer redials a route it accepted there, not at our listener.
+            hp = _parse_route_url(self.route_url)
+            if hp is not None and hp.host and hp.port:
+                self._advertised = (hp.host, hp.port)
         else:
             host = c.host if c.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
             self.route_url = f"nats-route://{host}:{self.port}/"
