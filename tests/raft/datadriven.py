@@ -360,14 +360,14 @@ def _diff(a: str, b: str, fa: str, fb: str, context: int) -> str:
     )
 
 
-def run_test(path: Path, f: Callable[[TestData], str], *, name: str | None = None) -> int:
-    """RunTest: run every directive of the file through ``f``; raise AssertionError at the
-    first output that differs from the expected one (with a unified diff). In rewrite mode,
-    run them all, write the rewritten file under /tmp/natsd-raft-rewrite and print the diff.
-    Returns the number of directives run."""
-    text = path.read_text()
-    rewrite = rewrite_mode()
-    r = _Reader(name or str(path), text, rewrite)
+def run_text(
+    name: str, text: str, f: Callable[[TestData], str], *, rewrite: bool = False
+) -> tuple[int, str | None]:
+    """Run every directive of ``text`` through ``f``. Without rewrite, raise AssertionError
+    at the first output that differs from the expected one (with a unified diff, like
+    datadriven). With rewrite, return the text rewritten with the actual outputs. Returns
+    (number of directives run, rewritten text or None)."""
+    r = _Reader(name, text, rewrite)
     n = 0
     while r.next():
         n += 1
@@ -393,10 +393,18 @@ def run_test(path: Path, f: Callable[[TestData], str], *, name: str | None = Non
                 f"\n{d.pos}:\n {d.input}\noutput didn't match expected:\n{diff}"
                 f"\nexpected:\n{d.expected}\nfound:\n{actual}"
             )
-    if rewrite:
-        new = r.rewritten()
-        parts = path.resolve().parts
-        target = REWRITE_DIR.joinpath(*parts[-3:])
+    return n, (r.rewritten() if rewrite else None)
+
+
+def run_test(path: Path, f: Callable[[TestData], str]) -> int:
+    """RunTest on a file. In rewrite mode (NATSD_RAFT_REWRITE=1) every directive runs, the
+    rewritten file goes under /tmp/natsd-raft-rewrite, and its diff against the script is
+    printed (and fails the test). Returns the number of directives run."""
+    text = path.read_text()
+    rewrite = rewrite_mode()
+    n, new = run_text(str(path), text, f, rewrite=rewrite)
+    if new is not None:
+        target = REWRITE_DIR.joinpath(*path.resolve().parts[-3:])
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(new)
         if new != text:
