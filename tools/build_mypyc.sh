@@ -12,7 +12,8 @@ mkdir -p "$OUT"
 cp -r src/natsd "$OUT/"
 find "$OUT" -name __pycache__ -prune -exec rm -rf {} +
 cd "$OUT"
-# The modules on the per-message path (core NATS and the JetStream publish path).
+# The modules on the per-message path (core NATS and the JetStream publish path) and the
+# Raft engine (natsd/raft, pure and deterministic).
 # The consumer's parts are compiled together (native classes: a part's fields are struct
 # reads for the consumer's delivery loop). Everything else stays interpreted. Note for compiled code: mypyc treats a memoryview as
 # always true, so write loops use explicit offsets.
@@ -59,6 +60,10 @@ cd "$OUT"
   natsd/jetstream/consumer/delivery.py \
   natsd/jetstream/consumer/pull.py \
   natsd/jetstream/consumer/push.py \
-  natsd/jetstream/consumer/consumer.py >/dev/null
+  natsd/jetstream/consumer/consumer.py \
+  natsd/raft/types.py \
+  natsd/raft/quorum.py \
+  natsd/raft/tracker.py \
+  natsd/raft/confchange.py >/dev/null
 rm -rf build
 echo "compiled natsd hot path into $OUT"

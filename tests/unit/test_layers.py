@@ -19,6 +19,7 @@ PRODUCTS = ("natscli", "natsd_spark")
 RANK = {
     "core": 1,
     "protocol": 2,
+    "raft": 2,  # the consensus engine: pure, imports natsd.core at most
     "router": 3,
     "security": 3,
     # flags, config file, options, reload rules; what it may import is narrower still
@@ -299,3 +300,24 @@ def test_server_imports_no_product() -> None:
     for path in sorted(SRC.rglob("*.py")):
         for mod in _all_imports(path):
             assert mod.split(".")[0] not in PRODUCTS, f"{path} imports {mod}"
+
+
+def test_raft_is_pure() -> None:
+    """The Raft engine is sans-I/O and deterministic: it imports natsd.core at most, and no
+    module that reaches sockets, the event loop, files, clocks or the logging module."""
+    allowed = {"raft", "core"}
+    forbidden = {
+        "asyncio", "socket", "selectors", "ssl", "os", "io", "pathlib", "shutil", "tempfile",
+        "time", "datetime", "logging", "threading", "multiprocessing", "subprocess",
+    }  # fmt: skip
+    files = sorted((SRC / "raft").rglob("*.py"))
+    assert files
+    for path in files:
+        for mod in _all_imports(path):
+            parts = mod.split(".")
+            if parts[0] == "natsd":
+                assert len(parts) > 1 and parts[1] in allowed, (
+                    f"{path.relative_to(SRC)} imports {mod}"
+                )
+            else:
+                assert parts[0] not in forbidden, f"{path.relative_to(SRC)} imports {mod}"

@@ -1,0 +1,53 @@
+"""Where the Raft conformance scripts are: $NATSD_RAFT_SCRIPTS, else the project's shared
+folder ``shared/raft-conformance``, found in the nearest ancestor of the repository that has
+it (``/work/main/../shared`` for the main checkout, and the same folder for a worktree under
+``/work/wt/*``, whose parent has no ``shared``).
+
+Under NATSD_EXPECT_COMPILED the engine's modules must be the mypyc-compiled ones."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from datadriven import script_files
+
+import natsd.raft.confchange
+import natsd.raft.quorum
+import natsd.raft.tracker
+import natsd.raft.types
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def scripts_dir() -> Path:
+    env = os.environ.get("NATSD_RAFT_SCRIPTS")
+    if env:
+        return Path(env)
+    for parent in REPO.parents:
+        candidate = parent / "shared" / "raft-conformance"
+        if candidate.is_dir():
+            return candidate
+    # Where it would be for the main checkout; the tests then fail saying it is missing.
+    return REPO.parent / "shared" / "raft-conformance"
+
+
+SCRIPTS = scripts_dir()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test taking ``script`` runs once per file of its module's ``SCRIPT_SUBDIR`` (one
+    pytest item per script, named after it, as datadriven.Walk names its subtests)."""
+    if "script" not in metafunc.fixturenames:
+        return
+    sub = getattr(metafunc.module, "SCRIPT_SUBDIR")  # noqa: B009 (a module constant)
+    files = script_files(SCRIPTS / sub)
+    if not files:
+        raise FileNotFoundError(f"no scripts in {SCRIPTS / sub}")
+    metafunc.parametrize("script", files, ids=[p.stem for p in files])
+
+
+if os.environ.get("NATSD_EXPECT_COMPILED"):
+    for _mod in (natsd.raft.types, natsd.raft.quorum, natsd.raft.tracker, natsd.raft.confchange):
+        assert (_mod.__file__ or "").endswith(".so"), f"{_mod.__name__} is not compiled"
