@@ -19,6 +19,7 @@ import natsd.raft.tracker
 import natsd.raft.types
 
 REPO = Path(__file__).resolve().parents[2]
+MACHINE_SHARED = Path("/work/shared/raft-conformance")
 
 
 def scripts_dir() -> Path:
@@ -29,6 +30,9 @@ def scripts_dir() -> Path:
         candidate = parent / "shared" / "raft-conformance"
         if candidate.is_dir():
             return candidate
+    # A clone elsewhere on this machine (CI clones main into a fresh directory).
+    if MACHINE_SHARED.is_dir():
+        return MACHINE_SHARED
     # Where it would be for the main checkout; the tests then fail saying it is missing.
     return REPO.parent / "shared" / "raft-conformance"
 
