@@ -497,3 +497,52 @@ def test_route_flapping_against_nats_server_leaks_no_interest(tmp_path: Path) ->
     before = out["before"]
     assert before["ref"][1] == [f"natsd.{i}" for i in range(10)], out
     assert {f"ref.{i}" for i in range(10)} <= {x.split()[0] for x in before["natsd"][1]}, out
+
+
+async def _kill_while_publishing(servers: list[ServerProcess]) -> dict[str, Any]:
+    """A publisher on the first server sends a numbered stream to a subscriber on the second;
+    the first is killed with SIGKILL a third of the way in. The publisher fails over through
+    ``connect_urls`` (nats-py keeps publishing into its pending buffer meanwhile)."""
+    sub = await nats.connect(servers[1].url, allow_reconnect=False)
+    pub = await nats.connect(servers[0].url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+    try:
+        got: list[int] = []
+        done = asyncio.Event()
+        total = 3000
+
+        async def cb(m: Msg) -> None:
+            got.append(int(m.data))
+            if got[-1] == total - 1:
+                done.set()
+
+        await sub.subscribe("stream.kill", cb=cb)
+        await _sync(pub, sub, "kill9")
+        for i in range(total):
+            await pub.publish("stream.kill", b"%d" % i)
+            if i % 50 == 49:
+                await asyncio.sleep(0.002)
+            if i == total // 3:
+                servers[0].proc.kill()
+        await asyncio.wait_for(pub.flush(timeout=10), 15)
+        await asyncio.wait_for(done.wait(), 10)
+        lost = total - len(got)
+        return {
+            # each message at most once, in publish order
+            "in_order_no_duplicates": got == sorted(set(got)),
+            "tail_delivered": got[-1] == total - 1,
+            # only what the dead server held in flight is lost
+            "lost_bounded": 0 <= lost <= total // 3,
+        }
+    finally:
+        await pub.close()
+        await sub.close()
+
+
+def test_kill_while_publishing_loses_little_and_duplicates_nothing(
+    cluster: list[ServerProcess],
+) -> None:
+    out = asyncio.run(_kill_while_publishing(cluster))
+    logs = "\n".join(s.log()[-2000:] for s in cluster)
+    assert out == {"in_order_no_duplicates": True, "tail_delivered": True, "lost_bounded": True}, (
+        logs
+    )
