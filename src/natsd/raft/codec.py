@@ -4,26 +4,32 @@ of etcd-io/raft v3.7.0 (Apache-2.0) that the core depends on: ``proto.Size`` of 
 (raftpb/confchange.go's MarshalConfChange, and proto.Unmarshal of them).
 
 The Message codec (``encode_message`` / ``decode_message``) is not protobuf: a version byte,
-then fields in a fixed order as unsigned LEB128 varints (the same varint as protobuf's),
-byte-sized enums and a flag byte saying which optional parts follow::
+then the message's structure as unsigned LEB128 varints (protobuf's varint) in a fixed order
+with a flag byte saying which optional parts follow, then the byte payloads (entry data,
+context, snapshot data) one after the other, in the order their lengths appear::
 
-    message   = VERSION body
-    body      = type:u8 flags:u8 to from term log_term index commit vote reject_hint
+    message   = VERSION body payload*
+    body      = type flags to from term log_term index commit vote reject_hint
                 [count entry{count}]  (flags & ENTRIES, count >= 1)
-                [len context]         (flags & CONTEXT, len >= 1)
+                [len]                 (flags & CONTEXT, the context's length, >= 1)
                 [snapshot]            (flags & SNAPSHOT)
                 [count body{count}]   (flags & RESPONSES, count >= 1; nesting is bounded)
-    entry     = type:u8 term index len data
-    snapshot  = index term confstate len data
-    confstate = flags:u8 (bit 0: auto_leave) voters learners voters_outgoing learners_next
+    entry     = type term index len
+    snapshot  = index term confstate len
+    confstate = flags (bit 0: auto_leave) voters learners voters_outgoing learners_next
                 (each: count, then count varints)
+
+``type`` and ``flags`` are one byte each (their values are below 128). Keeping the payloads
+after the structure lets the encoder build all the small fields as one list of ints and join
+the payloads once, and the decoder slice each payload once (a per-field ``bytearray`` append
+is the slow part of an interleaved layout under mypyc).
 
 Decoding is strict so that every accepted input is the one encoding of its message
 (``encode_message(decode_message(b)) == b``): varints must be minimal and fit in 64 bits,
 enums and flag bits must be known, optional parts are present exactly when non-empty, and
-nothing may follow the message. Any malformed input raises :class:`CodecError` and nothing
-else; counts are checked against the bytes left before anything is built, so a short input
-cannot make the decoder allocate much.
+the payloads must fill the rest of the input exactly. Any malformed input raises
+:class:`CodecError` and nothing else; counts and lengths are checked against the bytes left
+before anything is built, so a short input cannot make the decoder allocate much.
 """
 
 from __future__ import annotations
@@ -108,13 +114,16 @@ def _uvarint_size(v: int) -> int:
     return n
 
 
-def _put_uvarint(buf: bytearray, v: int) -> None:
+def _put_uvarint(out: list[int], v: int) -> None:
+    if 0 <= v < 0x80:  # the common one-byte case, before any comparison with a big int
+        out.append(v)
+        return
     if v < 0 or v > _MAX_U64:
         raise CodecError(f"value {v} does not fit in an unsigned 64-bit field")
     while v >= 0x80:
-        buf.append((v & 0x7F) | 0x80)
+        out.append((v & 0x7F) | 0x80)
         v >>= 7
-    buf.append(v)
+    out.append(v)
 
 
 class _Reader:
@@ -160,13 +169,6 @@ class _Reader:
                 return v
             shift += 7
 
-    def take(self, n: int) -> bytes:
-        pos = self.pos
-        if n > self.end - pos:
-            raise CodecError("length past the end of the input")
-        self.pos = pos + n
-        return self.buf[pos : pos + n]
-
     def count(self, min_item: int) -> int:
         """A repeat count, refused when the items could not fit in what is left."""
         n = self.uvarint()
@@ -182,67 +184,94 @@ class _Reader:
 def encode_message(m: Message) -> bytes:
     """The wire form of ``m`` (see the module docstring). Raises CodecError for values that
     cannot be encoded (negative or wider than 64 bits)."""
-    buf = bytearray()
-    buf.append(VERSION)
-    _encode_body(buf, m, 0)
-    return bytes(buf)
+    out: list[int] = [VERSION]
+    # parts[0] becomes the structure; the non-empty payloads follow in order.
+    parts: list[bytes] = [b""]
+    _encode_body(out, parts, m, 0)
+    parts[0] = bytes(out)
+    return b"".join(parts)
 
 
-def _encode_body(buf: bytearray, m: Message, depth: int) -> None:
+def _encode_body(out: list[int], parts: list[bytes], m: Message, depth: int) -> None:
     if depth > MAX_RESPONSE_DEPTH:
         raise CodecError("responses nested too deeply")
     flags = 0
     if m.reject:
         flags |= _F_REJECT
-    if m.entries:
+    ents = m.entries
+    if ents:
         flags |= _F_ENTRIES
     if m.context:
         flags |= _F_CONTEXT
-    if m.snapshot is not None:
+    snap = m.snapshot
+    if snap is not None:
         flags |= _F_SNAPSHOT
     if m.responses:
         flags |= _F_RESPONSES
-    buf.append(int(m.type))
-    buf.append(flags)
-    _put_uvarint(buf, m.to)
-    _put_uvarint(buf, m.from_)
-    _put_uvarint(buf, m.term)
-    _put_uvarint(buf, m.log_term)
-    _put_uvarint(buf, m.index)
-    _put_uvarint(buf, m.commit)
-    _put_uvarint(buf, m.vote)
-    _put_uvarint(buf, m.reject_hint)
+    out.append(m.type)  # an IntEnum: bytes() takes it as the int it is
+    out.append(flags)
+    _put_uvarint(out, m.to)
+    _put_uvarint(out, m.from_)
+    _put_uvarint(out, m.term)
+    _put_uvarint(out, m.log_term)
+    _put_uvarint(out, m.index)
+    _put_uvarint(out, m.commit)
+    _put_uvarint(out, m.vote)
+    _put_uvarint(out, m.reject_hint)
     if flags & _F_ENTRIES:
-        _put_uvarint(buf, len(m.entries))
-        for e in m.entries:
-            buf.append(int(e.type))
-            _put_uvarint(buf, e.term)
-            _put_uvarint(buf, e.index)
-            _put_uvarint(buf, len(e.data))
-            buf += e.data
+        _put_uvarint(out, len(ents))
+        for e in ents:
+            out.append(e.type)
+            _put_uvarint(out, e.term)
+            _put_uvarint(out, e.index)
+            data = e.data
+            _put_uvarint(out, len(data))
+            if data:
+                parts.append(data)
     if flags & _F_CONTEXT:
-        _put_uvarint(buf, len(m.context))
-        buf += m.context
-    snap = m.snapshot
+        _put_uvarint(out, len(m.context))
+        parts.append(m.context)
     if snap is not None:
         md = snap.metadata
-        _put_uvarint(buf, md.index)
-        _put_uvarint(buf, md.term)
-        _encode_conf_state(buf, md.conf_state)
-        _put_uvarint(buf, len(snap.data))
-        buf += snap.data
+        _put_uvarint(out, md.index)
+        _put_uvarint(out, md.term)
+        _encode_conf_state(out, md.conf_state)
+        _put_uvarint(out, len(snap.data))
+        if snap.data:
+            parts.append(snap.data)
     if flags & _F_RESPONSES:
-        _put_uvarint(buf, len(m.responses))
+        _put_uvarint(out, len(m.responses))
         for r in m.responses:
-            _encode_body(buf, r, depth + 1)
+            _encode_body(out, parts, r, depth + 1)
 
 
-def _encode_conf_state(buf: bytearray, cs: ConfState) -> None:
-    buf.append(1 if cs.auto_leave else 0)
+def _encode_conf_state(out: list[int], cs: ConfState) -> None:
+    out.append(1 if cs.auto_leave else 0)
     for ids in (cs.voters, cs.learners, cs.voters_outgoing, cs.learners_next):
-        _put_uvarint(buf, len(ids))
+        _put_uvarint(out, len(ids))
         for i in ids:
-            _put_uvarint(buf, i)
+            _put_uvarint(out, i)
+
+
+class _Payloads:
+    """The payloads the structure announced, to be cut from the input's tail once the
+    structure is read: the objects that receive them and their lengths."""
+
+    __slots__ = ("lengths", "targets", "total")
+
+    def __init__(self) -> None:
+        self.targets: list[Entry | Message | Snapshot] = []
+        self.lengths: list[int] = []
+        self.total = 0
+
+    def want(self, r: _Reader, target: Entry | Message | Snapshot, n: int) -> None:
+        total = self.total + n
+        if total > r.end - r.pos:
+            raise CodecError("length past the end of the input")
+        self.total = total
+        if n:
+            self.targets.append(target)
+            self.lengths.append(n)
 
 
 def decode_message(b: bytes | bytearray | memoryview) -> Message:
@@ -259,9 +288,23 @@ def decode_message(b: bytes | bytearray | memoryview) -> Message:
     if data[0] != VERSION:
         raise CodecError(f"unknown codec version {data[0]}")
     r = _Reader(data, 1, len(data))
-    m = _decode_body(r, 0)
-    if r.pos != r.end:
-        raise CodecError(f"{r.end - r.pos} bytes after the message")
+    p = _Payloads()
+    m = _decode_body(r, p, 0)
+    pos = r.pos
+    left = r.end - pos
+    if left != p.total:
+        raise CodecError(f"{left - p.total} bytes after the message")
+    lengths = p.lengths
+    for k, target in enumerate(p.targets):
+        n = lengths[k]
+        chunk = data[pos : pos + n]
+        pos += n
+        if isinstance(target, Entry):
+            target.data = chunk
+        elif isinstance(target, Message):
+            target.context = chunk
+        else:
+            target.data = chunk
     return m
 
 
@@ -270,7 +313,7 @@ _MIN_ENTRY: Final = 4  # type, term, index, data length
 _MIN_BODY: Final = 10  # type, flags, eight one-byte varints
 
 
-def _decode_body(r: _Reader, depth: int) -> Message:
+def _decode_body(r: _Reader, p: _Payloads, depth: int) -> Message:
     t = r.u8()
     if t >= len(_MSG_TYPES):
         raise CodecError(f"unknown message type {t}")
@@ -296,21 +339,21 @@ def _decode_body(r: _Reader, depth: int) -> Message:
             et = r.u8()
             if et >= len(_ENTRY_TYPES):
                 raise CodecError(f"unknown entry type {et}")
-            term = r.uvarint()
-            index = r.uvarint()
-            data = r.take(r.uvarint())
-            ents.append(Entry(term, index, _ENTRY_TYPES[et], data))
+            e = Entry(r.uvarint(), r.uvarint(), _ENTRY_TYPES[et])
+            p.want(r, e, r.uvarint())
+            ents.append(e)
     if flags & _F_CONTEXT:
         n = r.uvarint()
         if n == 0:
             raise CodecError("context flag with an empty context")
-        m.context = r.take(n)
+        p.want(r, m, n)
     if flags & _F_SNAPSHOT:
         index = r.uvarint()
         term = r.uvarint()
         cs = _decode_conf_state(r)
-        data = r.take(r.uvarint())
-        m.snapshot = Snapshot(data, SnapshotMetadata(cs, index, term))
+        snap = Snapshot(b"", SnapshotMetadata(cs, index, term))
+        p.want(r, snap, r.uvarint())
+        m.snapshot = snap
     if flags & _F_RESPONSES:
         if depth >= MAX_RESPONSE_DEPTH:
             raise CodecError("responses nested too deeply")
@@ -318,7 +361,7 @@ def _decode_body(r: _Reader, depth: int) -> Message:
         if n == 0:
             raise CodecError("responses flag with no responses")
         for _ in range(n):
-            m.responses.append(_decode_body(r, depth + 1))
+            m.responses.append(_decode_body(r, p, depth + 1))
     return m
 
 
@@ -397,47 +440,47 @@ def limit_size(ents: list[Entry], max_size: int) -> list[Entry]:
 # are written when non-empty / non-zero, as an unset field would be.
 
 
-def _put_tag(buf: bytearray, field: int, wire_type: int) -> None:
-    buf.append((field << 3) | wire_type)
+def _put_tag(out: list[int], field: int, wire_type: int) -> None:
+    out.append((field << 3) | wire_type)
 
 
 def marshal_conf_change_v1(cc: ConfChange) -> bytes:
     """proto.Marshal(ConfChange): id = 1, type = 2, node_id = 3, context = 4."""
-    buf = bytearray()
+    out: list[int] = []
     if cc.id:
-        _put_tag(buf, 1, 0)
-        _put_uvarint(buf, cc.id)
-    _put_tag(buf, 2, 0)
-    _put_uvarint(buf, int(cc.type))
-    _put_tag(buf, 3, 0)
-    _put_uvarint(buf, cc.node_id)
+        _put_tag(out, 1, 0)
+        _put_uvarint(out, cc.id)
+    _put_tag(out, 2, 0)
+    _put_uvarint(out, int(cc.type))
+    _put_tag(out, 3, 0)
+    _put_uvarint(out, cc.node_id)
     if cc.context:
-        _put_tag(buf, 4, 2)
-        _put_uvarint(buf, len(cc.context))
-        buf += cc.context
-    return bytes(buf)
+        _put_tag(out, 4, 2)
+        _put_uvarint(out, len(cc.context))
+        out.extend(cc.context)
+    return bytes(out)
 
 
 def marshal_conf_change_v2(cc: ConfChangeV2) -> bytes:
     """proto.Marshal(ConfChangeV2): transition = 1, changes = 2 (type = 1, node_id = 2),
     context = 3."""
-    buf = bytearray()
-    _put_tag(buf, 1, 0)
-    _put_uvarint(buf, int(cc.transition))
+    out: list[int] = []
+    _put_tag(out, 1, 0)
+    _put_uvarint(out, int(cc.transition))
     for c in cc.changes:
-        inner = bytearray()
+        inner: list[int] = []
         _put_tag(inner, 1, 0)
         _put_uvarint(inner, int(c.type))
         _put_tag(inner, 2, 0)
         _put_uvarint(inner, c.node_id)
-        _put_tag(buf, 2, 2)
-        _put_uvarint(buf, len(inner))
-        buf += inner
+        _put_tag(out, 2, 2)
+        _put_uvarint(out, len(inner))
+        out.extend(inner)
     if cc.context:
-        _put_tag(buf, 3, 2)
-        _put_uvarint(buf, len(cc.context))
-        buf += cc.context
-    return bytes(buf)
+        _put_tag(out, 3, 2)
+        _put_uvarint(out, len(cc.context))
+        out.extend(cc.context)
+    return bytes(out)
 
 
 def marshal_conf_change(c: ConfChangeI | None) -> tuple[EntryType, bytes]:
