@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from entry_helpers import CaptureLogger, snap, term_range, terms
 
 from natsd.raft.codec import entry_size, ents_size
 from natsd.raft.log import (
@@ -19,8 +20,6 @@ from natsd.raft.log import (
 from natsd.raft.logger import DiscardLogger, RaftPanic
 from natsd.raft.storage import ErrCompacted, ErrUnavailable, MemoryStorage, StorageError
 from natsd.raft.types import Entry
-
-from .entry_helpers import CaptureLogger, snap, term_range, terms
 
 LOGGER = DiscardLogger()
 

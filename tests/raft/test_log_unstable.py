@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from entry_helpers import CaptureLogger, snap, terms
 
 from natsd.raft.log_unstable import EntryID, Unstable
 from natsd.raft.logger import RaftPanic
 from natsd.raft.types import Entry, Snapshot
-
-from .entry_helpers import CaptureLogger, snap, terms
 
 S41 = snap(4, 1)
 

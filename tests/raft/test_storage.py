@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from entry_helpers import terms
 
 from natsd.raft.codec import entry_size, ents_size, limit_size
 from natsd.raft.log import NO_LIMIT
@@ -15,8 +16,6 @@ from natsd.raft.storage import (
     StorageError,
 )
 from natsd.raft.types import ConfState, Entry, HardState, Snapshot, SnapshotMetadata
-
-from .entry_helpers import terms
 
 ENTS = terms(3, 3, 4, 5)
 ENTS4 = terms(3, 3, 4, 5, 6)
