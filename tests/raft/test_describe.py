@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 import pytest
+from entry_helpers import CaptureLogger
 
 from natsd.raft.codec import marshal_conf_change
 from natsd.raft.describe import (
@@ -28,7 +29,17 @@ from natsd.raft.describe import (
     vote_resp_msg_type,
 )
 from natsd.raft.log_unstable import EntryID
-from natsd.raft.logger import RaftPanic, go_sprint, go_sprintf, go_sprintln
+from natsd.raft.logger import (
+    DiscardLogger,
+    RaftPanic,
+    get_logger,
+    go_sprint,
+    go_sprintf,
+    go_sprintln,
+    reset_default_logger,
+    set_logger,
+)
+from natsd.raft.storage import MemoryStorage
 from natsd.raft.types import (
     ConfChange,
     ConfChangeTransition,
@@ -344,3 +355,31 @@ def test_local_targets_and_vote_responses() -> None:
     assert vote_resp_msg_type(MessageType.MsgPreVote) == MessageType.MsgPreVoteResp
     with pytest.raises(RaftPanic, match=r"^not a vote message: MsgApp$"):
         vote_resp_msg_type(MessageType.MsgApp)
+
+
+def test_discard_logger_keeps_nothing_and_panics_with_gos_text() -> None:
+    log = DiscardLogger()
+    log.infof("%d", 1)
+    log.debug("x")
+    log.warningf("%q", b"y")
+    log.errorf("%v", None)
+    with pytest.raises(RaftPanic) as exc:
+        log.panicf("tocommit(%d) is out of range [lastIndex(%d)]", 4, 3)
+    assert str(exc.value) == "tocommit(4) is out of range [lastIndex(3)]"
+    with pytest.raises(RaftPanic, match=r"^a1 2$"):
+        log.panic("a", 1, 2)
+    with pytest.raises(RaftPanic, match=r"^fatal 7$"):
+        log.fatalf("fatal %d", 7)
+
+
+def test_package_logger_reaches_memory_storage_panics() -> None:
+    cap = CaptureLogger()
+    set_logger(cap)
+    try:
+        assert get_logger() is cap
+        with pytest.raises(RaftPanic):
+            MemoryStorage().compact(5)
+        assert cap.lines == ["FATAL compact 5 is out of bound lastindex(0)"]
+    finally:
+        reset_default_logger()
+    assert isinstance(get_logger(), DiscardLogger)
