@@ -200,6 +200,11 @@ def test_unencodable_values_are_codec_errors(value: int) -> None:
         encode_message(Message(MessageType.MsgApp, entries=[Entry(index=value)]))
 
 
+def test_a_type_that_is_no_member_is_a_codec_error() -> None:
+    with pytest.raises(CodecError):
+        encode_message(Message(300))  # type: ignore[arg-type]
+
+
 def _check_decode(data: bytes) -> None:
     """Only CodecError may escape; and what decodes is the one encoding of its message."""
     try:

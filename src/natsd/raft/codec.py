@@ -188,7 +188,10 @@ def encode_message(m: Message) -> bytes:
     # parts[0] becomes the structure; the non-empty payloads follow in order.
     parts: list[bytes] = [b""]
     _encode_body(out, parts, m, 0)
-    parts[0] = bytes(out)
+    try:
+        parts[0] = bytes(out)
+    except ValueError as exc:  # a message or entry type that is not an enum member
+        raise CodecError(f"a type does not fit in a byte: {exc}") from exc
     return b"".join(parts)
 
 

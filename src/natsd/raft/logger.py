@@ -1,12 +1,13 @@
 """The raft core's logger: a port of etcd-io/raft v3.7.0 logger.go (Apache-2.0), kept pure.
 
 The core calls ``infof``/``debugf``/... with Go format strings, verbatim from upstream, and
-the logger renders them with :func:`go_sprintf` (below) only when a line is kept:
-the conformance scripts compare the rendered lines byte for byte, and a logger that keeps
-nothing pays for no formatting. Go's fmt subset lives here, the lowest module of the package,
-so that the describe helpers and any logger can share it. ``panic``/``panicf`` (and ``fatal``/``fatalf``, which in Go
-exit the process) raise :class:`RaftPanic`, the Python form of Go's ``panic``: the core's
-invariants are broken and the caller must not go on with this instance.
+the logger renders them with :func:`go_sprintf` (below) only when a line is kept: the
+conformance scripts compare the rendered lines byte for byte, and a logger that keeps
+nothing pays for no formatting. Go's fmt subset lives here, the lowest module of the
+package, so that the describe helpers and any logger can share it. ``panic``/``panicf``
+(and ``fatal``/``fatalf``, which in Go exit the process) raise :class:`RaftPanic`, the
+Python form of Go's ``panic``: the core's invariants are broken and the caller must not go
+on with this instance.
 
 No ``logging`` module and no I/O here (the raft layer is pure): the node that embeds the
 core passes a logger that forwards to natsd's own logs.
