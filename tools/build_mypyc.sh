@@ -64,6 +64,12 @@ cd "$OUT"
   natsd/raft/types.py \
   natsd/raft/quorum.py \
   natsd/raft/tracker.py \
-  natsd/raft/confchange.py >/dev/null
+  natsd/raft/confchange.py \
+  natsd/raft/logger.py \
+  natsd/raft/codec.py \
+  natsd/raft/describe.py \
+  natsd/raft/log_unstable.py \
+  natsd/raft/storage.py \
+  natsd/raft/log.py >/dev/null
 rm -rf build
 echo "compiled natsd hot path into $OUT"

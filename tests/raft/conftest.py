@@ -13,8 +13,14 @@ from pathlib import Path
 import pytest
 from datadriven import script_files
 
+import natsd.raft.codec
 import natsd.raft.confchange
+import natsd.raft.describe
+import natsd.raft.log
+import natsd.raft.log_unstable
+import natsd.raft.logger
 import natsd.raft.quorum
+import natsd.raft.storage
 import natsd.raft.tracker
 import natsd.raft.types
 
@@ -53,5 +59,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 if os.environ.get("NATSD_EXPECT_COMPILED"):
-    for _mod in (natsd.raft.types, natsd.raft.quorum, natsd.raft.tracker, natsd.raft.confchange):
+    for _mod in (
+        natsd.raft.types,
+        natsd.raft.quorum,
+        natsd.raft.tracker,
+        natsd.raft.confchange,
+        natsd.raft.logger,
+        natsd.raft.codec,
+        natsd.raft.describe,
+        natsd.raft.log_unstable,
+        natsd.raft.storage,
+        natsd.raft.log,
+    ):
         assert (_mod.__file__ or "").endswith(".so"), f"{_mod.__name__} is not compiled"
