@@ -322,6 +322,12 @@ class Server:
         return f"nats://{host}:{self.port}"
 
     @property
+    def route_url(self) -> str:
+        """The URL other servers put in their ``routes`` to join this one (its advertised
+        route address); empty without a cluster or before start."""
+        return self.mesh.route_url if self.mesh is not None else ""
+
+    @property
     def monitor_url(self) -> str:
         host = self.options.http_host
         if host in ("0.0.0.0", "", "::"):

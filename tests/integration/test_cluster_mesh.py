@@ -64,8 +64,8 @@ def _free_port() -> int:
 
 
 def _route_url(s: Server) -> str:
-    assert s.mesh is not None
-    return f"nats-route://127.0.0.1:{s.mesh.port}"
+    assert s.mesh is not None and s.route_url == f"nats-route://127.0.0.1:{s.mesh.port}/"
+    return s.route_url
 
 
 @pytest.fixture
