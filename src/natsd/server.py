@@ -22,7 +22,6 @@ import gc
 import logging
 import os
 import random
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,9 +30,10 @@ from typing import Any, cast
 import orjson
 
 from natsd.cluster.mesh import Mesh, route_settings
+from natsd.cluster.urls import cluster_configured, own_client_urls
 from natsd.config import load_config
 from natsd.config.cluster import JETSTREAM_CLUSTER_REFUSAL
-from natsd.config.options import ClusterOptions, ServerOptions
+from natsd.config.options import ServerOptions
 from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
@@ -101,25 +101,6 @@ def _limits(opts: ServerOptions) -> ConnectionLimits:
         auth_timeout=opts.auth_timeout,
         write_deadline=opts.write_deadline,
     )
-
-
-def cluster_configured(c: ClusterOptions) -> bool:
-    """A cluster block, a cluster flag, or (embedded) a cluster port or routes."""
-    return bool(c.origin or c.port or c.routes)
-
-
-def _client_urls(host: str, port: int) -> list[str]:
-    """What we advertise to clients as our own URL(s): nats-server lists the non-loopback
-    addresses of the machine when the client listener is on any address."""
-    if host not in ("", "0.0.0.0", "::"):
-        return [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    ips: list[str] = []
-    with contextlib.suppress(OSError):
-        for *_, addr in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
-            ip = str(addr[0])
-            if not ip.startswith("127.") and ip not in ips:
-                ips.append(ip)
-    return [f"{ip}:{port}" for ip in ips] or [f"127.0.0.1:{port}"]
 
 
 def _default_store_dir() -> str:
@@ -380,7 +361,7 @@ class Server:
         # nats-server always sends its JetStream API level (ADR-44).
         self._info_base["api_lvl"] = API_LEVEL
         if self.mesh is not None:
-            self._client_urls = _client_urls(opts.host, self.port)
+            self._client_urls = own_client_urls(opts.host, self.port)
             self._info_base["cluster"] = self.cluster_name
             self._set_connect_urls()
             await self.mesh.start()
