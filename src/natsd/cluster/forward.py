@@ -55,11 +55,12 @@ class Forwarder:
             return -1
         routes = self.routes
         verb = b"HMSG " if hlen else b"RMSG "
-        head = verb + self.name + b" " + subject + b" "
-        body = tail[1:]
+        # ``tail`` (" <sizes>\r\n<payload>\r\n") is the RMSG's end as it is: the payload
+        # is copied once, into the frame.
+        head = verb + self.name + b" " + subject
         if not plan.groups:
             # Plain interest only: the same frame for every route.
-            frame = head + reply + b" " + body if reply else head + body
+            frame = head + b" " + reply + tail if reply else head + tail
             for rid in plan.routes:
                 r = routes.get(rid)
                 if r is not None:
@@ -71,13 +72,13 @@ class Forwarder:
                 if r is None:
                     continue
                 if queues:
-                    qs = b" ".join(queues) + b" "
-                    mid = b"+ " + reply + b" " + qs if reply else b"| " + qs
-                    r.send_msg(head + mid + body)
+                    qs = b" ".join(queues)
+                    mid = b" + " + reply + b" " + qs if reply else b" | " + qs
+                    r.send_msg(head + mid + tail)
                 elif reply:
-                    r.send_msg(head + reply + b" " + body)
+                    r.send_msg(head + b" " + reply + tail)
                 else:
-                    r.send_msg(head + body)
+                    r.send_msg(head + tail)
             if went:
                 qsubs = [g for g in qsubs if g[0].queue not in went]
         if psubs or qsubs:
