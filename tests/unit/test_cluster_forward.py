@@ -14,7 +14,7 @@ from natsd.cluster.forward import Forwarder
 from natsd.connection.route import RouteConnection, RouteSettings
 from natsd.protocol.route_parser import R_HMSG, R_RMSG, RouteParser
 from natsd.router.interest import RemoteInterest
-from natsd.router.routed import deliver_routed
+from natsd.router.routed import deliver_routed, js_deliver_index
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Sink, Subscription
 
@@ -163,3 +163,49 @@ def test_routed_message_reaches_plain_subs_and_named_groups_only() -> None:
     assert (len(plain.out), len(g1.out), len(g2.out)) == (1, 0, 0)
     assert deliver_routed(psubs, qsubs, b"t", None, [b"g2"], tail, size, hlen) == 2
     assert (len(plain.out), len(g1.out), len(g2.out)) == (2, 0, 1)
+
+
+ACK = b"$JS.ACK.ORDERS.pull.1.5.5.1700000000000000000.0"
+
+
+def test_js_deliver_index_follows_nats_server() -> None:
+    assert js_deliver_index(ACK + b"@orders.new") == len(ACK)
+    assert js_deliver_index(ACK) == -1
+    # fewer than eight dots before the '@', or not an ack subject: no delivery subject
+    assert js_deliver_index(b"$JS.ACK.a.b@c") == -1
+    assert js_deliver_index(b"_INBOX.a.b.c.d.e.f.g.h@x") == -1
+    # the domain form has more tokens and still counts
+    assert js_deliver_index(b"$JS.ACK.dom.hash.S.C.1.2.3.4.5.tok@s") == 34
+
+
+def test_consumer_delivery_crosses_with_its_subject_in_the_reply() -> None:
+    """A push consumer's message to an inbox whose subscriber is on another server: the
+    RMSG goes to the inbox, the stream subject after '@' in the ack reply (nats-server's
+    wire form), and the far side delivers it under the stream subject again."""
+    remote = RemoteInterest()
+    remote.add(1, ACC, b"_INBOX.push", None)
+    f, routes = _forwarder(remote, 1)
+    tail, size, hlen = _tail(b"order")
+    assert f.deliver_as(b"_INBOX.push", b"orders.new", ACK, tail, size, hlen, [], []) == 0
+    frame = routes[1].frames[0]
+    assert frame == b"RMSG $G _INBOX.push " + ACK + b"@orders.new 5\r\norder\r\n"
+    ev = RouteParser().feed(frame)[0]
+    sink = _sink(4)
+    sl: Sublist[Subscription] = Sublist()
+    sl.insert(Subscription(b"_INBOX.push", None, b"7", sink))
+    psubs, qsubs = sl.match(ev[2])
+    assert deliver_routed(psubs, qsubs, ev[2], ev[3], ev[4], ev[6], ev[5], 0) == 1
+    assert sink.out == [b"MSG orders.new 7 " + ACK + b" 5\r\norder\r\n"]
+
+
+def test_consumer_delivery_local_subscriber_keeps_subject_and_reply() -> None:
+    remote = RemoteInterest()
+    remote.add(1, ACC, b"other", None)
+    f, routes = _forwarder(remote, 1)
+    c = _sink(2)
+    psubs, qsubs = _local(Subscription(b"_INBOX.p", None, b"3", c))
+    tail, size, hlen = _tail(b"x")
+    assert f.deliver_as(b"_INBOX.p", b"s.1", ACK, tail, size, hlen, psubs, qsubs) == 1
+    assert c.out == [b"MSG s.1 3 " + ACK + b" 1\r\nx\r\n"] and not routes[1].frames
+    # nobody anywhere: -1, as for a plain publish
+    assert f.deliver_as(b"_INBOX.none", b"s.1", ACK, tail, size, hlen, [], []) == -1

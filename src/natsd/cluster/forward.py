@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from natsd.connection.route import RouteConnection
 from natsd.router.deliver import deliver
-from natsd.router.interest import RemoteInterest, assign
+from natsd.router.interest import ForwardPlan, RemoteInterest, assign
+from natsd.router.routed import js_deliver_index
 from natsd.router.subscription import Sink, Subscription
 
 __all__ = ["Forwarder"]
@@ -53,6 +54,48 @@ class Forwarder:
             if psubs or qsubs:
                 return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)
             return -1
+        qsubs = self._send(plan, subject, reply, tail, hlen, qsubs)
+        if psubs or qsubs:
+            return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)
+        return 0
+
+    def deliver_as(
+        self,
+        to: bytes,
+        subject: bytes,
+        reply: bytes | None,
+        tail: bytes,
+        size: int,
+        hlen: int,
+        psubs: list[Subscription],
+        qsubs: list[list[Subscription]],
+    ) -> int:
+        """A message matched on ``to`` that keeps ``subject`` (a JetStream consumer's
+        delivery to its inbox). A route carries one subject, so as nats-server the RMSG goes
+        to ``to`` and the subject rides at the end of the ack reply, ``<reply>@<subject>``;
+        the receiving server delivers it under ``subject`` again (``router.routed``)."""
+        plan = self.remote.match(self.name, to)
+        if plan is None:
+            if psubs or qsubs:
+                return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
+            return -1
+        routed = reply + b"@" + subject if reply and js_deliver_index(reply) < 0 else reply
+        qsubs = self._send(plan, to, routed, tail, hlen, qsubs)
+        if psubs or qsubs:
+            return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
+        return 0
+
+    def _send(
+        self,
+        plan: ForwardPlan,
+        subject: bytes,
+        reply: bytes | None,
+        tail: bytes,
+        hlen: int,
+        qsubs: list[list[Subscription]],
+    ) -> list[list[Subscription]]:
+        """One RMSG/HMSG per route of ``plan``; returns the local queue groups still to
+        serve (those whose member was picked on a route are not)."""
         routes = self.routes
         verb = b"HMSG " if hlen else b"RMSG "
         # ``tail`` (" <sizes>\r\n<payload>\r\n") is the RMSG's end as it is: the payload
@@ -65,25 +108,23 @@ class Forwarder:
                 r = routes.get(rid)
                 if r is not None:
                     r.send_msg(frame)
-        else:
-            targets, went = assign(plan, lambda q: _members(qsubs, q))
-            for rid, queues in targets.items():
-                r = routes.get(rid)
-                if r is None:
-                    continue
-                if queues:
-                    qs = b" ".join(queues)
-                    mid = b" + " + reply + b" " + qs if reply else b" | " + qs
-                    r.send_msg(head + mid + tail)
-                elif reply:
-                    r.send_msg(head + b" " + reply + tail)
-                else:
-                    r.send_msg(head + tail)
-            if went:
-                qsubs = [g for g in qsubs if g[0].queue not in went]
-        if psubs or qsubs:
-            return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)
-        return 0
+            return qsubs
+        targets, went = assign(plan, lambda q: _members(qsubs, q))
+        for rid, queues in targets.items():
+            r = routes.get(rid)
+            if r is None:
+                continue
+            if queues:
+                qs = b" ".join(queues)
+                mid = b" + " + reply + b" " + qs if reply else b" | " + qs
+                r.send_msg(head + mid + tail)
+            elif reply:
+                r.send_msg(head + b" " + reply + tail)
+            else:
+                r.send_msg(head + tail)
+        if went:
+            return [g for g in qsubs if g[0].queue not in went]
+        return qsubs
 
 
 def _members(qsubs: list[list[Subscription]], queue: bytes) -> int:

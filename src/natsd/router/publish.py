@@ -46,10 +46,13 @@ def publish_as(
         hlen = 0
         size = len(payload)
         tail = b" %d\r\n%s\r\n" % (size, payload)
-    if forward is not None and to == subject:
-        # Routes are up: peers with interest get it too. A message delivered under another
-        # subject (a JetStream consumer's) stays local: a route carries one subject.
-        k = forward(subject, reply, tail, size, hlen, psubs, qsubs, None)
+    if forward is not None:
+        # Routes are up: peers with interest get it too (a message delivered under another
+        # subject, a JetStream consumer's, carries that subject in its routed reply).
+        if to == subject:
+            k = forward(subject, reply, tail, size, hlen, psubs, qsubs, None)
+        else:
+            k = forward.deliver_as(to, subject, reply, tail, size, hlen, psubs, qsubs)
         # Sent only across routes still counts as delivered (no no-responders for it).
         return 1 if k == 0 else max(k, 0)
     if not psubs and not qsubs:

@@ -14,9 +14,26 @@ from typing import Final
 from natsd.router.deliver import deliver
 from natsd.router.subscription import Subscription
 
-__all__ = ["deliver_routed"]
+__all__ = ["deliver_routed", "js_deliver_index"]
 
 _NO_QUEUES: Final[list[list[Subscription]]] = []
+_JS_ACK: Final = b"$JS.ACK."
+
+
+def js_deliver_index(reply: bytes) -> int:
+    """Where ``@<subject>`` starts in a JetStream ack reply that carries a consumer's
+    delivery subject across a route (nats-server's jsAckDeliverIdx: the '@' after at least
+    eight dots of a ``$JS.ACK.`` subject); -1 when there is none."""
+    if not reply.startswith(_JS_ACK):
+        return -1
+    dots = 0
+    for i in range(len(reply)):
+        c = reply[i]
+        if c == 46:  # '.'
+            dots += 1
+        elif c == 64 and dots >= 8:  # '@'
+            return i
+    return -1
 
 
 def deliver_routed(
@@ -30,7 +47,12 @@ def deliver_routed(
     hlen: int,
 ) -> int:
     """Deliver a routed message to ``psubs`` and the named groups of ``qsubs``; returns the
-    deliveries made."""
+    deliveries made. A JetStream delivery (``<ack reply>@<subject>``) reaches the client
+    under its stream subject with the plain ack reply, as nats-server delivers it."""
+    if reply is not None and reply.startswith(_JS_ACK):
+        i = js_deliver_index(reply)
+        if 0 <= i < len(reply) - 1:
+            subject, reply = reply[i + 1 :], reply[:i]
     if qsubs:
         qsubs = [g for g in qsubs if g[0].queue in queues] if queues else _NO_QUEUES
     if not psubs and not qsubs:

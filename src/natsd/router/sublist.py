@@ -55,7 +55,35 @@ ChangeListener = Callable[[bytes, bytes | None, int], None]
 # (subject, reply, tail, size, hlen, psubs, qsubs, publisher) -> local deliveries, or -1 when
 # nobody in the cluster has interest. Typed loosely: the router's Subscription and Sink live
 # above this module.
-Forward = Callable[[bytes, bytes | None, bytes, int, int, Any, Any, Any], int]
+class Forward(Protocol):
+    """What a Sublist's ``forward`` slot holds while routes are up (cluster/forward.py)."""
+
+    def __call__(
+        self,
+        subject: bytes,
+        reply: bytes | None,
+        tail: bytes,
+        size: int,
+        hlen: int,
+        psubs: Any,
+        qsubs: Any,
+        publisher: Any,
+    ) -> int:
+        """Deliver locally and to the routes with interest; -1 when nobody has any."""
+
+    def deliver_as(
+        self,
+        to: bytes,
+        subject: bytes,
+        reply: bytes | None,
+        tail: bytes,
+        size: int,
+        hlen: int,
+        psubs: Any,
+        qsubs: Any,
+    ) -> int:
+        """The same for a message matched on ``to`` that carries ``subject`` (a JetStream
+        consumer's delivery)."""
 
 
 class _Node(Generic[S]):
