@@ -10,7 +10,8 @@ import random
 from collections.abc import Callable
 from typing import Protocol
 
-from natsd.raft.core import NO_LIMIT, Config, Raft, new_raft
+from natsd.raft.core import NO_LIMIT, Config, Raft, StateLeader, new_raft
+from natsd.raft.log import RaftLog
 from natsd.raft.rawnode import RawNode, new_raw_node
 from natsd.raft.state import RaftError
 from natsd.raft.storage import MemoryStorage, Storage
@@ -276,3 +277,40 @@ def raft_of(nw: Network, id: int) -> Raft:
     p = nw.peers[id]
     assert isinstance(p, Raft)
     return p
+
+
+def ltoa(log: RaftLog) -> tuple[int, int, int, list[Entry]]:
+    """diff_test.go's ltoa, as a comparable value: last index, applied, applying, entries."""
+    return (log.last_index(), log.applied, log.applying, log.all_entries())
+
+
+def sort_messages(msgs: list[Message]) -> list[Message]:
+    """messageSlice's order: by to, then type, then from."""
+    return sorted(msgs, key=lambda m: (m.to, int(m.type), m.from_))
+
+
+def accept_and_reply(m: Message) -> Message:
+    assert m.type == MessageType.MsgApp, "type should be MsgApp"
+    return Message(
+        from_=m.to,
+        to=m.from_,
+        term=m.term,
+        type=MessageType.MsgAppResp,
+        index=m.index + len(m.entries),
+    )
+
+
+def commit_noop_entry(r: Raft, s: MemoryStorage) -> None:
+    assert r.state == StateLeader, "it should only be used when it is the leader"
+    r.bcast_append()
+    # simulate the response of MsgApp
+    for m in read_messages(r):
+        assert m.type == MessageType.MsgApp and len(m.entries) == 1 and m.entries[0].data == b"", (
+            "not a message to append noop entry"
+        )
+        r.step(accept_and_reply(m))
+    # ignore further messages to refresh followers' commit index
+    read_messages(r)
+    s.append(r.raft_log.next_unstable_ents())
+    r.raft_log.applied_to(r.raft_log.committed, 0)
+    r.raft_log.stable_to(r.raft_log.last_entry_id())
