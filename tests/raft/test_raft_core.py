@@ -306,8 +306,9 @@ def test_leader_election_overwrite_newer_logs(pre_vote: bool) -> None:
     # - Node 3 wrote an entry to its logs but died without sending it to any other nodes.
     #
     # At this point, nodes 1, 2, and 3 all have uncommitted entries in their logs and could
-    # win an election at term 3. The winner's log entry overwrites the losers'. (TestLeaderSyncFollowerLog tests the case where older log entries are overwritten, so this test
-    # focuses on the case where the newer entries are lost).
+    # win an election at term 3. The winner's log entry overwrites the losers'.
+    # (TestLeaderSyncFollowerLog tests the case where older log entries are overwritten,
+    # so this test focuses on the case where the newer entries are lost).
     n = new_network_with_config(
         cfg,
         ents_with_config(cfg, 1),  # Node 1: Won first election
