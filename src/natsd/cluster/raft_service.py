@@ -1,0 +1,108 @@
+"""Raft over the route mesh: a ``GroupHost`` driven by the event loop.
+
+Transport (design-clustering §4.3): a node subscribes, in the system account, to
+``$NATSD.RAFT.<its raft id in hex>``; a frame for a peer is published there, and the route
+mesh carries it like any message (the peer's subscription is the interest that routes it).
+One subscription per node serves every group, so no group needs interest of its own.
+
+Timing: ticks every ``tick`` seconds (100 ms: with ``ELECTION_TICK`` 10 an election starts
+1-2 s after a leader goes quiet), and one ``GroupHost.turn`` per loop turn in which anything
+happened (a frame, a proposal, a tick): frames and proposals that arrive in the same turn
+share one WAL sync. The sync runs on the loop for now; moving it to a worker thread, as the
+Committer does for streams, is the next step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final
+
+from natsd.cluster.group import FrameError, GroupHost, raft_id
+from natsd.router.account import Account
+from natsd.router.publish import publish
+from natsd.router.subscription import Subscription
+from natsd.storage.wal import Wal
+
+__all__ = ["RaftService", "raft_subject"]
+
+_PREFIX: Final = b"$NATSD.RAFT."
+TICK: Final = 0.1
+
+
+def raft_subject(node_id: int) -> bytes:
+    return _PREFIX + b"%016x" % node_id
+
+
+class RaftService:
+    """Owns the loop side of one node's GroupHost: its subscription, timer and turns."""
+
+    def __init__(self, host: GroupHost, system: Account, tick: float = TICK) -> None:
+        self.host = host
+        self.system = system
+        self.tick_interval = tick
+        self._sub = Subscription(raft_subject(host.id), None, b"raft", callback=self._on_frame)
+        self._timer: asyncio.TimerHandle | None = None
+        self._turn_pending = False
+        self.bad_frames = 0
+        self.running = False
+
+    @classmethod
+    def open(cls, server_name: str, wal: Wal, system: Account, tick: float = TICK) -> RaftService:
+        """The service of the server named ``server_name`` (its Raft id), over ``wal``."""
+        box: list[RaftService] = []
+        host = GroupHost(raft_id(server_name), wal, lambda peer, frame: box[0].send(peer, frame))
+        box.append(cls(host, system, tick))
+        return box[0]
+
+    def start(self) -> None:
+        self.system.sublist.insert(self._sub)
+        self.running = True
+        self._timer = asyncio.get_running_loop().call_later(self.tick_interval, self._tick)
+
+    def stop(self) -> None:
+        self.running = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.system.sublist.remove(self._sub)
+
+    # the GroupHost's send: a frame to a peer is a message on its subject
+    def send(self, peer: int, frame: bytes) -> None:
+        publish(self.system.sublist, raft_subject(peer), None, None, frame)
+
+    def propose(self, name: bytes, data: bytes) -> None:
+        self.host.propose(name, data)
+        self.kick()
+
+    def kick(self) -> None:
+        """Something changed: run a turn before the loop next waits."""
+        if not self._turn_pending and self.running:
+            self._turn_pending = True
+            asyncio.get_running_loop().call_soon(self._turn)
+
+    def _turn(self) -> None:
+        self._turn_pending = False
+        if self.running:
+            self.host.turn()
+
+    def _tick(self) -> None:
+        if not self.running:
+            return
+        self.host.tick()
+        self.kick()
+        self._timer = asyncio.get_running_loop().call_later(self.tick_interval, self._tick)
+
+    def _on_frame(
+        self,
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        payload: bytes,
+    ) -> None:
+        try:
+            self.host.receive(payload)
+        except FrameError:
+            self.bad_frames += 1  # a peer is as untrusted as a client: drop, count
+            return
+        self.kick()
