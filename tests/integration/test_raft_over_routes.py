@@ -121,6 +121,8 @@ async def test_a_group_replicates_over_routes_and_survives_its_leader(trio: list
     # the old leader comes back from its WAL and catches up (it applies the log again:
     # this state machine kept nothing)
     lead.applied.clear()
+    assert rest[0].server is not None
+    lead.seed = rest[0].server.route_url  # (its own old cluster port is gone)
     await lead.start(None)
     await _until(lambda: lead.applied == want, timeout=15)
 

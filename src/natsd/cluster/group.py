@@ -40,7 +40,7 @@ from natsd.raft.codec import (
 )
 from natsd.raft.config import Config
 from natsd.raft.describe import is_local_msg
-from natsd.raft.rawnode import RawNode, new_raw_node
+from natsd.raft.rawnode import RawNode, Ready, new_raw_node
 from natsd.raft.state import RaftError
 from natsd.raft.storage import MemoryStorage
 from natsd.raft.types import (
@@ -231,11 +231,20 @@ class GroupHost:
 
     # ---------------------------------------------------------------- the turn
     def turn(self) -> int:
-        """Handle every group's Ready (see the module docstring); returns how many groups
-        had one."""
+        """Handle every group's Ready (see the module docstring), the WAL sync inline;
+        returns how many groups had one."""
+        work = self.prepare()
+        if work:
+            self.wal.sync()
+            self.finish(work)
+        return len(work)
+
+    def prepare(self) -> list[tuple[RaftGroup, Ready]]:
+        """Steps 1-2 up to the sync: take every group's Ready and write it to the WAL.
+        The caller then makes the WAL durable (``wal.sync``, on a worker thread if it
+        likes) and calls ``finish``; meanwhile peer frames and proposals may still be
+        stepped, but no other ``prepare`` may run."""
         work = [(g, g.node.ready()) for g in self.groups.values() if g.node.has_ready()]
-        if not work:
-            return 0
         wal = self.wal
         for g, rd in work:
             snap = rd.snapshot
@@ -250,7 +259,14 @@ class GroupHost:
             hs = rd.hard_state
             if hs is not None:
                 wal.append_hard_state(g.name, hs.term, hs.vote, hs.commit)
-        wal.commit()  # one sync covers every group
+        wal.flush()
+        return work
+
+    def finish(self, work: list[tuple[RaftGroup, Ready]]) -> None:
+        """Steps 3-4, once the WAL holds everything ``prepare`` wrote: the groups' memory
+        logs, one frame per peer, the state machines, advance."""
+        if self.wal.dirty:
+            raise RuntimeError("finish before the WAL sync")  # a vote would leave unsynced
         out: dict[int, list[bytes]] = {}
         for g, rd in work:
             st = g.storage
@@ -269,10 +285,11 @@ class GroupHost:
             self._send(peer, bytes([FRAME_VERSION]) + b"".join(parts))
             self.frames_sent += 1
         for g, rd in work:
+            if g.name not in self.groups:
+                continue  # dropped while its sync ran
             for e in rd.committed_entries:
                 self._apply(g, e)
             g.node.advance(rd)
-        return len(work)
 
     def _apply(self, g: RaftGroup, e: Entry) -> None:
         if e.index <= g.applied:

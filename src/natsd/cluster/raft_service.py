@@ -6,10 +6,11 @@ mesh carries it like any message (the peer's subscription is the interest that r
 One subscription per node serves every group, so no group needs interest of its own.
 
 Timing: ticks every ``tick`` seconds (100 ms: with ``ELECTION_TICK`` 10 an election starts
-1-2 s after a leader goes quiet), and one ``GroupHost.turn`` per loop turn in which anything
-happened (a frame, a proposal, a tick): frames and proposals that arrive in the same turn
-share one WAL sync. The sync runs on the loop for now; moving it to a worker thread, as the
-Committer does for streams, is the next step.
+1-2 s after a leader goes quiet), and one turn per loop turn in which anything happened (a
+frame, a proposal, a tick): ``GroupHost.prepare`` writes every group's Ready to the WAL, the
+``fdatasync`` runs on a worker thread (as the stream Committer's does) while the loop serves
+clients and steps arriving frames, then ``GroupHost.finish`` sends and applies. One turn is
+in flight at a time; whatever arrives meanwhile shares the next turn's sync (group commit).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 import asyncio
 from typing import Final
 
-from natsd.cluster.group import FrameError, GroupHost, raft_id
+from natsd.cluster.group import FrameError, GroupHost, RaftGroup, raft_id
+from natsd.raft.rawnode import Ready
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -43,6 +45,8 @@ class RaftService:
         self._sub = Subscription(raft_subject(host.id), None, b"raft", callback=self._on_frame)
         self._timer: asyncio.TimerHandle | None = None
         self._turn_pending = False
+        self._in_flight = False  # a prepare() waits for its sync
+        self.failed: BaseException | None = None
         self.bad_frames = 0
         self.running = False
 
@@ -82,8 +86,30 @@ class RaftService:
 
     def _turn(self) -> None:
         self._turn_pending = False
+        if not self.running or self._in_flight:
+            return
+        work = self.host.prepare()
+        if not work:
+            return
+        wal = self.host.wal
+        if not wal.dirty:
+            self.host.finish(work)
+            return
+        self._in_flight = True
+        fut = asyncio.get_running_loop().run_in_executor(None, wal.sync)
+        fut.add_done_callback(lambda f: self._synced(f, work))
+
+    def _synced(self, fut: asyncio.Future[None], work: list[tuple[RaftGroup, Ready]]) -> None:
+        self._in_flight = False
+        if fut.exception() is not None:
+            # the log cannot be made durable: nothing it promises may leave; stop this node's
+            # groups (the owner sees ``failed``) rather than acknowledge what may be lost
+            self.failed = fut.exception()
+            self.stop()
+            return
         if self.running:
-            self.host.turn()
+            self.host.finish(work)
+            self.kick()  # what arrived during the sync
 
     def _tick(self) -> None:
         if not self.running:
