@@ -285,6 +285,7 @@ class Wal:
         # records hold the group's state, so their segments stay (see delete_obsolete)
         self._latest: dict[bytes, list[int]] = {}
         self.dirty = False  # written since the last sync
+        self.syncs = 0  # fdatasyncs made (what a batch costs)
         self._all_damaged = False  # a record of unknown group was damaged
         self.damaged_records = 0
         self.cut_bytes = 0  # torn tail removed by recovery
@@ -547,6 +548,7 @@ class Wal:
         if self.dirty:
             self.io.fdatasync(self._fd)
             self.dirty = False
+            self.syncs += 1
 
     def commit(self) -> None:
         """``flush`` then ``sync``: what must happen before an ack or a vote leaves."""

@@ -1,0 +1,348 @@
+"""The node's Raft groups and the one place their work is done: ``GroupHost.turn``.
+
+Ownership: a server has one ``GroupHost``. It owns the node WAL (``storage.wal``), every
+group's ``RawNode`` and the ``MemoryStorage`` that serves the node its log (restored from the
+WAL at start-up, as etcd's server does with its WAL and MemoryStorage). Nothing else calls a
+RawNode: proposals, ticks and peer messages all come through the host, and ``turn`` handles
+every group's Ready at once (design-clustering §4.3):
+
+1. collect the Ready of every group that has one;
+2. write their snapshots, entries and hard states to the WAL and **sync once** for all
+   groups: no vote or append response leaves before what it promises is durable;
+3. hand the same to each group's MemoryStorage, and send the messages, **one frame per peer**
+   holding every group's messages for it;
+4. apply the committed entries (membership changes to the RawNode, the rest to the group's
+   state machine callback) and advance.
+
+The wire frame to a peer is ``[u8 version]`` then per message ``[u16 group length][group]
+[u32 length][message]`` (``raft.codec`` for the message). Raft node ids are the first eight
+bytes of the sha256 of the server name (``raft_id``).
+
+This module does no I/O of its own beyond the WAL's and no waiting: the owner calls
+``tick`` on a timer, ``receive`` with each peer frame, and ``turn`` once per loop turn (the
+fsync inside it is the one the design moves to a worker thread).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Callable
+from typing import Final
+
+from natsd.raft.codec import (
+    CodecError,
+    decode_message,
+    encode_message,
+    unmarshal_conf_change,
+    unmarshal_conf_change_v2,
+)
+from natsd.raft.config import Config
+from natsd.raft.describe import is_local_msg
+from natsd.raft.rawnode import RawNode, Ready, new_raw_node
+from natsd.raft.state import RaftError
+from natsd.raft.storage import MemoryStorage
+from natsd.raft.types import (
+    ConfState,
+    Entry,
+    EntryType,
+    HardState,
+    Message,
+    Snapshot,
+    SnapshotMetadata,
+)
+from natsd.storage.wal import GroupLog, Wal
+
+__all__ = ["FRAME_VERSION", "FrameError", "GroupHost", "RaftGroup", "raft_id"]
+
+FRAME_VERSION: Final = 1
+_U16: Final = struct.Struct("<H")
+_U32: Final = struct.Struct("<I")
+# nats-server's NRG values (design-clustering §4.3): a 100 ms tick, elections after 10 of
+# them (randomized to 1-2 s by the engine), heartbeats every 2.
+ELECTION_TICK: Final = 10
+HEARTBEAT_TICK: Final = 2
+
+# The state machine: committed normal entries, in order, with their index.
+Apply = Callable[[int, bytes], None]
+
+
+class FrameError(ValueError):
+    """A peer frame that does not decode (the peer is as untrusted as a client)."""
+
+
+def raft_id(server_name: str) -> int:
+    """A server's Raft node id: the first eight bytes of sha256(name), never 0."""
+    return int.from_bytes(hashlib.sha256(server_name.encode()).digest()[:8], "big") or 1
+
+
+def _conf_bytes(cs: ConfState) -> bytes:
+    return json.dumps(
+        {
+            "voters": sorted(cs.voters),
+            "learners": sorted(cs.learners),
+            "voters_outgoing": sorted(cs.voters_outgoing),
+            "learners_next": sorted(cs.learners_next),
+            "auto_leave": cs.auto_leave,
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def _conf_state(b: bytes) -> ConfState:
+    d = json.loads(b) if b else {}
+    return ConfState(
+        voters=list(d.get("voters", [])),
+        learners=list(d.get("learners", [])),
+        voters_outgoing=list(d.get("voters_outgoing", [])),
+        learners_next=list(d.get("learners_next", [])),
+        auto_leave=bool(d.get("auto_leave", False)),
+    )
+
+
+class RaftGroup:
+    """One group on this node: its RawNode, its log as the node reads it, its state machine."""
+
+    __slots__ = ("applied", "apply", "conf", "name", "node", "storage")
+
+    def __init__(
+        self, name: bytes, node: RawNode, storage: MemoryStorage, conf: ConfState, apply: Apply
+    ) -> None:
+        self.name = name
+        self.node = node
+        self.storage = storage
+        self.conf = conf
+        self.apply = apply
+        self.applied = 0
+
+    @property
+    def leader(self) -> int:
+        return self.node.basic_status().lead
+
+
+class GroupHost:
+    """Every Raft group of one node, its WAL, and the per-turn Ready processing."""
+
+    def __init__(
+        self,
+        node_id: int,
+        wal: Wal,
+        send: Callable[[int, bytes], None],
+        *,
+        pre_vote: bool = True,
+        check_quorum: bool = True,
+        max_size_per_msg: int = 1 << 20,
+        max_inflight_msgs: int = 256,
+        max_uncommitted: int = 64 << 20,
+        rand: Callable[[int], int] | None = None,
+    ) -> None:
+        self.id = node_id
+        self.wal = wal
+        # send(peer id, frame): the transport (a route to the peer's server)
+        self._send = send
+        self._cfg = (pre_vote, check_quorum, max_size_per_msg, max_inflight_msgs, max_uncommitted)
+        self._rand = rand
+        self.groups: dict[bytes, RaftGroup] = {}
+        self.frames_sent = 0
+
+    # ---------------------------------------------------------------- groups
+    def create(self, name: bytes, voters: list[int], apply: Apply) -> RaftGroup:
+        """A new group with these voters (every member creates it the same way). Its
+        membership is logged as a snapshot at index 1, so the log starts at 2 (etcd's advice
+        instead of Bootstrap: no conf change entries to replay)."""
+        if name in self.groups or name in self.wal.groups:
+            raise ValueError(f"group {name!r} exists")
+        cs = ConfState(voters=sorted(voters))
+        self.wal.append_snapshot(name, 1, 1, _conf_bytes(cs), b"", replace=True)
+        self.wal.commit()
+        return self._start(name, self.wal.groups[name], apply, 0)
+
+    def restore(self, name: bytes, apply: Apply, applied: int = 0) -> RaftGroup:
+        """A group found in the WAL at start-up; ``applied`` is what its state machine
+        already holds (committed entries up to it are not applied again)."""
+        log = self.wal.groups.get(name)
+        if log is None:
+            raise KeyError(name)
+        return self._start(name, log, apply, applied)
+
+    def _start(self, name: bytes, log: GroupLog, apply: Apply, applied: int) -> RaftGroup:
+        st = MemoryStorage()
+        conf = _conf_state(log.snap_conf)
+        if log.snap_index:
+            meta = SnapshotMetadata(conf_state=conf, index=log.snap_index, term=log.snap_term)
+            st.apply_snapshot(Snapshot(data=log.snap_data, metadata=meta))
+        if log.entries:
+            st.append(
+                [Entry(term=t, index=i, type=EntryType(k), data=d) for i, t, k, d in log.entries]
+            )
+        if log.term or log.vote or log.commit:
+            st.set_hard_state(HardState(term=log.term, vote=log.vote, commit=log.commit))
+        pre_vote, check_quorum, max_msg, max_inflight, max_unc = self._cfg
+        cfg = Config(
+            id=self.id,
+            election_tick=ELECTION_TICK,
+            heartbeat_tick=HEARTBEAT_TICK,
+            storage=st,
+            applied=max(applied, log.snap_index),
+            max_size_per_msg=max_msg,
+            max_inflight_msgs=max_inflight,
+            max_uncommitted_entries_size=max_unc,
+            check_quorum=check_quorum,
+            pre_vote=pre_vote,
+        )
+        node = new_raw_node(cfg)
+        if self._rand is not None:
+            node.raft.rand = self._rand
+        g = RaftGroup(name, node, st, conf, apply)
+        g.applied = cfg.applied
+        self.groups[name] = g
+        return g
+
+    def drop(self, name: bytes) -> None:
+        self.groups.pop(name, None)
+        self.wal.append_drop(name)
+
+    # ---------------------------------------------------------------- inputs
+    def tick(self) -> None:
+        for g in self.groups.values():
+            g.node.tick()
+
+    def propose(self, name: bytes, data: bytes) -> None:
+        """Raises the engine's ErrProposalDropped (no leader known, a transfer under way)."""
+        self.groups[name].node.propose(data)
+
+    def receive(self, frame: bytes) -> int:
+        """A peer's frame: each message is stepped into its group (messages for groups this
+        node does not have are dropped, as Raft expects of a lossy network). Returns the
+        messages stepped; a malformed frame raises FrameError and steps nothing."""
+        msgs = decode_frame(frame)
+        n = 0
+        for name, m in msgs:
+            g = self.groups.get(name)
+            if g is None or m.to != self.id or is_local_msg(m.type):
+                continue  # not ours, or a type only the node itself may step
+            try:
+                g.node.step(m)
+            except RaftError:
+                continue  # e.g. from a peer that is not a member: Raft drops it too
+            n += 1
+        return n
+
+    # ---------------------------------------------------------------- the turn
+    def turn(self) -> int:
+        """Handle every group's Ready (see the module docstring), the WAL sync inline;
+        returns how many groups had one."""
+        work = self.prepare()
+        if work:
+            self.wal.sync()
+            self.finish(work)
+        return len(work)
+
+    def prepare(self) -> list[tuple[RaftGroup, Ready]]:
+        """Steps 1-2 up to the sync: take every group's Ready and write it to the WAL.
+        The caller then makes the WAL durable (``wal.sync``, on a worker thread if it
+        likes) and calls ``finish``; meanwhile peer frames and proposals may still be
+        stepped, but no other ``prepare`` may run."""
+        work = [(g, g.node.ready()) for g in self.groups.values() if g.node.has_ready()]
+        wal = self.wal
+        for g, rd in work:
+            snap = rd.snapshot
+            if snap is not None and snap.metadata.index:
+                md = snap.metadata
+                wal.append_snapshot(g.name, md.index, md.term, _conf_bytes(md.conf_state),
+                                    snap.data, replace=True)  # fmt: skip
+            if rd.entries:
+                wal.append_entries(
+                    g.name, [(e.index, e.term, int(e.type), e.data) for e in rd.entries]
+                )
+            hs = rd.hard_state
+            if hs is not None:
+                wal.append_hard_state(g.name, hs.term, hs.vote, hs.commit)
+        wal.flush()
+        return work
+
+    def finish(self, work: list[tuple[RaftGroup, Ready]]) -> None:
+        """Steps 3-4, once the WAL holds everything ``prepare`` wrote: the groups' memory
+        logs, one frame per peer, the state machines, advance."""
+        if self.wal.dirty:
+            raise RuntimeError("finish before the WAL sync")  # a vote would leave unsynced
+        out: dict[int, list[bytes]] = {}
+        for g, rd in work:
+            st = g.storage
+            snap = rd.snapshot
+            if snap is not None and snap.metadata.index:
+                st.apply_snapshot(snap)
+                g.conf = snap.metadata.conf_state
+                g.applied = max(g.applied, snap.metadata.index)
+            if rd.entries:
+                st.append(rd.entries)
+            if rd.hard_state is not None:
+                st.set_hard_state(rd.hard_state)
+            for m in rd.messages:
+                out.setdefault(m.to, []).append(_frame_part(g.name, m))
+        for peer, parts in out.items():
+            self._send(peer, bytes([FRAME_VERSION]) + b"".join(parts))
+            self.frames_sent += 1
+        for g, rd in work:
+            if g.name not in self.groups:
+                continue  # dropped while its sync ran
+            for e in rd.committed_entries:
+                self._apply(g, e)
+            g.node.advance(rd)
+
+    def _apply(self, g: RaftGroup, e: Entry) -> None:
+        if e.index <= g.applied:
+            return
+        g.applied = e.index
+        if e.type == EntryType.EntryNormal:
+            if e.data:  # the empty entry a new leader appends carries nothing to apply
+                g.apply(e.index, e.data)
+            return
+        cc = (
+            unmarshal_conf_change(e.data)
+            if e.type == EntryType.EntryConfChange
+            else unmarshal_conf_change_v2(e.data)
+        )
+        g.conf = g.node.apply_conf_change(cc)
+
+    # ---------------------------------------------------------------- space
+    def compact(self, name: bytes, index: int, data: bytes) -> None:
+        """The state machine of ``name`` holds everything up to ``index`` (its state is
+        ``data``): snapshot there, drop the log before it, and free WAL segments."""
+        g = self.groups[name]
+        snap = g.storage.create_snapshot(index, g.conf, data)
+        g.storage.compact(index)
+        md = snap.metadata
+        self.wal.append_snapshot(name, md.index, md.term, _conf_bytes(g.conf), data)
+        self.wal.append_compact(name, index)
+        self.wal.commit()
+        self.wal.delete_obsolete()
+
+
+def _frame_part(name: bytes, m: Message) -> bytes:
+    body = encode_message(m)
+    return b"".join((_U16.pack(len(name)), name, _U32.pack(len(body)), body))
+
+
+def decode_frame(frame: bytes) -> list[tuple[bytes, Message]]:
+    """Every (group, message) of a peer frame; FrameError if anything does not check out."""
+    if not frame or frame[0] != FRAME_VERSION:
+        raise FrameError("unknown raft frame version")
+    out: list[tuple[bytes, Message]] = []
+    pos, end = 1, len(frame)
+    try:
+        while pos < end:
+            (glen,) = _U16.unpack_from(frame, pos)
+            pos += 2
+            name = frame[pos : pos + glen]
+            pos += glen
+            (mlen,) = _U32.unpack_from(frame, pos)
+            pos += 4
+            if not name or pos + mlen > end:
+                raise FrameError("truncated raft frame")
+            out.append((bytes(name), decode_message(frame[pos : pos + mlen])))
+            pos += mlen
+    except (struct.error, CodecError) as e:
+        raise FrameError(f"bad raft frame: {e}") from None
+    return out

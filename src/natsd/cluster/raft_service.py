@@ -1,0 +1,134 @@
+"""Raft over the route mesh: a ``GroupHost`` driven by the event loop.
+
+Transport (design-clustering §4.3): a node subscribes, in the system account, to
+``$NATSD.RAFT.<its raft id in hex>``; a frame for a peer is published there, and the route
+mesh carries it like any message (the peer's subscription is the interest that routes it).
+One subscription per node serves every group, so no group needs interest of its own.
+
+Timing: ticks every ``tick`` seconds (100 ms: with ``ELECTION_TICK`` 10 an election starts
+1-2 s after a leader goes quiet), and one turn per loop turn in which anything happened (a
+frame, a proposal, a tick): ``GroupHost.prepare`` writes every group's Ready to the WAL, the
+``fdatasync`` runs on a worker thread (as the stream Committer's does) while the loop serves
+clients and steps arriving frames, then ``GroupHost.finish`` sends and applies. One turn is
+in flight at a time; whatever arrives meanwhile shares the next turn's sync (group commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final
+
+from natsd.cluster.group import FrameError, GroupHost, RaftGroup, raft_id
+from natsd.raft.rawnode import Ready
+from natsd.router.account import Account
+from natsd.router.publish import publish
+from natsd.router.subscription import Subscription
+from natsd.storage.wal import Wal
+
+__all__ = ["RaftService", "raft_subject"]
+
+_PREFIX: Final = b"$NATSD.RAFT."
+TICK: Final = 0.1
+
+
+def raft_subject(node_id: int) -> bytes:
+    return _PREFIX + b"%016x" % node_id
+
+
+class RaftService:
+    """Owns the loop side of one node's GroupHost: its subscription, timer and turns."""
+
+    def __init__(self, host: GroupHost, system: Account, tick: float = TICK) -> None:
+        self.host = host
+        self.system = system
+        self.tick_interval = tick
+        self._sub = Subscription(raft_subject(host.id), None, b"raft", callback=self._on_frame)
+        self._timer: asyncio.TimerHandle | None = None
+        self._turn_pending = False
+        self._in_flight = False  # a prepare() waits for its sync
+        self.failed: BaseException | None = None
+        self.bad_frames = 0
+        self.running = False
+
+    @classmethod
+    def open(cls, server_name: str, wal: Wal, system: Account, tick: float = TICK) -> RaftService:
+        """The service of the server named ``server_name`` (its Raft id), over ``wal``."""
+        box: list[RaftService] = []
+        host = GroupHost(raft_id(server_name), wal, lambda peer, frame: box[0].send(peer, frame))
+        box.append(cls(host, system, tick))
+        return box[0]
+
+    def start(self) -> None:
+        self.system.sublist.insert(self._sub)
+        self.running = True
+        self._timer = asyncio.get_running_loop().call_later(self.tick_interval, self._tick)
+
+    def stop(self) -> None:
+        self.running = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.system.sublist.remove(self._sub)
+
+    # the GroupHost's send: a frame to a peer is a message on its subject
+    def send(self, peer: int, frame: bytes) -> None:
+        publish(self.system.sublist, raft_subject(peer), None, None, frame)
+
+    def propose(self, name: bytes, data: bytes) -> None:
+        self.host.propose(name, data)
+        self.kick()
+
+    def kick(self) -> None:
+        """Something changed: run a turn before the loop next waits."""
+        if not self._turn_pending and self.running:
+            self._turn_pending = True
+            asyncio.get_running_loop().call_soon(self._turn)
+
+    def _turn(self) -> None:
+        self._turn_pending = False
+        if not self.running or self._in_flight:
+            return
+        work = self.host.prepare()
+        if not work:
+            return
+        wal = self.host.wal
+        if not wal.dirty:
+            self.host.finish(work)
+            return
+        self._in_flight = True
+        fut = asyncio.get_running_loop().run_in_executor(None, wal.sync)
+        fut.add_done_callback(lambda f: self._synced(f, work))
+
+    def _synced(self, fut: asyncio.Future[None], work: list[tuple[RaftGroup, Ready]]) -> None:
+        self._in_flight = False
+        if fut.exception() is not None:
+            # the log cannot be made durable: nothing it promises may leave; stop this node's
+            # groups (the owner sees ``failed``) rather than acknowledge what may be lost
+            self.failed = fut.exception()
+            self.stop()
+            return
+        if self.running:
+            self.host.finish(work)
+            self.kick()  # what arrived during the sync
+
+    def _tick(self) -> None:
+        if not self.running:
+            return
+        self.host.tick()
+        self.kick()
+        self._timer = asyncio.get_running_loop().call_later(self.tick_interval, self._tick)
+
+    def _on_frame(
+        self,
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        payload: bytes,
+    ) -> None:
+        try:
+            self.host.receive(payload)
+        except FrameError:
+            self.bad_frames += 1  # a peer is as untrusted as a client: drop, count
+            return
+        self.kick()

@@ -1,0 +1,230 @@
+"""GroupHost (cluster/group.py): Raft groups over the node WAL, three nodes in one process on
+a hand-driven network (frames queued per peer, delivered between turns, ticks by hand).
+
+Checked: a group elects a leader and every node applies the same entries in order; several
+groups on a node share one WAL sync per turn and one frame per peer per turn; nothing leaves
+a node before the WAL holds what it promises; a node restarted from its WAL (crash: the RawNode
+and memory are thrown away) rejoins and catches up without re-applying what it had; compaction
+frees WAL segments and a lagging node is brought back by snapshot; bad frames are refused.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from natsd.cluster.group import FrameError, GroupHost, decode_frame, raft_id
+from natsd.storage.wal import Wal
+
+NAMES = ("n1", "n2", "n3")
+
+
+class Net:
+    def __init__(self, tmp: Path, segment_size: int = 1 << 20) -> None:
+        self.tmp = tmp
+        self.segment_size = segment_size
+        self.ids = {n: raft_id(n) for n in NAMES}
+        self.by_id = {v: k for k, v in self.ids.items()}
+        self.queue: list[tuple[str, bytes]] = []
+        self.down: set[str] = set()
+        self.hosts: dict[str, GroupHost] = {}
+        self.applied: dict[str, dict[bytes, list[tuple[int, bytes]]]] = {n: {} for n in NAMES}
+        self.frames_per_turn: list[int] = []
+        for n in NAMES:
+            self.start(n)
+
+    def start(self, name: str) -> GroupHost:
+        wal = Wal.open(str(self.tmp / name), segment_size=self.segment_size)
+
+        def send(peer: int, frame: bytes, src: str = name) -> None:
+            host = self.hosts[src]
+            # the durability rule: what a message promises is on disk before it leaves
+            assert not host.wal.dirty and not host.wal._buf, "sent before the WAL sync"
+            self.queue.append((self.by_id[peer], frame))
+
+        h = GroupHost(self.ids[name], wal, send, rand=random.Random(name).randrange)
+        self.hosts[name] = h
+        self.down.discard(name)
+        return h
+
+    def crash(self, name: str) -> None:
+        """Power stays on but the process dies: unsynced WAL writes would be lost (there
+        are none between turns), the RawNodes and memory are."""
+        self.hosts[name].wal.close()
+        del self.hosts[name]
+        self.down.add(name)
+
+    def collector(self, node: str, group: bytes):  # type: ignore[no-untyped-def]
+        box = self.applied[node].setdefault(group, [])
+
+        def apply(index: int, data: bytes) -> None:
+            box.append((index, data))
+
+        return apply
+
+    def create(self, group: bytes) -> None:
+        voters = sorted(self.ids.values())
+        for n, h in self.hosts.items():
+            h.create(group, voters, self.collector(n, group))
+
+    def step(self, ticks: int = 0) -> None:
+        for _ in range(ticks):
+            for h in self.hosts.values():
+                h.tick()
+        before = sum(h.frames_sent for h in self.hosts.values())
+        for h in list(self.hosts.values()):
+            h.turn()
+        self.frames_per_turn.append(sum(h.frames_sent for h in self.hosts.values()) - before)
+        q, self.queue = self.queue, []
+        for dest, frame in q:
+            if dest in self.hosts:
+                self.hosts[dest].receive(frame)
+
+    def settle(self, rounds: int = 200, ticks: int = 0) -> None:
+        for _ in range(rounds):
+            self.step(ticks)
+            if not self.queue and not any(
+                g.node.has_ready() for h in self.hosts.values() for g in h.groups.values()
+            ):
+                return
+
+    def leader(self, group: bytes) -> str:
+        for _ in range(200):
+            self.step(ticks=1)
+            leads = {h.groups[group].leader for h in self.hosts.values()}
+            if len(leads) == 1 and 0 not in leads:
+                return self.by_id[leads.pop()]
+        raise AssertionError(f"no leader for {group!r}")
+
+
+def test_a_group_elects_and_every_node_applies_the_same(tmp_path: Path) -> None:
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    for i in range(50):
+        net.hosts[lead].propose(b"G", b"m%d" % i)
+    net.settle()
+    want = [b"m%d" % i for i in range(50)]
+    for n in NAMES:
+        assert [d for _, d in net.applied[n][b"G"]] == want, n
+    idx = [i for i, _ in net.applied["n1"][b"G"]]
+    assert idx == sorted(set(idx))
+
+
+def test_groups_share_one_sync_and_one_frame_per_peer_per_turn(tmp_path: Path) -> None:
+    net = Net(tmp_path)
+    groups = [b"A", b"B", b"C", b"D"]
+    for g in groups:
+        net.create(g)
+    leads = {g: net.leader(g) for g in groups}
+    net.settle()
+    syncs = {n: h.wal.syncs for n, h in net.hosts.items()}
+    # one proposal per group, all on the leaders, then one turn everywhere
+    for g in groups:
+        net.hosts[leads[g]].propose(g, b"x")
+    net.frames_per_turn.clear()
+    net.step()
+    for n, h in net.hosts.items():
+        assert h.wal.syncs - syncs[n] <= 1, f"{n}: one sync covers every group's appends"
+    # each node sends at most one frame to each of its two peers in a turn
+    assert net.frames_per_turn[0] <= 3 * 2
+    parts = decode_frame(b"\x01")  # an empty frame is valid
+    assert parts == []
+    net.settle()
+    for g in groups:
+        assert all(net.applied[n][g] and net.applied[n][g][-1][1] == b"x" for n in NAMES)
+
+
+def test_a_crashed_node_restarts_from_its_wal_and_catches_up(tmp_path: Path) -> None:
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    for i in range(20):
+        net.hosts[lead].propose(b"G", b"a%d" % i)
+    net.settle()
+    victim = next(n for n in NAMES if n != lead)
+    had = list(net.applied[victim][b"G"])
+    net.crash(victim)
+    for i in range(20):
+        net.hosts[lead].propose(b"G", b"b%d" % i)
+    net.settle()
+    h = net.start(victim)
+    # its state machine kept what it had applied: start after it
+    h.restore(b"G", net.collector(victim, b"G"), applied=had[-1][0])
+    net.settle(rounds=300, ticks=1)
+    want = [b"a%d" % i for i in range(20)] + [b"b%d" % i for i in range(20)]
+    assert [d for _, d in net.applied[victim][b"G"]] == want
+    assert [d for _, d in net.applied[lead][b"G"]] == want
+
+
+def test_the_whole_cluster_restarts_with_its_terms_votes_and_log(tmp_path: Path) -> None:
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    for i in range(10):
+        net.hosts[lead].propose(b"G", b"%d" % i)
+    net.settle()
+    terms = {n: h.groups[b"G"].node.basic_status().term for n, h in net.hosts.items()}
+    for n in NAMES:
+        net.crash(n)
+    for n in NAMES:
+        net.applied[n][b"G"] = []
+        net.start(n).restore(b"G", net.collector(n, b"G"))
+    for n, h in net.hosts.items():
+        assert h.groups[b"G"].node.basic_status().term == terms[n]
+    lead = net.leader(b"G")
+    net.hosts[lead].propose(b"G", b"after")
+    net.settle()
+    for n in NAMES:
+        # nothing was compacted: the state machines are rebuilt from the whole log
+        assert [d for _, d in net.applied[n][b"G"]] == [b"%d" % i for i in range(10)] + [b"after"]
+
+
+def test_compaction_frees_segments_and_a_lagging_node_gets_a_snapshot(tmp_path: Path) -> None:
+    net = Net(tmp_path, segment_size=4096)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    lagger = next(n for n in NAMES if n != lead)
+    net.crash(lagger)
+    for i in range(300):
+        net.hosts[lead].propose(b"G", b"v%03d" % i)
+        if i % 20 == 19:
+            net.settle()
+    net.settle()
+    for n, h in net.hosts.items():
+        seg_before = len(h.wal.segments)
+        g = h.groups[b"G"]
+        h.compact(b"G", g.applied, b"state@%d" % g.applied)
+        assert len(h.wal.segments) < seg_before, f"{n}: compaction freed WAL segments"
+    h = net.start(lagger)
+    got: list[tuple[int, bytes]] = []
+    h.restore(b"G", lambda i, d: got.append((i, d)))
+    net.settle(rounds=300, ticks=1)
+    g = h.groups[b"G"]
+    # the log it needed is gone on the leader: it was sent the snapshot instead
+    assert g.storage.snapshot().data.startswith(b"state@")
+    assert g.applied == net.hosts[lead].groups[b"G"].applied
+
+
+def test_bad_frames_are_refused_and_step_nothing(tmp_path: Path) -> None:
+    net = Net(tmp_path)
+    net.create(b"G")
+    net.leader(b"G")
+    h = net.hosts["n1"]
+    for bad in (b"", b"\x02", b"\x01\x05\x00G", b"\x01\x01\x00G\xff\xff\xff\x00", b"\x01\x00\x00"):
+        with pytest.raises(FrameError):
+            h.receive(bad)
+    rng = random.Random(3)
+    for _ in range(2000):
+        junk = b"\x01" + rng.randbytes(rng.randrange(40))
+        try:
+            h.receive(junk)
+        except FrameError:
+            pass
+    # still a working member
+    lead = net.leader(b"G")
+    net.hosts[lead].propose(b"G", b"ok")
+    net.settle()
+    assert net.applied["n1"][b"G"][-1][1] == b"ok"
