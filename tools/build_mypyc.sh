@@ -70,6 +70,13 @@ cd "$OUT"
   natsd/raft/describe.py \
   natsd/raft/log_unstable.py \
   natsd/raft/storage.py \
-  natsd/raft/log.py >/dev/null
+  natsd/raft/log.py \
+  natsd/raft/state.py \
+  natsd/raft/read_only.py \
+  natsd/raft/leader.py \
+  natsd/raft/follower.py \
+  natsd/raft/core.py \
+  natsd/raft/status.py \
+  natsd/raft/rawnode.py >/dev/null
 rm -rf build
 echo "compiled natsd hot path into $OUT"

@@ -15,11 +15,18 @@ from datadriven import script_files
 
 import natsd.raft.codec
 import natsd.raft.confchange
+import natsd.raft.core
 import natsd.raft.describe
+import natsd.raft.follower
+import natsd.raft.leader
 import natsd.raft.log
 import natsd.raft.log_unstable
 import natsd.raft.logger
 import natsd.raft.quorum
+import natsd.raft.rawnode
+import natsd.raft.read_only
+import natsd.raft.state
+import natsd.raft.status
 import natsd.raft.storage
 import natsd.raft.tracker
 import natsd.raft.types
@@ -70,5 +77,12 @@ if os.environ.get("NATSD_EXPECT_COMPILED"):
         natsd.raft.log_unstable,
         natsd.raft.storage,
         natsd.raft.log,
+        natsd.raft.state,
+        natsd.raft.read_only,
+        natsd.raft.leader,
+        natsd.raft.follower,
+        natsd.raft.core,
+        natsd.raft.status,
+        natsd.raft.rawnode,
     ):
         assert (_mod.__file__ or "").endswith(".so"), f"{_mod.__name__} is not compiled"
