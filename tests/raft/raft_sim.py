@@ -1,0 +1,730 @@
+"""A seeded, deterministic simulation of a Raft group of natsd.raft RawNodes (issue 17).
+
+Three to five RawNodes run on a virtual clock (milliseconds) over a simulated network that
+delays, drops, duplicates, reorders and partitions messages (every message goes through the
+wire codec, so no two nodes share an object). Nodes crash and lose everything they had not
+persisted: each node's disk is a MemoryStorage (entries, snapshot, HardState) that the
+driver writes only while handling a Ready (or, with async_storage_writes, a
+MsgStorageAppend), the way an application must: persist, then send, then apply, then
+advance. A restart builds a new RawNode from that storage; the state machine, volatile,
+comes back from the storage's snapshot. Clients propose at random times to random nodes.
+
+After every event the invariants of raft_sim_check.Checker are checked; at the end the
+faults stop, the network heals, crashed nodes come back, and within a bounded virtual time
+a leader must exist and every proposal made after the healing must be applied everywhere.
+
+Everything random comes from one ``random.Random(seed)``: the fault schedule, the
+network, and the engine's election timeouts (``Raft.rand``). The seed alone picks the
+group's size and options, so a failure replays from its seed (see ``REPLAY``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+
+from raft_sim_check import COMPACTED, MISSING, Checker, Violation
+
+from natsd.raft.codec import decode_message, encode_message
+from natsd.raft.core import Config
+from natsd.raft.describe import LOCAL_APPEND_THREAD, LOCAL_APPLY_THREAD
+from natsd.raft.log import NO_LIMIT
+from natsd.raft.logger import DiscardLogger
+from natsd.raft.rawnode import RawNode, SnapshotFailure, SnapshotFinish, new_raw_node
+from natsd.raft.state import ErrProposalDropped, StateLeader
+from natsd.raft.storage import ErrCompacted, ErrUnavailable, MemoryStorage
+from natsd.raft.types import (
+    ConfState,
+    Entry,
+    EntryNormal,
+    HardState,
+    Message,
+    MsgProp,
+    MsgSnap,
+    Snapshot,
+    SnapshotMetadata,
+    is_empty_hard_state,
+    is_empty_snap,
+)
+
+REPLAY = (
+    "NATSD_RAFT_SEED={seed} .venv/bin/python -m pytest -q -p no:cacheprovider "
+    "tests/raft/test_raft_simulation.py -k replay"
+)
+
+
+class SimulationFailure(AssertionError):
+    """A seed that broke an invariant, liveness, or made the engine raise."""
+
+
+# Event kinds (the heap holds (time, seq, kind, node, incarnation, payload)).
+TICK = 0
+DELIVER = 1
+READY = 2
+APPEND_WORK = 3
+APPLY_WORK = 4
+PROPOSE = 5
+CRASH = 6
+RESTART = 7
+PARTITION = 8
+UNPARTITION = 9
+SNAP_STATUS = 10
+HEAL = 11
+LIVE_PROPOSE = 12
+KIND_NAMES = (
+    "tick deliver ready append-work apply-work propose crash restart partition "
+    "unpartition snap-status heal live-propose"
+).split()
+
+
+class Params:
+    """A run's shape, all drawn from the seed's rng."""
+
+    __slots__ = (
+        "async_writes",
+        "check_quorum",
+        "compact",
+        "compact_every",
+        "crash_mean_ms",
+        "delay_max_ms",
+        "down_max_ms",
+        "drop_p",
+        "dup_p",
+        "fault_ms",
+        "forwarding",
+        "live_bound_ms",
+        "live_proposals",
+        "max_committed",
+        "max_inflight",
+        "max_size_per_msg",
+        "mid_crash_p",
+        "n",
+        "partition_mean_ms",
+        "pre_vote",
+        "propose_mean_ms",
+        "slow_disk_p",
+        "tail_p",
+    )
+
+    def __init__(self, rng: random.Random, fault_ms: int, async_writes: bool | None) -> None:
+        self.n = rng.choice((3, 3, 4, 5, 5))
+        self.async_writes = rng.random() < 0.4 if async_writes is None else async_writes
+        self.pre_vote = rng.random() < 0.5
+        self.check_quorum = rng.random() < 0.5
+        self.forwarding = rng.random() < 0.7
+        self.max_size_per_msg = rng.choice((0, 200, 4096, NO_LIMIT))
+        # 0 would default to max_size_per_msg, and a zero budget for committed entries
+        # panics (as in Go): at least one byte, which still lets one entry through.
+        self.max_committed = rng.choice(
+            (1, 512, NO_LIMIT) if self.max_size_per_msg == 0 else (0, 1, 512, NO_LIMIT)
+        )
+        self.max_inflight = rng.choice((1, 4, 256))
+        self.compact = rng.random() < 0.5
+        self.compact_every = rng.randrange(3, 30)
+        self.fault_ms = fault_ms
+        self.drop_p = rng.choice((0.0, 0.02, 0.1, 0.25))
+        self.dup_p = rng.choice((0.0, 0.02, 0.1))
+        self.delay_max_ms = rng.choice((2, 10, 30))
+        self.tail_p = rng.choice((0.0, 0.02, 0.1))
+        self.crash_mean_ms = rng.choice((300, 1000, 3000, 10**9))
+        self.down_max_ms = rng.choice((20, 200, 600))
+        self.mid_crash_p = rng.choice((0.0, 0.05))
+        self.partition_mean_ms = rng.choice((300, 1000, 10**9))
+        self.propose_mean_ms = rng.choice((5, 20, 60))
+        self.slow_disk_p = rng.choice((0.0, 0.1, 0.3))
+        self.live_proposals = 5
+        self.live_bound_ms = 6000
+
+    def __str__(self) -> str:
+        return " ".join(f"{k}={getattr(self, k)}" for k in self.__slots__)
+
+
+class Node:
+    __slots__ = (
+        "append_busy",
+        "append_q",
+        "applied",
+        "apply_busy",
+        "apply_q",
+        "commit_ptr",
+        "id",
+        "inc",
+        "ready_busy",
+        "rn",
+        "snap_floor",
+        "storage",
+        "tick_ms",
+    )
+
+    def __init__(self, id: int, tick_ms: int, voters: list[int]) -> None:
+        self.id = id
+        self.tick_ms = tick_ms
+        # The disk: survives crashes. Bootstrapped as etcd's tests do, with the ConfState.
+        self.storage = MemoryStorage()
+        self.storage.snap.metadata.conf_state = ConfState(voters=list(voters))
+        self.rn: RawNode | None = None
+        # Incarnation: events and replies addressed to an earlier life are dropped.
+        self.inc = 0
+        # The state machine (volatile): the last applied index; its content is the
+        # checker's applied sequence, which every applied entry is checked against.
+        self.applied = 0
+        # Applying an index at or below this is a no-op (a snapshot restored the state
+        # machine past entries still queued for the apply thread).
+        self.snap_floor = 0
+        # The highest index whose commit on this node was reported to the checker.
+        self.commit_ptr = 0
+        self.append_q: deque[Message] = deque()
+        self.apply_q: deque[Message] = deque()
+        self.ready_busy = False
+        self.append_busy = False
+        self.apply_busy = False
+
+    def term_at(self, i: int) -> int:
+        """The term of the entry at i in the node's (engine's) log, for the checker."""
+        assert self.rn is not None
+        try:
+            return self.rn.raft.raft_log.term(i)
+        except ErrCompacted:
+            return COMPACTED
+        except ErrUnavailable:
+            return MISSING
+
+    def storage_term(self, i: int) -> int:
+        try:
+            return self.storage.term(i)
+        except ErrCompacted:
+            return COMPACTED
+        except ErrUnavailable:
+            return MISSING
+
+
+class Stats:
+    __slots__ = ("applied", "crashes", "delivered", "dropped", "leaders", "partitions", "snapshots")
+
+    def __init__(self) -> None:
+        self.crashes = 0
+        self.partitions = 0
+        self.delivered = 0
+        self.dropped = 0
+        self.snapshots = 0
+        self.leaders = 0
+        self.applied = 0
+
+
+class Simulation:
+    def __init__(self, seed: int, fault_ms: int = 2000, async_writes: bool | None = None) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.p = Params(self.rng, fault_ms, async_writes)
+        self.checker = Checker()
+        self.checker.proposals = set()
+        self.stats = Stats()
+        self.now = 0
+        self.seq = 0
+        self.heap: list[tuple[int, int, int, int, int, object]] = []
+        ids = list(range(1, self.p.n + 1))
+        self.nodes: dict[int, Node] = {i: Node(i, 10 + self.rng.randrange(-1, 2), ids) for i in ids}
+        self.voters = ids
+        # Directed links that drop everything (a partition).
+        self.blocked: set[tuple[int, int]] = set()
+        self.faults = True
+        self.proposal_no = 0
+        # Snapshots the driver made: data -> (index, term).
+        self.snaps: dict[bytes, tuple[int, int]] = {}
+        # payload -> the first index it was applied at.
+        self.payload_index: dict[bytes, int] = {}
+        self.live_payloads: list[bytes] = []
+        self.live_deadline = 0
+        # The last events, formatted only for a failure's message.
+        self.trace: deque[tuple[int, str, int, object]] = deque(maxlen=60)
+
+    # -- the event queue ---------------------------------------------------------------
+
+    def at(
+        self, delay: int, kind: int, node: int = 0, inc: int = 0, payload: object = None
+    ) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (self.now + delay, self.seq, kind, node, inc, payload))
+
+    def expo(self, mean: int) -> int:
+        return 1 + int(self.rng.expovariate(1.0 / mean)) if mean < 10**8 else 10**9
+
+    # -- running -----------------------------------------------------------------------
+
+    def run(self) -> Stats:
+        try:
+            self._run()
+        except Violation as err:
+            raise self.failure(f"invariant: {err}") from err
+        except SimulationFailure:
+            raise
+        except Exception as err:
+            raise self.failure(f"engine raised {type(err).__name__}: {err}") from err
+        return self.stats
+
+    def failure(self, what: str) -> SimulationFailure:
+        lines = [
+            f"raft simulation seed {self.seed} failed at t={self.now}ms: {what}",
+            f"replay: {REPLAY.format(seed=self.seed)}",
+            f"params: {self.p}",
+            "last events:",
+        ]
+        lines += [f"  t={t} {kind} n{node} {_info(info)}" for t, kind, node, info in self.trace]
+        return SimulationFailure("\n".join(lines))
+
+    def _run(self) -> None:
+        for node in self.nodes.values():
+            self.start(node)
+        self.at(self.expo(self.p.propose_mean_ms), PROPOSE)
+        self.at(self.expo(self.p.crash_mean_ms), CRASH)
+        self.at(self.expo(self.p.partition_mean_ms), PARTITION)
+        self.at(self.p.fault_ms, HEAL)
+        heap = self.heap
+        while heap:
+            t, _, kind, nid, inc, payload = heapq.heappop(heap)
+            self.now = t
+            if kind == HEAL:
+                self.heal()
+                continue
+            if kind == LIVE_PROPOSE:
+                if self.live_propose(payload):
+                    return
+                continue
+            if not self.faults and kind in (CRASH, PARTITION, PROPOSE):
+                continue
+            self.trace.append((t, KIND_NAMES[kind], nid, payload))
+            if kind == PROPOSE:
+                self.propose()
+                self.at(self.expo(self.p.propose_mean_ms), PROPOSE)
+            elif kind == CRASH:
+                alive = [n for n in self.nodes.values() if n.rn is not None]
+                if alive:
+                    self.crash(self.rng.choice(alive))
+                self.at(self.expo(self.p.crash_mean_ms), CRASH)
+            elif kind == PARTITION:
+                self.partition()
+            elif kind == UNPARTITION:
+                self.blocked.clear()
+                self.at(self.expo(self.p.partition_mean_ms), PARTITION)
+            else:
+                node = self.nodes[nid]
+                if kind == RESTART:
+                    if node.rn is None:
+                        self.start(node)
+                    continue
+                if node.rn is None or (inc != node.inc and kind != DELIVER):
+                    if kind == DELIVER:
+                        self.undeliverable(nid, payload)
+                    continue
+                if kind == TICK:
+                    node.rn.tick()
+                    self.at(node.tick_ms, TICK, nid, node.inc)
+                elif kind == DELIVER:
+                    self.deliver(node, payload)
+                elif kind == READY:
+                    node.ready_busy = False
+                    self.handle_ready(node)
+                elif kind == APPEND_WORK:
+                    node.append_busy = False
+                    self.append_work(node)
+                elif kind == APPLY_WORK:
+                    node.apply_busy = False
+                    self.apply_work(node)
+                elif kind == SNAP_STATUS:
+                    to, ok = payload  # type: ignore[misc]
+                    node.rn.report_snapshot(to, SnapshotFinish if ok else SnapshotFailure)
+                if node.rn is not None:
+                    self.observe(node)
+                    self.schedule(node)
+        raise Violation("the event queue ran dry")  # ticks never stop: unreachable
+
+    def schedule(self, node: Node) -> None:
+        """Schedules the node's Ready handling (and storage threads) a little later: the
+        application does not react instantly, which lets events interleave."""
+        assert node.rn is not None
+        if not node.ready_busy and node.rn.has_ready():
+            node.ready_busy = True
+            self.at(self.disk_delay(), READY, node.id, node.inc)
+        if node.append_q and not node.append_busy:
+            node.append_busy = True
+            self.at(self.disk_delay(), APPEND_WORK, node.id, node.inc)
+        if node.apply_q and not node.apply_busy:
+            node.apply_busy = True
+            self.at(self.disk_delay(), APPLY_WORK, node.id, node.inc)
+
+    def disk_delay(self) -> int:
+        if self.faults and self.rng.random() < self.p.slow_disk_p:
+            return self.rng.randrange(3, 30)
+        return self.rng.randrange(0, 2)
+
+    # -- node lifecycle ----------------------------------------------------------------
+
+    def start(self, node: Node) -> None:
+        p = self.p
+        cfg = Config(
+            id=node.id,
+            election_tick=10,
+            heartbeat_tick=1,
+            storage=node.storage,
+            max_size_per_msg=p.max_size_per_msg,
+            max_committed_size_per_ready=p.max_committed,
+            max_inflight_msgs=p.max_inflight,
+            check_quorum=p.check_quorum,
+            pre_vote=p.pre_vote,
+            async_storage_writes=p.async_writes,
+            disable_proposal_forwarding=not p.forwarding,
+            logger=DiscardLogger(),
+        )
+        pre_crash_applied = node.applied
+        rn = new_raw_node(cfg)
+        # Raft.rand is Go's globalRand.Intn; new_raft drew its first timeout from the
+        # global one, so draw it again from the seed's rng.
+        rn.raft.rand = self.rng.randrange
+        rn.raft.reset_randomized_election_timeout()
+        node.rn = rn
+        node.inc += 1
+        snap_index = node.storage.snap.metadata.index
+        node.applied = snap_index
+        node.snap_floor = snap_index
+        node.commit_ptr = snap_index
+        node.ready_busy = node.append_busy = node.apply_busy = False
+        self.checker.restored(node.id, pre_crash_applied, snap_index + 1, node.storage_term)
+        self.at(self.rng.randrange(1, node.tick_ms + 1), TICK, node.id, node.inc)
+        self.observe(node)
+        self.schedule(node)
+
+    def crash(self, node: Node) -> None:
+        """Throws away the RawNode and whatever was not persisted (queued storage work,
+        Ready not yet handled); the storage stays."""
+        self.stats.crashes += 1
+        self.trace.append((self.now, "crashed", node.id, f"applied={node.applied}"))
+        node.rn = None
+        node.append_q.clear()
+        node.apply_q.clear()
+        self.checker.not_leader(node.id)
+        self.at(self.rng.randrange(1, self.p.down_max_ms + 1), RESTART, node.id)
+
+    # -- the network -------------------------------------------------------------------
+
+    def send(self, frm: int, m: Message) -> None:
+        to = m.to
+        if to not in self.nodes:
+            raise Violation(f"node {frm} sent {m.type.name} to unknown node {to}")
+        data = encode_message(m)
+        inc = self.nodes[frm].inc
+        snap = m.type == MsgSnap
+        if self.faults and self.rng.random() < self.p.drop_p:
+            self.stats.dropped += 1
+            if snap:
+                self.at(self.delay(), SNAP_STATUS, frm, inc, (to, False))
+            return
+        copies = 2 if self.faults and self.rng.random() < self.p.dup_p else 1
+        for _ in range(copies):
+            self.at(self.delay(), DELIVER, to, -1, (frm, inc, data, snap))
+
+    def delay(self) -> int:
+        if self.faults and self.rng.random() < self.p.tail_p:
+            return self.rng.randrange(30, 300)
+        return self.rng.randrange(1, self.p.delay_max_ms + 1)
+
+    def undeliverable(self, to: int, payload: object) -> None:
+        frm, inc, _, snap = payload  # type: ignore[misc]
+        self.stats.dropped += 1
+        if snap:
+            self.at(self.delay(), SNAP_STATUS, frm, inc, (to, False))
+
+    def deliver(self, node: Node, payload: object) -> None:
+        frm, inc, data, snap = payload  # type: ignore[misc]
+        assert node.rn is not None
+        if (frm, node.id) in self.blocked:
+            self.undeliverable(node.id, payload)
+            # The transport notices the peer is unreachable now and then.
+            sender = self.nodes[frm]
+            if sender.rn is not None and sender.inc == inc and self.rng.random() < 0.1:
+                sender.rn.report_unreachable(node.id)
+            return
+        m = decode_message(data)
+        self.stats.delivered += 1
+        try:
+            node.rn.step(m)
+        except ErrProposalDropped:
+            if m.type != MsgProp:
+                raise
+        if snap:
+            self.at(self.delay(), SNAP_STATUS, frm, inc, (node.id, True))
+
+    def partition(self) -> None:
+        ids = self.voters
+        r = self.rng.random()
+        if r < 0.4:
+            # Split in two.
+            side = set(self.rng.sample(ids, self.rng.randrange(1, len(ids))))
+            self.blocked = {(a, b) for a in ids for b in ids if (a in side) != (b in side)}
+        elif r < 0.7:
+            # Isolate the node (often the leader) from everyone, both ways.
+            leaders = [n.id for n in self.nodes.values() if _is_leader(n)]
+            x = leaders[0] if leaders and self.rng.random() < 0.7 else self.rng.choice(ids)
+            self.blocked = {(a, b) for a in ids for b in ids if a != b and x in (a, b)}
+        else:
+            # One-way links: a node hears but is not heard, or the reverse.
+            x = self.rng.choice(ids)
+            out = self.rng.random() < 0.5
+            self.blocked = {(x, b) if out else (b, x) for b in ids if b != x}
+        self.stats.partitions += 1
+        self.trace.append((self.now, "blocked", 0, str(sorted(self.blocked))))
+        self.at(self.rng.randrange(50, 800), UNPARTITION)
+
+    # -- clients -----------------------------------------------------------------------
+
+    def propose(self, payload: bytes | None = None) -> bool:
+        """Proposes to a random node; False if dropped at once."""
+        alive = [n for n in self.nodes.values() if n.rn is not None]
+        if not alive:
+            return False
+        node = self.rng.choice(alive)
+        assert node.rn is not None
+        if payload is None:
+            self.proposal_no += 1
+            payload = b"c%d" % self.proposal_no
+        assert self.checker.proposals is not None
+        self.checker.proposals.add(payload)
+        ok = True
+        try:
+            node.rn.propose(payload)
+        except ErrProposalDropped:
+            ok = False
+        self.observe(node)
+        self.schedule(node)
+        return ok
+
+    # -- Ready handling: persist, send, apply, advance ---------------------------------
+
+    def handle_ready(self, node: Node) -> None:
+        rn = node.rn
+        assert rn is not None
+        if not rn.has_ready():
+            return
+        rd = rn.ready()
+        if self.p.async_writes:
+            for m in rd.messages:
+                if m.to == LOCAL_APPEND_THREAD:
+                    node.append_q.append(m)
+                elif m.to == LOCAL_APPLY_THREAD:
+                    node.apply_q.append(m)
+                else:
+                    self.send(node.id, m)
+            return
+        self.persist(node, rd.hard_state, rd.snapshot, rd.entries)
+        if self.mid_crash(node):
+            return
+        for m in rd.messages:
+            self.send(node.id, m)
+        for e in rd.committed_entries:
+            self.apply(node, e)
+        rn.advance(rd)
+        self.maybe_compact(node)
+
+    def mid_crash(self, node: Node) -> bool:
+        """A crash after persisting and before anything else (messages lost)."""
+        if self.faults and self.p.mid_crash_p and self.rng.random() < self.p.mid_crash_p:
+            self.crash(node)
+            return True
+        return False
+
+    def append_work(self, node: Node) -> None:
+        """The append thread: persists one MsgStorageAppend, then delivers its responses
+        (to the node itself directly, to peers over the network)."""
+        if not node.append_q:
+            return
+        m = node.append_q.popleft()
+        hs = HardState(m.term, m.vote, m.commit)
+        self.persist(node, hs, m.snapshot, m.entries)
+        if self.mid_crash(node):
+            return
+        for r in m.responses:
+            if r.to == node.id:
+                assert node.rn is not None
+                node.rn.step(r)
+            else:
+                self.send(node.id, r)
+
+    def apply_work(self, node: Node) -> None:
+        if not node.apply_q:
+            return
+        m = node.apply_q.popleft()
+        for e in m.entries:
+            self.apply(node, e)
+        assert node.rn is not None
+        for r in m.responses:
+            node.rn.step(r)
+        self.maybe_compact(node)
+
+    def persist(
+        self, node: Node, hs: HardState | None, snap: Snapshot | None, ents: list[Entry]
+    ) -> None:
+        st = node.storage
+        chk = self.checker
+        nid = node.id
+        if hs is not None and not is_empty_hard_state(hs):
+            chk.hard_state(nid, hs.term, hs.vote, hs.commit)
+            st.set_hard_state(HardState(hs.term, hs.vote, hs.commit))
+        if snap is not None and not is_empty_snap(snap):
+            md = snap.metadata
+            known = self.snaps.get(snap.data)
+            if known != (md.index, md.term):
+                raise Violation(
+                    f"node {nid} got snapshot {snap.data!r} at {md.index}/{md.term}; "
+                    f"the driver made it at {known}"
+                )
+            if md.index < node.applied:
+                raise Violation(
+                    f"node {nid} restores snapshot {md.index} over applied {node.applied}"
+                )
+            # The snapshot replaces the whole log: entries past it are dropped.
+            for i in range(md.index + 1, st.last_index() + 1):
+                chk.remove(nid, i, st.term(i))
+            st.apply_snapshot(
+                Snapshot(snap.data, SnapshotMetadata(md.conf_state.clone(), md.index, md.term))
+            )
+            node.applied = node.snap_floor = md.index
+            node.commit_ptr = max(node.commit_ptr, md.index)
+            self.stats.snapshots += 1
+        if ents:
+            first = ents[0].index
+            last_old = st.last_index()
+            for i in range(max(first, st.first_index()), last_old + 1):
+                k = i - first
+                if k >= len(ents) or ents[k].term != st.term(i):
+                    chk.remove(nid, i, st.term(i))
+            prev = node.storage_term(first - 1)
+            chk.append(nid, prev, [(e.index, e.term, int(e.type), e.data) for e in ents])
+            st.append([e.clone() for e in ents])
+
+    def apply(self, node: Node, e: Entry) -> None:
+        i = e.index
+        if i <= node.snap_floor:
+            self.checker.apply(node.id, i, e.term, int(e.type), e.data)
+            return
+        if i != node.applied + 1:
+            raise Violation(f"node {node.id} applies index {i} after {node.applied}")
+        if e.type != EntryNormal:
+            raise Violation(f"node {node.id} applies a {e.type.name}; none was proposed")
+        self.checker.apply(node.id, i, e.term, int(e.type), e.data)
+        node.applied = i
+        self.stats.applied = max(self.stats.applied, i)
+        if e.data:
+            self.payload_index.setdefault(e.data, i)
+
+    def maybe_compact(self, node: Node) -> None:
+        """Snapshots the state machine and compacts the log now and then."""
+        st = node.storage
+        # Not past the durable commit index: a restart would find a snapshot ahead of its
+        # HardState's commit (newRaft panics "state.commit %d is out of range"). With
+        # async_storage_writes the apply thread can run ahead of the append thread.
+        hs = st.hard_state
+        i = min(node.applied, hs.commit if hs is not None else 0)
+        if not self.p.compact or i - st.snap.metadata.index < self.p.compact_every:
+            return
+        if self.rng.random() < 0.5:
+            return
+        key = b"s%d.%d" % (node.id, i)
+        term = self.checker.applied[i][0]
+        self.snaps[key] = (i, term)
+        st.create_snapshot(i, ConfState(voters=list(self.voters)), key)
+        keep = self.rng.randrange(0, 8)
+        if i - keep > st.first_index() - 1:
+            st.compact(i - keep)
+
+    # -- invariants after each event ---------------------------------------------------
+
+    def observe(self, node: Node) -> None:
+        rn = node.rn
+        assert rn is not None
+        r = rn.raft
+        chk = self.checker
+        if r.state == StateLeader:
+            if chk.leaders.get(r.term) is None:
+                self.stats.leaders += 1
+                self.trace.append((self.now, "leader", node.id, f"term={r.term}"))
+            chk.leader(node.id, r.term, node.term_at)
+        else:
+            chk.not_leader(node.id)
+        c = r.raft_log.committed
+        if c > node.commit_ptr:
+            for i in range(node.commit_ptr + 1, c + 1):
+                t = node.term_at(i)
+                if t != COMPACTED:
+                    chk.commit(node.id, r.term, i, t)
+            node.commit_ptr = c
+
+    # -- the end: heal, then liveness --------------------------------------------------
+
+    def heal(self) -> None:
+        """Stops the faults, heals the network, restarts crashed nodes; then clients
+        propose and every proposal must be applied on every node in bounded time."""
+        self.faults = False
+        self.blocked.clear()
+        self.trace.append((self.now, "heal", 0, ""))
+        for node in self.nodes.values():
+            if node.rn is None:
+                self.start(node)
+        # The bound grows with the backlog at healing time: with one entry per MsgApp and
+        # one MsgApp in flight, a follower catches up by one entry per round trip.
+        backlog = max(n.rn.raft.raft_log.last_index() for n in self.nodes.values() if n.rn) - min(
+            n.rn.raft.raft_log.committed for n in self.nodes.values() if n.rn
+        )
+        rtt = 2 * self.p.delay_max_ms + 4
+        self.live_deadline = self.now + self.p.live_bound_ms + backlog * rtt
+        for k in range(self.p.live_proposals):
+            payload = b"live%d" % k
+            self.live_payloads.append(payload)
+            self.at(50 + 40 * k, LIVE_PROPOSE, payload=payload)
+        self.at(50 + 40 * self.p.live_proposals, LIVE_PROPOSE, payload=None)
+
+    def live_propose(self, payload: object) -> bool:
+        """Proposes a payload (re-proposing until it is applied somewhere: a client
+        retries: at once when the proposal was dropped, else after a while), or with None
+        checks progress; True when everything is done."""
+        if payload is not None:
+            assert isinstance(payload, bytes)
+            if payload not in self.payload_index:
+                self.trace.append((self.now, "live-propose", 0, payload))
+                ok = self.propose(payload)
+                self.at(1000 if ok else 20, LIVE_PROPOSE, payload=payload)
+            return False
+        leaders = [n.id for n in self.nodes.values() if _is_leader(n)]
+        lagging = [
+            (n.id, p.decode())
+            for p in self.live_payloads
+            for n in self.nodes.values()
+            if p not in self.payload_index or n.applied < self.payload_index[p]
+        ]
+        if leaders and not lagging:
+            return True
+        if self.now >= self.live_deadline:
+            raise self.failure(
+                f"liveness: {self.p.live_bound_ms}ms after healing, leaders {leaders}, "
+                f"not applied (node, payload): {lagging[:10]}"
+            )
+        self.at(20, LIVE_PROPOSE, payload=None)
+        return False
+
+
+def _is_leader(n: Node) -> bool:
+    return n.rn is not None and n.rn.raft.state == StateLeader
+
+
+def _info(payload: object) -> str:
+    if isinstance(payload, tuple) and len(payload) == 4:
+        frm, _, data, _ = payload
+        try:
+            m = decode_message(data)
+        except Exception:
+            return f"from {frm}"
+        return f"{m.type.name} {m.from_}->{m.to} t{m.term} i{m.index} n{len(m.entries)} c{m.commit}"
+    return "" if payload is None else repr(payload)
+
+
+def run_seed(seed: int, fault_ms: int = 2000) -> Stats:
+    return Simulation(seed, fault_ms).run()
