@@ -32,6 +32,7 @@ from natsd.raft.describe import LOCAL_APPEND_THREAD, LOCAL_APPLY_THREAD
 from natsd.raft.log import NO_LIMIT
 from natsd.raft.logger import DiscardLogger
 from natsd.raft.rawnode import RawNode, SnapshotFailure, SnapshotFinish, new_raw_node
+from natsd.raft.read_only import ReadState
 from natsd.raft.state import ErrProposalDropped, StateLeader
 from natsd.raft.storage import ErrCompacted, ErrUnavailable, MemoryStorage
 from natsd.raft.types import (
@@ -40,8 +41,10 @@ from natsd.raft.types import (
     EntryNormal,
     HardState,
     Message,
+    MsgAppResp,
     MsgProp,
     MsgSnap,
+    MsgVoteResp,
     Snapshot,
     SnapshotMetadata,
     is_empty_hard_state,
@@ -52,6 +55,11 @@ REPLAY = (
     "NATSD_RAFT_SEED={seed} .venv/bin/python -m pytest -q -p no:cacheprovider "
     "tests/raft/test_raft_simulation.py -k replay"
 )
+
+
+# Responses Go holds back until the state they answer from is persisted (raft.send puts
+# them in msgsAfterAppend); requests and the other responses leave at once.
+AFTER_APPEND = frozenset((MsgAppResp, MsgVoteResp))
 
 
 class SimulationFailure(AssertionError):
@@ -72,10 +80,25 @@ UNPARTITION = 9
 SNAP_STATUS = 10
 HEAL = 11
 LIVE_PROPOSE = 12
-KIND_NAMES = (
-    "tick deliver ready append-work apply-work propose crash restart partition "
-    "unpartition snap-status heal live-propose"
-).split()
+READ = 13
+TRANSFER = 14
+KIND_NAMES = [
+    "tick",
+    "deliver",
+    "ready",
+    "append-work",
+    "apply-work",
+    "propose",
+    "crash",
+    "restart",
+    "partition",
+    "unpartition",
+    "snap-status",
+    "heal",
+    "live-propose",
+    "read",
+    "transfer",
+]
 
 
 class Params:
@@ -91,8 +114,10 @@ class Params:
         "down_max_ms",
         "drop_p",
         "dup_p",
+        "election_tick",
         "fault_ms",
         "forwarding",
+        "heartbeat_tick",
         "live_bound_ms",
         "live_proposals",
         "max_committed",
@@ -103,8 +128,10 @@ class Params:
         "partition_mean_ms",
         "pre_vote",
         "propose_mean_ms",
+        "read_mean_ms",
         "slow_disk_p",
         "tail_p",
+        "transfer_mean_ms",
     )
 
     def __init__(self, rng: random.Random, fault_ms: int, async_writes: bool | None) -> None:
@@ -133,6 +160,10 @@ class Params:
         self.partition_mean_ms = rng.choice((300, 1000, 10**9))
         self.propose_mean_ms = rng.choice((5, 20, 60))
         self.slow_disk_p = rng.choice((0.0, 0.1, 0.3))
+        self.read_mean_ms = rng.choice((50, 200, 10**9))
+        self.transfer_mean_ms = rng.choice((300, 10**9))
+        self.election_tick = rng.choice((5, 10, 10, 20))
+        self.heartbeat_tick = rng.choice((1, 1, 2))
         self.live_proposals = 5
         self.live_bound_ms = 6000
 
@@ -200,7 +231,16 @@ class Node:
 
 
 class Stats:
-    __slots__ = ("applied", "crashes", "delivered", "dropped", "leaders", "partitions", "snapshots")
+    __slots__ = (
+        "applied",
+        "crashes",
+        "delivered",
+        "dropped",
+        "leaders",
+        "partitions",
+        "reads",
+        "snapshots",
+    )
 
     def __init__(self) -> None:
         self.crashes = 0
@@ -210,10 +250,11 @@ class Stats:
         self.snapshots = 0
         self.leaders = 0
         self.applied = 0
+        self.reads = 0
 
 
 class Simulation:
-    def __init__(self, seed: int, fault_ms: int = 2000, async_writes: bool | None = None) -> None:
+    def __init__(self, seed: int, fault_ms: int = 3000, async_writes: bool | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         self.p = Params(self.rng, fault_ms, async_writes)
@@ -235,6 +276,9 @@ class Simulation:
         # payload -> the first index it was applied at.
         self.payload_index: dict[bytes, int] = {}
         self.live_payloads: list[bytes] = []
+        # Linearizable reads (ReadIndex, ReadOnlySafe): request context -> the highest
+        # index known committed when the read was asked; its ReadState may not be lower.
+        self.reads: dict[bytes, int] = {}
         self.live_deadline = 0
         # The last events, formatted only for a failure's message.
         self.trace: deque[tuple[int, str, int, object]] = deque(maxlen=60)
@@ -279,6 +323,8 @@ class Simulation:
         self.at(self.expo(self.p.propose_mean_ms), PROPOSE)
         self.at(self.expo(self.p.crash_mean_ms), CRASH)
         self.at(self.expo(self.p.partition_mean_ms), PARTITION)
+        self.at(self.expo(self.p.read_mean_ms), READ)
+        self.at(self.expo(self.p.transfer_mean_ms), TRANSFER)
         self.at(self.p.fault_ms, HEAL)
         heap = self.heap
         while heap:
@@ -291,7 +337,7 @@ class Simulation:
                 if self.live_propose(payload):
                     return
                 continue
-            if not self.faults and kind in (CRASH, PARTITION, PROPOSE):
+            if not self.faults and kind in (CRASH, PARTITION, PROPOSE, READ, TRANSFER):
                 continue
             self.trace.append((t, KIND_NAMES[kind], nid, payload))
             if kind == PROPOSE:
@@ -304,6 +350,12 @@ class Simulation:
                 self.at(self.expo(self.p.crash_mean_ms), CRASH)
             elif kind == PARTITION:
                 self.partition()
+            elif kind == READ:
+                self.read()
+                self.at(self.expo(self.p.read_mean_ms), READ)
+            elif kind == TRANSFER:
+                self.transfer()
+                self.at(self.expo(self.p.transfer_mean_ms), TRANSFER)
             elif kind == UNPARTITION:
                 self.blocked.clear()
                 self.at(self.expo(self.p.partition_mean_ms), PARTITION)
@@ -364,8 +416,8 @@ class Simulation:
         p = self.p
         cfg = Config(
             id=node.id,
-            election_tick=10,
-            heartbeat_tick=1,
+            election_tick=p.election_tick,
+            heartbeat_tick=p.heartbeat_tick,
             storage=node.storage,
             max_size_per_msg=p.max_size_per_msg,
             max_committed_size_per_ready=p.max_committed,
@@ -411,8 +463,36 @@ class Simulation:
         to = m.to
         if to not in self.nodes:
             raise Violation(f"node {frm} sent {m.type.name} to unknown node {to}")
+        sender = self.nodes[frm]
+        hs = sender.storage.hard_state
+        hs_term = hs.term if hs is not None else 0
+        # What a message promises must be durable when it leaves, unless the node has
+        # since durably moved to a later term (then it can no longer act in m's term: Go
+        # sends a Ready's messages after persisting its final state, which may be later
+        # than the state a message was made in).
+        if m.term > hs_term and m.type in AFTER_APPEND:
+            raise Violation(
+                f"node {frm} sends {m.type.name} in term {m.term} before persisting the "
+                f"term (persisted {hs})"
+            )
+        if m.type == MsgVoteResp and not m.reject and hs_term <= m.term:
+            # Else a crash lets the node vote twice in the term.
+            if hs is None or (hs.term, hs.vote) != (m.term, to):
+                raise Violation(
+                    f"node {frm} sends its vote for {to} in term {m.term} before persisting "
+                    f"it (persisted {hs})"
+                )
+        elif m.type == MsgAppResp and not m.reject and hs_term == m.term:
+            # Else a crash loses an entry a quorum counted on.
+            stored = sender.storage_term(m.index)
+            log_term = sender.term_at(m.index)
+            if stored == MISSING or (log_term != COMPACTED and stored not in (log_term, COMPACTED)):
+                raise Violation(
+                    f"node {frm} acknowledges index {m.index} before persisting it "
+                    f"(stored term {stored}, log term {log_term})"
+                )
         data = encode_message(m)
-        inc = self.nodes[frm].inc
+        inc = sender.inc
         snap = m.type == MsgSnap
         if self.faults and self.rng.random() < self.p.drop_p:
             self.stats.dropped += 1
@@ -498,6 +578,43 @@ class Simulation:
         self.schedule(node)
         return ok
 
+    def read(self) -> None:
+        alive = [n for n in self.nodes.values() if n.rn is not None]
+        if not alive:
+            return
+        node = self.rng.choice(alive)
+        assert node.rn is not None
+        ctx = b"r%d" % len(self.reads)
+        self.reads[ctx] = self.checker.committed_index()
+        node.rn.read_index(ctx)
+        self.observe(node)
+        self.schedule(node)
+
+    def transfer(self) -> None:
+        """Asks the leader (if any) to hand leadership to another node."""
+        leaders = [n for n in self.nodes.values() if _is_leader(n)]
+        if not leaders:
+            return
+        node = leaders[0]
+        assert node.rn is not None
+        to = self.rng.choice([i for i in self.voters if i != node.id])
+        self.trace.append((self.now, "transfer-to", node.id, to))
+        node.rn.transfer_leader(to)
+        self.observe(node)
+        self.schedule(node)
+
+    def read_states(self, node: Node, states: list[ReadState]) -> None:
+        for rs in states:
+            want = self.reads.get(rs.request_ctx)
+            if want is None:
+                raise Violation(f"node {node.id} got a ReadState for unknown {rs.request_ctx!r}")
+            if rs.index < want:
+                raise Violation(
+                    f"linearizability: node {node.id} read {rs.request_ctx!r} at index "
+                    f"{rs.index}, but index {want} was committed before the read was asked"
+                )
+            self.stats.reads += 1
+
     # -- Ready handling: persist, send, apply, advance ---------------------------------
 
     def handle_ready(self, node: Node) -> None:
@@ -506,6 +623,8 @@ class Simulation:
         if not rn.has_ready():
             return
         rd = rn.ready()
+        if rd.read_states:
+            self.read_states(node, rd.read_states)
         if self.p.async_writes:
             for m in rd.messages:
                 if m.to == LOCAL_APPEND_THREAD:
@@ -603,6 +722,12 @@ class Simulation:
 
     def apply(self, node: Node, e: Entry) -> None:
         i = e.index
+        stored = node.storage_term(i)
+        if stored != e.term and stored != COMPACTED:
+            raise Violation(
+                f"node {node.id} is handed index {i} (term {e.term}) to apply, which its "
+                f"storage does not hold (stored term {stored})"
+            )
         if i <= node.snap_floor:
             self.checker.apply(node.id, i, e.term, int(e.type), e.data)
             return
@@ -726,5 +851,5 @@ def _info(payload: object) -> str:
     return "" if payload is None else repr(payload)
 
 
-def run_seed(seed: int, fault_ms: int = 2000) -> Stats:
+def run_seed(seed: int, fault_ms: int = 3000) -> Stats:
     return Simulation(seed, fault_ms).run()

@@ -15,7 +15,7 @@ from raft_sim_check import COMPACTED, MISSING, Checker, Violation
 
 # The default run: SEEDS seeds in BATCHES tests (each batch a pytest item, so a failure
 # names its batch and the message names its seed).
-SEEDS = 200
+SEEDS = 300
 BATCHES = 10
 SOAK_SEEDS = 3000
 # Seeds found to break the engine (see /work/wt/notes/sim17-engine-bugs.md): excluded from
@@ -87,6 +87,41 @@ def test_replay() -> None:
 def test_simulation_soak() -> None:
     stats = _run_seeds(range(SEEDS, SEEDS + SOAK_SEEDS))
     assert len(stats) == SOAK_SEEDS - len(KNOWN_BAD & set(range(SEEDS, SEEDS + SOAK_SEEDS)))
+
+
+def test_simulator_catches_an_application_that_forgets_the_hard_state() -> None:
+    """An application that does not persist HardState (votes, terms) is caught: its vote
+    leaves before it is durable, so a crash could let it vote twice in a term."""
+    from raft_sim import Simulation, SimulationFailure
+
+    class Forgetful(Simulation):
+        def persist(self, node, hs, snap, ents):  # type: ignore[no-untyped-def]
+            super().persist(node, None, snap, ents)
+
+    with pytest.raises(SimulationFailure, match=r"(?s)seed 0 .*before persisting.*-k replay"):
+        Forgetful(0).run()
+
+
+def test_simulator_catches_a_disk_that_loses_writes() -> None:
+    """A disk that loses the last entries it acknowledged at a crash is caught (an applied
+    entry gone after the restart, or an acknowledged one missing)."""
+    from raft_sim import Simulation, SimulationFailure
+
+    class LossyDisk(Simulation):
+        def crash(self, node):  # type: ignore[no-untyped-def]
+            super().crash(node)
+            ents = node.storage.ents
+            if len(ents) > 1:
+                node.storage.ents = ents[: max(1, len(ents) - 3)]
+
+    caught = 0
+    for seed in range(20):
+        try:
+            LossyDisk(seed).run()
+        except SimulationFailure as err:
+            assert f"seed {seed} " in str(err)
+            caught += 1
+    assert caught >= 5
 
 
 def test_failure_message_names_seed_and_replay() -> None:
