@@ -26,18 +26,34 @@ from collections import deque
 
 from raft_sim_check import COMPACTED, MISSING, Checker, Violation
 
-from natsd.raft.codec import decode_message, encode_message
+from natsd.raft.codec import (
+    decode_message,
+    encode_message,
+    unmarshal_conf_change,
+    unmarshal_conf_change_v2,
+)
 from natsd.raft.core import Config
 from natsd.raft.describe import LOCAL_APPEND_THREAD, LOCAL_APPLY_THREAD
 from natsd.raft.log import NO_LIMIT
 from natsd.raft.logger import DiscardLogger
-from natsd.raft.rawnode import RawNode, SnapshotFailure, SnapshotFinish, new_raw_node
+from natsd.raft.rawnode import Peer, RawNode, SnapshotFailure, SnapshotFinish, new_raw_node
 from natsd.raft.read_only import ReadState
-from natsd.raft.state import ErrProposalDropped, StateLeader
+from natsd.raft.state import ErrProposalDropped, ErrStepPeerNotFound, StateLeader
 from natsd.raft.storage import ErrCompacted, ErrUnavailable, MemoryStorage
 from natsd.raft.types import (
+    ConfChange,
+    ConfChangeAddLearnerNode,
+    ConfChangeAddNode,
+    ConfChangeI,
+    ConfChangeRemoveNode,
+    ConfChangeSingle,
+    ConfChangeTransitionAuto,
+    ConfChangeTransitionJointExplicit,
+    ConfChangeTransitionJointImplicit,
+    ConfChangeV2,
     ConfState,
     Entry,
+    EntryConfChange,
     EntryNormal,
     HardState,
     Message,
@@ -82,6 +98,7 @@ HEAL = 11
 LIVE_PROPOSE = 12
 READ = 13
 TRANSFER = 14
+CONF = 15
 KIND_NAMES = [
     "tick",
     "deliver",
@@ -98,6 +115,7 @@ KIND_NAMES = [
     "live-propose",
     "read",
     "transfer",
+    "conf-change",
 ]
 
 
@@ -109,6 +127,7 @@ class Params:
         "check_quorum",
         "compact",
         "compact_every",
+        "conf_changes",
         "crash_mean_ms",
         "delay_max_ms",
         "down_max_ms",
@@ -128,8 +147,10 @@ class Params:
         "partition_mean_ms",
         "pre_vote",
         "propose_mean_ms",
+        "raft_bootstrap",
         "read_mean_ms",
         "slow_disk_p",
+        "step_down_on_removal",
         "tail_p",
         "transfer_mean_ms",
     )
@@ -164,6 +185,12 @@ class Params:
         self.transfer_mean_ms = rng.choice((300, 10**9))
         self.election_tick = rng.choice((5, 10, 10, 20))
         self.heartbeat_tick = rng.choice((1, 1, 2))
+        # Membership changes (ConfChange and ConfChangeV2, joint or not) among a pool of
+        # n + 2 nodes; they need the initial members in the log (RawNode.bootstrap), for a
+        # node added later learns the configuration by replaying it.
+        self.conf_changes = rng.random() < 0.5
+        self.raft_bootstrap = self.conf_changes or rng.random() < 0.5
+        self.step_down_on_removal = rng.random() < 0.5
         self.live_proposals = 5
         self.live_bound_ms = 6000
 
@@ -178,7 +205,11 @@ class Node:
         "applied",
         "apply_busy",
         "apply_q",
+        "bootstrap",
         "commit_ptr",
+        "conf_index",
+        "conf_state",
+        "decommissioned",
         "id",
         "inc",
         "ready_busy",
@@ -188,12 +219,24 @@ class Node:
         "tick_ms",
     )
 
-    def __init__(self, id: int, tick_ms: int, voters: list[int]) -> None:
+    def __init__(self, id: int, tick_ms: int, voters: list[int], raft_bootstrap: bool) -> None:
         self.id = id
         self.tick_ms = tick_ms
-        # The disk: survives crashes. Bootstrapped as etcd's tests do, with the ConfState.
+        # The disk: survives crashes. Unless RawNode.bootstrap writes the initial members
+        # into the log, a member starts as etcd's tests do, with the ConfState in storage.
         self.storage = MemoryStorage()
-        self.storage.snap.metadata.conf_state = ConfState(voters=list(voters))
+        self.bootstrap: list[int] = []
+        if id in voters:
+            if raft_bootstrap:
+                self.bootstrap = list(voters)
+            else:
+                self.storage.snap.metadata.conf_state = ConfState(voters=list(voters))
+        # The configuration as of the applied index (for the snapshots the node makes).
+        self.conf_state = self.storage.snap.metadata.conf_state.clone()
+        # The index of the last conf change applied.
+        self.conf_index = 0
+        # Removed from the group for good (after the healing): never restarted.
+        self.decommissioned = False
         self.rn: RawNode | None = None
         # Incarnation: events and replies addressed to an earlier life are dropped.
         self.inc = 0
@@ -264,9 +307,16 @@ class Simulation:
         self.now = 0
         self.seq = 0
         self.heap: list[tuple[int, int, int, int, int, object]] = []
-        ids = list(range(1, self.p.n + 1))
-        self.nodes: dict[int, Node] = {i: Node(i, 10 + self.rng.randrange(-1, 2), ids) for i in ids}
-        self.voters = ids
+        members = list(range(1, self.p.n + 1))
+        pool = list(range(1, self.p.n + (3 if self.p.conf_changes else 1)))
+        self.nodes: dict[int, Node] = {
+            i: Node(i, 10 + self.rng.randrange(-1, 2), members, self.p.raft_bootstrap) for i in pool
+        }
+        self.pool = pool
+        # The newest configuration any node applied, and the index it was applied at;
+        # every node applying the entry at that index must arrive at the same one.
+        self.config = ConfState(voters=list(members))
+        self.configs: dict[int, ConfState] = {}
         # Directed links that drop everything (a partition).
         self.blocked: set[tuple[int, int]] = set()
         self.faults = True
@@ -325,6 +375,8 @@ class Simulation:
         self.at(self.expo(self.p.partition_mean_ms), PARTITION)
         self.at(self.expo(self.p.read_mean_ms), READ)
         self.at(self.expo(self.p.transfer_mean_ms), TRANSFER)
+        if self.p.conf_changes:
+            self.at(self.expo(300), CONF)
         self.at(self.p.fault_ms, HEAL)
         heap = self.heap
         while heap:
@@ -337,7 +389,7 @@ class Simulation:
                 if self.live_propose(payload):
                     return
                 continue
-            if not self.faults and kind in (CRASH, PARTITION, PROPOSE, READ, TRANSFER):
+            if not self.faults and kind in (CRASH, PARTITION, PROPOSE, READ, TRANSFER, CONF):
                 continue
             self.trace.append((t, KIND_NAMES[kind], nid, payload))
             if kind == PROPOSE:
@@ -356,13 +408,16 @@ class Simulation:
             elif kind == TRANSFER:
                 self.transfer()
                 self.at(self.expo(self.p.transfer_mean_ms), TRANSFER)
+            elif kind == CONF:
+                self.conf_change()
+                self.at(self.expo(300), CONF)
             elif kind == UNPARTITION:
                 self.blocked.clear()
                 self.at(self.expo(self.p.partition_mean_ms), PARTITION)
             else:
                 node = self.nodes[nid]
                 if kind == RESTART:
-                    if node.rn is None:
+                    if node.rn is None and not node.decommissioned:
                         self.start(node)
                     continue
                 if node.rn is None or (inc != node.inc and kind != DELIVER):
@@ -426,10 +481,15 @@ class Simulation:
             pre_vote=p.pre_vote,
             async_storage_writes=p.async_writes,
             disable_proposal_forwarding=not p.forwarding,
+            step_down_on_removal=p.step_down_on_removal,
             logger=DiscardLogger(),
         )
         pre_crash_applied = node.applied
         rn = new_raw_node(cfg)
+        st = node.storage
+        if node.bootstrap and st.last_index() == 0 and st.hard_state is None:
+            # First start (or a crash before the bootstrap was persisted).
+            rn.bootstrap([Peer(i) for i in node.bootstrap])
         # Raft.rand is Go's globalRand.Intn; new_raft drew its first timeout from the
         # global one, so draw it again from the seed's rng.
         rn.raft.rand = self.rng.randrange
@@ -438,6 +498,7 @@ class Simulation:
         node.inc += 1
         snap_index = node.storage.snap.metadata.index
         node.applied = snap_index
+        node.conf_state = node.storage.snap.metadata.conf_state.clone()
         node.snap_floor = snap_index
         node.commit_ptr = snap_index
         node.ready_busy = node.append_busy = node.apply_busy = False
@@ -531,11 +592,15 @@ class Simulation:
         except ErrProposalDropped:
             if m.type != MsgProp:
                 raise
+        except ErrStepPeerNotFound:
+            # A response from a node no longer (or not yet) in this node's configuration:
+            # etcd drops it too.
+            pass
         if snap:
             self.at(self.delay(), SNAP_STATUS, frm, inc, (node.id, True))
 
     def partition(self) -> None:
-        ids = self.voters
+        ids = self.pool
         r = self.rng.random()
         if r < 0.4:
             # Split in two.
@@ -559,7 +624,7 @@ class Simulation:
 
     def propose(self, payload: bytes | None = None) -> bool:
         """Proposes to a random node; False if dropped at once."""
-        alive = [n for n in self.nodes.values() if n.rn is not None]
+        alive = [n for n in self.nodes.values() if n.rn is not None and self.is_member(n.id)]
         if not alive:
             return False
         node = self.rng.choice(alive)
@@ -597,7 +662,10 @@ class Simulation:
             return
         node = leaders[0]
         assert node.rn is not None
-        to = self.rng.choice([i for i in self.voters if i != node.id])
+        others = [i for i in self.config.voters if i != node.id]
+        if not others:
+            return
+        to = self.rng.choice(others)
         self.trace.append((self.now, "transfer-to", node.id, to))
         node.rn.transfer_leader(to)
         self.observe(node)
@@ -664,7 +732,12 @@ class Simulation:
         for r in m.responses:
             if r.to == node.id:
                 assert node.rn is not None
-                node.rn.step(r)
+                try:
+                    node.rn.step(r)
+                except ErrStepPeerNotFound:
+                    # The node's own ack, after a conf change removed it: Go's Step
+                    # refuses it the same way, and the application drops it.
+                    pass
             else:
                 self.send(node.id, r)
 
@@ -707,6 +780,7 @@ class Simulation:
                 Snapshot(snap.data, SnapshotMetadata(md.conf_state.clone(), md.index, md.term))
             )
             node.applied = node.snap_floor = md.index
+            node.conf_state = md.conf_state.clone()
             node.commit_ptr = max(node.commit_ptr, md.index)
             self.stats.snapshots += 1
         if ents:
@@ -733,13 +807,93 @@ class Simulation:
             return
         if i != node.applied + 1:
             raise Violation(f"node {node.id} applies index {i} after {node.applied}")
-        if e.type != EntryNormal:
-            raise Violation(f"node {node.id} applies a {e.type.name}; none was proposed")
         self.checker.apply(node.id, i, e.term, int(e.type), e.data)
+        if e.type != EntryNormal:
+            self.apply_conf_change(node, e)
         node.applied = i
         self.stats.applied = max(self.stats.applied, i)
         if e.data:
             self.payload_index.setdefault(e.data, i)
+
+    def apply_conf_change(self, node: Node, e: Entry) -> None:
+        assert node.rn is not None
+        cc: ConfChangeI
+        if e.type == EntryConfChange:
+            cc = unmarshal_conf_change(e.data)
+        else:
+            cc = unmarshal_conf_change_v2(e.data)
+        cs = node.rn.apply_conf_change(cc)
+        node.conf_state = cs.clone()
+        node.conf_index = e.index
+        if self.p.raft_bootstrap and e.index <= self.p.n:
+            # RawNode.bootstrap applied all its peers at once: what applying one of its
+            # entries returns depends on whether the node bootstrapped or replays them.
+            return
+        have = self.configs.get(e.index)
+        if have is None:
+            self.configs[e.index] = cs.clone()
+            if e.index >= max(self.configs):
+                self.config = cs.clone()
+        elif (diff := have.equivalent(cs)) is not None:
+            raise Violation(
+                f"node {node.id} applies the conf change at index {e.index} and gets another "
+                f"configuration than another node: {diff}"
+            )
+
+    def conf_change(self) -> None:
+        """Proposes a random membership change valid for the newest configuration (the
+        leader may still refuse it, e.g. with another change pending), or the leaving of
+        a joint configuration."""
+        cfg = self.config
+        cc: ConfChangeI
+        if cfg.voters_outgoing:
+            cc = ConfChangeV2()
+        else:
+            voters, learners = set(cfg.voters), set(cfg.learners)
+            outsiders = [i for i in self.pool if i not in voters and i not in learners]
+            options: list[ConfChangeSingle] = []
+            for i in outsiders + sorted(learners):
+                options.append(ConfChangeSingle(ConfChangeAddNode, i))
+            for i in outsiders:
+                options.append(ConfChangeSingle(ConfChangeAddLearnerNode, i))
+            for i in sorted(voters):
+                options.append(ConfChangeSingle(ConfChangeRemoveNode, i))
+                options.append(ConfChangeSingle(ConfChangeAddLearnerNode, i))
+            for i in sorted(learners):
+                options.append(ConfChangeSingle(ConfChangeRemoveNode, i))
+            changes = self.rng.sample(options, min(len(options), self.rng.choice((1, 1, 2))))
+            after = set(voters)
+            for ch in changes:
+                if ch.type == ConfChangeAddNode:
+                    after.add(ch.node_id)
+                else:
+                    after.discard(ch.node_id)
+            ids = [ch.node_id for ch in changes]
+            if not 3 <= len(after) <= 5 or len(set(ids)) != len(ids):
+                return
+            if len(changes) == 1 and self.rng.random() < 0.5:
+                cc = ConfChange(changes[0].type, changes[0].node_id)
+            else:
+                transition = self.rng.choice(
+                    (
+                        ConfChangeTransitionAuto,
+                        ConfChangeTransitionJointImplicit,
+                        ConfChangeTransitionJointExplicit,
+                    )
+                )
+                cc = ConfChangeV2(transition, changes)
+        alive = [n for n in self.nodes.values() if n.rn is not None]
+        if not alive:
+            return
+        node = self.rng.choice(alive)
+        assert node.rn is not None
+        self.trace.append((self.now, "conf-change", node.id, cc))
+        try:
+            node.rn.propose_conf_change(cc)
+        except ErrProposalDropped:
+            pass
+        self.observe(node)
+        self.schedule(node)
 
     def maybe_compact(self, node: Node) -> None:
         """Snapshots the state machine and compacts the log now and then."""
@@ -748,15 +902,23 @@ class Simulation:
         # HardState's commit (newRaft panics "state.commit %d is out of range"). With
         # async_storage_writes the apply thread can run ahead of the append thread.
         hs = st.hard_state
-        i = min(node.applied, hs.commit if hs is not None else 0)
-        if not self.p.compact or i - st.snap.metadata.index < self.p.compact_every:
+        i = node.applied
+        if hs is None or hs.commit < i:
             return
-        if self.rng.random() < 0.5:
+        if not self.p.compact:
+            return
+        # A snapshot older than the newest configuration must not be all a leader has: a
+        # node removed and added again refuses a snapshot whose configuration lacks it (Go:
+        # "attempted to restore snapshot but it is not in the ConfState"), and with entries
+        # compacted past its log the leader has nothing else to send it.
+        snap_index = st.snap.metadata.index
+        stale = snap_index < node.conf_index <= i
+        if not stale and (i - snap_index < self.p.compact_every or self.rng.random() < 0.5):
             return
         key = b"s%d.%d" % (node.id, i)
         term = self.checker.applied[i][0]
         self.snaps[key] = (i, term)
-        st.create_snapshot(i, ConfState(voters=list(self.voters)), key)
+        st.create_snapshot(i, node.conf_state, key)
         keep = self.rng.randrange(0, 8)
         if i - keep > st.first_index() - 1:
             st.compact(i - keep)
@@ -791,8 +953,9 @@ class Simulation:
         self.faults = False
         self.blocked.clear()
         self.trace.append((self.now, "heal", 0, ""))
+        self.decommission()
         for node in self.nodes.values():
-            if node.rn is None:
+            if node.rn is None and not node.decommissioned:
                 self.start(node)
         # The bound grows with the backlog at healing time: with one entry per MsgApp and
         # one MsgApp in flight, a follower catches up by one entry per round trip.
@@ -807,6 +970,28 @@ class Simulation:
             self.at(50 + 40 * k, LIVE_PROPOSE, payload=payload)
         self.at(50 + 40 * self.p.live_proposals, LIVE_PROPOSE, payload=None)
 
+    def is_member(self, nid: int) -> bool:
+        return nid in _members(self.config)
+
+    def decommission(self) -> None:
+        """After the healing, nodes outside the group are shut down, as an operator would
+        (a removed node that never learned of its removal would otherwise call elections
+        forever), and brought back if a change still in flight adds them again."""
+        for node in self.nodes.values():
+            member = self.is_member(node.id)
+            if node.decommissioned and member:
+                node.decommissioned = False
+                self.trace.append((self.now, "recommissioned", node.id, None))
+                self.start(node)
+            elif not node.decommissioned and not member:
+                node.decommissioned = True
+                if node.rn is not None:
+                    self.trace.append((self.now, "decommissioned", node.id, None))
+                    node.rn = None
+                    node.append_q.clear()
+                    node.apply_q.clear()
+                    self.checker.not_leader(node.id)
+
     def live_propose(self, payload: object) -> bool:
         """Proposes a payload (re-proposing until it is applied somewhere: a client
         retries: at once when the proposal was dropped, else after a while), or with None
@@ -818,11 +1003,22 @@ class Simulation:
                 ok = self.propose(payload)
                 self.at(1000 if ok else 20, LIVE_PROPOSE, payload=payload)
             return False
-        leaders = [n.id for n in self.nodes.values() if _is_leader(n)]
+        self.decommission()
+        members = [n for n in self.nodes.values() if self.is_member(n.id)]
+        leaders = [n.id for n in members if _is_leader(n)]
+        if self.config.voters_outgoing and leaders:
+            # Leave a joint configuration the application entered explicitly.
+            leader = self.nodes[leaders[0]].rn
+            assert leader is not None
+            try:
+                leader.propose_conf_change(ConfChangeV2())
+            except ErrProposalDropped:
+                pass
+            self.schedule(self.nodes[leaders[0]])
         lagging = [
             (n.id, p.decode())
             for p in self.live_payloads
-            for n in self.nodes.values()
+            for n in members
             if p not in self.payload_index or n.applied < self.payload_index[p]
         ]
         if leaders and not lagging:
@@ -834,6 +1030,10 @@ class Simulation:
             )
         self.at(20, LIVE_PROPOSE, payload=None)
         return False
+
+
+def _members(cs: ConfState) -> set[int]:
+    return set(cs.voters) | set(cs.learners) | set(cs.voters_outgoing)
 
 
 def _is_leader(n: Node) -> bool:

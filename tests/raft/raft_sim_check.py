@@ -182,7 +182,9 @@ class Checker:
                 f"node {node} applies term {term} at index {index}, where term "
                 f"{self.committed[index]} was committed"
             )
-        if self.proposals is not None and data and data not in self.proposals:
+        # Normal entries only: the engine writes conf changes of its own (bootstrap, the
+        # automatic leaving of a joint configuration).
+        if self.proposals is not None and typ == 0 and data and data not in self.proposals:
             raise Violation(f"node {node} applies {data!r}, which no client proposed")
         self.applied.append(ent)
         if index == len(self.committed):
