@@ -25,6 +25,32 @@ import random
 from collections import deque
 
 from raft_sim_check import COMPACTED, MISSING, Checker, Violation
+from raft_sim_parts import (
+    APPEND_WORK,
+    APPLY_WORK,
+    CONF,
+    CRASH,
+    DELIVER,
+    HEAL,
+    KIND_NAMES,
+    LIVE_PROPOSE,
+    PARTITION,
+    PROPOSE,
+    READ,
+    READY,
+    RESTART,
+    SNAP_STATUS,
+    TICK,
+    TRANSFER,
+    UNPARTITION,
+    Node,
+    Params,
+    Stats,
+    describe_event,
+    is_leader,
+    members_of,
+    random_conf_change,
+)
 
 from natsd.raft.codec import (
     decode_message,
@@ -34,22 +60,12 @@ from natsd.raft.codec import (
 )
 from natsd.raft.core import Config
 from natsd.raft.describe import LOCAL_APPEND_THREAD, LOCAL_APPLY_THREAD
-from natsd.raft.log import NO_LIMIT
 from natsd.raft.logger import DiscardLogger
-from natsd.raft.rawnode import Peer, RawNode, SnapshotFailure, SnapshotFinish, new_raw_node
+from natsd.raft.rawnode import Peer, SnapshotFailure, SnapshotFinish, new_raw_node
 from natsd.raft.read_only import ReadState
 from natsd.raft.state import ErrProposalDropped, ErrStepPeerNotFound, StateLeader
-from natsd.raft.storage import ErrCompacted, ErrUnavailable, MemoryStorage
 from natsd.raft.types import (
-    ConfChange,
-    ConfChangeAddLearnerNode,
-    ConfChangeAddNode,
     ConfChangeI,
-    ConfChangeRemoveNode,
-    ConfChangeSingle,
-    ConfChangeTransitionAuto,
-    ConfChangeTransitionJointExplicit,
-    ConfChangeTransitionJointImplicit,
     ConfChangeV2,
     ConfState,
     Entry,
@@ -80,220 +96,6 @@ AFTER_APPEND = frozenset((MsgAppResp, MsgVoteResp))
 
 class SimulationFailure(AssertionError):
     """A seed that broke an invariant, liveness, or made the engine raise."""
-
-
-# Event kinds (the heap holds (time, seq, kind, node, incarnation, payload)).
-TICK = 0
-DELIVER = 1
-READY = 2
-APPEND_WORK = 3
-APPLY_WORK = 4
-PROPOSE = 5
-CRASH = 6
-RESTART = 7
-PARTITION = 8
-UNPARTITION = 9
-SNAP_STATUS = 10
-HEAL = 11
-LIVE_PROPOSE = 12
-READ = 13
-TRANSFER = 14
-CONF = 15
-KIND_NAMES = [
-    "tick",
-    "deliver",
-    "ready",
-    "append-work",
-    "apply-work",
-    "propose",
-    "crash",
-    "restart",
-    "partition",
-    "unpartition",
-    "snap-status",
-    "heal",
-    "live-propose",
-    "read",
-    "transfer",
-    "conf-change",
-]
-
-
-class Params:
-    """A run's shape, all drawn from the seed's rng."""
-
-    __slots__ = (
-        "async_writes",
-        "check_quorum",
-        "compact",
-        "compact_every",
-        "conf_changes",
-        "crash_mean_ms",
-        "delay_max_ms",
-        "down_max_ms",
-        "drop_p",
-        "dup_p",
-        "election_tick",
-        "fault_ms",
-        "forwarding",
-        "heartbeat_tick",
-        "live_bound_ms",
-        "live_proposals",
-        "max_committed",
-        "max_inflight",
-        "max_size_per_msg",
-        "mid_crash_p",
-        "n",
-        "partition_mean_ms",
-        "pre_vote",
-        "propose_mean_ms",
-        "raft_bootstrap",
-        "read_mean_ms",
-        "slow_disk_p",
-        "step_down_on_removal",
-        "tail_p",
-        "transfer_mean_ms",
-    )
-
-    def __init__(self, rng: random.Random, fault_ms: int, async_writes: bool | None) -> None:
-        self.n = rng.choice((3, 3, 4, 5, 5))
-        self.async_writes = rng.random() < 0.4 if async_writes is None else async_writes
-        self.pre_vote = rng.random() < 0.5
-        self.check_quorum = rng.random() < 0.5
-        self.forwarding = rng.random() < 0.7
-        self.max_size_per_msg = rng.choice((0, 200, 4096, NO_LIMIT))
-        # 0 would default to max_size_per_msg, and a zero budget for committed entries
-        # panics (as in Go): at least one byte, which still lets one entry through.
-        self.max_committed = rng.choice(
-            (1, 512, NO_LIMIT) if self.max_size_per_msg == 0 else (0, 1, 512, NO_LIMIT)
-        )
-        self.max_inflight = rng.choice((1, 4, 256))
-        self.compact = rng.random() < 0.5
-        self.compact_every = rng.randrange(3, 30)
-        self.fault_ms = fault_ms
-        self.drop_p = rng.choice((0.0, 0.02, 0.1, 0.25))
-        self.dup_p = rng.choice((0.0, 0.02, 0.1))
-        self.delay_max_ms = rng.choice((2, 10, 30))
-        self.tail_p = rng.choice((0.0, 0.02, 0.1))
-        self.crash_mean_ms = rng.choice((300, 1000, 3000, 10**9))
-        self.down_max_ms = rng.choice((20, 200, 600))
-        self.mid_crash_p = rng.choice((0.0, 0.05))
-        self.partition_mean_ms = rng.choice((300, 1000, 10**9))
-        self.propose_mean_ms = rng.choice((5, 20, 60))
-        self.slow_disk_p = rng.choice((0.0, 0.1, 0.3))
-        self.read_mean_ms = rng.choice((50, 200, 10**9))
-        self.transfer_mean_ms = rng.choice((300, 10**9))
-        self.election_tick = rng.choice((5, 10, 10, 20))
-        self.heartbeat_tick = rng.choice((1, 1, 2))
-        # Membership changes (ConfChange and ConfChangeV2, joint or not) among a pool of
-        # n + 2 nodes; they need the initial members in the log (RawNode.bootstrap), for a
-        # node added later learns the configuration by replaying it.
-        self.conf_changes = rng.random() < 0.5
-        self.raft_bootstrap = self.conf_changes or rng.random() < 0.5
-        self.step_down_on_removal = rng.random() < 0.5
-        self.live_proposals = 5
-        self.live_bound_ms = 6000
-
-    def __str__(self) -> str:
-        return " ".join(f"{k}={getattr(self, k)}" for k in self.__slots__)
-
-
-class Node:
-    __slots__ = (
-        "append_busy",
-        "append_q",
-        "applied",
-        "apply_busy",
-        "apply_q",
-        "bootstrap",
-        "commit_ptr",
-        "conf_index",
-        "conf_state",
-        "decommissioned",
-        "id",
-        "inc",
-        "ready_busy",
-        "rn",
-        "snap_floor",
-        "storage",
-        "tick_ms",
-    )
-
-    def __init__(self, id: int, tick_ms: int, voters: list[int], raft_bootstrap: bool) -> None:
-        self.id = id
-        self.tick_ms = tick_ms
-        # The disk: survives crashes. Unless RawNode.bootstrap writes the initial members
-        # into the log, a member starts as etcd's tests do, with the ConfState in storage.
-        self.storage = MemoryStorage()
-        self.bootstrap: list[int] = []
-        if id in voters:
-            if raft_bootstrap:
-                self.bootstrap = list(voters)
-            else:
-                self.storage.snap.metadata.conf_state = ConfState(voters=list(voters))
-        # The configuration as of the applied index (for the snapshots the node makes).
-        self.conf_state = self.storage.snap.metadata.conf_state.clone()
-        # The index of the last conf change applied.
-        self.conf_index = 0
-        # Removed from the group for good (after the healing): never restarted.
-        self.decommissioned = False
-        self.rn: RawNode | None = None
-        # Incarnation: events and replies addressed to an earlier life are dropped.
-        self.inc = 0
-        # The state machine (volatile): the last applied index; its content is the
-        # checker's applied sequence, which every applied entry is checked against.
-        self.applied = 0
-        # Applying an index at or below this is a no-op (a snapshot restored the state
-        # machine past entries still queued for the apply thread).
-        self.snap_floor = 0
-        # The highest index whose commit on this node was reported to the checker.
-        self.commit_ptr = 0
-        self.append_q: deque[Message] = deque()
-        self.apply_q: deque[Message] = deque()
-        self.ready_busy = False
-        self.append_busy = False
-        self.apply_busy = False
-
-    def term_at(self, i: int) -> int:
-        """The term of the entry at i in the node's (engine's) log, for the checker."""
-        assert self.rn is not None
-        try:
-            return self.rn.raft.raft_log.term(i)
-        except ErrCompacted:
-            return COMPACTED
-        except ErrUnavailable:
-            return MISSING
-
-    def storage_term(self, i: int) -> int:
-        try:
-            return self.storage.term(i)
-        except ErrCompacted:
-            return COMPACTED
-        except ErrUnavailable:
-            return MISSING
-
-
-class Stats:
-    __slots__ = (
-        "applied",
-        "crashes",
-        "delivered",
-        "dropped",
-        "leaders",
-        "partitions",
-        "reads",
-        "snapshots",
-    )
-
-    def __init__(self) -> None:
-        self.crashes = 0
-        self.partitions = 0
-        self.delivered = 0
-        self.dropped = 0
-        self.snapshots = 0
-        self.leaders = 0
-        self.applied = 0
-        self.reads = 0
 
 
 class Simulation:
@@ -364,7 +166,9 @@ class Simulation:
             f"params: {self.p}",
             "last events:",
         ]
-        lines += [f"  t={t} {kind} n{node} {_info(info)}" for t, kind, node, info in self.trace]
+        lines += [
+            f"  t={t} {kind} n{node} {describe_event(info)}" for t, kind, node, info in self.trace
+        ]
         return SimulationFailure("\n".join(lines))
 
     def _run(self) -> None:
@@ -608,7 +412,7 @@ class Simulation:
             self.blocked = {(a, b) for a in ids for b in ids if (a in side) != (b in side)}
         elif r < 0.7:
             # Isolate the node (often the leader) from everyone, both ways.
-            leaders = [n.id for n in self.nodes.values() if _is_leader(n)]
+            leaders = [n.id for n in self.nodes.values() if is_leader(n)]
             x = leaders[0] if leaders and self.rng.random() < 0.7 else self.rng.choice(ids)
             self.blocked = {(a, b) for a in ids for b in ids if a != b and x in (a, b)}
         else:
@@ -657,7 +461,7 @@ class Simulation:
 
     def transfer(self) -> None:
         """Asks the leader (if any) to hand leadership to another node."""
-        leaders = [n for n in self.nodes.values() if _is_leader(n)]
+        leaders = [n for n in self.nodes.values() if is_leader(n)]
         if not leaders:
             return
         node = leaders[0]
@@ -812,7 +616,7 @@ class Simulation:
             self.apply_conf_change(node, e)
         node.applied = i
         self.stats.applied = max(self.stats.applied, i)
-        if e.data:
+        if e.type == EntryNormal and e.data:
             self.payload_index.setdefault(e.data, i)
 
     def apply_conf_change(self, node: Node, e: Entry) -> None:
@@ -844,44 +648,9 @@ class Simulation:
         """Proposes a random membership change valid for the newest configuration (the
         leader may still refuse it, e.g. with another change pending), or the leaving of
         a joint configuration."""
-        cfg = self.config
-        cc: ConfChangeI
-        if cfg.voters_outgoing:
-            cc = ConfChangeV2()
-        else:
-            voters, learners = set(cfg.voters), set(cfg.learners)
-            outsiders = [i for i in self.pool if i not in voters and i not in learners]
-            options: list[ConfChangeSingle] = []
-            for i in outsiders + sorted(learners):
-                options.append(ConfChangeSingle(ConfChangeAddNode, i))
-            for i in outsiders:
-                options.append(ConfChangeSingle(ConfChangeAddLearnerNode, i))
-            for i in sorted(voters):
-                options.append(ConfChangeSingle(ConfChangeRemoveNode, i))
-                options.append(ConfChangeSingle(ConfChangeAddLearnerNode, i))
-            for i in sorted(learners):
-                options.append(ConfChangeSingle(ConfChangeRemoveNode, i))
-            changes = self.rng.sample(options, min(len(options), self.rng.choice((1, 1, 2))))
-            after = set(voters)
-            for ch in changes:
-                if ch.type == ConfChangeAddNode:
-                    after.add(ch.node_id)
-                else:
-                    after.discard(ch.node_id)
-            ids = [ch.node_id for ch in changes]
-            if not 3 <= len(after) <= 5 or len(set(ids)) != len(ids):
-                return
-            if len(changes) == 1 and self.rng.random() < 0.5:
-                cc = ConfChange(changes[0].type, changes[0].node_id)
-            else:
-                transition = self.rng.choice(
-                    (
-                        ConfChangeTransitionAuto,
-                        ConfChangeTransitionJointImplicit,
-                        ConfChangeTransitionJointExplicit,
-                    )
-                )
-                cc = ConfChangeV2(transition, changes)
+        cc = random_conf_change(self.rng, self.config, self.pool)
+        if cc is None:
+            return
         alive = [n for n in self.nodes.values() if n.rn is not None]
         if not alive:
             return
@@ -971,7 +740,7 @@ class Simulation:
         self.at(50 + 40 * self.p.live_proposals, LIVE_PROPOSE, payload=None)
 
     def is_member(self, nid: int) -> bool:
-        return nid in _members(self.config)
+        return nid in members_of(self.config)
 
     def decommission(self) -> None:
         """After the healing, nodes outside the group are shut down, as an operator would
@@ -1005,7 +774,7 @@ class Simulation:
             return False
         self.decommission()
         members = [n for n in self.nodes.values() if self.is_member(n.id)]
-        leaders = [n.id for n in members if _is_leader(n)]
+        leaders = [n.id for n in members if is_leader(n)]
         if self.config.voters_outgoing and leaders:
             # Leave a joint configuration the application entered explicitly.
             leader = self.nodes[leaders[0]].rn
@@ -1030,25 +799,6 @@ class Simulation:
             )
         self.at(20, LIVE_PROPOSE, payload=None)
         return False
-
-
-def _members(cs: ConfState) -> set[int]:
-    return set(cs.voters) | set(cs.learners) | set(cs.voters_outgoing)
-
-
-def _is_leader(n: Node) -> bool:
-    return n.rn is not None and n.rn.raft.state == StateLeader
-
-
-def _info(payload: object) -> str:
-    if isinstance(payload, tuple) and len(payload) == 4:
-        frm, _, data, _ = payload
-        try:
-            m = decode_message(data)
-        except Exception:
-            return f"from {frm}"
-        return f"{m.type.name} {m.from_}->{m.to} t{m.term} i{m.index} n{len(m.entries)} c{m.commit}"
-    return "" if payload is None else repr(payload)
 
 
 def run_seed(seed: int, fault_ms: int = 3000) -> Stats:
