@@ -137,6 +137,12 @@ class Params:
         self.conf_changes = rng.random() < 0.5
         self.raft_bootstrap = self.conf_changes or rng.random() < 0.5
         self.step_down_on_removal = rng.random() < 0.5
+        if self.conf_changes and not (self.check_quorum or self.pre_vote):
+            # Without either, a learner whose term a removed node's MsgVote raised past the
+            # leader's is stranded for good: it ignores the leader's lower-term MsgApp
+            # without answering, and being a learner never campaigns to get the terms
+            # even (upstream relies on the campaign; see sim17-engine-bugs.md).
+            self.pre_vote = True
         self.live_proposals = 5
         self.live_bound_ms = 6000
 
