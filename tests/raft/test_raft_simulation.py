@@ -39,7 +39,7 @@ def test_simulation_seeds(batch: int) -> None:
 
 def test_simulation_covers_the_faults() -> None:
     """Across a few seeds the faults happen: crashes, partitions, drops, snapshots, several
-    elections, and both storage-write modes."""
+    elections, reads, membership changes, and both storage-write modes."""
     from raft_sim import Simulation
 
     sims = [Simulation(s) for s in range(12)]
@@ -48,8 +48,13 @@ def test_simulation_covers_the_faults() -> None:
     assert sum(s.partitions for s in stats) > 0
     assert sum(s.dropped for s in stats) > 0
     assert sum(s.snapshots for s in stats) > 0
+    assert sum(s.reads for s in stats) > 0
     assert max(s.leaders for s in stats) > 1
     assert {sim.p.async_writes for sim in sims} == {True, False}
+    # Membership changes past the bootstrap were applied, some of them joint.
+    changes = [cs for sim in sims for i, cs in sim.configs.items()]
+    assert any(cs.voters_outgoing for cs in changes)
+    assert any(cs.learners for cs in changes)
 
 
 def test_simulation_is_deterministic() -> None:
@@ -124,7 +129,7 @@ def test_simulator_catches_a_disk_that_loses_writes() -> None:
     assert caught >= 5
 
 
-def test_failure_message_names_seed_and_replay() -> None:
+def test_failure_message_names_the_seed_and_command() -> None:
     from raft_sim import Simulation, SimulationFailure
 
     sim = Simulation(1234)
