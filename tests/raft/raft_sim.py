@@ -13,6 +13,11 @@ After every event the invariants of raft_sim_check.Checker are checked; at the e
 faults stop, the network heals, crashed nodes come back, and within a bounded virtual time
 a leader must exist and every proposal made after the healing must be applied everywhere.
 
+Besides proposals, clients ask for linearizable reads (ReadIndex), leadership transfers and,
+in half the seeds, membership changes (ConfChange and ConfChangeV2, joint or not, learners,
+removal of the leader) among a pool of n + 2 nodes; the application snapshots and compacts
+its log now and then, so lagging nodes catch up through MsgSnap.
+
 Everything random comes from one ``random.Random(seed)``: the fault schedule, the
 network, and the engine's election timeouts (``Raft.rand``). The seed alone picks the
 group's size and options, so a failure replays from its seed (see ``REPLAY``).
@@ -460,7 +465,18 @@ class Simulation:
         self.schedule(node)
 
     def transfer(self) -> None:
-        """Asks the leader (if any) to hand leadership to another node."""
+        """Asks the leader (if any) to hand leadership to another node, or now and then a
+        follower to forget its leader."""
+        if self.rng.random() < 0.3:
+            alive = [n for n in self.nodes.values() if n.rn is not None]
+            if alive:
+                node = self.rng.choice(alive)
+                assert node.rn is not None
+                self.trace.append((self.now, "forget-leader", node.id, None))
+                node.rn.forget_leader()
+                self.observe(node)
+                self.schedule(node)
+            return
         leaders = [n for n in self.nodes.values() if is_leader(n)]
         if not leaders:
             return
@@ -739,6 +755,19 @@ class Simulation:
             self.at(50 + 40 * k, LIVE_PROPOSE, payload=payload)
         self.at(50 + 40 * self.p.live_proposals, LIVE_PROPOSE, payload=None)
 
+    def final_check(self, members: list[Node]) -> None:
+        """At the end every member's storage holds the committed entries it has applied
+        (or a snapshot covers them), with the committed terms."""
+        committed = self.checker.committed
+        for node in members:
+            st = node.storage
+            for i in range(st.first_index(), min(node.applied, st.last_index()) + 1):
+                if i < len(committed) and st.term(i) != committed[i]:
+                    raise Violation(
+                        f"at the end node {node.id} stores term {st.term(i)} at index {i}, "
+                        f"where term {committed[i]} was committed"
+                    )
+
     def is_member(self, nid: int) -> bool:
         return nid in members_of(self.config)
 
@@ -791,6 +820,7 @@ class Simulation:
             if p not in self.payload_index or n.applied < self.payload_index[p]
         ]
         if leaders and not lagging:
+            self.final_check(members)
             return True
         if self.now >= self.live_deadline:
             raise self.failure(
