@@ -9,7 +9,13 @@ MsgStorageAppend), the way an application must: persist, then send, then apply, 
 advance. A restart builds a new RawNode from that storage; the state machine, volatile,
 comes back from the storage's snapshot. Clients propose at random times to random nodes.
 
-After every event the invariants of raft_sim_check.Checker are checked; at the end the
+After every event the invariants of raft_sim_check.Checker are checked; the driver adds
+what only it sees: a message's promise (a vote, an acknowledged entry) is durable when the
+message leaves, an entry handed over for applying is in storage, a ReadIndex read is not
+older than what was committed when it was asked, every node applying a conf change arrives
+at the same configuration; and an exception out of the engine fails the run, but for the
+errors Go returns that an application drops (a dropped proposal, a response from a peer
+the node no longer knows). At the end the
 faults stop, the network heals, crashed nodes come back, and within a bounded virtual time
 a leader must exist and every proposal made after the healing must be applied everywhere.
 
