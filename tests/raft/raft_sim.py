@@ -358,8 +358,16 @@ class Simulation:
                     f"node {frm} sends its vote for {to} in term {m.term} before persisting "
                     f"it (persisted {hs})"
                 )
-        elif m.type == MsgAppResp and not m.reject and hs_term == m.term:
-            # Else a crash loses an entry a quorum counted on.
+        elif (
+            m.type == MsgAppResp
+            and not m.reject
+            and hs_term == m.term
+            and sender.rn is not None
+            and sender.rn.raft.term == m.term
+        ):
+            # Else a crash loses an entry a quorum counted on. (Once the node is in a later
+            # term, with async writes not yet persisted, its log may already have dropped
+            # the entry for the new leader's: the durable one is what the ack is about.)
             stored = sender.storage_term(m.index)
             log_term = sender.term_at(m.index)
             if stored == MISSING or (log_term != COMPACTED and stored not in (log_term, COMPACTED)):
