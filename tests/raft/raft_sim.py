@@ -755,6 +755,8 @@ class Simulation:
         if c > node.commit_ptr:
             for i in range(node.commit_ptr + 1, c + 1):
                 t = node.term_at(i)
+                if t == MISSING:
+                    raise Violation(f"node {node.id} commits index {i} past its log")
                 if t != COMPACTED:
                     chk.commit(node.id, r.term, i, t)
             node.commit_ptr = c
