@@ -8,7 +8,11 @@ reordering, partitioning network with random ticks and proposals. After every st
 - Commit indexes and terms never go backwards on a node.
 
 After the chaos the network heals: the cluster elects a leader, commits a last proposal,
-and every node applies it."""
+and every node applies it.
+
+With asynchronous storage writes the local append and apply threads are simulated: each
+runs its queue of MsgStorageAppend / MsgStorageApply in order, at random moments, and then
+delivers the messages' responses (a crash loses what they had not done yet)."""
 
 from __future__ import annotations
 
@@ -17,18 +21,23 @@ import random
 import pytest
 from raft_harness import new_test_config, new_test_memory_storage, with_peers
 
-from natsd.raft.core import StateLeader
+from natsd.raft.core import LOCAL_APPEND_THREAD, LOCAL_APPLY_THREAD, StateLeader
 from natsd.raft.logger import DiscardLogger
 from natsd.raft.rawnode import RawNode, new_raw_node
 from natsd.raft.state import RaftError
 from natsd.raft.storage import MemoryStorage
-from natsd.raft.types import EntryType, Message
+from natsd.raft.types import EntryType, HardState, Message, MessageType
 
 
 class Cluster:
-    def __init__(self, n: int, rng: random.Random, pre_vote: bool, check_quorum: bool) -> None:
+    def __init__(
+        self, n: int, rng: random.Random, pre_vote: bool, check_quorum: bool, async_writes: bool
+    ) -> None:
         self.rng = rng
         self.ids = list(range(1, n + 1))
+        self.async_writes = async_writes
+        self.append_q: dict[int, list[Message]] = {id: [] for id in self.ids}
+        self.apply_q: dict[int, list[Message]] = {id: [] for id in self.ids}
         self.pre_vote = pre_vote
         self.check_quorum = check_quorum
         self.storage: dict[int, MemoryStorage] = {}
@@ -53,6 +62,7 @@ class Cluster:
         cfg.check_quorum = self.check_quorum
         cfg.logger = DiscardLogger()
         cfg.applied = applied
+        cfg.async_storage_writes = self.async_writes
         rn = new_raw_node(cfg)
         # Each node draws its election timeouts from the test's generator.
         rn.raft.rand = self.rng.randrange
@@ -63,9 +73,21 @@ class Cluster:
         """A crash: what was not persisted is lost, the node comes back from its storage
         with the index it applied (so it applies nothing twice)."""
         seq = self.applied[id]
+        self.append_q[id] = []
+        self.apply_q[id] = []
+        if self.async_writes:
+            # The apply thread's writes need not be durable, and it may have applied past
+            # the commit index the append thread persisted: the state machine comes back
+            # at most at the persisted commit (and applies the rest again).
+            hs = self.storage[id].hard_state
+            persisted = hs.commit if hs is not None else 0
+            while seq and seq[-1][0] > persisted:
+                seq.pop()
         self.start(id, seq[-1][0] if seq else 0)
-        # Only the persisted state survives: the commit index may go back to the stored one.
+        # Only the persisted state survives: the commit index and, with asynchronous writes,
+        # the term may go back to the stored ones.
         self.last_commit[id] = self.nodes[id].raft.raft_log.committed
+        self.last_term[id] = self.nodes[id].raft.term
 
     def connected(self, a: int, b: int) -> bool:
         return self.partition.get(a, 0) == self.partition.get(b, 0)
@@ -75,6 +97,16 @@ class Cluster:
         s = self.storage[id]
         while rn.has_ready():
             rd = rn.ready()
+            if self.async_writes:
+                for m in rd.messages:
+                    if m.to == LOCAL_APPEND_THREAD:
+                        self.append_q[id].append(m)
+                    elif m.to == LOCAL_APPLY_THREAD:
+                        self.apply_q[id].append(m)
+                    else:
+                        self.in_flight.append(m)
+                self.check(id)
+                continue
             if rd.snapshot is not None and rd.snapshot.metadata.index > 0:
                 s.apply_snapshot(rd.snapshot)
             s.append(rd.entries)
@@ -85,6 +117,32 @@ class Cluster:
                 self.apply(id, e.index, e.term, e.data if e.type == EntryType.EntryNormal else b"")
             rn.advance(rd)
             self.check(id)
+
+    def run_local_thread(self, id: int, apply: bool) -> None:
+        """The local append (or apply) thread of node id does its oldest work, then
+        delivers the responses it carries."""
+        q = self.apply_q[id] if apply else self.append_q[id]
+        if not q:
+            return
+        m = q.pop(0)
+        if apply:
+            assert m.type == MessageType.MsgStorageApply
+            for e in m.entries:
+                self.apply(id, e.index, e.term, e.data if e.type == EntryType.EntryNormal else b"")
+        else:
+            assert m.type == MessageType.MsgStorageAppend
+            s = self.storage[id]
+            if m.snapshot is not None and m.snapshot.metadata.index > 0:
+                s.apply_snapshot(m.snapshot)
+            s.append(m.entries)
+            if m.term or m.vote or m.commit:
+                s.set_hard_state(HardState(term=m.term, vote=m.vote, commit=m.commit))
+        for resp in m.responses:
+            if resp.to == id:
+                self.nodes[id].step(resp)
+            else:
+                self.in_flight.append(resp)
+        self.process_ready(id)
 
     def apply(self, id: int, index: int, term: int, data: bytes) -> None:
         seq = self.applied[id]
@@ -104,6 +162,17 @@ class Cluster:
             other = self.leaders.setdefault(r.term, id)
             assert other == id, f"two leaders in term {r.term}: {other} and {id}"
 
+    def settle(self) -> None:
+        """Delivers every message and runs every local thread until nothing is left."""
+        while self.in_flight or any(self.append_q.values()) or any(self.apply_q.values()):
+            for id in self.ids:
+                while self.append_q[id]:
+                    self.run_local_thread(id, False)
+                while self.apply_q[id]:
+                    self.run_local_thread(id, True)
+            while self.in_flight:
+                self.deliver_one()
+
     def deliver_one(self) -> None:
         if not self.in_flight:
             return
@@ -118,6 +187,9 @@ class Cluster:
 
     def step(self) -> None:
         x = self.rng.random()
+        if self.async_writes and self.rng.random() < 0.3:
+            self.run_local_thread(self.rng.choice(self.ids), self.rng.random() < 0.5)
+            return
         if x < 0.4:
             self.deliver_one()
         elif x < 0.8:
@@ -141,10 +213,11 @@ class Cluster:
             self.partition = {}
 
 
+@pytest.mark.parametrize("async_writes", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("seed", range(16))
-def test_random_cluster_safety(seed: int) -> None:
+def test_random_cluster_safety(seed: int, async_writes: bool) -> None:
     rng = random.Random(seed)
-    c = Cluster(rng.choice((3, 5)), rng, pre_vote=seed % 2 == 1, check_quorum=seed % 3 == 0)
+    c = Cluster(rng.choice((3, 5)), rng, seed % 2 == 1, seed % 3 == 0, async_writes=async_writes)
     c.drop = rng.choice((0.0, 0.05, 0.2))
     for _ in range(3000):
         c.step()
@@ -156,8 +229,7 @@ def test_random_cluster_safety(seed: int) -> None:
         for id in c.ids:
             c.nodes[id].tick()
             c.process_ready(id)
-        while c.in_flight:
-            c.deliver_one()
+        c.settle()
         leaders = [id for id in c.ids if c.nodes[id].raft.state == StateLeader]
         if leaders:
             leader = leaders[0]
@@ -166,8 +238,7 @@ def test_random_cluster_safety(seed: int) -> None:
     c.nodes[leader].propose(b"last")
     c.process_ready(leader)
     for _ in range(50):
-        while c.in_flight:
-            c.deliver_one()
+        c.settle()
         c.nodes[leader].tick()
         c.process_ready(leader)
     for id in c.ids:
