@@ -9,9 +9,14 @@ A failing seed's message says how to replay it: ``NATSD_RAFT_SEED=<seed>
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
+from raft_sim import Simulation, SimulationFailure, Stats, run_seed
 from raft_sim_check import COMPACTED, MISSING, Checker, Violation
+from raft_sim_parts import Node
+
+from natsd.raft.types import Entry, HardState, Snapshot
 
 # The default run: SEEDS seeds in BATCHES tests (each batch a pytest item, so a failure
 # names its batch and the message names its seed).
@@ -23,9 +28,7 @@ SOAK_SEEDS = 3000
 KNOWN_BAD: frozenset[int] = frozenset()
 
 
-def _run_seeds(seeds: range) -> list[object]:
-    from raft_sim import run_seed
-
+def _run_seeds(seeds: range) -> list[Stats]:
     return [run_seed(s) for s in seeds if s not in KNOWN_BAD]
 
 
@@ -34,14 +37,12 @@ def test_simulation_seeds(batch: int) -> None:
     per = SEEDS // BATCHES
     stats = _run_seeds(range(batch * per, (batch + 1) * per))
     # Every run elected a leader and applied entries (the liveness phase demands it).
-    assert all(s.leaders >= 1 and s.applied >= 1 for s in stats)  # type: ignore[attr-defined]
+    assert all(s.leaders >= 1 and s.applied >= 1 for s in stats)
 
 
 def test_simulation_covers_the_faults() -> None:
     """Across a few seeds the faults happen: crashes, partitions, drops, snapshots, several
     elections, reads, membership changes, and both storage-write modes."""
-    from raft_sim import Simulation
-
     sims = [Simulation(s) for s in range(12)]
     stats = [sim.run() for sim in sims]
     assert sum(s.crashes for s in stats) > 0
@@ -58,8 +59,6 @@ def test_simulation_covers_the_faults() -> None:
 
 
 def test_simulation_is_deterministic() -> None:
-    from raft_sim import Simulation
-
     def fingerprint(seed: int) -> tuple[object, ...]:
         sim = Simulation(seed)
         st = sim.run()
@@ -69,8 +68,6 @@ def test_simulation_is_deterministic() -> None:
 
 
 def test_simulation_async_and_sync_storage_writes() -> None:
-    from raft_sim import Simulation
-
     for seed in range(3):
         for mode in (False, True):
             sim = Simulation(seed, async_writes=mode)
@@ -80,8 +77,6 @@ def test_simulation_async_and_sync_storage_writes() -> None:
 
 def test_replay() -> None:
     """Replays $NATSD_RAFT_SEED (default 0), with the failure's message if it fails."""
-    from raft_sim import Simulation
-
     seed = int(os.environ.get("NATSD_RAFT_SEED", "0"))
     sim = Simulation(seed)
     sim.run()
@@ -97,10 +92,11 @@ def test_simulation_soak() -> None:
 def test_simulator_catches_an_application_that_forgets_the_hard_state() -> None:
     """An application that does not persist HardState (votes, terms) is caught: its vote
     leaves before it is durable, so a crash could let it vote twice in a term."""
-    from raft_sim import Simulation, SimulationFailure
 
     class Forgetful(Simulation):
-        def persist(self, node, hs, snap, ents):  # type: ignore[no-untyped-def]
+        def persist(
+            self, node: Node, hs: HardState | None, snap: Snapshot | None, ents: list[Entry]
+        ) -> None:
             super().persist(node, None, snap, ents)
 
     with pytest.raises(SimulationFailure, match=r"(?s)seed 0 .*before persisting.*-k replay"):
@@ -110,10 +106,9 @@ def test_simulator_catches_an_application_that_forgets_the_hard_state() -> None:
 def test_simulator_catches_a_disk_that_loses_writes() -> None:
     """A disk that loses the last entries it acknowledged at a crash is caught (an applied
     entry gone after the restart, or an acknowledged one missing)."""
-    from raft_sim import Simulation, SimulationFailure
 
     class LossyDisk(Simulation):
-        def crash(self, node):  # type: ignore[no-untyped-def]
+        def crash(self, node: Node) -> None:
             super().crash(node)
             ents = node.storage.ents
             if len(ents) > 1:
@@ -130,8 +125,6 @@ def test_simulator_catches_a_disk_that_loses_writes() -> None:
 
 
 def test_failure_message_names_the_seed_and_command() -> None:
-    from raft_sim import Simulation, SimulationFailure
-
     sim = Simulation(1234)
     err = sim.failure("made up")
     assert isinstance(err, SimulationFailure)
@@ -143,7 +136,7 @@ def test_failure_message_names_the_seed_and_command() -> None:
 # -- the checker catches violations ----------------------------------------------------
 
 
-def _log(terms: dict[int, int]):  # type: ignore[no-untyped-def]
+def _log(terms: dict[int, int]) -> Callable[[int], int]:
     """term_at over a log given as index -> term."""
     return lambda i: terms.get(i, MISSING)
 
