@@ -292,6 +292,7 @@ class Simulation:
             max_size_per_msg=p.max_size_per_msg,
             max_committed_size_per_ready=p.max_committed,
             max_inflight_msgs=p.max_inflight,
+            max_inflight_bytes=p.max_inflight_bytes,
             check_quorum=p.check_quorum,
             pre_vote=p.pre_vote,
             async_storage_writes=p.async_writes,

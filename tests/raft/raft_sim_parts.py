@@ -87,6 +87,7 @@ class Params:
         "live_proposals",
         "max_committed",
         "max_inflight",
+        "max_inflight_bytes",
         "max_size_per_msg",
         "mid_crash_p",
         "n",
@@ -114,6 +115,10 @@ class Params:
             (1, 512, NO_LIMIT) if self.max_size_per_msg == 0 else (0, 1, 512, NO_LIMIT)
         )
         self.max_inflight = rng.choice((1, 4, 256))
+        # Flow control by bytes too (0: none); it may not be below max_size_per_msg.
+        self.max_inflight_bytes = rng.choice(
+            (0,) if self.max_size_per_msg > 4096 else (0, 4096, 1 << 16)
+        )
         self.compact = rng.random() < 0.5
         self.compact_every = rng.randrange(3, 30)
         self.fault_ms = fault_ms
