@@ -57,10 +57,13 @@ from raft_sim_parts import (
     Node,
     Params,
     Stats,
+    check_final_storage,
+    check_promises,
     describe_event,
     is_leader,
     members_of,
     random_conf_change,
+    random_partition,
 )
 
 from natsd.raft.codec import (
@@ -84,10 +87,8 @@ from natsd.raft.types import (
     EntryNormal,
     HardState,
     Message,
-    MsgAppResp,
     MsgProp,
     MsgSnap,
-    MsgVoteResp,
     Snapshot,
     SnapshotMetadata,
     is_empty_hard_state,
@@ -98,11 +99,6 @@ REPLAY = (
     "NATSD_RAFT_SEED={seed} .venv/bin/python -m pytest -q -p no:cacheprovider "
     "tests/raft/test_raft_simulation.py -k replay"
 )
-
-
-# Responses Go holds back until the state they answer from is persisted (raft.send puts
-# them in msgsAfterAppend); requests and the other responses leave at once.
-AFTER_APPEND = frozenset((MsgAppResp, MsgVoteResp))
 
 
 class SimulationFailure(AssertionError):
@@ -341,41 +337,7 @@ class Simulation:
         if to not in self.nodes:
             raise Violation(f"node {frm} sent {m.type.name} to unknown node {to}")
         sender = self.nodes[frm]
-        hs = sender.storage.hard_state
-        hs_term = hs.term if hs is not None else 0
-        # What a message promises must be durable when it leaves, unless the node has
-        # since durably moved to a later term (then it can no longer act in m's term: Go
-        # sends a Ready's messages after persisting its final state, which may be later
-        # than the state a message was made in).
-        if m.term > hs_term and m.type in AFTER_APPEND:
-            raise Violation(
-                f"node {frm} sends {m.type.name} in term {m.term} before persisting the "
-                f"term (persisted {hs})"
-            )
-        if m.type == MsgVoteResp and not m.reject and hs_term <= m.term:
-            # Else a crash lets the node vote twice in the term.
-            if hs is None or (hs.term, hs.vote) != (m.term, to):
-                raise Violation(
-                    f"node {frm} sends its vote for {to} in term {m.term} before persisting "
-                    f"it (persisted {hs})"
-                )
-        elif (
-            m.type == MsgAppResp
-            and not m.reject
-            and hs_term == m.term
-            and sender.rn is not None
-            and sender.rn.raft.term == m.term
-        ):
-            # Else a crash loses an entry a quorum counted on. (Once the node is in a later
-            # term, with async writes not yet persisted, its log may already have dropped
-            # the entry for the new leader's: the durable one is what the ack is about.)
-            stored = sender.storage_term(m.index)
-            log_term = sender.term_at(m.index)
-            if stored == MISSING or (log_term != COMPACTED and stored not in (log_term, COMPACTED)):
-                raise Violation(
-                    f"node {frm} acknowledges index {m.index} before persisting it "
-                    f"(stored term {stored}, log term {log_term})"
-                )
+        check_promises(sender, m)
         data = encode_message(m)
         inc = sender.inc
         snap = m.type == MsgSnap
@@ -424,22 +386,8 @@ class Simulation:
             self.at(self.delay(), SNAP_STATUS, frm, inc, (node.id, True))
 
     def partition(self) -> None:
-        ids = self.pool
-        r = self.rng.random()
-        if r < 0.4:
-            # Split in two.
-            side = set(self.rng.sample(ids, self.rng.randrange(1, len(ids))))
-            self.blocked = {(a, b) for a in ids for b in ids if (a in side) != (b in side)}
-        elif r < 0.7:
-            # Isolate the node (often the leader) from everyone, both ways.
-            leaders = [n.id for n in self.nodes.values() if is_leader(n)]
-            x = leaders[0] if leaders and self.rng.random() < 0.7 else self.rng.choice(ids)
-            self.blocked = {(a, b) for a in ids for b in ids if a != b and x in (a, b)}
-        else:
-            # One-way links: a node hears but is not heard, or the reverse.
-            x = self.rng.choice(ids)
-            out = self.rng.random() < 0.5
-            self.blocked = {(x, b) if out else (b, x) for b in ids if b != x}
+        leaders = [n.id for n in self.nodes.values() if is_leader(n)]
+        self.blocked = random_partition(self.rng, self.pool, leaders)
         self.stats.partitions += 1
         self.trace.append((self.now, "blocked", 0, str(sorted(self.blocked))))
         self.at(self.rng.randrange(50, 800), UNPARTITION)
@@ -787,19 +735,6 @@ class Simulation:
             self.at(50 + 40 * k, LIVE_PROPOSE, payload=payload)
         self.at(50 + 40 * self.p.live_proposals, LIVE_PROPOSE, payload=None)
 
-    def final_check(self, members: list[Node]) -> None:
-        """At the end every member's storage holds the committed entries it has applied
-        (or a snapshot covers them), with the committed terms."""
-        committed = self.checker.committed
-        for node in members:
-            st = node.storage
-            for i in range(st.first_index(), min(node.applied, st.last_index()) + 1):
-                if i < len(committed) and st.term(i) != committed[i]:
-                    raise Violation(
-                        f"at the end node {node.id} stores term {st.term(i)} at index {i}, "
-                        f"where term {committed[i]} was committed"
-                    )
-
     def is_member(self, nid: int) -> bool:
         return nid in members_of(self.config)
 
@@ -852,7 +787,7 @@ class Simulation:
             if p not in self.payload_index or n.applied < self.payload_index[p]
         ]
         if leaders and not lagging:
-            self.final_check(members)
+            check_final_storage(members, self.checker.committed)
             return True
         if self.now >= self.live_deadline:
             raise self.failure(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from raft_sim_check import COMPACTED, MISSING
+from raft_sim_check import COMPACTED, MISSING, Violation
 
 from natsd.raft.codec import decode_message
 from natsd.raft.log import NO_LIMIT
@@ -26,6 +26,8 @@ from natsd.raft.types import (
     ConfChangeV2,
     ConfState,
     Message,
+    MsgAppResp,
+    MsgVoteResp,
 )
 
 # Event kinds (the heap holds (time, seq, kind, node, incarnation, payload)).
@@ -314,3 +316,78 @@ def random_conf_change(rng: random.Random, cfg: ConfState, pool: list[int]) -> C
             )
             cc = ConfChangeV2(transition, changes)
     return cc
+
+
+# Responses Go holds back until the state they answer from is persisted (raft.send puts
+# them in msgsAfterAppend); requests and the other responses leave at once.
+AFTER_APPEND = frozenset((MsgAppResp, MsgVoteResp))
+
+
+def check_promises(sender: Node, m: Message) -> None:
+    """What a message promises (a vote, an acknowledged entry, the term of either) must be
+    durable when it leaves ``sender``, unless the node has since durably moved to a later
+    term (then it can no longer act in m's term: Go sends a Ready's messages after
+    persisting its final state, which may be later than the state a message was made in)."""
+    hs = sender.storage.hard_state
+    hs_term = hs.term if hs is not None else 0
+    if m.term > hs_term and m.type in AFTER_APPEND:
+        raise Violation(
+            f"node {sender.id} sends {m.type.name} in term {m.term} before persisting the "
+            f"term (persisted {hs})"
+        )
+    if m.type == MsgVoteResp and not m.reject and hs_term <= m.term:
+        # Else a crash lets the node vote twice in the term.
+        if hs is None or (hs.term, hs.vote) != (m.term, m.to):
+            raise Violation(
+                f"node {sender.id} sends its vote for {m.to} in term {m.term} before persisting "
+                f"it (persisted {hs})"
+            )
+    elif (
+        m.type == MsgAppResp
+        and not m.reject
+        and hs_term == m.term
+        and sender.rn is not None
+        and sender.rn.raft.term == m.term
+    ):
+        # Else a crash loses an entry a quorum counted on. (Once the node is in a later
+        # term, with async writes not yet persisted, its log may already have dropped
+        # the entry for the new leader's: the durable one is what the ack is about.)
+        stored = sender.storage_term(m.index)
+        log_term = sender.term_at(m.index)
+        if stored == MISSING or (log_term != COMPACTED and stored not in (log_term, COMPACTED)):
+            raise Violation(
+                f"node {sender.id} acknowledges index {m.index} before persisting it "
+                f"(stored term {stored}, log term {log_term})"
+            )
+
+
+def random_partition(
+    rng: random.Random, ids: list[int], leaders: list[int]
+) -> set[tuple[int, int]]:
+    """The directed links a random partition blocks."""
+    r = rng.random()
+    if r < 0.4:
+        # Split in two.
+        side = set(rng.sample(ids, rng.randrange(1, len(ids))))
+        return {(a, b) for a in ids for b in ids if (a in side) != (b in side)}
+    if r < 0.7:
+        # Isolate the node (often the leader) from everyone, both ways.
+        x = leaders[0] if leaders and rng.random() < 0.7 else rng.choice(ids)
+        return {(a, b) for a in ids for b in ids if a != b and x in (a, b)}
+    # One-way links: a node hears but is not heard, or the reverse.
+    x = rng.choice(ids)
+    out = rng.random() < 0.5
+    return {(x, b) if out else (b, x) for b in ids if b != x}
+
+
+def check_final_storage(members: list[Node], committed: list[int]) -> None:
+    """At the end every member's storage holds the committed entries it has applied (or a
+    snapshot covers them), with the committed terms."""
+    for node in members:
+        st = node.storage
+        for i in range(st.first_index(), min(node.applied, st.last_index()) + 1):
+            if i < len(committed) and st.term(i) != committed[i]:
+                raise Violation(
+                    f"at the end node {node.id} stores term {st.term(i)} at index {i}, "
+                    f"where term {committed[i]} was committed"
+                )
