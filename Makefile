@@ -63,7 +63,7 @@ typecheck: $(STAMP)
 
 ## soak: the long fault-injection tier (kill -9 x1000 and friends), not part of make test
 soak: $(FAST)
-	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability
+	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability tests/raft
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit
