@@ -73,6 +73,8 @@ cd "$OUT"
   natsd/raft/log.py \
   natsd/raft/state.py \
   natsd/raft/read_only.py \
+  natsd/raft/config.py \
+  natsd/raft/election.py \
   natsd/raft/leader.py \
   natsd/raft/follower.py \
   natsd/raft/core.py \

@@ -15,8 +15,10 @@ from datadriven import script_files
 
 import natsd.raft.codec
 import natsd.raft.confchange
+import natsd.raft.config
 import natsd.raft.core
 import natsd.raft.describe
+import natsd.raft.election
 import natsd.raft.follower
 import natsd.raft.leader
 import natsd.raft.log
@@ -79,6 +81,8 @@ if os.environ.get("NATSD_EXPECT_COMPILED"):
         natsd.raft.log,
         natsd.raft.state,
         natsd.raft.read_only,
+        natsd.raft.config,
+        natsd.raft.election,
         natsd.raft.leader,
         natsd.raft.follower,
         natsd.raft.core,

@@ -1,8 +1,9 @@
-"""Ports etcd-io/raft v3.7.0 raft.go (Apache-2.0): Config and the raft struct (``Raft``) with
-its role transitions, ticks, the term checks and dispatch of ``step``, elections and
-configuration changes. The per-role step functions are in ``natsd.raft.leader`` (stepLeader
-and the leader's replication) and ``natsd.raft.follower`` (stepCandidate, stepFollower and
-the handlers of the leader's messages).
+"""Ports etcd-io/raft v3.7.0 raft.go (Apache-2.0): the raft struct (``Raft``) with its role
+transitions, ticks, the term checks and dispatch of ``step``, and configuration changes.
+The rest of raft.go, by concept: ``natsd.raft.config`` (Config), ``natsd.raft.election``
+(hup, campaign, poll, answering votes and lower-term messages), ``natsd.raft.leader``
+(stepLeader and the leader's replication) and ``natsd.raft.follower`` (stepCandidate,
+stepFollower, the handlers of the leader's messages and restore).
 
 Go's errors are raised: ``step`` raises ErrProposalDropped where Go returns it; Go's panics
 are RaftPanic (through the logger) or propagate. Go's ``r.step`` field (the role's step
@@ -17,16 +18,16 @@ import random
 from collections.abc import Callable
 from typing import Final
 
+from natsd.raft import election
 from natsd.raft.codec import ents_size, marshal_conf_change
 from natsd.raft.confchange import Changer, ConfChangeError
 from natsd.raft.confchange import restore as confchange_restore
+from natsd.raft.config import Config, ConfigError
 from natsd.raft.describe import (
     LOCAL_APPEND_THREAD,
     LOCAL_APPLY_THREAD,
-    is_local_msg_target,
-    vote_resp_msg_type,
 )
-from natsd.raft.follower import step_candidate, step_follower
+from natsd.raft.follower import restore, step_candidate, step_follower
 from natsd.raft.leader import (
     bcast_append,
     bcast_heartbeat,
@@ -39,7 +40,7 @@ from natsd.raft.leader import (
 )
 from natsd.raft.log import NO_LIMIT, RaftLog, new_log_with_size, payloads_size
 from natsd.raft.log_unstable import EntryID
-from natsd.raft.logger import Logger, RaftPanic, get_logger
+from natsd.raft.logger import Logger, RaftPanic
 from natsd.raft.quorum import VoteResult
 from natsd.raft.read_only import (
     ReadOnly,
@@ -62,8 +63,8 @@ from natsd.raft.state import (
     StateLeader,
     StatePreCandidate,
     StateType,
+    assert_conf_states_equivalent,
 )
-from natsd.raft.storage import Storage
 from natsd.raft.tracker import Config as TrackerConfig
 from natsd.raft.tracker import Inflights, Progress, ProgressTracker
 from natsd.raft.tracker import StateProbe as ProgressStateProbe
@@ -73,7 +74,6 @@ from natsd.raft.types import (
     ConfChangeV2,
     ConfState,
     Entry,
-    EntryType,
     HardState,
     Message,
     MessageType,
@@ -90,6 +90,7 @@ __all__ = [
     "NONE",
     "NO_LIMIT",
     "Config",
+    "ConfigError",
     "ErrProposalDropped",
     "ErrStepLocalMsg",
     "ErrStepPeerNotFound",
@@ -122,10 +123,6 @@ _AFTER_APPEND_MSGS: Final = frozenset(
 )
 
 
-class ConfigError(ValueError):
-    """Config.validate's error (Go returns it; newRaft panics with its text)."""
-
-
 # globalRand: crypto/rand in Go; the randomness only spreads the election timeouts.
 _GLOBAL_RAND: Final = random.Random()
 
@@ -135,149 +132,10 @@ def global_rand_intn(n: int) -> int:
     return _GLOBAL_RAND.randrange(n)
 
 
-class Config:
-    """The parameters to start a raft."""
-
-    __slots__ = (
-        "applied",
-        "async_storage_writes",
-        "check_quorum",
-        "disable_conf_change_validation",
-        "disable_proposal_forwarding",
-        "election_tick",
-        "heartbeat_tick",
-        "id",
-        "logger",
-        "max_committed_size_per_ready",
-        "max_inflight_bytes",
-        "max_inflight_msgs",
-        "max_size_per_msg",
-        "max_uncommitted_entries_size",
-        "pre_vote",
-        "read_only_option",
-        "step_down_on_removal",
-        "storage",
-    )
-
-    def __init__(
-        self,
-        id: int = 0,
-        election_tick: int = 0,
-        heartbeat_tick: int = 0,
-        storage: Storage | None = None,
-        applied: int = 0,
-        async_storage_writes: bool = False,
-        max_size_per_msg: int = 0,
-        max_committed_size_per_ready: int = 0,
-        max_uncommitted_entries_size: int = 0,
-        max_inflight_msgs: int = 0,
-        max_inflight_bytes: int = 0,
-        check_quorum: bool = False,
-        pre_vote: bool = False,
-        read_only_option: ReadOnlyOption = ReadOnlyOption.ReadOnlySafe,
-        logger: Logger | None = None,
-        disable_proposal_forwarding: bool = False,
-        disable_conf_change_validation: bool = False,
-        step_down_on_removal: bool = False,
-    ) -> None:
-        # ID is the identity of the local raft. ID cannot be 0.
-        self.id = id
-        # ElectionTick is the number of Node.Tick invocations that must pass between
-        # elections. It must be greater than HeartbeatTick (10 * HeartbeatTick suggested).
-        self.election_tick = election_tick
-        # HeartbeatTick is the number of Node.Tick invocations that must pass between
-        # heartbeats.
-        self.heartbeat_tick = heartbeat_tick
-        # Storage is the storage for raft: raft reads the persisted entries and states out
-        # of it when it needs them, and the previous state and configuration on restart.
-        self.storage = storage
-        # Applied is the last applied index. It should only be set when restarting raft.
-        self.applied = applied
-        # AsyncStorageWrites: write to local storage through MsgStorageAppend and
-        # MsgStorageApply messages (to LOCAL_APPEND_THREAD / LOCAL_APPLY_THREAD) instead of
-        # the Ready/Advance interface.
-        self.async_storage_writes = async_storage_writes
-        # MaxSizePerMsg limits the max byte size of each append message (NO_LIMIT for
-        # unlimited, 0 for at most one entry per message).
-        self.max_size_per_msg = max_size_per_msg
-        # MaxCommittedSizePerReady limits the size of the committed entries which can be
-        # applying at the same time.
-        self.max_committed_size_per_ready = max_committed_size_per_ready
-        # MaxUncommittedEntriesSize limits the aggregate byte size of the uncommitted
-        # entries that may be appended to a leader's log (0 for no limit).
-        self.max_uncommitted_entries_size = max_uncommitted_entries_size
-        # MaxInflightMsgs limits the max number of in-flight append messages during
-        # optimistic replication phase.
-        self.max_inflight_msgs = max_inflight_msgs
-        # MaxInflightBytes limits the number of in-flight bytes in append messages (0:
-        # ignored).
-        self.max_inflight_bytes = max_inflight_bytes
-        # CheckQuorum: the leader steps down when quorum is not active for an
-        # electionTimeout.
-        self.check_quorum = check_quorum
-        # PreVote enables the Pre-Vote algorithm described in raft thesis section 9.6.
-        self.pre_vote = pre_vote
-        # ReadOnlyOption specifies how the read only request is processed (CheckQuorum MUST
-        # be enabled for ReadOnlyLeaseBased).
-        self.read_only_option = read_only_option
-        # Logger is the logger used for raft log.
-        self.logger = logger
-        # DisableProposalForwarding: followers drop proposals rather than forwarding them.
-        self.disable_proposal_forwarding = disable_proposal_forwarding
-        # DisableConfChangeValidation turns off propose-time verification of configuration
-        # changes against the currently active configuration.
-        self.disable_conf_change_validation = disable_conf_change_validation
-        # StepDownOnRemoval makes the leader step down when it is removed from the group or
-        # demoted to a learner.
-        self.step_down_on_removal = step_down_on_removal
-
-    def validate(self) -> None:
-        """Checks the config and fills in the defaults; raises ConfigError."""
-        if self.id == NONE:
-            raise ConfigError("cannot use none as id")
-        if is_local_msg_target(self.id):
-            raise ConfigError("cannot use local target as id")
-        if self.heartbeat_tick <= 0:
-            raise ConfigError("heartbeat tick must be greater than 0")
-        if self.election_tick <= self.heartbeat_tick:
-            raise ConfigError("election tick must be greater than heartbeat tick")
-        if self.storage is None:
-            raise ConfigError("storage cannot be nil")
-        if self.max_uncommitted_entries_size == 0:
-            self.max_uncommitted_entries_size = NO_LIMIT
-        # default MaxCommittedSizePerReady to MaxSizePerMsg because they were previously
-        # the same parameter.
-        if self.max_committed_size_per_ready == 0:
-            self.max_committed_size_per_ready = self.max_size_per_msg
-        if self.max_inflight_msgs <= 0:
-            raise ConfigError("max inflight messages must be greater than 0")
-        if self.max_inflight_bytes == 0:
-            self.max_inflight_bytes = NO_LIMIT
-        elif self.max_inflight_bytes < self.max_size_per_msg:
-            raise ConfigError("max inflight bytes must be >= max message size")
-        if self.logger is None:
-            self.logger = get_logger()
-        if self.read_only_option == ReadOnlyLeaseBased and not self.check_quorum:
-            raise ConfigError(
-                "CheckQuorum must be enabled when ReadOnlyOption is ReadOnlyLeaseBased"
-            )
-
-
-class _Break(Exception):
-    """errBreak: stops a log scan early."""
-
-
 def conf_change_to_msg(c: ConfChangeI | None) -> Message:
     """confChangeToMsg (node.go): a MsgProp carrying the conf change (None: leave joint)."""
     typ, data = marshal_conf_change(c)
     return Message(type=MessageType.MsgProp, entries=[Entry(type=typ, data=data)])
-
-
-def assert_conf_states_equivalent(logger: Logger, cs1: ConfState, cs2: ConfState) -> None:
-    err = cs1.equivalent(cs2)
-    if err is None:
-        return
-    logger.panic(err)
 
 
 class Raft:
@@ -656,105 +514,18 @@ class Raft:
         self.logger.infof("%x became leader at term %d", self.id, self.term)
 
     def hup(self, t: str) -> None:
-        if self.state == StateLeader:
-            self.logger.debugf("%x ignoring MsgHup because already leader", self.id)
-            return
-        if not self.promotable():
-            self.logger.warningf("%x is unpromotable and can not campaign", self.id)
-            return
-        if self.has_unapplied_conf_changes():
-            self.logger.warningf(
-                "%x cannot campaign at term %d since there are still pending configuration "
-                "changes to apply",
-                self.id,
-                self.term,
-            )
-            return
-        self.logger.infof("%x is starting a new election at term %d", self.id, self.term)
-        self.campaign(t)
+        election.hup(self, t)
 
     def has_unapplied_conf_changes(self) -> bool:
-        log = self.raft_log
-        if log.applied >= log.committed:  # in fact applied == committed
-            return False
-        found = [False]
-        # Scan all unapplied committed entries to find a config change. Paginate the scan,
-        # to avoid a potentially unlimited memory spike.
-        lo, hi = log.applied + 1, log.committed + 1
-
-        def visit(ents: list[Entry]) -> None:
-            for e in ents:
-                if e.type == EntryType.EntryConfChange or e.type == EntryType.EntryConfChangeV2:
-                    found[0] = True
-                    raise _Break()
-
-        try:
-            log.scan(lo, hi, log.max_applying_ents_size, visit)
-        except _Break:
-            pass
-        except RaftPanic:
-            raise
-        except Exception as err:
-            self.logger.panicf("error scanning unapplied entries [%d, %d): %v", lo, hi, err)
-        return found[0]
+        return election.has_unapplied_conf_changes(self)
 
     def campaign(self, t: str) -> None:
         """Transitions the raft instance to candidate state. This must only be called after
         verifying that this is a legitimate transition."""
-        if not self.promotable():
-            # This path should not be hit (callers are supposed to check), but better safe
-            # than sorry.
-            self.logger.warningf("%x is unpromotable; campaign() should have been called", self.id)
-        if t == CAMPAIGN_PRE_ELECTION:
-            self.become_pre_candidate()
-            vote_msg = MessageType.MsgPreVote
-            # PreVote RPCs are sent for the next term before we've incremented r.term.
-            term = self.term + 1
-        else:
-            self.become_candidate()
-            vote_msg = MessageType.MsgVote
-            term = self.term
-        for pid in sorted(self.trk.config.voters.ids()):
-            if pid == self.id:
-                # The candidate votes for itself and should account for this self vote
-                # once the vote has been durably persisted (since it doesn't send a MsgVote
-                # to itself). This response message will be added to msgs_after_append and
-                # delivered back to this node after the vote has been written to stable
-                # storage.
-                self.send(Message(to=pid, term=term, type=vote_resp_msg_type(vote_msg)))
-                continue
-            # TODO(pav-kv): it should be ok to simply print %+v for the last_entry_id.
-            last = self.raft_log.last_entry_id()
-            self.logger.infof(
-                "%x [logterm: %d, index: %d] sent %s request to %x at term %d",
-                self.id,
-                last.term,
-                last.index,
-                vote_msg,
-                pid,
-                self.term,
-            )
-            ctx = t.encode() if t == CAMPAIGN_TRANSFER else b""
-            self.send(
-                Message(
-                    to=pid,
-                    term=term,
-                    type=vote_msg,
-                    index=last.index,
-                    log_term=last.term,
-                    context=ctx,
-                )
-            )
+        election.campaign(self, t)
 
     def poll(self, id: int, t: MessageType, v: bool) -> tuple[int, int, VoteResult]:
-        if v:
-            self.logger.infof("%x received %s from %x at term %d", self.id, t, id, self.term)
-        else:
-            self.logger.infof(
-                "%x received %s rejection from %x at term %d", self.id, t, id, self.term
-            )
-        self.trk.record_vote(id, v)
-        return self.trk.tally_votes()
+        return election.poll(self, id, t, v)
 
     def step(self, m: Message) -> None:
         """Go's Step: the entrance of handling a message (raises ErrProposalDropped etc.
@@ -820,7 +591,7 @@ class Raft:
                 else:
                     self.become_follower(m.term, NONE)
         elif m.term < self.term:
-            self._step_lower_term(m)
+            election.step_lower_term(self, m)
             return
 
         t = m.type
@@ -840,229 +611,13 @@ class Raft:
                 self.applied_to(index, ents_size(m.entries))
                 self.reduce_uncommitted_size(payloads_size(m.entries))
         elif t == MessageType.MsgVote or t == MessageType.MsgPreVote:
-            self._step_vote(m)
+            election.step_vote(self, m)
         else:
             self.step_func(self, m)
 
-    def _step_lower_term(self, m: Message) -> None:
-        # The part of Step for a message with a term lower than ours.
-        if (self.check_quorum or self.pre_vote) and (
-            m.type == MessageType.MsgHeartbeat or m.type == MessageType.MsgApp
-        ):
-            # We have received messages from a leader at a lower term. It is possible that
-            # these messages were simply delayed in the network, but this could also mean
-            # that this node has advanced its term number during a network partition, and
-            # it is now unable to either win an election or to rejoin the majority on the
-            # old term. If checkQuorum is false, this will be handled by incrementing term
-            # numbers in response to MsgVote with a higher term, but if checkQuorum is true
-            # we may not advance the term on MsgVote and must generate other messages to
-            # advance the term. The net result of these two features is to minimize the
-            # disruption caused by nodes that have been removed from the cluster's
-            # configuration: a removed node will send MsgVotes (or MsgPreVotes) which will
-            # be ignored, but it will not receive MsgApp or MsgHeartbeat, so it will not
-            # create disruptive term increases, by notifying leader of this node's
-            # activeness. The above comments also true for Pre-Vote.
-            #
-            # When follower gets isolated, it soon starts an election ending up with a
-            # higher term than leader, although it won't receive enough votes to win the
-            # election. When it regains connectivity, this response with "pb.MsgAppResp" of
-            # higher term would force leader to step down. However, this disruption is
-            # inevitable to free this stuck node with fresh election. This can be prevented
-            # with Pre-Vote phase.
-            self.send(Message(to=m.from_, type=MessageType.MsgAppResp))
-        elif m.type == MessageType.MsgPreVote:
-            # Before Pre-Vote enable, there may have candidate with higher term, but less
-            # log. After update to Pre-Vote, the cluster may deadlock if we drop messages
-            # with a lower term.
-            last = self.raft_log.last_entry_id()
-            # TODO(pav-kv): it should be ok to simply print %+v of the last ID.
-            self.logger.infof(
-                "%x [logterm: %d, index: %d, vote: %x] rejected %s from %x "
-                "[logterm: %d, index: %d] at term %d",
-                self.id,
-                last.term,
-                last.index,
-                self.vote,
-                m.type,
-                m.from_,
-                m.log_term,
-                m.index,
-                self.term,
-            )
-            self.send(
-                Message(to=m.from_, term=self.term, type=MessageType.MsgPreVoteResp, reject=True)
-            )
-        elif m.type == MessageType.MsgStorageAppendResp:
-            if m.index != 0:
-                # Don't consider the appended log entries to be stable because they may have
-                # been overwritten in the unstable log during a later term. See the comment
-                # in newStorageAppendResp for more about this race.
-                self.logger.infof(
-                    "%x [term: %d] ignored entry appends from a %s message with lower term "
-                    "[term: %d]",
-                    self.id,
-                    self.term,
-                    m.type,
-                    m.term,
-                )
-            if m.snapshot is not None:
-                # Even if the snapshot applied under a different term, its application is
-                # still valid. Snapshots carry committed (term-independent) state.
-                self.applied_snap(m.snapshot)
-        else:
-            # ignore other cases
-            self.logger.infof(
-                "%x [term: %d] ignored a %s message with lower term from %x [term: %d]",
-                self.id,
-                self.term,
-                m.type,
-                m.from_,
-                m.term,
-            )
-
-    def _step_vote(self, m: Message) -> None:
-        # The MsgVote / MsgPreVote case of Step.
-        # We can vote if this is a repeat of a vote we've already cast...
-        can_vote = (
-            self.vote == m.from_
-            # ...we haven't voted and we don't think there's a leader yet in this term...
-            or (self.vote == NONE and self.lead == NONE)
-            # ...or this is a PreVote for a future term...
-            or (m.type == MessageType.MsgPreVote and m.term > self.term)
-        )
-        # ...and we believe the candidate is up to date.
-        last_id = self.raft_log.last_entry_id()
-        cand_last_id = EntryID(m.log_term, m.index)
-        if can_vote and self.raft_log.is_up_to_date(cand_last_id):
-            # Note: it turns out that that learners must be allowed to cast votes. This
-            # seems counter- intuitive but is necessary in the situation in which a learner
-            # has been promoted (i.e. is now a voter) but has not learned about this yet.
-            # For example, consider a group in which id=1 is a learner and id=2 and id=3 are
-            # voters. A configuration change promoting 1 can be committed on the quorum `{2,3}`
-            # without the config change being appended to the learner's log. If the leader
-            # (say 2) fails, there are de facto two voters remaining. Only 3 can win an
-            # election (due to its log containing all committed entries), but to do so it
-            # will need 1 to vote. But 1 considers itself a learner and will continue to do
-            # so until 3 has stepped up as leader, replicates the conf change to 1, and 1
-            # applies it. Ultimately, by receiving a request to vote, the learner realizes
-            # that the candidate believes it to be a voter, and that it should act
-            # accordingly. The candidate's config may be stale, too; but in that case it
-            # won't win the election, at least in the absence of the bug discussed in:
-            # https://github.com/etcd-io/etcd/issues/7625#issuecomment-488798263.
-            self.logger.infof(
-                "%x [logterm: %d, index: %d, vote: %x] cast %s for %x [logterm: %d, index: %d] "
-                "at term %d",
-                self.id,
-                last_id.term,
-                last_id.index,
-                self.vote,
-                m.type,
-                m.from_,
-                cand_last_id.term,
-                cand_last_id.index,
-                self.term,
-            )
-            # When responding to Msg{Pre,}Vote messages we include the term from the
-            # message, not the local term. To see why, consider the case where a single
-            # node was previously partitioned away and it's local term is now out of date.
-            # If we include the local term (recall that for pre-votes we don't update the
-            # local term), the (pre-)campaigning node on the other end will proceed to
-            # ignore the message (it ignores all out of date messages). The term in the
-            # original message and current local term are the same in the case of regular
-            # votes, but different for pre-votes.
-            self.send(Message(to=m.from_, term=m.term, type=vote_resp_msg_type(m.type)))
-            if m.type == MessageType.MsgVote:
-                # Only record real votes.
-                self.election_elapsed = 0
-                self.vote = m.from_
-        else:
-            self.logger.infof(
-                "%x [logterm: %d, index: %d, vote: %x] rejected %s from %x "
-                "[logterm: %d, index: %d] at term %d",
-                self.id,
-                last_id.term,
-                last_id.index,
-                self.vote,
-                m.type,
-                m.from_,
-                cand_last_id.term,
-                cand_last_id.index,
-                self.term,
-            )
-            self.send(
-                Message(to=m.from_, term=self.term, type=vote_resp_msg_type(m.type), reject=True)
-            )
-
     def restore(self, s: Snapshot) -> bool:
-        """Recovers the state machine from a snapshot. It restores the log and the
-        configuration of state machine. If this method returns false, the snapshot was
-        ignored, either because it was obsolete or because of an error."""
-        if s.metadata.index <= self.raft_log.committed:
-            return False
-        if self.state != StateFollower:
-            # This is defense-in-depth: if the leader somehow ended up applying a snapshot,
-            # it could move into a new term without moving into a follower state. This
-            # should never fire, but if it did, we'd have prevented damage by returning
-            # early, so log only a loud warning.
-            #
-            # At the time of writing, the instance is guaranteed to be in follower state
-            # when this method is called.
-            self.logger.warningf(
-                "%x attempted to restore snapshot as leader; should never happen", self.id
-            )
-            self.become_follower(self.term + 1, NONE)
-            return False
-        # More defense-in-depth: throw away snapshot if recipient is not in the config. This
-        # shouldn't ever happen (at the time of writing) but lots of code here and there
-        # assumes that r.id is in the progress tracker.
-        cs = s.metadata.conf_state
-        found = self.id in cs.voters or self.id in cs.learners or self.id in cs.voters_outgoing
-        if not found:
-            self.logger.warningf(
-                "%x attempted to restore snapshot but it is not in the ConfState %v; "
-                "should never happen",
-                self.id,
-                cs.go_string(),
-            )
-            return False
-        # Now go ahead and actually restore.
-        id = EntryID(s.metadata.term, s.metadata.index)
-        if self.raft_log.match_term(id):
-            # TODO(pav-kv): can print %+v of the id, but it will change the format.
-            last = self.raft_log.last_entry_id()
-            self.logger.infof(
-                "%x [commit: %d, lastindex: %d, lastterm: %d] fast-forwarded commit to "
-                "snapshot [index: %d, term: %d]",
-                self.id,
-                self.raft_log.committed,
-                last.index,
-                last.term,
-                id.index,
-                id.term,
-            )
-            self.raft_log.commit_to(s.metadata.index)
-            return False
-        self.raft_log.restore(s)
-        # Reset the configuration and add the (potentially updated) peers in anew.
-        self.trk = ProgressTracker(self.trk.max_inflight, self.trk.max_inflight_bytes)
-        try:
-            cfg, trk = confchange_restore(Changer(self.trk, self.raft_log.last_index()), cs)
-        except ConfChangeError as err:
-            # This should never happen. Either there's a bug in our config change handling
-            # or the client corrupted the conf change.
-            raise RaftPanic(f"unable to restore config {cs.go_string()}: {err}") from err
-        assert_conf_states_equivalent(self.logger, cs, self.switch_to_config(cfg, trk))
-        last = self.raft_log.last_entry_id()
-        self.logger.infof(
-            "%x [commit: %d, lastindex: %d, lastterm: %d] restored snapshot [index: %d, term: %d]",
-            self.id,
-            self.raft_log.committed,
-            last.index,
-            last.term,
-            id.index,
-            id.term,
-        )
-        return True
+        """Recovers the state machine from a snapshot (follower.restore)."""
+        return restore(self, s)
 
     def promotable(self) -> bool:
         """Whether the state machine can be promoted to leader, which is true when its own

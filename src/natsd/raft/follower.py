@@ -6,16 +6,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from natsd.raft.confchange import Changer, ConfChangeError
+from natsd.raft.confchange import restore as confchange_restore
 from natsd.raft.leader import bcast_append
 from natsd.raft.log_unstable import EntryID, LogSlice
+from natsd.raft.logger import RaftPanic
 from natsd.raft.quorum import VoteLost, VoteWon
 from natsd.raft.read_only import ReadOnlyLeaseBased, ReadState
 from natsd.raft.state import (
     CAMPAIGN_ELECTION,
     CAMPAIGN_TRANSFER,
     ErrProposalDropped,
+    StateFollower,
     StatePreCandidate,
+    assert_conf_states_equivalent,
 )
+from natsd.raft.tracker import ProgressTracker
 from natsd.raft.types import NONE, Message, MessageType, Snapshot
 
 if TYPE_CHECKING:
@@ -26,6 +32,7 @@ __all__ = [
     "handle_heartbeat",
     "handle_snapshot",
     "log_slice_from_msg_app",
+    "restore",
     "step_candidate",
     "step_follower",
 ]
@@ -222,3 +229,73 @@ def handle_snapshot(r: Raft, m: Message) -> None:
             sterm,
         )
         r.send(Message(to=m.from_, type=MessageType.MsgAppResp, index=r.raft_log.committed))
+
+
+def restore(r: Raft, s: Snapshot) -> bool:
+    """Recovers the state machine from a snapshot. It restores the log and the
+    configuration of state machine. If this method returns false, the snapshot was
+    ignored, either because it was obsolete or because of an error."""
+    if s.metadata.index <= r.raft_log.committed:
+        return False
+    if r.state != StateFollower:
+        # This is defense-in-depth: if the leader somehow ended up applying a snapshot,
+        # it could move into a new term without moving into a follower state. This
+        # should never fire, but if it did, we'd have prevented damage by returning
+        # early, so log only a loud warning.
+        #
+        # At the time of writing, the instance is guaranteed to be in follower state
+        # when this method is called.
+        r.logger.warningf("%x attempted to restore snapshot as leader; should never happen", r.id)
+        r.become_follower(r.term + 1, NONE)
+        return False
+    # More defense-in-depth: throw away snapshot if recipient is not in the config. This
+    # shouldn't ever happen (at the time of writing) but lots of code here and there
+    # assumes that r.id is in the progress tracker.
+    cs = s.metadata.conf_state
+    found = r.id in cs.voters or r.id in cs.learners or r.id in cs.voters_outgoing
+    if not found:
+        r.logger.warningf(
+            "%x attempted to restore snapshot but it is not in the ConfState %v; "
+            "should never happen",
+            r.id,
+            cs.go_string(),
+        )
+        return False
+    # Now go ahead and actually restore.
+    id = EntryID(s.metadata.term, s.metadata.index)
+    if r.raft_log.match_term(id):
+        # TODO(pav-kv): can print %+v of the id, but it will change the format.
+        last = r.raft_log.last_entry_id()
+        r.logger.infof(
+            "%x [commit: %d, lastindex: %d, lastterm: %d] fast-forwarded commit to "
+            "snapshot [index: %d, term: %d]",
+            r.id,
+            r.raft_log.committed,
+            last.index,
+            last.term,
+            id.index,
+            id.term,
+        )
+        r.raft_log.commit_to(s.metadata.index)
+        return False
+    r.raft_log.restore(s)
+    # Reset the configuration and add the (potentially updated) peers in anew.
+    r.trk = ProgressTracker(r.trk.max_inflight, r.trk.max_inflight_bytes)
+    try:
+        cfg, trk = confchange_restore(Changer(r.trk, r.raft_log.last_index()), cs)
+    except ConfChangeError as err:
+        # This should never happen. Either there's a bug in our config change handling
+        # or the client corrupted the conf change.
+        raise RaftPanic(f"unable to restore config {cs.go_string()}: {err}") from err
+    assert_conf_states_equivalent(r.logger, cs, r.switch_to_config(cfg, trk))
+    last = r.raft_log.last_entry_id()
+    r.logger.infof(
+        "%x [commit: %d, lastindex: %d, lastterm: %d] restored snapshot [index: %d, term: %d]",
+        r.id,
+        r.raft_log.committed,
+        last.index,
+        last.term,
+        id.index,
+        id.term,
+    )
+    return True

@@ -1,5 +1,5 @@
-"""Ports etcd-io/raft v3.7.0 raft.go's StateType, CampaignType and errors, and node.go's
-SoftState (Apache-2.0).
+"""Ports etcd-io/raft v3.7.0 raft.go's StateType, CampaignType and errors, node.go's
+SoftState and util.go's assertConfStatesEquivalent (Apache-2.0).
 
 A module of its own so that core.py (the raft struct) and leader.py / follower.py (its step
 functions) share them without importing each other at run time. ``natsd.raft.core`` and
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from enum import IntEnum
 from typing import Final
+
+from natsd.raft.logger import Logger
+from natsd.raft.types import ConfState
 
 __all__ = [
     "CAMPAIGN_ELECTION",
@@ -25,6 +28,7 @@ __all__ = [
     "StateLeader",
     "StatePreCandidate",
     "StateType",
+    "assert_conf_states_equivalent",
 ]
 
 
@@ -105,3 +109,10 @@ class SoftState:
 
     def __repr__(self) -> str:
         return f"SoftState(lead={self.lead}, raft_state={self.raft_state.name})"
+
+
+def assert_conf_states_equivalent(logger: Logger, cs1: ConfState, cs2: ConfState) -> None:
+    err = cs1.equivalent(cs2)
+    if err is None:
+        return
+    logger.panic(err)
