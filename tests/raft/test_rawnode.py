@@ -22,7 +22,7 @@ from natsd.raft.quorum import JointConfig, MajorityConfig
 from natsd.raft.rawnode import ErrStepLocalMsg, Ready, SoftState, new_raw_node
 from natsd.raft.read_only import ReadState
 from natsd.raft.state import RaftError
-from natsd.raft.storage import MemoryStorage, StorageError
+from natsd.raft.storage import MemoryStorage, Storage, StorageError
 from natsd.raft.tracker import Config as TrackerConfig
 from natsd.raft.types import (
     ConfChange,
@@ -656,3 +656,57 @@ def test_raw_node_bootstrap() -> None:
     s.append(rd.entries)
     with pytest.raises(RaftError, match="nonempty Storage"):
         rn.bootstrap([Peer(1)])
+
+
+class _DelegatingStorage(Storage):
+    """An application's Storage (interpreted, compiled or not) over a MemoryStorage."""
+
+    def __init__(self, ms: MemoryStorage) -> None:
+        self.ms = ms
+        self.calls = 0
+
+    def initial_state(self) -> tuple[HardState | None, ConfState]:
+        self.calls += 1
+        return self.ms.initial_state()
+
+    def entries(self, lo: int, hi: int, max_size: int) -> list[Entry]:
+        self.calls += 1
+        return self.ms.entries(lo, hi, max_size)
+
+    def term(self, i: int) -> int:
+        self.calls += 1
+        return self.ms.term(i)
+
+    def last_index(self) -> int:
+        self.calls += 1
+        return self.ms.last_index()
+
+    def first_index(self) -> int:
+        self.calls += 1
+        return self.ms.first_index()
+
+    def snapshot(self) -> Snapshot:
+        self.calls += 1
+        return self.ms.snapshot()
+
+
+def test_raw_node_with_application_storage() -> None:
+    """An interpreted Storage implementation drives a RawNode (also when the engine is
+    compiled: Storage allows interpreted subclasses)."""
+    ms = new_test_memory_storage(with_peers(1))
+    s = _DelegatingStorage(ms)
+    rn = new_raw_node(new_test_config(1, 10, 1, s))
+    rn.campaign()
+    for _ in range(5):
+        rd = rn.ready()
+        ms.append(rd.entries)
+        rn.advance(rd)
+    rn.propose(b"x")
+    rd = rn.ready()
+    ms.append(rd.entries)
+    rn.advance(rd)
+    rd = rn.ready()
+    assert [e.data for e in rd.committed_entries] == [b"x"]
+    rn.advance(rd)
+    assert rn.raft.state == StateLeader
+    assert s.calls > 0

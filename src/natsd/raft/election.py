@@ -87,7 +87,7 @@ def campaign(r: Raft, t: str) -> None:
         term = r.term
     for pid in sorted(r.trk.config.voters.ids()):
         if pid == r.id:
-            # The candidate votes for itself and should account for this r vote
+            # The candidate votes for itself and should account for this self vote
             # once the vote has been durably persisted (since it doesn't send a MsgVote
             # to itself). This response message will be added to msgs_after_append and
             # delivered back to this node after the vote has been written to stable

@@ -11,11 +11,23 @@ it), unlike Go's, whose Append runs on an application goroutine.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TypeVar
 
 from natsd.raft.codec import limit_size
 from natsd.raft.log_unstable import clone_snapshot
 from natsd.raft.logger import get_logger
 from natsd.raft.types import ConfState, Entry, HardState, Snapshot, SnapshotMetadata
+
+_T = TypeVar("_T")
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # mypy (which brings mypy_extensions) is a dev dependency only
+
+    def mypyc_attr(*attrs: str, **kwattrs: object) -> Callable[[_T], _T]:
+        return lambda c: c
+
 
 __all__ = [
     "ErrCompacted",
@@ -63,6 +75,10 @@ class ErrSnapshotTemporarilyUnavailable(StorageError):
         super().__init__(msg)
 
 
+# The application implements Storage, compiled or not: compiled, Storage is a native class,
+# which an interpreted class may only subclass with this attribute (MemoryStorage takes no
+# interpreted subclass).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Storage(ABC):
     """Storage is an interface that may be implemented by the application to retrieve log
     entries from storage.
