@@ -61,6 +61,7 @@ cd "$OUT"
   natsd/jetstream/consumer/pull.py \
   natsd/jetstream/consumer/push.py \
   natsd/jetstream/consumer/consumer.py \
+  natsd/core/goquote.py \
   natsd/raft/types.py \
   natsd/raft/quorum.py \
   natsd/raft/tracker.py \

@@ -16,7 +16,9 @@ from natsd.raft.codec import (
     VERSION,
     CodecError,
     ProtoError,
+    decode_conf_state,
     decode_message,
+    encode_conf_state,
     encode_message,
     entry_size,
     marshal_conf_change,
@@ -371,3 +373,14 @@ def test_fuzz_protobuf_unmarshal(data: bytes) -> None:
 )  # fmt: skip
 def test_entry_size_is_protobufs(entry: Entry, size: int) -> None:
     assert entry_size(entry) == size
+
+
+def test_conf_state_round_trips_alone_and_refuses_junk() -> None:
+    cs = ConfState(voters=[1, 2**63], learners=[7], voters_outgoing=[1], learners_next=[9],
+                   auto_leave=True)  # fmt: skip
+    back = decode_conf_state(encode_conf_state(cs))
+    assert (back.voters, back.learners, back.voters_outgoing, back.learners_next,
+            back.auto_leave) == ([1, 2**63], [7], [1], [9], True)  # fmt: skip
+    for junk in (b"", b"\x02", encode_conf_state(cs) + b"\x00", b"\x00\x05\x01"):
+        with pytest.raises(CodecError):
+            decode_conf_state(junk)

@@ -26,14 +26,15 @@ fsync inside it is the one the design moves to a worker thread).
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 from collections.abc import Callable
 from typing import Final
 
 from natsd.raft.codec import (
     CodecError,
+    decode_conf_state,
     decode_message,
+    encode_conf_state,
     encode_message,
     unmarshal_conf_change,
     unmarshal_conf_change_v2,
@@ -75,30 +76,6 @@ class FrameError(ValueError):
 def raft_id(server_name: str) -> int:
     """A server's Raft node id: the first eight bytes of sha256(name), never 0."""
     return int.from_bytes(hashlib.sha256(server_name.encode()).digest()[:8], "big") or 1
-
-
-def _conf_bytes(cs: ConfState) -> bytes:
-    return json.dumps(
-        {
-            "voters": sorted(cs.voters),
-            "learners": sorted(cs.learners),
-            "voters_outgoing": sorted(cs.voters_outgoing),
-            "learners_next": sorted(cs.learners_next),
-            "auto_leave": cs.auto_leave,
-        },
-        separators=(",", ":"),
-    ).encode()
-
-
-def _conf_state(b: bytes) -> ConfState:
-    d = json.loads(b) if b else {}
-    return ConfState(
-        voters=list(d.get("voters", [])),
-        learners=list(d.get("learners", [])),
-        voters_outgoing=list(d.get("voters_outgoing", [])),
-        learners_next=list(d.get("learners_next", [])),
-        auto_leave=bool(d.get("auto_leave", False)),
-    )
 
 
 class RaftGroup:
@@ -154,7 +131,7 @@ class GroupHost:
         if name in self.groups or name in self.wal.groups:
             raise ValueError(f"group {name!r} exists")
         cs = ConfState(voters=sorted(voters))
-        self.wal.append_snapshot(name, 1, 1, _conf_bytes(cs), b"", replace=True)
+        self.wal.append_snapshot(name, 1, 1, encode_conf_state(cs), b"", replace=True)
         self.wal.commit()
         return self._start(name, self.wal.groups[name], apply, 0)
 
@@ -168,7 +145,7 @@ class GroupHost:
 
     def _start(self, name: bytes, log: GroupLog, apply: Apply, applied: int) -> RaftGroup:
         st = MemoryStorage()
-        conf = _conf_state(log.snap_conf)
+        conf = decode_conf_state(log.snap_conf) if log.snap_conf else ConfState()
         if log.snap_index:
             meta = SnapshotMetadata(conf_state=conf, index=log.snap_index, term=log.snap_term)
             st.apply_snapshot(Snapshot(data=log.snap_data, metadata=meta))
@@ -250,7 +227,7 @@ class GroupHost:
             snap = rd.snapshot
             if snap is not None and snap.metadata.index:
                 md = snap.metadata
-                wal.append_snapshot(g.name, md.index, md.term, _conf_bytes(md.conf_state),
+                wal.append_snapshot(g.name, md.index, md.term, encode_conf_state(md.conf_state),
                                     snap.data, replace=True)  # fmt: skip
             if rd.entries:
                 wal.append_entries(
@@ -314,7 +291,7 @@ class GroupHost:
         snap = g.storage.create_snapshot(index, g.conf, data)
         g.storage.compact(index)
         md = snap.metadata
-        self.wal.append_snapshot(name, md.index, md.term, _conf_bytes(g.conf), data)
+        self.wal.append_snapshot(name, md.index, md.term, encode_conf_state(g.conf), data)
         self.wal.append_compact(name, index)
         self.wal.commit()
         self.wal.delete_obsolete()

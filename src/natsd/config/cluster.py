@@ -16,7 +16,6 @@ refused; ``ROUTES_WIRED`` is now True and the refusal is kept only as that switc
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from natsd.config import policy
 from natsd.config.options import ClusterOptions, CompressionOptions, RouteURL, ServerOptions
 from natsd.config.policy import Checker, ConfigError
+from natsd.core.goquote import go_quote
 
 __all__ = [
     "JETSTREAM_CLUSTER_REFUSAL",
@@ -59,11 +59,6 @@ class GoURLError(ValueError):
 
 
 # ---------------------------------------------------------------------- Go helpers
-def go_quote(s: str) -> str:
-    """Go's %q for the strings configs hold (printable text)."""
-    return json.dumps(s, ensure_ascii=False)
-
-
 def go_type(v: Any) -> str:
     """Go's %T of a value nats-server's config parser would have produced."""
     if isinstance(v, bool):

@@ -43,6 +43,7 @@ import orjson
 
 from natsd.connection.flusher import Flusher
 from natsd.connection.transport import end_transport, open_transport, write_buffered
+from natsd.core.goquote import go_quote
 from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.protocol.route_encode import (
     ROUTE_PING,
@@ -530,7 +531,7 @@ class RouteConnection:
         account = info.get("route_account")
         if account:
             return (
-                f"Not possible to have a dedicated route for account {_q(str(account))} "
+                f"Not possible to have a dedicated route for account {go_quote(str(account))} "
                 "between those servers"
             )
         ours = self.settings.pool_size
@@ -700,9 +701,5 @@ def _adopts(st: RouteSettings, theirs: object, theirs_dynamic: object) -> bool:
 
 
 def _name_conflict(theirs: object, ours: str) -> str:
-    return f"Rejecting connection, cluster name {_q(str(theirs))} does not match {_q(ours)}"
-
-
-def _q(s: str) -> str:
-    """Go's %q for the plain strings cluster names are."""
-    return orjson.dumps(s).decode()
+    theirs_q, ours_q = go_quote(str(theirs)), go_quote(ours)
+    return f"Rejecting connection, cluster name {theirs_q} does not match {ours_q}"

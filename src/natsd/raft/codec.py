@@ -57,7 +57,9 @@ __all__ = [
     "VERSION",
     "CodecError",
     "ProtoError",
+    "decode_conf_state",
     "decode_message",
+    "encode_conf_state",
     "encode_message",
     "entry_size",
     "ents_size",
@@ -371,6 +373,22 @@ def _decode_body(r: _Reader, p: _Payloads, depth: int) -> Message:
 def _decode_ids(r: _Reader) -> list[int]:
     n = r.count(1)
     return [r.uvarint() for _ in range(n)]
+
+
+def encode_conf_state(cs: ConfState) -> bytes:
+    """A ConfState alone in this codec's layout (what a snapshot record stores)."""
+    out: list[int] = []
+    _encode_conf_state(out, cs)
+    return bytes(out)
+
+
+def decode_conf_state(b: bytes) -> ConfState:
+    """The inverse of ``encode_conf_state``; CodecError on anything else."""
+    r = _Reader(bytes(b), 0, len(b))
+    cs = _decode_conf_state(r)
+    if r.pos != r.end:
+        raise CodecError("trailing bytes after a conf state")
+    return cs
 
 
 def _decode_conf_state(r: _Reader) -> ConfState:
