@@ -109,7 +109,7 @@ class Simulation:
     def __init__(self, seed: int, fault_ms: int = 3000, async_writes: bool | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
-        self.p = Params(self.rng, fault_ms, async_writes)
+        self.p = self.params(fault_ms, async_writes)
         self.checker = Checker()
         self.checker.proposals = set()
         self.stats = Stats()
@@ -141,6 +141,10 @@ class Simulation:
         self.live_deadline = 0
         # The last events, formatted only for a failure's message.
         self.trace: deque[tuple[int, str, int, object]] = deque(maxlen=60)
+
+    def params(self, fault_ms: int, async_writes: bool | None) -> Params:
+        """The run's shape (a scripted scenario fixes its own)."""
+        return Params(self.rng, fault_ms, async_writes)
 
     # -- the event queue ---------------------------------------------------------------
 
@@ -189,6 +193,10 @@ class Simulation:
         if self.p.conf_changes:
             self.at(self.expo(300), CONF)
         self.at(self.p.fault_ms, HEAL)
+        self.loop()
+
+    def loop(self) -> None:
+        """Runs the events until the liveness check after the healing is satisfied."""
         heap = self.heap
         while heap:
             t, _, kind, nid, inc, payload = heapq.heappop(heap)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 from raft_sim import Simulation, SimulationFailure, Stats, run_seed
 from raft_sim_check import COMPACTED, MISSING, Checker, Violation
+from raft_sim_figure8 import Figure8
 from raft_sim_parts import Node
 
 from natsd.raft.types import Entry, HardState, Snapshot
@@ -93,6 +94,35 @@ def test_simulation_soak(batch: int) -> None:
     stats = _run_seeds(seeds)
     assert len(stats) == len(seeds) - len(KNOWN_BAD & set(seeds))
     assert all(s.leaders >= 1 and s.applied >= 1 for s in stats)
+
+
+@pytest.mark.parametrize("async_writes", [False, True], ids=["sync", "async"])
+def test_figure8_old_term_entry_is_committed_only_indirectly(async_writes: bool) -> None:
+    """The Raft paper's Figure 8 (raft_sim_figure8.py): a leader of term 4 sees a majority
+    holding its term-2 entries; counting replicas of them would commit entries that the
+    leader of term 5 then overwrites. The simulator's checker fails the run on that (leader
+    completeness, then a committed entry dropped); the correct engine commits nothing there
+    and the run ends with the liveness phase."""
+    sim = Figure8(async_writes)
+    sim.run()
+    # The run went as scripted (else it would prove nothing): the leaders of terms 1 to 5,
+    # and at (c), when S1 crashed, S1, S2 and S3 held the term-2 entries (indexes 2 and 3)
+    # while S5's last entry, of term 3, was still more up to date than S3's and S4's.
+    assert {t: sim.checker.leaders[t] for t in range(1, 6)} == {1: 2, 2: 1, 3: 5, 4: 1, 5: 5}
+    assert sim.logs_at_c == {
+        1: [1, 2, 2, 4],
+        2: [1, 2, 2, 4],
+        3: [1, 2, 2],
+        4: [1],
+        5: [1, 3],
+    }
+    # S5's entry of term 3 is what index 2 holds in the end, on every node; the client's
+    # term-2 entry was never applied anywhere.
+    assert sim.checker.committed[2] == 3
+    assert b"fig8-x" not in sim.payload_index
+    for node in sim.nodes.values():
+        assert node.storage.term(2) == 3
+        assert node.applied >= sim.payload_index[sim.live_payloads[-1]]
 
 
 def test_simulator_catches_an_application_that_forgets_the_hard_state() -> None:
