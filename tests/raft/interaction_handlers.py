@@ -115,6 +115,10 @@ def handle_add_nodes(env: InteractionEnv, d: TestData) -> None:
                     raise EnvError(f'invalid read-only option "{v}"')
             elif k == "step-down-on-removal":
                 cfg.step_down_on_removal = arg.scan_bool(i)
+            elif k == "max-size-per-msg":
+                # natsd's addition, for its own scripts (tests/raft/testdata): upstream's
+                # add-nodes always uses an unlimited size.
+                cfg.max_size_per_msg = arg.scan_uint(i)
     env.add_nodes(n, cfg, snap)
 
 
