@@ -85,6 +85,9 @@ class Forwarder:
             return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
         return 0
 
+    def has_interest(self, subject: bytes) -> bool:
+        return self.remote.match(self.name, subject) is not None
+
     def _send(
         self,
         plan: ForwardPlan,

@@ -1,0 +1,231 @@
+"""JetStream on a three-server natsd cluster, in process, driven by nats-py over real sockets.
+
+Each server lists all three in ``cluster.routes`` (itself included), so the meta group forms
+as soon as the mesh is complete (design-clustering §4.4). Clients connect to a server other
+than the stream's: the request is answered by the meta leader or the stream's server over
+the routes, and publishes reach the stream's server the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+
+from natsd.config.cluster import parse_go_url
+from natsd.config.options import ClusterOptions
+from natsd.server import Server
+
+pytestmark = pytest.mark.timeout(90)
+CLUSTER = "jsc"
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Trio:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.names = ["n1", "n2", "n3"]
+        self.cports = _free_ports(3)
+        self.servers: dict[str, Server] = {}
+
+    async def start(self, name: str) -> Server:
+        i = self.names.index(name)
+        routes = [parse_go_url(f"nats-route://127.0.0.1:{p}") for p in self.cports]
+        c = ClusterOptions(name=CLUSTER, host="127.0.0.1", port=self.cports[i], routes=routes)
+        srv = Server(
+            host="127.0.0.1",
+            port=0,
+            server_name=name,
+            cluster=c,
+            jetstream=True,
+            store_dir=str(self.tmp / name),
+        )
+        await srv.start()
+        self.servers[name] = srv
+        return srv
+
+    async def stop(self, name: str) -> None:
+        await self.servers.pop(name).shutdown()
+
+    def url(self, name: str) -> str:
+        return f"nats://127.0.0.1:{self.servers[name].port}"
+
+    def leader(self) -> str:
+        for name, s in self.servers.items():
+            if s.js_cluster is not None and s.js_cluster.is_leader():
+                return name
+        return ""
+
+
+async def _until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    while not cond():
+        if loop.time() - t0 > timeout:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.02)
+    return loop.time() - t0
+
+
+@pytest.fixture
+async def trio(tmp_path: Path) -> AsyncIterator[Trio]:
+    t = Trio(tmp_path)
+    await asyncio.gather(*(t.start(n) for n in t.names))
+    try:
+        await _until(lambda: t.leader() != "")
+        # every server has its row in the server table (placement needs them)
+        await _until(
+            lambda: all(
+                len(s.js_cluster.meta.servers) == 3 for s in t.servers.values()
+            )
+        )
+        yield t
+    finally:
+        for n in list(t.servers):
+            await t.stop(n)
+
+
+async def _req(nc: NATS, subject: str, body: Any = None, timeout: float = 5.0) -> dict[str, Any]:
+    data = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(subject, data, timeout=timeout)
+    out: dict[str, Any] = json.loads(msg.data)
+    return out
+
+
+async def test_stream_lives_on_one_server_and_is_used_from_all(trio: Trio) -> None:
+    ncs = [await nats.connect(trio.url(n)) for n in trio.names]
+    try:
+        created = await _req(
+            ncs[1], "$JS.API.STREAM.CREATE.ORDERS", {"name": "ORDERS", "subjects": ["orders.>"]}
+        )
+        assert "error" not in created, created
+        owner = created["cluster"]["leader"]
+        assert owner in trio.names
+        assert created["cluster"]["name"] == CLUSTER
+        assert created["did_create"] is True
+        assert created["config"]["num_replicas"] == 1
+        # only the owner holds it
+        holders = [n for n, s in trio.servers.items() if "ORDERS" in _streams(s)]
+        assert holders == [owner]
+        # publish from every server, including those that do not own it
+        for i, nc in enumerate(ncs):
+            ack = json.loads((await nc.request(f"orders.{i}", b"x%d" % i, timeout=5)).data)
+            assert ack == {"stream": "ORDERS", "seq": i + 1}
+        for nc in ncs:
+            info = await _req(nc, "$JS.API.STREAM.INFO.ORDERS")
+            assert info["state"]["messages"] == 3
+            assert info["cluster"] == {"name": CLUSTER, "leader": owner}
+            names = await _req(nc, "$JS.API.STREAM.NAMES")
+            assert names["streams"] == ["ORDERS"] and names["total"] == 1
+        listed = await _req(ncs[2], "$JS.API.STREAM.LIST")
+        assert [s["config"]["name"] for s in listed["streams"]] == ["ORDERS"]
+        assert listed["streams"][0]["state"]["messages"] == 3
+        assert "missing" not in listed
+        # a consumer on it, from a server that does not own it
+        other = next(i for i, n in enumerate(trio.names) if n != owner)
+        js = ncs[other].jetstream()
+        sub = await js.pull_subscribe("orders.>", durable="proc", stream="ORDERS")
+        msgs = await sub.fetch(3, timeout=5)
+        assert [m.data for m in msgs] == [b"x0", b"x1", b"x2"]
+        for m in msgs:
+            await m.ack_sync()
+        cinfo = await _req(ncs[other], "$JS.API.CONSUMER.INFO.ORDERS.proc")
+        assert cinfo["cluster"] == {"name": CLUSTER, "leader": owner}
+        assert cinfo["ack_floor"]["stream_seq"] == 3
+        # account info sums the owner's usage (reported once a second)
+        await asyncio.sleep(1.2)
+        acct = await _req(ncs[0], "$JS.API.INFO")
+        assert acct["streams"] == 1 and acct["consumers"] == 1 and acct["storage"] > 0
+        # unknown streams: one "not found" answer, from the meta leader
+        missing = await _req(ncs[0], "$JS.API.STREAM.INFO.NOPE")
+        assert missing["error"]["err_code"] == 10059
+        # delete through yet another server
+        deleted = await _req(ncs[2], "$JS.API.STREAM.DELETE.ORDERS")
+        assert deleted == {"type": "io.nats.jetstream.api.v1.stream_delete_response", "success": True}
+        await _until(lambda: all("ORDERS" not in _streams(s) for s in trio.servers.values()))
+        names = await _req(ncs[0], "$JS.API.STREAM.NAMES")
+        assert names["streams"] is None and names["total"] == 0
+    finally:
+        for nc in ncs:
+            await nc.close()
+
+
+def _streams(s: Server) -> set[str]:
+    return {name for ja in s.jetstream.accounts.values() for name in ja.streams}
+
+
+async def test_cluster_errors(trio: Trio) -> None:
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        r3 = await _req(nc, "$JS.API.STREAM.CREATE.R3", {"name": "R3", "num_replicas": 3})
+        assert r3["error"]["err_code"] == 10049 and "num_replicas" in r3["error"]["description"]
+        tags = await _req(
+            nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "placement": {"tags": ["ssd"]}}
+        )
+        assert tags["error"]["err_code"] == 10005
+        ok = await _req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["a.>"]})
+        assert "error" not in ok
+        overlap = await _req(nc, "$JS.API.STREAM.CREATE.B", {"name": "B", "subjects": ["a.b"]})
+        assert overlap["error"]["err_code"] == 10065
+        again = await _req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["a.>"]})
+        assert "error" not in again and again["cluster"] == ok["cluster"]
+        other = await _req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["x.>"]})
+        assert other["error"]["err_code"] == 10058
+        upd = await _req(
+            nc, "$JS.API.STREAM.UPDATE.A", {"name": "A", "subjects": ["a.>"], "max_msgs": 5}
+        )
+        assert "error" not in upd and upd["config"]["max_msgs"] == 5
+    finally:
+        await nc.close()
+
+
+async def test_meta_leader_loss_and_whole_cluster_restart(trio: Trio) -> None:
+    nc = await nats.connect(trio.url("n1"))
+    created = await _req(nc, "$JS.API.STREAM.CREATE.S1", {"name": "S1", "subjects": ["s1"]})
+    owner = created["cluster"]["leader"]
+    for i in range(5):
+        await nc.request("s1", b"%d" % i, timeout=5)
+    await nc.close()
+    old = trio.leader()
+    await trio.stop(old)
+    left = [n for n in trio.names if n != old]
+    await _until(lambda: trio.leader() in left, timeout=10)
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        made = await _req(nc, "$JS.API.STREAM.CREATE.S2", {"name": "S2", "subjects": ["s2"]})
+        assert "error" not in made, made
+    finally:
+        await nc.close()
+    await trio.start(old)
+    await _until(lambda: "S2" in trio.servers[old].js_cluster.meta.streams.get("$G", {}))
+    assert trio.leader() != old or True  # it may win a later election; data is what counts
+    # the whole cluster restarts: streams, messages and placement come back
+    for n in list(trio.servers):
+        await trio.stop(n)
+    await asyncio.gather(*(trio.start(n) for n in trio.names))
+    await _until(lambda: trio.leader() != "")
+    nc = await nats.connect(trio.url(left[1]))
+    try:
+        info = await _req(nc, "$JS.API.STREAM.INFO.S1")
+        assert info["state"]["messages"] == 5
+        assert info["cluster"]["leader"] == owner
+        names = await _req(nc, "$JS.API.STREAM.NAMES")
+        assert sorted(names["streams"]) == ["S1", "S2"]
+    finally:
+        await nc.close()
