@@ -438,7 +438,7 @@ class Server:
             self.accounts[SYSTEM_ACCOUNT],
             self.server_name,
             lambda: self.cluster_name,
-            mesh.peer_names,
+            lambda: mesh.peer_names(jetstream=True),
             mesh.expected_size,
             [],
         )
@@ -751,6 +751,14 @@ class Server:
             urls=[u.raw for u in c.routes],
             routes=routes,
         )
+
+    def jetstream_meta(self) -> dict[str, Any] | None:
+        return self.js_cluster.meta_info() if self.js_cluster is not None else None
+
+    def jetstream_health(self) -> str:
+        if self.js_cluster is None or self._jetstream_stopped:
+            return ""
+        return str(self.js_cluster.health())
 
     def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
         """The JetStream figures the monitor reports (``monitor.source.MonitorSource``): read

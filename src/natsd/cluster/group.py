@@ -55,9 +55,10 @@ from natsd.raft.types import (
 )
 from natsd.storage.wal import GroupLog, Wal
 
-__all__ = ["FRAME_VERSION", "FrameError", "GroupHost", "RaftGroup", "raft_id"]
+__all__ = ["FRAME_VERSION", "FrameError", "GroupHost", "RaftGroup", "peer_hash", "raft_id"]
 
 FRAME_VERSION: Final = 1
+_DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
 # nats-server's NRG values (design-clustering §4.3): a 100 ms tick, elections after 10 of
@@ -71,6 +72,13 @@ Apply = Callable[[int, bytes], None]
 
 class FrameError(ValueError):
     """A peer frame that does not decode (the peer is as untrusted as a client)."""
+
+
+def peer_hash(server_name: str) -> str:
+    """nats-server's ``getHash``: a server's peer id as clients see it (the ``peer`` of
+    cluster infos): the first 8 bytes of the sha256 of its name, each as a base-62 digit."""
+    digest = hashlib.sha256(server_name.encode()).digest()
+    return "".join(_DIGITS[b % 62] for b in digest[:8])
 
 
 def raft_id(server_name: str) -> int:
@@ -122,6 +130,7 @@ class GroupHost:
         self._rand = rand
         self.groups: dict[bytes, RaftGroup] = {}
         self.frames_sent = 0
+        self.last_sender = 0  # the node id of the last frame received (liveness, /jsz)
 
     # ---------------------------------------------------------------- groups
     def create(self, name: bytes, voters: list[int], apply: Apply) -> RaftGroup:
@@ -195,6 +204,8 @@ class GroupHost:
         messages stepped; a malformed frame raises FrameError and steps nothing."""
         msgs = decode_frame(frame)
         n = 0
+        if msgs:
+            self.last_sender = msgs[0][1].from_
         for name, m in msgs:
             g = self.groups.get(name)
             if g is None or m.to != self.id or is_local_msg(m.type):

@@ -123,9 +123,14 @@ class Mesh:
         self.self_urls: set[str] = set()
 
     # ------------------------------------------------------------------ members
-    def peer_names(self) -> list[str]:
-        """The server names of the peers our installed routes reach."""
-        return [r.remote_name for r in self.routes.values() if r.remote_name]
+    def peer_names(self, jetstream: bool = False) -> list[str]:
+        """The server names of the peers our installed routes reach (with ``jetstream``,
+        only those whose route INFO says they run JetStream, as nats-server's)."""
+        return [
+            r.remote_name
+            for r in self.routes.values()
+            if r.remote_name and (not jetstream or r.peer_info.get("jetstream") is True)
+        ]
 
     def expected_size(self) -> int:
         """How many servers the configured routes name, this one included: one per

@@ -49,6 +49,8 @@ class RaftService:
         self.failed: BaseException | None = None
         self.bad_frames = 0
         self.running = False
+        # peer node id -> loop time of its last frame (the "active" of /jsz replicas)
+        self.last_heard: dict[int, float] = {}
 
     @classmethod
     def open(cls, server_name: str, wal: Wal, system: Account, tick: float = TICK) -> RaftService:
@@ -128,6 +130,7 @@ class RaftService:
     ) -> None:
         try:
             self.host.receive(payload)
+            self.last_heard[self.host.last_sender] = asyncio.get_running_loop().time()
         except FrameError:
             self.bad_frames += 1  # a peer is as untrusted as a client: drop, count
             return

@@ -399,6 +399,9 @@ class MonitorServer:
             "messages": msgs,
             "bytes": nbytes,
         }
+        meta = s.jetstream_meta()
+        if meta is not None:
+            data["meta_cluster"] = meta
         if want:
             data["account_details"] = details
         return _json(data)
@@ -408,6 +411,14 @@ class MonitorServer:
             return web.Response(
                 status=503,
                 body=orjson.dumps({"status": "unavailable", "error": "server not ready"}),
+                content_type="application/json",
+            )
+        js_only = request.query.get("js-enabled-only", "") in ("1", "true")
+        why = "" if js_only else self.server.jetstream_health()
+        if why:
+            return web.Response(
+                status=503,
+                body=orjson.dumps({"status": "unavailable", "status_code": 503, "error": why}),
                 content_type="application/json",
             )
         return _json({"status": "ok"})

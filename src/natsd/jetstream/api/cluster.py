@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import orjson
 
-from natsd.cluster.group import RaftGroup, raft_id
+from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import (
     META_GROUP,
     MetaError,
@@ -183,11 +183,61 @@ class JsCluster:
         g = self.group
         if g is None or not g.node.raft.lead:
             return ""
-        lead = g.node.raft.lead
+        return self._name_of(g.node.raft.lead)
+
+    def _name_of(self, node_id: int) -> str:
         for name in (self.server_name, *self._peers(), *self.meta.servers):
-            if raft_id(name) == lead:
+            if raft_id(name) == node_id:
                 return name
         return ""
+
+    def health(self) -> str:
+        """Why this server's JetStream is not current ("" when it is), in nats-server's
+        words (/healthz)."""
+        if self.group is None or not self.group.node.raft.lead:
+            return "JetStream has not established contact with a meta leader"
+        if not self._reconciled:
+            return "JetStream is still recovering meta layer"
+        return ""
+
+    def meta_info(self) -> dict[str, Any]:
+        """/jsz ``meta_cluster``: the meta group as this server sees it."""
+        g = self.group
+        lead = self.leader_name()
+        out: dict[str, Any] = {"name": self.cluster_name()}
+        if lead:
+            out["leader"] = lead
+            out["peer"] = peer_hash(lead)
+        voters = list(g.conf.voters) if g is not None else []
+        now = asyncio.get_running_loop().time()
+        progress = g.node.raft.trk.progress if g is not None and self.is_leader() else {}
+        last = g.node.raft.raft_log.last_index() if g is not None else 0
+        replicas = []
+        for vid in voters:
+            name = self._name_of(vid)
+            if not name or name == lead:
+                continue
+            heard = self.raft.last_heard.get(vid)
+            rep: dict[str, Any] = {"name": name}
+            pr = progress.get(vid)
+            if vid == self.raft.host.id:
+                rep["current"], active = True, 0.0
+            else:
+                rep["current"] = pr.match >= last if pr is not None else heard is not None
+                active = now - heard if heard is not None else -1.0
+            if active < 0 or active > ALIVE_FOR:
+                rep["offline"] = True
+            rep["active"] = int(max(active, 0.0) * 1e9)
+            rep["peer"] = peer_hash(name)
+            replicas.append(rep)
+        if replicas:
+            out["replicas"] = replicas
+        out["cluster_size"] = len(voters)
+        out["quorum_needed"] = len(voters) // 2 + 1 if voters else 0
+        out["pending"] = 0
+        out["pending_requests"] = 0
+        out["pending_infos"] = 0
+        return out
 
     def propose(self, data: bytes) -> bool:
         """False when the meta group cannot take it now (no leader known)."""
