@@ -68,8 +68,12 @@ log = logging.getLogger("natsd")
 # USAGE_INTERVAL seconds; the meta leader sums them for $JS.API.INFO.
 USAGE_SUBJECT: Final = b"$NATSD.JS.USAGE"
 USAGE_INTERVAL: Final = 1.0
-# A server whose usage report is older than this counts as gone for placement.
+# A replica not heard from for this long shows as offline in /jsz.
 ALIVE_FOR: Final = 10.0
+# A peer whose Raft traffic is older than this gets no new streams (heartbeats come every
+# 200 ms, and a new leader is elected 1-2 s after the old one went quiet, so a stopped
+# leader is never its successor's first choice).
+PLACE_ALIVE: Final = 1.0
 _CHECK_INTERVAL: Final = 0.1
 
 _META_VERBS: Final = frozenset(
@@ -250,8 +254,13 @@ class JsCluster:
         return True
 
     def alive(self) -> list[str]:
-        """The servers a new stream may go to: ourselves and the peers our routes reach."""
-        return sorted({self.server_name, *self._peers()})
+        """The servers a new stream may go to: ourselves and the peers our routes reach
+        whose Raft traffic we heard within ``PLACE_ALIVE`` (a stopped process keeps its
+        route open for a while, but stops answering heartbeats)."""
+        now = asyncio.get_running_loop().time()
+        heard = self.raft.last_heard
+        fresh = [p for p in self._peers() if now - heard.get(raft_id(p), -1e9) <= PLACE_ALIVE]
+        return sorted({self.server_name, *fresh})
 
     def place(self, replicas: int, tags: list[str], max_bytes: int, memory: bool) -> list[str]:
         def room(name: str) -> bool:
