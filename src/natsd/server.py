@@ -440,7 +440,7 @@ class Server:
             lambda: self.cluster_name,
             lambda: mesh.peer_names(jetstream=True),
             mesh.expected_size,
-            [],
+            list(self.options.server_tags),
         )
 
     async def _start_monitor(self) -> None:

@@ -10,95 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import nats
 import pytest
+from embedded_cluster import CLUSTER, JsCluster3, until
 from nats.aio.client import Client as NATS
 
-from natsd.config.cluster import parse_go_url
-from natsd.config.options import ClusterOptions
 from natsd.server import Server
 
 pytestmark = pytest.mark.timeout(90)
-CLUSTER = "jsc"
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-class Trio:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.names = ["n1", "n2", "n3"]
-        self.cports = _free_ports(3)
-        self.servers: dict[str, Server] = {}
-
-    async def start(self, name: str) -> Server:
-        i = self.names.index(name)
-        routes = [parse_go_url(f"nats-route://127.0.0.1:{p}") for p in self.cports]
-        c = ClusterOptions(name=CLUSTER, host="127.0.0.1", port=self.cports[i], routes=routes)
-        srv = Server(
-            host="127.0.0.1",
-            port=0,
-            server_name=name,
-            cluster=c,
-            jetstream=True,
-            store_dir=str(self.tmp / name),
-        )
-        await srv.start()
-        self.servers[name] = srv
-        return srv
-
-    async def stop(self, name: str) -> None:
-        await self.servers.pop(name).shutdown()
-
-    def url(self, name: str) -> str:
-        return f"nats://127.0.0.1:{self.servers[name].port}"
-
-    def leader(self) -> str:
-        for name, s in self.servers.items():
-            if s.js_cluster is not None and s.js_cluster.is_leader():
-                return name
-        return ""
-
-
-async def _until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    while not cond():
-        if loop.time() - t0 > timeout:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.02)
-    return loop.time() - t0
+Trio = JsCluster3
+_until = until
 
 
 @pytest.fixture
-async def trio(tmp_path: Path) -> AsyncIterator[Trio]:
-    t = Trio(tmp_path)
-    await asyncio.gather(*(t.start(n) for n in t.names))
+async def trio(tmp_path: Path) -> AsyncIterator[JsCluster3]:
+    t = JsCluster3(tmp_path)
     try:
-        await _until(lambda: t.leader() != "")
-        # every server has its row in the server table (placement needs them)
-        await _until(
-            lambda: all(
-                len(s.js_cluster.meta.servers) == 3 for s in t.servers.values()
-            )
-        )
+        await t.start_all()
         yield t
     finally:
-        for n in list(t.servers):
-            await t.stop(n)
+        await t.stop_all()
 
 
 async def _req(nc: NATS, subject: str, body: Any = None, timeout: float = 5.0) -> dict[str, Any]:

@@ -389,3 +389,19 @@ def test_go_url_errors(raw: str, error: str) -> None:
 )
 def test_go_duration(text: str, seconds: float) -> None:
     assert C.go_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("value", "tags"),
+    [('"SSD"', ["ssd"]), ('[" az:1 ", SSD, ssd]', ["az:1", "ssd"]), ("[]", [])],
+)
+def test_server_tags_are_read_as_nats_server_keeps_them(
+    tmp_path: Path, value: str, tags: list[str]
+) -> None:
+    assert build(tmp_path, f"server_tags: {value}\n").server_tags == tags
+
+
+@pytest.mark.parametrize(("value", "typ"), [("5", "int64"), ("[a, 5]", "list"), ("{a: b}", "map")])
+def test_server_tags_of_another_type_are_refused(tmp_path: Path, value: str, typ: str) -> None:
+    with pytest.raises(ConfigError, match="error parsing tags: unsupported type"):
+        build(tmp_path, f"server_tags: {value}\n")

@@ -108,3 +108,28 @@ def test_placement_tags_room_and_too_few() -> None:
     assert place(st, ["n1", "n2", "n3"], 1, [], lambda n: n == "n1") == ["n1"]
     # a server not in the server table yet is not eligible
     assert place(st, ["n4", "n1"], 1, [], always) == ["n1"]
+
+
+def test_placement_errors_read_like_nats_servers() -> None:
+    st = _state("n1", "n2", "n3", tags={"n1": ["ssd"], "n2": ["ssd", "az:1"]})
+    names = ["n1", "n2", "n3"]
+    always = lambda _n: True  # noqa: E731
+    with pytest.raises(NoPeers) as e:
+        place(st, names, 5, [], always)
+    assert str(e.value) == "no suitable peers for placement"
+    with pytest.raises(NoPeers) as e:
+        place(st, names, 1, ["GPU"], always)
+    assert str(e.value) == "no suitable peers for placement, tags not matched ['gpu']"
+    assert place(st, names, 1, ["SSD", "az:1"], always) == ["n2"]  # tags match without case
+    assert place(st, names, 1, ["ssd", "!az:1"], always) == ["n1"]
+    with pytest.raises(NoPeers) as e:
+        place(st, ["n1"], 2, [], always)
+    assert str(e.value) == "no suitable peers for placement, peer offline"
+    with pytest.raises(NoPeers) as e:
+        place(st, names, 1, [], lambda _n: False)
+    assert str(e.value) == "no suitable peers for placement, insufficient storage"
+    with pytest.raises(NoPeers) as e:
+        place(st, ["n2"], 1, ["!az:1"], always)
+    assert str(e.value) == (
+        "no suitable peers for placement, peer offline, tags excluded ['az:1']"
+    )

@@ -88,6 +88,9 @@ class Forwarder:
     def has_interest(self, subject: bytes) -> bool:
         return self.remote.match(self.name, subject) is not None
 
+    def has_exact(self, subject: bytes, queue: bytes | None) -> bool:
+        return self.remote.has_exact(self.name, subject, queue)
+
     def _send(
         self,
         plan: ForwardPlan,

@@ -241,25 +241,53 @@ def place(
     reserve: Callable[[str], bool],
     rng: random.Random | None = None,
 ) -> list[str]:
-    """The ``replicas`` servers a new stream goes to: among the ``alive`` servers of the
-    server table that carry every tag in ``tags`` and for which ``reserve`` says there is
-    room, the ones holding the fewest streams (ties broken at random, so equal servers
-    share the load). Fewer eligible servers than replicas raises NoPeers."""
+    """The ``replicas`` servers a new stream goes to, as nats-server's ``selectPeerGroup``
+    filters them: among the servers of the server table that are ``alive``, carry every
+    tag of ``tags`` and none of its ``!tag`` exclusions (compared without case), and for
+    which ``reserve`` says there is room, the ones holding the fewest streams (ties broken
+    at random, so equal servers share the load). Too few raises NoPeers with nats-server's
+    text ("no suitable peers for placement[, peer offline][, insufficient storage][, tags
+    not matched ['t']][, tags excluded ['t']]")."""
     counts: dict[str, int] = {}
     for acc in state.streams.values():
         for a in acc.values():
             for p in a.peers:
                 counts[p] = counts.get(p, 0) + 1
-    want = set(tags)
-    eligible = [
-        name
-        for name in alive
-        if (row := state.servers.get(name)) is not None
-        and want.issubset(row.tags)
-        and reserve(name)
-    ]
+    need = [t.lower() for t in tags if not t.startswith("!")]
+    avoid = [t[1:].lower() for t in tags if t.startswith("!")]
+    up = set(alive)
+    offline = no_storage = False
+    missing: dict[str, None] = {}
+    excluded: dict[str, None] = {}
+    eligible = []
+    for name, row in state.servers.items():
+        if name not in up:
+            offline = True
+            continue
+        have = {t.lower() for t in row.tags}
+        bad = next((t for t in avoid if t in have), None)
+        if bad is not None:
+            excluded[bad] = None
+            continue
+        lack = next((t for t in need if t not in have), None)
+        if lack is not None:
+            missing[lack] = None
+            continue
+        if not reserve(name):
+            no_storage = True
+            continue
+        eligible.append(name)
     if len(eligible) < replicas:
-        raise NoPeers(f"{len(eligible)} eligible of {replicas} needed")
+        why = "no suitable peers for placement"
+        if offline:
+            why += ", peer offline"
+        if no_storage:
+            why += ", insufficient storage"
+        if missing:
+            why += ", tags not matched [" + ", ".join(f"'{t}'" for t in missing) + "]"
+        if excluded:
+            why += ", tags excluded [" + ", ".join(f"'{t}'" for t in excluded) + "]"
+        raise NoPeers(why)
     r = rng or random
     r.shuffle(eligible)
     eligible.sort(key=lambda n: counts.get(n, 0))  # stable: the shuffle breaks ties

@@ -72,7 +72,7 @@ TOP = Level(
         lame_duck_duration lame_duck_grace_period
         authorization no_auth_user accounts jetstream store_dir storedir
         debug trace trace_verbose trace_headers log_file logfile pid_file pidfile
-        cluster
+        cluster server_tags
         """
     ),
     cosmetic=_keys(
@@ -94,7 +94,7 @@ TOP = Level(
         mappings maps default_js_domain
         no_header_support max_sub_tokens max_subscription_tokens proxy_protocol proxies
         write_timeout no_fast_producer_stall max_closed_clients
-        server_tags server_metadata feature_flags ports_file_dir prof_port
+        server_metadata feature_flags ports_file_dir prof_port
         """
     ),
     natsd_only=_keys("addr name http_host max_pings_outstanding"),

@@ -418,7 +418,7 @@ class MonitorServer:
         if why:
             return web.Response(
                 status=503,
-                body=orjson.dumps({"status": "unavailable", "status_code": 503, "error": why}),
+                body=orjson.dumps({"status": "unavailable", "error": why}),
                 content_type="application/json",
             )
         return _json({"status": "ok"})

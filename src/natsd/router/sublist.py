@@ -89,6 +89,10 @@ class Forward(Protocol):
         """Whether a peer server has interest in ``subject`` (a pull request's reply from a
         client on another server is alive while that server still subscribes to it)."""
 
+    def has_exact(self, subject: bytes, queue: bytes | None) -> bool:
+        """Whether a peer server subscribes on exactly ``subject`` (in group ``queue``
+        when given): a push consumer's deliver subject bound on another server."""
+
 
 class _Node(Generic[S]):
     __slots__ = ("next", "plist", "psubs", "qsubs")

@@ -29,8 +29,9 @@ needs to be exchanged. A restart restores the group from the node log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 import orjson
@@ -51,7 +52,14 @@ from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.dispatch import add_cluster_block, make_api_callback
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.stream_config import parse_stream_config
-from natsd.jetstream.engine import JetStream, JsAccount, add_stream, delete_stream, update_stream
+from natsd.jetstream.engine import (
+    JetStream,
+    JsAccount,
+    add_stream,
+    delete_stream,
+    find_consumer,
+    update_stream,
+)
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError
@@ -66,8 +74,12 @@ log = logging.getLogger("natsd")
 
 # Each server's JetStream usage per account, published in the system account every
 # USAGE_INTERVAL seconds; the meta leader sums them for $JS.API.INFO.
-USAGE_SUBJECT: Final = b"$NATSD.JS.USAGE"
+USAGE_SUBJECT: Final = b"$NATSD.JS.USAGE.REPORT"
 USAGE_INTERVAL: Final = 1.0
+# The meta leader asks for fresh reports before it answers $JS.API.INFO; a server that does
+# not answer within USAGE_WAIT seconds counts with its last periodic report.
+USAGE_POLL: Final = b"$NATSD.JS.USAGE.POLL"
+USAGE_WAIT: Final = 1.0
 # A replica not heard from for this long shows as offline in /jsz.
 ALIVE_FOR: Final = 10.0
 # A peer whose Raft traffic is older than this gets no new streams (heartbeats come every
@@ -86,6 +98,18 @@ _META_VERBS: Final = frozenset(
         ("STREAM", "LIST"),
     }
 )
+
+# nats-server answers 10008 after its meta group had no leader this long (lostQuorumInterval)
+LEADERLESS: Final = 6.0
+_RESPONSE_TYPES: Final = {
+    ("INFO",): "account_info_response",
+    ("STREAM", "CREATE"): "stream_create_response",
+    ("STREAM", "UPDATE"): "stream_update_response",
+    ("STREAM", "DELETE"): "stream_delete_response",
+    ("STREAM", "NAMES"): "stream_names_response",
+    ("STREAM", "LIST"): "stream_list_response",
+    ("STREAM", "INFO"): "stream_info_response",
+}
 
 OnApi = Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]
 
@@ -117,6 +141,7 @@ class JsCluster:
         self.row = ServerRow(server_name, list(tags), engine.max_memory, engine.max_store)
         self.meta = MetaState()
         self.group: RaftGroup | None = None
+        self._leader_seen = asyncio.get_running_loop().time()
         self._replay_until = 0  # meta entries up to here were applied before a restart
         self._reconciled = False
         self._row_proposed_at = -1e9
@@ -124,7 +149,10 @@ class JsCluster:
         self._usage_at = 0.0
         # server -> (when, {account: [memory, storage, consumers]})
         self.usage: dict[str, tuple[float, dict[str, list[int]]]] = {}
-        self._usage_sub = Subscription(USAGE_SUBJECT, None, b"js-usage", callback=self._on_usage)
+        # reports and polls: $NATSD.JS.USAGE.REPORT / .POLL
+        self._usage_sub = Subscription(
+            b"$NATSD.JS.USAGE.*", None, b"js-usage", callback=self._on_usage
+        )
         self._nuid = Nuid()
         self.tasks: set[asyncio.Task[None]] = set()  # STREAM.LIST gathers under way
         self.requests = MetaRequests(self)
@@ -205,7 +233,10 @@ class JsCluster:
         return ""
 
     def meta_info(self) -> dict[str, Any]:
-        """/jsz ``meta_cluster``: the meta group as this server sees it."""
+        """/jsz ``meta_cluster`` as nats-server shows it: ``peer`` is the leader's; the
+        replicas are the other members as this server sees them (the leader knows each
+        follower's progress; a follower knows when it last heard the leader and nothing
+        of the other followers); without a leader every member is listed, self included."""
         g = self.group
         lead = self.leader_name()
         out: dict[str, Any] = {"name": self.cluster_name()}
@@ -214,26 +245,43 @@ class JsCluster:
             out["peer"] = peer_hash(lead)
         voters = list(g.conf.voters) if g is not None else []
         now = asyncio.get_running_loop().time()
+        me = self.raft.host.id
         progress = g.node.raft.trk.progress if g is not None and self.is_leader() else {}
         last = g.node.raft.raft_log.last_index() if g is not None else 0
         replicas = []
         for vid in voters:
             name = self._name_of(vid)
-            if not name or name == lead:
+            if not name or name == lead or (lead and vid == me):
                 continue
-            heard = self.raft.last_heard.get(vid)
             rep: dict[str, Any] = {"name": name}
-            pr = progress.get(vid)
-            if vid == self.raft.host.id:
-                rep["current"], active = True, 0.0
+            heard = self.raft.last_heard.get(vid)
+            ago = now - heard if heard is not None else None
+            if vid == me:
+                rep["current"], rep["active"] = True, 0
+            elif progress:
+                pr = progress.get(vid)
+                rep["current"] = pr is not None and pr.match >= last
+                rep["active"] = int((ago or 0.0) * 1e9)
             else:
-                rep["current"] = pr.match >= last if pr is not None else heard is not None
-                active = now - heard if heard is not None else -1.0
-            if active < 0 or active > ALIVE_FOR:
+                # a follower's view of another follower: they do not talk
+                rep["current"], rep["active"] = False, 0
+            if ago is not None and ago > ALIVE_FOR and vid != me:
                 rep["offline"] = True
-            rep["active"] = int(max(active, 0.0) * 1e9)
             rep["peer"] = peer_hash(name)
             replicas.append(rep)
+        if lead and g is not None and g.node.raft.lead != me:
+            # on a follower the leader is a replica too, current while it is heard
+            heard = self.raft.last_heard.get(g.node.raft.lead)
+            ago = now - heard if heard is not None else ALIVE_FOR + 1
+            replicas.append(
+                {
+                    "name": lead,
+                    "current": ago <= ALIVE_FOR,
+                    "active": int(ago * 1e9),
+                    "peer": peer_hash(lead),
+                }
+            )
+            replicas.sort(key=lambda r: str(r["name"]))
         if replicas:
             out["replicas"] = replicas
         out["cluster_size"] = len(voters)
@@ -241,7 +289,20 @@ class JsCluster:
         out["pending"] = 0
         out["pending_requests"] = 0
         out["pending_infos"] = 0
+        out["snapshot"] = self._snapshot_stats()
         return out
+
+    def _snapshot_stats(self) -> dict[str, Any]:
+        """Entries (and their bytes) the meta log holds beyond its last snapshot."""
+        g = self.group
+        n = size = 0
+        if g is not None:
+            st = g.storage
+            first, last = st.first_index(), st.last_index()
+            if last >= first:
+                ents = st.entries(first, last + 1, 1 << 62)
+                n, size = len(ents), sum(len(e.data) for e in ents)
+        return {"pending_entries": n, "pending_size": size, "last_time": "0001-01-01T00:00:00Z"}
 
     def propose(self, data: bytes) -> bool:
         """False when the meta group cannot take it now (no leader known)."""
@@ -336,20 +397,26 @@ class JsCluster:
                 self.propose(encode_op("delete", account=a.account, stream=a.name))
 
     def _applied_delete(self, op: MetaOp, replay: bool) -> None:
+        """The stream's server deletes it and answers (as nats-server: with that server
+        down the request gets no answer, though the stream is gone from the meta state and
+        the server deletes it when it is back)."""
         a = op.previous
         assert a is not None
         ja = self.engine.accounts.get(a.account)
-        if ja is None:
+        if ja is None or self.server_name not in a.peers or replay:
             return
-        if self.server_name in a.peers and not replay:
-            local = ja.streams.get(a.name)
-            if local is not None:
-                try:
-                    delete_stream(ja, local)
-                except (StoreError, OSError) as e:
-                    log.error("JetStream cluster: stream %s/%s not deleted: %s",
-                              a.account, a.name, e)  # fmt: skip
-        if op.reply and op.origin == self.server_name and not replay:
+        local = ja.streams.get(a.name)
+        if local is not None:
+            try:
+                delete_stream(ja, local)
+            except (StoreError, OSError) as e:
+                log.error("JetStream cluster: stream %s/%s not deleted: %s",
+                          a.account, a.name, e)  # fmt: skip
+                if op.reply:
+                    err = E.JSStreamDeleteErrF(err=str(e))
+                    self.respond(ja, op.reply, "stream_delete_response", {"error": err.to_json()})
+                return
+        if op.reply:
             self.respond(ja, op.reply, "stream_delete_response", {"success": True})
 
     def _reconcile(self) -> None:
@@ -383,26 +450,76 @@ class JsCluster:
                     )
 
     # ---------------------------------------------------------------- usage
-    def _report_usage(self) -> None:
+    def _usage_doc(self) -> bytes:
         accounts: dict[str, list[int]] = {}
         for name, ja in self.engine.accounts.items():
             mem, store = self.engine.usage(ja)
             consumers = sum(s.consumer_count for s in ja.streams.values())
             accounts[name] = [mem, store, consumers]
-        body = orjson.dumps({"server": self.server_name, "accounts": accounts})
-        publish(self.system.sublist, USAGE_SUBJECT, None, None, body)
+        return orjson.dumps({"server": self.server_name, "accounts": accounts})
+
+    def _report_usage(self) -> None:
+        publish(self.system.sublist, USAGE_SUBJECT, None, None, self._usage_doc())
 
     def _on_usage(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
+        if subject == USAGE_POLL:
+            if reply:
+                publish(self.system.sublist, reply, None, None, self._usage_doc())
+            return
+        self._record_usage(data)
+
+    def _record_usage(self, data: bytes) -> str:
+        """Keep a server's usage report; returns the server's name ("" for junk: a peer is
+        as untrusted as a client)."""
         try:
             doc = orjson.loads(data)
             server = doc["server"]
-            accounts = {str(k): [int(x) for x in v][:3] for k, v in dict(doc["accounts"]).items()}
+            accounts = {
+                str(k): [int(x) for x in v][:3] for k, v in dict(doc["accounts"]).items()
+            }
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            return  # a peer is as untrusted as a client
-        if isinstance(server, str) and len(accounts) <= 100_000:
-            self.usage[server] = (asyncio.get_running_loop().time(), accounts)
+            return ""
+        if not isinstance(server, str) or len(accounts) > 100_000:
+            return ""
+        self.usage[server] = (asyncio.get_running_loop().time(), accounts)
+        return server
+
+    async def fresh_usage(self) -> None:
+        """Ask every live JetStream server for its usage now and wait for the answers (at
+        most USAGE_WAIT): a request answered by a stream's server (a purge, a delete) is
+        then counted in the account info that follows it."""
+        self._record_usage(self._usage_doc())
+        want = set(self.alive()) - {self.server_name}
+        if not want:
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        got: set[str] = set()
+
+        def on_reply(
+            sub: Subscription, subject: bytes, rep: bytes | None, hdr: bytes | None, data: bytes
+        ) -> None:
+            got.add(self._record_usage(data))
+            if want <= got and not done.done():
+                done.set_result(None)
+
+        inbox = b"_INBOX.natsd-usage." + self._nuid.next().encode()
+        sub = Subscription(inbox, None, b"js-usage", callback=on_reply)
+        sl = self.system.sublist
+        sl.insert(sub)
+        try:
+            publish(sl, USAGE_POLL, inbox, None, b"")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(done), USAGE_WAIT)
+        finally:
+            sl.remove(sub)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     def account_usage(self, account: str) -> tuple[int, int, int]:
         """(memory, storage, consumers) of ``account`` summed over the servers' reports."""
@@ -456,20 +573,57 @@ class JsCluster:
         # $JS.API.<verb...> or $JS.<domain>.API.<verb...>
         api = 2 if len(toks) > 1 and toks[1] == "API" else 3
         verb = toks[api:]
+        leader = self.is_leader()
         if tuple(verb[:1]) in _META_VERBS or tuple(verb[:2]) in _META_VERBS:
-            if self.is_leader():
+            if leader:
                 self.requests.handle(ja, verb, reply, hdr, data, subject)
+            elif reply and self.leaderless():
+                self._unavailable(ja, verb, reply)
             return
         stream = _stream_of(verb)
         if stream is None:
-            if self.is_leader():
+            if leader:
                 local(sub, subject, reply, hdr, data)  # unknown or account-wide: one answer
             return
         if stream in ja.streams:
-            local(sub, subject, reply, hdr, data)
-        elif self.is_leader() and self.meta.stream(ja.account.name, stream) is None:
+            if verb[1:3] == ["LEADER", "STEPDOWN"] and reply:
+                self._r1_stepdown(ja, verb, stream, reply)
+            else:
+                local(sub, subject, reply, hdr, data)
+        elif leader and self.meta.stream(ja.account.name, stream) is None:
             if verb[:3] != ["CONSUMER", "MSG", "NEXT"] and verb[:1] != ["DIRECT"]:
                 local(sub, subject, reply, hdr, data)  # nats-server's "stream not found"
+        elif reply and self.leaderless() and verb[:2] == ["STREAM", "INFO"]:
+            self._unavailable(ja, verb, reply)
+
+    def leaderless(self) -> bool:
+        """No meta leader known for LEADERLESS seconds (nats-server's ``isLeaderless``):
+        requests that need one are answered 10008 instead of left unanswered."""
+        g = self.group
+        if g is not None and g.node.raft.lead:
+            self._leader_seen = asyncio.get_running_loop().time()
+            return False
+        return asyncio.get_running_loop().time() - self._leader_seen >= LEADERLESS
+
+    def _unavailable(self, ja: JsAccount, verb: list[str], reply: bytes) -> None:
+        rtype = _RESPONSE_TYPES.get(tuple(verb[:2]), "")
+        if rtype:
+            err = E.JSClusterNotAvailErr().to_json()
+            self.respond(ja, reply.decode(errors="replace"), rtype, {"error": err})
+
+    def _r1_stepdown(self, ja: JsAccount, verb: list[str], stream: str, reply: bytes) -> None:
+        """A stream or consumer leader stepdown on an R1 stream: nats-server answers
+        success and changes nothing (there is no other replica to lead)."""
+        rep = reply.decode(errors="replace")
+        if verb[0] == "STREAM":
+            self.respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
+            return
+        s = ja.streams[stream]
+        if len(verb) != 5 or find_consumer(s, verb[4]) is None:
+            err = E.JSConsumerNotFoundErr().to_json()
+            self.respond(ja, rep, "consumer_leader_stepdown_response", {"error": err})
+            return
+        self.respond(ja, rep, "consumer_leader_stepdown_response", {"success": True})
 
 
 def _stream_of(verb: list[str]) -> str | None:

@@ -73,7 +73,8 @@ class MetaRequests:
         head = tuple(verb[:2])
         try:
             if verb == ["INFO"]:
-                rtype, body = "account_info_response", self.account_info(ja)
+                self.c.spawn(self._account_info(ja, rep))
+                return
             elif head == ("STREAM", "CREATE") and len(verb) == 3:
                 rtype = "stream_create_response"
                 self.create(ja, verb[2], data, rep)
@@ -103,6 +104,12 @@ class MetaRequests:
         self.c.respond(ja, rep, rtype, body)
 
     # ---------------------------------------------------------------- account
+    async def _account_info(self, ja: JsAccount, reply: str) -> None:
+        await self.c.fresh_usage()
+        body = self.account_info(ja)  # the totals exclude this request, as nats-server's
+        ja.api.total += 1
+        self.c.respond(ja, reply, "account_info_response", body)
+
     def account_info(self, ja: JsAccount) -> dict[str, Any]:
         name = ja.account.name
         mem, store, consumers = self.c.account_usage(name)
@@ -173,8 +180,8 @@ class MetaRequests:
                     cfg.max_bytes,
                     cfg.storage == StorageType.MEMORY,
                 )
-            except NoPeers:
-                raise E.JSClusterNoPeersErrF(err="no suitable peers for placement") from None
+            except NoPeers as e:
+                raise E.JSClusterNoPeersErrF(err=str(e)) from None
         op = encode_op(
             "stream",
             account=ja.account.name,
@@ -294,9 +301,7 @@ class MetaRequests:
                 pass
             finish()
 
-        task = loop.create_task(wait())
-        self.c.tasks.add(task)
-        task.add_done_callback(self.c.tasks.discard)
+        self.c.spawn(wait())
 
 
 def _refuse_replicas(cfg: StreamConfig, err: Any) -> None:
