@@ -10,9 +10,10 @@ operator restarting a machine would.
 
 Users: ``a``/``a`` in account ``A`` (JetStream enabled), ``sys``/``sys`` in ``SYS``.
 
-Readiness is "``$JS.API.INFO`` in account A answers without an error through every server":
-that needs a meta leader (nats-server answers 10008 or nothing before one is elected) and
-every server's routes, because the request travels to the meta leader.
+Readiness is "``$JS.API.INFO`` in account A answers without an error through every server, and
+every server's ``/healthz`` is 200": the first needs a meta leader (nats-server answers 10008 or
+nothing before one is elected) and every server's routes, because the request travels to the
+meta leader; the second, that each server has heard from the leader itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import random
@@ -40,6 +42,8 @@ from nats.aio.client import Client as NATS
 from differential.harness import HOST, ServerStartError, _wait_ready, natsd_command
 
 USER = ("a", "a")
+#: nats-server's ``getHash`` alphabet: a peer id is 8 sha256 bytes, each taken modulo 62.
+_HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 SYS_USER = ("sys", "sys")
 CLUSTER_NAME = "jsc"
 
@@ -153,6 +157,12 @@ class JSServer:
         return str(leader) if leader else None
 
 
+def peer_hash(server_name: str) -> str:
+    """The ``peer`` id nats-server shows for a server in /jsz and ``cluster.replicas``."""
+    digest = hashlib.sha256(server_name.encode()).digest()
+    return "".join(_HASH_DIGITS[b % len(_HASH_DIGITS)] for b in digest[:8])
+
+
 def _fixed_port() -> int:
     """A free port below Linux's ephemeral range (32768+): the ports stay reserved in the
     config across restarts, and a port the kernel hands out for an outgoing route or client
@@ -224,7 +234,8 @@ class JSCluster:
         return await nats.connect(self.servers[i].url, user=user, password=password, **opts)
 
     async def wait_js_ready(self, timeout: float = 30.0) -> None:
-        """Until ``$JS.API.INFO`` answers without an error through every live server."""
+        """Until ``$JS.API.INFO`` answers without an error through every live server and each
+        one's ``/healthz`` is 200."""
         end = time.monotonic() + timeout
         for i, s in enumerate(self.servers):
             if not s.alive():
@@ -245,6 +256,12 @@ class JSCluster:
                 if time.monotonic() > end:
                     raise AssertionError(f"JetStream not ready on {s.name}: {last}")
                 await asyncio.sleep(0.2)
+            # The request above may travel to the meta leader over routes before this server
+            # itself has heard from it; /healthz turns 200 once it has.
+            while (health := s.http("/healthz"))[0] != 200:
+                if time.monotonic() > end:
+                    raise AssertionError(f"{s.name} /healthz: {health}")
+                await asyncio.sleep(0.1)
 
 
 def build_cluster(
