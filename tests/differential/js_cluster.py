@@ -178,7 +178,9 @@ def _fixed_port() -> int:
     raise ServerStartError("no free port in 20000-32000")
 
 
-def _config(s: JSServer, routes: Sequence[int], tags: Sequence[str], extra: str = "") -> str:
+def _config(
+    s: JSServer, routes: Sequence[int], tags: Sequence[str], extra: str, system_account: bool
+) -> str:
     route_list = ", ".join(f'"nats-route://{HOST}:{p}"' for p in routes)
     tag_line = f"server_tags: [{', '.join(json.dumps(t) for t in tags)}]\n" if tags else ""
     return (
@@ -190,11 +192,13 @@ def _config(s: JSServer, routes: Sequence[int], tags: Sequence[str], extra: str 
         f"cluster {{\n  name: {CLUSTER_NAME}\n  listen: {HOST}:{s.cluster_port}\n"
         f"  routes: [{route_list}]\n}}\n"
         "accounts {\n"
-        f'  SYS {{ users: [{{user: "{SYS_USER[0]}", password: "{SYS_USER[1]}"}}] }}\n'
-        f'  A {{ jetstream: enabled, users: [{{user: "{USER[0]}", password: "{USER[1]}"}}] }}\n'
-        "}\n"
-        "system_account: SYS\n"
-        f"{extra}"
+        + (
+            f'  SYS {{ users: [{{user: "{SYS_USER[0]}", password: "{SYS_USER[1]}"}}] }}\n'
+            if system_account
+            else ""
+        )
+        + f'  A {{ jetstream: enabled, users: [{{user: "{USER[0]}", password: "{USER[1]}"}}] }}\n'
+        "}\n" + ("system_account: SYS\n" if system_account else "") + extra
     )
 
 
@@ -270,15 +274,19 @@ def build_cluster(
     *,
     tags: Sequence[Sequence[str]] = ((), (), ()),
     extra: str = "",
+    system_account: bool = True,
 ) -> JSCluster:
-    """Configure (not start) three servers of ``kind``; ``tags[i]`` are server i's tags."""
+    """Configure (not start) three servers of ``kind``; ``tags[i]`` are server i's tags,
+    ``extra`` is appended to each config, and ``system_account=False`` leaves out the ``SYS``
+    account (then :meth:`JSCluster.connect` with ``system=True`` cannot log in)."""
     servers = []
     ports = [(_fixed_port(), _fixed_port(), _fixed_port()) for _ in range(3)]
     for i, (p, hp, cp) in enumerate(ports):
         store = tmp / f"store-{i}"
         store.mkdir(parents=True, exist_ok=True)
         s = JSServer(kind, i, f"{kind}-{i}", p, hp, cp, tmp / f"{kind}-{i}.conf", store, tmp)
-        s.config_path.write_text(_config(s, [c for _, _, c in ports], tags[i], extra))
+        routes = [c for _, _, c in ports]
+        s.config_path.write_text(_config(s, routes, tags[i], extra, system_account))
         servers.append(s)
     return JSCluster(servers)
 
@@ -290,13 +298,14 @@ def js_cluster(
     *,
     tags: Sequence[Sequence[str]] = ((), (), ()),
     extra: str = "",
+    system_account: bool = True,
     ready_timeout: float = 30.0,
 ) -> Iterator[JSCluster]:
     """Start three JetStream servers of ``kind`` joined by routes and wait until JetStream
     answers through each; stop them all on exit."""
     if kind == "nats-server":
         require_nats_server()
-    cluster = build_cluster(kind, tmp, tags=tags, extra=extra)
+    cluster = build_cluster(kind, tmp, tags=tags, extra=extra, system_account=system_account)
     try:
         for s in cluster:
             s.start()
