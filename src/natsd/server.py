@@ -137,6 +137,11 @@ class Server:
         }
         for name, acfg in opts.accounts.items():
             self.accounts[name] = Account(name, jetstream_limits=acfg.jetstream)
+        # The account of the server's own traffic (Raft, usage reports, META.LEADER.STEPDOWN,
+        # domain advisories): ``system_account`` when configured, else natsd's $SYS.
+        self.system_account_name = opts.system_account or SYSTEM_ACCOUNT
+        if self.system_account_name not in self.accounts:
+            raise ValueError("error resolving system account: account missing")
         for u in opts.users:
             if u.account not in self.accounts:
                 self.accounts[u.account] = Account(u.account)
@@ -431,11 +436,12 @@ class Server:
         mesh = self.mesh
         assert mesh is not None
         wal = Wal.open(os.path.join(store_dir, "jetstream", "_cluster", "wal"), io=self.file_io)
-        raft = RaftService.open(self.server_name, wal, self.accounts[SYSTEM_ACCOUNT])
+        system = self.accounts[self.system_account_name]
+        raft = RaftService.open(self.server_name, wal, system)
         return JsCluster(
             engine,
             raft,
-            self.accounts[SYSTEM_ACCOUNT],
+            system,
             self.server_name,
             lambda: self.cluster_name,
             lambda: mesh.peer_names(jetstream=True),

@@ -34,7 +34,7 @@ from differential.js_cluster import (
 
 pytestmark = pytest.mark.timeout(120)
 
-KINDS = ["nats-server"]
+KINDS = ["nats-server", "natsd"]
 TAGS = (["n:0"], ["n:1"], ["n:2"])
 NO_PEERS = "no suitable peers for placement"
 UNAVAILABLE = {

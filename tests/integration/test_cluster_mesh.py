@@ -367,7 +367,7 @@ def _reconnected(s1: Server, s2: Server, old: Any) -> bool:
 async def test_jetstream_cluster_without_routes_is_refused(tmp_path: Any) -> None:
     """natsd forms the meta group from the configured routes, so a JetStream cluster with
     a route port but no routes is refused at start rather than left without a meta group."""
-    with pytest.raises(ValueError, match="needs a cluster port and `cluster.routes`"):
+    with pytest.raises(ValueError, match=r"needs a cluster port and `cluster\.routes`"):
         Server(
             host="127.0.0.1",
             port=0,

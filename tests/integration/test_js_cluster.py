@@ -92,7 +92,10 @@ async def test_stream_lives_on_one_server_and_is_used_from_all(trio: Trio) -> No
         assert missing["error"]["err_code"] == 10059
         # delete through yet another server
         deleted = await _req(ncs[2], "$JS.API.STREAM.DELETE.ORDERS")
-        assert deleted == {"type": "io.nats.jetstream.api.v1.stream_delete_response", "success": True}
+        assert deleted == {
+            "type": "io.nats.jetstream.api.v1.stream_delete_response",
+            "success": True,
+        }
         await _until(lambda: all("ORDERS" not in _streams(s) for s in trio.servers.values()))
         names = await _req(ncs[0], "$JS.API.STREAM.NAMES")
         assert names["streams"] is None and names["total"] == 0

@@ -35,9 +35,9 @@ async def test_nats_js_scripts_on_a_cluster(
     try:
         await cluster.start_all()
         rc, out = await run_node_script(SCRIPTS[script], cluster.url(EDGE), NODE_TIMEOUT)
-        placed = {n: sorted(cluster.streams(n)) for n in cluster.names}
+        # the edge server holds nothing: everything the script did went over the routes
+        assert cluster.servers[EDGE].jetstream is None
     finally:
         await cluster.stop_all()
     assert rc == 0, f"{script} against a natsd cluster exited {rc}:\n{out}"
-    assert "PASS" in out or "ok" in out.lower(), out
-    assert placed is not None
+    assert " 0 failed" in out, out

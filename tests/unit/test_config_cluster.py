@@ -183,14 +183,14 @@ def test_jetstream_cluster_checks_see_the_flags(tmp_path: Path, wired: None) -> 
         build(tmp_path, text)
     # With the flags nats-server's checks pass; natsd then needs routes to form its meta
     # group from.
-    with pytest.raises(ConfigError, match="needs a cluster port and `cluster.routes`"):
+    with pytest.raises(ConfigError, match=r"needs a cluster port and `cluster\.routes`"):
         build(tmp_path, text, "-n", "s1", "--cluster_name", "c1")
     with_routes = "cluster { port: -1, routes: [nats://127.0.0.1:4248] }\njetstream: enabled\n"
     assert build(tmp_path, with_routes, "-n", "s1", "--cluster_name", "c1").jetstream
     opts = build(tmp_path, "cluster { port: -1 }\n", "-n", "s1", "--cluster_name", "c1")
     assert (opts.server_name, opts.cluster.name) == ("s1", "c1")
     routes_only = "cluster { name: c, routes: [nats://127.0.0.1:4248] }\njetstream: enabled\n"
-    with pytest.raises(ConfigError, match="needs a cluster port and `cluster.routes`"):
+    with pytest.raises(ConfigError, match=r"needs a cluster port and `cluster\.routes`"):
         build(tmp_path, routes_only, "-n", "s1")
     # Without a route port there is no JetStream cluster to check (nats-server: Port == 0).
     assert build(tmp_path, "cluster { name: c }\njetstream: enabled\n").jetstream

@@ -158,6 +158,8 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
             opts.log_file = str(v)
         elif key in ("pid_file", "pidfile"):
             opts.pid_file = str(v)
+        elif key in ("system_account", "system"):
+            opts.system_account = str(v)
         elif key == "server_tags":
             raw = next(k for k in data if str(k).lower() == key)
             tags = _server_tags(v)

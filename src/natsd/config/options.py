@@ -106,6 +106,7 @@ class ServerOptions:
     server_name: str = ""
     # placement tags of a JetStream cluster member (``placement.tags`` match them)
     server_tags: list[str] = field(default_factory=list)
+    system_account: str = ""  # "" = natsd's own $SYS
     http_host: str = "0.0.0.0"
     http_port: int = 0  # 0 = monitoring off; -1 = random port
     max_payload: int = 1024 * 1024

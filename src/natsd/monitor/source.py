@@ -202,6 +202,11 @@ class MonitorSource(Protocol):
         in the engine's order; None when JetStream is off."""
         ...
 
+    @property
+    def system_account_name(self) -> str:
+        """The system account: ``system_account`` when configured, else $SYS."""
+        ...
+
     def jetstream_meta(self) -> dict[str, Any] | None:
         """The meta group as this server sees it (/jsz ``meta_cluster``); None unless
         JetStream runs on a cluster."""

@@ -47,6 +47,7 @@ from natsd.cluster.meta import (
     place,
 )
 from natsd.cluster.raft_service import RaftService
+from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.dispatch import add_cluster_block, make_api_callback
@@ -154,6 +155,11 @@ class JsCluster:
             b"$NATSD.JS.USAGE.*", None, b"js-usage", callback=self._on_usage
         )
         self._nuid = Nuid()
+        self._was_leader = False
+        # META.LEADER.STEPDOWN: a system account request, as in nats-server
+        self._stepdown_sub = Subscription(
+            b"$JS.API.META.LEADER.STEPDOWN", None, b"js-meta", callback=self._on_stepdown
+        )
         self.tasks: set[asyncio.Task[None]] = set()  # STREAM.LIST gathers under way
         self.requests = MetaRequests(self)
         engine.cluster_info = self.cluster_block
@@ -169,6 +175,7 @@ class JsCluster:
             if self._replay_until <= self.group.applied:
                 self._reconcile()
         self.system.sublist.insert(self._usage_sub)
+        self.system.sublist.insert(self._stepdown_sub)
         self.raft.start()
         self._timer = asyncio.get_running_loop().call_later(_CHECK_INTERVAL, self._check)
 
@@ -177,6 +184,7 @@ class JsCluster:
             self._timer.cancel()
             self._timer = None
         self.system.sublist.remove(self._usage_sub)
+        self.system.sublist.remove(self._stepdown_sub)
         self.raft.stop()
         self.raft.host.wal.close()
 
@@ -191,6 +199,12 @@ class JsCluster:
             if now - self._row_proposed_at > 1.0:
                 self._row_proposed_at = now
                 self.propose(encode_op("server", **self.row.to_json()))
+        leading = self.is_leader()
+        if leading != self._was_leader:
+            self._was_leader = leading
+            if leading:
+                log.info("JetStream cluster: this server is the meta leader")
+                self._advise_leader_elected()
         if now - self._usage_at >= USAGE_INTERVAL:
             self._usage_at = now
             self._report_usage()
@@ -230,6 +244,9 @@ class JsCluster:
             return "JetStream has not established contact with a meta leader"
         if not self._reconciled:
             return "JetStream is still recovering meta layer"
+        if self.meta.servers.get(self.server_name) != self.row:
+            # not yet placeable: the meta state does not hold our row (tags, limits) yet
+            return "JetStream is not current with the meta leader"
         return ""
 
     def meta_info(self) -> dict[str, Any]:
@@ -448,6 +465,87 @@ class JsCluster:
                         ja.account.name,
                         name,
                     )
+
+    # ---------------------------------------------------------------- leadership
+    def _advise_leader_elected(self) -> None:
+        """``$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED`` in the system account, with the new
+        leader's peer id, as nats-server sends it."""
+        subject = b"$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED"
+        if not self.system.sublist.has_interest(subject):
+            return
+        info = self.meta_info()
+        replicas = list(info.get("replicas", []))
+        me = {"name": self.server_name, "current": True, "active": 0}
+        me["peer"] = peer_hash(self.server_name)
+        replicas.append(me)
+        doc: dict[str, Any] = {
+            "type": "io.nats.jetstream.advisory.v1.domain_leader_elected",
+            "id": self._nuid.next(),
+            "timestamp": rfc3339(self.engine.clock.time_ns()),
+            "leader": peer_hash(self.server_name),
+            "replicas": replicas,
+            "cluster": self.cluster_name(),
+        }
+        if self.engine.domain:
+            doc["domain"] = self.engine.domain
+        publish(self.system.sublist, subject, None, None, orjson.dumps(doc))
+
+    def _on_stepdown(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """The meta leader hands leadership to the most caught-up live member (or to the
+        one ``placement.preferred`` names, among those carrying ``placement.tags``)."""
+        if not reply or not self.is_leader() or self.group is None:
+            return
+        rtype = "meta_leader_stepdown_response"
+        rep = reply.decode(errors="replace")
+        try:
+            target = self._stepdown_target(data)
+        except ApiError as e:
+            self._respond_system(rep, rtype, {"error": e.to_json()})
+            return
+        self.group.node.transfer_leader(target)
+        self.raft.kick()
+        self._respond_system(rep, rtype, {"success": True})
+
+    def _stepdown_target(self, data: bytes) -> int:
+        pl: dict[str, Any] = {}
+        if data.strip():
+            try:
+                doc = orjson.loads(data)
+            except orjson.JSONDecodeError as e:
+                raise E.JSInvalidJSONErr(err=str(e)) from None
+            raw = doc.get("placement") if isinstance(doc, dict) else None
+            pl = raw if isinstance(raw, dict) else {}
+        g = self.group
+        assert g is not None
+        me = self.raft.host.id
+        now = asyncio.get_running_loop().time()
+        prefer = pl.get("preferred") or ""
+        tags = {str(t).lower() for t in pl.get("tags") or []}
+        cluster = pl.get("cluster") or ""
+        best, best_match = 0, -1
+        for vid, pr in g.node.raft.trk.progress.items():
+            name = self._name_of(vid)
+            row = self.meta.servers.get(name)
+            if vid == me or not name or row is None:
+                continue
+            if now - self.raft.last_heard.get(vid, -1e9) > PLACE_ALIVE:
+                continue
+            if (prefer and name != prefer) or not tags.issubset({t.lower() for t in row.tags}):
+                continue
+            if cluster and cluster != self.cluster_name():
+                continue
+            if pr.match > best_match:
+                best, best_match = vid, pr.match
+        if not best:
+            raise E.JSClusterNoPeersErrF(err="no suitable peers for placement")
+        return best
+
+    def _respond_system(self, reply: str, rtype: str, body: dict[str, Any]) -> None:
+        out = {"type": "io.nats.jetstream.api.v1." + rtype}
+        out.update(body)
+        publish(self.system.sublist, reply.encode(), None, None, orjson.dumps(out))
 
     # ---------------------------------------------------------------- usage
     def _usage_doc(self) -> bytes:

@@ -161,7 +161,6 @@ class MetaRequests:
         cfg = parse_stream_config_json(
             data or b"{}", name_in_subject=name, limits=ja.limits, clustered=True
         )
-        _refuse_replicas(cfg, E.JSStreamCreateErrF)
         existing = self.c.meta.stream(ja.account.name, cfg.name)
         if existing is not None:
             if existing.config != cfg.to_json():
@@ -182,6 +181,8 @@ class MetaRequests:
                 )
             except NoPeers as e:
                 raise E.JSClusterNoPeersErrF(err=str(e)) from None
+        # after placement, so that more replicas than servers reads as nats-server's 10005
+        _refuse_replicas(cfg, E.JSStreamCreateErrF)
         op = encode_op(
             "stream",
             account=ja.account.name,
