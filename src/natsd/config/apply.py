@@ -19,7 +19,7 @@ from natsd.core.clock import parse_duration
 from natsd.security.auth import User
 from natsd.security.permissions import Permissions, parse_permissions
 
-__all__ = ["ConfigError", "apply_config", "load_config"]
+__all__ = ["ConfigError", "apply_config", "check_workers", "load_config"]
 
 
 def _int(v: Any, key: str) -> int:
@@ -48,6 +48,13 @@ def _host_port(v: Any, key: str) -> tuple[str | None, int | None]:
     if s.isdigit():
         return None, int(s)
     return s, None
+
+
+def check_workers(n: int) -> int:
+    """``workers`` / ``--workers``: the number of server processes; 1 is the plain server."""
+    if n < 1:
+        raise ConfigError(f"workers must be at least 1, got {n}")
+    return n
 
 
 def load_config(path: str, opts: ServerOptions | None = None) -> tuple[ServerOptions, list[str]]:
@@ -138,6 +145,8 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
             opts.log_file = str(v)
         elif key in ("pid_file", "pidfile"):
             opts.pid_file = str(v)
+        elif key == "workers":
+            opts.workers = check_workers(_int(v, key))
     if chk.errors:
         raise ConfigError("\n".join(chk.errors))
     return chk.warnings
