@@ -82,6 +82,9 @@ class WorkerSpec:
     args: list[str]  # natsd's arguments (after ``python -m natsd``)
     cluster_port: int
     monitor_port: int = 0  # 0: no monitoring
+    # Where the supervisor sees the worker's route listener, which opens after the client
+    # listener: accepting there means the worker serves clients.
+    probe_host: str = "127.0.0.1"
 
 
 @dataclass
@@ -143,7 +146,7 @@ def plan_workers(
             extra += ["-m", str(mport)]
         if store:
             extra += ["-sd", os.path.join(store, f"w{i}")]
-        plan.workers.append(WorkerSpec(i, wname, [*argv, *extra], cport, mport))
+        plan.workers.append(WorkerSpec(i, wname, [*argv, *extra], cport, mport, _loopback(chost)))
     return plan
 
 
@@ -168,6 +171,7 @@ class Worker:
         self.started = 0.0
         self.restarts = 0
         self.backoff = BACKOFF_MIN
+        self.ready = False
 
     @property
     def pid(self) -> int | None:
@@ -207,6 +211,7 @@ class Supervisor:
         # lame duck mode too, SIGTERM does not); None after SIGUSR2: they stop on their own.
         self.stop_signal: int | None = signal.SIGTERM
         self.exit_code = 0
+        self._announced = False
         self._done = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: Any = None
@@ -248,6 +253,8 @@ class Supervisor:
                 self._fail(1, f"cannot start worker {w.spec.name}: {e}")
                 return
             assert w.proc is not None
+            w.ready = False
+            self._spawn_task(self._until_ready(w, w.proc))
             rc = await w.proc.wait()
             if self.stopping:
                 break
@@ -267,6 +274,23 @@ class Supervisor:
             w.restarts += 1
         if all(x.pid is None for x in self.workers):
             self._done.set()
+
+    async def _until_ready(self, w: Worker, proc: asyncio.subprocess.Process) -> None:
+        """Log when ``proc`` serves clients, and once when every worker first does (what a
+        script waits for, like a plain server's "Server is ready")."""
+        while proc.returncode is None and not self.stopping:
+            try:
+                _, writer = await asyncio.open_connection(w.spec.probe_host, w.spec.cluster_port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            w.ready = True
+            log.info("Worker %s is ready", w.spec.name)
+            if not self._announced and all(x.ready for x in self.workers):
+                self._announced = True
+                log.info("All %d workers are ready", len(self.workers))
+            return
 
     def _fail(self, code: int, msg: str) -> None:
         log.error("%s", msg)

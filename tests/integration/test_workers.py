@@ -55,10 +55,11 @@ class Workers:
 async def workers(
     spawn: Callable[..., ServerProcess],
 ) -> Callable[..., Awaitable[Workers]]:
-    async def _start(n: int = 2, *extra: str) -> Workers:
+    async def _start(n: int | None = 2, *extra: str) -> Workers:
+        """``n`` None: the count comes from a configuration file in ``extra``."""
         port, mport = free_port(), free_port()
-        # http_port + i for the workers: keep those free of the other tests' picks too.
-        sp = spawn("--workers", str(n), "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
+        count = [] if n is None else ["--workers", str(n)]
+        sp = spawn(*count, "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
                    "--http_host", "127.0.0.1", "-n", "wk", *extra)  # fmt: skip
         w = Workers(sp, port, mport)
         await w.wait_healthy()
@@ -115,6 +116,7 @@ async def test_clients_on_both_workers_see_one_server(workers, connect) -> None:
     assert body["status"] == "ok"
     assert [x["name"] for x in body["workers"]] == ["wk-w1", "wk-w2"]
     assert all(x["status"] == "ok" and x["pid"] > 0 for x in body["workers"])
+    await wait_for(lambda: "All 2 workers are ready" in w.sp.log(), what="the ready line")
     conns = await on_each_worker(connect, w.url, NAMES)
     a, b = conns["wk-w1"], conns["wk-w2"]
     # Each worker monitors on http_port + i and knows the other by route.
@@ -250,3 +252,36 @@ async def test_bad_key_with_workers_exits_with_the_error(spawn, tmp_dir) -> None
     sp = spawn("-c", str(conf), "-p", str(free_port()))
     assert await sp.wait_exit(20) == 1
     assert 'unknown field "no_such_key"' in sp.log()
+
+
+async def test_sighup_reloads_every_worker(workers, tmp_dir) -> None:
+    conf = Path(tmp_dir) / "w.conf"
+    conf.write_text("workers: 2\nmax_payload: 2048\n")
+    w = await workers(None, "-c", str(conf))
+
+    async def payloads() -> list[int]:
+        out = []
+        for i in (1, 2):
+            _, _, body = await asyncio.to_thread(
+                http_get, f"http://127.0.0.1:{w.mport + i}/varz", 3.0
+            )
+            out.append(json.loads(body)["max_payload"])
+        return out
+
+    assert await payloads() == [2048, 2048]
+    conf.write_text("workers: 2\nmax_payload: 4096\n")
+    w.sp.signal(signal.SIGHUP)
+
+    async def reloaded() -> bool:
+        return await payloads() == [4096, 4096]
+
+    await wait_for(reloaded, 10, 0.1, what="both workers to reload")
+
+    # Changing the number of workers needs a restart: the whole reload is refused.
+    conf.write_text("max_payload: 8192\nworkers: 3\n")
+    w.sp.signal(signal.SIGHUP)
+    await wait_for(
+        lambda: "config reload not supported for Workers: old=2, new=3" in w.sp.log(),
+        what="the refusal",
+    )
+    assert await payloads() == [4096, 4096]
