@@ -10,7 +10,8 @@ with these flags put last, where they win (natsd flags, like Go's, keep the last
 * ``--name <name>-w<i>``: ``<name>`` is ``server_name``, or ``<hostname>-<port>`` (stable
   across restarts, so a restarted worker comes back under the same name);
 * ``--cluster``/``--routes``/``--cluster_name``: the workers join each other by routes on
-  loopback. Worker i listens on ``cluster.port + i`` when a cluster port is configured,
+  loopback. Worker i listens on ``cluster.port + i - 1`` when a cluster port is configured
+  (w1 on the configured port, so other machines' routes to it still reach this one),
   otherwise on a free loopback port picked once at start; every worker gets the whole list
   (itself included: the mesh drops the route to itself) plus the configured routes; the
   cluster name is the configured one or ``<name>-workers``;
@@ -51,6 +52,7 @@ from urllib.parse import quote
 
 from natsd.config.flags import build_options, parse_args
 from natsd.config.options import ServerOptions
+from natsd.main import _SIGNAL_NAMES
 
 __all__ = [
     "EXIT_CONFIG",
@@ -123,7 +125,7 @@ def plan_workers(
     name = opts.server_name or f"{socket.gethostname().split('.')[0]}-{port}"
     cluster_name = c.name or f"{name}-workers"
     chost = c.host or "127.0.0.1"
-    cports = [c.port + i if c.port > 0 else pick_port(_loopback(chost)) for i in range(1, n + 1)]
+    cports = [c.port + i if c.port > 0 else pick_port(_loopback(chost)) for i in range(n)]
     cred = f"{quote(c.username, safe='')}:{quote(c.password, safe='')}@" if c.username else ""
     routes = [f"nats-route://{cred}{_loopback(chost)}:{p}" for p in cports]
     routes += [r.raw for r in c.routes]
@@ -159,9 +161,20 @@ def check_plan(plan: WorkerPlan) -> None:
             raise ValueError(f"worker {w.name} cannot start: {e}") from None
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+def _pdeathsig() -> Callable[[], None] | None:
+    """What the child runs between fork and exec: PR_SET_PDEATHSIG, so a worker gets SIGTERM
+    when the supervisor dies. Resolved here, in the parent: the child only makes the call."""
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    term = int(signal.SIGTERM)
+    return lambda: prctl(1, term)  # 1 = PR_SET_PDEATHSIG
+
+
+_DIE_WITH_PARENT = _pdeathsig()
 
 
 class Worker:
@@ -184,7 +197,7 @@ class Worker:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "natsd", *self.spec.args,
             env=env, stdin=asyncio.subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=_DIE_WITH_PARENT,
         )  # fmt: skip
         self.started = time.monotonic()
         log.info("Worker %s started (pid %d)", self.spec.name, self.proc.pid)
@@ -300,7 +313,7 @@ class Supervisor:
 
     def _on_signal(self, sig: int) -> None:
         if sig in (signal.SIGINT, signal.SIGTERM):
-            log.info("Trapped %s signal; stopping the workers", signal.Signals(sig).name)
+            log.info("Trapped %s signal; stopping the workers", _SIGNAL_NAMES.get(sig, sig))
             self.stopping = True
             self.stop_signal = sig
             self._done.set()

@@ -112,11 +112,12 @@ def test_plan_uses_the_configured_cluster(tmp_path: Path) -> None:
     plan = plan_of("-c", str(conf), "--workers", "2", "-p", "4222")
     assert plan.cluster_name == "prod"
     o = opts_of(*plan.workers[1].args)
-    assert (o.cluster.host, o.cluster.port, o.cluster.name) == ("0.0.0.0", 6224, "prod")
+    # w1 on the configured port (what other machines' routes name), w2 on the next one.
+    assert (o.cluster.host, o.cluster.port, o.cluster.name) == ("0.0.0.0", 6223, "prod")
     assert (o.cluster.username, o.cluster.password) == ("ru", "rp")
     assert [r.raw for r in o.cluster.routes] == [
+        "nats-route://ru:rp@127.0.0.1:6222",
         "nats-route://ru:rp@127.0.0.1:6223",
-        "nats-route://ru:rp@127.0.0.1:6224",
         "nats-route://10.0.0.9:6222",
     ]
 
