@@ -26,9 +26,10 @@ Before starting anything the supervisor builds every worker's options from that 
 exactly as the worker will, so a configuration the workers would refuse (JetStream with a
 cluster, today) is reported once and nothing starts. A worker that still exits with
 ``EXIT_CONFIG`` (it is told it is one by ``WORKER_ENV``; a plain natsd exits 1 as
-nats-server) is not restarted: the supervisor stops the others and exits 1.
-Any other exit is restarted after a back-off that doubles per quick failure up to
-``BACKOFF_MAX``. SIGTERM and SIGINT stop every worker (SIGKILL after ``STOP_GRACE``), SIGHUP
+nats-server) is not restarted: the supervisor stops the others and exits 1; nor is a worker
+whose first start fails (an exit code before it ever served). Any other exit (a kill -9, a
+crash of a worker that served) is restarted after a back-off that doubles per quick failure
+up to ``BACKOFF_MAX``. SIGTERM and SIGINT stop every worker (SIGKILL after ``STOP_GRACE``), SIGHUP
 (reload) and SIGUSR1 (reopen the log) are forwarded, SIGUSR2 (lame duck) is forwarded and the
 supervisor exits once the workers have. On Linux a worker also gets SIGTERM if the supervisor
 dies (PR_SET_PDEATHSIG), so a kill -9 of the supervisor leaves no orphans.
@@ -274,6 +275,12 @@ class Supervisor:
             if rc == EXIT_CONFIG:
                 # Restarting cannot help: exit with the error, as a plain natsd does (1).
                 self._fail(1, f"Worker {w.spec.name} refused its configuration; stopping")
+                return
+            if rc > 0 and not w.restarts and not w.ready:
+                # Its first start failed on its own (the client port taken by a process
+                # without SO_REUSEPORT, a store it cannot open): the set-up is wrong, and
+                # restarting would only repeat it. A kill -9 (rc < 0) is restarted.
+                self._fail(1, f"Worker {w.spec.name} failed to start ({_exit_text(rc)}); stopping")
                 return
             ran = time.monotonic() - w.started
             if ran >= BACKOFF_RESET:

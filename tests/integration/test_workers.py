@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -285,3 +286,16 @@ async def test_sighup_reloads_every_worker(workers, tmp_dir) -> None:
         what="the refusal",
     )
     assert await payloads() == [4096, 4096]
+
+
+async def test_port_taken_by_another_process_stops_instead_of_looping(spawn) -> None:
+    with socket.socket() as other:  # a listener without SO_REUSEPORT
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        sp = spawn("--workers", "2", "-a", "127.0.0.1", "-p", str(port))
+        assert await sp.wait_exit(20) == 1
+    text = sp.log()
+    assert "address already in use" in text
+    assert "failed to start (code 1); stopping" in text
+    assert "restarting" not in text
