@@ -347,6 +347,9 @@ class Server:
             host=opts.host or None,
             port=port,
             reuse_address=True,
+            # --workers: every worker listens on the one client port; the kernel spreads
+            # the connections (natsd/workers.py).
+            reuse_port=opts.reuse_port or None,
             backlog=4096,
         )
         sock = self._tcp.sockets[0]

@@ -19,7 +19,7 @@ from natsd.core.clock import parse_duration
 from natsd.security.auth import User
 from natsd.security.permissions import Permissions, parse_permissions
 
-__all__ = ["ConfigError", "apply_config", "load_config"]
+__all__ = ["ConfigError", "apply_config", "check_workers", "load_config"]
 
 
 def _int(v: Any, key: str) -> int:
@@ -68,6 +68,13 @@ def _go_type(v: Any) -> str:
     return {bool: "bool", int: "int64", float: "float64", dict: "map[string]interface {}"}.get(
         type(v), type(v).__name__
     )
+
+
+def check_workers(n: int) -> int:
+    """``workers`` / ``--workers``: the number of server processes; 1 is the plain server."""
+    if n < 1:
+        raise ConfigError(f"workers must be at least 1, got {n}")
+    return n
 
 
 def load_config(path: str, opts: ServerOptions | None = None) -> tuple[ServerOptions, list[str]]:
@@ -167,6 +174,8 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
                 chk.error(data, raw, f"error parsing tags: unsupported type {_go_type(v)}")
             else:
                 opts.server_tags = tags
+        elif key == "workers":
+            opts.workers = check_workers(_int(v, key))
     if chk.errors:
         raise ConfigError("\n".join(chk.errors))
     return chk.warnings

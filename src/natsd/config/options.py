@@ -136,3 +136,7 @@ class ServerOptions:
     config_file: str = ""
     lame_duck_duration: float = 0.0
     lame_duck_grace_period: float = 10.0  # nats-server's default
+    # multi-core (natsd only): ``workers`` > 1 runs a supervisor and that many server
+    # processes (natsd/workers.py); ``reuse_port`` lets those processes share the client port.
+    workers: int = 1
+    reuse_port: bool = False

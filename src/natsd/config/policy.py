@@ -97,7 +97,7 @@ TOP = Level(
         server_metadata feature_flags ports_file_dir prof_port
         """
     ),
-    natsd_only=_keys("addr name http_host max_pings_outstanding"),
+    natsd_only=_keys("addr name http_host max_pings_outstanding workers"),
 )
 
 AUTHORIZATION = Level(
