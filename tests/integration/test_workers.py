@@ -221,13 +221,49 @@ async def test_supervisor_killed_takes_its_workers(workers) -> None:
     await wait_for(gone, 15, 0.05, what="the workers to exit after their supervisor")
 
 
-async def test_jetstream_with_workers_is_refused_before_start(spawn, tmp_dir) -> None:
-    sp = spawn("--workers", "2", "-p", str(free_port()), "-js", "-sd", tmp_dir)
-    assert await sp.wait_exit(20) == 1
-    text = sp.log()
-    assert "--workers 2: worker " in text
-    assert "natsd does not support JetStream in a cluster yet" in text
-    assert "started (pid" not in text  # checked before any worker ran
+async def test_jetstream_streams_spread_over_the_workers(workers, connect, tmp_dir) -> None:
+    """With JetStream the workers form a meta group and place streams across themselves
+    (fewest streams first, so four streams split two and two); a stream is usable from a
+    connection on either worker, and a killed worker comes back with its streams."""
+    w = await workers(2, "-js", "-sd", tmp_dir)
+
+    async def js_ready() -> bool:
+        for mport in (w.mport + 1, w.mport + 2):
+            status, _, _ = await asyncio.to_thread(
+                http_get, f"http://127.0.0.1:{mport}/healthz", 3.0
+            )
+            if status != 200:
+                return False
+        return True
+
+    await wait_for(js_ready, 20, 0.1, what=lambda: w.sp.log()[-3000:])
+    conns = await on_each_worker(connect, w.url, NAMES)
+    a, b = conns["wk-w1"], conns["wk-w2"]
+    owners = {}
+    for i in range(4):
+        body = json.dumps({"name": f"S{i}", "subjects": [f"s{i}.>"]}).encode()
+        r = json.loads((await a.request(f"$JS.API.STREAM.CREATE.S{i}", body, timeout=5)).data)
+        assert "error" not in r, r
+        owners[f"S{i}"] = r["cluster"]["leader"]
+    assert sorted(owners.values()) == ["wk-w1", "wk-w1", "wk-w2", "wk-w2"]
+    for i in range(4):
+        for k, nc in enumerate((a, b)):
+            ack = json.loads((await nc.request(f"s{i}.x", b"m", timeout=5)).data)
+            assert ack == {"stream": f"S{i}", "seq": k + 1}
+    before = await w.pids()
+    os.kill(before["wk-w2"], signal.SIGKILL)
+
+    async def back() -> bool:
+        try:
+            r = json.loads(
+                (await a.request("$JS.API.STREAM.INFO." + mine, b"", timeout=1)).data
+            )
+        except Exception:
+            return False
+        return r.get("state", {}).get("messages") == 2
+
+    mine = next(s for s, o in owners.items() if o == "wk-w2")
+    await wait_for(back, 30, 0.2, what=lambda: w.sp.log()[-3000:])
 
 
 async def test_worker_config_error_stops_the_supervisor(spawn, tmp_dir) -> None:

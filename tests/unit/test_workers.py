@@ -134,10 +134,14 @@ def test_plan_gives_each_worker_its_store_dir(tmp_path: Path) -> None:
     assert args[args.index("-sd") + 1] == os.path.abspath("data/w1")
 
 
-def test_jetstream_workers_are_refused_until_jetstream_clusters() -> None:
+def test_jetstream_workers_form_a_jetstream_cluster() -> None:
     plan = plan_of("--workers", "2", "-js", "-n", "box", "-p", "4222")
-    with pytest.raises(ValueError, match="worker box-w1 cannot start: natsd does not support"):
-        check_plan(plan)
+    check_plan(plan)  # each worker's server accepts its options
+    opts = [opts_of(*w.args) for w in plan.workers]
+    assert [o.server_name for o in opts] == ["box-w1", "box-w2"]
+    assert all(o.jetstream and o.cluster.name for o in opts)
+    # every worker lists every worker's route: the meta group forms from them
+    assert all(len(o.cluster.routes) == 2 for o in opts)
 
 
 def test_cluster_advertise_is_refused() -> None:
