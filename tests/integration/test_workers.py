@@ -255,9 +255,7 @@ async def test_jetstream_streams_spread_over_the_workers(workers, connect, tmp_d
 
     async def back() -> bool:
         try:
-            r = json.loads(
-                (await a.request("$JS.API.STREAM.INFO." + mine, b"", timeout=1)).data
-            )
+            r = json.loads((await a.request("$JS.API.STREAM.INFO." + mine, b"", timeout=1)).data)
         except Exception:
             return False
         return r.get("state", {}).get("messages") == 2

@@ -63,7 +63,7 @@ from natsd.jetstream.engine import (
 )
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
-from natsd.raft.state import RaftError
+from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
@@ -100,6 +100,9 @@ _META_VERBS: Final = frozenset(
     }
 )
 
+# A new meta group's first member campaigns on every check for this long (then elections
+# are left to the election timeout).
+BOOTSTRAP_CAMPAIGN: Final = 3.0
 # nats-server answers 10008 after its meta group had no leader this long (lostQuorumInterval)
 LEADERLESS: Final = 6.0
 _RESPONSE_TYPES: Final = {
@@ -143,6 +146,7 @@ class JsCluster:
         self.meta = MetaState()
         self.group: RaftGroup | None = None
         self._leader_seen = asyncio.get_running_loop().time()
+        self._bootstrap_campaign = 0.0  # until when the first member re-campaigns
         self._replay_until = 0  # meta entries up to here were applied before a restart
         self._reconciled = False
         self._row_proposed_at = -1e9
@@ -195,6 +199,10 @@ class JsCluster:
         now = loop.time()
         if self.group is None:
             self._maybe_bootstrap()
+        elif now < self._bootstrap_campaign and not self.group.node.raft.lead:
+            if self.group.node.raft.state != StateType.StateLeader:
+                self.group.node.campaign()
+                self.raft.kick()
         elif self.leader_name() and self.meta.servers.get(self.server_name) != self.row:
             if now - self._row_proposed_at > 1.0:
                 self._row_proposed_at = now
@@ -218,6 +226,12 @@ class JsCluster:
         self.group = self.raft.host.create(META_GROUP, [raft_id(n) for n in names], self._apply)
         self._reconciled = True
         log.info("JetStream cluster: meta group created with %s", ", ".join(names))
+        if names[0] == self.server_name:
+            # a new cluster need not wait out an election timeout: the first name asks for
+            # votes at once, and again on every check until there is a leader (the others
+            # drop its requests until they have created the group too)
+            self._bootstrap_campaign = asyncio.get_running_loop().time() + BOOTSTRAP_CAMPAIGN
+            self.group.node.campaign()
         self.raft.kick()
 
     # ---------------------------------------------------------------- meta group
