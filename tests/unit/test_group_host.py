@@ -200,12 +200,44 @@ def test_compaction_frees_segments_and_a_lagging_node_gets_a_snapshot(tmp_path: 
         assert len(h.wal.segments) < seg_before, f"{n}: compaction freed WAL segments"
     h = net.start(lagger)
     got: list[tuple[int, bytes]] = []
-    h.restore(b"G", lambda i, d: got.append((i, d)))
+    installed: list[tuple[int, bytes]] = []
+    h.restore(b"G", lambda i, d: got.append((i, d)), install=lambda i, d: installed.append((i, d)))
     net.settle(rounds=300, ticks=1)
     g = h.groups[b"G"]
-    # the log it needed is gone on the leader: it was sent the snapshot instead
+    # the log it needed is gone on the leader: it was sent the snapshot instead, and the
+    # state machine was handed it before any entry after it
     assert g.storage.snapshot().data.startswith(b"state@")
+    assert len(installed) == 1 and installed[0][1] == g.storage.snapshot().data
+    assert all(i > installed[0][0] for i, _ in got)
     assert g.applied == net.hosts[lead].groups[b"G"].applied
+
+
+def test_a_snapshot_whose_hard_state_was_lost_restores(tmp_path: Path) -> None:
+    """Power loss kept a snapshot record but not the hard state written after it (found by
+    tests/cluster/test_group_power_loss.py): the node restarts with the snapshot committed
+    instead of the engine refusing a commit below it."""
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    for i in range(12):
+        net.hosts[lead].propose(b"G", b"%d" % i)
+    net.settle()
+    n1 = net.hosts["n1"]
+    g = n1.groups[b"G"]
+    at, term = g.applied, g.storage.term(g.applied)
+    st = g.node.basic_status().hard_state
+    conf = n1.wal.groups[b"G"].snap_conf
+    # what the disk kept: an older hard state, then the snapshot, and nothing after it
+    n1.wal.append_hard_state(b"G", st.term, st.vote, at - 5)
+    n1.wal.append_snapshot(b"G", at, term, conf, b"state@%d" % at)
+    net.crash("n1")
+    h = net.start("n1")
+    g = h.restore(b"G", net.collector("n1", b"G"), at)
+    assert (g.node.basic_status().hard_state.commit, g.applied) == (at, at)
+    lead = net.leader(b"G")
+    net.hosts[lead].propose(b"G", b"after")
+    net.settle(rounds=300, ticks=1)
+    assert net.applied["n1"][b"G"][-1][1] == b"after"
 
 
 def test_bad_frames_are_refused_and_step_nothing(tmp_path: Path) -> None:
