@@ -427,6 +427,7 @@ class Sim:
         """Every node back, no more faults, no more drops: everything converges."""
         self.drop = 0.0
         self.isolated = None
+        self.split_turns = 0.0  # every turn ends within its step, so a step can be quiet
         for node in self.nodes.values():
             if node.fs is not None:
                 node.fs.crash_at = 0
