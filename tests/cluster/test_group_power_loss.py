@@ -123,6 +123,9 @@ class Sim:
         self.cuts = 0
         self.node_cuts = 0
         self.mid_op_cuts = 0
+        self.cluster_cuts = 0  # cuts of every node at once
+        self.unsynced_cuts = 0  # nodes cut with WAL writes not yet synced
+        self.torn_tails = 0  # restarts whose recovery cut a torn tail off
         self.restarts = 0
         self.snapshots_installed = 0
         self.compactions = 0
@@ -200,6 +203,8 @@ class Sim:
         """The disk as a power loss now would leave it; the node is off until restarted."""
         fs = node.fs
         assert fs is not None
+        if fs.unsynced(self._disk(node)):
+            self.unsynced_cuts += 1
         old = self._disk(node)
         node.gen += 1
         # its own generator: materialize draws per file, and the seed must replay alone
@@ -223,6 +228,7 @@ class Sim:
         try:
             node.host = host = self._host(node)
             self.restarts += 1
+            self.torn_tails += host.wal.cut_bytes > 0
             if set(host.wal.groups) != set(self.groups):
                 self.fail(f"{node.name} recovered groups {sorted(host.wal.groups)}")
             for g in self.groups:
@@ -318,7 +324,9 @@ class Sim:
     def _cut_event(self, node: Node) -> None:
         self.cuts += 1
         # a quarter of the cuts take the whole cluster's power at once
-        for victim in self.up() if self.rng.random() < 0.25 else [node]:
+        everyone = self.rng.random() < 0.25
+        self.cluster_cuts += everyone
+        for victim in self.up() if everyone else [node]:
             self.power_cut(victim)
 
     def _propose(self) -> None:
@@ -509,6 +517,11 @@ def test_power_loss_seeds(batch: int, tmp_path: Path) -> None:
     for sim in sims:
         assert sim.cuts >= CUTS
         assert any(sim.acked[g] for g in sim.groups), f"seed {sim.seed} acknowledged nothing"
+    # the batch cut where it matters: inside file operations, with writes not yet synced,
+    # leaving torn tails; the whole cluster at once; around compactions and snapshots sent
+    for what in ("mid_op_cuts", "unsynced_cuts", "torn_tails", "cluster_cuts", "compactions",
+                 "snapshots_installed"):  # fmt: skip
+        assert sum(getattr(sim, what) for sim in sims) > 0, what
 
 
 def test_replay(tmp_path: Path) -> None:
