@@ -214,7 +214,7 @@ def test_compaction_frees_segments_and_a_lagging_node_gets_a_snapshot(tmp_path: 
 
 def test_a_snapshot_whose_hard_state_was_lost_restores(tmp_path: Path) -> None:
     """Power loss kept a snapshot record but not the hard state written after it (found by
-    tests/cluster/test_group_power_loss.py): the node restarts with the snapshot committed
+    tests/storage/test_group_power_loss.py): the node restarts with the snapshot committed
     instead of the engine refusing a commit below it."""
     net = Net(tmp_path)
     net.create(b"G")

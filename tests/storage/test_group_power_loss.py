@@ -26,7 +26,9 @@ and at the end, after the network heals and every node is back, every node has a
 same entries in the same order, every acknowledged entry among them, none twice.
 
 A failing seed names itself; replay it with ``NATSD_PL_SEED=<seed> .venv/bin/python -m pytest
--q tests/cluster/test_group_power_loss.py -k replay``. ``pytest -m soak`` runs more seeds.
+-q tests/storage/test_group_power_loss.py -k replay``. The default run (25 seeds x 20 cuts)
+is in both tiers of ``make test``, pure and compiled; ``pytest -m soak
+tests/storage/test_group_power_loss.py`` runs 400 more seeds of 40 cuts each.
 """
 
 from __future__ import annotations
@@ -135,7 +137,7 @@ class Sim:
         raise PowerLossFailure(
             f"seed {self.seed} (n={self.n}) at step {self.now}, cut {self.cuts}: {msg}\n"
             f"replay: NATSD_PL_SEED={self.seed} .venv/bin/python -m pytest -q "
-            "tests/cluster/test_group_power_loss.py -k replay"
+            "tests/storage/test_group_power_loss.py -k replay"
         )
 
     # ------------------------------------------------------------------ nodes
