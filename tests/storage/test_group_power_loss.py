@@ -25,8 +25,9 @@ Checked throughout:
 and at the end, after the network heals and every node is back, every node has applied the
 same entries in the same order, every acknowledged entry among them, none twice.
 
-A failing seed names itself; replay it with ``NATSD_PL_SEED=<seed> .venv/bin/python -m pytest
--q tests/storage/test_group_power_loss.py -k replay``. The default run (25 seeds x 20 cuts)
+A failing seed names itself; replay it with ``NATSD_PL_SEED=<seed> NATSD_PL_CUTS=<cuts>
+.venv/bin/python -m pytest -q tests/storage/test_group_power_loss.py -k replay`` (the
+message spells it out). The default run (25 seeds x 20 cuts)
 is in both tiers of ``make test``, pure and compiled; ``pytest -m soak
 tests/storage/test_group_power_loss.py`` runs 400 more seeds of 40 cuts each.
 """
@@ -136,7 +137,8 @@ class Sim:
     def fail(self, msg: str) -> None:
         raise PowerLossFailure(
             f"seed {self.seed} (n={self.n}) at step {self.now}, cut {self.cuts}: {msg}\n"
-            f"replay: NATSD_PL_SEED={self.seed} .venv/bin/python -m pytest -q "
+            f"replay: NATSD_PL_SEED={self.seed} NATSD_PL_CUTS={self.cuts_wanted} "
+            ".venv/bin/python -m pytest -q "
             "tests/storage/test_group_power_loss.py -k replay"
         )
 
@@ -527,9 +529,10 @@ def test_power_loss_seeds(batch: int, tmp_path: Path) -> None:
 
 
 def test_replay(tmp_path: Path) -> None:
-    """Replays $NATSD_PL_SEED (default 0)."""
-    sim = run_seed(int(os.environ.get("NATSD_PL_SEED", "0")), tmp_path)
-    assert sim.cuts >= CUTS
+    """Replays $NATSD_PL_SEED (default 0) with $NATSD_PL_CUTS cuts (default CUTS)."""
+    cuts = int(os.environ.get("NATSD_PL_CUTS", str(CUTS)))
+    sim = run_seed(int(os.environ.get("NATSD_PL_SEED", "0")), tmp_path, cuts)
+    assert sim.cuts >= cuts
 
 
 @pytest.mark.soak
@@ -550,7 +553,7 @@ def test_the_checks_catch_a_disk_that_loses_synced_data(tmp_path: Path) -> None:
         except PowerLossFailure as e:
             caught.append(str(e))
     assert len(caught) >= 9, caught
-    assert all("NATSD_PL_SEED=" in c for c in caught)
+    assert all("NATSD_PL_SEED=" in c and f"NATSD_PL_CUTS={CUTS} " in c for c in caught)
     text = "\n".join(caught)
     assert "term went back" in text and "damaged" in text, text
 
@@ -577,7 +580,7 @@ def test_the_checks_catch_a_lost_ack_a_second_leader_and_a_changed_vote(tmp_path
         sim._capture(node)
 
 
-def test_a_seed_replays_identically(tmp_path: Path) -> None:
+def test_a_seed_runs_identically_twice(tmp_path: Path) -> None:
     def fingerprint(sim: Sim) -> tuple[object, ...]:
         acked = {g: sorted(a.items()) for g, a in sim.acked.items()}
         counts = (sim.now, sim.cuts, sim.node_cuts, sim.mid_op_cuts, sim.next_value)
