@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from natsd.cluster.group import FrameError, GroupHost, decode_frame, raft_id
+from natsd.raft.types import MessageType
 from natsd.storage.wal import Wal
 
 NAMES = ("n1", "n2", "n3")
@@ -210,6 +211,56 @@ def test_compaction_frees_segments_and_a_lagging_node_gets_a_snapshot(tmp_path: 
     assert len(installed) == 1 and installed[0][1] == g.storage.snapshot().data
     assert all(i > installed[0][0] for i, _ in got)
     assert g.applied == net.hosts[lead].groups[b"G"].applied
+
+
+def test_a_lost_snapshot_is_sent_again(tmp_path: Path) -> None:
+    """The transport does not report losses: a snapshot dropped on the way must not leave
+    the peer paused for as long as the leader lasts (found by test_group_power_loss.py)."""
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    lagger = next(n for n in NAMES if n != lead)
+    net.crash(lagger)
+    for i in range(30):
+        net.hosts[lead].propose(b"G", b"%d" % i)
+    net.settle()
+    for h in net.hosts.values():
+        g = h.groups[b"G"]
+        h.compact(b"G", g.applied, _encode(net.applied[_name(net, h)][b"G"]))
+    h = net.start(lagger)
+    state: list[tuple[int, bytes]] = []
+
+    def install(index: int, data: bytes) -> None:
+        state[:] = _decode(data)
+
+    h.restore(b"G", lambda i, d: state.append((i, d)), install=install)
+    dropped = 0
+    for _ in range(300):
+        for x in net.hosts.values():
+            x.tick()
+            x.turn()
+        q, net.queue = net.queue, []
+        for dest, frame in q:
+            if any(m.type == MessageType.MsgSnap for _, m in decode_frame(frame)) and not dropped:
+                dropped += 1  # the first snapshot never arrives
+                continue
+            net.hosts[dest].receive(frame)
+        if [d for _, d in state] == [b"%d" % i for i in range(30)]:
+            break
+    assert dropped == 1
+    assert [d for _, d in state] == [b"%d" % i for i in range(30)]
+
+
+def _name(net: Net, h: GroupHost) -> str:
+    return next(n for n, x in net.hosts.items() if x is h)
+
+
+def _encode(state: list[tuple[int, bytes]]) -> bytes:
+    return b";".join(b"%d=%s" % (i, d) for i, d in state)
+
+
+def _decode(data: bytes) -> list[tuple[int, bytes]]:
+    return [(int(i), d) for i, d in (p.split(b"=", 1) for p in data.split(b";"))] if data else []
 
 
 def test_a_snapshot_whose_hard_state_was_lost_restores(tmp_path: Path) -> None:
