@@ -167,3 +167,46 @@ async def test_meta_leader_loss_and_whole_cluster_restart(trio: Trio) -> None:
         assert sorted(names["streams"]) == ["S1", "S2"]
     finally:
         await nc.close()
+
+
+async def test_meta_log_is_compacted_and_a_late_server_catches_up_by_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import natsd.jetstream.api.cluster as jsc
+
+    monkeypatch.setattr(jsc, "META_COMPACT", 8)
+    t = JsCluster3(tmp_path)
+    try:
+        await t.start_all()
+        late = next(n for n in t.names if n != t.leader())
+        await t.stop(late)
+        nc = await nats.connect(t.url(t.leader()))
+        try:
+            for i in range(12):
+                r = await _req(nc, f"$JS.API.STREAM.CREATE.C{i}", {"name": f"C{i}"})
+                assert "error" not in r, r
+            await _req(nc, "$JS.API.STREAM.DELETE.C0")
+        finally:
+            await nc.close()
+        leader = t.servers[t.leader()].js_cluster
+        # the leader compacted: its log starts after a snapshot of the meta state
+        await until(lambda: leader.group.storage.first_index() > 8, timeout=10)
+        await t.start(late)
+        back = t.servers[late].js_cluster
+        # the log it missed is gone, so it came up to date by the leader's snapshot
+        await until(lambda: back.meta.snapshot() == leader.meta.snapshot(), timeout=15)
+        assert sorted(a.name for a in back.meta.account_streams("$G")) == sorted(
+            f"C{i}" for i in range(1, 12)
+        )
+        # a whole restart restores each server from its own snapshot and log
+        await t.stop_all()
+        await asyncio.gather(*(t.start(n) for n in t.names))
+        await t.ready()
+        await until(lambda: len({s.js_cluster.meta.applied for s in t.servers.values()}) == 1)
+        names = {
+            n: sorted(a.name for a in s.js_cluster.meta.account_streams("$G"))
+            for n, s in t.servers.items()
+        }
+        assert all(v == sorted(f"C{i}" for i in range(1, 12)) for v in names.values()), names
+    finally:
+        await t.stop_all()

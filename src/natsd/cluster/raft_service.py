@@ -76,6 +76,11 @@ class RaftService:
     def send(self, peer: int, frame: bytes) -> None:
         publish(self.system.sublist, raft_subject(peer), None, None, frame)
 
+    @property
+    def busy(self) -> bool:
+        """A turn's WAL sync is under way (nothing else may write the WAL meanwhile)."""
+        return self._in_flight
+
     def propose(self, name: bytes, data: bytes) -> None:
         self.host.propose(name, data)
         self.kick()

@@ -29,7 +29,6 @@ needs to be exchanged. A restart restores the group from the node log.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
@@ -50,6 +49,7 @@ from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
+from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import add_cluster_block, make_api_callback
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.stream_config import parse_stream_config
@@ -69,18 +69,10 @@ from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
-__all__ = ["USAGE_SUBJECT", "JsCluster"]
+__all__ = ["JsCluster"]
 
 log = logging.getLogger("natsd")
 
-# Each server's JetStream usage per account, published in the system account every
-# USAGE_INTERVAL seconds; the meta leader sums them for $JS.API.INFO.
-USAGE_SUBJECT: Final = b"$NATSD.JS.USAGE.REPORT"
-USAGE_INTERVAL: Final = 1.0
-# The meta leader asks for fresh reports before it answers $JS.API.INFO; a server that does
-# not answer within USAGE_WAIT seconds counts with its last periodic report.
-USAGE_POLL: Final = b"$NATSD.JS.USAGE.POLL"
-USAGE_WAIT: Final = 1.0
 # A replica not heard from for this long shows as offline in /jsz.
 ALIVE_FOR: Final = 10.0
 # A peer whose Raft traffic is older than this gets no new streams (heartbeats come every
@@ -100,6 +92,8 @@ _META_VERBS: Final = frozenset(
     }
 )
 
+# The meta log is compacted into a snapshot of the meta state every this many entries.
+META_COMPACT: Final = 256
 # A new meta group's first member campaigns on every check for this long (then elections
 # are left to the election timeout).
 BOOTSTRAP_CAMPAIGN: Final = 3.0
@@ -152,12 +146,7 @@ class JsCluster:
         self._row_proposed_at = -1e9
         self._timer: asyncio.TimerHandle | None = None
         self._usage_at = 0.0
-        # server -> (when, {account: [memory, storage, consumers]})
-        self.usage: dict[str, tuple[float, dict[str, list[int]]]] = {}
-        # reports and polls: $NATSD.JS.USAGE.REPORT / .POLL
-        self._usage_sub = Subscription(
-            b"$NATSD.JS.USAGE.*", None, b"js-usage", callback=self._on_usage
-        )
+        self.usage = UsageBook(engine, system, server_name, self.alive)
         self._nuid = Nuid()
         self._was_leader = False
         # META.LEADER.STEPDOWN: a system account request, as in nats-server
@@ -174,11 +163,14 @@ class JsCluster:
         log_ = wal.groups.get(META_GROUP)
         if log_ is not None:
             self._replay_until = log_.commit
-            self.group = self.raft.host.restore(META_GROUP, self._apply)
+            if log_.snap_data:
+                # the meta state as of the last compaction; entries after it replay
+                self.meta = MetaState.from_snapshot(log_.snap_data)
+            self.group = self.raft.host.restore(META_GROUP, self._apply, install=self._install)
             log.info("JetStream cluster: meta group restored (%d entries to replay)", log_.commit)
             if self._replay_until <= self.group.applied:
                 self._reconcile()
-        self.system.sublist.insert(self._usage_sub)
+        self.usage.start()
         self.system.sublist.insert(self._stepdown_sub)
         self.raft.start()
         self._timer = asyncio.get_running_loop().call_later(_CHECK_INTERVAL, self._check)
@@ -187,7 +179,7 @@ class JsCluster:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.system.sublist.remove(self._usage_sub)
+        self.usage.stop()
         self.system.sublist.remove(self._stepdown_sub)
         self.raft.stop()
         self.raft.host.wal.close()
@@ -215,7 +207,8 @@ class JsCluster:
                 self._advise_leader_elected()
         if now - self._usage_at >= USAGE_INTERVAL:
             self._usage_at = now
-            self._report_usage()
+            self.usage.report()
+            self._maybe_compact()
         self._timer = loop.call_later(_CHECK_INTERVAL, self._check)
 
     def _maybe_bootstrap(self) -> None:
@@ -223,7 +216,8 @@ class JsCluster:
         want = self._expected()
         if len(names) != want:
             return
-        self.group = self.raft.host.create(META_GROUP, [raft_id(n) for n in names], self._apply)
+        voters = [raft_id(n) for n in names]
+        self.group = self.raft.host.create(META_GROUP, voters, self._apply, self._install)
         self._reconciled = True
         log.info("JetStream cluster: meta group created with %s", ", ".join(names))
         if names[0] == self.server_name:
@@ -387,6 +381,29 @@ class JsCluster:
         finally:
             if not self._reconciled and index >= self._replay_until:
                 self._reconcile()
+
+    def _install(self, index: int, data: bytes) -> None:
+        """The leader sent its meta state (this server was behind its log): take it, and
+        bring this server's streams in line with it as after a restart."""
+        if not data:
+            return
+        try:
+            self.meta = MetaState.from_snapshot(data)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            log.error("JetStream cluster: meta snapshot at %d unreadable: %s", index, e)
+            return
+        self._reconcile()
+
+    def _maybe_compact(self) -> None:
+        """Snapshot the meta state and drop the log before it every META_COMPACT entries,
+        so the node log stays bounded (never while a WAL sync is under way)."""
+        g = self.group
+        if g is None or self.raft.busy or not self._reconciled:
+            return
+        index = self.meta.applied
+        if index - g.storage.first_index() < META_COMPACT or index > g.applied:
+            return
+        self.raft.host.compact(META_GROUP, index, self.meta.snapshot())
 
     def _applied_stream(self, op: MetaOp, replay: bool) -> None:
         a = op.assignment
@@ -561,86 +578,10 @@ class JsCluster:
         out.update(body)
         publish(self.system.sublist, reply.encode(), None, None, orjson.dumps(out))
 
-    # ---------------------------------------------------------------- usage
-    def _usage_doc(self) -> bytes:
-        accounts: dict[str, list[int]] = {}
-        for name, ja in self.engine.accounts.items():
-            mem, store = self.engine.usage(ja)
-            consumers = sum(s.consumer_count for s in ja.streams.values())
-            accounts[name] = [mem, store, consumers]
-        return orjson.dumps({"server": self.server_name, "accounts": accounts})
-
-    def _report_usage(self) -> None:
-        publish(self.system.sublist, USAGE_SUBJECT, None, None, self._usage_doc())
-
-    def _on_usage(
-        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
-    ) -> None:
-        if subject == USAGE_POLL:
-            if reply:
-                publish(self.system.sublist, reply, None, None, self._usage_doc())
-            return
-        self._record_usage(data)
-
-    def _record_usage(self, data: bytes) -> str:
-        """Keep a server's usage report; returns the server's name ("" for junk: a peer is
-        as untrusted as a client)."""
-        try:
-            doc = orjson.loads(data)
-            server = doc["server"]
-            accounts = {
-                str(k): [int(x) for x in v][:3] for k, v in dict(doc["accounts"]).items()
-            }
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            return ""
-        if not isinstance(server, str) or len(accounts) > 100_000:
-            return ""
-        self.usage[server] = (asyncio.get_running_loop().time(), accounts)
-        return server
-
-    async def fresh_usage(self) -> None:
-        """Ask every live JetStream server for its usage now and wait for the answers (at
-        most USAGE_WAIT): a request answered by a stream's server (a purge, a delete) is
-        then counted in the account info that follows it."""
-        self._record_usage(self._usage_doc())
-        want = set(self.alive()) - {self.server_name}
-        if not want:
-            return
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        got: set[str] = set()
-
-        def on_reply(
-            sub: Subscription, subject: bytes, rep: bytes | None, hdr: bytes | None, data: bytes
-        ) -> None:
-            got.add(self._record_usage(data))
-            if want <= got and not done.done():
-                done.set_result(None)
-
-        inbox = b"_INBOX.natsd-usage." + self._nuid.next().encode()
-        sub = Subscription(inbox, None, b"js-usage", callback=on_reply)
-        sl = self.system.sublist
-        sl.insert(sub)
-        try:
-            publish(sl, USAGE_POLL, inbox, None, b"")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(done), USAGE_WAIT)
-        finally:
-            sl.remove(sub)
-
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
-
-    def account_usage(self, account: str) -> tuple[int, int, int]:
-        """(memory, storage, consumers) of ``account`` summed over the servers' reports."""
-        mem = store = consumers = 0
-        for _, accounts in self.usage.values():
-            u = accounts.get(account)
-            if u is not None and len(u) == 3:
-                mem, store, consumers = mem + u[0], store + u[1], consumers + u[2]
-        return mem, store, consumers
 
     # ---------------------------------------------------------------- answers
     def cluster_block(self) -> dict[str, Any]:

@@ -105,14 +105,14 @@ class MetaRequests:
 
     # ---------------------------------------------------------------- account
     async def _account_info(self, ja: JsAccount, reply: str) -> None:
-        await self.c.fresh_usage()
+        await self.c.usage.refresh()
         body = self.account_info(ja)  # the totals exclude this request, as nats-server's
         ja.api.total += 1
         self.c.respond(ja, reply, "account_info_response", body)
 
     def account_info(self, ja: JsAccount) -> dict[str, Any]:
         name = ja.account.name
-        mem, store, consumers = self.c.account_usage(name)
+        mem, store, consumers = self.c.usage.account(name)
         rmem = rstore = 0
         for a in self.c.meta.account_streams(name):
             mb = a.config.get("max_bytes", -1)
