@@ -6,6 +6,7 @@ client there is never on the server that owns a stream)."""
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -20,13 +21,21 @@ EDGE = "edge"
 
 
 def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [int(s.getsockname()[1]) for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """``n`` distinct free ports below Linux's ephemeral range (32768+): they stay fixed in
+    the servers' configs across restarts, so the kernel must not hand one out meanwhile as
+    the local port of an outgoing route or client connection."""
+    out: list[int] = []
+    while len(out) < n:
+        port = random.randrange(20000, 32000)
+        if port in out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        out.append(port)
+    return out
 
 
 async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,20 +21,13 @@ from typing import Any
 
 import nats
 import pytest
+from embedded_cluster import free_ports
 from nats.aio.client import Client as NATS
 
 pytestmark = pytest.mark.timeout(180)
 NAMES = ("n1", "n2", "n3")
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [int(s.getsockname()[1]) for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Proc:
@@ -102,7 +94,7 @@ class Proc:
 
 class Cluster:
     def __init__(self, tmp: Path) -> None:
-        ports = _free_ports(9)
+        ports = free_ports(9)
         routes = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in ports[3:6])
         self.procs = {
             n: Proc(n, tmp, ports[i], ports[3 + i], ports[6 + i], routes)
@@ -228,6 +220,14 @@ async def test_stream_server_kill_keeps_its_messages(cluster: Cluster) -> None:
         for i in range(20):
             ack = json.loads((await nc.request(name.lower(), b"%d" % i, timeout=5)).data)
             assert ack["seq"] == i + 1
+        # SIGSTOP of the stream's server: its route stays, so a publish times out rather
+        # than finding no responders, and it is stored once the server runs again
+        cluster.procs[owner].signal(signal.SIGSTOP)
+        with pytest.raises(nats.errors.TimeoutError):
+            await nc.request(name.lower(), b"while stopped", timeout=1)
+        cluster.procs[owner].signal(signal.SIGCONT)
+        info = await _req(nc, f"$JS.API.STREAM.INFO.{name}", timeout=5)
+        assert info["state"]["messages"] == 21
         cluster.procs[owner].kill()
         # its stream has no server now: a publish finds nobody to store it
         with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
@@ -238,15 +238,15 @@ async def test_stream_server_kill_keeps_its_messages(cluster: Cluster) -> None:
         assert other["cluster"]["leader"] != owner
         cluster.procs[owner].start()
         deadline = time.monotonic() + 20
-        info: dict[str, Any] = {}
+        info = {}
         while time.monotonic() < deadline:
             try:
                 info = await _req(nc, f"$JS.API.STREAM.INFO.{name}", timeout=1)
                 break
             except Exception:
                 await asyncio.sleep(0.1)
-        assert info["state"]["messages"] == 20 and info["cluster"]["leader"] == owner
+        assert info["state"]["messages"] == 21 and info["cluster"]["leader"] == owner
         ack = json.loads((await nc.request(name.lower(), b"again", timeout=5)).data)
-        assert ack["seq"] == 21
+        assert ack["seq"] == 22
     finally:
         await nc.close()
