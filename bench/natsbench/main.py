@@ -187,6 +187,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         " more = pipelined like nats.go's PublishAsync)",
     )
     p.add_argument(
+        "--jscl-storage",
+        choices=("file", "memory"),
+        default="file",
+        help="jscluster: the stream's storage (memory takes the disk out of the comparison)",
+    )
+    p.add_argument(
         "--store-dir",
         default=None,
         help="parent directory for the JetStream store directories (default: system temp)",
@@ -434,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if jc_scen:
             print(
                 "\njscluster: per column a standalone JetStream server and a 3-server cluster"
-                " (R1 file streams)",
+                f" (R1 {a.jscl_storage} streams)",
                 file=sys.stderr,
             )
             dead.update(run_phase(jc_scen, jc_servers, cfg, a.start_timeout, results))

@@ -45,7 +45,7 @@ class JsClusterPublish(Scenario):
 
     def rows(self, cfg: Config) -> list[Row]:
         label = {
-            "standalone": "js async file: standalone (acks)",
+            "standalone": f"js async {cfg.jscl_storage}: standalone (acks)",
             "owner": "3-server R1: pub on owner (acks)",
             "other": "3-server R1: pub on other (acks)",
         }[self.where]
@@ -68,7 +68,8 @@ class JsClusterPublish(Scenario):
             api_port = col.standalone.port
         else:
             api_port = col.members["c1"].port
-        body = {"name": stream, "subjects": [subject], "storage": "file", "num_replicas": 1}
+        storage = cfg.jscl_storage
+        body = {"name": stream, "subjects": [subject], "storage": storage, "num_replicas": 1}
         doc = js_api(api_port, f"$JS.API.STREAM.CREATE.{stream}", body, t_api)
         if (err := api_error(doc)) is not None:
             return RunResult(False, error=f"stream create failed: {err}")
