@@ -36,9 +36,7 @@ TABLE: tuple[Scenario, ...] = (
     ObjPut(),
     ObjGet(),
     # opt-in (--only jscluster): a standalone server + a 3-server JetStream cluster per column
-    JsClusterPublish("standalone"),
-    JsClusterPublish("owner"),
-    JsClusterPublish("other"),
+    JsClusterPublish(),
 )
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in TABLE}
 #: ``--only`` groups, in the order the usage error lists them
