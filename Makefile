@@ -63,7 +63,7 @@ typecheck: $(STAMP)
 
 ## soak: the long fault-injection tier (kill -9 x1000 and friends), not part of make test
 soak: $(FAST)
-	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability tests/raft
+	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability tests/raft tests/storage/test_group_power_loss.py
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit

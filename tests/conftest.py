@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 
+import natsd.cluster.group
 import natsd.connection.client
 import natsd.protocol.parser
+import natsd.storage.wal
 
 
 def pytest_report_header() -> str:
@@ -18,5 +20,10 @@ def pytest_report_header() -> str:
 
 
 if os.environ.get("NATSD_EXPECT_COMPILED"):
-    for mod in (natsd.protocol.parser, natsd.connection.client):
+    for mod in (
+        natsd.protocol.parser,
+        natsd.connection.client,
+        natsd.storage.wal,
+        natsd.cluster.group,
+    ):
         assert (mod.__file__ or "").endswith(".so"), f"{mod.__name__} is not compiled"

@@ -13,7 +13,8 @@ cp -r src/natsd "$OUT/"
 find "$OUT" -name __pycache__ -prune -exec rm -rf {} +
 cd "$OUT"
 # The modules on the per-message path (core NATS and the JetStream publish path) and the
-# Raft engine (natsd/raft, pure and deterministic).
+# Raft engine (natsd/raft, pure and deterministic), with the node WAL and the group driver that
+# run it (storage/wal.py, cluster/group.py: every group's appends and frames each turn).
 # The consumer's parts are compiled together (native classes: a part's fields are struct
 # reads for the consumer's delivery loop). Everything else stays interpreted. Note for compiled code: mypyc treats a memoryview as
 # always true, so write loops use explicit offsets.
@@ -80,6 +81,8 @@ cd "$OUT"
   natsd/raft/follower.py \
   natsd/raft/core.py \
   natsd/raft/status.py \
-  natsd/raft/rawnode.py >/dev/null
+  natsd/raft/rawnode.py \
+  natsd/storage/wal.py \
+  natsd/cluster/group.py >/dev/null
 rm -rf build
 echo "compiled natsd hot path into $OUT"

@@ -44,6 +44,7 @@ class Config:
     kv_pipe_ops: int = 1_000_000
     obj_bytes: int = 50 * MB
     obj_window: int = 1
+    jscl_storage: str = "file"
 
 
 def build_config(a: argparse.Namespace) -> Config:
@@ -131,4 +132,5 @@ def build_config(a: argparse.Namespace) -> Config:
         kv_pipe_ops=js_msgs,
         obj_bytes=int(obj_mib * MB),
         obj_window=a.obj_window,
+        jscl_storage=a.jscl_storage,
     )

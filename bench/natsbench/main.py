@@ -24,10 +24,12 @@ from typing import Any, NoReturn
 from .config import Config, build_config
 from .fixtures import Fixtures
 from .harness import RunResult, exc_text
+from .jscluster import JsClusterColumn
 from .jsload import fsync_rate
 from .loadgen import BenchError
 from .report import aggregate, machine_info, print_header, print_servers, render_table, summary_line
 from .scenario import Scenario
+from .scenarios.jscluster import ratio_summary
 from .servers import (
     ALL_SERVERS,
     IMPL,
@@ -183,6 +185,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=1,
         help="Object Store put: max unacknowledged chunks (1 = one at a time, like nats-py;"
         " more = pipelined like nats.go's PublishAsync)",
+    )
+    p.add_argument(
+        "--jscl-storage",
+        choices=("file", "memory"),
+        default="file",
+        help="jscluster: the stream's storage (memory takes the disk out of the comparison)",
     )
     p.add_argument(
         "--store-dir",
@@ -343,15 +351,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     js_scen = [
         sc
         for sc in scenarios
-        if SCENARIOS[sc].uses_jetstream and any(applies(sc, n) for n in names)
+        if SCENARIOS[sc].uses_jetstream
+        and SCENARIOS[sc].family != "jscluster"
+        and any(applies(sc, n) for n in names)
     ]
+    # a standalone server and a 3-server JetStream cluster per column, in a phase of its own
+    jc_scen = [
+        sc
+        for sc in scenarios
+        if SCENARIOS[sc].family == "jscluster" and any(applies(sc, n) for n in names)
+    ]
+    jc_names = [n for n in names if any(applies(sc, n) for sc in jc_scen)]
     core_all = [s for s in TABLE if not s.uses_jetstream]
     core_names = [n for n in names if any(s.applies(n) for s in core_all)]
     if core_scen and not core_names:
         core_scen = []
     if cl_scen and not core_names:
         cl_scen = []
-    if not core_scen and not js_scen and not cl_scen:
+    if not core_scen and not js_scen and not cl_scen and not jc_scen:
         raise SystemExit("nothing to run (no scenario applies to the chosen --servers)")
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -377,18 +394,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     cl_servers = [cl_by_name[n] for n in core_names] if cl_scen else []
     js_servers: list[Server] = []
+    jc_servers: list[Server] = []
     store_root: Path | None = None
     disk: dict[str, float] = {}
     dead: dict[str, str] = {}
     results: dict[str, dict[str, list[RunResult]]] = {
-        sc: {n: [] for n in names if applies(sc, n)} for sc in core_scen + cl_scen + js_scen
+        sc: {n: [] for n in names if applies(sc, n)}
+        for sc in core_scen + cl_scen + js_scen + jc_scen
     }
     minfo = machine_info()
     has_cons = any(SCENARIOS[sc].family == "consumer" for sc in js_scen)
     has_kv = any(SCENARIOS[sc].family == "kv" for sc in js_scen)
-    print_header(cfg, minfo, bool(core_scen or cl_scen), bool(js_scen), has_cons, has_kv)
+    has_js = bool(js_scen or jc_scen)
+    print_header(cfg, minfo, bool(core_scen or cl_scen), has_js, has_cons, has_kv)
     try:
-        if js_scen:
+        if js_scen or jc_scen:
             store_root = Path(tempfile.mkdtemp(prefix="natsd-bench-js-", dir=a.store_dir))
             disk = fsync_rate(store_root)
             print(
@@ -399,6 +419,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             js_servers = make_js_servers(
                 js_names, ref_cmd, impl_cmd, env, a.natsd_js_args, log_dir, store_root
             )
+            jc_servers = [
+                JsClusterColumn(
+                    n,
+                    ref_cmd if n == REF else impl_cmd,
+                    log_dir,
+                    None if n == REF else env,
+                    log_stem=f"{n}-jscl",
+                    root=store_root / f"{n}-jscluster",
+                )
+                for n in jc_names
+            ]
         if core_scen:
             dead.update(run_phase(core_scen, core_servers, cfg, a.start_timeout, results))
         if cl_scen:
@@ -406,6 +437,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             dead.update(run_phase(cl_scen, cl_servers, cfg, a.start_timeout, results))
         if js_scen:
             dead.update(run_phase(js_scen, js_servers, cfg, a.start_timeout, results))
+        if jc_scen:
+            print(
+                "\njscluster: per column a standalone JetStream server and a 3-server cluster"
+                f" (R1 {a.jscl_storage} streams)",
+                file=sys.stderr,
+            )
+            dead.update(run_phase(jc_scen, jc_servers, cfg, a.start_timeout, results))
+        if js_scen or jc_scen:
             assert store_root is not None
             disk_end = fsync_rate(store_root)
             disk.update({f"end_{k}": v for k, v in disk_end.items()})
@@ -417,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\ninterrupted ({type(exc).__name__}); stopping servers", file=sys.stderr)
         return 130
     finally:
-        for s in core_servers + cl_servers + js_servers:
+        for s in core_servers + cl_servers + js_servers + jc_servers:
             s.stop()
         if store_root is not None:
             shutil.rmtree(store_root, ignore_errors=True)
@@ -442,6 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         (core_scen, core_names),
         (cl_scen, core_names),
         (js_scen, [n for n in names if any(applies(sc, n) for sc in js_scen)]),
+        (jc_scen, jc_names),
     ):
         if not phase_scen:
             continue
@@ -449,6 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_rows += jrows
         print()
         print(table)
+    if jc_scen:
+        text, jc_rows = ratio_summary(agg, jc_names)
+        json_rows += jc_rows
+        print(text)
     if any(SCENARIOS[sc].syncs_files for sc in js_scen):
         if REF_SYNC in names:
             print(
@@ -480,15 +524,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "machine": minfo,
             "disk_fsync": disk,
             "servers": {
-                f"{s.name}{'-js' if s in js_servers else '-cluster' if s in cl_servers else ''}": {
+                f"{s.name}{_suffix(s, js_servers, cl_servers, jc_servers)}": {
                     "cmd": s.cmd,
                     "version": s.version,
                     "info": s.info,
                 }
-                for s in core_servers + cl_servers + js_servers
+                for s in core_servers + cl_servers + js_servers + jc_servers
             },
             "config": asdict(cfg),
-            "scenarios": core_scen + cl_scen + js_scen,
+            "scenarios": core_scen + cl_scen + js_scen + jc_scen,
             "table": json_rows,
             "aggregate": agg,
             "runs": {
@@ -499,3 +543,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(a.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
         print(f"\nwrote {a.json}")
     return 1 if failures else 0
+
+
+def _suffix(s: Server, js: list[Server], cl: list[Server], jc: list[Server]) -> str:
+    """The --json name suffix of a server column: which phase ran it."""
+    return "-js" if s in js else "-cluster" if s in cl else "-jscluster" if s in jc else ""

@@ -8,6 +8,7 @@ from .config import Config
 from .scenario import Row, Scenario
 from .scenarios.consumers import PubToPull, Pull, Push
 from .scenarios.core import CrossFanOut, CrossPubSub, FanOut, Publish, PubSub, ReqRep
+from .scenarios.jscluster import JsClusterPublish
 from .scenarios.kv import KvGet, KvPut, ObjGet, ObjPut
 from .scenarios.publish import JsPublish
 
@@ -34,12 +35,15 @@ TABLE: tuple[Scenario, ...] = (
     KvGet(sync=False),
     ObjPut(),
     ObjGet(),
+    # opt-in (--only jscluster): a standalone server + a 3-server JetStream cluster per column
+    JsClusterPublish(),
 )
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in TABLE}
 #: ``--only`` groups, in the order the usage error lists them
 GROUP_NAMES = (
     "core",
     "cluster",
+    "jscluster",
     "js",
     "kv",
     "kv-put",
@@ -64,7 +68,7 @@ def select_scenarios(only: str, no_js: bool = False, js_only: bool = False) -> l
     if sum((bool(only), no_js, js_only)) > 1:
         raise SystemExit("--only, --no-js and --js-only are exclusive")
     if js_only:
-        return [s.name for s in TABLE if s.uses_jetstream]
+        return [s.name for s in TABLE if s.uses_jetstream and s.family != "jscluster"]
     if no_js:
         return [s.name for s in TABLE if not s.uses_jetstream]
     if not only:

@@ -32,12 +32,13 @@ log = logging.getLogger("natsd")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        parsed = parse_args(sys.argv[1:] if argv is None else argv)
+        parsed = parse_args(args)
     except FlagError as e:
         print(f"natsd: {e}\n", file=sys.stderr)
         print(USAGE, file=sys.stderr)
-        return 1
+        return _config_error()
     if parsed.show_help:
         print(USAGE)
         return 0
@@ -55,8 +56,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         opts, warnings = build_options(parsed)
     except (ValueError, OSError) as e:
         print(f"natsd: {e}", file=sys.stderr)
-        return 1
+        return _config_error()
     if parsed.test_config:
+        if opts.workers > 1:
+            from natsd.workers import check_plan, plan_workers
+
+            try:
+                check_plan(plan_workers(args, opts))
+            except (ValueError, OSError) as e:
+                print(f"natsd: {e}", file=sys.stderr)
+                return 1
         for w in warnings:
             print(f"natsd: warning: {w}", file=sys.stderr)
         print(f"natsd: configuration file {parsed.config_file} test is successful")
@@ -64,7 +73,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(opts.debug, opts.trace, opts.log_file)
     for w in warnings:
         log.warning("%s", w)
+    if opts.workers > 1:
+        from natsd.workers import supervise
+
+        reload_check = None
+        if parsed.config_file:
+            reload_check = lambda: build_options(parsed)[0]  # noqa: E731
+        return supervise(args, opts, reload_check)
     return run(opts, parsed if parsed.config_file else None)
+
+
+def _config_error() -> int:
+    """The exit code of a configuration nats-server refuses too: 1, as nats-server; a worker
+    of ``--workers`` exits ``EXIT_CONFIG`` so that its supervisor does not restart it."""
+    from natsd.workers import EXIT_CONFIG, WORKER_ENV
+
+    return EXIT_CONFIG if os.environ.get(WORKER_ENV) else 1
 
 
 def run(opts: ServerOptions, parsed_config: Parsed | None = None) -> int:
@@ -85,7 +109,10 @@ def run(opts: ServerOptions, parsed_config: Parsed | None = None) -> int:
     async def serve() -> int:
         try:
             server = Server(opts)
-        except (OSError, ValueError) as e:
+        except ValueError as e:
+            log.error("%s", e)
+            return _config_error()
+        except OSError as e:
             log.error("%s", e)
             return 1
         loop = asyncio.get_running_loop()

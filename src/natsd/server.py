@@ -32,7 +32,7 @@ import orjson
 from natsd.cluster.mesh import Mesh, route_settings
 from natsd.cluster.urls import cluster_configured, own_client_urls
 from natsd.config import load_config
-from natsd.config.cluster import JETSTREAM_CLUSTER_REFUSAL
+from natsd.config.cluster import JETSTREAM_CLUSTER_ROUTES
 from natsd.config.options import ServerOptions
 from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
@@ -82,7 +82,10 @@ def _validate(opts: ServerOptions) -> None:
             f" strictly lower than lame duck duration ({format_duration(opts.lame_duck_duration)})"
         )
     if opts.jetstream and (opts.cluster.port or opts.cluster.routes):
-        raise ValueError(JETSTREAM_CLUSTER_REFUSAL)
+        if not opts.cluster.port or not opts.cluster.routes:
+            raise ValueError(JETSTREAM_CLUSTER_ROUTES)
+        if not opts.server_name:
+            raise ValueError("jetstream cluster requires `server_name` to be set")
     if opts.max_payload > opts.max_pending:
         raise ValueError(
             f"max_payload ({opts.max_payload}) cannot be higher than "
@@ -134,6 +137,11 @@ class Server:
         }
         for name, acfg in opts.accounts.items():
             self.accounts[name] = Account(name, jetstream_limits=acfg.jetstream)
+        # The account of the server's own traffic (Raft, usage reports, META.LEADER.STEPDOWN,
+        # domain advisories): ``system_account`` when configured, else natsd's $SYS.
+        self.system_account_name = opts.system_account or SYSTEM_ACCOUNT
+        if self.system_account_name not in self.accounts:
+            raise ValueError("error resolving system account: account missing")
         for u in opts.users:
             if u.account not in self.accounts:
                 self.accounts[u.account] = Account(u.account)
@@ -170,6 +178,7 @@ class Server:
         self._info_base: dict[str, Any] = {}
         self.jetstream_enabled = False
         self.jetstream: Any = None
+        self.js_cluster: Any = None  # JsCluster on a cluster
         self._jetstream_stopped = False
         # Protocol tracing (-V): one log line per read and per write, never per message.
         self.trace = opts.trace
@@ -338,6 +347,9 @@ class Server:
             host=opts.host or None,
             port=port,
             reuse_address=True,
+            # --workers: every worker listens on the one client port; the kernel spreads
+            # the connections (natsd/workers.py).
+            reuse_port=opts.reuse_port or None,
             backlog=4096,
         )
         sock = self._tcp.sockets[0]
@@ -386,6 +398,11 @@ class Server:
             f"every {js.sync_interval}s (lazy)" if js.sync_interval else "before every ack"
         )
         log.info("  Sync:            %s", sync)
+        # On a cluster the API is routed by the meta group's replica (JsCluster); the
+        # engine asks for the subscriptions of each account as it enables it.
+        api: Any = subscribe_api
+        if self.mesh is not None:
+            api = lambda ja: self.js_cluster.subscribe_api(ja)  # noqa: E731
         engine = JetStream(
             DiskCatalog(js.store_dir, io=self.file_io),
             domain=js.domain,
@@ -395,8 +412,10 @@ class Server:
             sync_always=js.sync_always,
             clock=SYSTEM_CLOCK,
             scheduler=asyncio.get_running_loop(),
-            api=subscribe_api,
+            api=api,
         )
+        if self.mesh is not None:
+            self.js_cluster = self._js_cluster(engine, js.store_dir)
         configured = {n: a for n, a in self.options.accounts.items()}
         if not configured:
             engine.enable_account(self.accounts[GLOBAL_ACCOUNT])
@@ -405,8 +424,33 @@ class Server:
                 engine.enable_account(self.accounts[name], acfg.jetstream)
         engine.restore(self.accounts)
         engine.start()
+        if self.js_cluster is not None:
+            self.js_cluster.start()
         self.jetstream = engine
         self.jetstream_enabled = True
+
+    def _js_cluster(self, engine: Any, store_dir: str) -> Any:
+        """This server's part of clustered JetStream: the node WAL, the Raft service over
+        the routes, and the meta group's replica (design-clustering §4.3-4.4)."""
+        from natsd.cluster.raft_service import RaftService
+        from natsd.jetstream.api.cluster import JsCluster
+        from natsd.storage.wal import Wal
+
+        mesh = self.mesh
+        assert mesh is not None
+        wal = Wal.open(os.path.join(store_dir, "jetstream", "_cluster", "wal"), io=self.file_io)
+        system = self.accounts[self.system_account_name]
+        raft = RaftService.open(self.server_name, wal, system)
+        return JsCluster(
+            engine,
+            raft,
+            system,
+            self.server_name,
+            lambda: self.cluster_name,
+            lambda: mesh.peer_names(jetstream=True),
+            mesh.expected_size,
+            list(self.options.server_tags),
+        )
 
     async def _start_monitor(self) -> None:
         from natsd.monitor.http import MonitorServer
@@ -446,6 +490,8 @@ class Server:
         if self.jetstream is None or self._jetstream_stopped:
             return
         self._jetstream_stopped = True
+        if self.js_cluster is not None:
+            self.js_cluster.stop()
         await self.jetstream.shutdown()
         # Lame duck mode keeps clients for a while: as nats-server once JetStream is shut
         # down, their API requests go unanswered instead of reaching closed stores.
@@ -714,6 +760,14 @@ class Server:
             urls=[u.raw for u in c.routes],
             routes=routes,
         )
+
+    def jetstream_meta(self) -> dict[str, Any] | None:
+        return self.js_cluster.meta_info() if self.js_cluster is not None else None
+
+    def jetstream_health(self) -> str:
+        if self.js_cluster is None or self._jetstream_stopped:
+            return ""
+        return str(self.js_cluster.health())
 
     def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
         """The JetStream figures the monitor reports (``monitor.source.MonitorSource``): read

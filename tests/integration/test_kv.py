@@ -17,12 +17,14 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import nats
 import nats.errors
 import nats.js.errors as jse
 import pytest
+from embedded_cluster import EDGE, JsCluster3
 from nats.aio.client import Client as NATS
 from nats.js.api import (
     AckPolicy,
@@ -43,10 +45,24 @@ KV_OP = "KV-Operation"
 
 
 # --------------------------------------------------------------------------- fixtures
-@pytest.fixture
-async def js_url(spawn: Callable[..., ServerProcess], tmp_dir: str) -> AsyncIterator[str]:
-    """URL of a fresh JetStream server: nats-server (NATSD_IT_TARGET) or an embedded natsd."""
+@pytest.fixture(params=["single", "cluster"])
+async def js_url(
+    request: pytest.FixtureRequest, spawn: Callable[..., ServerProcess], tmp_dir: str
+) -> AsyncIterator[str]:
+    """URL of a fresh JetStream server: nats-server (NATSD_IT_TARGET) or an embedded natsd;
+    with natsd each test also runs against a three-server JetStream cluster, its client on
+    a fourth server without JetStream, so every bucket lives on another server (issue 18)."""
     store = os.path.join(tmp_dir, "jetstream")
+    if request.param == "cluster":
+        if REAL:
+            pytest.skip("the cluster variant is natsd's (nats-server's runs in differential/)")
+        cluster = JsCluster3(Path(store), edge=True)
+        try:
+            await cluster.start_all()
+            yield cluster.url(EDGE)
+        finally:
+            await cluster.stop_all()
+        return
     if REAL:
         sp = await spawn("-js", "-sd", store, "-a", "127.0.0.1", "-p", "-1").wait_ready()
         yield f"nats://127.0.0.1:{sp.port}"

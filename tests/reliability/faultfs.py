@@ -314,7 +314,9 @@ class FaultFS(FileIO):
         self._emit(root, d, rng, torn)
 
     def _emit(self, node: _Dir, dest: str, rng: random.Random, torn: bool) -> None:
-        for name, child in node.durable.items():
+        # in name order: the entries come from listdir, and a seeded image must not
+        # depend on the order the disk lists them in
+        for name, child in sorted(node.durable.items()):
             p = os.path.join(dest, name)
             if isinstance(child, _Dir):
                 os.mkdir(p)

@@ -181,13 +181,16 @@ def test_jetstream_cluster_checks_see_the_flags(tmp_path: Path, wired: None) -> 
     text = "cluster { port: -1 }\njetstream: enabled\n"
     with pytest.raises(ConfigError, match="requires `server_name`"):
         build(tmp_path, text)
-    # With the flags nats-server's checks pass; natsd then refuses JetStream in a cluster.
-    with pytest.raises(ConfigError, match="does not support JetStream in a cluster yet"):
+    # With the flags nats-server's checks pass; natsd then needs routes to form its meta
+    # group from.
+    with pytest.raises(ConfigError, match=r"needs a cluster port and `cluster\.routes`"):
         build(tmp_path, text, "-n", "s1", "--cluster_name", "c1")
+    with_routes = "cluster { port: -1, routes: [nats://127.0.0.1:4248] }\njetstream: enabled\n"
+    assert build(tmp_path, with_routes, "-n", "s1", "--cluster_name", "c1").jetstream
     opts = build(tmp_path, "cluster { port: -1 }\n", "-n", "s1", "--cluster_name", "c1")
     assert (opts.server_name, opts.cluster.name) == ("s1", "c1")
     routes_only = "cluster { name: c, routes: [nats://127.0.0.1:4248] }\njetstream: enabled\n"
-    with pytest.raises(ConfigError, match="does not support JetStream in a cluster yet"):
+    with pytest.raises(ConfigError, match=r"needs a cluster port and `cluster\.routes`"):
         build(tmp_path, routes_only, "-n", "s1")
     # Without a route port there is no JetStream cluster to check (nats-server: Port == 0).
     assert build(tmp_path, "cluster { name: c }\njetstream: enabled\n").jetstream
@@ -386,3 +389,19 @@ def test_go_url_errors(raw: str, error: str) -> None:
 )
 def test_go_duration(text: str, seconds: float) -> None:
     assert C.go_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("value", "tags"),
+    [('"SSD"', ["ssd"]), ('[" az:1 ", SSD, ssd]', ["az:1", "ssd"]), ("[]", [])],
+)
+def test_server_tags_are_read_as_nats_server_keeps_them(
+    tmp_path: Path, value: str, tags: list[str]
+) -> None:
+    assert build(tmp_path, f"server_tags: {value}\n").server_tags == tags
+
+
+@pytest.mark.parametrize(("value", "typ"), [("5", "int64"), ("[a, 5]", "list"), ("{a: b}", "map")])
+def test_server_tags_of_another_type_are_refused(tmp_path: Path, value: str, typ: str) -> None:
+    with pytest.raises(ConfigError, match="error parsing tags: unsupported type"):
+        build(tmp_path, f"server_tags: {value}\n")

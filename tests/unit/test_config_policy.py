@@ -196,6 +196,7 @@ SAMPLES: dict[tuple[str, str], str] = {
     (P.TOP.name, "net"): "10.0.0.1",
     (P.TOP.name, "addr"): "10.0.0.1",
     (P.TOP.name, "server_name"): "srv",
+    (P.TOP.name, "server_tags"): "[ssd, \"az:1\"]",
     (P.TOP.name, "name"): "srv",
     (P.TOP.name, "http"): "8333",
     (P.TOP.name, "http_host"): "127.0.0.1",

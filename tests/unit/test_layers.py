@@ -32,6 +32,7 @@ RANK = {
     "monitor": 8,
     "server": 8,
     "main": 9,  # the natsd command: flags -> Server, process signals
+    "workers": 9,  # natsd --workers: the supervisor of N server processes
     "logs": 0,
     "version": 0,
     "__init__": 9,

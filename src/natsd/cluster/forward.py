@@ -85,6 +85,12 @@ class Forwarder:
             return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
         return 0
 
+    def has_interest(self, subject: bytes) -> bool:
+        return self.remote.match(self.name, subject) is not None
+
+    def has_exact(self, subject: bytes, queue: bytes | None) -> bool:
+        return self.remote.has_exact(self.name, subject, queue)
+
     def _send(
         self,
         plan: ForwardPlan,

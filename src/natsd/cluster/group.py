@@ -41,7 +41,7 @@ from natsd.raft.codec import (
 )
 from natsd.raft.config import Config
 from natsd.raft.describe import is_local_msg
-from natsd.raft.rawnode import RawNode, Ready, new_raw_node
+from natsd.raft.rawnode import RawNode, Ready, SnapshotFinish, new_raw_node
 from natsd.raft.state import RaftError
 from natsd.raft.storage import MemoryStorage
 from natsd.raft.types import (
@@ -50,14 +50,16 @@ from natsd.raft.types import (
     EntryType,
     HardState,
     Message,
+    MessageType,
     Snapshot,
     SnapshotMetadata,
 )
 from natsd.storage.wal import GroupLog, Wal
 
-__all__ = ["FRAME_VERSION", "FrameError", "GroupHost", "RaftGroup", "raft_id"]
+__all__ = ["FRAME_VERSION", "FrameError", "GroupHost", "RaftGroup", "peer_hash", "raft_id"]
 
 FRAME_VERSION: Final = 1
+_DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
 # nats-server's NRG values (design-clustering §4.3): a 100 ms tick, elections after 10 of
@@ -67,10 +69,20 @@ HEARTBEAT_TICK: Final = 2
 
 # The state machine: committed normal entries, in order, with their index.
 Apply = Callable[[int, bytes], None]
+# A snapshot from the leader replaced the log (index, snapshot data): the state machine must
+# become that state before the entries after it are applied.
+Install = Callable[[int, bytes], None]
 
 
 class FrameError(ValueError):
     """A peer frame that does not decode (the peer is as untrusted as a client)."""
+
+
+def peer_hash(server_name: str) -> str:
+    """nats-server's ``getHash``: a server's peer id as clients see it (the ``peer`` of
+    cluster infos): the first 8 bytes of the sha256 of its name, each as a base-62 digit."""
+    digest = hashlib.sha256(server_name.encode()).digest()
+    return "".join(_DIGITS[b % 62] for b in digest[:8])
 
 
 def raft_id(server_name: str) -> int:
@@ -81,16 +93,23 @@ def raft_id(server_name: str) -> int:
 class RaftGroup:
     """One group on this node: its RawNode, its log as the node reads it, its state machine."""
 
-    __slots__ = ("applied", "apply", "conf", "name", "node", "storage")
+    __slots__ = ("applied", "apply", "conf", "install", "name", "node", "storage")
 
     def __init__(
-        self, name: bytes, node: RawNode, storage: MemoryStorage, conf: ConfState, apply: Apply
+        self,
+        name: bytes,
+        node: RawNode,
+        storage: MemoryStorage,
+        conf: ConfState,
+        apply: Apply,
+        install: Install | None = None,
     ) -> None:
         self.name = name
         self.node = node
         self.storage = storage
         self.conf = conf
         self.apply = apply
+        self.install = install
         self.applied = 0
 
     @property
@@ -122,28 +141,37 @@ class GroupHost:
         self._rand = rand
         self.groups: dict[bytes, RaftGroup] = {}
         self.frames_sent = 0
+        self.last_sender = 0  # the node id of the last frame received (liveness, /jsz)
 
     # ---------------------------------------------------------------- groups
-    def create(self, name: bytes, voters: list[int], apply: Apply) -> RaftGroup:
+    def create(
+        self, name: bytes, voters: list[int], apply: Apply, install: Install | None = None
+    ) -> RaftGroup:
         """A new group with these voters (every member creates it the same way). Its
         membership is logged as a snapshot at index 1, so the log starts at 2 (etcd's advice
-        instead of Bootstrap: no conf change entries to replay)."""
+        instead of Bootstrap: no conf change entries to replay). ``install`` receives the
+        snapshots the leader sends when this node is too far behind (a group whose state
+        machine cannot take one, such as a test's, may leave it out)."""
         if name in self.groups or name in self.wal.groups:
             raise ValueError(f"group {name!r} exists")
         cs = ConfState(voters=sorted(voters))
         self.wal.append_snapshot(name, 1, 1, encode_conf_state(cs), b"", replace=True)
         self.wal.commit()
-        return self._start(name, self.wal.groups[name], apply, 0)
+        return self._start(name, self.wal.groups[name], apply, 0, install)
 
-    def restore(self, name: bytes, apply: Apply, applied: int = 0) -> RaftGroup:
+    def restore(
+        self, name: bytes, apply: Apply, applied: int = 0, install: Install | None = None
+    ) -> RaftGroup:
         """A group found in the WAL at start-up; ``applied`` is what its state machine
         already holds (committed entries up to it are not applied again)."""
         log = self.wal.groups.get(name)
         if log is None:
             raise KeyError(name)
-        return self._start(name, log, apply, applied)
+        return self._start(name, log, apply, applied, install)
 
-    def _start(self, name: bytes, log: GroupLog, apply: Apply, applied: int) -> RaftGroup:
+    def _start(
+        self, name: bytes, log: GroupLog, apply: Apply, applied: int, install: Install | None
+    ) -> RaftGroup:
         st = MemoryStorage()
         conf = decode_conf_state(log.snap_conf) if log.snap_conf else ConfState()
         if log.snap_index:
@@ -154,7 +182,11 @@ class GroupHost:
                 [Entry(term=t, index=i, type=EntryType(k), data=d) for i, t, k, d in log.entries]
             )
         if log.term or log.vote or log.commit:
-            st.set_hard_state(HardState(term=log.term, vote=log.vote, commit=log.commit))
+            # A snapshot holds committed state only, but the hard state record written after
+            # it can be lost to a power cut (torn, or in a segment the rotation left unsynced)
+            # while an older one survives: the engine refuses a commit below its snapshot.
+            commit = max(log.commit, log.snap_index)
+            st.set_hard_state(HardState(term=log.term, vote=log.vote, commit=commit))
         pre_vote, check_quorum, max_msg, max_inflight, max_unc = self._cfg
         cfg = Config(
             id=self.id,
@@ -171,7 +203,9 @@ class GroupHost:
         node = new_raw_node(cfg)
         if self._rand is not None:
             node.raft.rand = self._rand
-        g = RaftGroup(name, node, st, conf, apply)
+            # the first timeout was drawn from the engine's own generator while it was built
+            node.raft.reset_randomized_election_timeout()
+        g = RaftGroup(name, node, st, conf, apply, install)
         g.applied = cfg.applied
         self.groups[name] = g
         return g
@@ -195,6 +229,8 @@ class GroupHost:
         messages stepped; a malformed frame raises FrameError and steps nothing."""
         msgs = decode_frame(frame)
         n = 0
+        if msgs:
+            self.last_sender = msgs[0][1].from_
         for name, m in msgs:
             g = self.groups.get(name)
             if g is None or m.to != self.id or is_local_msg(m.type):
@@ -245,6 +281,7 @@ class GroupHost:
         if self.wal.dirty:
             raise RuntimeError("finish before the WAL sync")  # a vote would leave unsynced
         out: dict[int, list[bytes]] = {}
+        snaps_sent: list[tuple[RaftGroup, int]] = []
         for g, rd in work:
             st = g.storage
             snap = rd.snapshot
@@ -258,12 +295,23 @@ class GroupHost:
                 st.set_hard_state(rd.hard_state)
             for m in rd.messages:
                 out.setdefault(m.to, []).append(_frame_part(g.name, m))
+                if m.type == MessageType.MsgSnap:
+                    snaps_sent.append((g, m.to))
         for peer, parts in out.items():
             self._send(peer, bytes([FRAME_VERSION]) + b"".join(parts))
             self.frames_sent += 1
+        # The transport never says whether a frame arrived, so a snapshot counts as sent:
+        # the peer goes back to probing, and if the snapshot was lost its reply to the next
+        # append asks for another one. Unreported, a lost snapshot would leave the peer
+        # paused in StateSnapshot for as long as this node leads.
+        for g, to in snaps_sent:
+            g.node.report_snapshot(to, SnapshotFinish)
         for g, rd in work:
             if g.name not in self.groups:
                 continue  # dropped while its sync ran
+            snap = rd.snapshot
+            if snap is not None and snap.metadata.index and g.install is not None:
+                g.install(snap.metadata.index, snap.data)
             for e in rd.committed_entries:
                 self._apply(g, e)
             g.node.advance(rd)

@@ -119,6 +119,26 @@ class Mesh:
         # (host, port) of our route INFO: the listener's, or the advertised address.
         self._advertised: tuple[str, int] = ("0.0.0.0", 0)
         self.stopped = False
+        # configured route URLs that turned out to be this server (expected_size)
+        self.self_urls: set[str] = set()
+
+    # ------------------------------------------------------------------ members
+    def peer_names(self, jetstream: bool = False) -> list[str]:
+        """The server names of the peers our installed routes reach (with ``jetstream``,
+        only those whose route INFO says they run JetStream, as nats-server's)."""
+        return [
+            r.remote_name
+            for r in self.routes.values()
+            if r.remote_name and (not jetstream or r.peer_info.get("jetstream") is True)
+        ]
+
+    def expected_size(self) -> int:
+        """How many servers the configured routes name, this one included: one per
+        distinct URL, plus this server unless one of them turned out to be itself. Until
+        that is known the count is one too high, never too low, so a server never forms
+        a group with fewer servers than its configuration names."""
+        urls = {_url_of(u) for u in self.options.routes}
+        return len(urls) + (0 if urls & self.self_urls else 1)
 
     # ------------------------------------------------------------------ RouteHost
     @property
@@ -423,6 +443,7 @@ class Mesh:
                     return
                 if route.close_reason == RouteCloseReason.DUPLICATE_ROUTE and not route.remote_id:
                     log.debug("Detected route to self, ignoring %s", key)
+                    self.self_urls.add(key)
                     return
                 was_up = bool(route.remote_id) and route.remote_id in self.by_server
                 if was_up:

@@ -49,6 +49,8 @@ class RaftService:
         self.failed: BaseException | None = None
         self.bad_frames = 0
         self.running = False
+        # peer node id -> loop time of its last frame (the "active" of /jsz replicas)
+        self.last_heard: dict[int, float] = {}
 
     @classmethod
     def open(cls, server_name: str, wal: Wal, system: Account, tick: float = TICK) -> RaftService:
@@ -73,6 +75,11 @@ class RaftService:
     # the GroupHost's send: a frame to a peer is a message on its subject
     def send(self, peer: int, frame: bytes) -> None:
         publish(self.system.sublist, raft_subject(peer), None, None, frame)
+
+    @property
+    def busy(self) -> bool:
+        """A turn's WAL sync is under way (nothing else may write the WAL meanwhile)."""
+        return self._in_flight
 
     def propose(self, name: bytes, data: bytes) -> None:
         self.host.propose(name, data)
@@ -128,6 +135,7 @@ class RaftService:
     ) -> None:
         try:
             self.host.receive(payload)
+            self.last_heard[self.host.last_sender] = asyncio.get_running_loop().time()
         except FrameError:
             self.bad_frames += 1  # a peer is as untrusted as a client: drop, count
             return

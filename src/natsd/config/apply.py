@@ -19,7 +19,7 @@ from natsd.core.clock import parse_duration
 from natsd.security.auth import User
 from natsd.security.permissions import Permissions, parse_permissions
 
-__all__ = ["ConfigError", "apply_config", "load_config"]
+__all__ = ["ConfigError", "apply_config", "check_workers", "load_config"]
 
 
 def _int(v: Any, key: str) -> int:
@@ -48,6 +48,33 @@ def _host_port(v: Any, key: str) -> tuple[str | None, int | None]:
     if s.isdigit():
         return None, int(s)
     return s, None
+
+
+def _server_tags(v: Any) -> list[str] | None:
+    """nats-server's ``server_tags``: a string or a list of strings, kept as jwt's TagList
+    keeps them (trimmed, lower case, without duplicates); None for another type."""
+    items = [v] if isinstance(v, str) else v if isinstance(v, list) else None
+    if items is None or not all(isinstance(t, str) for t in items):
+        return None
+    out: list[str] = []
+    for t in items:
+        t = t.strip().lower()
+        if t and t not in out:
+            out.append(t)
+    return out
+
+
+def _go_type(v: Any) -> str:
+    return {bool: "bool", int: "int64", float: "float64", dict: "map[string]interface {}"}.get(
+        type(v), type(v).__name__
+    )
+
+
+def check_workers(n: int) -> int:
+    """``workers`` / ``--workers``: the number of server processes; 1 is the plain server."""
+    if n < 1:
+        raise ConfigError(f"workers must be at least 1, got {n}")
+    return n
 
 
 def load_config(path: str, opts: ServerOptions | None = None) -> tuple[ServerOptions, list[str]]:
@@ -138,6 +165,17 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
             opts.log_file = str(v)
         elif key in ("pid_file", "pidfile"):
             opts.pid_file = str(v)
+        elif key in ("system_account", "system"):
+            opts.system_account = str(v)
+        elif key == "server_tags":
+            raw = next(k for k in data if str(k).lower() == key)
+            tags = _server_tags(v)
+            if tags is None:
+                chk.error(data, raw, f"error parsing tags: unsupported type {_go_type(v)}")
+            else:
+                opts.server_tags = tags
+        elif key == "workers":
+            opts.workers = check_workers(_int(v, key))
     if chk.errors:
         raise ConfigError("\n".join(chk.errors))
     return chk.warnings

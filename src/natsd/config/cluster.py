@@ -26,7 +26,7 @@ from natsd.config.policy import Checker, ConfigError
 from natsd.core.goquote import go_quote
 
 __all__ = [
-    "JETSTREAM_CLUSTER_REFUSAL",
+    "JETSTREAM_CLUSTER_ROUTES",
     "ROUTES_WIRED",
     "ClusterError",
     "GoURLError",
@@ -45,8 +45,11 @@ ROUTES_WIRED = True
 # cross them, and each server's JetStream would answer the API on its own. Until JetStream
 # runs as a cluster service (a meta group, placement), the two together are refused, after
 # nats-server's own checks, rather than run as a cluster whose JetStream half misbehaves.
-JETSTREAM_CLUSTER_REFUSAL = (
-    "natsd does not support JetStream in a cluster yet: enable either jetstream or cluster"
+# natsd bootstraps the meta group from the configured routes (design-clustering §4.4): every
+# server of a JetStream cluster listens for routes and names the cluster's servers in them.
+JETSTREAM_CLUSTER_ROUTES = (
+    "natsd: a JetStream cluster needs a cluster port and `cluster.routes` listing the"
+    " cluster's servers (the meta group is formed from them)"
 )
 
 
@@ -457,8 +460,8 @@ def validate_cluster(opts: ServerOptions) -> None:
             raise ClusterError("jetstream cluster requires `server_name` to be set")
         if not c.name:
             raise ClusterError("jetstream cluster requires `cluster.name` to be set")
-    if opts.jetstream and (c.port or c.routes):
-        raise ClusterError(JETSTREAM_CLUSTER_REFUSAL)
+    if opts.jetstream and (c.port or c.routes) and not (c.port and c.routes):
+        raise ClusterError(JETSTREAM_CLUSTER_ROUTES)
     # natsd runs one route connection per peer, uncompressed (it announces no pool and no
     # compression, so nats-server peers agree). Asked for more, it refuses rather than ignore.
     if c.pool_size > 1:

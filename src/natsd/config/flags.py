@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from natsd.config.apply import load_config
+from natsd.config.apply import check_workers, load_config
 from natsd.config.cluster import apply_cluster_flags, refuse_unwired, validate_cluster
 from natsd.config.options import ServerOptions
 from natsd.core.clock import parse_duration
@@ -77,6 +77,9 @@ _flag(["cluster_name"], "cluster_name", "str")
 _flag(["cluster_advertise"], "cluster_advertise", "str")
 _flag(["no_advertise"], "no_advertise", "bool")
 _flag(["connect_retries"], "connect_retries", "int")
+# Multi-core (natsd only): a supervisor and N server processes (natsd/workers.py).
+_flag(["workers"], "workers", "int")
+_flag(["reuse_port"], "reuse_port", "bool")
 _flag(["v", "version"], "version", "bool")
 _flag(["h", "help"], "help", "bool")
 _flag(["t"], "test", "bool")
@@ -169,6 +172,8 @@ def build_options(parsed: Parsed) -> tuple[ServerOptions, list[str]]:
         "max_payload": lambda x: setattr(opts, "max_payload", int(str(x))),
         "max_pending": lambda x: setattr(opts, "max_pending", int(str(x))),
         "no_auth_user": lambda x: setattr(opts, "no_auth_user", str(x)),
+        "workers": lambda x: setattr(opts, "workers", check_workers(int(str(x)))),
+        "reuse_port": lambda x: setattr(opts, "reuse_port", bool(x)),
     }
     for dest, val in v.items():
         if dest in setters:
@@ -217,6 +222,12 @@ Cluster Options:
     --no_advertise <bool>            Do not advertise known cluster information to clients
     --cluster_advertise <string>     Cluster URL to advertise to other servers
     --connect_retries <number>       For implicit routes, number of connect retries
+Multi-core Options:
+    --workers <n>                    Run n server processes sharing the client port,
+                                     joined by routes on loopback, under a supervisor
+                                     (default: 1, the plain server; config: workers: n)
+    --reuse_port                     Share the client port with other processes
+                                     (SO_REUSEPORT; --workers sets it for its workers)
 JetStream Options:
     -js, --jetstream                 Enable JetStream functionality
     -sd, --store_dir <dir>           Set the storage directory

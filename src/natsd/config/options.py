@@ -104,6 +104,9 @@ class ServerOptions:
     host: str = "0.0.0.0"
     port: int = 4222
     server_name: str = ""
+    # placement tags of a JetStream cluster member (``placement.tags`` match them)
+    server_tags: list[str] = field(default_factory=list)
+    system_account: str = ""  # "" = natsd's own $SYS
     http_host: str = "0.0.0.0"
     http_port: int = 0  # 0 = monitoring off; -1 = random port
     max_payload: int = 1024 * 1024
@@ -133,3 +136,7 @@ class ServerOptions:
     config_file: str = ""
     lame_duck_duration: float = 0.0
     lame_duck_grace_period: float = 10.0  # nats-server's default
+    # multi-core (natsd only): ``workers`` > 1 runs a supervisor and that many server
+    # processes (natsd/workers.py); ``reuse_port`` lets those processes share the client port.
+    workers: int = 1
+    reuse_port: bool = False

@@ -72,7 +72,7 @@ TOP = Level(
         lame_duck_duration lame_duck_grace_period
         authorization no_auth_user accounts jetstream store_dir storedir
         debug trace trace_verbose trace_headers log_file logfile pid_file pidfile
-        cluster
+        cluster server_tags system_account system
         """
     ),
     cosmetic=_keys(
@@ -90,14 +90,14 @@ TOP = Level(
         operator operators root roots root_operator root_operators
         resolver account_resolver accounts_resolver resolver_tls resolver_preload
         resolver_pinned_accounts trusted trusted_keys default_sentinel
-        system_account system no_system_account no_system no_sys_acc
+        no_system_account no_system no_sys_acc
         mappings maps default_js_domain
         no_header_support max_sub_tokens max_subscription_tokens proxy_protocol proxies
         write_timeout no_fast_producer_stall max_closed_clients
-        server_tags server_metadata feature_flags ports_file_dir prof_port
+        server_metadata feature_flags ports_file_dir prof_port
         """
     ),
-    natsd_only=_keys("addr name http_host max_pings_outstanding"),
+    natsd_only=_keys("addr name http_host max_pings_outstanding workers"),
 )
 
 AUTHORIZATION = Level(

@@ -190,6 +190,9 @@ class JetStream:
         self._api = api
         self._expiry_timer: Cancellable | None = None
         self._nuid = Nuid()
+        # On a cluster: the ``cluster`` block of this server's stream and consumer infos
+        # (set by the clustered API, ``jetstream/api/cluster.py``); None when standalone.
+        self.cluster_info: Callable[[], dict[str, Any]] | None = None
 
     def start(self) -> None:
         """Start background work: age and TTL expiry every ``EXPIRE_INTERVAL`` seconds."""

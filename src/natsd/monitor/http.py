@@ -17,7 +17,7 @@ from natsd.core.clock import format_duration, rfc3339
 from natsd.core.subjects import subject_matches
 from natsd.monitor.metrics import render_metrics
 from natsd.monitor.source import AccountUsage, ClusterUsage, MonitorSource
-from natsd.router.account import SYSTEM_ACCOUNT, Account
+from natsd.router.account import Account
 from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
 __all__ = ["MonitorServer"]
@@ -129,7 +129,7 @@ class MonitorServer:
             "subscriptions": s.num_subscriptions(),
             "config_load_time": _ts(s.config_time),
             "auth_required": s.auth_required or None,
-            "system_account": "$SYS",
+            "system_account": s.system_account_name,
         }
         cluster = s.cluster_usage(subs=False)
         if cluster is not None:
@@ -298,7 +298,7 @@ class MonitorServer:
         data: dict[str, Any] = {
             "server_id": s.server_id,
             "now": _ts(time.time()),
-            "system_account": SYSTEM_ACCOUNT,
+            "system_account": s.system_account_name,
         }
         name = request.query.get("acc", "")
         if not name:
@@ -312,7 +312,7 @@ class MonitorServer:
             "account_name": name,
             "update_time": _ts(s.config_time),
         }
-        if name == SYSTEM_ACCOUNT:
+        if name == s.system_account_name:
             detail["is_system"] = True
         js = s.jetstream_usage(streams=False)
         detail.update(
@@ -338,6 +338,11 @@ class MonitorServer:
         now = time.time()
         if usage is None:
             return _json({"server_id": s.server_id, "now": _ts(now), "disabled": True})
+        meta = s.jetstream_meta()
+        leader_only = request.query.get("leader-only", "") in ("1", "true")
+        if leader_only and meta is not None and meta.get("leader") != s.server_name:
+            # nats-server's errSkipZreq answer: plain text, not JSON
+            return web.Response(status=400, text="filtered response: not leader")
         o = s.options.js
         mem = store = streams = msgs = nbytes = total = errors = consumers = 0
         rmem = rstore = 0
@@ -399,6 +404,8 @@ class MonitorServer:
             "messages": msgs,
             "bytes": nbytes,
         }
+        if meta is not None:
+            data["meta_cluster"] = meta
         if want:
             data["account_details"] = details
         return _json(data)
@@ -408,6 +415,14 @@ class MonitorServer:
             return web.Response(
                 status=503,
                 body=orjson.dumps({"status": "unavailable", "error": "server not ready"}),
+                content_type="application/json",
+            )
+        js_only = request.query.get("js-enabled-only", "") in ("1", "true")
+        why = "" if js_only else self.server.jetstream_health()
+        if why:
+            return web.Response(
+                status=503,
+                body=orjson.dumps({"status": "unavailable", "error": why}),
                 content_type="application/json",
             )
         return _json({"status": "ok"})

@@ -201,3 +201,17 @@ class MonitorSource(Protocol):
         """Each JetStream-enabled account's figures (with each stream's when ``streams``),
         in the engine's order; None when JetStream is off."""
         ...
+
+    @property
+    def system_account_name(self) -> str:
+        """The system account: ``system_account`` when configured, else $SYS."""
+        ...
+
+    def jetstream_meta(self) -> dict[str, Any] | None:
+        """The meta group as this server sees it (/jsz ``meta_cluster``); None unless
+        JetStream runs on a cluster."""
+        ...
+
+    def jetstream_health(self) -> str:
+        """Why JetStream is not current on this server ("" when it is, or is off)."""
+        ...

@@ -358,6 +358,21 @@ class RemoteInterest:
         plans[subject] = (psubs, qsubs, plan)
         return plan
 
+    def has_exact(self, account: bytes, subject: bytes, queue: bytes | None) -> bool:
+        """Whether a peer subscribes on exactly ``subject`` (in group ``queue`` when one
+        is given, in any group or none otherwise): a push consumer's deliver subject."""
+        table = self._accounts.get(account)
+        if table is None:
+            return False
+        psubs, qsubs = table.sublist.match(subject)
+        if queue is None and any(s.subject == subject for s in psubs):
+            return True
+        return any(
+            s.subject == subject and (queue is None or s.queue == queue)
+            for grp in qsubs
+            for s in grp
+        )
+
     def route_subs(self, route: int) -> int:
         subs = self._routes.get(route)
         return 0 if subs is None else len(subs)

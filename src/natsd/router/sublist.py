@@ -85,6 +85,14 @@ class Forward(Protocol):
         """The same for a message matched on ``to`` that carries ``subject`` (a JetStream
         consumer's delivery)."""
 
+    def has_interest(self, subject: bytes) -> bool:
+        """Whether a peer server has interest in ``subject`` (a pull request's reply from a
+        client on another server is alive while that server still subscribes to it)."""
+
+    def has_exact(self, subject: bytes, queue: bytes | None) -> bool:
+        """Whether a peer server subscribes on exactly ``subject`` (in group ``queue``
+        when given): a push consumer's deliver subject bound on another server."""
+
 
 class _Node(Generic[S]):
     __slots__ = ("next", "plist", "psubs", "qsubs")
@@ -271,8 +279,12 @@ class Sublist(Generic[S]):
         return res
 
     def has_interest(self, subject: bytes) -> bool:
+        """Interest here or, with routes up, on a peer server."""
         p, q = self.match(subject)
-        return bool(p or q)
+        if p or q:
+            return True
+        fwd = self.forward
+        return fwd is not None and fwd.has_interest(subject)
 
     def __iter__(self) -> Iterator[S]:
         stack = [self._root]

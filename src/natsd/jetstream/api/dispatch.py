@@ -58,7 +58,7 @@ from natsd.jetstream.wire.errors import ApiError
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
-__all__ = ["handle", "make_api_callback", "subscribe_api"]
+__all__ = ["add_cluster_block", "handle", "make_api_callback", "subscribe_api"]
 
 # (account, subject tokens after the API verb, raw request body) -> response document
 Handler = Callable[[JsAccount, list[str], bytes], dict[str, Any]]
@@ -157,12 +157,42 @@ def handle(
         ja.api.errors += 1
         resp = {"error": E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__).to_json()}
         resp.update(_ERROR_EXTRAS.get(rtype, {}))
+    if ja.engine.cluster_info is not None and "error" not in resp:
+        add_cluster_block(rtype, resp, ja.engine.cluster_info())
     out = {"type": _PREFIX + rtype}
     out.update(resp)
     body = orjson.dumps(out)
     if reply:
         ja.engine.send(ja, reply, body)
     ja.engine.api_audit(ja, subject, data, body)
+
+
+_WITH_CLUSTER = frozenset(
+    {
+        "stream_create_response",
+        "stream_update_response",
+        "stream_info_response",
+        "consumer_create_response",
+        "consumer_info_response",
+    }
+)
+
+
+def add_cluster_block(rtype: str, resp: dict[str, Any], block: dict[str, Any]) -> None:
+    """On a cluster, stream and consumer infos carry a ``cluster`` block, placed before
+    ``ts`` as nats-server orders its fields."""
+    if rtype in _WITH_CLUSTER:
+        docs = [resp]
+    elif rtype in ("stream_list_response", "consumer_list_response"):
+        key = "streams" if rtype == "stream_list_response" else "consumers"
+        docs = [d for d in resp.get(key) or [] if isinstance(d, dict)]
+    else:
+        return
+    for d in docs:
+        ts = d.pop("ts", None)
+        d["cluster"] = dict(block)
+        if ts is not None:
+            d["ts"] = ts
 
 
 # Some error responses carry empty paging fields in nats-server.

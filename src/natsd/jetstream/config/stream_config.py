@@ -646,6 +646,7 @@ def parse_stream_config_json(
     allow_mirrors: bool = False,
     allow_sources: bool = False,
     allow_unimplemented: bool = False,
+    clustered: bool = False,
 ) -> StreamConfig:
     """:func:`parse_stream_config` from the raw request body, with Go's JSON error texts
     (syntax errors with offsets, several top-level values, ...)."""
@@ -668,6 +669,7 @@ def parse_stream_config_json(
         allow_mirrors,
         allow_sources,
         allow_unimplemented,
+        clustered,
     )
 
 
@@ -680,6 +682,7 @@ def _finish(
     allow_mirrors: bool,
     allow_sources: bool,
     allow_unimplemented: bool,
+    clustered: bool = False,
 ) -> StreamConfig:
     cfg: StreamConfig = object.__getattribute__(request, "cfg")
     pedantic: bool = object.__getattribute__(request, "pedantic")
@@ -696,7 +699,7 @@ def _finish(
     _check_stream_cfg(cfg, pedantic, limits, max_duplicate_window)
     if from_api and action == "update" and name_in_subject != cfg.name:
         raise JSStreamMismatchErr()
-    if action == "create" and cfg.num_replicas > 1:
+    if action == "create" and cfg.num_replicas > 1 and not clustered:
         raise JSStreamReplicasNotSupportedErr()
     # natsd does not run mirrors and sources yet: refuse them once nats-server would accept.
     # (On update a new mirror is refused by check_update with nats-server's own error.)

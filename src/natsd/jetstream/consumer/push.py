@@ -170,13 +170,19 @@ class PushDelivery(Delivery):
     def has_interest(self) -> bool:
         """Is someone subscribed on exactly the deliver subject (in the deliver group)?"""
         dsubj = self.dsubj
-        psubs, qsubs = self._sublist.match(dsubj)
+        sl = self._sublist
+        psubs, qsubs = sl.match(dsubj)
         if self.cfg.deliver_group:
             group = self.cfg.deliver_group.encode()
-            return any(s.queue == group and s.subject == dsubj for grp in qsubs for s in grp)
+            if any(s.queue == group and s.subject == dsubj for grp in qsubs for s in grp):
+                return True
+            return sl.forward is not None and sl.forward.has_exact(dsubj, group)
         if any(s.subject == dsubj for s in psubs):
             return True
-        return any(s.subject == dsubj for grp in qsubs for s in grp)
+        if any(s.subject == dsubj for grp in qsubs for s in grp):
+            return True
+        # on a cluster, the subscriber may be a client of another server
+        return sl.forward is not None and sl.forward.has_exact(dsubj, None)
 
     def update_interest(self, interest: bool) -> None:
         """``updateDeliveryInterest``: (de)activate and run the inactivity timer."""

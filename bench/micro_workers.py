@@ -1,0 +1,165 @@
+"""``natsd --workers 2`` against one natsd process: aggregate core publish over 4 connections.
+
+Each publisher is its own process (raw sockets, pipelined ``PUB`` frames in 64 KiB writes,
+then ``PING`` and wait for the ``PONG``, so every message was parsed by the server). The
+connections land where the kernel's SO_REUSEPORT hash puts them; the spread (connections per
+worker, from each INFO's server_name) is printed with each run, since 4-0 happens (1 in 8).
+No subscribers: this measures what the workers spread, the parsing; routed traffic pays a hop
+(see the README's --workers limits). On a 2-core machine the publishers share the CPUs.
+
+    .venv/bin/python bench/micro_workers.py                  # pure Python
+    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_workers.py -n 400000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HOST = "127.0.0.1"
+CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\n'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def publisher(port: int, n: int, size: int, start: Any, out: Any) -> None:
+    s = socket.create_connection((HOST, port))
+    info = b""
+    while b"\r\n" not in info:
+        info += s.recv(4096)
+    name = json.loads(info.split(b"\r\n")[0][5:])["server_name"]
+    s.sendall(CONNECT + b"PING\r\n")
+    buf = b""
+    while b"PONG\r\n" not in buf:
+        buf += s.recv(4096)
+    frame = b"PUB bench.w %d\r\n%s\r\n" % (size, b"x" * size)
+    per = max(1, 65536 // len(frame))
+    chunk = frame * per
+    start.wait()
+    t0 = time.monotonic()
+    sent = 0
+    while sent < n:
+        k = min(per, n - sent)
+        s.sendall(chunk if k == per else frame * k)
+        sent += k
+    s.sendall(b"PING\r\n")
+    buf = b""
+    while b"PONG\r\n" not in buf:
+        buf += s.recv(65536)
+    out.put((name, t0, time.monotonic()))
+    s.close()
+
+
+def start_server(
+    args: argparse.Namespace, workers: int, log: Path
+) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "natsd", "-a", HOST, "-p", str(port)]
+    if workers > 1:
+        cmd += ["--workers", str(workers)]
+    logf = open(log, "wb")  # noqa: SIM115 - the child's stderr
+    proc = subprocess.Popen(cmd, stdout=logf, stderr=logf, start_new_session=True)
+    ready = f"All {workers} workers are ready" if workers > 1 else "Server is ready"
+    deadline = time.monotonic() + 30
+    while ready not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"server did not start:\n{log.read_text()}")
+        time.sleep(0.05)
+    return proc, port
+
+
+def cpu_seconds(root: int) -> float:
+    """User+system CPU of ``root`` and its children (the workers), from /proc."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(entry) == root or int(fields[1]) == root:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def one_run(port: int, args: argparse.Namespace) -> tuple[float, Counter[str]]:
+    start = mp.Event()
+    out: Any = mp.Queue()
+    procs = [
+        mp.Process(target=publisher, args=(port, args.n, args.size, start, out))
+        for _ in range(args.conns)
+    ]
+    for p in procs:
+        p.start()
+    time.sleep(0.5)  # every publisher connected and waiting
+    start.set()
+    results = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(10)
+    t0 = min(r[1] for r in results)
+    t1 = max(r[2] for r in results)
+    return args.conns * args.n / (t1 - t0), Counter(r[0] for r in results)
+
+
+def measure(workers: int, args: argparse.Namespace, tmp: Path) -> list[float]:
+    proc, port = start_server(args, workers, tmp / f"natsd-w{workers}.log")
+    rates = []
+    try:
+        for i in range(args.repeat + 1):
+            cpu0 = cpu_seconds(proc.pid)
+            rate, spread = one_run(port, args)
+            cpu_us = (cpu_seconds(proc.pid) - cpu0) * 1e6 / (args.conns * args.n)
+            label = "warm-up" if i == 0 else f"run {i}"
+            where = ", ".join(f"{k[-6:]}: {v}" for k, v in sorted(spread.items()))
+            print(
+                f"  workers={workers} {label}: {rate:,.0f} msg/s, server CPU {cpu_us:.2f} us/msg"
+                f"  (connections per server: {where})",
+                flush=True,
+            )
+            if i:
+                rates.append(rate)
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    return rates
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=200_000, help="messages per connection")
+    ap.add_argument("--size", type=int, default=16, help="payload bytes")
+    ap.add_argument("--conns", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    print(
+        f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}, "
+        f"{args.conns} connections x {args.n} x {args.size} B"
+    )
+    with tempfile.TemporaryDirectory(prefix="natsd-workers-bench-") as d:
+        one = statistics.median(measure(1, args, Path(d)))
+        many = statistics.median(measure(args.workers, args, Path(d)))
+    print(f"one process:        {one:,.0f} msg/s (median)")
+    print(f"--workers {args.workers}:        {many:,.0f} msg/s (median)")
+    print(f"ratio:              {many / one:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,696 @@
+"""JetStream on a cluster: the meta group, and which server answers which API request.
+
+Design-clustering §4.4. Every JetStream server of the cluster runs the meta group
+(``cluster.meta``) on its node's ``RaftService``; its state says where every stream lives.
+Every server subscribes to ``$JS.API.>`` as a standalone one does, so every request reaches
+every server over the routes, and ``JsCluster.route`` decides which one answers:
+
+============================================  =========================================
+request                                       answered by
+============================================  =========================================
+``INFO``, ``STREAM.CREATE/UPDATE/DELETE``,    the meta leader (creates, updates and
+``STREAM.NAMES/LIST``                         deletes go through the meta group)
+stream-scoped (``STREAM.INFO``, ``PURGE``,    the server the stream is placed on; the
+``MSG.*``, ``CONSUMER.*``, ``DIRECT.GET``)    meta leader for a stream that does not exist
+============================================  =========================================
+
+Streams are R1 until replicated streams land (issue 19): a stream lives on one server, which
+creates it when the assignment applies and answers the CREATE, and its consumers live with
+it (their configs and state in that server's store, as on a standalone server). Only the
+owner subscribes to the stream's subjects, so a publish on another server reaches it over
+the routes.
+
+Bootstrap: with no meta group in the node log, the servers wait until the mesh holds every
+server their ``cluster.routes`` name (self included or not; see ``expected_size``) and then
+each creates the group with the same voters, computed from the same server names; nothing
+needs to be exchanged. A restart restores the group from the node log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
+
+import orjson
+
+from natsd.cluster.group import RaftGroup, peer_hash, raft_id
+from natsd.cluster.meta import (
+    META_GROUP,
+    MetaError,
+    MetaOp,
+    MetaState,
+    ServerRow,
+    encode_op,
+    place,
+)
+from natsd.cluster.raft_service import RaftService
+from natsd.core.clock import rfc3339
+from natsd.core.ids import Nuid
+from natsd.jetstream.api.cluster_handlers import MetaRequests
+from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
+from natsd.jetstream.api.dispatch import add_cluster_block, make_api_callback
+from natsd.jetstream.api.domain import domain_subscriptions
+from natsd.jetstream.config.stream_config import parse_stream_config
+from natsd.jetstream.engine import (
+    JetStream,
+    JsAccount,
+    add_stream,
+    delete_stream,
+    find_consumer,
+    update_stream,
+)
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.errors import ApiError
+from natsd.raft.state import RaftError, StateType
+from natsd.router.account import Account
+from natsd.router.publish import publish
+from natsd.router.subscription import Subscription
+from natsd.storage.store import StoreError
+
+__all__ = ["JsCluster"]
+
+log = logging.getLogger("natsd")
+
+# A replica not heard from for this long shows as offline in /jsz.
+ALIVE_FOR: Final = 10.0
+# A peer whose Raft traffic is older than this gets no new streams (heartbeats come every
+# 200 ms, and a new leader is elected 1-2 s after the old one went quiet, so a stopped
+# leader is never its successor's first choice).
+PLACE_ALIVE: Final = 1.0
+_CHECK_INTERVAL: Final = 0.1
+
+_META_VERBS: Final = frozenset(
+    {
+        ("INFO",),
+        ("STREAM", "CREATE"),
+        ("STREAM", "UPDATE"),
+        ("STREAM", "DELETE"),
+        ("STREAM", "NAMES"),
+        ("STREAM", "LIST"),
+    }
+)
+
+# The meta log is compacted into a snapshot of the meta state every this many entries.
+META_COMPACT: Final = 256
+# A new meta group's first member campaigns on every check for this long (then elections
+# are left to the election timeout).
+BOOTSTRAP_CAMPAIGN: Final = 3.0
+# nats-server answers 10008 after its meta group had no leader this long (lostQuorumInterval)
+LEADERLESS: Final = 6.0
+_RESPONSE_TYPES: Final = {
+    ("INFO",): "account_info_response",
+    ("STREAM", "CREATE"): "stream_create_response",
+    ("STREAM", "UPDATE"): "stream_update_response",
+    ("STREAM", "DELETE"): "stream_delete_response",
+    ("STREAM", "NAMES"): "stream_names_response",
+    ("STREAM", "LIST"): "stream_list_response",
+    ("STREAM", "INFO"): "stream_info_response",
+}
+
+OnApi = Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]
+
+
+class JsCluster:
+    """One server's part of clustered JetStream: its meta group replica, its server row,
+    the routing of API requests, and what applying a meta entry means on this server."""
+
+    def __init__(
+        self,
+        engine: JetStream,
+        raft: RaftService,
+        system: Account,
+        server_name: str,
+        cluster_name: Callable[[], str],
+        peers: Callable[[], list[str]],
+        expected_size: Callable[[], int],
+        tags: list[str],
+    ) -> None:
+        self.engine = engine
+        self.raft = raft
+        self.system = system
+        self.server_name = server_name
+        self.cluster_name = cluster_name
+        # names of the servers our routes are connected to, and how many servers (self
+        # included) the configured routes name: the bootstrap inputs
+        self._peers = peers
+        self._expected = expected_size
+        self.row = ServerRow(server_name, list(tags), engine.max_memory, engine.max_store)
+        self.meta = MetaState()
+        self.group: RaftGroup | None = None
+        self._leader_seen = asyncio.get_running_loop().time()
+        self._bootstrap_campaign = 0.0  # until when the first member re-campaigns
+        self._replay_until = 0  # meta entries up to here were applied before a restart
+        self._reconciled = False
+        self._row_proposed_at = -1e9
+        self._timer: asyncio.TimerHandle | None = None
+        self._usage_at = 0.0
+        self.usage = UsageBook(engine, system, server_name, self.alive)
+        self._nuid = Nuid()
+        self._was_leader = False
+        # META.LEADER.STEPDOWN: a system account request, as in nats-server
+        self._stepdown_sub = Subscription(
+            b"$JS.API.META.LEADER.STEPDOWN", None, b"js-meta", callback=self._on_stepdown
+        )
+        self.tasks: set[asyncio.Task[None]] = set()  # STREAM.LIST gathers under way
+        self.requests = MetaRequests(self)
+        engine.cluster_info = self.cluster_block
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        wal = self.raft.host.wal
+        log_ = wal.groups.get(META_GROUP)
+        if log_ is not None:
+            self._replay_until = log_.commit
+            if log_.snap_data:
+                # the meta state as of the last compaction; entries after it replay
+                self.meta = MetaState.from_snapshot(log_.snap_data)
+            self.group = self.raft.host.restore(META_GROUP, self._apply, install=self._install)
+            log.info("JetStream cluster: meta group restored (%d entries to replay)", log_.commit)
+            if self._replay_until <= self.group.applied:
+                self._reconcile()
+        self.usage.start()
+        self.system.sublist.insert(self._stepdown_sub)
+        self.raft.start()
+        self._timer = asyncio.get_running_loop().call_later(_CHECK_INTERVAL, self._check)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.usage.stop()
+        self.system.sublist.remove(self._stepdown_sub)
+        self.raft.stop()
+        self.raft.host.wal.close()
+
+    def _check(self) -> None:
+        """Every 100 ms: bootstrap when the mesh is complete, keep our server row current,
+        report our usage."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self.group is None:
+            self._maybe_bootstrap()
+        elif now < self._bootstrap_campaign and not self.group.node.raft.lead:
+            if self.group.node.raft.state != StateType.StateLeader:
+                self.group.node.campaign()
+                self.raft.kick()
+        elif self.leader_name() and self.meta.servers.get(self.server_name) != self.row:
+            if now - self._row_proposed_at > 1.0:
+                self._row_proposed_at = now
+                self.propose(encode_op("server", **self.row.to_json()))
+        leading = self.is_leader()
+        if leading != self._was_leader:
+            self._was_leader = leading
+            if leading:
+                log.info("JetStream cluster: this server is the meta leader")
+                self._advise_leader_elected()
+        if now - self._usage_at >= USAGE_INTERVAL:
+            self._usage_at = now
+            self.usage.report()
+            self._maybe_compact()
+        self._timer = loop.call_later(_CHECK_INTERVAL, self._check)
+
+    def _maybe_bootstrap(self) -> None:
+        names = sorted({*self._peers(), self.server_name})
+        want = self._expected()
+        if len(names) != want:
+            return
+        voters = [raft_id(n) for n in names]
+        self.group = self.raft.host.create(META_GROUP, voters, self._apply, self._install)
+        self._reconciled = True
+        log.info("JetStream cluster: meta group created with %s", ", ".join(names))
+        if names[0] == self.server_name:
+            # a new cluster need not wait out an election timeout: the first name asks for
+            # votes at once, and again on every check until there is a leader (the others
+            # drop its requests until they have created the group too)
+            self._bootstrap_campaign = asyncio.get_running_loop().time() + BOOTSTRAP_CAMPAIGN
+            self.group.node.campaign()
+        self.raft.kick()
+
+    # ---------------------------------------------------------------- meta group
+    def is_leader(self) -> bool:
+        g = self.group
+        return g is not None and g.node.raft.lead == self.raft.host.id
+
+    def leader_name(self) -> str:
+        g = self.group
+        if g is None or not g.node.raft.lead:
+            return ""
+        return self._name_of(g.node.raft.lead)
+
+    def _name_of(self, node_id: int) -> str:
+        for name in (self.server_name, *self._peers(), *self.meta.servers):
+            if raft_id(name) == node_id:
+                return name
+        return ""
+
+    def health(self) -> str:
+        """Why this server's JetStream is not current ("" when it is), in nats-server's
+        words (/healthz)."""
+        if self.group is None or not self.group.node.raft.lead:
+            return "JetStream has not established contact with a meta leader"
+        if not self._reconciled:
+            return "JetStream is still recovering meta layer"
+        if self.meta.servers.get(self.server_name) != self.row:
+            # not yet placeable: the meta state does not hold our row (tags, limits) yet
+            return "JetStream is not current with the meta leader"
+        return ""
+
+    def meta_info(self) -> dict[str, Any]:
+        """/jsz ``meta_cluster`` as nats-server shows it: ``peer`` is the leader's; the
+        replicas are the other members as this server sees them (the leader knows each
+        follower's progress; a follower knows when it last heard the leader and nothing
+        of the other followers); without a leader every member is listed, self included."""
+        g = self.group
+        lead = self.leader_name()
+        out: dict[str, Any] = {"name": self.cluster_name()}
+        if lead:
+            out["leader"] = lead
+            out["peer"] = peer_hash(lead)
+        voters = list(g.conf.voters) if g is not None else []
+        now = asyncio.get_running_loop().time()
+        me = self.raft.host.id
+        progress = g.node.raft.trk.progress if g is not None and self.is_leader() else {}
+        last = g.node.raft.raft_log.last_index() if g is not None else 0
+        replicas = []
+        for vid in voters:
+            name = self._name_of(vid)
+            if not name or name == lead or (lead and vid == me):
+                continue
+            rep: dict[str, Any] = {"name": name}
+            heard = self.raft.last_heard.get(vid)
+            ago = now - heard if heard is not None else None
+            if vid == me:
+                rep["current"], rep["active"] = True, 0
+            elif progress:
+                pr = progress.get(vid)
+                rep["current"] = pr is not None and pr.match >= last
+                rep["active"] = int((ago or 0.0) * 1e9)
+            else:
+                # a follower's view of another follower: they do not talk
+                rep["current"], rep["active"] = False, 0
+            if ago is not None and ago > ALIVE_FOR and vid != me:
+                rep["offline"] = True
+            rep["peer"] = peer_hash(name)
+            replicas.append(rep)
+        if lead and g is not None and g.node.raft.lead != me:
+            # on a follower the leader is a replica too, current while it is heard
+            heard = self.raft.last_heard.get(g.node.raft.lead)
+            ago = now - heard if heard is not None else ALIVE_FOR + 1
+            replicas.append(
+                {
+                    "name": lead,
+                    "current": ago <= ALIVE_FOR,
+                    "active": int(ago * 1e9),
+                    "peer": peer_hash(lead),
+                }
+            )
+            replicas.sort(key=lambda r: str(r["name"]))
+        if replicas:
+            out["replicas"] = replicas
+        out["cluster_size"] = len(voters)
+        out["quorum_needed"] = len(voters) // 2 + 1 if voters else 0
+        out["pending"] = 0
+        out["pending_requests"] = 0
+        out["pending_infos"] = 0
+        out["snapshot"] = self._snapshot_stats()
+        return out
+
+    def _snapshot_stats(self) -> dict[str, Any]:
+        """Entries (and their bytes) the meta log holds beyond its last snapshot."""
+        g = self.group
+        n = size = 0
+        if g is not None:
+            st = g.storage
+            first, last = st.first_index(), st.last_index()
+            if last >= first:
+                ents = st.entries(first, last + 1, 1 << 62)
+                n, size = len(ents), sum(len(e.data) for e in ents)
+        return {"pending_entries": n, "pending_size": size, "last_time": "0001-01-01T00:00:00Z"}
+
+    def propose(self, data: bytes) -> bool:
+        """False when the meta group cannot take it now (no leader known)."""
+        if self.group is None:
+            return False
+        try:
+            self.raft.propose(META_GROUP, data)
+        except RaftError:
+            return False
+        return True
+
+    def alive(self) -> list[str]:
+        """The servers a new stream may go to: ourselves and the peers our routes reach
+        whose Raft traffic we heard within ``PLACE_ALIVE`` (a stopped process keeps its
+        route open for a while, but stops answering heartbeats)."""
+        now = asyncio.get_running_loop().time()
+        heard = self.raft.last_heard
+        fresh = [p for p in self._peers() if now - heard.get(raft_id(p), -1e9) <= PLACE_ALIVE]
+        return sorted({self.server_name, *fresh})
+
+    def place(self, replicas: int, tags: list[str], max_bytes: int, memory: bool) -> list[str]:
+        def room(name: str) -> bool:
+            row = self.meta.servers.get(name)
+            if row is None or max_bytes <= 0:
+                return True
+            limit = row.max_memory if memory else row.max_store
+            if limit < 0:
+                return True
+            used: int = sum(
+                int(a.config.get("max_bytes", -1))
+                for a in self.meta.placed_on(name)
+                if (a.config.get("storage") == "memory") == memory
+                and a.config.get("max_bytes", -1) > 0
+            )
+            return used + max_bytes <= limit
+
+        return place(self.meta, self.alive(), replicas, tags, room)
+
+    def _apply(self, index: int, data: bytes) -> None:
+        replay = index <= self._replay_until
+        try:
+            op = self.meta.apply(index, data)
+        except MetaError as e:
+            log.error("JetStream cluster: meta entry %d skipped: %s", index, e)
+            return
+        try:
+            if op.op == "stream":
+                self._applied_stream(op, replay)
+            elif op.op == "delete":
+                self._applied_delete(op, replay)
+        finally:
+            if not self._reconciled and index >= self._replay_until:
+                self._reconcile()
+
+    def _install(self, index: int, data: bytes) -> None:
+        """The leader sent its meta state (this server was behind its log): take it, and
+        bring this server's streams in line with it as after a restart."""
+        if not data:
+            return
+        try:
+            self.meta = MetaState.from_snapshot(data)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            log.error("JetStream cluster: meta snapshot at %d unreadable: %s", index, e)
+            return
+        self._reconcile()
+
+    def _maybe_compact(self) -> None:
+        """Snapshot the meta state and drop the log before it every META_COMPACT entries,
+        so the node log stays bounded (never while a WAL sync is under way)."""
+        g = self.group
+        if g is None or self.raft.busy or not self._reconciled:
+            return
+        index = self.meta.applied
+        if index - g.storage.first_index() < META_COMPACT or index > g.applied:
+            return
+        self.raft.host.compact(META_GROUP, index, self.meta.snapshot())
+
+    def _applied_stream(self, op: MetaOp, replay: bool) -> None:
+        a = op.assignment
+        assert a is not None
+        if self.server_name not in a.peers:
+            return
+        answer = not replay and bool(op.reply)
+        ja = self.engine.accounts.get(a.account)
+        if ja is None:
+            log.error("JetStream cluster: stream %s/%s placed here but the account has no"
+                      " JetStream", a.account, a.name)  # fmt: skip
+            return
+        if replay:
+            return  # recovery opened it; _reconcile creates what is missing
+        try:
+            cfg = parse_stream_config(a.config, name_in_subject=None)
+            local = ja.streams.get(a.name)
+            if local is None:
+                stream = add_stream(ja, cfg)
+                rtype, extra = "stream_create_response", {"did_create": True}
+            elif op.previous is None:
+                stream, rtype, extra = local, "stream_create_response", {"did_create": True}
+            else:
+                stream = update_stream(ja, cfg)
+                rtype, extra = "stream_update_response", {}
+            if answer:
+                out = stream.info_json()
+                self.add_cluster(out)
+                out.update(extra)
+                self.respond(ja, op.reply, rtype, out)
+        except (ApiError, StoreError, OSError) as e:
+            log.error("JetStream cluster: stream %s/%s not applied: %s", a.account, a.name, e)
+            if answer:
+                rtype = "stream_update_response" if op.previous else "stream_create_response"
+                err = e if isinstance(e, ApiError) else E.JSStreamCreateErrF(err=str(e))
+                self.respond(ja, op.reply, rtype, {"error": err.to_json()})
+            if op.previous is None and a.name not in ja.streams:
+                # the assignment stands for nothing here: withdraw it
+                self.propose(encode_op("delete", account=a.account, stream=a.name))
+
+    def _applied_delete(self, op: MetaOp, replay: bool) -> None:
+        """The stream's server deletes it and answers (as nats-server: with that server
+        down the request gets no answer, though the stream is gone from the meta state and
+        the server deletes it when it is back)."""
+        a = op.previous
+        assert a is not None
+        ja = self.engine.accounts.get(a.account)
+        if ja is None or self.server_name not in a.peers or replay:
+            return
+        local = ja.streams.get(a.name)
+        if local is not None:
+            try:
+                delete_stream(ja, local)
+            except (StoreError, OSError) as e:
+                log.error("JetStream cluster: stream %s/%s not deleted: %s",
+                          a.account, a.name, e)  # fmt: skip
+                if op.reply:
+                    err = E.JSStreamDeleteErrF(err=str(e))
+                    self.respond(ja, op.reply, "stream_delete_response", {"error": err.to_json()})
+                return
+        if op.reply:
+            self.respond(ja, op.reply, "stream_delete_response", {"success": True})
+
+    def _reconcile(self) -> None:
+        """After the replay that follows a restart: streams assigned here that recovery did
+        not find are created (empty); local streams the meta group does not assign here are
+        left as they are and reported (nothing is deleted automatically)."""
+        self._reconciled = True
+        for ja in self.engine.accounts.values():
+            assigned = {
+                a.name: a
+                for a in self.meta.account_streams(ja.account.name)
+                if self.server_name in a.peers
+            }
+            for name, a in assigned.items():
+                if name in ja.streams:
+                    continue
+                try:
+                    add_stream(ja, parse_stream_config(a.config, name_in_subject=None))
+                    log.warning("JetStream cluster: stream %s/%s was assigned here but not"
+                                " found on disk; created empty", ja.account.name, name)  # fmt: skip
+                except (ApiError, StoreError, OSError) as e:
+                    log.error("JetStream cluster: stream %s/%s not created: %s",
+                              ja.account.name, name, e)  # fmt: skip
+            for name in ja.streams:
+                if name not in assigned:
+                    log.warning(
+                        "JetStream cluster: stream %s/%s is on disk but not assigned to this"
+                        " server; left untouched",
+                        ja.account.name,
+                        name,
+                    )
+
+    # ---------------------------------------------------------------- leadership
+    def _advise_leader_elected(self) -> None:
+        """``$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED`` in the system account, with the new
+        leader's peer id, as nats-server sends it."""
+        subject = b"$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED"
+        if not self.system.sublist.has_interest(subject):
+            return
+        info = self.meta_info()
+        replicas = list(info.get("replicas", []))
+        me = {"name": self.server_name, "current": True, "active": 0}
+        me["peer"] = peer_hash(self.server_name)
+        replicas.append(me)
+        doc: dict[str, Any] = {
+            "type": "io.nats.jetstream.advisory.v1.domain_leader_elected",
+            "id": self._nuid.next(),
+            "timestamp": rfc3339(self.engine.clock.time_ns()),
+            "leader": peer_hash(self.server_name),
+            "replicas": replicas,
+            "cluster": self.cluster_name(),
+        }
+        if self.engine.domain:
+            doc["domain"] = self.engine.domain
+        publish(self.system.sublist, subject, None, None, orjson.dumps(doc))
+
+    def _on_stepdown(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """The meta leader hands leadership to the most caught-up live member (or to the
+        one ``placement.preferred`` names, among those carrying ``placement.tags``)."""
+        if not reply or not self.is_leader() or self.group is None:
+            return
+        rtype = "meta_leader_stepdown_response"
+        rep = reply.decode(errors="replace")
+        try:
+            target = self._stepdown_target(data)
+        except ApiError as e:
+            self._respond_system(rep, rtype, {"error": e.to_json()})
+            return
+        self.group.node.transfer_leader(target)
+        self.raft.kick()
+        self._respond_system(rep, rtype, {"success": True})
+
+    def _stepdown_target(self, data: bytes) -> int:
+        pl: dict[str, Any] = {}
+        if data.strip():
+            try:
+                doc = orjson.loads(data)
+            except orjson.JSONDecodeError as e:
+                raise E.JSInvalidJSONErr(err=str(e)) from None
+            raw = doc.get("placement") if isinstance(doc, dict) else None
+            pl = raw if isinstance(raw, dict) else {}
+        g = self.group
+        assert g is not None
+        me = self.raft.host.id
+        now = asyncio.get_running_loop().time()
+        prefer = pl.get("preferred") or ""
+        tags = {str(t).lower() for t in pl.get("tags") or []}
+        cluster = pl.get("cluster") or ""
+        best, best_match = 0, -1
+        for vid, pr in g.node.raft.trk.progress.items():
+            name = self._name_of(vid)
+            row = self.meta.servers.get(name)
+            if vid == me or not name or row is None:
+                continue
+            if now - self.raft.last_heard.get(vid, -1e9) > PLACE_ALIVE:
+                continue
+            if (prefer and name != prefer) or not tags.issubset({t.lower() for t in row.tags}):
+                continue
+            if cluster and cluster != self.cluster_name():
+                continue
+            if pr.match > best_match:
+                best, best_match = vid, pr.match
+        if not best:
+            raise E.JSClusterNoPeersErrF(err="no suitable peers for placement")
+        return best
+
+    def _respond_system(self, reply: str, rtype: str, body: dict[str, Any]) -> None:
+        out = {"type": "io.nats.jetstream.api.v1." + rtype}
+        out.update(body)
+        publish(self.system.sublist, reply.encode(), None, None, orjson.dumps(out))
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    # ---------------------------------------------------------------- answers
+    def cluster_block(self) -> dict[str, Any]:
+        """The ``cluster`` block of an R1 stream or consumer on this server."""
+        return {"name": self.cluster_name(), "leader": self.server_name}
+
+    def add_cluster(self, info: dict[str, Any]) -> None:
+        add_cluster_block("stream_info_response", info, self.cluster_block())
+
+    def respond(self, ja: JsAccount, reply: str, rtype: str, body: dict[str, Any]) -> None:
+        out = {"type": "io.nats.jetstream.api.v1." + rtype}
+        out.update(body)
+        self.engine.send(ja, reply.encode(), orjson.dumps(out))
+
+    # ---------------------------------------------------------------- routing
+    def subscribe_api(self, ja: JsAccount) -> list[Subscription]:
+        """The ``ApiSubscriber`` of a clustered engine: the standalone subscriptions, with
+        every request first routed by ``route``."""
+        local = make_api_callback(ja)
+
+        def on_api(
+            sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+        ) -> None:
+            self.route(ja, local, sub, subject, reply, hdr, data)
+
+        subs = [Subscription(b"$JS.API.>", None, b"js-api", callback=on_api)]
+        if self.engine.domain:
+            subs.extend(domain_subscriptions(self.engine.domain, ja.account.sublist, on_api))
+        return subs
+
+    def route(
+        self,
+        ja: JsAccount,
+        local: OnApi,
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+    ) -> None:
+        toks = subject.decode(errors="replace").split(".")
+        # $JS.API.<verb...> or $JS.<domain>.API.<verb...>
+        api = 2 if len(toks) > 1 and toks[1] == "API" else 3
+        verb = toks[api:]
+        leader = self.is_leader()
+        if tuple(verb[:1]) in _META_VERBS or tuple(verb[:2]) in _META_VERBS:
+            if leader:
+                self.requests.handle(ja, verb, reply, hdr, data, subject)
+            elif reply and self.leaderless():
+                self._unavailable(ja, verb, reply)
+            return
+        stream = _stream_of(verb)
+        if stream is None:
+            if leader:
+                local(sub, subject, reply, hdr, data)  # unknown or account-wide: one answer
+            return
+        if stream in ja.streams:
+            if verb[1:3] == ["LEADER", "STEPDOWN"] and reply:
+                self._r1_stepdown(ja, verb, stream, reply)
+            else:
+                local(sub, subject, reply, hdr, data)
+        elif leader and self.meta.stream(ja.account.name, stream) is None:
+            if verb[:3] != ["CONSUMER", "MSG", "NEXT"] and verb[:1] != ["DIRECT"]:
+                local(sub, subject, reply, hdr, data)  # nats-server's "stream not found"
+        elif reply and self.leaderless() and verb[:2] == ["STREAM", "INFO"]:
+            self._unavailable(ja, verb, reply)
+
+    def leaderless(self) -> bool:
+        """No meta leader known for LEADERLESS seconds (nats-server's ``isLeaderless``):
+        requests that need one are answered 10008 instead of left unanswered."""
+        g = self.group
+        if g is not None and g.node.raft.lead:
+            self._leader_seen = asyncio.get_running_loop().time()
+            return False
+        return asyncio.get_running_loop().time() - self._leader_seen >= LEADERLESS
+
+    def _unavailable(self, ja: JsAccount, verb: list[str], reply: bytes) -> None:
+        rtype = _RESPONSE_TYPES.get(tuple(verb[:2]), "")
+        if rtype:
+            err = E.JSClusterNotAvailErr().to_json()
+            self.respond(ja, reply.decode(errors="replace"), rtype, {"error": err})
+
+    def _r1_stepdown(self, ja: JsAccount, verb: list[str], stream: str, reply: bytes) -> None:
+        """A stream or consumer leader stepdown on an R1 stream: nats-server answers
+        success and changes nothing (there is no other replica to lead)."""
+        rep = reply.decode(errors="replace")
+        if verb[0] == "STREAM":
+            self.respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
+            return
+        s = ja.streams[stream]
+        if len(verb) != 5 or find_consumer(s, verb[4]) is None:
+            err = E.JSConsumerNotFoundErr().to_json()
+            self.respond(ja, rep, "consumer_leader_stepdown_response", {"error": err})
+            return
+        self.respond(ja, rep, "consumer_leader_stepdown_response", {"success": True})
+
+
+def _stream_of(verb: list[str]) -> str | None:
+    """The stream a stream-scoped request names, None for one that names none."""
+    if not verb:
+        return None
+    head = verb[0]
+    if head == "STREAM" and len(verb) >= 3:
+        # STREAM.INFO.<s>, STREAM.PURGE.<s>, STREAM.MSG.GET.<s>, STREAM.LEADER.STEPDOWN.<s>...
+        return verb[3] if verb[1] in ("MSG", "LEADER", "PEER") and len(verb) >= 4 else verb[2]
+    if head == "CONSUMER" and len(verb) >= 3:
+        if verb[1] in ("MSG", "LEADER", "DURABLE"):
+            return verb[3] if len(verb) >= 4 else None
+        return verb[2]
+    if head == "DIRECT" and len(verb) >= 3:
+        return verb[2]
+    return None

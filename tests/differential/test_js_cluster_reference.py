@@ -1,0 +1,409 @@
+"""What a client sees of JetStream on a three-server cluster, pinned against nats-server.
+
+The values were captured from the pinned nats-server (v2.15.1) and are asserted here for every
+kind in ``KINDS``; a kind is a server implementation whose three-server cluster must show the
+same thing (natsd joins the list once it runs JetStream clustered). Server names are
+``<kind>-<i>`` and each server carries the tag ``n:<i>``, so a test pins a stream to a server
+with ``placement.tags`` and names the expected owner without depending on random placement.
+Clients connect to server 2 unless a test says otherwise, which is never the stream's server.
+
+The reference notes with the full captured JSON live outside the repository (ref18.md of the
+issue 18 work); the asserts below are the parts a client depends on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats.errors
+import pytest
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from differential.js_cluster import (
+    CLUSTER_NAME,
+    JSCluster,
+    js_cluster,
+    js_request,
+    peer_hash,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+KINDS = ["nats-server", "natsd"]
+TAGS = (["n:0"], ["n:1"], ["n:2"])
+NO_PEERS = "no suitable peers for placement"
+UNAVAILABLE = {
+    "code": 503,
+    "err_code": 10008,
+    "description": "JetStream system temporarily unavailable",
+}
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def shared(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JSCluster]:
+    """One cluster per kind for the tests that leave every server running."""
+    with js_cluster(request.param, tmp_path_factory.mktemp("jsc"), tags=TAGS) as c:
+        yield c
+
+
+@pytest.fixture(params=KINDS)
+def own(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JSCluster]:
+    """A cluster of its own, for a test that kills servers."""
+    with js_cluster(request.param, tmp_path, tags=TAGS) as c:
+        yield c
+
+
+def _stream(name: str, on: int, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "subjects": [f"{name}.>"], "placement": {"tags": [f"n:{on}"]}, **extra}
+
+
+async def _no_answer(nc: NATS, subject: str, body: Any = b"", wait: float = 2.0) -> bool:
+    """True when nobody answers the request within ``wait`` seconds (but someone listens)."""
+    try:
+        await js_request(nc, subject, body, timeout=wait)
+    except nats.errors.TimeoutError:
+        return True
+    return False
+
+
+def _kind(c: JSCluster) -> str:
+    return c[0].kind
+
+
+def test_r1_stream_cluster_block_and_routing(shared: JSCluster) -> None:
+    """An R1 stream on server 0, created, read, fed and consumed through servers 1 and 2."""
+    owner = f"{_kind(shared)}-0"
+    block = {"name": CLUSTER_NAME, "leader": owner}
+
+    async def run() -> None:
+        nc2, nc1 = await shared.connect(2), await shared.connect(1)
+        try:
+            info = await js_request(nc2, "$JS.API.INFO")
+            assert info["type"] == "io.nats.jetstream.api.v1.account_info_response"
+            # Account info is the standalone document: nothing about the cluster.
+            assert not {"cluster", "domain", "meta_leader", "error"} & set(info)
+
+            created = await js_request(nc2, "$JS.API.STREAM.CREATE.ROUTED", _stream("ROUTED", 0))
+            assert created["did_create"] is True
+            assert created["config"]["placement"] == {"tags": ["n:0"]}
+            assert created["cluster"] == block
+
+            got = await js_request(nc1, "$JS.API.STREAM.INFO.ROUTED")
+            assert got["type"] == "io.nats.jetstream.api.v1.stream_info_response"
+            assert got["cluster"] == block
+
+            names = await js_request(nc2, "$JS.API.STREAM.NAMES")
+            assert "ROUTED" in names["streams"]
+            listed = await js_request(nc2, "$JS.API.STREAM.LIST")
+            entry = next(s for s in listed["streams"] if s["config"]["name"] == "ROUTED")
+            assert entry["cluster"] == block
+            assert "missing" not in listed
+
+            # Publishes through servers that do not hold the stream: a plain PubAck.
+            ack = json.loads((await nc1.request("ROUTED.a", b"1", timeout=5)).data)
+            assert ack == {"stream": "ROUTED", "seq": 1}
+            hdr = {"Nats-Msg-Id": "m1"}
+            ack = json.loads((await nc2.request("ROUTED.b", b"2", headers=hdr, timeout=5)).data)
+            assert ack == {"stream": "ROUTED", "seq": 2}
+            ack = json.loads((await nc2.request("ROUTED.b", b"2", headers=hdr, timeout=5)).data)
+            assert ack == {"stream": "ROUTED", "seq": 2, "duplicate": True}
+
+            cfg = {
+                "stream_name": "ROUTED",
+                "config": {"durable_name": "C", "ack_policy": "explicit"},
+            }
+            con = await js_request(nc2, "$JS.API.CONSUMER.CREATE.ROUTED.C", cfg)
+            assert con["cluster"] == block
+            assert con["num_pending"] == 2
+            con = await js_request(nc1, "$JS.API.CONSUMER.INFO.ROUTED.C")
+            assert con["type"] == "io.nats.jetstream.api.v1.consumer_info_response"
+            assert con["cluster"] == block
+
+            # A pull from server 1 is served by the consumer on server 0.
+            inbox = nc1.new_inbox()
+            sub = await nc1.subscribe(inbox)
+            await nc1.flush()
+            await nc1.publish(
+                "$JS.API.CONSUMER.MSG.NEXT.ROUTED.C", b'{"batch":1,"expires":2000000000}', inbox
+            )
+            msg: Msg = await sub.next_msg(timeout=5)
+            assert (msg.subject, msg.data) == ("ROUTED.a", b"1")
+            assert msg.reply.startswith("$JS.ACK.ROUTED.C.1.1.1.")
+
+            # R1 stepdowns are accepted as no-ops.
+            down = await js_request(nc2, "$JS.API.STREAM.LEADER.STEPDOWN.ROUTED")
+            assert down == {
+                "type": "io.nats.jetstream.api.v1.stream_leader_stepdown_response",
+                "success": True,
+            }
+            down = await js_request(nc2, "$JS.API.CONSUMER.LEADER.STEPDOWN.ROUTED.C")
+            assert down == {
+                "type": "io.nats.jetstream.api.v1.consumer_leader_stepdown_response",
+                "success": True,
+            }
+
+            deleted = await js_request(nc2, "$JS.API.STREAM.DELETE.ROUTED")
+            assert deleted == {
+                "type": "io.nats.jetstream.api.v1.stream_delete_response",
+                "success": True,
+            }
+            again = await js_request(nc2, "$JS.API.STREAM.DELETE.ROUTED")
+            assert again["error"] == {
+                "code": 404,
+                "err_code": 10059,
+                "description": "stream not found",
+            }
+        finally:
+            await nc1.close()
+            await nc2.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("request_body", "description"),
+    [
+        ({"num_replicas": 5}, NO_PEERS),
+        ({"placement": {"tags": ["nope"]}}, f"{NO_PEERS}, tags not matched ['nope']"),
+        # Several unmatched tags come in either order (nats-server keeps them in a Go map).
+        (
+            {"placement": {"tags": ["n:2", "n:1"]}},
+            {
+                f"{NO_PEERS}, tags not matched ['n:1', 'n:2']",
+                f"{NO_PEERS}, tags not matched ['n:2', 'n:1']",
+            },
+        ),
+        ({"placement": {"cluster": "elsewhere"}}, NO_PEERS),
+    ],
+    ids=["R5", "unknown-tag", "two-servers-tags", "unknown-cluster"],
+)
+def test_placement_errors(
+    shared: JSCluster, request_body: dict[str, Any], description: str
+) -> None:
+    async def run() -> dict[str, Any]:
+        nc = await shared.connect(2)
+        try:
+            body = {"name": "NOPLACE", "subjects": ["noplace"], **request_body}
+            answer: dict[str, Any] = await js_request(nc, "$JS.API.STREAM.CREATE.NOPLACE", body)
+            return answer
+        finally:
+            await nc.close()
+
+    answer = asyncio.run(run())
+    allowed = description if isinstance(description, set) else {description}
+    assert answer["type"] == "io.nats.jetstream.api.v1.stream_create_response"
+    assert set(answer) == {"type", "error"}
+    assert answer["error"]["description"] in allowed, answer
+    assert (answer["error"]["code"], answer["error"]["err_code"]) == (400, 10005)
+
+
+def test_placement_tags_are_case_insensitive(shared: JSCluster) -> None:
+    async def run() -> dict[str, Any]:
+        nc = await shared.connect(2)
+        try:
+            body = {"name": "UPPER", "subjects": ["upper"], "placement": {"tags": ["N:1"]}}
+            answer: dict[str, Any] = await js_request(nc, "$JS.API.STREAM.CREATE.UPPER", body)
+            await js_request(nc, "$JS.API.STREAM.DELETE.UPPER")
+            return answer
+        finally:
+            await nc.close()
+
+    assert asyncio.run(run())["cluster"] == {"name": CLUSTER_NAME, "leader": f"{_kind(shared)}-1"}
+
+
+def test_jsz_meta_cluster_and_healthz(shared: JSCluster) -> None:
+    leader = shared.meta_leader()
+    follower = next(s for s in shared if s is not leader)
+    for s in shared:
+        meta = s.jsz()["meta_cluster"]
+        assert set(meta) == {
+            "name",
+            "leader",
+            "peer",
+            "replicas",
+            "cluster_size",
+            "quorum_needed",
+            "pending",
+            "pending_requests",
+            "pending_infos",
+            "snapshot",
+        }
+        assert (meta["name"], meta["leader"]) == (CLUSTER_NAME, leader.name)
+        # ``peer`` is the leader's id, whichever server answers.
+        assert meta["peer"] == peer_hash(leader.name)
+        assert (meta["cluster_size"], meta["quorum_needed"]) == (3, 2)
+        # The other two servers, each with its peer id; never the answering server itself.
+        assert sorted((r["name"], r["peer"]) for r in meta["replicas"]) == sorted(
+            (o.name, peer_hash(o.name)) for o in shared if o is not s
+        )
+        assert s.http("/healthz") == (200, {"status": "ok"})
+        assert s.http("/healthz?js-enabled-only=true") == (200, {"status": "ok"})
+    assert follower.http("/jsz?leader-only=true") == (400, "filtered response: not leader")
+    status, body = leader.http("/jsz?leader-only=true")
+    assert status == 200 and body["meta_cluster"]["leader"] == leader.name
+
+
+def test_meta_leader_stepdown_needs_the_system_account(shared: JSCluster) -> None:
+    before = shared.meta_leader()
+    asker = next(s for s in shared if s is not before).index
+
+    async def run() -> dict[str, Any]:
+        nc = await shared.connect(asker)
+        sysc = await shared.connect(asker, system=True)
+        try:
+            # An ordinary account gets no answer at all, not an error document.
+            assert await _no_answer(nc, "$JS.API.META.LEADER.STEPDOWN")
+            assert shared.meta_leader() is before
+            answer: dict[str, Any] = await js_request(sysc, "$JS.API.META.LEADER.STEPDOWN")
+            return answer
+        finally:
+            await nc.close()
+            await sysc.close()
+
+    assert asyncio.run(run()) == {
+        "type": "io.nats.jetstream.api.v1.meta_leader_stepdown_response",
+        "success": True,
+    }
+    assert shared.meta_leader() is not before
+    asyncio.run(shared.wait_js_ready())
+
+
+async def _until(what: str, check: Any, timeout: float = 30.0) -> Any:
+    """Poll the coroutine function ``check`` until it returns something truthy."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        got = await check()
+        if got:
+            return got
+        if loop.time() > end:
+            raise AssertionError(f"{what}: not within {timeout}s")
+        await asyncio.sleep(0.2)
+
+
+def test_losing_servers(own: JSCluster) -> None:
+    """The stream's server dies and comes back; then the meta leader dies; then two of three."""
+    kind = _kind(own)
+    leader = own.meta_leader()
+    # The stream's server and the client's server are both meta followers.
+    owner, client = (s for s in own if s is not leader)
+    stream = _stream("LOST", owner.index)
+
+    async def run() -> None:
+        nc = await own.connect(client.index)
+        sysc = await own.connect(client.index, system=True)
+        elected: list[dict[str, Any]] = []
+
+        async def on_elected(m: Msg) -> None:
+            elected.append(json.loads(m.data))
+
+        await sysc.subscribe("$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED", cb=on_elected)
+        await sysc.flush()
+        try:
+            created = await js_request(nc, "$JS.API.STREAM.CREATE.LOST", stream)
+            assert created["cluster"]["leader"] == owner.name
+            for i in range(3):
+                await nc.request("LOST.x", b"%d" % i, timeout=5)
+
+            # The R1 stream's server is gone: its subjects have no responders, its info no
+            # answer, and the lists name it as missing while the meta layer still counts it.
+            owner.kill()
+            await _until("no responders", lambda: _no_responders(nc, "LOST.x"))
+            assert await _no_answer(nc, "$JS.API.STREAM.INFO.LOST")
+            # The list waits for the dead server's part, as long as seconds.
+            listed = await js_request(nc, "$JS.API.STREAM.LIST", timeout=15)
+            assert listed["missing"] == ["LOST"]
+            assert (await js_request(nc, "$JS.API.STREAM.NAMES"))["streams"] == ["LOST"]
+            assert (await js_request(nc, "$JS.API.INFO"))["streams"] == 1
+            assert client.http("/healthz") == (200, {"status": "ok"})
+
+            owner.start()
+            back = await _until("stream back", lambda: _info(nc, "LOST"))
+            assert back["state"]["messages"] == 3
+            assert back["cluster"] == {"name": CLUSTER_NAME, "leader": owner.name}
+
+            # kill -9 of the meta leader: creates work again through the client's server,
+            # and the system account hears who leads now (by peer id).
+            leader.kill()
+            await _until("create after failover", lambda: _created(nc, "AFTER"))
+            new_leader = own.meta_leader()
+            assert new_leader is not leader
+            await _until("leader advisory", lambda: _true(bool(elected)))
+            assert elected[-1]["type"] == "io.nats.jetstream.advisory.v1.domain_leader_elected"
+            assert elected[-1]["leader"] == peer_hash(new_leader.name)
+            assert elected[-1]["cluster"] == CLUSTER_NAME
+            leader.start()
+            await own.wait_js_ready()
+            # The old leader is back as a follower of the new one.
+            assert own.meta_leader() is new_leader
+
+            # Two of three gone: no meta leader, 10008 for what needs one, /healthz 503.
+            for s in own:
+                if s is not client:
+                    s.kill()
+            await _until("10008", lambda: _unavailable(nc))
+            assert await js_request(nc, "$JS.API.STREAM.CREATE.Q", {"name": "Q"}) == {
+                "type": "io.nats.jetstream.api.v1.stream_create_response",
+                "error": UNAVAILABLE,
+            }
+            assert client.http("/healthz") == (
+                503,
+                {
+                    "status": "unavailable",
+                    "error": "JetStream has not established contact with a meta leader",
+                },
+            )
+            assert client.http("/healthz?js-enabled-only=true") == (200, {"status": "ok"})
+            meta = client.jsz()["meta_cluster"]
+            assert "leader" not in meta and "peer" not in meta
+            assert sorted(r["name"] for r in meta["replicas"]) == [f"{kind}-{i}" for i in range(3)]
+        finally:
+            await nc.close()
+            await sysc.close()
+
+    asyncio.run(run())
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _no_responders(nc: NATS, subject: str) -> bool:
+    try:
+        await nc.request(subject, b"", timeout=2)
+    except nats.errors.NoRespondersError:
+        return True
+    except nats.errors.TimeoutError:
+        return False
+    return False
+
+
+async def _info(nc: NATS, stream: str) -> dict[str, Any] | None:
+    try:
+        got: dict[str, Any] = await js_request(nc, f"$JS.API.STREAM.INFO.{stream}", timeout=1)
+    except nats.errors.TimeoutError:
+        return None
+    return None if "error" in got else got
+
+
+async def _created(nc: NATS, stream: str) -> bool:
+    try:
+        got = await js_request(nc, f"$JS.API.STREAM.CREATE.{stream}", {"name": stream}, timeout=1)
+    except nats.errors.TimeoutError:
+        return False
+    return "error" not in got
+
+
+async def _unavailable(nc: NATS) -> bool:
+    try:
+        got = await js_request(nc, "$JS.API.INFO", timeout=1)
+    except nats.errors.TimeoutError:
+        return False
+    return bool(got.get("error") == UNAVAILABLE)

@@ -1,0 +1,107 @@
+"""Embedded natsd JetStream clusters for tests: three servers on the test's event loop, each
+listing all three in ``cluster.routes``, and optionally an ``edge`` server without JetStream
+that joins by the same routes (its clients reach JetStream only through the others, so a
+client there is never on the server that owns a stream)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from natsd.config.cluster import parse_go_url
+from natsd.config.options import ClusterOptions
+from natsd.server import Server
+
+CLUSTER = "jsc"
+EDGE = "edge"
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports below Linux's ephemeral range (32768+): they stay fixed in
+    the servers' configs across restarts, so the kernel must not hand one out meanwhile as
+    the local port of an outgoing route or client connection."""
+    out: list[int] = []
+    while len(out) < n:
+        port = random.randrange(20000, 32000)
+        if port in out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        out.append(port)
+    return out
+
+
+async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    while not cond():
+        if loop.time() - t0 > timeout:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.02)
+    return loop.time() - t0
+
+
+class JsCluster3:
+    """Three JetStream servers n1..n3 (and ``edge`` when asked) on loopback."""
+
+    def __init__(self, tmp: Path, edge: bool = False) -> None:
+        self.tmp = tmp
+        self.names = ["n1", "n2", "n3"]
+        self.cports = free_ports(4)
+        self.servers: dict[str, Server] = {}
+        self.with_edge = edge
+
+    async def start(self, name: str) -> Server:
+        routes = [parse_go_url(f"nats-route://127.0.0.1:{p}") for p in self.cports[:3]]
+        i = 3 if name == EDGE else self.names.index(name)
+        c = ClusterOptions(name=CLUSTER, host="127.0.0.1", port=self.cports[i], routes=routes)
+        kw: dict[str, Any] = {}
+        if name != EDGE:
+            kw = {"jetstream": True, "store_dir": str(self.tmp / name)}
+        srv = Server(host="127.0.0.1", port=0, server_name=name, cluster=c, http_port=-1, **kw)
+        await srv.start()
+        self.servers[name] = srv
+        return srv
+
+    async def start_all(self) -> None:
+        names = [*self.names, EDGE] if self.with_edge else self.names
+        await asyncio.gather(*(self.start(n) for n in names))
+        await self.ready()
+
+    async def ready(self) -> None:
+        """A meta leader, and every JetStream server's row in the server table."""
+        await until(lambda: self.leader() != "")
+        await until(
+            lambda: all(
+                len(s.js_cluster.meta.servers) == len(self.names)
+                for s in self.servers.values()
+                if s.js_cluster is not None
+            )
+        )
+
+    async def stop(self, name: str) -> None:
+        await self.servers.pop(name).shutdown()
+
+    async def stop_all(self) -> None:
+        for n in list(self.servers):
+            await self.stop(n)
+
+    def url(self, name: str) -> str:
+        return f"nats://127.0.0.1:{self.servers[name].port}"
+
+    def leader(self) -> str:
+        for name, s in self.servers.items():
+            if s.js_cluster is not None and s.js_cluster.is_leader():
+                return name
+        return ""
+
+    def streams(self, name: str) -> set[str]:
+        js = self.servers[name].jetstream
+        return {s for ja in js.accounts.values() for s in ja.streams} if js else set()

@@ -1,0 +1,220 @@
+"""JetStream on a three-server natsd cluster, in process, driven by nats-py over real sockets.
+
+Each server lists all three in ``cluster.routes`` (itself included), so the meta group forms
+as soon as the mesh is complete (design-clustering §4.4). Clients connect to a server other
+than the stream's: the request is answered by the meta leader or the stream's server over
+the routes, and publishes reach the stream's server the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from embedded_cluster import CLUSTER, JsCluster3, until
+from nats.aio.client import Client as NATS
+
+from natsd.server import Server
+
+pytestmark = pytest.mark.timeout(90)
+Trio = JsCluster3
+_until = until
+
+
+@pytest.fixture
+async def trio(tmp_path: Path) -> AsyncIterator[JsCluster3]:
+    t = JsCluster3(tmp_path)
+    try:
+        await t.start_all()
+        yield t
+    finally:
+        await t.stop_all()
+
+
+async def _req(nc: NATS, subject: str, body: Any = None, timeout: float = 5.0) -> dict[str, Any]:
+    data = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(subject, data, timeout=timeout)
+    out: dict[str, Any] = json.loads(msg.data)
+    return out
+
+
+async def test_stream_lives_on_one_server_and_is_used_from_all(trio: Trio) -> None:
+    ncs = [await nats.connect(trio.url(n)) for n in trio.names]
+    try:
+        created = await _req(
+            ncs[1], "$JS.API.STREAM.CREATE.ORDERS", {"name": "ORDERS", "subjects": ["orders.>"]}
+        )
+        assert "error" not in created, created
+        owner = created["cluster"]["leader"]
+        assert owner in trio.names
+        assert created["cluster"]["name"] == CLUSTER
+        assert created["did_create"] is True
+        assert created["config"]["num_replicas"] == 1
+        # only the owner holds it
+        holders = [n for n, s in trio.servers.items() if "ORDERS" in _streams(s)]
+        assert holders == [owner]
+        # publish from every server, including those that do not own it
+        for i, nc in enumerate(ncs):
+            ack = json.loads((await nc.request(f"orders.{i}", b"x%d" % i, timeout=5)).data)
+            assert ack == {"stream": "ORDERS", "seq": i + 1}
+        for nc in ncs:
+            info = await _req(nc, "$JS.API.STREAM.INFO.ORDERS")
+            assert info["state"]["messages"] == 3
+            assert info["cluster"] == {"name": CLUSTER, "leader": owner}
+            names = await _req(nc, "$JS.API.STREAM.NAMES")
+            assert names["streams"] == ["ORDERS"] and names["total"] == 1
+        listed = await _req(ncs[2], "$JS.API.STREAM.LIST")
+        assert [s["config"]["name"] for s in listed["streams"]] == ["ORDERS"]
+        assert listed["streams"][0]["state"]["messages"] == 3
+        assert "missing" not in listed
+        # a consumer on it, from a server that does not own it
+        other = next(i for i, n in enumerate(trio.names) if n != owner)
+        js = ncs[other].jetstream()
+        sub = await js.pull_subscribe("orders.>", durable="proc", stream="ORDERS")
+        msgs = await sub.fetch(3, timeout=5)
+        assert [m.data for m in msgs] == [b"x0", b"x1", b"x2"]
+        for m in msgs:
+            await m.ack_sync()
+        cinfo = await _req(ncs[other], "$JS.API.CONSUMER.INFO.ORDERS.proc")
+        assert cinfo["cluster"] == {"name": CLUSTER, "leader": owner}
+        assert cinfo["ack_floor"]["stream_seq"] == 3
+        # account info sums the owner's usage (reported once a second)
+        await asyncio.sleep(1.2)
+        acct = await _req(ncs[0], "$JS.API.INFO")
+        assert acct["streams"] == 1 and acct["consumers"] == 1 and acct["storage"] > 0
+        # unknown streams: one "not found" answer, from the meta leader
+        missing = await _req(ncs[0], "$JS.API.STREAM.INFO.NOPE")
+        assert missing["error"]["err_code"] == 10059
+        # delete through yet another server
+        deleted = await _req(ncs[2], "$JS.API.STREAM.DELETE.ORDERS")
+        assert deleted == {
+            "type": "io.nats.jetstream.api.v1.stream_delete_response",
+            "success": True,
+        }
+        await _until(lambda: all("ORDERS" not in _streams(s) for s in trio.servers.values()))
+        names = await _req(ncs[0], "$JS.API.STREAM.NAMES")
+        assert names["streams"] is None and names["total"] == 0
+    finally:
+        for nc in ncs:
+            await nc.close()
+
+
+def _streams(s: Server) -> set[str]:
+    return {name for ja in s.jetstream.accounts.values() for name in ja.streams}
+
+
+async def test_cluster_errors(trio: Trio) -> None:
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        r3 = await _req(nc, "$JS.API.STREAM.CREATE.R3", {"name": "R3", "num_replicas": 3})
+        assert r3["error"]["err_code"] == 10049 and "num_replicas" in r3["error"]["description"]
+        tags = await _req(
+            nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "placement": {"tags": ["ssd"]}}
+        )
+        assert tags["error"]["err_code"] == 10005
+        ok = await _req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["a.>"]})
+        assert "error" not in ok
+        overlap = await _req(nc, "$JS.API.STREAM.CREATE.B", {"name": "B", "subjects": ["a.b"]})
+        assert overlap["error"]["err_code"] == 10065
+        again = await _req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["a.>"]})
+        assert "error" not in again and again["cluster"] == ok["cluster"]
+        other = await _req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["x.>"]})
+        assert other["error"]["err_code"] == 10058
+        upd = await _req(
+            nc, "$JS.API.STREAM.UPDATE.A", {"name": "A", "subjects": ["a.>"], "max_msgs": 5}
+        )
+        assert "error" not in upd and upd["config"]["max_msgs"] == 5
+    finally:
+        await nc.close()
+
+
+async def test_meta_leader_loss_and_whole_cluster_restart(trio: Trio) -> None:
+    nc = await nats.connect(trio.url("n1"))
+    created = await _req(nc, "$JS.API.STREAM.CREATE.S1", {"name": "S1", "subjects": ["s1"]})
+    owner = created["cluster"]["leader"]
+    for i in range(5):
+        await nc.request("s1", b"%d" % i, timeout=5)
+    # a durable consumer that has taken and acknowledged two of them
+    durable = {"stream_name": "S1", "config": {"durable_name": "D", "ack_policy": "explicit"}}
+    assert "error" not in await _req(nc, "$JS.API.CONSUMER.CREATE.S1.D", durable)
+    sub = await nc.jetstream().pull_subscribe_bind("D", "S1")
+    for m in await sub.fetch(2, timeout=5):
+        await m.ack_sync()
+    await nc.close()
+    old = trio.leader()
+    await trio.stop(old)
+    left = [n for n in trio.names if n != old]
+    await _until(lambda: trio.leader() in left, timeout=10)
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        made = await _req(nc, "$JS.API.STREAM.CREATE.S2", {"name": "S2", "subjects": ["s2"]})
+        assert "error" not in made, made
+    finally:
+        await nc.close()
+    await trio.start(old)
+    await _until(lambda: "S2" in trio.servers[old].js_cluster.meta.streams.get("$G", {}))
+    # the whole cluster restarts: streams, messages and placement come back
+    for n in list(trio.servers):
+        await trio.stop(n)
+    await asyncio.gather(*(trio.start(n) for n in trio.names))
+    await _until(lambda: trio.leader() != "")
+    nc = await nats.connect(trio.url(left[1]))
+    try:
+        info = await _req(nc, "$JS.API.STREAM.INFO.S1")
+        assert info["state"]["messages"] == 5
+        assert info["cluster"]["leader"] == owner
+        names = await _req(nc, "$JS.API.STREAM.NAMES")
+        assert sorted(names["streams"]) == ["S1", "S2"]
+        cinfo = await _req(nc, "$JS.API.CONSUMER.INFO.S1.D")
+        assert cinfo["ack_floor"]["stream_seq"] == 2 and cinfo["num_pending"] == 3
+        assert cinfo["cluster"]["leader"] == owner
+    finally:
+        await nc.close()
+
+
+async def test_meta_log_is_compacted_and_a_late_server_catches_up_by_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import natsd.jetstream.api.cluster as jsc
+
+    monkeypatch.setattr(jsc, "META_COMPACT", 8)
+    t = JsCluster3(tmp_path)
+    try:
+        await t.start_all()
+        late = next(n for n in t.names if n != t.leader())
+        await t.stop(late)
+        nc = await nats.connect(t.url(t.leader()))
+        try:
+            for i in range(12):
+                r = await _req(nc, f"$JS.API.STREAM.CREATE.C{i}", {"name": f"C{i}"})
+                assert "error" not in r, r
+            await _req(nc, "$JS.API.STREAM.DELETE.C0")
+        finally:
+            await nc.close()
+        leader = t.servers[t.leader()].js_cluster
+        # the leader compacted: its log starts after a snapshot of the meta state
+        await until(lambda: leader.group.storage.first_index() > 8, timeout=10)
+        await t.start(late)
+        back = t.servers[late].js_cluster
+        # the log it missed is gone, so it came up to date by the leader's snapshot
+        await until(lambda: back.meta.snapshot() == leader.meta.snapshot(), timeout=15)
+        assert sorted(a.name for a in back.meta.account_streams("$G")) == sorted(
+            f"C{i}" for i in range(1, 12)
+        )
+        # a whole restart restores each server from its own snapshot and log
+        await t.stop_all()
+        await asyncio.gather(*(t.start(n) for n in t.names))
+        await t.ready()
+        await until(lambda: len({s.js_cluster.meta.applied for s in t.servers.values()}) == 1)
+        names = {
+            n: sorted(a.name for a in s.js_cluster.meta.account_streams("$G"))
+            for n, s in t.servers.items()
+        }
+        assert all(v == sorted(f"C{i}" for i in range(1, 12)) for v in names.values()), names
+    finally:
+        await t.stop_all()

@@ -1,0 +1,252 @@
+"""A three-server natsd JetStream cluster as real processes on loopback: kill -9 and SIGSTOP of
+the meta leader and of a stream's server (issue 18).
+
+Each server is ``python -m natsd -c nX.conf`` with every server in ``cluster.routes``; the meta
+leader is read from ``/jsz`` (``meta_cluster.leader``), as an operator would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from embedded_cluster import free_ports
+from nats.aio.client import Client as NATS
+
+pytestmark = pytest.mark.timeout(180)
+NAMES = ("n1", "n2", "n3")
+
+
+
+
+class Proc:
+    def __init__(self, name: str, tmp: Path, port: int, cport: int, http: int, routes: str) -> None:
+        self.name = name
+        self.port = port
+        self.http = http
+        self.conf = tmp / f"{name}.conf"
+        self.log_path = tmp / f"{name}.log"
+        self.conf.write_text(
+            f"server_name: {name}\nport: {port}\nhost: 127.0.0.1\nhttp_port: {http}\n"
+            f"jetstream {{ store_dir: {json.dumps(str(tmp / name))} }}\n"
+            f"cluster {{ name: pc, listen: 127.0.0.1:{cport}, routes: [{routes}] }}\n"
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "natsd", "-c", str(self.conf)],
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=logf,
+                start_new_session=True,
+                env={**os.environ},
+            )
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def jsz(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/jsz", timeout=2) as r:
+            out: dict[str, Any] = json.loads(r.read())
+            return out
+
+    def leader(self) -> str:
+        try:
+            return str(self.jsz().get("meta_cluster", {}).get("leader", ""))
+        except OSError:
+            return ""
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+
+class Cluster:
+    def __init__(self, tmp: Path) -> None:
+        ports = free_ports(9)
+        routes = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in ports[3:6])
+        self.procs = {
+            n: Proc(n, tmp, ports[i], ports[3 + i], ports[6 + i], routes)
+            for i, n in enumerate(NAMES)
+        }
+
+    async def leader(self, among: list[str] | None = None, timeout: float = 20.0) -> str:
+        """The meta leader all the running servers named agree on."""
+        names = among or list(self.procs)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = {await asyncio.to_thread(self.procs[n].leader) for n in names}
+            if len(seen) == 1 and "" not in seen:
+                return seen.pop()
+            await asyncio.sleep(0.1)
+        logs = "\n".join(f"--- {n}\n{p.log()}" for n, p in self.procs.items())
+        raise AssertionError(f"no agreed meta leader among {names}:\n{logs}")
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    c = Cluster(tmp_path)
+    for p in c.procs.values():
+        p.start()
+    try:
+        await c.leader()
+        yield c
+    finally:
+        for p in c.procs.values():
+            p.stop()
+
+
+async def _req(nc: NATS, subject: str, body: Any = None, timeout: float = 2.0) -> dict[str, Any]:
+    data = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(subject, data, timeout=timeout)
+    out: dict[str, Any] = json.loads(msg.data)
+    return out
+
+
+async def _create_until_ok(nc: NATS, name: str, deadline: float) -> float:
+    """Retry a stream create until it succeeds; returns when it did (monotonic)."""
+    cfg = {"name": name, "subjects": [name.lower()]}
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            r = await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg, timeout=0.5)
+            if "error" not in r:
+                return time.monotonic()
+            last = r
+        except Exception as e:  # timeouts and no responders while there is no leader
+            last = e
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"stream {name} not created: {last!r}")
+
+
+async def _connect(url: str) -> NATS:
+    return await nats.connect(url, max_reconnect_attempts=2, reconnect_time_wait=0.2)
+
+
+async def test_meta_leader_kill_and_sigstop(cluster: Cluster) -> None:
+    old = await cluster.leader()
+    others = [n for n in NAMES if n != old]
+    nc = await _connect(cluster.procs[others[0]].url)
+    try:
+        await _create_until_ok(nc, "BEFORE", time.monotonic() + 10)
+        for i in range(10):
+            await nc.request("before", b"%d" % i, timeout=5)
+        # kill -9 of the meta leader: creates work again through another server
+        t0 = time.monotonic()
+        cluster.procs[old].kill()
+        took = await _create_until_ok(nc, "AFTERKILL", t0 + 15) - t0
+        print(f"meta leader kill -9 -> next stream create ok after {took:.2f} s")
+        new = await cluster.leader(others)
+        assert new in others
+        # it comes back as a follower with nothing lost
+        cluster.procs[old].start()
+        await asyncio.sleep(0.5)
+        assert await cluster.leader() == new
+        nc_old = await _connect(cluster.procs[old].url)
+        try:
+            names = await _req(nc_old, "$JS.API.STREAM.NAMES", timeout=5)
+            assert sorted(names["streams"]) == ["AFTERKILL", "BEFORE"]
+            info = await _req(nc_old, "$JS.API.STREAM.INFO.BEFORE", timeout=5)
+            assert info["state"]["messages"] == 10
+        finally:
+            await nc_old.close()
+        # SIGSTOP of the (new) meta leader for longer than an election
+        stopped = new
+        rest = [n for n in NAMES if n != stopped]
+        nc2 = await _connect(cluster.procs[rest[0]].url)
+        try:
+            t0 = time.monotonic()
+            cluster.procs[stopped].signal(signal.SIGSTOP)
+            took = await _create_until_ok(nc2, "AFTERSTOP", t0 + 15) - t0
+            print(f"meta leader SIGSTOP -> next stream create ok after {took:.2f} s")
+            third = await cluster.leader(rest)
+            assert third in rest
+            cluster.procs[stopped].signal(signal.SIGCONT)
+            # the old leader learns of the higher term and follows; all three agree
+            assert await cluster.leader() == third
+            names = await _req(nc2, "$JS.API.STREAM.NAMES", timeout=5)
+            assert sorted(names["streams"]) == ["AFTERKILL", "AFTERSTOP", "BEFORE"]
+        finally:
+            await nc2.close()
+    finally:
+        await nc.close()
+
+
+async def test_stream_server_kill_keeps_its_messages(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    nc = await _connect(cluster.procs[leader].url)
+    try:
+        # create streams until one lands on a server that is not the meta leader
+        owner, name = "", ""
+        for i in range(12):
+            name = f"S{i}"
+            await _create_until_ok(nc, name, time.monotonic() + 10)
+            info = await _req(nc, f"$JS.API.STREAM.INFO.{name}", timeout=5)
+            owner = info["cluster"]["leader"]
+            if owner != leader:
+                break
+        assert owner and owner != leader
+        for i in range(20):
+            ack = json.loads((await nc.request(name.lower(), b"%d" % i, timeout=5)).data)
+            assert ack["seq"] == i + 1
+        # SIGSTOP of the stream's server: its route stays, so a publish times out rather
+        # than finding no responders, and it is stored once the server runs again
+        cluster.procs[owner].signal(signal.SIGSTOP)
+        with pytest.raises(nats.errors.TimeoutError):
+            await nc.request(name.lower(), b"while stopped", timeout=1)
+        cluster.procs[owner].signal(signal.SIGCONT)
+        info = await _req(nc, f"$JS.API.STREAM.INFO.{name}", timeout=5)
+        assert info["state"]["messages"] == 21
+        cluster.procs[owner].kill()
+        # its stream has no server now: a publish finds nobody to store it
+        with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
+            await nc.request(name.lower(), b"lost?", timeout=1)
+        # the cluster still takes new streams, on the servers that are up
+        await _create_until_ok(nc, "OTHER", time.monotonic() + 10)
+        other = await _req(nc, "$JS.API.STREAM.INFO.OTHER", timeout=5)
+        assert other["cluster"]["leader"] != owner
+        cluster.procs[owner].start()
+        deadline = time.monotonic() + 20
+        info = {}
+        while time.monotonic() < deadline:
+            try:
+                info = await _req(nc, f"$JS.API.STREAM.INFO.{name}", timeout=1)
+                break
+            except Exception:
+                await asyncio.sleep(0.1)
+        assert info["state"]["messages"] == 21 and info["cluster"]["leader"] == owner
+        ack = json.loads((await nc.request(name.lower(), b"again", timeout=5)).data)
+        assert ack["seq"] == 22
+    finally:
+        await nc.close()
