@@ -1,4 +1,8 @@
-"""``natsd --workers 2`` against one natsd process: aggregate core publish over 4 connections.
+"""``natsd --workers 2`` against one natsd process: aggregate publish over 4 connections.
+
+Core NATS by default; with ``--js`` each connection publishes to its own file stream (4
+streams, which the workers' meta group spreads over them) and waits for PubAcks with
+``WINDOW`` publishes in flight: the issue 18 measure (target >= 1.3x on 2 cores).
 
 Each publisher is its own process (raw sockets, pipelined ``PUB`` frames in 64 KiB writes,
 then ``PING`` and wait for the ``PONG``, so every message was parsed by the server). The
@@ -65,11 +69,80 @@ def publisher(port: int, n: int, size: int, start: Any, out: Any) -> None:
     s.close()
 
 
+def js_publisher(port: int, n: int, size: int, start: Any, out: Any, stream: int) -> None:
+    """JetStream async publish to stream ``stream`` (subject ``w.<stream>``): ``WINDOW``
+    publishes in flight, each PubAck read back before more go out."""
+    s = socket.create_connection((HOST, port))
+    info = b""
+    while b"\r\n" not in info:
+        info += s.recv(4096)
+    name = json.loads(info.split(b"\r\n")[0][5:])["server_name"]
+    inbox = b"_INBOX.b%d" % stream
+    s.sendall(CONNECT + b"SUB " + inbox + b".* 1\r\nPING\r\n")
+    buf = b""
+    while b"PONG\r\n" not in buf:
+        buf += s.recv(4096)
+    frame = b"PUB w.%d %s.a %d\r\n%s\r\n" % (stream, inbox, size, b"x" * size)
+    start.wait()
+    t0 = time.monotonic()
+    sent = acked = 0
+    pending = b""
+    while acked < n:
+        k = min(WINDOW - (sent - acked), n - sent)
+        if k > 0:
+            s.sendall(frame * k)
+            sent += k
+        data = s.recv(1 << 20)
+        if not data:
+            raise SystemExit("connection closed")
+        pending += data
+        acked += pending.count(b"MSG ")
+        pending = pending[pending.rfind(b"\r\n") + 2 :] if b"MSG " in pending else pending
+        if b"-ERR" in data:
+            raise SystemExit(data.decode(errors="replace"))
+    out.put((name, t0, time.monotonic()))
+    s.close()
+
+
+WINDOW = 256
+
+
+def create_streams(port: int, count: int) -> None:
+    """Streams S0..S<count-1> on subjects w.<i>, through one connection (the meta leader
+    places them; retried until the JetStream cluster answers)."""
+    deadline = time.monotonic() + 30
+    for i in range(count):
+        while True:
+            s = socket.create_connection((HOST, port))
+            s.settimeout(2)
+            try:
+                s.recv(4096)
+                body = json.dumps({"name": f"S{i}", "subjects": [f"w.{i}"]}).encode()
+                s.sendall(
+                    CONNECT + b"SUB _INBOX.c 1\r\nPUB $JS.API.STREAM.CREATE.S%d _INBOX.c %d\r\n"
+                    % (i, len(body)) + body + b"\r\n"
+                )
+                buf = b""
+                while b"MSG _INBOX.c" not in buf or not buf.endswith(b"\r\n"):
+                    buf += s.recv(65536)
+                if b'"error"' not in buf:
+                    break
+            except OSError:
+                pass
+            finally:
+                s.close()
+            if time.monotonic() > deadline:
+                raise SystemExit(f"stream S{i} not created")
+            time.sleep(0.2)
+
+
 def start_server(
     args: argparse.Namespace, workers: int, log: Path
 ) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     cmd = [sys.executable, "-m", "natsd", "-a", HOST, "-p", str(port)]
+    if args.js:
+        cmd += ["-js", "-sd", str(log.parent / f"store-w{workers}")]
     if workers > 1:
         cmd += ["--workers", str(workers)]
     logf = open(log, "wb")  # noqa: SIM115 - the child's stderr
@@ -80,6 +153,8 @@ def start_server(
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"server did not start:\n{log.read_text()}")
         time.sleep(0.05)
+    if args.js:
+        create_streams(port, args.conns)
     return proc, port
 
 
@@ -102,10 +177,16 @@ def cpu_seconds(root: int) -> float:
 def one_run(port: int, args: argparse.Namespace) -> tuple[float, Counter[str]]:
     start = mp.Event()
     out: Any = mp.Queue()
-    procs = [
-        mp.Process(target=publisher, args=(port, args.n, args.size, start, out))
-        for _ in range(args.conns)
-    ]
+    if args.js:
+        procs = [
+            mp.Process(target=js_publisher, args=(port, args.n, args.size, start, out, i))
+            for i in range(args.conns)
+        ]
+    else:
+        procs = [
+            mp.Process(target=publisher, args=(port, args.n, args.size, start, out))
+            for _ in range(args.conns)
+        ]
     for p in procs:
         p.start()
     time.sleep(0.5)  # every publisher connected and waiting
@@ -148,6 +229,11 @@ def main() -> None:
     ap.add_argument("--conns", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--js",
+        action="store_true",
+        help="JetStream: one stream per connection, async publish with PubAcks (file store)",
+    )
     args = ap.parse_args()
     print(
         f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}, "
