@@ -245,17 +245,74 @@ def assign(
     return targets, remote
 
 
+class _Head:
+    """The remote subscriptions whose first token is one literal: how many have a wildcard
+    (or nothing) as second token, and how many each literal second token has."""
+
+    __slots__ = ("seconds", "wild")
+
+    def __init__(self) -> None:
+        self.wild = 0
+        self.seconds: dict[bytes, int] = {}
+
+
+def _split2(subject: bytes) -> tuple[bytes, bytes | None]:
+    """The first token and the second (None when there is none) of ``subject``."""
+    i = subject.find(b".")
+    if i < 0:
+        return subject, None
+    j = subject.find(b".", i + 1)
+    return subject[:i], subject[i + 1 :] if j < 0 else subject[i + 1 : j]
+
+
 class _AccountRemote:
-    __slots__ = ("plans", "sublist")
+    """One account's remote subscriptions, and a two-token index of them that answers
+    "nobody" without a Sublist walk: most local deliveries (a reply to a unique inbox, a
+    PubAck) have no remote interest, and on a cluster every one of them asks."""
+
+    __slots__ = ("heads", "plans", "sublist", "wild")
 
     def __init__(self) -> None:
         self.sublist: Sublist[RemoteSub] = Sublist()
+        self.wild = 0  # subscriptions whose first token is a wildcard: no shortcut
+        self.heads: dict[bytes, _Head] = {}
         # subject -> (the two lists of the match result the plan was built from, the plan).
         # A Sublist change that touches the subject makes match return new lists (a cached
         # result's lists are never mutated), so identity tells a stale plan without a second
         # invalidation scheme. The lists, not the result tuple: compiled, a tuple is boxed
         # afresh each time it crosses into Python objects.
         self.plans: dict[bytes, tuple[list[RemoteSub], list[list[RemoteSub]], ForwardPlan]] = {}
+
+    def index(self, subject: bytes, delta: int) -> None:
+        first, second = _split2(subject)
+        if first in (b"*", b">"):
+            self.wild += delta
+            return
+        head = self.heads.get(first)
+        if head is None:
+            head = self.heads[first] = _Head()
+        if second is None or second in (b"*", b">"):
+            head.wild += delta
+        else:
+            n = head.seconds.get(second, 0) + delta
+            if n:
+                head.seconds[second] = n
+            else:
+                del head.seconds[second]
+        if not head.wild and not head.seconds:
+            del self.heads[first]
+
+    def surely_none(self, subject: bytes) -> bool:
+        """True when no remote subscription can match ``subject`` (False: maybe)."""
+        if self.wild:
+            return False
+        first, second = _split2(subject)
+        head = self.heads.get(first)
+        if head is None:
+            return True
+        if head.wild or second is None:
+            return False
+        return second not in head.seconds
 
 
 _RKey = tuple[bytes, bytes, bytes | None]
@@ -310,6 +367,7 @@ class RemoteInterest:
         if table is None:
             table = self._accounts[account] = _AccountRemote()
         table.sublist.insert(sub)
+        table.index(subject, 1)
         return True
 
     def remove(self, route: int, account: bytes, subject: bytes, queue: bytes | None) -> bool:
@@ -337,13 +395,14 @@ class RemoteInterest:
     def _drop(self, sub: RemoteSub) -> None:
         table = self._accounts[sub.account]
         table.sublist.remove(sub)
+        table.index(sub.subject, -1)
         if not len(table.sublist):
             del self._accounts[sub.account]
 
     def match(self, account: bytes, subject: bytes) -> ForwardPlan | None:
         """Where a message published locally on ``subject`` must go; None: nowhere."""
         table = self._accounts.get(account)
-        if table is None:
+        if table is None or table.surely_none(subject):
             return None
         psubs, qsubs = table.sublist.match(subject)
         if not psubs and not qsubs:
