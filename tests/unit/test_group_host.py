@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from natsd.cluster.group import FrameError, GroupHost, decode_frame, raft_id
+from natsd.raft.state import StateType
 from natsd.raft.types import MessageType
 from natsd.storage.wal import Wal
 
@@ -311,3 +312,37 @@ def test_bad_frames_are_refused_and_step_nothing(tmp_path: Path) -> None:
     net.hosts[lead].propose(b"G", b"ok")
     net.settle()
     assert net.applied["n1"][b"G"][-1][1] == b"ok"
+
+
+def test_a_damaged_group_neither_campaigns_nor_votes_until_repaired(tmp_path: Path) -> None:
+    """§4.8: a group whose log had damage before its tail may have lost entries it
+    acknowledged, so it stays out of elections until a leader has committed past
+    everything it had."""
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    for i in range(10):
+        net.hosts[lead].propose(b"G", b"m%d" % i)
+    net.settle()
+    victim = next(n for n in NAMES if n != lead)
+    other = next(n for n in NAMES if n not in (lead, victim))
+    had = list(net.applied[victim][b"G"])
+    net.crash(victim)
+    h = net.start(victim)
+    h.wal.groups[b"G"].damaged = True  # as Wal.open marks it
+    g = h.restore(b"G", net.collector(victim, b"G"), applied=had[-1][0])
+    assert g.damaged
+    # the leader dies: the damaged member and one sound one cannot elect anybody
+    net.crash(lead)
+    for _ in range(300):
+        net.step(ticks=1)
+        assert g.node.raft.state == StateType.StateFollower  # it never campaigned
+    assert {net.hosts[n].groups[b"G"].leader for n in (victim, other)} == {0}
+    # the old leader is back: the two sound members elect, commit, and repair it
+    net.start(lead).restore(b"G", net.collector(lead, b"G"), applied=net.applied[lead][b"G"][-1][0])
+    new = net.leader(b"G")
+    assert new != victim
+    net.hosts[new].propose(b"G", b"after")
+    net.settle(rounds=300, ticks=1)
+    assert not g.damaged
+    assert [d for _, d in net.applied[victim][b"G"]][-1] == b"after"

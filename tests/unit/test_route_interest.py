@@ -450,3 +450,35 @@ def test_cached_plans_always_agree_with_a_brute_force_match() -> None:
                 }
                 assert got == groups
     assert len(ri) == len(model)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_two_token_index_never_hides_interest(seed: int) -> None:
+    """The index that answers "no remote interest" without a Sublist walk agrees with the
+    Sublist: whenever a remote subscription matches, match() returns a plan, through adds
+    and removes of literal and wildcard subscriptions."""
+    rng = random.Random(seed)
+    toks = [b"a", b"b", b"_INBOX", b"x1", b"*", b">"]
+    ri = RemoteInterest()
+    live: list[tuple[int, bytes]] = []
+
+    def subject(wild: bool) -> bytes:
+        n = rng.randint(1, 4)
+        parts = [rng.choice(toks if wild else toks[:4]) for _ in range(n)]
+        if wild and b">" in parts:
+            parts = parts[: parts.index(b">") + 1]
+        return b".".join(parts)
+
+    for _ in range(300):
+        if live and rng.random() < 0.35:
+            route, subj = live.pop(rng.randrange(len(live)))
+            ri.remove(route, b"A", subj, None)
+        else:
+            route, subj = rng.randint(1, 3), subject(True)
+            if (route, subj) not in live:
+                ri.add(route, b"A", subj, None)
+                live.append((route, subj))
+        for _ in range(10):
+            pub = subject(False)
+            expect = any(subject_matches(pub, s) for _, s in live)
+            assert (ri.match(b"A", pub) is not None) == expect, (pub, live)

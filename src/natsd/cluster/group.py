@@ -67,6 +67,8 @@ _U32: Final = struct.Struct("<I")
 ELECTION_TICK: Final = 10
 HEARTBEAT_TICK: Final = 2
 
+_VOTES: Final = (MessageType.MsgVote, MessageType.MsgPreVote)
+
 # The state machine: committed normal entries, in order, with their index.
 Apply = Callable[[int, bytes], None]
 # A snapshot from the leader replaced the log (index, snapshot data): the state machine must
@@ -93,7 +95,7 @@ def raft_id(server_name: str) -> int:
 class RaftGroup:
     """One group on this node: its RawNode, its log as the node reads it, its state machine."""
 
-    __slots__ = ("applied", "apply", "conf", "install", "name", "node", "storage")
+    __slots__ = ("applied", "apply", "conf", "install", "name", "node", "repair_at", "storage")
 
     def __init__(
         self,
@@ -111,10 +113,21 @@ class RaftGroup:
         self.apply = apply
         self.install = install
         self.applied = 0
+        # Damaged (the WAL found damage before its tail in this group's records, §4.8):
+        # one past the last index the log had. Until a leader has committed up to it, the
+        # group neither campaigns nor votes, since what it once acknowledged may be gone;
+        # 0: sound.
+        self.repair_at = 0
 
     @property
     def leader(self) -> int:
         return self.node.basic_status().lead
+
+    @property
+    def damaged(self) -> bool:
+        if self.repair_at and self.node.raft.raft_log.committed >= self.repair_at:
+            self.repair_at = 0  # a leader's log now vouches for everything it had
+        return self.repair_at != 0
 
 
 class GroupHost:
@@ -207,6 +220,9 @@ class GroupHost:
             node.raft.reset_randomized_election_timeout()
         g = RaftGroup(name, node, st, conf, apply, install)
         g.applied = cfg.applied
+        if log.damaged:
+            # past its own log: only a leader's commit can get there
+            g.repair_at = max(log.last_index(), log.commit) + 1
         self.groups[name] = g
         return g
 
@@ -217,7 +233,9 @@ class GroupHost:
     # ---------------------------------------------------------------- inputs
     def tick(self) -> None:
         for g in self.groups.values():
-            g.node.tick()
+            # a damaged group's election timer never runs: it does not campaign
+            if not g.repair_at or not g.damaged:
+                g.node.tick()
 
     def propose(self, name: bytes, data: bytes) -> None:
         """Raises the engine's ErrProposalDropped (no leader known, a transfer under way)."""
@@ -235,6 +253,8 @@ class GroupHost:
             g = self.groups.get(name)
             if g is None or m.to != self.id or is_local_msg(m.type):
                 continue  # not ours, or a type only the node itself may step
+            if g.repair_at and m.type in _VOTES and g.damaged:
+                continue  # a damaged group does not vote (§4.8)
             try:
                 g.node.step(m)
             except RaftError:
