@@ -64,6 +64,16 @@ class StubSource:
     clients: dict[int, StubClient] = field(default_factory=dict)
     accounts: dict[str, Account] = field(default_factory=dict)
     asked: list[bool] = field(default_factory=list)
+    system_account_name: str = "$SYS"
+    # a standalone server: no meta group, nothing keeping /healthz from "ok"
+    meta: dict[str, Any] | None = None
+    health: str = ""
+
+    def jetstream_meta(self) -> dict[str, Any] | None:
+        return self.meta
+
+    def jetstream_health(self) -> str:
+        return self.health
 
     def uptime(self) -> float:
         return 7.0
@@ -194,6 +204,25 @@ async def test_healthz_follows_ready(client: TestClient[Any, Any], source: StubS
     source.ready.set()
     r = await client.get("/healthz")
     assert r.status == 200 and (await r.json()) == {"status": "ok"}
+
+
+async def test_healthz_and_jsz_of_a_jetstream_cluster_member(
+    client: TestClient[Any, Any], source: StubSource
+) -> None:
+    source.ready.set()
+    source.health = "JetStream has not established contact with a meta leader"
+    r = await client.get("/healthz")
+    assert r.status == 503 and (await r.json()) == {"status": "unavailable", "error": source.health}
+    # js-enabled-only asks only whether JetStream is on, as nats-server
+    r = await client.get("/healthz?js-enabled-only=true")
+    assert r.status == 200 and (await r.json()) == {"status": "ok"}
+    source.health = ""
+    source.meta = {"name": "c", "leader": "other", "cluster_size": 3}
+    assert (await (await client.get("/jsz")).json())["meta_cluster"] == source.meta
+    r = await client.get("/jsz?leader-only=true")
+    assert r.status == 400 and await r.text() == "filtered response: not leader"
+    source.meta = {"name": "c", "leader": source.server_name, "cluster_size": 3}
+    assert (await client.get("/jsz?leader-only=true")).status == 200
 
 
 async def test_metrics_per_stream_in_engine_order(client: TestClient[Any, Any]) -> None:
