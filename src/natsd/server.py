@@ -450,6 +450,7 @@ class Server:
             lambda: mesh.peer_names(jetstream=True),
             mesh.expected_size,
             list(self.options.server_tags),
+            mesh.interested_servers,
         )
 
     async def _start_monitor(self) -> None:

@@ -218,3 +218,19 @@ async def test_meta_log_is_compacted_and_a_late_server_catches_up_by_snapshot(
         assert all(v == sorted(f"C{i}" for i in range(1, 12)) for v in names.values()), names
     finally:
         await t.stop_all()
+
+
+async def test_a_stream_goes_to_its_creators_server_among_equals(trio: Trio) -> None:
+    """Placement's tie-break: the server the creating client is on (found by who subscribes
+    to the request's reply subject), so a client that creates its own stream gets a local
+    one when the servers are equally loaded."""
+    placed = {}
+    for name, via in (("A", "n2"), ("B", "n3"), ("C", "n2")):
+        nc = await nats.connect(trio.url(via))
+        try:
+            r = await _req(nc, f"$JS.API.STREAM.CREATE.{name}", {"name": name})
+            placed[name] = r["cluster"]["leader"]
+        finally:
+            await nc.close()
+    # A and B go where their creators are; C goes to n1, which has fewer streams than n2
+    assert placed == {"A": "n2", "B": "n3", "C": "n1"}

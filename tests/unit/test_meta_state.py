@@ -133,3 +133,15 @@ def test_placement_errors_read_like_nats_servers() -> None:
     assert str(e.value) == (
         "no suitable peers for placement, peer offline, tags excluded ['az:1']"
     )
+
+
+def test_placement_prefers_the_requesters_server_among_equals() -> None:
+    st = _state("n1", "n2", "n3")
+    always = lambda _n: True  # noqa: E731
+    names = ["n1", "n2", "n3"]
+    for i in range(20):
+        assert place(st, names, 1, [], always, random.Random(i), prefer="n2") == ["n2"]
+    _assign(st, "S1", ["n2"])
+    # fewer streams still come first: n2 is preferred only among the least loaded
+    assert place(st, names, 1, [], always, random.Random(1), prefer="n2") != ["n2"]
+    assert place(st, names, 1, [], always, prefer="n3") == ["n3"]

@@ -132,6 +132,16 @@ class Mesh:
             if r.remote_name and (not jetstream or r.peer_info.get("jetstream") is True)
         ]
 
+    def interested_servers(self, account: str, subject: bytes) -> list[str]:
+        """The names of the peers whose clients subscribe to ``subject`` (for a request's
+        reply subject: the server the requester is on)."""
+        plan = self.remote.match(account.encode(), subject)
+        if plan is None:
+            return []
+        rids = list(plan.routes) + [r for g in plan.groups for r in g.routes]
+        names = {self.routes[r].remote_name for r in rids if r in self.routes}
+        return sorted(n for n in names if n)
+
     def expected_size(self) -> int:
         """How many servers the configured routes name, this one included: one per
         distinct URL, plus this server unless one of them turned out to be itself. Until

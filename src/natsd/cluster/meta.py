@@ -240,12 +240,15 @@ def place(
     tags: list[str],
     reserve: Callable[[str], bool],
     rng: random.Random | None = None,
+    prefer: str = "",
 ) -> list[str]:
     """The ``replicas`` servers a new stream goes to, as nats-server's ``selectPeerGroup``
     filters them: among the servers of the server table that are ``alive``, carry every
     tag of ``tags`` and none of its ``!tag`` exclusions (compared without case), and for
     which ``reserve`` says there is room, the ones holding the fewest streams (ties broken
-    at random, so equal servers share the load). Too few raises NoPeers with nats-server's
+    at random, so equal servers share the load, except that ``prefer`` -- the server the
+    requesting client is on -- comes first among equals: its stream is then local to it).
+    Too few raises NoPeers with nats-server's
     text ("no suitable peers for placement[, peer offline][, insufficient storage][, tags
     not matched ['t']][, tags excluded ['t']]")."""
     counts: dict[str, int] = {}
@@ -290,5 +293,6 @@ def place(
         raise NoPeers(why)
     r = rng or random
     r.shuffle(eligible)
-    eligible.sort(key=lambda n: counts.get(n, 0))  # stable: the shuffle breaks ties
+    # stable: the shuffle breaks the remaining ties
+    eligible.sort(key=lambda n: (counts.get(n, 0), n != prefer))
     return eligible[:replicas]

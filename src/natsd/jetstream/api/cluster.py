@@ -126,6 +126,7 @@ class JsCluster:
         peers: Callable[[], list[str]],
         expected_size: Callable[[], int],
         tags: list[str],
+        reply_servers: Callable[[str, bytes], list[str]] | None = None,
     ) -> None:
         self.engine = engine
         self.raft = raft
@@ -136,6 +137,8 @@ class JsCluster:
         # included) the configured routes name: the bootstrap inputs
         self._peers = peers
         self._expected = expected_size
+        # (account, subject) -> the peers with interest in it: where a requester is
+        self._reply_servers = reply_servers or (lambda _a, _s: [])
         self.row = ServerRow(server_name, list(tags), engine.max_memory, engine.max_store)
         self.meta = MetaState()
         self.group: RaftGroup | None = None
@@ -348,7 +351,22 @@ class JsCluster:
         fresh = [p for p in self._peers() if now - heard.get(raft_id(p), -1e9) <= PLACE_ALIVE]
         return sorted({self.server_name, *fresh})
 
-    def place(self, replicas: int, tags: list[str], max_bytes: int, memory: bool) -> list[str]:
+    def requester(self, ja: JsAccount, reply: str) -> str:
+        """The server the client behind ``reply`` is on: the one server (this one or a
+        peer) with interest in the reply subject; "" when that is not exactly one."""
+        subject = reply.encode()
+        psubs, qsubs = ja.account.sublist.match(subject)
+        # a client's subscription (internal ones have a callback)
+        local = any(s.callback is None for s in psubs) or any(
+            s.callback is None for g in qsubs for s in g
+        )
+        remote = self._reply_servers(ja.account.name, subject)
+        found = ([self.server_name] if local else []) + remote
+        return found[0] if len(found) == 1 else ""
+
+    def place(
+        self, replicas: int, tags: list[str], max_bytes: int, memory: bool, prefer: str = ""
+    ) -> list[str]:
         def room(name: str) -> bool:
             row = self.meta.servers.get(name)
             if row is None or max_bytes <= 0:
@@ -364,7 +382,7 @@ class JsCluster:
             )
             return used + max_bytes <= limit
 
-        return place(self.meta, self.alive(), replicas, tags, room)
+        return place(self.meta, self.alive(), replicas, tags, room, prefer=prefer)
 
     def _apply(self, index: int, data: bytes) -> None:
         replay = index <= self._replay_until

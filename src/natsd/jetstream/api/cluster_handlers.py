@@ -178,6 +178,7 @@ class MetaRequests:
                     list(pl.tags) if pl is not None else [],
                     cfg.max_bytes,
                     cfg.storage == StorageType.MEMORY,
+                    prefer=self.c.requester(ja, reply),
                 )
             except NoPeers as e:
                 raise E.JSClusterNoPeersErrF(err=str(e)) from None
