@@ -33,6 +33,8 @@ from typing import Any
 
 HOST = "127.0.0.1"
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\n'
+# --js: publishes in flight per connection before waiting for PubAcks
+WINDOW = 256
 
 
 def free_port() -> int:
@@ -122,9 +124,6 @@ def js_publisher(port: int, n: int, size: int, start: Any, out: Any, stream: int
             raise SystemExit(data.decode(errors="replace"))
     out.put((name, t0, time.monotonic()))
     s.close()
-
-
-WINDOW = 256
 
 
 def start_server(

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsload import api_error, js_api
-from .loadgen import PONG, BenchError, StreamParser, _recv_some, new_inbox
+from .jsload import api_error, js_api, next_msgs
+from .loadgen import BenchError, StreamParser, _recv_some, new_inbox
 from .servers import HOST, Server, ServerStartError, free_port
 
 JS_CLUSTER_NAME = "benchjs"
@@ -211,12 +211,7 @@ def wait_interest(port: int, subject: str, deadline: float) -> int:
         sock.sendall(NR_CONNECT + f"SUB {inbox} 1\r\n".encode())
         while True:
             sock.sendall(b"PUB %s %s 5\r\nprobe\r\n" % (subject.encode(), inbox.encode()))
-            msgs = parser.feed(b"")
-            while not msgs:
-                msgs = parser.feed(_recv_some(sock, deadline))
-                if parser.pings:
-                    sock.sendall(PONG * parser.pings)
-                    parser.pings = 0
+            msgs = next_msgs(sock, parser, deadline)
             body = msgs[0].payload
             if body.startswith(b"NATS/1.0 503"):
                 if time.monotonic() > deadline:

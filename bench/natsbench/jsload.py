@@ -65,12 +65,7 @@ def js_api(port: int, subject: str, body: dict[str, Any] | None, timeout: float)
         data = json.dumps(body).encode() if body is not None else b""
         frame = b"PUB %s %s %d\r\n%s\r\n" % (subject.encode(), inbox.encode(), len(data), data)
         sock.sendall(frame)
-        msgs = parser.feed(b"")
-        while not msgs:
-            msgs = parser.feed(_recv_some(sock, deadline))
-            if parser.pings:
-                sock.sendall(PONG * parser.pings)
-                parser.pings = 0
+        msgs = next_msgs(sock, parser, deadline)
         try:
             doc = json.loads(msgs[0].payload)
         except ValueError as exc:
@@ -78,6 +73,17 @@ def js_api(port: int, subject: str, body: dict[str, Any] | None, timeout: float)
     if not isinstance(doc, dict):
         raise BenchError(f"{subject}: unexpected response {doc!r:.120}")
     return doc
+
+
+def next_msgs(sock: socket.socket, parser: StreamParser, deadline: float) -> list[Any]:
+    """Read until at least one message has arrived (answering the server's PINGs)."""
+    msgs = parser.feed(b"")
+    while not msgs:
+        msgs = parser.feed(_recv_some(sock, deadline))
+        if parser.pings:
+            sock.sendall(PONG * parser.pings)
+            parser.pings = 0
+    return msgs
 
 
 def api_error(doc: dict[str, Any]) -> str | None:
@@ -252,9 +258,7 @@ def js_async_main(
         q,
         "jspub",
         0,
-        lambda: _js_async(
-            port, subject, size, n, max_time, window, q, go, deadline, idle_timeout
-        ),
+        lambda: _js_async(port, subject, size, n, max_time, window, q, go, deadline, idle_timeout),
     )
 
 

@@ -25,6 +25,14 @@ from natsd.config.flags import USAGE, FlagError, Parsed, build_options, parse_ar
 from natsd.config.options import ServerOptions
 from natsd.logs import setup_logging
 from natsd.version import SERVER_VERSION, __version__
+from natsd.workers import (
+    EXIT_CONFIG,
+    SIGNAL_NAMES,
+    WORKER_ENV,
+    check_plan,
+    plan_workers,
+    supervise,
+)
 
 __all__ = ["SignalError", "main", "run", "send_signal"]
 
@@ -59,8 +67,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _config_error()
     if parsed.test_config:
         if opts.workers > 1:
-            from natsd.workers import check_plan, plan_workers
-
             try:
                 check_plan(plan_workers(args, opts))
             except (ValueError, OSError) as e:
@@ -74,8 +80,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for w in warnings:
         log.warning("%s", w)
     if opts.workers > 1:
-        from natsd.workers import supervise
-
         reload_check = None
         if parsed.config_file:
             reload_check = lambda: build_options(parsed)[0]  # noqa: E731
@@ -86,8 +90,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _config_error() -> int:
     """The exit code of a configuration nats-server refuses too: 1, as nats-server; a worker
     of ``--workers`` exits ``EXIT_CONFIG`` so that its supervisor does not restart it."""
-    from natsd.workers import EXIT_CONFIG, WORKER_ENV
-
     return EXIT_CONFIG if os.environ.get(WORKER_ENV) else 1
 
 
@@ -119,7 +121,7 @@ def run(opts: ServerOptions, parsed_config: Parsed | None = None) -> int:
         tasks: set[asyncio.Task[None]] = set()
 
         def on_signal(sig: int) -> None:
-            log.info("Trapped %s signal", _SIGNAL_NAMES.get(sig, str(sig)))
+            log.info("Trapped %s signal", SIGNAL_NAMES.get(sig, str(sig)))
             if sig == signal.SIGHUP:
                 try:
                     server.reload_config()
@@ -156,13 +158,6 @@ def run(opts: ServerOptions, parsed_config: Parsed | None = None) -> int:
 
 _TRAPPED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 # Go's names for the signals, which nats-server logs ("Trapped \"hangup\" signal").
-_SIGNAL_NAMES: dict[int, str] = {
-    signal.SIGINT: '"interrupt"',
-    signal.SIGTERM: '"terminated"',
-    signal.SIGHUP: '"hangup"',
-    signal.SIGUSR1: '"user defined signal 1"',
-    signal.SIGUSR2: '"user defined signal 2"',
-}
 
 # nats-server CommandToSignal.
 _COMMANDS = {

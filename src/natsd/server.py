@@ -32,7 +32,7 @@ import orjson
 from natsd.cluster.mesh import Mesh, route_settings
 from natsd.cluster.urls import cluster_configured, own_client_urls
 from natsd.config import load_config
-from natsd.config.cluster import JETSTREAM_CLUSTER_ROUTES
+from natsd.config.cluster import validate_cluster
 from natsd.config.options import ServerOptions
 from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
@@ -81,11 +81,9 @@ def _validate(opts: ServerOptions) -> None:
             f"lame duck grace period ({format_duration(opts.lame_duck_grace_period)}) should be"
             f" strictly lower than lame duck duration ({format_duration(opts.lame_duck_duration)})"
         )
-    if opts.jetstream and (opts.cluster.port or opts.cluster.routes):
-        if not opts.cluster.port or not opts.cluster.routes:
-            raise ValueError(JETSTREAM_CLUSTER_ROUTES)
-        if not opts.server_name:
-            raise ValueError("jetstream cluster requires `server_name` to be set")
+    # The same cluster checks as a configuration file gets (embedders build ClusterOptions
+    # directly): nats-server's, and natsd's refusals of what it does not do.
+    validate_cluster(opts)
     if opts.max_payload > opts.max_pending:
         raise ValueError(
             f"max_payload ({opts.max_payload}) cannot be higher than "
@@ -402,7 +400,10 @@ class Server:
         # engine asks for the subscriptions of each account as it enables it.
         api: Any = subscribe_api
         if self.mesh is not None:
-            api = lambda ja: self.js_cluster.subscribe_api(ja)  # noqa: E731
+
+            def api(ja: Any) -> Any:  # self.js_cluster is built right after the engine
+                return self.js_cluster.subscribe_api(ja)
+
         engine = JetStream(
             DiskCatalog(js.store_dir, io=self.file_io),
             domain=js.domain,

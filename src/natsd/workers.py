@@ -53,10 +53,10 @@ from urllib.parse import quote
 
 from natsd.config.flags import build_options, parse_args
 from natsd.config.options import ServerOptions
-from natsd.main import _SIGNAL_NAMES
 
 __all__ = [
     "EXIT_CONFIG",
+    "SIGNAL_NAMES",
     "WORKER_ENV",
     "WorkerPlan",
     "WorkerSpec",
@@ -66,6 +66,16 @@ __all__ = [
 ]
 
 log = logging.getLogger("natsd")
+
+# nats-server's names of the signals it traps, as its log lines quote them (main and the
+# supervisor log "Trapped ... signal" alike).
+SIGNAL_NAMES: dict[int, str] = {
+    signal.SIGINT: '"interrupt"',
+    signal.SIGTERM: '"terminated"',
+    signal.SIGHUP: '"hangup"',
+    signal.SIGUSR1: '"user defined signal 1"',
+    signal.SIGUSR2: '"user defined signal 2"',
+}
 
 # Set in a worker's environment (to its name): its configuration errors exit EXIT_CONFIG.
 WORKER_ENV = "NATSD_WORKER"
@@ -320,7 +330,7 @@ class Supervisor:
 
     def _on_signal(self, sig: int) -> None:
         if sig in (signal.SIGINT, signal.SIGTERM):
-            log.info("Trapped %s signal; stopping the workers", _SIGNAL_NAMES.get(sig, sig))
+            log.info("Trapped %s signal; stopping the workers", SIGNAL_NAMES.get(sig, sig))
             self.stopping = True
             self.stop_signal = sig
             self._done.set()

@@ -24,9 +24,7 @@ import dataclasses
 import hashlib
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -37,6 +35,7 @@ from typing import Any
 
 import nats
 from components import nats_server_binary, require_nats_server
+from embedded_cluster import free_ports
 from nats.aio.client import Client as NATS
 
 from differential.harness import HOST, ServerStartError, _wait_ready, natsd_command
@@ -163,21 +162,6 @@ def peer_hash(server_name: str) -> str:
     return "".join(_HASH_DIGITS[b % len(_HASH_DIGITS)] for b in digest[:8])
 
 
-def _fixed_port() -> int:
-    """A free port below Linux's ephemeral range (32768+): the ports stay reserved in the
-    config across restarts, and a port the kernel hands out for an outgoing route or client
-    connection must not be able to take one of them meanwhile."""
-    for _ in range(200):
-        port = random.randrange(20000, 32000)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((HOST, port))
-            except OSError:
-                continue
-            return port
-    raise ServerStartError("no free port in 20000-32000")
-
-
 def _config(
     s: JSServer, routes: Sequence[int], tags: Sequence[str], extra: str, system_account: bool
 ) -> str:
@@ -280,7 +264,9 @@ def build_cluster(
     ``extra`` is appended to each config, and ``system_account=False`` leaves out the ``SYS``
     account (then :meth:`JSCluster.connect` with ``system=True`` cannot log in)."""
     servers = []
-    ports = [(_fixed_port(), _fixed_port(), _fixed_port()) for _ in range(3)]
+    # fixed across restarts, below the ephemeral range, all distinct
+    flat = free_ports(9)
+    ports = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, 9, 3)]
     for i, (p, hp, cp) in enumerate(ports):
         store = tmp / f"store-{i}"
         store.mkdir(parents=True, exist_ok=True)

@@ -129,6 +129,17 @@ async def test_cluster_errors(trio: Trio) -> None:
             nc, "$JS.API.STREAM.UPDATE.A", {"name": "A", "subjects": ["a.>"], "max_msgs": 5}
         )
         assert "error" not in upd and upd["config"]["max_msgs"] == 5
+        # the meta leader checks Nats-Required-Api-Level as dispatch does: refused, not made
+        body = json.dumps({"name": "LVL"}).encode()
+        hdr = {"Nats-Required-Api-Level": "99"}
+        lvl = json.loads((await nc.request("$JS.API.STREAM.CREATE.LVL", body, 5, headers=hdr)).data)
+        assert lvl["error"]["err_code"] == 10185
+        for verb in ("NAMES", "INFO"):
+            subj = "$JS.API.STREAM.NAMES" if verb == "NAMES" else "$JS.API.INFO"
+            got = json.loads((await nc.request(subj, b"", 5, headers=hdr)).data)
+            assert got["error"]["err_code"] == 10185, got
+        names = await _req(nc, "$JS.API.STREAM.NAMES")
+        assert "LVL" not in names["streams"]
     finally:
         await nc.close()
 

@@ -7,11 +7,11 @@ margin) and keep committing; the server comes back from its WAL and catches up.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from embedded_cluster import until as _until
 
 from natsd.cluster.group import raft_id
 from natsd.cluster.raft_service import RaftService, raft_subject
@@ -58,16 +58,6 @@ class Node:
     @property
     def leader(self) -> int:
         return self.svc.host.groups[GROUP].leader if self.svc else 0
-
-
-async def _until(cond, timeout: float = 10.0) -> float:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    while not cond():
-        if loop.time() - t0 > timeout:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)
-    return loop.time() - t0
 
 
 @pytest.fixture

@@ -15,9 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from natsd.cluster.group import FrameError, GroupHost, decode_frame, raft_id
+from natsd.cluster.group import (
+    FRAME_VERSION,
+    FrameError,
+    GroupHost,
+    decode_frame,
+    frame_part,
+    raft_id,
+)
 from natsd.raft.state import StateType
-from natsd.raft.types import MessageType
+from natsd.raft.types import Message, MessageType
 from natsd.storage.wal import Wal
 
 NAMES = ("n1", "n2", "n3")
@@ -312,6 +319,22 @@ def test_bad_frames_are_refused_and_step_nothing(tmp_path: Path) -> None:
     net.hosts[lead].propose(b"G", b"ok")
     net.settle()
     assert net.applied["n1"][b"G"][-1][1] == b"ok"
+
+
+def test_only_members_count_as_heard_from(tmp_path: Path) -> None:
+    """``last_sender`` (the liveness the Raft service keeps per peer) names members only: a
+    peer that sends frames under other node ids cannot grow that table."""
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    h = net.hosts["n1" if lead != "n1" else "n2"]
+    term = h.groups[b"G"].node.raft.term
+    for sender in (12345, net.ids[lead]):
+        m = Message(type=MessageType.MsgHeartbeat, to=h.id, from_=sender, term=term)
+        h.receive(bytes([FRAME_VERSION]) + frame_part(b"G", m))
+        assert h.last_sender == (sender if sender == net.ids[lead] else 0)
+    h.receive(b"\x01")  # an empty frame: nobody heard
+    assert h.last_sender == 0
 
 
 def test_a_damaged_group_neither_campaigns_nor_votes_until_repaired(tmp_path: Path) -> None:

@@ -153,7 +153,7 @@ def test_cluster_advertise_is_refused() -> None:
 def test_main_supervises_only_above_one(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     monkeypatch.setattr(natsd.main, "run", lambda *a: calls.append("run") or 0)
-    monkeypatch.setattr(natsd.workers, "supervise", lambda *a: calls.append("supervise") or 0)
+    monkeypatch.setattr(natsd.main, "supervise", lambda *a: calls.append("supervise") or 0)
     assert natsd.main.main(["--workers", "1", "-p", "4999"]) == 0
     assert natsd.main.main(["--workers", "2", "-p", "4999"]) == 0
     assert calls == ["run", "supervise"]

@@ -56,7 +56,16 @@ from natsd.raft.types import (
 )
 from natsd.storage.wal import GroupLog, Wal
 
-__all__ = ["FRAME_VERSION", "FrameError", "GroupHost", "RaftGroup", "peer_hash", "raft_id"]
+__all__ = [
+    "FRAME_VERSION",
+    "FrameError",
+    "GroupHost",
+    "RaftGroup",
+    "decode_frame",
+    "frame_part",
+    "peer_hash",
+    "raft_id",
+]
 
 FRAME_VERSION: Final = 1
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -154,7 +163,8 @@ class GroupHost:
         self._rand = rand
         self.groups: dict[bytes, RaftGroup] = {}
         self.frames_sent = 0
-        self.last_sender = 0  # the node id of the last frame received (liveness, /jsz)
+        # the member whose frame ``receive`` last stepped (0: none); liveness for /jsz
+        self.last_sender = 0
 
     # ---------------------------------------------------------------- groups
     def create(
@@ -247,8 +257,7 @@ class GroupHost:
         messages stepped; a malformed frame raises FrameError and steps nothing."""
         msgs = decode_frame(frame)
         n = 0
-        if msgs:
-            self.last_sender = msgs[0][1].from_
+        self.last_sender = 0
         for name, m in msgs:
             g = self.groups.get(name)
             if g is None or m.to != self.id or is_local_msg(m.type):
@@ -260,6 +269,10 @@ class GroupHost:
             except RaftError:
                 continue  # e.g. from a peer that is not a member: Raft drops it too
             n += 1
+            if m.from_ in g.conf.voters or m.from_ in g.conf.learners:
+                # a member's message reached its group: heard from (members' ids only,
+                # so frames naming other senders cannot grow the liveness table)
+                self.last_sender = m.from_
         return n
 
     # ---------------------------------------------------------------- the turn
@@ -314,7 +327,7 @@ class GroupHost:
             if rd.hard_state is not None:
                 st.set_hard_state(rd.hard_state)
             for m in rd.messages:
-                out.setdefault(m.to, []).append(_frame_part(g.name, m))
+                out.setdefault(m.to, []).append(frame_part(g.name, m))
                 if m.type == MessageType.MsgSnap:
                     snaps_sent.append((g, m.to))
         for peer, parts in out.items():
@@ -365,7 +378,7 @@ class GroupHost:
         self.wal.delete_obsolete()
 
 
-def _frame_part(name: bytes, m: Message) -> bytes:
+def frame_part(name: bytes, m: Message) -> bytes:
     body = encode_message(m)
     return b"".join((_U16.pack(len(name)), name, _U32.pack(len(body)), body))
 

@@ -135,7 +135,8 @@ class RaftService:
     ) -> None:
         try:
             self.host.receive(payload)
-            self.last_heard[self.host.last_sender] = asyncio.get_running_loop().time()
+            if self.host.last_sender:
+                self.last_heard[self.host.last_sender] = asyncio.get_running_loop().time()
         except FrameError:
             self.bad_frames += 1  # a peer is as untrusted as a client: drop, count
             return

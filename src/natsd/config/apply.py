@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from natsd.config import policy
-from natsd.config.cluster import parse_cluster
+from natsd.config.cluster import go_type, parse_cluster
 from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS, AccountConfig, ServerOptions
 from natsd.config.parse import ConfigError as ParseError
 from natsd.config.parse import ConfMap, parse_file
@@ -50,24 +50,23 @@ def _host_port(v: Any, key: str) -> tuple[str | None, int | None]:
     return s, None
 
 
-def _server_tags(v: Any) -> list[str] | None:
+def _server_tags(v: Any) -> tuple[list[str], str]:
     """nats-server's ``server_tags``: a string or a list of strings, kept as jwt's TagList
-    keeps them (trimmed, lower case, without duplicates); None for another type."""
-    items = [v] if isinstance(v, str) else v if isinstance(v, list) else None
-    if items is None or not all(isinstance(t, str) for t in items):
-        return None
+    keeps them (trimmed, lower case, without duplicates); or nats-server's error."""
+    if isinstance(v, str):
+        items = [v]
+    elif isinstance(v, list):
+        if not all(isinstance(t, str) for t in v):
+            return [], "error parsing tags: unsupported type *conf.token where string is expected"
+        items = v
+    else:
+        return [], f"error parsing tags: unsupported type {go_type(v)}"
     out: list[str] = []
     for t in items:
         t = t.strip().lower()
         if t and t not in out:
             out.append(t)
-    return out
-
-
-def _go_type(v: Any) -> str:
-    return {bool: "bool", int: "int64", float: "float64", dict: "map[string]interface {}"}.get(
-        type(v), type(v).__name__
-    )
+    return out, ""
 
 
 def check_workers(n: int) -> int:
@@ -169,9 +168,9 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
             opts.system_account = str(v)
         elif key == "server_tags":
             raw = next(k for k in data if str(k).lower() == key)
-            tags = _server_tags(v)
-            if tags is None:
-                chk.error(data, raw, f"error parsing tags: unsupported type {_go_type(v)}")
+            tags, why = _server_tags(v)
+            if why:
+                chk.error(data, raw, why)
             else:
                 opts.server_tags = tags
         elif key == "workers":

@@ -57,7 +57,7 @@ from natsd.jetstream.config.stream_types import (
     StorageType,
     StreamConfig,
 )
-from natsd.jetstream.config.subject_mapping import is_valid_name, subjects_collide
+from natsd.jetstream.config.subject_mapping import is_valid_name, overlaps
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
@@ -509,12 +509,8 @@ def delete_stream(ja: JsAccount, stream: Stream) -> None:
 
 def _check_overlap(ja: JsAccount, subjects: list[str], skip: str | None) -> None:
     for other in ja.streams.values():
-        if other.name == skip:
-            continue
-        for a in subjects:
-            for b in other.cfg.subjects or [other.name]:
-                if subjects_collide(a, b):
-                    raise E.JSStreamSubjectOverlapErr()
+        if other.name != skip and overlaps(subjects, other.cfg.subjects or [other.name]):
+            raise E.JSStreamSubjectOverlapErr()
 
 
 def _limit_context(ja: JsAccount, storage: str) -> tuple[list[StreamConfig], int, int]:

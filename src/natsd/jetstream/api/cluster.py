@@ -50,7 +50,7 @@ from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
-from natsd.jetstream.api.dispatch import add_cluster_block, make_api_callback
+from natsd.jetstream.api.dispatch import API_TYPE_PREFIX, add_cluster_block, make_api_callback
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.stream_config import parse_stream_config
 from natsd.jetstream.engine import (
@@ -66,6 +66,7 @@ from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
 from natsd.router.publish import publish
+from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
@@ -109,6 +110,9 @@ _RESPONSE_TYPES: Final = {
     ("STREAM", "INFO"): "stream_info_response",
 }
 
+# Requests that come once per message read (direct gets, pull requests): routed by prefix.
+_PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
+
 OnApi = Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]
 
 
@@ -149,14 +153,19 @@ class JsCluster:
         self._row_proposed_at = -1e9
         self._timer: asyncio.TimerHandle | None = None
         self._usage_at = 0.0
-        self.usage = UsageBook(engine, system, server_name, self.alive)
+        self.usage = UsageBook(engine, system, server_name, self.alive, self.is_member)
         self._nuid = Nuid()
         self._was_leader = False
+        # member names by Raft node id and back, learned as members show up (bounded by
+        # the servers that are or were members: the names come from our routes and the
+        # server table, not from frames)
+        self._names: dict[int, str] = {}
+        self._ids: dict[str, int] = {}
         # META.LEADER.STEPDOWN: a system account request, as in nats-server
         self._stepdown_sub = Subscription(
             b"$JS.API.META.LEADER.STEPDOWN", None, b"js-meta", callback=self._on_stepdown
         )
-        self.tasks: set[asyncio.Task[None]] = set()  # STREAM.LIST gathers under way
+        self.tasks: set[asyncio.Task[None]] = set()  # account info and list gathers
         self.requests = MetaRequests(self)
         engine.cluster_info = self.cluster_block
 
@@ -243,10 +252,14 @@ class JsCluster:
         return self._name_of(g.node.raft.lead)
 
     def _name_of(self, node_id: int) -> str:
-        for name in (self.server_name, *self._peers(), *self.meta.servers):
-            if raft_id(name) == node_id:
-                return name
-        return ""
+        name = self._names.get(node_id)
+        if name is None:
+            for n in (self.server_name, *self._peers(), *self.meta.servers):
+                if n not in self._ids:
+                    self._ids[n] = raft_id(n)
+                    self._names[self._ids[n]] = n
+            name = self._names.get(node_id, "")
+        return name
 
     def health(self) -> str:
         """Why this server's JetStream is not current ("" when it is), in nats-server's
@@ -341,6 +354,11 @@ class JsCluster:
         except RaftError:
             return False
         return True
+
+    def is_member(self, name: str) -> bool:
+        """A JetStream server of this cluster: ourselves, one in the server table, or a
+        JetStream peer our routes reach."""
+        return name == self.server_name or name in self.meta.servers or name in self._peers()
 
     def alive(self) -> list[str]:
         """The servers a new stream may go to: ourselves and the peers our routes reach
@@ -551,11 +569,11 @@ class JsCluster:
         try:
             target = self._stepdown_target(data)
         except ApiError as e:
-            self._respond_system(rep, rtype, {"error": e.to_json()})
+            self._reply(self.system.sublist, rep, rtype, {"error": e.to_json()})
             return
         self.group.node.transfer_leader(target)
         self.raft.kick()
-        self._respond_system(rep, rtype, {"success": True})
+        self._reply(self.system.sublist, rep, rtype, {"success": True})
 
     def _stepdown_target(self, data: bytes) -> int:
         pl: dict[str, Any] = {}
@@ -591,11 +609,6 @@ class JsCluster:
             raise E.JSClusterNoPeersErrF(err="no suitable peers for placement")
         return best
 
-    def _respond_system(self, reply: str, rtype: str, body: dict[str, Any]) -> None:
-        out = {"type": "io.nats.jetstream.api.v1." + rtype}
-        out.update(body)
-        publish(self.system.sublist, reply.encode(), None, None, orjson.dumps(out))
-
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
@@ -609,10 +622,19 @@ class JsCluster:
     def add_cluster(self, info: dict[str, Any]) -> None:
         add_cluster_block("stream_info_response", info, self.cluster_block())
 
-    def respond(self, ja: JsAccount, reply: str, rtype: str, body: dict[str, Any]) -> None:
-        out = {"type": "io.nats.jetstream.api.v1." + rtype}
+    def respond(self, ja: JsAccount, reply: str, rtype: str, body: dict[str, Any]) -> bytes:
+        """An API response into ``ja``'s account; returns it as sent (for the audit)."""
+        return self._reply(ja.account.sublist, reply, rtype, body)
+
+    @staticmethod
+    def _reply(
+        sublist: Sublist[Subscription], reply: str, rtype: str, body: dict[str, Any]
+    ) -> bytes:
+        out = {"type": API_TYPE_PREFIX + rtype}
         out.update(body)
-        self.engine.send(ja, reply.encode(), orjson.dumps(out))
+        data = orjson.dumps(out)
+        publish(sublist, reply.encode(), None, None, data)
+        return data
 
     # ---------------------------------------------------------------- routing
     def subscribe_api(self, ja: JsAccount) -> list[Subscription]:
@@ -640,6 +662,15 @@ class JsCluster:
         hdr: bytes | None,
         data: bytes,
     ) -> None:
+        for prefix in _PER_MESSAGE:
+            if subject.startswith(prefix):
+                # a KV get or a pull request: answered by the stream's server alone (or by
+                # nobody), decided without splitting the subject
+                end = subject.find(b".", len(prefix))
+                name = subject[len(prefix) : end if end >= 0 else len(subject)]
+                if name.decode(errors="replace") in ja.streams:
+                    local(sub, subject, reply, hdr, data)
+                return
         toks = subject.decode(errors="replace").split(".")
         # $JS.API.<verb...> or $JS.<domain>.API.<verb...>
         api = 2 if len(toks) > 1 and toks[1] == "API" else 3

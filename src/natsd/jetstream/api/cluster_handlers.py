@@ -13,13 +13,22 @@ owner (``$JS.API.STREAM.INFO.<s>`` on a private inbox) and answers with what cam
 
 from __future__ import annotations
 
-import asyncio
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Coroutine
+from typing import Any, Final, Protocol
 
 import orjson
 
-from natsd.cluster.meta import NoPeers, encode_op
-from natsd.jetstream.api.streams import LIST_LIMIT, NAMES_LIMIT
+from natsd.cluster.meta import MetaState, NoPeers, encode_op
+from natsd.jetstream.api.cluster_gather import gather
+from natsd.jetstream.api.cluster_usage import UsageBook
+from natsd.jetstream.api.dispatch import ERROR_EXTRAS
+from natsd.jetstream.api.streams import (
+    LIST_LIMIT,
+    LIST_REQUEST,
+    NAMES_LIMIT,
+    NAMES_REQUEST,
+    optional_request,
+)
 from natsd.jetstream.config.account_limits import check_stream_create, check_stream_update
 from natsd.jetstream.config.stream_config import (
     check_update,
@@ -27,35 +36,55 @@ from natsd.jetstream.config.stream_config import (
     parse_stream_config_json,
 )
 from natsd.jetstream.config.stream_types import StorageType, StreamConfig
-from natsd.jetstream.config.subject_mapping import subjects_collide
+from natsd.jetstream.config.subject_mapping import overlaps
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.wire import errors as E
-from natsd.jetstream.wire.errors import ApiError
-from natsd.jetstream.wire.gotyped import INT, STRING, StructT, decode_request, is_empty_request
-from natsd.jetstream.wire.gotyped import is_json_object_or_array as _is_json
+from natsd.jetstream.wire.api_level import level_refused
+from natsd.jetstream.wire.errors import ApiError, ErrorDef
+from natsd.jetstream.wire.gotyped import StructT, is_empty_request
 from natsd.router.publish import publish
-from natsd.router.subscription import Subscription
 from natsd.version import API_LEVEL
 
-if TYPE_CHECKING:  # the handlers' owner; it imports this module to build them
-    from natsd.jetstream.api.cluster import JsCluster
-
-__all__ = ["LIST_TIMEOUT", "MetaRequests"]
+__all__ = ["LIST_TIMEOUT", "MetaHost", "MetaRequests"]
 
 LIST_TIMEOUT: Final = 2.0
-_PAGE = StructT(
-    "server.JSApiStreamNamesRequest",
-    {"offset": ("offset", INT), "subject": ("subject", STRING)},
-    lambda: {"offset": 0, "subject": ""},
-)
-_ERROR_EXTRAS: Final[dict[str, dict[str, Any]]] = {
-    "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
-    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
+
+
+class MetaHost(Protocol):
+    """What the handlers need of the server's clustered JetStream (``JsCluster``)."""
+
+    meta: MetaState
+    server_name: str
+    usage: UsageBook
+
+    def cluster_name(self) -> str: ...
+
+    def propose(self, data: bytes) -> bool: ...
+
+    def place(
+        self, replicas: int, tags: list[str], max_bytes: int, memory: bool, prefer: str = ""
+    ) -> list[str]: ...
+
+    def requester(self, ja: JsAccount, reply: str) -> str: ...
+
+    def respond(self, ja: JsAccount, reply: str, rtype: str, body: dict[str, Any]) -> bytes: ...
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None: ...
+
+
+# verb tokens -> (response type, number of argument tokens), as dispatch's table
+_VERBS: Final[dict[tuple[str, ...], tuple[str, int]]] = {
+    ("INFO",): ("account_info_response", 0),
+    ("STREAM", "CREATE"): ("stream_create_response", 1),
+    ("STREAM", "UPDATE"): ("stream_update_response", 1),
+    ("STREAM", "DELETE"): ("stream_delete_response", 1),
+    ("STREAM", "NAMES"): ("stream_names_response", 0),
+    ("STREAM", "LIST"): ("stream_list_response", 0),
 }
 
 
 class MetaRequests:
-    def __init__(self, cluster: JsCluster) -> None:
+    def __init__(self, cluster: MetaHost) -> None:
         self.c = cluster
 
     def handle(
@@ -67,48 +96,59 @@ class MetaRequests:
         data: bytes,
         subject: bytes,
     ) -> None:
-        if not reply:
-            return
+        key = tuple(verb[:1]) if verb[:1] == ["INFO"] else tuple(verb[:2])
+        hit = _VERBS.get(key)
+        if not reply or hit is None or len(verb) != len(key) + hit[1]:
+            return  # no answer to give, or no subscription in nats-server would match
+        rtype = hit[0]
         rep = reply.decode(errors="replace")
-        head = tuple(verb[:2])
         try:
-            if verb == ["INFO"]:
-                self.c.spawn(self._account_info(ja, rep))
+            # as dispatch does for every routed request, before its handler runs
+            if hdr is not None and level_refused(hdr):
+                raise E.JSRequiredApiLevelErr()
+            if key == ("INFO",):
+                self.c.spawn(self._account_info(ja, rep, subject, data))
                 return
-            elif head == ("STREAM", "CREATE") and len(verb) == 3:
-                rtype = "stream_create_response"
-                self.create(ja, verb[2], data, rep)
-                return  # the owner answers once the meta group applied it
-            elif head == ("STREAM", "UPDATE") and len(verb) == 3:
-                rtype = "stream_update_response"
-                self.update(ja, verb[2], data, rep)
-                return
-            elif head == ("STREAM", "DELETE") and len(verb) == 3:
-                rtype = "stream_delete_response"
-                self.delete(ja, verb[2], data, rep)
-                return
-            elif head == ("STREAM", "NAMES") and len(verb) == 2:
-                rtype, body = "stream_names_response", self.names(ja, data)
-            elif head == ("STREAM", "LIST") and len(verb) == 2:
-                rtype = "stream_list_response"
-                self.list(ja, data, rep)
+            if key == ("STREAM", "NAMES"):
+                body = self.names(ja, data)
+            elif key == ("STREAM", "LIST"):
+                self.c.spawn(self._list(ja, data, rep, subject))
                 return
             else:
-                return  # wrong number of tokens: no subscription in nats-server matches
+                if key == ("STREAM", "CREATE"):
+                    self.create(ja, verb[2], data, rep)
+                elif key == ("STREAM", "UPDATE"):
+                    self.update(ja, verb[2], data, rep)
+                else:
+                    self.delete(ja, verb[2], data, rep)
+                ja.api.total += 1
+                return  # the stream's server answers once the meta group applied it
             ja.api.total += 1
         except ApiError as e:
             ja.api.total += 1
             ja.api.errors += 1
             body = {"error": e.to_json()}
-            body.update(_ERROR_EXTRAS.get(rtype, {}))
-        self.c.respond(ja, rep, rtype, body)
+            body.update(ERROR_EXTRAS.get(rtype, {}))
+        self._answer(ja, rep, rtype, body, subject, data)
+
+    def _answer(
+        self,
+        ja: JsAccount,
+        reply: str,
+        rtype: str,
+        body: dict[str, Any],
+        subject: bytes,
+        data: bytes,
+    ) -> None:
+        out = self.c.respond(ja, reply, rtype, body)
+        ja.engine.api_audit(ja, subject, data, out)
 
     # ---------------------------------------------------------------- account
-    async def _account_info(self, ja: JsAccount, reply: str) -> None:
+    async def _account_info(self, ja: JsAccount, reply: str, subject: bytes, data: bytes) -> None:
         await self.c.usage.refresh()
         body = self.account_info(ja)  # the totals exclude this request, as nats-server's
         ja.api.total += 1
-        self.c.respond(ja, reply, "account_info_response", body)
+        self._answer(ja, reply, "account_info_response", body, subject, data)
 
     def account_info(self, ja: JsAccount) -> dict[str, Any]:
         name = ja.account.name
@@ -145,17 +185,14 @@ class MetaRequests:
     def _check_overlap(self, ja: JsAccount, cfg: StreamConfig) -> None:
         mine = cfg.subjects or [cfg.name]
         for a in self.c.meta.account_streams(ja.account.name):
-            if a.name == cfg.name:
-                continue
-            theirs = a.config.get("subjects") or [a.name]
-            if any(subjects_collide(x, y) for x in mine for y in theirs):
+            if a.name != cfg.name and overlaps(mine, a.config.get("subjects") or [a.name]):
                 raise E.JSStreamSubjectOverlapErr()
 
-    def _limits(self, ja: JsAccount, cfg: StreamConfig) -> tuple[list[StreamConfig], int, int]:
-        engine = ja.engine
-        memory = cfg.storage == StorageType.MEMORY
-        server_max = engine.max_memory if memory else engine.max_store
-        return self._configs(ja), server_max, 0
+    def _limits(self, ja: JsAccount) -> tuple[list[StreamConfig], int, int]:
+        """The account's streams across the cluster, and no server-wide limit: as in
+        nats-server's clustered limits check, the account's limits apply here and each
+        server's own room is placement's to judge (10005 "insufficient storage")."""
+        return self._configs(ja), -1, 0
 
     def create(self, ja: JsAccount, name: str, data: bytes, reply: str) -> None:
         cfg = parse_stream_config_json(
@@ -167,7 +204,7 @@ class MetaRequests:
                 raise E.JSStreamNameExistErr()
             peers = existing.peers  # the same config again: its owner answers with its info
         else:
-            check_stream_create(ja.limits, cfg, *self._limits(ja, cfg))
+            check_stream_create(ja.limits, cfg, *self._limits(ja))
             self._check_overlap(ja, cfg)
             pl = cfg.placement
             if pl is not None and pl.cluster and pl.cluster != self.c.cluster_name():
@@ -206,7 +243,7 @@ class MetaRequests:
         old = parse_stream_config(existing.config, name_in_subject=None)
         cfg = check_update(old, cfg)
         _refuse_replicas(cfg, E.JSStreamUpdateErrF)
-        check_stream_update(ja.limits, old, cfg, *self._limits(ja, cfg))
+        check_stream_update(ja.limits, old, cfg, *self._limits(ja))
         self._check_overlap(ja, cfg)
         op = encode_op(
             "stream",
@@ -231,82 +268,67 @@ class MetaRequests:
             raise E.JSClusterNotAvailErr()
 
     # ---------------------------------------------------------------- names / list
-    def _page(self, ja: JsAccount, data: bytes, limit: int) -> tuple[list[str], dict[str, Any]]:
-        r: dict[str, Any] = decode_request(data, _PAGE) if _is_json(data) else _PAGE.factory()
-        names = []
-        for a in self.c.meta.account_streams(ja.account.name):
-            subjects = a.config.get("subjects") or [a.name]
-            if r["subject"] and not any(subjects_collide(r["subject"], s) for s in subjects):
-                continue
-            names.append(a.name)
+    def _page(
+        self, ja: JsAccount, data: bytes, schema: StructT, limit: int
+    ) -> tuple[list[str], dict[str, Any]]:
+        r = optional_request(data, schema)
+        names = [
+            a.name
+            for a in self.c.meta.account_streams(ja.account.name)
+            if not r["subject"] or overlaps([r["subject"]], a.config.get("subjects") or [a.name])
+        ]
         offset = min(max(r["offset"], 0), len(names))
-        return names[offset : offset + limit], {
-            "total": len(names),
-            "offset": offset,
-            "limit": limit,
-        }
+        paging = {"total": len(names), "offset": offset, "limit": limit}
+        return names[offset : offset + limit], paging
 
     def names(self, ja: JsAccount, data: bytes) -> dict[str, Any]:
-        page, out = self._page(ja, data, NAMES_LIMIT)
+        page, out = self._page(ja, data, NAMES_REQUEST, NAMES_LIMIT)
         out["streams"] = page or None
         return out
 
-    def list(self, ja: JsAccount, data: bytes, reply: str) -> None:
-        page, out = self._page(ja, data, LIST_LIMIT)
+    async def _list(self, ja: JsAccount, data: bytes, reply: str, subject: bytes) -> None:
+        """Each listed stream's info from its server (``STREAM.INFO``), those that did not
+        answer within LIST_TIMEOUT named in ``missing``."""
+        try:
+            page, out = self._page(ja, data, LIST_REQUEST, LIST_LIMIT)
+        except ApiError as e:
+            ja.api.total += 1
+            ja.api.errors += 1
+            body = {"error": e.to_json(), **ERROR_EXTRAS["stream_list_response"]}
+            self._answer(ja, reply, "stream_list_response", body, subject, data)
+            return
         ja.api.total += 1
         infos: dict[str, dict[str, Any]] = {}
-        wanted = set(page)
-        inbox = f"_INBOX.natsd-list.{self.c._nuid.next()}"
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
+        sl = ja.account.sublist
 
-        def on_info(
-            sub: Subscription, subject: bytes, rep: bytes | None, hdr: bytes | None, body: bytes
-        ) -> None:
-            name = subject.decode(errors="replace").rsplit(".", 1)[-1]
-            if name not in wanted or name in infos:
-                return
-            try:
-                doc = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                return
-            if not isinstance(doc, dict) or "error" in doc:
-                return
-            doc.pop("type", None)
-            for k in ("total", "offset", "limit"):
-                doc.pop(k, None)
-            infos[name] = doc
-            if len(infos) == len(wanted) and not done.done():
-                done.set_result(None)
+        def send(inbox: bytes) -> None:
+            for name in page:
+                publish(sl, f"$JS.API.STREAM.INFO.{name}".encode(),
+                        inbox + b"." + name.encode(), None, b"")  # fmt: skip
 
-        sub = Subscription(f"{inbox}.*".encode(), None, b"js-list", callback=on_info)
-        sublist = ja.account.sublist
-        sublist.insert(sub)
-        for name in page:
-            publish(sublist, f"$JS.API.STREAM.INFO.{name}".encode(),
-                    f"{inbox}.{name}".encode(), None, b"")  # fmt: skip
-        if not page:
-            done.set_result(None)
+        def on_info(token: bytes, body: bytes) -> bool:
+            name = token.decode(errors="replace")
+            if name in page and name not in infos:
+                try:
+                    doc = orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    doc = None
+                if isinstance(doc, dict) and "error" not in doc:
+                    for k in ("type", "total", "offset", "limit"):
+                        doc.pop(k, None)
+                    infos[name] = doc
+            return len(infos) == len(page)
 
-        def finish(_: object = None) -> None:
-            sublist.remove(sub)
-            out["streams"] = [infos[n] for n in page if n in infos]
-            missing = [n for n in page if n not in infos]
-            if missing:
-                out["missing"] = missing
-            self.c.respond(ja, reply, "stream_list_response", out)
-
-        async def wait() -> None:
-            try:
-                await asyncio.wait_for(asyncio.shield(done), LIST_TIMEOUT)
-            except TimeoutError:
-                pass
-            finish()
-
-        self.c.spawn(wait())
+        if page:
+            await gather(sl, send, on_info, LIST_TIMEOUT)
+        out["streams"] = [infos[n] for n in page if n in infos]
+        missing = [n for n in page if n not in infos]
+        if missing:
+            out["missing"] = missing
+        self._answer(ja, reply, "stream_list_response", out, subject, data)
 
 
-def _refuse_replicas(cfg: StreamConfig, err: Any) -> None:
+def _refuse_replicas(cfg: StreamConfig, err: ErrorDef) -> None:
     """Replicated streams come with issue 19; until then a clear refusal, not an R1 stream
     that claims to be R3."""
     if cfg.num_replicas > 1:

@@ -14,13 +14,12 @@ untrusted as a client's (junk is dropped).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Final
 
 import orjson
 
-from natsd.core.ids import Nuid
+from natsd.jetstream.api.cluster_gather import gather
 from natsd.jetstream.engine import JetStream
 from natsd.router.account import Account
 from natsd.router.publish import publish
@@ -43,14 +42,15 @@ class UsageBook:
         system: Account,
         server_name: str,
         alive: Callable[[], list[str]],
+        member: Callable[[str], bool],
     ) -> None:
         self.engine = engine
         self.system = system
         self.server_name = server_name
         self._alive = alive  # the servers expected to answer a poll
+        self._member = member  # whether a name is one of the meta group's servers
         # server -> (loop time, {account: [memory, storage, consumers]})
         self.reports: dict[str, tuple[float, dict[str, list[int]]]] = {}
-        self._nuid = Nuid()
         self._sub = Subscription(b"$NATSD.JS.USAGE.*", None, b"js-usage", callback=self._on_message)
 
     def start(self) -> None:
@@ -80,15 +80,16 @@ class UsageBook:
         self.record(data)
 
     def record(self, data: bytes) -> str:
-        """Keep a server's usage report; returns the server's name ("" for junk: a peer is
-        as untrusted as a client)."""
+        """Keep a server's usage report; returns the server's name ("" for junk or for a
+        server that is not a member: a peer is as untrusted as a client, and the book
+        holds one report per member, never more)."""
         try:
             doc = orjson.loads(data)
             server = doc["server"]
             accounts = {str(k): [int(x) for x in v][:3] for k, v in dict(doc["accounts"]).items()}
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return ""
-        if not isinstance(server, str) or len(accounts) > 100_000:
+        if not isinstance(server, str) or not self._member(server) or len(accounts) > 100_000:
             return ""
         self.reports[server] = (asyncio.get_running_loop().time(), accounts)
         return server
@@ -101,27 +102,18 @@ class UsageBook:
         want = set(self._alive()) - {self.server_name}
         if not want:
             return
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
         got: set[str] = set()
 
-        def on_reply(
-            sub: Subscription, subject: bytes, rep: bytes | None, hdr: bytes | None, data: bytes
-        ) -> None:
+        def on_reply(token: bytes, data: bytes) -> bool:
             got.add(self.record(data))
-            if want <= got and not done.done():
-                done.set_result(None)
+            return want <= got
 
-        inbox = b"_INBOX.natsd-usage." + self._nuid.next().encode()
-        sub = Subscription(inbox, None, b"js-usage", callback=on_reply)
         sl = self.system.sublist
-        sl.insert(sub)
-        try:
-            publish(sl, USAGE_POLL, inbox, None, b"")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(done), USAGE_WAIT)
-        finally:
-            sl.remove(sub)
+
+        def send(inbox: bytes) -> None:
+            publish(sl, USAGE_POLL, inbox + b".u", None, b"")
+
+        await gather(sl, send, on_reply, USAGE_WAIT)
 
     def account(self, account: str) -> tuple[int, int, int]:
         """(memory, storage, consumers) of ``account`` summed over the servers' reports."""

@@ -58,12 +58,19 @@ from natsd.jetstream.wire.errors import ApiError
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
-__all__ = ["add_cluster_block", "handle", "make_api_callback", "subscribe_api"]
+__all__ = [
+    "API_TYPE_PREFIX",
+    "ERROR_EXTRAS",
+    "add_cluster_block",
+    "handle",
+    "make_api_callback",
+    "subscribe_api",
+]
 
 # (account, subject tokens after the API verb, raw request body) -> response document
 Handler = Callable[[JsAccount, list[str], bytes], dict[str, Any]]
 
-_PREFIX = "io.nats.jetstream.api.v1."
+API_TYPE_PREFIX = "io.nats.jetstream.api.v1."
 
 
 def subscribe_api(ja: JsAccount) -> list[Subscription]:
@@ -125,7 +132,7 @@ def handle(
     if toks[:2] == ["CONSUMER", "RESET"]:
         if refused and reply and len(toks) == 4 and _consumer(ja, toks[2], toks[3]) is not None:
             refusal = {
-                "type": _PREFIX + "consumer_reset_response",
+                "type": API_TYPE_PREFIX + "consumer_reset_response",
                 "error": E.JSRequiredApiLevelErr().to_json(),
                 "reset_seq": 0,
             }
@@ -149,17 +156,17 @@ def handle(
         ja.api.total += 1
         ja.api.errors += 1
         resp = {"error": e.to_json()}
-        resp.update(_ERROR_EXTRAS.get(rtype, {}))
+        resp.update(ERROR_EXTRAS.get(rtype, {}))
     except StoreError as e:
         # A store that failed or was closed under the request (server shutting down): an
         # error answer, not an exception that would tear down the requester's connection.
         ja.api.total += 1
         ja.api.errors += 1
         resp = {"error": E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__).to_json()}
-        resp.update(_ERROR_EXTRAS.get(rtype, {}))
+        resp.update(ERROR_EXTRAS.get(rtype, {}))
     if ja.engine.cluster_info is not None and "error" not in resp:
         add_cluster_block(rtype, resp, ja.engine.cluster_info())
-    out = {"type": _PREFIX + rtype}
+    out = {"type": API_TYPE_PREFIX + rtype}
     out.update(resp)
     body = orjson.dumps(out)
     if reply:
@@ -196,7 +203,7 @@ def add_cluster_block(rtype: str, resp: dict[str, Any], block: dict[str, Any]) -
 
 
 # Some error responses carry empty paging fields in nats-server.
-_ERROR_EXTRAS: dict[str, dict[str, Any]] = {
+ERROR_EXTRAS: dict[str, dict[str, Any]] = {
     "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
     "stream_purge_response": {"purged": 0},
     "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},

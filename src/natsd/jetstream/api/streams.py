@@ -12,7 +12,7 @@ from typing import Any
 
 from natsd.jetstream.config.stream_config import parse_stream_config_json
 from natsd.jetstream.config.stream_types import StorageType
-from natsd.jetstream.config.subject_mapping import subjects_collide
+from natsd.jetstream.config.subject_mapping import overlaps
 from natsd.jetstream.engine import JsAccount, add_stream, delete_stream, update_stream
 from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.stream import Stream
@@ -34,8 +34,13 @@ from natsd.jetstream.wire.gotyped import (
 )
 
 __all__ = [
+    "LIST_LIMIT",
+    "LIST_REQUEST",
+    "NAMES_LIMIT",
+    "NAMES_REQUEST",
     "msg_delete",
     "msg_get",
+    "optional_request",
     "stream_create",
     "stream_delete",
     "stream_info",
@@ -63,8 +68,9 @@ _INFO = _request(
     "server.JSApiStreamInfoRequest",
     {"deleted_details": (BOOL, False), "subjects_filter": (STRING, ""), "offset": (INT, 0)},
 )
-_NAMES = _request("server.JSApiStreamNamesRequest", {"offset": (INT, 0), "subject": (STRING, "")})
-_LIST = _request("server.JSApiStreamListRequest", {"offset": (INT, 0), "subject": (STRING, "")})
+_PAGE_FIELDS: dict[str, tuple[GoType, Any]] = {"offset": (INT, 0), "subject": (STRING, "")}
+NAMES_REQUEST = _request("server.JSApiStreamNamesRequest", _PAGE_FIELDS)
+LIST_REQUEST = _request("server.JSApiStreamListRequest", _PAGE_FIELDS)
 _PURGE = _request(
     "server.JSApiStreamPurgeRequest",
     {"seq": (UINT64, 0), "filter": (STRING, ""), "keep": (UINT64, 0)},
@@ -89,7 +95,7 @@ _MSG_DELETE = _request(
 )
 
 
-def _optional(data: bytes, schema: StructT) -> dict[str, Any]:
+def optional_request(data: bytes, schema: StructT) -> dict[str, Any]:
     """A body the handler may go without: nats-server decodes it only if it starts with
     ``{`` or ``[`` (``isJSONObjectOrArray``); ``null``, ``5`` or ``nul`` count as none."""
     if is_json_object_or_array(data):
@@ -119,7 +125,7 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
 
 
 def _collides(subject: str, stream: Stream) -> bool:
-    return any(subjects_collide(subject, x) for x in (stream.cfg.subjects or [stream.name]))
+    return overlaps([subject], stream.cfg.subjects or [stream.name])
 
 
 def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
@@ -131,7 +137,7 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
 
 
 def stream_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    r = _optional(data, _INFO)
+    r = optional_request(data, _INFO)
     stream = _stream(ja, args)
     info = stream.info_json(r["deleted_details"], r["subjects_filter"])
     out: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
@@ -164,7 +170,7 @@ def _page(
 ) -> tuple[list[Stream], dict[str, Any]]:
     """The streams (by name, those whose subjects collide with the request's ``subject``)
     on the requested page, and the paging fields."""
-    r = _optional(data, schema)
+    r = optional_request(data, schema)
     streams = sorted(ja.streams.values(), key=lambda s: s.name)
     if r["subject"]:
         streams = [s for s in streams if _collides(r["subject"], s)]
@@ -174,19 +180,19 @@ def _page(
 
 
 def stream_names(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    page, out = _page(ja, data, _NAMES, NAMES_LIMIT)
+    page, out = _page(ja, data, NAMES_REQUEST, NAMES_LIMIT)
     out["streams"] = [s.name for s in page] if page else None
     return out
 
 
 def stream_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    page, out = _page(ja, data, _LIST, LIST_LIMIT)
+    page, out = _page(ja, data, LIST_REQUEST, LIST_LIMIT)
     out["streams"] = [s.info_json() for s in page]
     return out
 
 
 def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    r = _optional(data, _PURGE)
+    r = optional_request(data, _PURGE)
     filt, seq, keep = r["filter"], r["seq"], r["keep"]
     if seq and keep:
         raise E.JSBadRequestErr()
