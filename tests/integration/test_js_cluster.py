@@ -245,3 +245,39 @@ async def test_a_stream_goes_to_its_creators_server_among_equals(trio: Trio) -> 
             await nc.close()
     # A and B go where their creators are; C goes to n1, which has fewer streams than n2
     assert placed == {"A": "n2", "B": "n3", "C": "n1"}
+
+
+async def test_meta_stepdown_targets(trio: Trio) -> None:
+    """META.LEADER.STEPDOWN's choice of the next leader, with nats-server's refusals."""
+    from natsd.jetstream.wire.errors import ApiError
+
+    lead = trio.leader()
+    jsc = trio.servers[lead].js_cluster
+    await until(lambda: all(now - t < 0.5 for now, t in _heard(trio, lead)))
+    for body, why in (
+        (b'{"placement":{"preferred":"n9"}}', 'preferred server "n9" not known'),
+        (
+            b'{"placement":{"preferred":"%s"}}' % lead.encode(),
+            f'preferred server "{lead}" is already leader',
+        ),
+        (b'{"placement":{"tags":["gpu"]}}', "no suitable peers for placement"),
+        (b"{nope", None),
+    ):
+        try:
+            jsc._stepdown_target(body)
+        except ApiError as e:
+            assert why is None or e.to_json()["description"] == why, e.to_json()
+        else:
+            raise AssertionError(f"{body!r} was accepted")
+    other = next(n for n in trio.names if n != lead)
+    assert (
+        jsc._name_of(jsc._stepdown_target(b'{"placement":{"preferred":"%s"}}' % other.encode()))
+        == other
+    )
+    assert jsc._name_of(jsc._stepdown_target(b"")) in set(trio.names) - {lead}
+
+
+def _heard(trio: Trio, lead: str) -> list[tuple[float, float]]:
+    jsc = trio.servers[lead].js_cluster
+    now = asyncio.get_running_loop().time()
+    return [(now, t) for t in jsc.raft.last_heard.values()] or [(now, -1.0)]

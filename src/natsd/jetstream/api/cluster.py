@@ -47,6 +47,7 @@ from natsd.cluster.meta import (
 )
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
+from natsd.core.goquote import go_quote
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
@@ -588,7 +589,16 @@ class JsCluster:
         assert g is not None
         me = self.raft.host.id
         now = asyncio.get_running_loop().time()
-        prefer = pl.get("preferred") or ""
+        prefer = str(pl.get("preferred") or "")
+        if prefer:
+            # nats-server's getStepDownPreferredPlacement errors
+            members = {self._name_of(v) for v in g.node.raft.trk.progress}
+            if prefer == self.server_name:
+                raise E.JSClusterNoPeersErrF(
+                    err=f"preferred server {go_quote(prefer)} is already leader"
+                )
+            if prefer not in members:
+                raise E.JSClusterNoPeersErrF(err=f"preferred server {go_quote(prefer)} not known")
         tags = {str(t).lower() for t in pl.get("tags") or []}
         cluster = pl.get("cluster") or ""
         best, best_match = 0, -1
