@@ -38,6 +38,25 @@ def free_ports(n: int) -> list[int]:
     return out
 
 
+def free_port_run(n: int) -> int:
+    """The first of ``n`` consecutive free ports below the ephemeral range (``natsd --workers
+    N -m P`` gives worker i the monitor port P + i, so P..P+N must all stay free)."""
+    while True:
+        first = random.randrange(20000, 32000 - n)
+        try:
+            socks = []
+            for port in range(first, first + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+
+
 async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
     loop = asyncio.get_running_loop()
     t0 = loop.time()

@@ -504,12 +504,28 @@ class ConsumerRecorder:
         nats-server's stream stores a publish and signals its consumers on different
         goroutines, so a ``no_wait`` pull sent right after the PubAck can, on a loaded
         machine, find nothing pending yet; a scenario that wants the message counted
-        first waits here. Gives up quietly after ``timeout``: the recorded steps that
-        follow then show the difference."""
+        first waits here."""
+        await self.await_info(stream, consumer, "num_pending", n, timeout=timeout)
+
+    async def await_waiting(
+        self, stream: str, consumer: str, n: int, *, timeout: float = 3.0
+    ) -> None:
+        """Wait (unrecorded) until the consumer reports ``num_waiting == n``.
+
+        nats-server queues a pull request to the consumer's own goroutine, so a PING after
+        the request does not prove it is registered; a consumer deleted in that window drops
+        the request without the 409 a registered one gets (seen under load)."""
+        await self.await_info(stream, consumer, "num_waiting", n, timeout=timeout)
+
+    async def await_info(
+        self, stream: str, consumer: str, key: str, n: int, *, timeout: float = 3.0
+    ) -> None:
+        """Poll CONSUMER.INFO (unrecorded) until ``key == n``. Gives up quietly after
+        ``timeout``: the recorded steps that follow then show the difference."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             info = await self.raw(f"CONSUMER.INFO.{stream}.{consumer}")
-            if isinstance(info, dict) and info.get("num_pending") == n:
+            if isinstance(info, dict) and info.get(key) == n:
                 return
             await asyncio.sleep(0.02)
 

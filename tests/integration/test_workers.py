@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from embedded_cluster import free_port_run
 from nats.aio.client import Client as NATS
 
 from .conftest import ServerProcess, free_port, http_get, only_natsd, wait_for
@@ -58,7 +59,9 @@ async def workers(
 ) -> Callable[..., Awaitable[Workers]]:
     async def _start(n: int | None = 2, *extra: str) -> Workers:
         """``n`` None: the count comes from a configuration file in ``extra``."""
-        port, mport = free_port(), free_port()
+        # Monitor ports P..P+N below the ephemeral range: a kernel-picked P can have P+1
+        # taken by an outgoing connection's local port (seen in CI: worker 1 failed to bind).
+        port, mport = free_port(), free_port_run((n or 4) + 1)
         count = [] if n is None else ["--workers", str(n)]
         sp = spawn(*count, "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
                    "--http_host", "127.0.0.1", "-n", "wk", *extra)  # fmt: skip
