@@ -33,8 +33,10 @@ from typing import Any
 
 HOST = "127.0.0.1"
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\n'
-# --js: publishes in flight per connection before waiting for PubAcks
-WINDOW = 256
+# --js: publishes in flight per connection before waiting for PubAcks, by default the
+# clients' own default for async publish (nats-py's publish_async_max_pending and nats.go's
+# PublishAsyncMaxPending are both 4000)
+WINDOW = 4000
 
 
 def free_port() -> int:
@@ -57,7 +59,7 @@ def publisher(port: int, n: int, size: int, start: Any, out: Any) -> None:
     per = max(1, 65536 // len(frame))
     chunk = frame * per
     start.wait()
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     sent = 0
     while sent < n:
         k = min(per, n - sent)
@@ -67,12 +69,14 @@ def publisher(port: int, n: int, size: int, start: Any, out: Any) -> None:
     buf = b""
     while b"PONG\r\n" not in buf:
         buf += s.recv(65536)
-    out.put((name, t0, time.monotonic()))
+    out.put((name, t0, time.monotonic(), time.process_time() - c0))
     s.close()
 
 
-def js_publisher(port: int, n: int, size: int, start: Any, out: Any, stream: int) -> None:
-    """JetStream async publish to stream ``stream`` (subject ``w.<stream>``): ``WINDOW``
+def js_publisher(
+    port: int, n: int, size: int, start: Any, out: Any, stream: int, window: int
+) -> None:
+    """JetStream async publish to stream ``stream`` (subject ``w.<stream>``): ``window``
     publishes in flight, each PubAck read back before more go out."""
     s = socket.create_connection((HOST, port))
     info = b""
@@ -106,11 +110,11 @@ def js_publisher(port: int, n: int, size: int, start: Any, out: Any, stream: int
     s.settimeout(None)
     frame = b"PUB w.%d %s.a %d\r\n%s\r\n" % (stream, inbox, size, b"x" * size)
     start.wait()
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     sent = acked = 0
     pending = b""
     while acked < n:
-        k = min(WINDOW - (sent - acked), n - sent)
+        k = min(window - (sent - acked), n - sent)
         if k > 0:
             s.sendall(frame * k)
             sent += k
@@ -122,7 +126,7 @@ def js_publisher(port: int, n: int, size: int, start: Any, out: Any, stream: int
         pending = pending[pending.rfind(b"\r\n") + 2 :] if b"MSG " in pending else pending
         if b"-ERR" in data:
             raise SystemExit(data.decode(errors="replace"))
-    out.put((name, t0, time.monotonic()))
+    out.put((name, t0, time.monotonic(), time.process_time() - c0))
     s.close()
 
 
@@ -162,12 +166,15 @@ def cpu_seconds(root: int) -> float:
     return total
 
 
-def one_run(port: int, args: argparse.Namespace) -> tuple[float, Counter[str]]:
+def one_run(port: int, args: argparse.Namespace) -> tuple[float, float, Counter[str]]:
+    """(aggregate msg/s, the publishers' CPU per message in us, connections per server)."""
     start = mp.Event()
     out: Any = mp.Queue()
     if args.js:
         procs = [
-            mp.Process(target=js_publisher, args=(port, args.n, args.size, start, out, i))
+            mp.Process(
+                target=js_publisher, args=(port, args.n, args.size, start, out, i, args.window)
+            )
             for i in range(args.conns)
         ]
     else:
@@ -184,7 +191,9 @@ def one_run(port: int, args: argparse.Namespace) -> tuple[float, Counter[str]]:
         p.join(10)
     t0 = min(r[1] for r in results)
     t1 = max(r[2] for r in results)
-    return args.conns * args.n / (t1 - t0), Counter(r[0] for r in results)
+    total = args.conns * args.n
+    pub_us = sum(r[3] for r in results) * 1e6 / total
+    return total / (t1 - t0), pub_us, Counter(r[0] for r in results)
 
 
 def measure(workers: int, args: argparse.Namespace, tmp: Path) -> list[float]:
@@ -193,12 +202,13 @@ def measure(workers: int, args: argparse.Namespace, tmp: Path) -> list[float]:
     try:
         for i in range(args.repeat + 1):
             cpu0 = cpu_seconds(proc.pid)
-            rate, spread = one_run(port, args)
+            rate, pub_us, spread = one_run(port, args)
             cpu_us = (cpu_seconds(proc.pid) - cpu0) * 1e6 / (args.conns * args.n)
             label = "warm-up" if i == 0 else f"run {i}"
             where = ", ".join(f"{k[-6:]}: {v}" for k, v in sorted(spread.items()))
             print(
-                f"  workers={workers} {label}: {rate:,.0f} msg/s, server CPU {cpu_us:.2f} us/msg"
+                f"  workers={workers} {label}: {rate:,.0f} msg/s, CPU us/msg: server {cpu_us:.2f},"
+                f" publishers {pub_us:.2f}"
                 f"  (connections per server: {where})",
                 flush=True,
             )
@@ -222,10 +232,14 @@ def main() -> None:
         action="store_true",
         help="JetStream: one stream per connection, async publish with PubAcks (file store)",
     )
+    ap.add_argument(
+        "--window", type=int, default=WINDOW, help="--js: publishes in flight per connection"
+    )
     args = ap.parse_args()
     print(
         f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}, "
         f"{args.conns} connections x {args.n} x {args.size} B"
+        + (f", {args.window} publishes in flight each" if args.js else "")
     )
     with tempfile.TemporaryDirectory(prefix="natsd-workers-bench-") as d:
         one = statistics.median(measure(1, args, Path(d)))
