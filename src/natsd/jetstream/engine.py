@@ -190,9 +190,10 @@ class JetStream:
         self._api = api
         self._expiry_timer: Cancellable | None = None
         self._nuid = Nuid()
-        # On a cluster: the ``cluster`` block of this server's stream and consumer infos
-        # (set by the clustered API, ``jetstream/api/cluster.py``); None when standalone.
-        self.cluster_info: Callable[[], dict[str, Any]] | None = None
+        # On a cluster: the ``cluster`` block of the infos of a stream (by name) and its
+        # consumers (set by the clustered API, ``jetstream/api/cluster.py``); None when
+        # standalone.
+        self.cluster_info: Callable[[JsAccount, str], dict[str, Any]] | None = None
 
     def start(self) -> None:
         """Start background work: age and TTL expiry every ``EXPIRE_INTERVAL`` seconds."""
@@ -473,7 +474,9 @@ def add_stream(ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | Non
                 e,
             )
     ja.streams[cfg.name] = stream
-    stream.subscribe()
+    if cfg.num_replicas <= 1 or engine.cluster_info is None:
+        # a replicated stream's group leader subscribes (jetstream/api/cluster_streams.py)
+        stream.subscribe()
     if recovered is None:
         engine.stream_action(ja, cfg.name, "create")
     return stream
@@ -494,7 +497,8 @@ def update_stream(ja: JsAccount, cfg: StreamConfig) -> Stream:
     engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)
     stream.apply_config(cfg)
     stream.store.update_config(cfg.to_store_config())
-    stream.resubscribe()
+    if stream.subs:
+        stream.resubscribe()  # (a replicated stream's follower takes no publishes)
     engine.stream_action(ja, cfg.name, "update")
     return stream
 

@@ -50,8 +50,15 @@ from natsd.core.clock import rfc3339
 from natsd.core.goquote import go_quote
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
+from natsd.jetstream.api.cluster_streams import StreamGroups
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
-from natsd.jetstream.api.dispatch import API_TYPE_PREFIX, add_cluster_block, make_api_callback
+from natsd.jetstream.api.dispatch import (
+    API_TYPE_PREFIX,
+    ERROR_EXTRAS,
+    add_cluster_block,
+    lookup_verb,
+    make_api_callback,
+)
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.stream_config import parse_stream_config
 from natsd.jetstream.engine import (
@@ -62,6 +69,7 @@ from natsd.jetstream.engine import (
     find_consumer,
     update_stream,
 )
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError, StateType
@@ -110,6 +118,18 @@ _RESPONSE_TYPES: Final = {
     ("STREAM", "LIST"): "stream_list_response",
     ("STREAM", "INFO"): "stream_info_response",
 }
+
+# What the leader of a replicated stream answers as a standalone server would (the rest
+# is refused until the group replicates it, see JsCluster._replicated).
+_REPLICATED_READS: Final = frozenset(
+    {
+        ("STREAM", "INFO"),
+        ("STREAM", "MSG", "GET"),
+        ("DIRECT", "GET"),
+        ("CONSUMER", "NAMES"),
+        ("CONSUMER", "LIST"),
+    }
+)
 
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
 _PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
@@ -168,6 +188,8 @@ class JsCluster:
         )
         self.tasks: set[asyncio.Task[None]] = set()  # account info and list gathers
         self.requests = MetaRequests(self)
+        # the Raft groups of the replicated streams placed here
+        self.stream_groups = StreamGroups(raft, server_name, self._name_of)
         engine.cluster_info = self.cluster_block
 
     # ---------------------------------------------------------------- lifecycle
@@ -218,6 +240,12 @@ class JsCluster:
             if leading:
                 log.info("JetStream cluster: this server is the meta leader")
                 self._advise_leader_elected()
+        g = self.group
+        if not self._reconciled and g is not None and g.applied >= self._replay_until:
+            # the replay ended on an entry with nothing to apply (a new leader's empty
+            # entry), which _apply never sees
+            self._reconcile()
+        self.stream_groups.check()
         if now - self._usage_at >= USAGE_INTERVAL:
             self._usage_at = now
             self.usage.report()
@@ -455,6 +483,8 @@ class JsCluster:
             return
         if replay:
             return  # recovery opened it; _reconcile creates what is missing
+        # one replica answers: the first peer (the only one of an R1 stream)
+        answer = answer and a.peers[0] == self.server_name
         try:
             cfg = parse_stream_config(a.config, name_in_subject=None)
             local = ja.streams.get(a.name)
@@ -466,9 +496,11 @@ class JsCluster:
             else:
                 stream = update_stream(ja, cfg)
                 rtype, extra = "stream_update_response", {}
+            if cfg.num_replicas > 1:
+                self.stream_groups.attach(ja, stream, a)
             if answer:
                 out = stream.info_json()
-                self.add_cluster(out)
+                add_cluster_block(rtype, out, self.cluster_block(ja, a.name))
                 out.update(extra)
                 self.respond(ja, op.reply, rtype, out)
         except (ApiError, StoreError, OSError) as e:
@@ -490,18 +522,20 @@ class JsCluster:
         ja = self.engine.accounts.get(a.account)
         if ja is None or self.server_name not in a.peers or replay:
             return
+        self.stream_groups.detach(a)
         local = ja.streams.get(a.name)
+        answer = bool(op.reply) and a.peers[0] == self.server_name
         if local is not None:
             try:
                 delete_stream(ja, local)
             except (StoreError, OSError) as e:
                 log.error("JetStream cluster: stream %s/%s not deleted: %s",
                           a.account, a.name, e)  # fmt: skip
-                if op.reply:
+                if answer:
                     err = E.JSStreamDeleteErrF(err=str(e))
                     self.respond(ja, op.reply, "stream_delete_response", {"error": err.to_json()})
                 return
-        if op.reply:
+        if answer:
             self.respond(ja, op.reply, "stream_delete_response", {"success": True})
 
     def _reconcile(self) -> None:
@@ -516,15 +550,18 @@ class JsCluster:
                 if self.server_name in a.peers
             }
             for name, a in assigned.items():
-                if name in ja.streams:
-                    continue
-                try:
-                    add_stream(ja, parse_stream_config(a.config, name_in_subject=None))
-                    log.warning("JetStream cluster: stream %s/%s was assigned here but not"
-                                " found on disk; created empty", ja.account.name, name)  # fmt: skip
-                except (ApiError, StoreError, OSError) as e:
-                    log.error("JetStream cluster: stream %s/%s not created: %s",
-                              ja.account.name, name, e)  # fmt: skip
+                if name not in ja.streams:
+                    try:
+                        add_stream(ja, parse_stream_config(a.config, name_in_subject=None))
+                        log.warning("JetStream cluster: stream %s/%s was assigned here but"
+                                    " not found on disk; created empty",
+                                    ja.account.name, name)  # fmt: skip
+                    except (ApiError, StoreError, OSError) as e:
+                        log.error("JetStream cluster: stream %s/%s not created: %s",
+                                  ja.account.name, name, e)  # fmt: skip
+                        continue
+                if len(a.peers) > 1:
+                    self.stream_groups.attach(ja, ja.streams[name], a)
             for name in ja.streams:
                 if name not in assigned:
                     log.warning(
@@ -625,12 +662,13 @@ class JsCluster:
         task.add_done_callback(self.tasks.discard)
 
     # ---------------------------------------------------------------- answers
-    def cluster_block(self) -> dict[str, Any]:
-        """The ``cluster`` block of an R1 stream or consumer on this server."""
+    def cluster_block(self, ja: JsAccount, stream: str) -> dict[str, Any]:
+        """The ``cluster`` block of a stream on this server, or of its consumers: this
+        server leads an R1 stream; a replicated one's group says who leads."""
+        s = ja.streams.get(stream)
+        if s is not None and s.replica is not None:
+            return self.stream_groups.cluster_block(s, self.cluster_name())
         return {"name": self.cluster_name(), "leader": self.server_name}
-
-    def add_cluster(self, info: dict[str, Any]) -> None:
-        add_cluster_block("stream_info_response", info, self.cluster_block())
 
     def respond(self, ja: JsAccount, reply: str, rtype: str, body: dict[str, Any]) -> bytes:
         """An API response into ``ja``'s account; returns it as sent (for the audit)."""
@@ -678,7 +716,8 @@ class JsCluster:
                 # nobody), decided without splitting the subject
                 end = subject.find(b".", len(prefix))
                 name = subject[len(prefix) : end if end >= 0 else len(subject)]
-                if name.decode(errors="replace") in ja.streams:
+                s = ja.streams.get(name.decode(errors="replace"))
+                if s is not None and (s.replica is None or s.replica.leading):
                     local(sub, subject, reply, hdr, data)
                 return
         toks = subject.decode(errors="replace").split(".")
@@ -697,7 +736,11 @@ class JsCluster:
             if leader:
                 local(sub, subject, reply, hdr, data)  # unknown or account-wide: one answer
             return
-        if stream in ja.streams:
+        s = ja.streams.get(stream)
+        if s is not None and s.replica is not None:
+            if s.replica.leading:
+                self._replicated(ja, local, s, verb, sub, subject, reply, hdr, data)
+        elif s is not None:
             if verb[1:3] == ["LEADER", "STEPDOWN"] and reply:
                 self._r1_stepdown(ja, verb, stream, reply)
             else:
@@ -722,6 +765,44 @@ class JsCluster:
         if rtype:
             err = E.JSClusterNotAvailErr().to_json()
             self.respond(ja, reply.decode(errors="replace"), rtype, {"error": err})
+
+    def _replicated(
+        self,
+        ja: JsAccount,
+        local: OnApi,
+        s: Stream,
+        verb: list[str],
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+    ) -> None:
+        """A request about a replicated stream, on its leader: reads are answered from the
+        leader's store; what the group does not replicate yet (purges, deletes, consumers)
+        is refused with nats-server's "not currently supported in clustered mode"."""
+        if tuple(verb[:3]) in _REPLICATED_READS or tuple(verb[:2]) in _REPLICATED_READS:
+            local(sub, subject, reply, hdr, data)
+            return
+        if not reply:
+            return
+        rep = reply.decode(errors="replace")
+        if verb[:3] == ["STREAM", "LEADER", "STEPDOWN"]:
+            if self.stream_groups.stepdown(s):
+                self.respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
+            else:
+                err = E.JSClusterNoPeersErrF(err="no replacement peer connected").to_json()
+                self.respond(ja, rep, "stream_leader_stepdown_response", {"error": err})
+            return
+        route = lookup_verb(verb)
+        if route is None:
+            return
+        rtype = route[0]
+        body: dict[str, Any] = {"error": E.JSClusterUnSupportFeatureErr().to_json()}
+        body.update(ERROR_EXTRAS.get(rtype, {}))
+        ja.api.total += 1
+        ja.api.errors += 1
+        self.respond(ja, rep, rtype, body)
 
     def _r1_stepdown(self, ja: JsAccount, verb: list[str], stream: str, reply: bytes) -> None:
         """A stream or consumer leader stepdown on an R1 stream: nats-server answers

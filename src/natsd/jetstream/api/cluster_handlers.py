@@ -40,7 +40,7 @@ from natsd.jetstream.config.subject_mapping import overlaps
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.api_level import level_refused
-from natsd.jetstream.wire.errors import ApiError, ErrorDef
+from natsd.jetstream.wire.errors import ApiError
 from natsd.jetstream.wire.gotyped import StructT, is_empty_request
 from natsd.router.publish import publish
 from natsd.version import API_LEVEL
@@ -219,8 +219,6 @@ class MetaRequests:
                 )
             except NoPeers as e:
                 raise E.JSClusterNoPeersErrF(err=str(e)) from None
-        # after placement, so that more replicas than servers reads as nats-server's 10005
-        _refuse_replicas(cfg, E.JSStreamCreateErrF)
         op = encode_op(
             "stream",
             account=ja.account.name,
@@ -241,8 +239,10 @@ class MetaRequests:
         if existing is None:
             raise E.JSStreamNotFoundErr()
         old = parse_stream_config(existing.config, name_in_subject=None)
-        cfg = check_update(old, cfg)
-        _refuse_replicas(cfg, E.JSStreamUpdateErrF)
+        cfg = check_update(old, cfg, clustered=True)
+        if cfg.num_replicas != old.num_replicas:
+            # a change of peers goes through the group's membership changes: not yet
+            raise E.JSStreamUpdateErrF(err="natsd cannot change a stream's replicas yet")
         check_stream_update(ja.limits, old, cfg, *self._limits(ja))
         self._check_overlap(ja, cfg)
         op = encode_op(
@@ -326,10 +326,3 @@ class MetaRequests:
         if missing:
             out["missing"] = missing
         self._answer(ja, reply, "stream_list_response", out, subject, data)
-
-
-def _refuse_replicas(cfg: StreamConfig, err: ErrorDef) -> None:
-    """Replicated streams come with issue 19; until then a clear refusal, not an R1 stream
-    that claims to be R3."""
-    if cfg.num_replicas > 1:
-        raise err(err="natsd does not replicate streams yet: num_replicas must be 1")

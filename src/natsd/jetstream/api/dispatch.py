@@ -63,6 +63,7 @@ __all__ = [
     "ERROR_EXTRAS",
     "add_cluster_block",
     "handle",
+    "lookup_verb",
     "make_api_callback",
     "subscribe_api",
 ]
@@ -140,7 +141,7 @@ def handle(
             return
         reset_request(ja, toks, reply, data)
         return
-    route = _route(toks)
+    route = lookup_verb(toks)
     if route is None:
         return  # nats-server does not answer unknown API subjects
     rtype, handler, args = route
@@ -165,7 +166,8 @@ def handle(
         resp = {"error": E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__).to_json()}
         resp.update(ERROR_EXTRAS.get(rtype, {}))
     if ja.engine.cluster_info is not None and "error" not in resp:
-        add_cluster_block(rtype, resp, ja.engine.cluster_info())
+        # the stream a stream or consumer request names (every such verb's first argument)
+        add_cluster_block(rtype, resp, ja.engine.cluster_info(ja, args[0] if args else ""))
     out = {"type": API_TYPE_PREFIX + rtype}
     out.update(resp)
     body = orjson.dumps(out)
@@ -249,7 +251,7 @@ _TABLE: dict[tuple[str, ...], tuple[str, Handler, int]] = {
 }
 
 
-def _route(toks: list[str]) -> tuple[str, Handler, list[str]] | None:
+def lookup_verb(toks: list[str]) -> tuple[str, Handler, list[str]] | None:
     for n in (3, 2, 1):
         if len(toks) < n:
             continue

@@ -609,7 +609,7 @@ def parse_stream_config(
       ``sealed``, no ``mirror_direct`` without a mirror), ``checkStreamCfg``, then replicas;
     * ``"update"``: ``checkStreamCfg`` first, then the name match, as
       ``jsStreamUpdateRequest``; ``sealed`` is allowed. Pass the result to
-      :func:`check_update`, which also refuses replicas > 1;
+      :func:`check_update`, which also refuses replicas > 1 on a standalone server;
     * ``"restore"``: ``checkStreamCfg`` only.
 
     ``limits`` are the account's stream limits (``max_bytes_required``,
@@ -699,7 +699,8 @@ def _finish(
     _check_stream_cfg(cfg, pedantic, limits, max_duplicate_window)
     if from_api and action == "update" and name_in_subject != cfg.name:
         raise JSStreamMismatchErr()
-    if action == "create" and cfg.num_replicas > 1 and not clustered:
+    # (a stored config, name_in_subject None, was checked when it was created)
+    if from_api and action == "create" and cfg.num_replicas > 1 and not clustered:
         raise JSStreamReplicasNotSupportedErr()
     # natsd does not run mirrors and sources yet: refuse them once nats-server would accept.
     # (On update a new mirror is refused by check_update with nats-server's own error.)
@@ -726,7 +727,11 @@ def check_restore_config(
 
 
 def check_update(
-    old: StreamConfig, new: StreamConfig, *, allow_unimplemented: bool = False
+    old: StreamConfig,
+    new: StreamConfig,
+    *,
+    allow_unimplemented: bool = False,
+    clustered: bool = False,
 ) -> StreamConfig:
     """``configUpdateCheck``: may a stream configured as ``old`` become ``new``?
 
@@ -746,7 +751,7 @@ def check_update(
     _check_stream_cfg(cfg, False, None, 0)
     if cfg.name != old.name:
         raise _invalid("stream configuration name must match original")
-    if cfg.num_replicas > 1:
+    if cfg.num_replicas > 1 and not clustered:
         raise JSStreamReplicasNotSupportedErr()
     if cfg.storage != old.storage:
         raise _invalid("stream configuration update can not change storage type")

@@ -36,6 +36,9 @@ from natsd.jetstream.stream.context import StreamContext, StreamListener
 from natsd.jetstream.stream.headers import (
     FAST_BATCH_SUFFIX,
     H_BATCH_ID,
+    H_EXP_LAST_MSG_ID,
+    H_EXP_LAST_SEQ,
+    H_EXP_LAST_SUBJ_SEQ,
     H_MSG_ID,
     H_ROLLUP,
     H_TTL,
@@ -50,11 +53,13 @@ from natsd.jetstream.stream.headers import (
     set_header,
 )
 from natsd.jetstream.stream.queries import seq_from_time
+from natsd.jetstream.stream.replica import MsgEntry, Replica, encode_msg
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import (
+    DiscardPolicy,
     ErrMaxBytes,
     ErrMaxMsgs,
     ErrMaxMsgsPerSubject,
@@ -77,6 +82,9 @@ _LIMITS: Final = RetentionPolicy.LIMITS
 _WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
 _INTEREST: Final = RetentionPolicy.INTEREST
 _MEMORY: Final = StorageType.MEMORY
+_DISCARD_NEW: Final = DiscardPolicy.NEW
+# Publish headers whose checks read what an in-flight replicated entry may change.
+_READS_STATE: Final = (H_EXP_LAST_SEQ, H_EXP_LAST_SUBJ_SEQ, H_EXP_LAST_MSG_ID)
 
 # Messages read per store call while rebuilding the duplicate window after a restart.
 _REBUILD_BATCH: Final = 1024
@@ -122,6 +130,11 @@ class Stream:
         self._republish: SubjectTransform | None = None
         self._transform: SubjectTransform | None = None
         self._check_limits = False
+        # A replicated stream's Raft side (None: R1, stored here at once); see replica.py.
+        self.replica: Replica | None = None
+        # With a replica: a publish may hit a discard-new limit, so it is checked with
+        # nothing in flight (the limit is decided against the store).
+        self._limits_new = False
         self.apply_config(cfg)
 
     def apply_config(self, cfg: StreamConfig) -> None:
@@ -132,6 +145,9 @@ class Stream:
         self._republish = SubjectTransform(rp.src, rp.dest) if rp is not None else None
         st = cfg.subject_transform
         self._transform = SubjectTransform(st.src, st.dest) if st is not None and st.dest else None
+        self._limits_new = (
+            cfg.discard == _DISCARD_NEW and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
+        ) or (cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0)
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
@@ -180,6 +196,13 @@ class Stream:
         the publish headers, the duplicate window, then the expected last msg id and rollup,
         limits and an invalid TTL. A retried publish is answered as a duplicate before the
         checks its first copy has since made fail."""
+        rep = self.replica
+        if rep is not None:
+            if not rep.leading:
+                return  # only the leader takes publishes (it alone subscribes)
+            if rep.waiting:
+                rep.waiting.append((subject_b, reply, hdr, data))  # behind one that waits
+                return
         cfg = self.cfg
         if cfg.no_ack:
             reply = None  # nats-server answers nothing on a no_ack stream, errors included
@@ -200,6 +223,9 @@ class Stream:
         ttl = 0
         ttl_s = ""
         rollup = ""
+        if rep is not None and rep.inflight and self._must_wait(rep, hdr):
+            rep.waiting.append((subject_b, reply, hdr, data))
+            return
         if hdr:
             try:
                 _status, _desc, h = parse_headers(hdr)
@@ -245,6 +271,9 @@ class Stream:
                 hdr = set_header(hdr, H_TTL, str(marker_ttl))
         # Republish's Nats-Last-Sequence is the subject's previous message, looked up
         # before storing as nats-server does (a history of 1 is about to drop it).
+        if rep is not None:
+            self._propose(rep, subject, reply, hdr, data, ttl, msg_id, rollup)
+            return
         rp_last = 0
         if self._republish is not None:
             prev = self.store.load_last_msg(subject)
@@ -284,6 +313,112 @@ class Stream:
             self._committer.add(self.store, None)
         if self.consumers:
             self.notify_consumers(seq, subject)
+
+    # ------------------------------------------------------------------ replicated
+    def _must_wait(self, rep: Replica, hdr: bytes | None) -> bool:
+        """With entries in flight: does this publish's check read what they change?"""
+        if self._limits_new:
+            return True
+        if not hdr:
+            return False
+        try:
+            _status, _desc, h = parse_headers(hdr)
+        except HeaderError:
+            return False
+        if any(first(h, k) for k in _READS_STATE):
+            return True
+        msg_id = first(h, H_MSG_ID)
+        return bool(msg_id) and msg_id in rep.inflight_ids
+
+    def _propose(
+        self,
+        rep: Replica,
+        subject: str,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+        ttl: int,
+        msg_id: str,
+        rollup: str,
+    ) -> None:
+        """The leader's store step: the checked message goes to the group with the next
+        sequence; it is stored, and acknowledged, when the entry commits."""
+        seq = rep.clseq + 1
+        entry = encode_msg(rep.node_id, seq, self._now_ns(), ttl, subject, reply, hdr, msg_id,
+                           rollup, data)  # fmt: skip
+        if not rep.propose(entry):
+            self._reply(reply, self._ack_err(E.JSClusterNotAvailErr()))
+            return
+        rep.clseq = seq
+        rep.inflight += 1
+        if msg_id:
+            rep.inflight_ids[msg_id] = seq
+
+    def apply_entry(self, e: MsgEntry) -> None:
+        """A committed MSG entry, on every replica in log order (and again when a restart
+        replays the log: what the store holds is skipped)."""
+        store = self.store
+        rep = self.replica
+        leading = rep is not None and rep.leading
+        mine = leading and rep is not None and e.proposer == rep.node_id
+        if e.seq <= store.state().last_seq:
+            if mine and rep is not None:
+                rep.applied(e.seq, e.msg_id)
+            return
+        rp_last = 0
+        if leading and self._republish is not None:
+            prev = store.load_last_msg(e.subject)
+            rp_last = prev.seq if prev is not None else 0
+        try:
+            store.store_raw(e.subject, e.hdr, e.data, e.seq, e.ts, e.ttl)
+        except StoreError as err:
+            # A limit (discard new) refuses it on every replica alike; a write error is this
+            # replica's own, and leaves it behind the others.
+            limit = isinstance(err, (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject))
+            if not limit:
+                log.error("stream %s: message %d not stored: %s", self.name, e.seq, err)
+            if mine and rep is not None:
+                rep.applied(e.seq, e.msg_id)
+                rep.clseq = store.state().last_seq + rep.inflight
+                if e.reply:
+                    text = limit_text(err) if limit else str(err)
+                    self._reply(e.reply, self._ack_err(E.JSStreamStoreFailedF(err=text)))
+            self._drain(rep)
+            return
+        if e.msg_id:
+            self._dedup[e.msg_id] = (e.seq, e.ts)
+        self._last_msg_id = e.msg_id
+        if e.rollup == "sub":
+            store.purge_ex(e.subject, e.seq, 0)
+        elif e.rollup == "all":
+            store.compact(e.seq)
+        if leading and self._republish is not None:
+            self._do_republish(e.subject, e.seq, e.ts, e.hdr, e.data, rp_last)
+        if self.cfg.retention == _INTEREST and not self.consumer_count:
+            store.remove_msg(e.seq)
+        if self.cfg.storage != _MEMORY:
+            self._committer.add(store, None)  # the store is flushed and synced in turn
+        if mine and rep is not None:
+            rep.applied(e.seq, e.msg_id)
+            if e.reply and not self.cfg.no_ack:
+                # committed: durable in the node logs of a majority
+                publish(self.sublist, e.reply, None, None, self._ack_head + b"%d}" % e.seq)
+        if self.consumers:
+            self.notify_consumers(e.seq, e.subject)
+        self._drain(rep)
+
+    def _drain(self, rep: Replica | None) -> None:
+        """Nothing in flight any more: the publishes that waited are checked now, in order
+        (one that must wait again keeps the rest behind it)."""
+        if rep is None or not rep.leading or rep.inflight or not rep.waiting:
+            return
+        items = list(rep.waiting)
+        rep.waiting.clear()
+        for subject_b, reply, hdr, data in items:
+            if rep.waiting or not rep.leading:
+                rep.waiting.append((subject_b, reply, hdr, data))
+            else:
+                self.process(subject_b, reply, hdr, data)
 
     def notify_consumers(self, seq: int, subject: str) -> None:
         """A message was stored at ``seq``: wake the consumers that may want it. With
@@ -422,6 +557,8 @@ class Stream:
         ttl = self.cfg.subject_delete_marker_ttl // 1_000_000_000
         if not emptied or ttl <= 0:
             return
+        if self.replica is not None and not self.replica.leading:
+            return  # the leader places them, through the group
         hdr = marker_header(ttl)
         for m in emptied:
             if m.hdr and is_marker(m.hdr):

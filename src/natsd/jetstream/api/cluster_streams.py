@@ -1,0 +1,207 @@
+"""Replicated streams' Raft groups on this server (design-clustering §4.5).
+
+Ownership: ``StreamGroups`` owns the group of every stream with ``num_replicas`` > 1 that is
+placed on this server: it creates the group when the assignment applies (or restores it
+from the node log after a restart), feeds the group's committed entries to the stream
+(``Stream.apply_entry``), and follows leadership: the replica that leads, once it has
+applied everything in its log up to its own first entry, subscribes to the stream's
+subjects and takes publishes (``Replica.lead``); one that stops leading unsubscribes. The
+stream side of all this (the entries, the leader's shadow) is ``jetstream/stream/replica``.
+
+A group is named after the stream's account, name and creation time, so a stream deleted
+and created again gets a new group. Its voters are the assignment's peers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from natsd.cluster.group import RaftGroup, peer_hash, raft_id
+from natsd.cluster.meta import StreamAssignment
+from natsd.cluster.raft_service import RaftService
+from natsd.jetstream.engine import JsAccount
+from natsd.jetstream.stream.replica import EntryError, Replica, decode_entry
+from natsd.jetstream.stream.stream import Stream
+from natsd.raft.state import RaftError, StateType
+
+__all__ = ["StreamGroups", "group_name"]
+
+log = logging.getLogger("natsd")
+
+# A replica not heard from for this long is not "current" in the cluster block.
+CURRENT_FOR: Final = 2.0
+
+
+def group_name(a: StreamAssignment) -> bytes:
+    return f"S:{a.account}:{a.name}:{a.created}".encode()
+
+
+class _Member:
+    __slots__ = ("assignment", "group", "ja", "ready_at", "stream")
+
+    def __init__(self, ja: JsAccount, stream: Stream, a: StreamAssignment, g: RaftGroup) -> None:
+        self.ja = ja
+        self.stream = stream
+        self.assignment = a
+        self.group = g
+        # as a new leader: the log index it must apply before it takes publishes (0: none)
+        self.ready_at = 0
+
+
+class StreamGroups:
+    """The replicated streams placed on this server, and their groups."""
+
+    def __init__(self, raft: RaftService, server_name: str, name_of: Callable[[int], str]) -> None:
+        self.raft = raft
+        self.server_name = server_name
+        self._name_of = name_of
+        self.members: dict[bytes, _Member] = {}
+        # leadership changes for the owner's advisories: (stream, leader now)
+        self.on_leader: Callable[[JsAccount, Stream], None] | None = None
+
+    def attach(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
+        """``stream`` is a replica of ``a`` on this server: join (or rejoin) its group."""
+        name = group_name(a)
+        if name in self.members:
+            return
+        host = self.raft.host
+        rep = Replica(host.id)
+        stream.replica = rep
+        stream.unsubscribe()  # the leader subscribes, once it is ready
+
+        def propose(data: bytes) -> bool:
+            try:
+                self.raft.propose(name, data)
+            except RaftError:
+                return False
+            return True
+
+        rep.propose = propose
+
+        def apply(_index: int, data: bytes) -> None:
+            try:
+                entry = decode_entry(data)
+            except EntryError as e:
+                log.error("stream %s/%s: entry not applied: %s", a.account, a.name, e)
+                return
+            stream.apply_entry(entry)
+
+        if name in host.wal.groups:
+            # every entry in the log is applied again; the store skips what it holds
+            g = host.restore(name, apply)
+        else:
+            g = host.create(name, sorted(raft_id(p) for p in a.peers), apply)
+            if a.peers and a.peers[0] == self.server_name:
+                g.node.campaign()  # a new group need not wait out an election timeout
+        self.members[name] = _Member(ja, stream, a, g)
+        self.raft.kick()
+
+    def detach(self, a: StreamAssignment) -> None:
+        """The stream is deleted (or no longer placed here): leave its group."""
+        m = self.members.pop(group_name(a), None)
+        if m is None:
+            return
+        if m.stream.replica is not None:
+            m.stream.replica.follow()
+        m.stream.unsubscribe()
+        self.raft.host.drop(group_name(a))
+
+    def check(self) -> None:
+        """Follow leadership: a leader takes publishes once it has applied its log up to
+        its own first entry; a replica that no longer leads stops taking them."""
+        me = self.raft.host.id
+        for m in self.members.values():
+            rep = m.stream.replica
+            if rep is None:
+                continue
+            raft = m.group.node.raft
+            if raft.state == StateType.StateLeader and raft.lead == me:
+                if rep.leading:
+                    continue
+                if not m.ready_at:
+                    m.ready_at = raft.raft_log.last_index()
+                if m.group.applied >= m.ready_at:
+                    m.ready_at = 0
+                    rep.lead(m.stream.store.state().last_seq)
+                    m.stream.subscribe()
+                    if self.on_leader is not None:
+                        self.on_leader(m.ja, m.stream)
+            else:
+                m.ready_at = 0
+                if rep.leading:
+                    rep.follow()
+                    m.stream.unsubscribe()
+
+    def member(self, stream: Stream) -> _Member | None:
+        for m in self.members.values():
+            if m.stream is stream:
+                return m
+        return None
+
+    def leader_name(self, m: _Member) -> str:
+        lead = m.group.node.raft.lead
+        return self._name_of(lead) if lead else ""
+
+    def stepdown(self, stream: Stream) -> bool:
+        """Hand the leadership of ``stream``'s group to its most caught-up live follower;
+        False when there is none."""
+        m = self.member(stream)
+        if m is None:
+            return False
+        raft = m.group.node.raft
+        if raft.state != StateType.StateLeader:
+            return False
+        now = asyncio.get_running_loop().time()
+        best, match = 0, -1
+        for vid, pr in raft.trk.progress.items():
+            if vid == raft.id or now - self.raft.last_heard.get(vid, -1e9) > CURRENT_FOR:
+                continue
+            if pr.match > match:
+                best, match = vid, pr.match
+        if not best:
+            return False
+        m.group.node.transfer_leader(best)
+        self.raft.kick()
+        return True
+
+    def cluster_block(self, stream: Stream, cluster: str) -> dict[str, Any]:
+        """The ``cluster`` block of a replicated stream's info, as nats-server shows it:
+        the leader, and the other replicas with whether they are current and when they
+        were last heard from (the leader knows its followers' progress)."""
+        out: dict[str, Any] = {"name": cluster}
+        m = self.member(stream)
+        if m is None:
+            return out
+        raft = m.group.node.raft
+        me = self.raft.host.id
+        lead = raft.lead
+        if lead:
+            out["leader"] = self._name_of(lead)
+        now = asyncio.get_running_loop().time()
+        last = raft.raft_log.last_index()
+        progress = raft.trk.progress if raft.state == StateType.StateLeader else {}
+        replicas = []
+        for peer in m.assignment.peers:
+            vid = raft_id(peer)
+            if vid == lead:
+                continue
+            heard = self.raft.last_heard.get(vid)
+            ago = 0.0 if vid == me else (now - heard if heard is not None else None)
+            pr = progress.get(vid)
+            current = (vid == me) or (
+                ago is not None and ago <= CURRENT_FOR and (pr is None or pr.match >= last)
+            )
+            row: dict[str, Any] = {"name": peer, "current": current}
+            row["active"] = int((ago if ago is not None else 0.0) * 1e9)
+            if pr is not None and last > pr.match:
+                row["lag"] = last - pr.match
+            if ago is None:
+                row["offline"] = True
+            row["peer"] = peer_hash(peer)
+            replicas.append(row)
+        if replicas:
+            out["replicas"] = replicas
+        return out

@@ -1,0 +1,194 @@
+"""A replicated stream's half of Raft: what its entries hold, and the leader's shadow.
+
+Design-clustering §4.5. A stream with ``num_replicas`` > 1 has a Raft group over its peers
+(the group itself is the cluster layer's: ``jetstream/api/cluster_streams.py``). Only the
+group's leader subscribes to the stream's subjects. A publish is checked there, against the
+leader's store, exactly as on a standalone server (``Stream.process``), and instead of being
+stored it is proposed as a ``MSG`` entry carrying the sequence and timestamp the leader gave
+it. Every replica stores the committed entries in log order (``Stream.apply_entry``) with
+``store_raw``, so all stores end identical; the replica that proposed an entry sends its
+PubAck once the entry is committed, that is, durable in the node logs of a majority.
+
+The leader's shadow (``Replica``) is what makes checking before storing exact:
+
+* ``clseq`` is the last sequence given out: the store's last sequence plus the entries in
+  flight (proposed, not yet applied). A new leader takes publishes only once it has applied
+  everything in its log up to its own first entry, so ``clseq`` starts from a store that
+  holds every committed message.
+* A publish whose checks read what an in-flight entry is about to change (an expected last
+  sequence, subject sequence or message id; a message id that is itself in flight; a stream
+  that discards new messages at its limits) waits, with every publish behind it, until
+  nothing is in flight, and is then checked against the store. Plain publishes never wait.
+
+Replaying a group after a restart applies entries again: an entry whose sequence the store
+already holds is skipped, so applying is idempotent.
+
+Entry format (little endian), version 1, op 1 (MSG)::
+
+    u8 version, u8 op, u64 proposer, u64 seq, i64 ts, i64 ttl,
+    u16 len + subject, u16 len + reply, u32 len + hdr (0xFFFFFFFF: none),
+    u16 len + msg id, u8 rollup (0 none, 1 sub, 2 all), data (the rest)
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "ENTRY_VERSION",
+    "EntryError",
+    "MsgEntry",
+    "Replica",
+    "decode_entry",
+    "encode_msg",
+]
+
+ENTRY_VERSION: Final = 1
+OP_MSG: Final = 1
+_HEAD: Final = struct.Struct("<BBQQqq")
+_U16: Final = struct.Struct("<H")
+_U32: Final = struct.Struct("<I")
+_NO_HDR: Final = 0xFFFFFFFF
+ROLLUPS: Final = ("", "sub", "all")
+
+
+class EntryError(ValueError):
+    """An entry that does not decode (a bug or damage: the log is checksummed)."""
+
+
+@dataclass(slots=True)
+class MsgEntry:
+    proposer: int
+    seq: int
+    ts: int
+    ttl: int
+    subject: str
+    reply: bytes
+    hdr: bytes | None
+    msg_id: str
+    rollup: str
+    data: bytes
+
+
+def encode_msg(
+    proposer: int,
+    seq: int,
+    ts: int,
+    ttl: int,
+    subject: str,
+    reply: bytes | None,
+    hdr: bytes | None,
+    msg_id: str,
+    rollup: str,
+    data: bytes,
+) -> bytes:
+    sb = subject.encode()
+    rb = reply or b""
+    ib = msg_id.encode()
+    parts = [
+        _HEAD.pack(ENTRY_VERSION, OP_MSG, proposer, seq, ts, ttl),
+        _U16.pack(len(sb)),
+        sb,
+        _U16.pack(len(rb)),
+        rb,
+    ]
+    if hdr is None:
+        parts.append(_U32.pack(_NO_HDR))
+    else:
+        parts += [_U32.pack(len(hdr)), hdr]
+    parts += [_U16.pack(len(ib)), ib, bytes([ROLLUPS.index(rollup)]), data]
+    return b"".join(parts)
+
+
+def decode_entry(b: bytes) -> MsgEntry:
+    """The entry ``b``; EntryError when it is not one this version writes."""
+    end = len(b)
+
+    def span(pos: int, n: int) -> int:
+        if pos + n > end:
+            raise EntryError("truncated stream entry")
+        return pos + n
+
+    try:
+        version, op, proposer, seq, ts, ttl = _HEAD.unpack_from(b, 0)
+        if version != ENTRY_VERSION or op != OP_MSG:
+            raise EntryError(f"unknown stream entry (version {version}, op {op})")
+        pos = _HEAD.size
+        (n,) = _U16.unpack_from(b, pos)
+        nxt = span(pos + 2, n)
+        subject = b[pos + 2 : nxt].decode()
+        (n,) = _U16.unpack_from(b, nxt)
+        pos, nxt = nxt + 2, span(nxt + 2, n)
+        reply = b[pos:nxt]
+        (n,) = _U32.unpack_from(b, nxt)
+        pos = nxt + 4
+        hdr: bytes | None = None
+        if n != _NO_HDR:
+            nxt = span(pos, n)
+            hdr, pos = b[pos:nxt], nxt
+        (n,) = _U16.unpack_from(b, pos)
+        nxt = span(pos + 2, n)
+        msg_id = b[pos + 2 : nxt].decode()
+        span(nxt, 1)
+        rollup = ROLLUPS[b[nxt]]
+    except (struct.error, IndexError, UnicodeDecodeError) as e:
+        raise EntryError(f"bad stream entry: {e}") from None
+    if seq <= 0:
+        raise EntryError("stream entry without a sequence")
+    return MsgEntry(proposer, seq, ts, ttl, subject, reply, hdr, msg_id, rollup, b[nxt + 1 :])
+
+
+def _unwired(_entry: bytes) -> bool:
+    return False
+
+
+# A publish waiting for the in-flight entries to apply: (subject, reply, hdr, data).
+Waiting = tuple[bytes, bytes | None, bytes | None, bytes]
+
+
+class Replica:
+    """The stream side of one replica: whether it leads (takes publishes), and as leader
+    the shadow of what is in flight. The cluster layer flips ``leading`` and supplies
+    ``propose`` (False: the engine dropped the proposal, e.g. leadership just moved)."""
+
+    __slots__ = ("clseq", "inflight", "inflight_ids", "leading", "node_id", "propose", "waiting")
+
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.leading = False
+        self.clseq = 0
+        self.inflight = 0
+        # Nats-Msg-Id -> sequence of the in-flight entry carrying it
+        self.inflight_ids: dict[str, int] = {}
+        self.waiting: deque[Waiting] = deque()
+        # set by the cluster layer: proposes an entry to the group (False: dropped)
+        self.propose: Callable[[bytes], bool] = _unwired
+
+    def lead(self, last_seq: int) -> None:
+        """This replica leads from now on; its store holds every committed entry."""
+        self.leading = True
+        self.clseq = last_seq
+        self.inflight = 0
+        self.inflight_ids.clear()
+        self.waiting.clear()
+
+    def follow(self) -> None:
+        """Leadership is gone: what was in flight may still commit (its PubAcks are not
+        sent: the client retries with its Nats-Msg-Id), what waited is dropped."""
+        self.leading = False
+        self.inflight = 0
+        self.inflight_ids.clear()
+        self.waiting.clear()
+
+    def applied(self, seq: int, msg_id: str) -> None:
+        """An entry this replica proposed as leader was applied."""
+        if self.inflight:
+            self.inflight -= 1
+        if msg_id and self.inflight_ids.get(msg_id) == seq:
+            del self.inflight_ids[msg_id]
+        if seq > self.clseq:
+            self.clseq = seq

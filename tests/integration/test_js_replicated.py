@@ -1,0 +1,207 @@
+"""Replicated (R3) streams on a three-server natsd cluster, in process, driven by nats-py.
+
+Design-clustering §4.5: the stream's Raft group leader takes publishes, every replica
+stores the committed entries, a PubAck means a majority holds the message in its node
+log. These tests look inside the servers to compare the replicas' stores message by
+message, stop the leader to see the next publish go through a new one, and restart the
+whole cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from embedded_cluster import CLUSTER, JsCluster3, until
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError, TimeoutError
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+async def trio(tmp_path: Path) -> AsyncIterator[JsCluster3]:
+    t = JsCluster3(tmp_path)
+    try:
+        await t.start_all()
+        yield t
+    finally:
+        await t.stop_all()
+
+
+async def _req(nc: NATS, subject: str, body: Any = None, timeout: float = 5.0) -> dict[str, Any]:
+    data = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(subject, data, timeout=timeout)
+    out: dict[str, Any] = json.loads(msg.data)
+    return out
+
+
+async def _publish(
+    nc: NATS, subject: str, data: bytes, headers: dict[str, str] | None = None, within: float = 10
+) -> dict[str, Any]:
+    """A publish acknowledged by the stream, retried while the stream has no leader (no
+    responders, or a leader that went away before answering)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            msg = await nc.request(subject, data, timeout=1.0, headers=headers)
+            out: dict[str, Any] = json.loads(msg.data)
+            return out
+        except (NoRespondersError, TimeoutError):
+            if loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+def _leader(trio: JsCluster3, stream: str) -> str:
+    for name, srv in trio.servers.items():
+        js = srv.jetstream
+        s = js.accounts["$G"].streams.get(stream) if js is not None else None
+        if s is not None and s.replica is not None and s.replica.leading:
+            return name
+    return ""
+
+
+def _contents(trio: JsCluster3, name: str, stream: str) -> list[tuple[int, str, bytes, int]]:
+    js = trio.servers[name].jetstream
+    assert js is not None
+    store = js.accounts["$G"].streams[stream].store
+    st = store.state()
+    out = []
+    for seq in range(st.first_seq, st.last_seq + 1):
+        m = store.load_msg(seq)
+        if m is not None:
+            out.append((m.seq, m.subject, bytes(m.data), m.ts))
+    return out
+
+
+async def test_r3_stream_replicates_every_publish(trio: JsCluster3) -> None:
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3, "duplicate_window": 60 * 10**9}
+        created = await _req(nc, "$JS.API.STREAM.CREATE.R", cfg)
+        assert "error" not in created, created
+        assert created["config"]["num_replicas"] == 3
+        assert created["cluster"]["name"] == CLUSTER
+        # every server holds a replica; one leads
+        await until(lambda: all("R" in trio.streams(n) for n in trio.names))
+        await until(lambda: _leader(trio, "R") != "")
+        acks = [await _publish(nc, f"r.{i % 3}", b"m%d" % i) for i in range(30)]
+        assert [a["seq"] for a in acks] == list(range(1, 31))
+        # a retry with the same Nats-Msg-Id is answered as a duplicate, not stored again
+        first = await _publish(nc, "r.x", b"once", {"Nats-Msg-Id": "id-1"})
+        again = await _publish(nc, "r.x", b"once", {"Nats-Msg-Id": "id-1"})
+        assert again == {"stream": "R", "seq": first["seq"], "duplicate": True}
+        # expected-last-sequence is checked against the replicated state
+        bad = await _publish(nc, "r.y", b"e", {"Nats-Expected-Last-Sequence": "5"})
+        assert bad["error"]["err_code"] == 10071, bad
+        good = await _publish(nc, "r.y", b"e", {"Nats-Expected-Last-Sequence": "31"})
+        assert good["seq"] == 32
+        # every replica ends with the same store, message for message (timestamps too)
+        await until(lambda: all(len(_contents(trio, n, "R")) == 32 for n in trio.names))
+        ref = _contents(trio, "n1", "R")
+        assert ref == _contents(trio, "n2", "R") == _contents(trio, "n3", "R")
+        # the info, from any server, names the leader and the two other replicas
+        lead = _leader(trio, "R")
+        for n in trio.names:
+            c = await nats.connect(trio.url(n))
+            try:
+                info = await _req(c, "$JS.API.STREAM.INFO.R")
+            finally:
+                await c.close()
+            assert info["state"]["messages"] == 32
+            cl = info["cluster"]
+            assert cl["name"] == CLUSTER and cl["leader"] == lead
+            assert sorted(r["name"] for r in cl["replicas"]) == sorted(
+                x for x in trio.names if x != lead
+            )
+        # what the group does not replicate yet is refused, not done on one replica
+        purge = await _req(nc, "$JS.API.STREAM.PURGE.R")
+        assert purge["error"]["err_code"] == 10036 and purge["purged"] == 0
+        cons = await _req(
+            nc,
+            "$JS.API.CONSUMER.CREATE.R.D",
+            {"stream_name": "R", "config": {"durable_name": "D", "ack_policy": "explicit"}},
+        )
+        assert cons["error"]["err_code"] == 10036
+        got = await _req(nc, "$JS.API.STREAM.MSG.GET.R", {"seq": 2})
+        assert got["message"]["subject"] == "r.1"
+    finally:
+        await nc.close()
+
+
+async def test_r3_leader_loss_and_whole_cluster_restart(trio: JsCluster3) -> None:
+    cfg = {"name": "F", "subjects": ["f.>"], "num_replicas": 3, "storage": "file"}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.F", cfg)
+        for i in range(10):
+            assert (await _publish(nc, "f.a", b"%d" % i))["seq"] == i + 1
+    finally:
+        await nc.close()
+    old = _leader(trio, "F")
+    assert old
+    await trio.stop(old)
+    left = [n for n in trio.names if n != old]
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        ack = await _publish(nc, "f.a", b"after", within=15)
+        gap = loop.time() - t0
+        assert ack["seq"] == 11, ack
+        assert _leader(trio, "F") in left
+        assert gap < 5.0, gap  # an election 1-2 s after the leader went quiet
+        for i in range(4):
+            assert (await _publish(nc, "f.b", b"x%d" % i))["seq"] == 12 + i
+    finally:
+        await nc.close()
+    # the old leader comes back as a follower and catches up from the log
+    await trio.start(old)
+    await until(lambda: len(_contents(trio, old, "F")) == 15, timeout=20)
+    assert _contents(trio, old, "F") == _contents(trio, left[0], "F")
+    # the whole cluster restarts: every replica holds all 15, and publishes continue
+    for n in list(trio.servers):
+        await trio.stop(n)
+    await asyncio.gather(*(trio.start(n) for n in trio.names))
+    await until(lambda: _leader(trio, "F") != "", timeout=20)
+    nc = await nats.connect(trio.url("n3"))
+    try:
+        assert (await _publish(nc, "f.c", b"later"))["seq"] == 16
+        info = await _req(nc, "$JS.API.STREAM.INFO.F")
+        assert info["state"]["messages"] == 16
+    finally:
+        await nc.close()
+    await until(lambda: all(len(_contents(trio, n, "F")) == 16 for n in trio.names))
+    ref = _contents(trio, "n1", "F")
+    assert ref == _contents(trio, "n2", "F") == _contents(trio, "n3", "F")
+
+
+async def test_r3_stream_delete_and_stepdown(trio: JsCluster3) -> None:
+    nc = await nats.connect(trio.url("n3"))
+    try:
+        cfg = {"name": "D", "subjects": ["d.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.D", cfg)
+        await _publish(nc, "d.a", b"1")
+        old = _leader(trio, "D")
+        down = await _req(nc, "$JS.API.STREAM.LEADER.STEPDOWN.D")
+        assert down == {
+            "type": "io.nats.jetstream.api.v1.stream_leader_stepdown_response",
+            "success": True,
+        }
+        await until(lambda: _leader(trio, "D") not in ("", old))
+        assert (await _publish(nc, "d.a", b"2"))["seq"] == 2
+        gone = await _req(nc, "$JS.API.STREAM.DELETE.D")
+        assert gone == {"type": "io.nats.jetstream.api.v1.stream_delete_response", "success": True}
+        await until(lambda: all("D" not in trio.streams(n) for n in trio.names))
+        # created again: a new group, empty
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.D", cfg)
+        assert (await _publish(nc, "d.a", b"new"))["seq"] == 1
+    finally:
+        await nc.close()
