@@ -205,3 +205,60 @@ async def test_r3_stream_delete_and_stepdown(trio: JsCluster3) -> None:
         assert (await _publish(nc, "d.a", b"new"))["seq"] == 1
     finally:
         await nc.close()
+
+
+def _log_first(trio: JsCluster3, name: str) -> int:
+    """The first index the stream group's log still holds on server ``name``."""
+    groups = trio.servers[name].js_cluster.stream_groups
+    (m,) = groups.members.values()
+    return int(m.group.storage.first_index())
+
+
+async def test_r3_log_is_compacted_but_never_past_a_replica(trio: JsCluster3) -> None:
+    for srv in trio.servers.values():
+        srv.js_cluster.stream_groups.compact_every = 20
+    cfg = {"name": "C", "subjects": ["c.>"], "num_replicas": 3, "storage": "file"}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", cfg)
+        for i in range(60):
+            await _publish(nc, "c.a", b"%d" % i)
+        # every replica dropped its log up to an index all of them had
+        await until(lambda: all(_log_first(trio, n) > 20 for n in trio.names))
+    finally:
+        await nc.close()
+    lead = _leader(trio, "C")
+    away = next(n for n in trio.names if n != lead)
+    (m,) = trio.servers[away].js_cluster.stream_groups.members.values()
+    held = m.group.node.raft.raft_log.last_index()  # as far as its log went
+    await trio.stop(away)
+    nc = await nats.connect(trio.url(lead))
+    try:
+        for i in range(60):
+            await _publish(nc, "c.b", b"%d" % i)
+        # the replica that is away holds compaction back: its next entry is still in the logs
+        assert all(_log_first(trio, n) <= held + 1 for n in trio.servers)
+    finally:
+        await nc.close()
+    srv = await trio.start(away)
+    srv.js_cluster.stream_groups.compact_every = 20
+    await until(lambda: len(_contents(trio, away, "C")) == 120, timeout=20)
+    ref = _contents(trio, lead, "C")
+    assert _contents(trio, away, "C") == ref
+    # and compaction resumes once it has caught up
+    nc = await nats.connect(trio.url(lead))
+    try:
+        for i in range(40):
+            await _publish(nc, "c.c", b"%d" % i)
+    finally:
+        await nc.close()
+    await until(lambda: all(_log_first(trio, n) > held + 20 for n in trio.names))
+    # a restart replays only the log after the compaction, on top of the synced store
+    for n in list(trio.servers):
+        await trio.stop(n)
+    await asyncio.gather(*(trio.start(n) for n in trio.names))
+    await until(lambda: _leader(trio, "C") != "", timeout=20)
+    await until(lambda: all(len(_contents(trio, n, "C")) == 160 for n in trio.names))
+    ref = _contents(trio, "n1", "C")
+    assert ref == _contents(trio, "n2", "C") == _contents(trio, "n3", "C")
+    assert [seq for seq, *_ in ref] == list(range(1, 161))

@@ -23,7 +23,13 @@ from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.jetstream.engine import JsAccount
-from natsd.jetstream.stream.replica import EntryError, Replica, decode_entry
+from natsd.jetstream.stream.replica import (
+    EntryError,
+    Replica,
+    compact_index,
+    decode_entry,
+    encode_compact,
+)
 from natsd.jetstream.stream.stream import Stream
 from natsd.raft.state import RaftError, StateType
 
@@ -33,6 +39,8 @@ log = logging.getLogger("natsd")
 
 # A replica not heard from for this long is not "current" in the cluster block.
 CURRENT_FOR: Final = 2.0
+# The leader proposes a COMPACT entry once the log holds this many applied entries.
+COMPACT_EVERY: Final = 4096
 
 
 def group_name(a: StreamAssignment) -> bytes:
@@ -40,15 +48,27 @@ def group_name(a: StreamAssignment) -> bytes:
 
 
 class _Member:
-    __slots__ = ("assignment", "group", "ja", "ready_at", "stream")
+    __slots__ = (
+        "assignment",
+        "compact_proposed",
+        "compact_to",
+        "group",
+        "ja",
+        "ready_at",
+        "stream",
+    )
 
-    def __init__(self, ja: JsAccount, stream: Stream, a: StreamAssignment, g: RaftGroup) -> None:
+    def __init__(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
         self.ja = ja
         self.stream = stream
         self.assignment = a
-        self.group = g
+        self.group: RaftGroup | None = None
         # as a new leader: the log index it must apply before it takes publishes (0: none)
         self.ready_at = 0
+        # an applied COMPACT entry's index, to compact at when no WAL sync is under way
+        self.compact_to = 0
+        # as leader: the index of the last COMPACT entry proposed
+        self.compact_proposed = 0
 
 
 class StreamGroups:
@@ -59,6 +79,7 @@ class StreamGroups:
         self.server_name = server_name
         self._name_of = name_of
         self.members: dict[bytes, _Member] = {}
+        self.compact_every = COMPACT_EVERY
         # leadership changes for the owner's advisories: (stream, leader now)
         self.on_leader: Callable[[JsAccount, Stream], None] | None = None
 
@@ -81,7 +102,13 @@ class StreamGroups:
 
         rep.propose = propose
 
+        m = _Member(ja, stream, a)
+
         def apply(_index: int, data: bytes) -> None:
+            index = compact_index(data)
+            if index:
+                m.compact_to = max(m.compact_to, index)
+                return
             try:
                 entry = decode_entry(data)
             except EntryError as e:
@@ -89,14 +116,27 @@ class StreamGroups:
                 return
             stream.apply_entry(entry)
 
+        def install(index: int, _data: bytes) -> None:
+            # COMPACT entries never pass a replica's log, so the leader has no reason to
+            # send a snapshot; one that arrives means this replica lost its log
+            log.error(
+                "stream %s/%s: the leader sent a snapshot at %d; catching up from the"
+                " leader's store is not implemented yet",
+                a.account,
+                a.name,
+                index,
+            )
+
         if name in host.wal.groups:
-            # every entry in the log is applied again; the store skips what it holds
-            g = host.restore(name, apply)
+            # the entries after the last compaction are applied again; the store skips
+            # the messages it holds
+            m.group = host.restore(name, apply, install=install)
         else:
-            g = host.create(name, sorted(raft_id(p) for p in a.peers), apply)
+            voters = sorted(raft_id(p) for p in a.peers)
+            m.group = host.create(name, voters, apply, install)
             if a.peers and a.peers[0] == self.server_name:
-                g.node.campaign()  # a new group need not wait out an election timeout
-        self.members[name] = _Member(ja, stream, a, g)
+                m.group.node.campaign()  # a new group need not wait out an election timeout
+        self.members[name] = m
         self.raft.kick()
 
     def detach(self, a: StreamAssignment) -> None:
@@ -113,17 +153,21 @@ class StreamGroups:
         """Follow leadership: a leader takes publishes once it has applied its log up to
         its own first entry; a replica that no longer leads stops taking them."""
         me = self.raft.host.id
-        for m in self.members.values():
+        for name, m in self.members.items():
             rep = m.stream.replica
-            if rep is None:
+            g = m.group
+            if rep is None or g is None:
                 continue
-            raft = m.group.node.raft
+            if m.compact_to and not self.raft.busy:
+                self._compact(name, m, g)
+            raft = g.node.raft
             if raft.state == StateType.StateLeader and raft.lead == me:
                 if rep.leading:
+                    self._propose_compact(name, m, g)
                     continue
                 if not m.ready_at:
                     m.ready_at = raft.raft_log.last_index()
-                if m.group.applied >= m.ready_at:
+                if g.applied >= m.ready_at:
                     m.ready_at = 0
                     rep.lead(m.stream.store.state().last_seq)
                     m.stream.subscribe()
@@ -135,21 +179,47 @@ class StreamGroups:
                     rep.follow()
                     m.stream.unsubscribe()
 
+    def _propose_compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
+        """As leader: once the log holds COMPACT_EVERY applied entries, propose compacting
+        it up to the lowest index every replica has (a replica that is away holds it
+        back: it will catch up from the log, not from a snapshot)."""
+        first = g.storage.first_index()
+        every = self.compact_every
+        if g.applied - first < every:
+            return
+        progress = g.node.raft.trk.progress
+        safe = min(min(pr.match for pr in progress.values()), g.applied)
+        if safe - first < every // 2 or safe <= m.compact_proposed:
+            return
+        try:
+            self.raft.propose(name, encode_compact(safe))
+        except RaftError:
+            return
+        m.compact_proposed = safe
+
+    def _compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
+        """A COMPACT entry applied: make the store durable up to what it holds, then drop
+        the log before the entry's index (the store now holds what those entries did)."""
+        index = min(m.compact_to, g.applied)
+        m.compact_to = 0
+        if index < g.storage.first_index():
+            return
+        store = m.stream.store
+        store.flush()
+        store.sync()
+        self.raft.host.compact(name, index, b"")
+
     def member(self, stream: Stream) -> _Member | None:
         for m in self.members.values():
             if m.stream is stream:
                 return m
         return None
 
-    def leader_name(self, m: _Member) -> str:
-        lead = m.group.node.raft.lead
-        return self._name_of(lead) if lead else ""
-
     def stepdown(self, stream: Stream) -> bool:
         """Hand the leadership of ``stream``'s group to its most caught-up live follower;
         False when there is none."""
         m = self.member(stream)
-        if m is None:
+        if m is None or m.group is None:
             return False
         raft = m.group.node.raft
         if raft.state != StateType.StateLeader:
@@ -173,7 +243,7 @@ class StreamGroups:
         were last heard from (the leader knows its followers' progress)."""
         out: dict[str, Any] = {"name": cluster}
         m = self.member(stream)
-        if m is None:
+        if m is None or m.group is None:
             return out
         raft = m.group.node.raft
         me = self.raft.host.id

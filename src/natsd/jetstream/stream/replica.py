@@ -23,7 +23,13 @@ The leader's shadow (``Replica``) is what makes checking before storing exact:
 Replaying a group after a restart applies entries again: an entry whose sequence the store
 already holds is skipped, so applying is idempotent.
 
-Entry format (little endian), version 1, op 1 (MSG)::
+The log is kept short by ``COMPACT`` entries: the leader proposes one with the lowest index
+every replica's log has reached, and each replica, once its store is synced, drops its log
+up to there (no replica then ever needs a snapshot from the leader; one that was away holds
+back compaction until it is back).
+
+Entry formats (little endian), version 1. ``COMPACT`` (op 2) is ``u8 version, u8 op, u64
+index``. ``MSG`` (op 1)::
 
     u8 version, u8 op, u64 proposer, u64 seq, i64 ts, i64 ttl,
     u16 len + subject, u16 len + reply, u32 len + hdr (0xFFFFFFFF: none),
@@ -40,15 +46,20 @@ from typing import Final
 
 __all__ = [
     "ENTRY_VERSION",
+    "OP_COMPACT",
     "EntryError",
     "MsgEntry",
     "Replica",
+    "compact_index",
     "decode_entry",
+    "encode_compact",
     "encode_msg",
 ]
 
 ENTRY_VERSION: Final = 1
 OP_MSG: Final = 1
+OP_COMPACT: Final = 2
+_COMPACT: Final = struct.Struct("<BBQ")
 _HEAD: Final = struct.Struct("<BBQQqq")
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
@@ -102,6 +113,17 @@ def encode_msg(
         parts += [_U32.pack(len(hdr)), hdr]
     parts += [_U16.pack(len(ib)), ib, bytes([ROLLUPS.index(rollup)]), data]
     return b"".join(parts)
+
+
+def encode_compact(index: int) -> bytes:
+    return _COMPACT.pack(ENTRY_VERSION, OP_COMPACT, index)
+
+
+def compact_index(b: bytes) -> int:
+    """The index of a COMPACT entry; 0 when ``b`` is not one."""
+    if len(b) != _COMPACT.size or b[0] != ENTRY_VERSION or b[1] != OP_COMPACT:
+        return 0
+    return int(_COMPACT.unpack(b)[2])
 
 
 def decode_entry(b: bytes) -> MsgEntry:
