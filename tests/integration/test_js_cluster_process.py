@@ -250,3 +250,89 @@ async def test_stream_server_kill_keeps_its_messages(cluster: Cluster) -> None:
         assert ack["seq"] == 22
     finally:
         await nc.close()
+
+
+def _stream_state(p: Proc, stream: str) -> dict[str, Any] | None:
+    """The state of ``stream`` on server ``p`` (its replica), from ``/jsz``."""
+    try:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{p.http}/jsz?accounts=true&streams=true", timeout=2
+        ) as r:
+            doc = json.loads(r.read())
+    except OSError:
+        return None
+    for acc in doc.get("account_details") or []:
+        for sd in acc.get("stream_detail") or []:
+            if sd["name"] == stream:
+                state: dict[str, Any] = sd["state"]
+                return state
+    return None
+
+
+async def _publish_acked(nc: NATS, subject: str, msg_id: str, deadline: float) -> dict[str, Any]:
+    """Publish with a Nats-Msg-Id until a PubAck comes (through whichever leader there is)."""
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            m = await nc.request(subject, msg_id.encode(), timeout=0.5,
+                                 headers={"Nats-Msg-Id": msg_id})  # fmt: skip
+            ack: dict[str, Any] = json.loads(m.data)
+            if "error" not in ack:
+                return ack
+            last = ack
+        except Exception as e:  # no responders or a timeout while there is no leader
+            last = e
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{msg_id} not acknowledged: {last!r}")
+
+
+async def test_r3_stream_leader_kill_and_sigstop(cluster: Cluster) -> None:
+    """kill -9, then SIGSTOP, of an R3 stream's leader: the next publish is acknowledged
+    through a new leader, every acknowledged message is on every replica exactly once."""
+    await cluster.leader()
+    ncs = {n: await _connect(p.url) for n, p in cluster.procs.items()}
+    try:
+        cfg = {"name": "R", "subjects": ["r"], "num_replicas": 3, "storage": "file"}
+        deadline = time.monotonic() + 10
+        while "error" in (r := await _req(ncs["n1"], "$JS.API.STREAM.CREATE.R", cfg, 5)):
+            assert time.monotonic() < deadline, r
+            await asyncio.sleep(0.1)
+        acks = [await _publish_acked(ncs["n1"], "r", f"a{i}", time.monotonic() + 10)
+                for i in range(20)]  # fmt: skip
+        info = await _req(ncs["n1"], "$JS.API.STREAM.INFO.R", timeout=5)
+        lead = info["cluster"]["leader"]
+        other = next(n for n in NAMES if n != lead)
+        nc = ncs[other]
+        t0 = time.monotonic()
+        cluster.procs[lead].kill()
+        acks.append(await _publish_acked(nc, "r", "k0", t0 + 15))
+        print(f"R3 stream leader kill -9 -> next publish acknowledged after "
+              f"{time.monotonic() - t0:.2f} s")  # fmt: skip
+        acks += [await _publish_acked(nc, "r", f"k{i}", time.monotonic() + 10)
+                 for i in range(1, 10)]  # fmt: skip
+        cluster.procs[lead].start()
+        # SIGSTOP of the new leader for longer than an election
+        info = await _req(nc, "$JS.API.STREAM.INFO.R", timeout=5)
+        lead2 = info["cluster"]["leader"]
+        other2 = next(n for n in NAMES if n not in (lead2, lead))
+        t0 = time.monotonic()
+        cluster.procs[lead2].signal(signal.SIGSTOP)
+        acks.append(await _publish_acked(ncs[other2], "r", "s0", t0 + 15))
+        print(f"R3 stream leader SIGSTOP -> next publish acknowledged after "
+              f"{time.monotonic() - t0:.2f} s")  # fmt: skip
+        cluster.procs[lead2].signal(signal.SIGCONT)
+        acks += [await _publish_acked(ncs[other2], "r", f"s{i}", time.monotonic() + 10)
+                 for i in range(1, 10)]  # fmt: skip
+        seqs = [a["seq"] for a in acks]
+        assert seqs == list(range(1, 41)), seqs  # once each, in order, none lost
+    finally:
+        for c in ncs.values():
+            await c.close()
+    # every replica, the killed one included, ends with the same 40 messages
+    deadline = time.monotonic() + 20
+    while True:
+        states = [await asyncio.to_thread(_stream_state, p, "R") for p in cluster.procs.values()]
+        if all(s is not None and s["messages"] == 40 and s["last_seq"] == 40 for s in states):
+            break
+        assert time.monotonic() < deadline, states
+        await asyncio.sleep(0.2)
