@@ -121,16 +121,31 @@ async def test_r3_stream_replicates_every_publish(trio: JsCluster3) -> None:
             assert sorted(r["name"] for r in cl["replicas"]) == sorted(
                 x for x in trio.names if x != lead
             )
+        # purges and deletes go through the group: every replica does the same
+        purge = await _req(nc, "$JS.API.STREAM.PURGE.R", {"filter": "r.0"})
+        assert purge == {
+            "type": "io.nats.jetstream.api.v1.stream_purge_response",
+            "success": True,
+            "purged": 10,
+        }
+        gone = await _req(nc, "$JS.API.STREAM.MSG.DELETE.R", {"seq": 2})
+        assert gone == {"type": "io.nats.jetstream.api.v1.stream_msg_delete_response", "success": True}
+        miss = await _req(nc, "$JS.API.STREAM.MSG.DELETE.R", {"seq": 2})
+        assert miss["error"]["err_code"] == 10057, miss  # the same error as standalone
+        after = await _publish(nc, "r.z", b"z", {"Nats-Expected-Last-Subject-Sequence": "0"})
+        assert after["seq"] == 33
+        await until(lambda: all(len(_contents(trio, n, "R")) == 22 for n in trio.names))
+        ref = _contents(trio, "n1", "R")
+        assert ref == _contents(trio, "n2", "R") == _contents(trio, "n3", "R")
+        assert 2 not in [seq for seq, *_ in ref]
         # what the group does not replicate yet is refused, not done on one replica
-        purge = await _req(nc, "$JS.API.STREAM.PURGE.R")
-        assert purge["error"]["err_code"] == 10036 and purge["purged"] == 0
         cons = await _req(
             nc,
             "$JS.API.CONSUMER.CREATE.R.D",
             {"stream_name": "R", "config": {"durable_name": "D", "ack_policy": "explicit"}},
         )
         assert cons["error"]["err_code"] == 10036
-        got = await _req(nc, "$JS.API.STREAM.MSG.GET.R", {"seq": 2})
+        got = await _req(nc, "$JS.API.STREAM.MSG.GET.R", {"seq": 5})
         assert got["message"]["subject"] == "r.1"
     finally:
         await nc.close()

@@ -131,6 +131,9 @@ _REPLICATED_READS: Final = frozenset(
     }
 )
 
+# API requests that change a replicated stream's store: replicated as they are.
+_REPLICATED_WRITES: Final = frozenset({("STREAM", "PURGE"), ("STREAM", "MSG", "DELETE")})
+
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
 _PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
 
@@ -779,10 +782,16 @@ class JsCluster:
         data: bytes,
     ) -> None:
         """A request about a replicated stream, on its leader: reads are answered from the
-        leader's store; what the group does not replicate yet (purges, deletes, consumers)
-        is refused with nats-server's "not currently supported in clustered mode"."""
+        leader's store, purges and message deletes go through the group; what it does not
+        replicate yet (consumers, snapshots) is refused with nats-server's "not currently
+        supported in clustered mode"."""
         if tuple(verb[:3]) in _REPLICATED_READS or tuple(verb[:2]) in _REPLICATED_READS:
             local(sub, subject, reply, hdr, data)
+            return
+        if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:
+            # through the group: every replica runs it in log order, this one answers
+            if not self.stream_groups.propose_api(s, subject, reply, hdr, data) and reply:
+                self._refuse(ja, verb, reply, E.JSClusterNotAvailErr())
             return
         if not reply:
             return
@@ -794,15 +803,19 @@ class JsCluster:
                 err = E.JSClusterNoPeersErrF(err="no replacement peer connected").to_json()
                 self.respond(ja, rep, "stream_leader_stepdown_response", {"error": err})
             return
+        self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
+
+    def _refuse(self, ja: JsAccount, verb: list[str], reply: bytes, err: ApiError) -> None:
+        """Answer an API request with ``err`` (in its response type, with its extras)."""
         route = lookup_verb(verb)
         if route is None:
-            return
+            return  # not an API subject: nats-server does not answer it
         rtype = route[0]
-        body: dict[str, Any] = {"error": E.JSClusterUnSupportFeatureErr().to_json()}
+        body: dict[str, Any] = {"error": err.to_json()}
         body.update(ERROR_EXTRAS.get(rtype, {}))
         ja.api.total += 1
         ja.api.errors += 1
-        self.respond(ja, rep, rtype, body)
+        self.respond(ja, reply.decode(errors="replace"), rtype, body)
 
     def _r1_stepdown(self, ja: JsAccount, verb: list[str], stream: str, reply: bytes) -> None:
         """A stream or consumer leader stepdown on an R1 stream: nats-server answers

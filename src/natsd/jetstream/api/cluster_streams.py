@@ -22,13 +22,18 @@ from typing import Any, Final
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
+from natsd.jetstream.api.dispatch import handle
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.stream.replica import (
+    OP_API,
     EntryError,
     Replica,
     compact_index,
+    decode_api,
     decode_entry,
+    encode_api,
     encode_compact,
+    entry_op,
 )
 from natsd.jetstream.stream.stream import Stream
 from natsd.raft.state import RaftError, StateType
@@ -110,11 +115,12 @@ class StreamGroups:
                 m.compact_to = max(m.compact_to, index)
                 return
             try:
-                entry = decode_entry(data)
+                if entry_op(data) == OP_API:
+                    self._apply_api(m, data)
+                else:
+                    stream.apply_entry(decode_entry(data))
             except EntryError as e:
                 log.error("stream %s/%s: entry not applied: %s", a.account, a.name, e)
-                return
-            stream.apply_entry(entry)
 
         def install(index: int, _data: bytes) -> None:
             # COMPACT entries never pass a replica's log, so the leader has no reason to
@@ -178,6 +184,30 @@ class StreamGroups:
                 if rep.leading:
                     rep.follow()
                     m.stream.unsubscribe()
+
+    def propose_api(
+        self, stream: Stream, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> bool:
+        """As leader: an API request that changes the store goes through the log (see
+        ``_apply_api``); False when the group did not take it."""
+        rep = stream.replica
+        if rep is None or not rep.leading:
+            return False
+        if not rep.propose(encode_api(rep.node_id, subject, reply, hdr, data)):
+            return False
+        rep.inflight += 1  # publishes whose checks read the store wait for it
+        return True
+
+    def _apply_api(self, m: _Member, data: bytes) -> None:
+        """A committed API entry: every replica runs the standalone handler on the same
+        store, so each gets the same result; the one that proposed it answers."""
+        e = decode_api(data)
+        rep = m.stream.replica
+        mine = rep is not None and rep.leading and e.proposer == rep.node_id
+        if mine and rep is not None:
+            rep.applied(0, "")
+        handle(m.ja, e.subject, e.reply if mine and e.reply else None, e.data, e.hdr)
+        m.stream.drain()
 
     def _propose_compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
         """As leader: once the log holds COMPACT_EVERY applied entries, propose compacting

@@ -28,8 +28,13 @@ every replica's log has reached, and each replica, once its store is synced, dro
 up to there (no replica then ever needs a snapshot from the leader; one that was away holds
 back compaction until it is back).
 
+API requests that change the store (purge, message delete) go through the log as ``API``
+entries holding the request itself: every replica runs the standalone handler on it in log
+order, which gives every store the same result, and the replica that proposed it answers.
+
 Entry formats (little endian), version 1. ``COMPACT`` (op 2) is ``u8 version, u8 op, u64
-index``. ``MSG`` (op 1)::
+index``. ``API`` (op 3) is ``u8 version, u8 op, u64 proposer, u16 len + subject, u16 len +
+reply, u32 len + hdr (0xFFFFFFFF: none), request body (the rest)``. ``MSG`` (op 1)::
 
     u8 version, u8 op, u64 proposer, u64 seq, i64 ts, i64 ttl,
     u16 len + subject, u16 len + reply, u32 len + hdr (0xFFFFFFFF: none),
@@ -46,19 +51,26 @@ from typing import Final
 
 __all__ = [
     "ENTRY_VERSION",
+    "OP_API",
     "OP_COMPACT",
+    "ApiEntry",
     "EntryError",
     "MsgEntry",
     "Replica",
     "compact_index",
+    "decode_api",
     "decode_entry",
+    "encode_api",
     "encode_compact",
     "encode_msg",
+    "entry_op",
 ]
 
 ENTRY_VERSION: Final = 1
 OP_MSG: Final = 1
 OP_COMPACT: Final = 2
+OP_API: Final = 3
+_API_HEAD: Final = struct.Struct("<BBQ")
 _COMPACT: Final = struct.Struct("<BBQ")
 _HEAD: Final = struct.Struct("<BBQQqq")
 _U16: Final = struct.Struct("<H")
@@ -113,6 +125,59 @@ def encode_msg(
         parts += [_U32.pack(len(hdr)), hdr]
     parts += [_U16.pack(len(ib)), ib, bytes([ROLLUPS.index(rollup)]), data]
     return b"".join(parts)
+
+
+@dataclass(slots=True)
+class ApiEntry:
+    proposer: int
+    subject: bytes
+    reply: bytes
+    hdr: bytes | None
+    data: bytes
+
+
+def encode_api(
+    proposer: int, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+) -> bytes:
+    rb = reply or b""
+    parts = [
+        _API_HEAD.pack(ENTRY_VERSION, OP_API, proposer),
+        _U16.pack(len(subject)),
+        subject,
+        _U16.pack(len(rb)),
+        rb,
+    ]
+    parts += [_U32.pack(_NO_HDR)] if hdr is None else [_U32.pack(len(hdr)), hdr]
+    parts.append(data)
+    return b"".join(parts)
+
+
+def entry_op(b: bytes) -> int:
+    """The op of entry ``b`` (0 when it is not one this version writes)."""
+    return b[1] if len(b) >= 2 and b[0] == ENTRY_VERSION else 0
+
+
+def decode_api(b: bytes) -> ApiEntry:
+    end = len(b)
+    try:
+        version, op, proposer = _API_HEAD.unpack_from(b, 0)
+        if version != ENTRY_VERSION or op != OP_API:
+            raise EntryError(f"unknown stream entry (version {version}, op {op})")
+        pos = _API_HEAD.size
+        (n,) = _U16.unpack_from(b, pos)
+        subject, pos = b[pos + 2 : pos + 2 + n], pos + 2 + n
+        (n,) = _U16.unpack_from(b, pos)
+        reply, pos = b[pos + 2 : pos + 2 + n], pos + 2 + n
+        (n,) = _U32.unpack_from(b, pos)
+        pos += 4
+        hdr: bytes | None = None
+        if n != _NO_HDR:
+            hdr, pos = b[pos : pos + n], pos + n
+    except struct.error as e:
+        raise EntryError(f"bad stream entry: {e}") from None
+    if pos > end or not subject:
+        raise EntryError("truncated stream entry")
+    return ApiEntry(proposer, subject, reply, hdr, b[pos:])
 
 
 def encode_compact(index: int) -> bytes:

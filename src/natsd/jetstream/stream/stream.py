@@ -383,7 +383,7 @@ class Stream:
                 if e.reply:
                     text = limit_text(err) if limit else str(err)
                     self._reply(e.reply, self._ack_err(E.JSStreamStoreFailedF(err=text)))
-            self._drain(rep)
+            self.drain()
             return
         if e.msg_id:
             self._dedup[e.msg_id] = (e.seq, e.ts)
@@ -405,11 +405,12 @@ class Stream:
                 publish(self.sublist, e.reply, None, None, self._ack_head + b"%d}" % e.seq)
         if self.consumers:
             self.notify_consumers(e.seq, e.subject)
-        self._drain(rep)
+        self.drain()
 
-    def _drain(self, rep: Replica | None) -> None:
+    def drain(self) -> None:
         """Nothing in flight any more: the publishes that waited are checked now, in order
         (one that must wait again keeps the rest behind it)."""
+        rep = self.replica
         if rep is None or not rep.leading or rep.inflight or not rep.waiting:
             return
         items = list(rep.waiting)
