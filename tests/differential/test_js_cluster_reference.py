@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,104 @@ def test_r1_stream_cluster_block_and_routing(shared: JSCluster) -> None:
                 "code": 404,
                 "err_code": 10059,
                 "description": "stream not found",
+            }
+        finally:
+            await nc1.close()
+            await nc2.close()
+
+    asyncio.run(run())
+
+
+async def _stream_leader(nc: NATS, name: str, timeout: float = 15.0) -> dict[str, Any]:
+    """STREAM.INFO once the stream's group has a leader (natsd answers a create before its
+    group has elected one; nats-server after)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            info: dict[str, Any] = await js_request(nc, f"$JS.API.STREAM.INFO.{name}", timeout=1)
+            if "leader" in info.get("cluster", {}):
+                return info
+        except nats.errors.TimeoutError:
+            pass
+        assert loop.time() < deadline, f"no leader for {name}"
+        await asyncio.sleep(0.1)
+
+
+async def _pub(nc: NATS, subject: str, data: bytes, timeout: float = 10.0) -> dict[str, Any]:
+    """A publish acknowledged by the stream (retried while its leader is not ready)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            ack: dict[str, Any] = json.loads((await nc.request(subject, data, timeout=1)).data)
+            return ack
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
+            assert loop.time() < deadline, f"{subject} not acknowledged"
+            await asyncio.sleep(0.05)
+
+
+def test_r3_stream(shared: JSCluster) -> None:
+    """An R3 stream: its cluster block, publishes through any server, purge, message
+    delete and a leader stepdown, as nats-server answers them."""
+    names = {s.name for s in shared}
+
+    async def run() -> None:
+        nc2, nc1 = await shared.connect(2), await shared.connect(1)
+        try:
+            body = {"name": "REP", "subjects": ["rep.>"], "num_replicas": 3}
+            created = await js_request(nc2, "$JS.API.STREAM.CREATE.REP", body)
+            assert created["did_create"] is True and created["config"]["num_replicas"] == 3
+            info = await _stream_leader(nc1, "REP")
+            block = info["cluster"]
+            assert set(block) == {
+                "name",
+                "raft_group",
+                "leader",
+                "leader_since",
+                "system_account",
+                "traffic_account",
+                "replicas",
+            }
+            assert block["name"] == CLUSTER_NAME and block["leader"] in names
+            assert re.fullmatch(r"S-R3F-[0-9A-Za-z]{8}", block["raft_group"]), block
+            assert block["system_account"] is True
+            reps = block["replicas"]
+            assert sorted(r["name"] for r in reps) == sorted(names - {block["leader"]})
+            for r in reps:
+                assert {"name", "current", "active", "peer"} <= set(r)
+                assert r["peer"] == peer_hash(r["name"])
+            acks = [await _pub(nc1 if i % 2 else nc2, f"rep.{i % 2}", b"%d" % i) for i in range(6)]
+            assert acks == [{"stream": "REP", "seq": i + 1} for i in range(6)]
+            purged = await js_request(nc2, "$JS.API.STREAM.PURGE.REP", {"filter": "rep.0"})
+            assert purged == {
+                "type": "io.nats.jetstream.api.v1.stream_purge_response",
+                "success": True,
+                "purged": 3,
+            }
+            deleted = await js_request(nc1, "$JS.API.STREAM.MSG.DELETE.REP", {"seq": 2})
+            assert deleted == {
+                "type": "io.nats.jetstream.api.v1.stream_msg_delete_response",
+                "success": True,
+            }
+            info = await js_request(nc1, "$JS.API.STREAM.INFO.REP")
+            assert (info["state"]["messages"], info["state"]["last_seq"]) == (2, 6)
+            old = info["cluster"]["leader"]
+            down = await js_request(nc2, "$JS.API.STREAM.LEADER.STEPDOWN.REP")
+            assert down == {
+                "type": "io.nats.jetstream.api.v1.stream_leader_stepdown_response",
+                "success": True,
+            }
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while (await _stream_leader(nc1, "REP"))["cluster"]["leader"] == old:
+                assert loop.time() < deadline, "the leader did not change"
+                await asyncio.sleep(0.1)
+            assert (await _pub(nc1, "rep.1", b"after"))["seq"] == 7
+            gone = await js_request(nc2, "$JS.API.STREAM.DELETE.REP")
+            assert gone == {
+                "type": "io.nats.jetstream.api.v1.stream_delete_response",
+                "success": True,
             }
         finally:
             await nc1.close()

@@ -118,6 +118,8 @@ async def test_r3_stream_replicates_every_publish(trio: JsCluster3) -> None:
             assert info["state"]["messages"] == 32
             cl = info["cluster"]
             assert cl["name"] == CLUSTER and cl["leader"] == lead
+            assert cl["raft_group"].startswith("S-R3F-") and cl["system_account"] is True
+            assert "leader_since" in cl
             assert sorted(r["name"] for r in cl["replicas"]) == sorted(
                 x for x in trio.names if x != lead
             )
@@ -129,7 +131,10 @@ async def test_r3_stream_replicates_every_publish(trio: JsCluster3) -> None:
             "purged": 10,
         }
         gone = await _req(nc, "$JS.API.STREAM.MSG.DELETE.R", {"seq": 2})
-        assert gone == {"type": "io.nats.jetstream.api.v1.stream_msg_delete_response", "success": True}
+        assert gone == {
+            "type": "io.nats.jetstream.api.v1.stream_msg_delete_response",
+            "success": True,
+        }
         miss = await _req(nc, "$JS.API.STREAM.MSG.DELETE.R", {"seq": 2})
         assert miss["error"]["err_code"] == 10057, miss  # the same error as standalone
         after = await _publish(nc, "r.z", b"z", {"Nats-Expected-Last-Subject-Sequence": "0"})
@@ -205,12 +210,19 @@ async def test_r3_stream_delete_and_stepdown(trio: JsCluster3) -> None:
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.D", cfg)
         await _publish(nc, "d.a", b"1")
         old = _leader(trio, "D")
+        elected = await nc.subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.D")
+        await nc.flush()
         down = await _req(nc, "$JS.API.STREAM.LEADER.STEPDOWN.D")
         assert down == {
             "type": "io.nats.jetstream.api.v1.stream_leader_stepdown_response",
             "success": True,
         }
         await until(lambda: _leader(trio, "D") not in ("", old))
+        adv = json.loads((await elected.next_msg(timeout=5)).data)
+        assert adv["type"] == "io.nats.jetstream.advisory.v1.stream_leader_elected"
+        assert adv["stream"] == "D" and adv["leader"] == _leader(trio, "D")
+        assert "account" not in adv  # (the system account's copy names it)
+        assert sorted(r["name"] for r in adv["replicas"]) == trio.names
         assert (await _publish(nc, "d.a", b"2"))["seq"] == 2
         gone = await _req(nc, "$JS.API.STREAM.DELETE.D")
         assert gone == {"type": "io.nats.jetstream.api.v1.stream_delete_response", "success": True}

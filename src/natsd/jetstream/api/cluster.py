@@ -192,7 +192,8 @@ class JsCluster:
         self.tasks: set[asyncio.Task[None]] = set()  # account info and list gathers
         self.requests = MetaRequests(self)
         # the Raft groups of the replicated streams placed here
-        self.stream_groups = StreamGroups(raft, server_name, self._name_of)
+        self.stream_groups = StreamGroups(raft, server_name, self._name_of, system.name)
+        self.stream_groups.on_leader = self._advise_stream_leader
         engine.cluster_info = self.cluster_block
 
     # ---------------------------------------------------------------- lifecycle
@@ -597,6 +598,35 @@ class JsCluster:
         if self.engine.domain:
             doc["domain"] = self.engine.domain
         publish(self.system.sublist, subject, None, None, orjson.dumps(doc))
+
+    def _advise_stream_leader(self, ja: JsAccount, stream: Stream) -> None:
+        """``$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.<stream>`` from the new leader, into
+        the stream's account and (with the account named) the system account, with every
+        replica listed, as nats-server sends it."""
+        subject = b"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + stream.name.encode()
+        targets = [
+            (sl, acc)
+            for sl, acc in ((ja.account.sublist, None), (self.system.sublist, ja.account.name))
+            if sl.has_interest(subject)
+        ]
+        if not targets:
+            return
+        block = self.stream_groups.cluster_block(stream, self.cluster_name())
+        me = {"name": self.server_name, "current": True, "active": 0}
+        me["peer"] = peer_hash(self.server_name)
+        replicas = [*block.get("replicas", []), me]
+        for sl, acc in targets:
+            doc: dict[str, Any] = {
+                "type": "io.nats.jetstream.advisory.v1.stream_leader_elected",
+                "id": self._nuid.next(),
+                "timestamp": rfc3339(self.engine.clock.time_ns()),
+            }
+            if acc is not None:
+                doc["account"] = acc
+            doc.update(stream=stream.name, leader=self.server_name, replicas=replicas)
+            if self.engine.domain:
+                doc["domain"] = self.engine.domain
+            publish(sl, subject, None, None, orjson.dumps(doc))
 
     def _on_stepdown(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes

@@ -22,6 +22,7 @@ from typing import Any, Final
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
+from natsd.core.clock import rfc3339
 from natsd.jetstream.api.dispatch import handle
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.stream.replica import (
@@ -42,8 +43,10 @@ __all__ = ["StreamGroups", "group_name"]
 
 log = logging.getLogger("natsd")
 
-# A replica not heard from for this long is not "current" in the cluster block.
+# A replica not heard from for this long is not "current" in the cluster block, and after
+# OFFLINE_AFTER it shows as offline.
 CURRENT_FOR: Final = 2.0
+OFFLINE_AFTER: Final = 10.0
 # The leader proposes a COMPACT entry once the log holds this many applied entries.
 COMPACT_EVERY: Final = 4096
 
@@ -59,6 +62,8 @@ class _Member:
         "compact_to",
         "group",
         "ja",
+        "leader",
+        "leader_since",
         "ready_at",
         "stream",
     )
@@ -74,14 +79,25 @@ class _Member:
         self.compact_to = 0
         # as leader: the index of the last COMPACT entry proposed
         self.compact_proposed = 0
+        # the leader this replica knows of, and since when (wall ns) it knows of it
+        self.leader = 0
+        self.leader_since = 0
 
 
 class StreamGroups:
     """The replicated streams placed on this server, and their groups."""
 
-    def __init__(self, raft: RaftService, server_name: str, name_of: Callable[[int], str]) -> None:
+    def __init__(
+        self,
+        raft: RaftService,
+        server_name: str,
+        name_of: Callable[[int], str],
+        traffic_account: str,
+    ) -> None:
         self.raft = raft
         self.server_name = server_name
+        # the account the groups' traffic goes through (the system account)
+        self.traffic_account = traffic_account
         self._name_of = name_of
         self.members: dict[bytes, _Member] = {}
         self.compact_every = COMPACT_EVERY
@@ -167,6 +183,9 @@ class StreamGroups:
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
             raft = g.node.raft
+            if raft.lead != m.leader:
+                m.leader = raft.lead
+                m.leader_since = m.stream.clock.time_ns() if raft.lead else 0
             if raft.state == StateType.StateLeader and raft.lead == me:
                 if rep.leading:
                     self._propose_compact(name, m, g)
@@ -275,11 +294,18 @@ class StreamGroups:
         m = self.member(stream)
         if m is None or m.group is None:
             return out
+        a = m.assignment
+        kind = "M" if a.config.get("storage") == "memory" else "F"
+        out["raft_group"] = f"S-R{len(a.peers)}{kind}-{peer_hash(group_name(a).decode())}"
         raft = m.group.node.raft
         me = self.raft.host.id
         lead = raft.lead
         if lead:
             out["leader"] = self._name_of(lead)
+            if m.leader == lead and m.leader_since:
+                out["leader_since"] = rfc3339(m.leader_since)
+        out["system_account"] = True
+        out["traffic_account"] = self.traffic_account
         now = asyncio.get_running_loop().time()
         last = raft.raft_log.last_index()
         progress = raft.trk.progress if raft.state == StateType.StateLeader else {}
@@ -298,7 +324,7 @@ class StreamGroups:
             row["active"] = int((ago if ago is not None else 0.0) * 1e9)
             if pr is not None and last > pr.match:
                 row["lag"] = last - pr.match
-            if ago is None:
+            if ago is None or ago > OFFLINE_AFTER:
                 row["offline"] = True
             row["peer"] = peer_hash(peer)
             replicas.append(row)
