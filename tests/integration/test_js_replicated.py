@@ -289,3 +289,67 @@ async def test_r3_log_is_compacted_but_never_past_a_replica(trio: JsCluster3) ->
     ref = _contents(trio, "n1", "C")
     assert ref == _contents(trio, "n2", "C") == _contents(trio, "n3", "C")
     assert [seq for seq, *_ in ref] == list(range(1, 161))
+
+
+async def _retry(fn: Any, within: float = 15.0) -> Any:
+    """``fn()`` until it stops failing for want of a stream leader (an election after a
+    leader left, or the first one)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            return await fn()
+        except Exception:
+            if loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+async def test_kv_and_object_store_on_r3_buckets(trio: JsCluster3) -> None:
+    """nats-py's KV and Object Store, unchanged, on R3 buckets: writes replicated, reads and
+    watchers served by the leader (watchers are ephemeral ordered consumers), and the
+    bucket usable again through a new leader after the old one stops."""
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        js = nc.jetstream()
+        kv = await js.create_key_value(bucket="CFG", history=3, replicas=3)
+        await until(lambda: _leader(trio, "KV_CFG") != "")
+        assert await _retry(lambda: kv.put("a", b"1")) == 1
+        assert await kv.put("a", b"2") == 2
+        assert await kv.create("b", b"x") == 3
+        with pytest.raises(nats.js.errors.KeyWrongLastSequenceError):
+            await kv.create("b", b"again")
+        assert await kv.update("b", b"y", last=3) == 4
+        assert (await kv.get("a")).value == b"2"
+        assert [e.value for e in await kv.history("a")] == [b"1", b"2"]
+        await kv.delete("b")
+        assert sorted(await kv.keys()) == ["a"]
+        watcher = await kv.watchall(include_history=False)
+        first = await watcher.updates(timeout=5)
+        assert (first.key, first.value) == ("a", b"2")
+        while await watcher.updates(timeout=5) is not None:
+            pass  # the initial values end with None
+        await kv.put("c", b"3")
+        live = await watcher.updates(timeout=5)
+        assert (live.key, live.value) == ("c", b"3")
+        await watcher.stop()
+        obs = await js.create_object_store(bucket="FILES", config=None, replicas=3)
+        blob = bytes(range(256)) * 1000
+        await _retry(lambda: obs.put("blob", blob))
+        assert (await obs.get("blob")).data == blob
+        info = await js.stream_info("KV_CFG")
+        assert info.config.num_replicas == 3
+        lead = _leader(trio, "KV_CFG")
+    finally:
+        await nc.close()
+    # the bucket's leader stops: the next put goes through a new one, nothing is lost
+    await trio.stop(lead)
+    other = next(n for n in trio.names if n != lead)
+    nc = await nats.connect(trio.url(other))
+    try:
+        kv = await _retry(lambda: nc.jetstream().key_value("CFG"))
+        assert await _retry(lambda: kv.put("a", b"after")) == 7
+        assert (await kv.get("c")).value == b"3"
+        assert [e.value for e in await kv.history("a")] == [b"1", b"2", b"after"]
+    finally:
+        await nc.close()

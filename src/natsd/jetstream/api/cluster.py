@@ -61,6 +61,7 @@ from natsd.jetstream.api.dispatch import (
 )
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.stream_config import parse_stream_config
+from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.engine import (
     JetStream,
     JsAccount,
@@ -128,6 +129,12 @@ _REPLICATED_READS: Final = frozenset(
         ("DIRECT", "GET"),
         ("CONSUMER", "NAMES"),
         ("CONSUMER", "LIST"),
+        # the ephemeral consumers the leader holds (see _ephemeral_create)
+        ("CONSUMER", "INFO"),
+        ("CONSUMER", "DELETE"),
+        ("CONSUMER", "PAUSE"),
+        ("CONSUMER", "UNPIN"),
+        ("CONSUMER", "RESET"),
     }
 )
 
@@ -812,10 +819,14 @@ class JsCluster:
         data: bytes,
     ) -> None:
         """A request about a replicated stream, on its leader: reads are answered from the
-        leader's store, purges and message deletes go through the group; what it does not
-        replicate yet (consumers, snapshots) is refused with nats-server's "not currently
-        supported in clustered mode"."""
+        leader's store, purges and message deletes go through the group, ephemeral consumers
+        live on the leader; what the group does not replicate yet (durable consumers,
+        snapshots) is refused with nats-server's "not currently supported in clustered
+        mode"."""
         if tuple(verb[:3]) in _REPLICATED_READS or tuple(verb[:2]) in _REPLICATED_READS:
+            local(sub, subject, reply, hdr, data)
+            return
+        if verb[:2] == ["CONSUMER", "CREATE"] and _ephemeral_create(s, data):
             local(sub, subject, reply, hdr, data)
             return
         if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:
@@ -826,6 +837,9 @@ class JsCluster:
         if not reply:
             return
         rep = reply.decode(errors="replace")
+        if verb[:3] == ["CONSUMER", "LEADER", "STEPDOWN"]:
+            self._r1_stepdown(ja, verb, s.name, reply)  # its consumers are R1
+            return
         if verb[:3] == ["STREAM", "LEADER", "STEPDOWN"]:
             if self.stream_groups.stepdown(s):
                 self.respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
@@ -860,6 +874,22 @@ class JsCluster:
             self.respond(ja, rep, "consumer_leader_stepdown_response", {"error": err})
             return
         self.respond(ja, rep, "consumer_leader_stepdown_response", {"success": True})
+
+
+def _ephemeral_create(s: Stream, data: bytes) -> bool:
+    """May the leader of replicated stream ``s`` create this consumer on its own? An
+    ephemeral one (no ``durable_name``) on a stream that keeps messages by limits: it lives
+    and dies with this leader (as nats-server's ephemerals are R1), and its acks remove
+    nothing from the stream, so the replicas stay the same. Durable consumers need their
+    state replicated, which the group does not do yet."""
+    if s.cfg.retention != RetentionPolicy.LIMITS:
+        return False
+    try:
+        doc = orjson.loads(data) if data.strip() else {}
+    except orjson.JSONDecodeError:
+        return True  # the handler answers nats-server's "invalid JSON"
+    cfg = doc.get("config") if isinstance(doc, dict) else None
+    return not (isinstance(cfg, dict) and cfg.get("durable_name"))
 
 
 def _stream_of(verb: list[str]) -> str | None:

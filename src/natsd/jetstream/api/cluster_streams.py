@@ -24,6 +24,7 @@ from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.jetstream.api.dispatch import handle
+from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.stream.replica import (
     OP_API,
@@ -203,6 +204,11 @@ class StreamGroups:
                 if rep.leading:
                     rep.follow()
                     m.stream.unsubscribe()
+                    # its consumers are the ephemeral ones it held as leader: they end
+                    # with its leadership (their clients create them again)
+                    for c in list(m.stream.consumers.values()):
+                        if isinstance(c, Consumer):
+                            c.delete()
 
     def propose_api(
         self, stream: Stream, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
