@@ -14,11 +14,11 @@ stream-scoped (``STREAM.INFO``, ``PURGE``,    the server the stream is placed on
 ``MSG.*``, ``CONSUMER.*``, ``DIRECT.GET``)    meta leader for a stream that does not exist
 ============================================  =========================================
 
-Streams are R1 until replicated streams land (issue 19): a stream lives on one server, which
-creates it when the assignment applies and answers the CREATE, and its consumers live with
-it (their configs and state in that server's store, as on a standalone server). Only the
-owner subscribes to the stream's subjects, so a publish on another server reaches it over
-the routes.
+An R1 stream lives on one server, which creates it when the assignment applies and answers
+the CREATE, and its consumers live with it (their configs and state in that server's store,
+as on a standalone server). Only the owner subscribes to the stream's subjects, so a publish
+on another server reaches it over the routes. A replicated stream has a Raft group over its
+servers (``cluster_streams``): its leader takes the publishes and answers for it.
 
 Bootstrap: with no meta group in the node log, the servers wait until the mesh holds every
 server their ``cluster.routes`` name (self included or not; see ``expected_size``) and then
@@ -54,14 +54,11 @@ from natsd.jetstream.api.cluster_streams import StreamGroups
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
     API_TYPE_PREFIX,
-    ERROR_EXTRAS,
     add_cluster_block,
-    lookup_verb,
     make_api_callback,
 )
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.stream_config import parse_stream_config
-from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.engine import (
     JetStream,
     JsAccount,
@@ -70,7 +67,6 @@ from natsd.jetstream.engine import (
     find_consumer,
     update_stream,
 )
-from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError, StateType
@@ -119,27 +115,6 @@ _RESPONSE_TYPES: Final = {
     ("STREAM", "LIST"): "stream_list_response",
     ("STREAM", "INFO"): "stream_info_response",
 }
-
-# What the leader of a replicated stream answers as a standalone server would (the rest
-# is refused until the group replicates it, see JsCluster._replicated).
-_REPLICATED_READS: Final = frozenset(
-    {
-        ("STREAM", "INFO"),
-        ("STREAM", "MSG", "GET"),
-        ("DIRECT", "GET"),
-        ("CONSUMER", "NAMES"),
-        ("CONSUMER", "LIST"),
-        # the ephemeral consumers the leader holds (see _ephemeral_create)
-        ("CONSUMER", "INFO"),
-        ("CONSUMER", "DELETE"),
-        ("CONSUMER", "PAUSE"),
-        ("CONSUMER", "UNPIN"),
-        ("CONSUMER", "RESET"),
-    }
-)
-
-# API requests that change a replicated stream's store: replicated as they are.
-_REPLICATED_WRITES: Final = frozenset({("STREAM", "PURGE"), ("STREAM", "MSG", "DELETE")})
 
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
 _PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
@@ -199,8 +174,16 @@ class JsCluster:
         self.tasks: set[asyncio.Task[None]] = set()  # account info and list gathers
         self.requests = MetaRequests(self)
         # the Raft groups of the replicated streams placed here
-        self.stream_groups = StreamGroups(raft, server_name, self._name_of, system.name)
-        self.stream_groups.on_leader = self._advise_stream_leader
+        self.stream_groups = StreamGroups(
+            raft,
+            server_name,
+            self._name_of,
+            system,
+            cluster_name,
+            engine.domain,
+            self.respond,
+            self._r1_stepdown,
+        )
         engine.cluster_info = self.cluster_block
 
     # ---------------------------------------------------------------- lifecycle
@@ -606,35 +589,6 @@ class JsCluster:
             doc["domain"] = self.engine.domain
         publish(self.system.sublist, subject, None, None, orjson.dumps(doc))
 
-    def _advise_stream_leader(self, ja: JsAccount, stream: Stream) -> None:
-        """``$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.<stream>`` from the new leader, into
-        the stream's account and (with the account named) the system account, with every
-        replica listed, as nats-server sends it."""
-        subject = b"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + stream.name.encode()
-        targets = [
-            (sl, acc)
-            for sl, acc in ((ja.account.sublist, None), (self.system.sublist, ja.account.name))
-            if sl.has_interest(subject)
-        ]
-        if not targets:
-            return
-        block = self.stream_groups.cluster_block(stream, self.cluster_name())
-        me = {"name": self.server_name, "current": True, "active": 0}
-        me["peer"] = peer_hash(self.server_name)
-        replicas = [*block.get("replicas", []), me]
-        for sl, acc in targets:
-            doc: dict[str, Any] = {
-                "type": "io.nats.jetstream.advisory.v1.stream_leader_elected",
-                "id": self._nuid.next(),
-                "timestamp": rfc3339(self.engine.clock.time_ns()),
-            }
-            if acc is not None:
-                doc["account"] = acc
-            doc.update(stream=stream.name, leader=self.server_name, replicas=replicas)
-            if self.engine.domain:
-                doc["domain"] = self.engine.domain
-            publish(sl, subject, None, None, orjson.dumps(doc))
-
     def _on_stepdown(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
@@ -779,7 +733,7 @@ class JsCluster:
         s = ja.streams.get(stream)
         if s is not None and s.replica is not None:
             if s.replica.leading:
-                self._replicated(ja, local, s, verb, sub, subject, reply, hdr, data)
+                self.stream_groups.request(ja, local, s, verb, sub, subject, reply, hdr, data)
         elif s is not None:
             if verb[1:3] == ["LEADER", "STEPDOWN"] and reply:
                 self._r1_stepdown(ja, verb, stream, reply)
@@ -806,62 +760,8 @@ class JsCluster:
             err = E.JSClusterNotAvailErr().to_json()
             self.respond(ja, reply.decode(errors="replace"), rtype, {"error": err})
 
-    def _replicated(
-        self,
-        ja: JsAccount,
-        local: OnApi,
-        s: Stream,
-        verb: list[str],
-        sub: Subscription,
-        subject: bytes,
-        reply: bytes | None,
-        hdr: bytes | None,
-        data: bytes,
-    ) -> None:
-        """A request about a replicated stream, on its leader: reads are answered from the
-        leader's store, purges and message deletes go through the group, ephemeral consumers
-        live on the leader; what the group does not replicate yet (durable consumers,
-        snapshots) is refused with nats-server's "not currently supported in clustered
-        mode"."""
-        if tuple(verb[:3]) in _REPLICATED_READS or tuple(verb[:2]) in _REPLICATED_READS:
-            local(sub, subject, reply, hdr, data)
-            return
-        if verb[:2] == ["CONSUMER", "CREATE"] and _ephemeral_create(s, data):
-            local(sub, subject, reply, hdr, data)
-            return
-        if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:
-            # through the group: every replica runs it in log order, this one answers
-            if not self.stream_groups.propose_api(s, subject, reply, hdr, data) and reply:
-                self._refuse(ja, verb, reply, E.JSClusterNotAvailErr())
-            return
-        if not reply:
-            return
-        rep = reply.decode(errors="replace")
-        if verb[:3] == ["CONSUMER", "LEADER", "STEPDOWN"]:
-            self._r1_stepdown(ja, verb, s.name, reply)  # its consumers are R1
-            return
-        if verb[:3] == ["STREAM", "LEADER", "STEPDOWN"]:
-            if self.stream_groups.stepdown(s):
-                self.respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
-            else:
-                err = E.JSClusterNoPeersErrF(err="no replacement peer connected").to_json()
-                self.respond(ja, rep, "stream_leader_stepdown_response", {"error": err})
-            return
-        self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
-
-    def _refuse(self, ja: JsAccount, verb: list[str], reply: bytes, err: ApiError) -> None:
-        """Answer an API request with ``err`` (in its response type, with its extras)."""
-        route = lookup_verb(verb)
-        if route is None:
-            return  # not an API subject: nats-server does not answer it
-        rtype = route[0]
-        body: dict[str, Any] = {"error": err.to_json()}
-        body.update(ERROR_EXTRAS.get(rtype, {}))
-        ja.api.total += 1
-        ja.api.errors += 1
-        self.respond(ja, reply.decode(errors="replace"), rtype, body)
-
     def _r1_stepdown(self, ja: JsAccount, verb: list[str], stream: str, reply: bytes) -> None:
+        # (also the consumers of a replicated stream, which are R1)
         """A stream or consumer leader stepdown on an R1 stream: nats-server answers
         success and changes nothing (there is no other replica to lead)."""
         rep = reply.decode(errors="replace")
@@ -874,22 +774,6 @@ class JsCluster:
             self.respond(ja, rep, "consumer_leader_stepdown_response", {"error": err})
             return
         self.respond(ja, rep, "consumer_leader_stepdown_response", {"success": True})
-
-
-def _ephemeral_create(s: Stream, data: bytes) -> bool:
-    """May the leader of replicated stream ``s`` create this consumer on its own? An
-    ephemeral one (no ``durable_name``) on a stream that keeps messages by limits: it lives
-    and dies with this leader (as nats-server's ephemerals are R1), and its acks remove
-    nothing from the stream, so the replicas stay the same. Durable consumers need their
-    state replicated, which the group does not do yet."""
-    if s.cfg.retention != RetentionPolicy.LIMITS:
-        return False
-    try:
-        doc = orjson.loads(data) if data.strip() else {}
-    except orjson.JSONDecodeError:
-        return True  # the handler answers nats-server's "invalid JSON"
-    cfg = doc.get("config") if isinstance(doc, dict) else None
-    return not (isinstance(cfg, dict) and cfg.get("durable_name"))
 
 
 def _stream_of(verb: list[str]) -> str | None:

@@ -8,6 +8,11 @@ applied everything in its log up to its own first entry, subscribes to the strea
 subjects and takes publishes (``Replica.lead``); one that stops leading unsubscribes. The
 stream side of all this (the entries, the leader's shadow) is ``jetstream/stream/replica``.
 
+It also answers what reaches a replicated stream's leader through the API routing of
+``JsCluster.route`` (``request``: reads from the leader's store, purges and deletes through
+the group, ephemeral consumers on the leader, refusals for the rest) and sends the stream
+leader-elected advisories.
+
 A group is named after the stream's account, name and creation time, so a stream deleted
 and created again gets a new group. Its voters are the assignment's peers.
 """
@@ -19,11 +24,15 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+import orjson
+
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
-from natsd.jetstream.api.dispatch import handle
+from natsd.core.ids import Nuid
+from natsd.jetstream.api.dispatch import ERROR_EXTRAS, handle, lookup_verb
+from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.stream.replica import (
@@ -38,11 +47,44 @@ from natsd.jetstream.stream.replica import (
     entry_op,
 )
 from natsd.jetstream.stream.stream import Stream
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError, StateType
+from natsd.router.account import Account
+from natsd.router.publish import publish
+from natsd.router.subscription import Subscription
 
 __all__ = ["StreamGroups", "group_name"]
 
 log = logging.getLogger("natsd")
+
+# JsCluster.respond: an API response into an account (returns it as sent)
+Respond = Callable[[JsAccount, str, str, dict[str, Any]], bytes]
+# JsCluster._r1_stepdown: the answer to a stepdown of something with one replica
+R1Stepdown = Callable[[JsAccount, list[str], str, bytes], None]
+# dispatch's API callback for this account (the standalone handlers)
+OnApi = Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]
+
+# What the leader of a replicated stream answers as a standalone server would (the rest
+# is refused until the group replicates it, see StreamGroups.request).
+_REPLICATED_READS: Final = frozenset(
+    {
+        ("STREAM", "INFO"),
+        ("STREAM", "MSG", "GET"),
+        ("DIRECT", "GET"),
+        ("CONSUMER", "NAMES"),
+        ("CONSUMER", "LIST"),
+        # the ephemeral consumers the leader holds (see _ephemeral_create)
+        ("CONSUMER", "INFO"),
+        ("CONSUMER", "DELETE"),
+        ("CONSUMER", "PAUSE"),
+        ("CONSUMER", "UNPIN"),
+        ("CONSUMER", "RESET"),
+    }
+)
+
+# API requests that change a replicated stream's store: replicated as they are.
+_REPLICATED_WRITES: Final = frozenset({("STREAM", "PURGE"), ("STREAM", "MSG", "DELETE")})
 
 # A replica not heard from for this long is not "current" in the cluster block, and after
 # OFFLINE_AFTER it shows as offline.
@@ -50,6 +92,22 @@ CURRENT_FOR: Final = 2.0
 OFFLINE_AFTER: Final = 10.0
 # The leader proposes a COMPACT entry once the log holds this many applied entries.
 COMPACT_EVERY: Final = 4096
+
+
+def _ephemeral_create(s: Stream, data: bytes) -> bool:
+    """May the leader of replicated stream ``s`` create this consumer on its own? An
+    ephemeral one (no ``durable_name``) on a stream that keeps messages by limits: it lives
+    and dies with this leader (as nats-server's ephemerals are R1), and its acks remove
+    nothing from the stream, so the replicas stay the same. Durable consumers need their
+    state replicated, which the group does not do yet."""
+    if s.cfg.retention != RetentionPolicy.LIMITS:
+        return False
+    try:
+        doc = orjson.loads(data) if data.strip() else {}
+    except orjson.JSONDecodeError:
+        return True  # the handler answers nats-server's "invalid JSON"
+    cfg = doc.get("config") if isinstance(doc, dict) else None
+    return not (isinstance(cfg, dict) and cfg.get("durable_name"))
 
 
 def group_name(a: StreamAssignment) -> bytes:
@@ -93,17 +151,25 @@ class StreamGroups:
         raft: RaftService,
         server_name: str,
         name_of: Callable[[int], str],
-        traffic_account: str,
+        system: Account,
+        cluster_name: Callable[[], str],
+        domain: str,
+        respond: Respond,
+        r1_stepdown: R1Stepdown,
     ) -> None:
         self.raft = raft
         self.server_name = server_name
-        # the account the groups' traffic goes through (the system account)
-        self.traffic_account = traffic_account
+        # the account the groups' traffic goes through, and their advisories' second home
+        self.system = system
+        self.traffic_account = system.name
+        self._cluster_name = cluster_name
+        self._domain = domain
+        self._respond = respond
+        self._r1_stepdown = r1_stepdown
+        self._nuid = Nuid()
         self._name_of = name_of
         self.members: dict[bytes, _Member] = {}
         self.compact_every = COMPACT_EVERY
-        # leadership changes for the owner's advisories: (stream, leader now)
-        self.on_leader: Callable[[JsAccount, Stream], None] | None = None
 
     def attach(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
         """``stream`` is a replica of ``a`` on this server: join (or rejoin) its group."""
@@ -197,8 +263,7 @@ class StreamGroups:
                     m.ready_at = 0
                     rep.lead(m.stream.store.state().last_seq)
                     m.stream.subscribe()
-                    if self.on_leader is not None:
-                        self.on_leader(m.ja, m.stream)
+                    self._advise_leader(m.ja, m.stream)
             else:
                 m.ready_at = 0
                 if rep.leading:
@@ -263,6 +328,90 @@ class StreamGroups:
         store.flush()
         store.sync()
         self.raft.host.compact(name, index, b"")
+
+    def request(
+        self,
+        ja: JsAccount,
+        local: OnApi,
+        s: Stream,
+        verb: list[str],
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+    ) -> None:
+        """A request about a replicated stream, on its leader: reads are answered from the
+        leader's store, purges and message deletes go through the group, ephemeral consumers
+        live on the leader; what the group does not replicate yet (durable consumers,
+        snapshots) is refused with nats-server's "not currently supported in clustered
+        mode"."""
+        if tuple(verb[:3]) in _REPLICATED_READS or tuple(verb[:2]) in _REPLICATED_READS:
+            local(sub, subject, reply, hdr, data)
+            return
+        if verb[:2] == ["CONSUMER", "CREATE"] and _ephemeral_create(s, data):
+            local(sub, subject, reply, hdr, data)
+            return
+        if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:
+            # through the group: every replica runs it in log order, this one answers
+            if not self.propose_api(s, subject, reply, hdr, data) and reply:
+                self._refuse(ja, verb, reply, E.JSClusterNotAvailErr())
+            return
+        if not reply:
+            return
+        rep = reply.decode(errors="replace")
+        if verb[:3] == ["CONSUMER", "LEADER", "STEPDOWN"]:
+            self._r1_stepdown(ja, verb, s.name, reply)  # its consumers are R1
+            return
+        if verb[:3] == ["STREAM", "LEADER", "STEPDOWN"]:
+            if self.stepdown(s):
+                self._respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
+            else:
+                err = E.JSClusterNoPeersErrF(err="no replacement peer connected").to_json()
+                self._respond(ja, rep, "stream_leader_stepdown_response", {"error": err})
+            return
+        self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
+
+    def _refuse(self, ja: JsAccount, verb: list[str], reply: bytes, err: ApiError) -> None:
+        """Answer an API request with ``err`` (in its response type, with its extras)."""
+        route = lookup_verb(verb)
+        if route is None:
+            return  # not an API subject: nats-server does not answer it
+        rtype = route[0]
+        body: dict[str, Any] = {"error": err.to_json()}
+        body.update(ERROR_EXTRAS.get(rtype, {}))
+        ja.api.total += 1
+        ja.api.errors += 1
+        self._respond(ja, reply.decode(errors="replace"), rtype, body)
+
+    def _advise_leader(self, ja: JsAccount, stream: Stream) -> None:
+        """``$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.<stream>`` from the new leader, into
+        the stream's account and (with the account named) the system account, with every
+        replica listed, as nats-server sends it."""
+        subject = b"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + stream.name.encode()
+        targets = [
+            (sl, acc)
+            for sl, acc in ((ja.account.sublist, None), (self.system.sublist, ja.account.name))
+            if sl.has_interest(subject)
+        ]
+        if not targets:
+            return
+        block = self.cluster_block(stream, self._cluster_name())
+        me = {"name": self.server_name, "current": True, "active": 0}
+        me["peer"] = peer_hash(self.server_name)
+        replicas = [*block.get("replicas", []), me]
+        for sl, acc in targets:
+            doc: dict[str, Any] = {
+                "type": "io.nats.jetstream.advisory.v1.stream_leader_elected",
+                "id": self._nuid.next(),
+                "timestamp": rfc3339(stream.clock.time_ns()),
+            }
+            if acc is not None:
+                doc["account"] = acc
+            doc.update(stream=stream.name, leader=self.server_name, replicas=replicas)
+            if self._domain:
+                doc["domain"] = self._domain
+            publish(sl, subject, None, None, orjson.dumps(doc))
 
     def member(self, stream: Stream) -> _Member | None:
         for m in self.members.values():
