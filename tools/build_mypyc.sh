@@ -50,6 +50,7 @@ cd "$OUT"
   natsd/jetstream/stream/headers.py \
   natsd/jetstream/stream/queries.py \
   natsd/jetstream/stream/commit.py \
+  natsd/jetstream/stream/replica.py \
   natsd/jetstream/api/direct.py \
   natsd/jetstream/consumer/shared.py \
   natsd/jetstream/consumer/advisory.py \
