@@ -110,6 +110,13 @@ def _ephemeral_create(s: Stream, data: bytes) -> bool:
     return not (isinstance(cfg, dict) and cfg.get("durable_name"))
 
 
+def _track_leader(m: _Member, lead: int) -> None:
+    """Note when this replica first knew of its group's current leader."""
+    if lead != m.leader:
+        m.leader = lead
+        m.leader_since = m.stream.clock.time_ns() if lead else 0
+
+
 def group_name(a: StreamAssignment) -> bytes:
     return f"S:{a.account}:{a.name}:{a.created}".encode()
 
@@ -250,9 +257,7 @@ class StreamGroups:
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
             raft = g.node.raft
-            if raft.lead != m.leader:
-                m.leader = raft.lead
-                m.leader_since = m.stream.clock.time_ns() if raft.lead else 0
+            _track_leader(m, raft.lead)
             if raft.state == StateType.StateLeader and raft.lead == me:
                 if rep.leading:
                     self._propose_compact(name, m, g)
@@ -457,8 +462,8 @@ class StreamGroups:
         lead = raft.lead
         if lead:
             out["leader"] = self._name_of(lead)
-            if m.leader == lead and m.leader_since:
-                out["leader_since"] = rfc3339(m.leader_since)
+            _track_leader(m, lead)
+            out["leader_since"] = rfc3339(m.leader_since)
         out["system_account"] = True
         out["traffic_account"] = self.traffic_account
         now = asyncio.get_running_loop().time()
