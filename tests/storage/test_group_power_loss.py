@@ -42,8 +42,9 @@ from pathlib import Path
 import pytest
 from reliability.faultfs import Crash, FaultFS
 
-from natsd.cluster.group import GroupHost, raft_id
+from natsd.cluster.group import GroupHost, decode_frame, raft_id
 from natsd.raft.state import ErrProposalDropped, StateLeader
+from natsd.raft.types import MessageType
 from natsd.storage.wal import Wal, WalError
 
 # The default run: SEEDS seeds of CUTS power cuts each (500 cuts), in BATCHES pytest items.
@@ -53,6 +54,7 @@ BATCHES = 5
 SOAK_SEEDS = 400
 SOAK_BATCHES = 20
 FIVE_NODES_EVERY = 4  # every 4th seed runs five nodes, the rest three
+PROMISES = {MessageType.MsgAppResp, MessageType.MsgVoteResp, MessageType.MsgPreVoteResp}
 
 State = list[tuple[int, bytes]]  # a group's state machine: the applied (index, data)
 
@@ -174,8 +176,12 @@ class Sim:
         def send(peer: int, frame: bytes) -> None:
             host = src.host
             assert host is not None
-            if host.wal.dirty:
-                self.fail(f"{src.name} sent a frame before its WAL sync")
+            if (host.wal.dirty or host.wal._buf) and host.needs_sync:
+                # requests may leave before the sync (etcd's msgs); what promises this
+                # node's disk (append and vote responses) may not
+                promised = [m.type.name for _, m in decode_frame(frame) if m.type in PROMISES]
+                if promised:
+                    self.fail(f"{src.name} sent {promised} before its WAL sync")
             if self.rng.random() < self.drop:
                 return
             for _ in range(2 if self.rng.random() < self.dup else 1):

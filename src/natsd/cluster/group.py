@@ -7,10 +7,15 @@ RawNode: proposals, ticks and peer messages all come through the host, and ``tur
 every group's Ready at once (design-clustering §4.3):
 
 1. collect the Ready of every group that has one;
-2. write their snapshots, entries and hard states to the WAL and **sync once** for all
-   groups: no vote or append response leaves before what it promises is durable;
-3. hand the same to each group's MemoryStorage, and send the messages, **one frame per peer**
-   holding every group's messages for it;
+2. write their snapshots, entries and hard states to the WAL; send at once the messages that
+   promise nothing about this node's disk (a leader's appends and heartbeats, vote
+   requests: etcd's ``msgs``, which its async-storage mode sends before the write is
+   durable, so a leader writes in parallel with its followers, Raft thesis §10.2.1); then
+   **sync once** for all groups when a Ready needs it (etcd's ``MustSync``: new entries, a
+   new term or vote, a snapshot; a commit index alone is learnt again after a crash): no
+   vote or append response leaves before what it promises is durable;
+3. hand the same to each group's MemoryStorage, and send the rest of the messages (append
+   and vote responses), **one frame per peer** holding every group's messages for it;
 4. apply the committed entries (membership changes to the RawNode, the rest to the group's
    state machine callback) and advance.
 
@@ -77,6 +82,11 @@ ELECTION_TICK: Final = 10
 HEARTBEAT_TICK: Final = 2
 
 _VOTES: Final = (MessageType.MsgVote, MessageType.MsgPreVote)
+# Messages that acknowledge this node's unstable state (etcd's msgsAfterAppend): they leave
+# only once the WAL sync covering that state is done. Everything else may leave before it.
+_AFTER_SYNC: Final = frozenset(
+    {MessageType.MsgAppResp, MessageType.MsgVoteResp, MessageType.MsgPreVoteResp}
+)
 
 # The state machine: committed normal entries, in order, with their index.
 Apply = Callable[[int, bytes], None]
@@ -165,6 +175,8 @@ class GroupHost:
         self.frames_sent = 0
         # the member whose frame ``receive`` last stepped (0: none); liveness for /jsz
         self.last_sender = 0
+        # the last prepare() wrote something that must be synced before finish()
+        self.needs_sync = False
 
     # ---------------------------------------------------------------- groups
     def create(
@@ -281,23 +293,29 @@ class GroupHost:
         returns how many groups had one."""
         work = self.prepare()
         if work:
-            self.wal.sync()
+            if self.needs_sync:
+                self.wal.sync()
             self.finish(work)
         return len(work)
 
     def prepare(self) -> list[tuple[RaftGroup, Ready]]:
-        """Steps 1-2 up to the sync: take every group's Ready and write it to the WAL.
-        The caller then makes the WAL durable (``wal.sync``, on a worker thread if it
-        likes) and calls ``finish``; meanwhile peer frames and proposals may still be
-        stepped, but no other ``prepare`` may run."""
+        """Step 2 up to the sync: take every group's Ready, write it to the WAL and send
+        the messages that may leave before it is durable. The caller then makes the WAL
+        durable when ``needs_sync`` says so (``wal.sync``, on a worker thread if it likes)
+        and calls ``finish``; meanwhile peer frames and proposals may still be stepped, but
+        no other ``prepare`` may run."""
         work = [(g, g.node.ready()) for g in self.groups.values() if g.node.has_ready()]
         wal = self.wal
+        needs_sync = False
+        early: dict[int, list[bytes]] = {}
+        snaps_sent: list[tuple[RaftGroup, int]] = []
         for g, rd in work:
             snap = rd.snapshot
             if snap is not None and snap.metadata.index:
                 md = snap.metadata
                 wal.append_snapshot(g.name, md.index, md.term, encode_conf_state(md.conf_state),
                                     snap.data, replace=True)  # fmt: skip
+                needs_sync = True
             if rd.entries:
                 wal.append_entries(
                     g.name, [(e.index, e.term, int(e.type), e.data) for e in rd.entries]
@@ -305,13 +323,40 @@ class GroupHost:
             hs = rd.hard_state
             if hs is not None:
                 wal.append_hard_state(g.name, hs.term, hs.vote, hs.commit)
+            needs_sync = needs_sync or rd.must_sync
+            if rd.messages:
+                late = []
+                for m in rd.messages:
+                    if m.type in _AFTER_SYNC:
+                        late.append(m)
+                        continue
+                    early.setdefault(m.to, []).append(frame_part(g.name, m))
+                    if m.type == MessageType.MsgSnap:
+                        snaps_sent.append((g, m.to))
+                rd.messages = late
         wal.flush()
+        self.needs_sync = needs_sync
+        self._send_frames(early, snaps_sent)
         return work
 
+    def _send_frames(
+        self, out: dict[int, list[bytes]], snaps_sent: list[tuple[RaftGroup, int]]
+    ) -> None:
+        for peer, parts in out.items():
+            self._send(peer, bytes([FRAME_VERSION]) + b"".join(parts))
+            self.frames_sent += 1
+        # The transport never says whether a frame arrived, so a snapshot counts as sent:
+        # the peer goes back to probing, and if the snapshot was lost its reply to the next
+        # append asks for another one. Unreported, a lost snapshot would leave the peer
+        # paused in StateSnapshot for as long as this node leads.
+        for g, to in snaps_sent:
+            g.node.report_snapshot(to, SnapshotFinish)
+
     def finish(self, work: list[tuple[RaftGroup, Ready]]) -> None:
-        """Steps 3-4, once the WAL holds everything ``prepare`` wrote: the groups' memory
-        logs, one frame per peer, the state machines, advance."""
-        if self.wal.dirty:
+        """Steps 3-4, once the WAL holds everything ``prepare`` wrote that must be durable:
+        the groups' memory logs, the remaining messages (one frame per peer), the state
+        machines, advance."""
+        if self.needs_sync and self.wal.dirty:
             raise RuntimeError("finish before the WAL sync")  # a vote would leave unsynced
         out: dict[int, list[bytes]] = {}
         snaps_sent: list[tuple[RaftGroup, int]] = []
@@ -330,15 +375,7 @@ class GroupHost:
                 out.setdefault(m.to, []).append(frame_part(g.name, m))
                 if m.type == MessageType.MsgSnap:
                     snaps_sent.append((g, m.to))
-        for peer, parts in out.items():
-            self._send(peer, bytes([FRAME_VERSION]) + b"".join(parts))
-            self.frames_sent += 1
-        # The transport never says whether a frame arrived, so a snapshot counts as sent:
-        # the peer goes back to probing, and if the snapshot was lost its reply to the next
-        # append asks for another one. Unreported, a lost snapshot would leave the peer
-        # paused in StateSnapshot for as long as this node leads.
-        for g, to in snaps_sent:
-            g.node.report_snapshot(to, SnapshotFinish)
+        self._send_frames(out, snaps_sent)
         for g, rd in work:
             if g.name not in self.groups:
                 continue  # dropped while its sync ran

@@ -99,8 +99,9 @@ class RaftService:
         if not work:
             return
         wal = self.host.wal
-        if not wal.dirty:
-            self.host.finish(work)
+        if not wal.dirty or not self.host.needs_sync:
+            self.host.finish(work)  # (a commit index alone waits for the next sync)
+            self.kick()  # what the applies and the early frames brought
             return
         self._in_flight = True
         fut = asyncio.get_running_loop().run_in_executor(None, wal.sync)
