@@ -353,3 +353,27 @@ async def test_kv_and_object_store_on_r3_buckets(trio: JsCluster3) -> None:
         assert [e.value for e in await kv.history("a")] == [b"1", b"2", b"after"]
     finally:
         await nc.close()
+
+
+async def test_r3_purge_is_not_replayed_over_later_messages(trio: JsCluster3) -> None:
+    """A restart applies the log after the last compaction again: a purge in it must not
+    remove the messages stored after it (every replica keeps 6 and 7)."""
+    cfg = {"name": "P", "subjects": ["p.>"], "num_replicas": 3, "storage": "file"}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.P", cfg)
+        for i in range(5):
+            await _publish(nc, "p.a", b"%d" % i)
+        purged = await _req(nc, "$JS.API.STREAM.PURGE.P")
+        assert purged["purged"] == 5
+        assert (await _publish(nc, "p.b", b"6"))["seq"] == 6
+        assert (await _publish(nc, "p.b", b"7"))["seq"] == 7
+    finally:
+        await nc.close()
+    await until(lambda: all(len(_contents(trio, n, "P")) == 2 for n in trio.names))
+    for n in list(trio.servers):
+        await trio.stop(n)
+    await asyncio.gather(*(trio.start(n) for n in trio.names))
+    await until(lambda: _leader(trio, "P") != "", timeout=20)
+    for n in trio.names:
+        assert [seq for seq, *_ in _contents(trio, n, "P")] == [6, 7], n

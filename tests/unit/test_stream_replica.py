@@ -11,7 +11,9 @@ from natsd.jetstream.stream.replica import (
     EntryError,
     Replica,
     compact_index,
+    decode_api,
     decode_entry,
+    encode_api,
     encode_compact,
     encode_msg,
 )
@@ -74,3 +76,16 @@ def test_leader_shadow() -> None:
     r.follow()
     assert (r.leading, r.inflight, list(r.waiting)) == (False, 0, [])
     assert r.propose(b"x") is False  # not wired to a group
+
+
+def test_api_round_trip() -> None:
+    b = encode_api(4, 99, b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", None, b'{"filter":"a"}')
+    e = decode_api(b)
+    assert (e.proposer, e.as_of, e.subject, e.reply, e.hdr, e.data) == (
+        4, 99, b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", None, b'{"filter":"a"}'
+    )
+    e = decode_api(encode_api(1, 0, b"s", None, b"NATS/1.0\r\n\r\n", b""))
+    assert (e.reply, e.hdr, e.data) == (b"", b"NATS/1.0\r\n\r\n", b"")
+    for n in range(len(b) - len(b'{"filter":"a"}')):
+        with pytest.raises(EntryError):
+            decode_api(b[:n])

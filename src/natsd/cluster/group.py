@@ -263,6 +263,13 @@ class GroupHost:
         """Raises the engine's ErrProposalDropped (no leader known, a transfer under way)."""
         self.groups[name].node.propose(data)
 
+    def propose_batch(self, name: bytes, datas: list[bytes]) -> None:
+        """Several entries in one proposal (one MsgProp, so one append per follower rather
+        than one per entry); all or none are taken (ErrProposalDropped)."""
+        g = self.groups[name]
+        ents = [Entry(data=d) for d in datas]
+        g.node.step(Message(type=MessageType.MsgProp, from_=self.id, entries=ents))
+
     def receive(self, frame: bytes) -> int:
         """A peer's frame: each message is stepped into its group (messages for groups this
         node does not have are dropped, as Raft expects of a lossy network). Returns the

@@ -85,6 +85,10 @@ class RaftService:
         self.host.propose(name, data)
         self.kick()
 
+    def propose_batch(self, name: bytes, datas: list[bytes]) -> None:
+        self.host.propose_batch(name, datas)
+        self.kick()
+
     def kick(self) -> None:
         """Something changed: run a turn before the loop next waits."""
         if not self._turn_pending and self.running:

@@ -170,6 +170,9 @@ class QueryMixin(StreamStore):
         return self._first_loadable(self._iter_live_rev(min(start, self._last_seq), 1))
 
     # ------------------------------------------------------------------ state
+    def last_seq(self) -> int:
+        return self._last_seq
+
     def state(self, with_deleted: bool = False) -> StreamState:
         self._check_open()
         n = len(self._msgs)

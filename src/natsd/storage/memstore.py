@@ -540,6 +540,9 @@ class MemoryStore(StreamStore):
         seq = self._all.prev_at(start, self._msgs)
         return self._msgs[seq] if seq else None
 
+    def last_seq(self) -> int:
+        return self._last
+
     def state(self, with_deleted: bool = False) -> StreamState:
         msgs = self._msgs
         n = len(msgs)

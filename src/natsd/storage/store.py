@@ -241,6 +241,10 @@ class StreamStore(ABC):
         """Newest message with sequence <= ``start``."""
 
     @abstractmethod
+    def last_seq(self) -> int:
+        """The last sequence used (``state().last_seq`` without building the state)."""
+
+    @abstractmethod
     def state(self, with_deleted: bool = False) -> StreamState:
         """Totals; ``deleted`` lists interior deleted sequences when asked for."""
 

@@ -176,6 +176,9 @@ class StreamGroups:
         self._nuid = Nuid()
         self._name_of = name_of
         self.members: dict[bytes, _Member] = {}
+        # entries proposed this loop turn, by group: one MsgProp each (see _flush)
+        self._batches: dict[bytes, list[bytes]] = {}
+        self._flush_scheduled = False
         self.compact_every = COMPACT_EVERY
 
     def attach(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
@@ -188,16 +191,24 @@ class StreamGroups:
         stream.replica = rep
         stream.unsubscribe()  # the leader subscribes, once it is ready
 
+        m = _Member(ja, stream, a)
+
         def propose(data: bytes) -> bool:
-            try:
-                self.raft.propose(name, data)
-            except RaftError:
+            # queued, and proposed with the others of this loop turn in one MsgProp
+            g = m.group
+            if g is None or g.node.raft.state != StateType.StateLeader:
                 return False
+            batch = self._batches.get(name)
+            if batch is None:
+                batch = self._batches[name] = []
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    asyncio.get_running_loop().call_soon(self._flush)
+            batch.append(data)
             return True
 
         rep.propose = propose
 
-        m = _Member(ja, stream, a)
 
         def apply(_index: int, data: bytes) -> None:
             index = compact_index(data)
@@ -266,7 +277,7 @@ class StreamGroups:
                     m.ready_at = raft.raft_log.last_index()
                 if g.applied >= m.ready_at:
                     m.ready_at = 0
-                    rep.lead(m.stream.store.state().last_seq)
+                    rep.lead(m.stream.store.last_seq())
                     m.stream.subscribe()
                     self._advise_leader(m.ja, m.stream)
             else:
@@ -288,7 +299,7 @@ class StreamGroups:
         rep = stream.replica
         if rep is None or not rep.leading:
             return False
-        if not rep.propose(encode_api(rep.node_id, subject, reply, hdr, data)):
+        if not rep.propose(encode_api(rep.node_id, rep.clseq, subject, reply, hdr, data)):
             return False
         rep.inflight += 1  # publishes whose checks read the store wait for it
         return True
@@ -301,8 +312,31 @@ class StreamGroups:
         mine = rep is not None and rep.leading and e.proposer == rep.node_id
         if mine and rep is not None:
             rep.applied(0, "")
+        if m.stream.store.last_seq() > e.as_of:
+            return  # a replay after a restart: the store holds what came after it
         handle(m.ja, e.subject, e.reply if mine and e.reply else None, e.data, e.hdr)
         m.stream.drain()
+
+    def _flush(self) -> None:
+        """Propose every group's entries of this loop turn, each group's in one MsgProp. A
+        batch the engine drops (leadership just moved, or its uncommitted-size limit is
+        reached) is lost with its PubAcks (the clients retry with their Nats-Msg-Id); the
+        replica stops taking publishes until it has applied its log again, so its sequence
+        shadow restarts from its store."""
+        self._flush_scheduled = False
+        batches, self._batches = self._batches, {}
+        for name, datas in batches.items():
+            m = self.members.get(name)
+            if m is None:
+                continue
+            try:
+                self.raft.propose_batch(name, datas)
+            except RaftError:
+                rep = m.stream.replica
+                if rep is not None and rep.leading:
+                    rep.follow()
+                    m.stream.unsubscribe()
+                m.ready_at = 0
 
     def _propose_compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
         """As leader: once the log holds COMPACT_EVERY applied entries, propose compacting

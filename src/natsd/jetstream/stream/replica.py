@@ -33,8 +33,11 @@ entries holding the request itself: every replica runs the standalone handler on
 order, which gives every store the same result, and the replica that proposed it answers.
 
 Entry formats (little endian), version 1. ``COMPACT`` (op 2) is ``u8 version, u8 op, u64
-index``. ``API`` (op 3) is ``u8 version, u8 op, u64 proposer, u16 len + subject, u16 len +
-reply, u32 len + hdr (0xFFFFFFFF: none), request body (the rest)``. ``MSG`` (op 1)::
+index``. ``API`` (op 3) is ``u8 version, u8 op, u64 proposer, u64 as_of, u16 len + subject,
+u16 len + reply, u32 len + hdr (0xFFFFFFFF: none), request body (the rest)``; ``as_of`` is
+the last sequence the leader had given out when it proposed the request: a store already
+past it applied the request before a restart (a purge replayed on a store that holds later
+messages would remove them too). ``MSG`` (op 1)::
 
     u8 version, u8 op, u64 proposer, u64 seq, i64 ts, i64 ttl,
     u16 len + subject, u16 len + reply, u32 len + hdr (0xFFFFFFFF: none),
@@ -70,7 +73,7 @@ ENTRY_VERSION: Final = 1
 OP_MSG: Final = 1
 OP_COMPACT: Final = 2
 OP_API: Final = 3
-_API_HEAD: Final = struct.Struct("<BBQ")
+_API_HEAD: Final = struct.Struct("<BBQQ")
 _COMPACT: Final = struct.Struct("<BBQ")
 _HEAD: Final = struct.Struct("<BBQQqq")
 _U16: Final = struct.Struct("<H")
@@ -130,6 +133,7 @@ def encode_msg(
 @dataclass(slots=True)
 class ApiEntry:
     proposer: int
+    as_of: int
     subject: bytes
     reply: bytes
     hdr: bytes | None
@@ -137,11 +141,11 @@ class ApiEntry:
 
 
 def encode_api(
-    proposer: int, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    proposer: int, as_of: int, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
 ) -> bytes:
     rb = reply or b""
     parts = [
-        _API_HEAD.pack(ENTRY_VERSION, OP_API, proposer),
+        _API_HEAD.pack(ENTRY_VERSION, OP_API, proposer, as_of),
         _U16.pack(len(subject)),
         subject,
         _U16.pack(len(rb)),
@@ -160,7 +164,7 @@ def entry_op(b: bytes) -> int:
 def decode_api(b: bytes) -> ApiEntry:
     end = len(b)
     try:
-        version, op, proposer = _API_HEAD.unpack_from(b, 0)
+        version, op, proposer, as_of = _API_HEAD.unpack_from(b, 0)
         if version != ENTRY_VERSION or op != OP_API:
             raise EntryError(f"unknown stream entry (version {version}, op {op})")
         pos = _API_HEAD.size
@@ -177,7 +181,7 @@ def decode_api(b: bytes) -> ApiEntry:
         raise EntryError(f"bad stream entry: {e}") from None
     if pos > end or not subject:
         raise EntryError("truncated stream entry")
-    return ApiEntry(proposer, subject, reply, hdr, b[pos:])
+    return ApiEntry(proposer, as_of, subject, reply, hdr, b[pos:])
 
 
 def encode_compact(index: int) -> bytes:

@@ -361,7 +361,7 @@ class Stream:
         rep = self.replica
         leading = rep is not None and rep.leading
         mine = leading and rep is not None and e.proposer == rep.node_id
-        if e.seq <= store.state().last_seq:
+        if e.seq <= store.last_seq():
             if mine and rep is not None:
                 rep.applied(e.seq, e.msg_id)
             return
@@ -379,7 +379,7 @@ class Stream:
                 log.error("stream %s: message %d not stored: %s", self.name, e.seq, err)
             if mine and rep is not None:
                 rep.applied(e.seq, e.msg_id)
-                rep.clseq = store.state().last_seq + rep.inflight
+                rep.clseq = store.last_seq() + rep.inflight
                 if e.reply:
                     text = limit_text(err) if limit else str(err)
                     self._reply(e.reply, self._ack_err(E.JSStreamStoreFailedF(err=text)))
