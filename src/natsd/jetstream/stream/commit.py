@@ -111,11 +111,12 @@ class Committer:
             self._dirty_lazy.update(ok)
             self._arm_timer()
             return
-        if sum(len(a) for a in ok.values()) <= INLINE_MAX_ACKS:
+        if 0 < sum(len(a) for a in ok.values()) <= INLINE_MAX_ACKS:
             # A lone publisher (request/reply style) waits for this fsync whatever we do;
             # running it here saves the two thread hand-offs (~100 us on a busy machine)
             # that the worker costs. Big batches still go to the worker so the loop keeps
-            # reading publishes while the disk works.
+            # reading publishes while the disk works, and so do batches nobody waits for
+            # (publishes without a reply, a replicated stream's applied entries).
             self.batches += 1
             try:
                 _sync_all(list(ok))
