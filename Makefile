@@ -34,13 +34,15 @@ run: $(FAST)
 run-pure: $(STAMP)
 	$(BIN)/natsd -js -sd ./data -p 4222 -m 8222
 
-## test: lint, type-check, the whole suite on pure Python, then unit+integration compiled
+## test: lint, type-check, the whole suite on pure Python, then unit+integration compiled, and
+## the replicated-stream fault suite (tests/faults) on the compiled servers only: it runs
+## real multi-process clusters through 50 fault cycles, and once is enough
 test: lint typecheck node-modules
-	$(PYTEST)
+	$(PYTEST) --ignore=tests/faults
 	$(MAKE) test-compiled
 
 test-compiled: $(FAST)
-	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream tests/jscore tests/raft
+	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream tests/jscore tests/raft tests/faults
 
 ## node-modules: the nats.js packages of tests/node/package-lock.json (npm ci), for tests/node
 node-modules: $(NODE_STAMP)
@@ -63,7 +65,7 @@ typecheck: $(STAMP)
 
 ## soak: the long fault-injection tier (kill -9 x1000 and friends), not part of make test
 soak: $(FAST)
-	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability tests/raft tests/storage/test_group_power_loss.py
+	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability tests/raft tests/storage/test_group_power_loss.py tests/faults
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit

@@ -1,0 +1,346 @@
+"""The fault suite's runner: publishers with ``Nats-Msg-Id`` against a replicated stream on a
+:class:`~faults.cluster.FaultCluster`, a nemesis injecting one fault per cycle, then the
+checks (issue 19).
+
+**Publishers.** Each publisher has its own connection (to its own server, the others as
+reconnect targets) and publishes self-describing payloads (``reliability.checker``) in order.
+A publish that gets no PubAck (timeout, no responders, a lost connection, an error) is retried
+with the same ``Nats-Msg-Id`` until it is acknowledged, so the stream must deduplicate across
+leader changes. A publish still unacknowledged when the run ends is *unknown*.
+
+**Faults** (one per cycle, chosen by the seed): kill -9 of the stream leader, of a follower,
+of two servers of five, of every server at once; SIGSTOP of the leader for longer than an
+election; the leader isolated, a random minority/majority split (links cut, or black-holed:
+connections kept, bytes dropped); a flapping link. Each fault holds for about an election and
+a half, then heals (restart, SIGCONT, links back), and the cycle ends when a publish is
+acknowledged again.
+
+**Checks**, after the last cycle has healed and the replicas have converged:
+
+* through the cluster: every message read back with ``DIRECT.GET`` and checked
+  (``reliability.checker.check``: lost prefix/middle/suffix, corrupt, duplicated, out of order,
+  sequence mismatch);
+* per replica, offline: every server stopped gracefully, each one's store opened with the
+  natsd file store and checked the same way, and the replicas compared message by message
+  (sequence, subject, headers, data, timestamp): identical.
+
+A failure prints the seed; ``NATSD_FAULT_SEED`` replays its schedule of faults (the timing of
+real processes is not deterministic, the schedule is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NATS
+from reliability.checker import (
+    History,
+    Outcome,
+    StoredMsg,
+    check,
+    drain,
+    make_payload,
+    msg_id,
+    random_size,
+)
+
+from faults.cluster import FaultCluster
+from natsd.core.headers import parse_headers
+from natsd.storage.disk_catalog import DiskCatalog
+
+STREAM = "F"
+FAULTS_3 = ("kill_leader", "kill_follower", "stop_leader", "isolate_leader", "split", "flap",
+            "kill_all")  # fmt: skip
+FAULTS_5 = (*FAULTS_3, "kill_two", "split")
+
+
+async def _quiet_close(nc: NATS) -> None:
+    try:
+        await asyncio.wait_for(nc.close(), 3)
+    except Exception:  # a connection torn down by the faults
+        pass
+
+
+@dataclass
+class Publisher:
+    pid: int
+    nc: NATS
+    history: History
+    ack_times: list[float]
+    acked: int = 0
+    stopping: bool = False
+    give_up_at: float = 0.0
+
+    async def run(self, rng: random.Random) -> None:
+        counter = 0
+        subject = f"f.{self.pid}"
+        while not self.stopping:
+            payload = make_payload(self.pid, counter, random_size(rng), rng)
+            mid = msg_id(self.pid, counter)
+            seq = await self._until_acked(subject, payload, mid)
+            if seq is None:
+                self.history.record(self.pid, counter, Outcome.UNKNOWN)
+                return
+            self.history.record(self.pid, counter, Outcome.ACKED, seq)
+            self.acked += 1
+            self.ack_times.append(time.monotonic())
+            counter += 1
+
+    async def _until_acked(self, subject: str, payload: bytes, mid: str) -> int | None:
+        while True:
+            if self.stopping and time.monotonic() > self.give_up_at:
+                return None
+            try:
+                m = await self.nc.request(subject, payload, timeout=1.0,
+                                          headers={"Nats-Msg-Id": mid})  # fmt: skip
+                ack = json.loads(m.data)
+                if "error" not in ack:
+                    return int(ack["seq"])
+            except Exception:  # no responders, a timeout, a connection lost to a fault
+                pass
+            await asyncio.sleep(0.05)
+
+
+@dataclass
+class Run:
+    cluster: FaultCluster
+    replicas: int
+    seed: int
+    cycles: int
+    log: list[str] = field(default_factory=list)
+    ack_times: list[float] = field(default_factory=list)  # every PubAck's arrival, in order
+    gaps: dict[str, list[float]] = field(default_factory=dict)  # fault -> longest ack gaps
+
+    def note(self, what: str) -> None:
+        self.log.append(f"{time.monotonic():.2f} {what}")
+
+    def summary(self) -> str:
+        """Per fault: how many cycles, and the median and longest time without a PubAck."""
+        out = []
+        for kind, gaps in sorted(self.gaps.items()):
+            gs = sorted(gaps)
+            out.append(f"{kind:15s} x{len(gs):3d}  gap p50 {gs[len(gs) // 2]:.2f} s  "
+                       f"max {gs[-1]:.2f} s")  # fmt: skip
+        return "\n".join(out)
+
+    async def stream_leader(self, nc: NATS) -> str:
+        try:
+            m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
+            info: dict[str, Any] = json.loads(m.data)
+            return str(info.get("cluster", {}).get("leader", ""))
+        except Exception:  # no leader at the moment
+            return ""
+
+    async def create_stream(self, nc: NATS) -> None:
+        cfg = {"name": STREAM, "subjects": ["f.>"], "num_replicas": self.replicas,
+               "storage": "file", "allow_direct": True}  # fmt: skip
+        deadline = time.monotonic() + 30
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                m = await nc.request(f"$JS.API.STREAM.CREATE.{STREAM}", json.dumps(cfg).encode(),
+                                     timeout=2)  # fmt: skip
+                last = json.loads(m.data)
+                if "error" not in last:
+                    return
+            except Exception as e:  # the meta group is still electing
+                last = e
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"stream not created: {last!r}")
+
+    async def execute(self) -> None:
+        c = self.cluster
+        rng = random.Random(self.seed)
+        await c.start()
+        await c.meta_leader()
+        admin = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
+                                   reconnect_time_wait=0.1)  # fmt: skip
+        history = History()
+        pubs: list[Publisher] = []
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await self.create_stream(admin)
+            names = c.names
+            for i in range(3):
+                own = c.procs[names[i % len(names)]].url
+                nc = await nats.connect(servers=[own, *[u for u in c.urls if u != own]],
+                                        max_reconnect_attempts=-1, reconnect_time_wait=0.1,
+                                        dont_randomize=True)  # fmt: skip
+                pub = Publisher(i, nc, history, self.ack_times)
+                pubs.append(pub)
+                tasks.append(asyncio.create_task(pub.run(random.Random(rng.random()))))
+            faults = FAULTS_5 if len(names) == 5 else FAULTS_3
+            for cycle in range(self.cycles):
+                kind = rng.choice(faults)
+                await self.cycle(cycle, kind, rng, admin, pubs)
+            for p in pubs:
+                p.stopping = True
+                p.give_up_at = time.monotonic() + 10
+            await asyncio.wait_for(asyncio.gather(*tasks), 30)
+            self.note(f"published: acked {history.count(Outcome.ACKED)}, "
+                      f"unknown {history.count(Outcome.UNKNOWN)}")  # fmt: skip
+            await self.converge()
+            stored = await drain(admin, STREAM)
+            rep = check(history, stored)
+            assert rep.ok, f"through the cluster: {rep.summary()}"
+        finally:
+            for t in tasks:
+                t.cancel()
+            for p in pubs:
+                await _quiet_close(p.nc)
+            await _quiet_close(admin)
+            await c.close()
+        self.check_replicas(history)
+
+    async def cycle(
+        self, n: int, kind: str, rng: random.Random, admin: NATS, pubs: list[Publisher]
+    ) -> None:
+        c = self.cluster
+        names = c.names
+        leader = await self.stream_leader(admin) or rng.choice(names)
+        followers = [x for x in names if x != leader]
+        hold = rng.uniform(1.2, 2.5)
+        start = time.monotonic()
+        first_ack = len(self.ack_times)
+        self.note(f"cycle {n}: {kind} (leader {leader}, hold {hold:.1f} s)")
+        killed: list[str] = []
+        stopped: list[str] = []
+        if kind in ("kill_leader", "kill_follower", "kill_two", "kill_all"):
+            killed = {"kill_leader": [leader], "kill_follower": [rng.choice(followers)],
+                      "kill_two": rng.sample(names, 2), "kill_all": list(names)}[kind]  # fmt: skip
+            for x in killed:
+                c.procs[x].kill9()
+            await asyncio.sleep(hold)
+        elif kind == "stop_leader":
+            stopped = [leader]
+            c.procs[leader].sigstop()
+            await asyncio.sleep(hold)
+        elif kind in ("isolate_leader", "split"):
+            mode = rng.choice(("cut", "blackhole"))
+            if kind == "isolate_leader":
+                side = {leader}
+            else:
+                side = set(rng.sample(names, rng.randint(1, (len(names) - 1) // 2)))
+            self.note(f"  {mode} {sorted(side)} | {sorted(set(names) - side)}")
+            c.partition(side, mode)
+            await asyncio.sleep(hold)
+        elif kind == "flap":
+            a, b = rng.sample(names, 2)
+            end = time.monotonic() + hold
+            up = True
+            while time.monotonic() < end:
+                up = not up
+                c.set_pair(a, b, up, rng.choice(("cut", "blackhole")))
+                await asyncio.sleep(rng.uniform(0.1, 0.6))
+        else:
+            raise AssertionError(kind)
+        # heal
+        c.heal_links()
+        for x in stopped:
+            c.procs[x].sigcont()
+        for x in killed:
+            c.procs[x].start()
+        before = sum(p.acked for p in pubs)
+        deadline = time.monotonic() + 30
+        while sum(p.acked for p in pubs) <= before:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"cycle {n} ({kind}): no publish acknowledged within 30 s "
+                                     f"of healing\n{self.cluster.logs()}")  # fmt: skip
+            await asyncio.sleep(0.05)
+        # The longest time without any PubAck, from the fault to the first ack after healing.
+        times = [start, *self.ack_times[first_ack:]]
+        gap = max(b - a for a, b in itertools.pairwise(times))
+        self.gaps.setdefault(kind, []).append(gap)
+        self.note(f"  longest gap without a PubAck: {gap:.2f} s")
+        # The next fault starts from a whole cluster: every replica back and caught up.
+        t0 = time.monotonic()
+        await self.wait_healthy(admin)
+        self.note(f"  every replica current {time.monotonic() - t0:.2f} s later")
+
+    async def wait_healthy(self, nc: NATS, timeout: float = 60.0) -> None:
+        """Until the leader reports every other replica online, heard from within the last
+        second and at most a few entries behind."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
+                last = json.loads(m.data).get("cluster", {})
+                reps = last.get("replicas") or []
+                if last.get("leader") and len(reps) == self.replicas - 1 and all(
+                    not r.get("offline") and r.get("active", 1e10) < 1e9 and r.get("lag", 0) <= 64
+                    for r in reps
+                ):
+                    return
+            except Exception as e:  # no leader at the moment
+                last = e
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"replicas not current after {timeout} s: {last!r}\n"
+                             f"{self.cluster.logs()}")  # fmt: skip
+
+    async def converge(self, timeout: float = 60.0) -> None:
+        """Until every replica reports the same state, twice in a row."""
+        deadline = time.monotonic() + timeout
+        prev: list[Any] = []
+        while True:
+            states = [
+                await asyncio.to_thread(p.stream_state, STREAM) for p in self.cluster.procs.values()
+            ]
+            keys = [
+                None if not s else (s["messages"], s["bytes"], s["first_seq"], s["last_seq"])
+                for s in states
+            ]
+            if None not in keys and len(set(keys)) == 1 and keys == prev:
+                return
+            prev = keys
+            if time.monotonic() > deadline:
+                raise AssertionError(f"replicas did not converge: {keys}\n{self.cluster.logs()}")
+            await asyncio.sleep(0.3)
+
+    def check_replicas(self, history: History) -> None:
+        """Each server's store, opened offline after a graceful stop: checked, and identical."""
+        contents: dict[str, list[tuple[int, str, bytes | None, bytes, int]]] = {}
+        for name, p in self.cluster.procs.items():
+            recs = [r for r in DiskCatalog(p.store_dir).load() if r.name == STREAM]
+            assert len(recs) == 1, f"{name}: stream {STREAM} not on disk"
+            store = recs[0].store
+            try:
+                st = store.state()
+                msgs = store.load_range(st.first_seq, st.msgs + 1) if st.msgs else []
+            finally:
+                store.stop()
+            contents[name] = [(m.seq, m.subject, m.hdr, m.data, m.ts) for m in msgs]
+            rep = check(history, [_stored(m.seq, m.subject, m.hdr, m.data) for m in msgs])
+            assert rep.ok, f"replica {name}: {rep.summary()}"
+        first = next(iter(contents.values()))
+        self.note(f"replicas identical: {len(first)} messages on each of {len(contents)}")
+        for name, msgs in contents.items():
+            assert msgs == first, f"replica {name} differs from {self.cluster.names[0]}"
+
+
+def _stored(seq: int, subject: str, hdr: bytes | None, data: bytes) -> StoredMsg:
+    mid = None
+    if hdr:
+        _, _, h = parse_headers(hdr)
+        mid = (h.get("Nats-Msg-Id") or [None])[0]
+    return StoredMsg(seq, subject, data, mid)
+
+
+async def run_faults(tmp: Path, servers: int, replicas: int, seed: int, cycles: int) -> Run:
+    run = Run(FaultCluster(tmp, servers), replicas, seed, cycles)
+    try:
+        await run.execute()
+    except BaseException:
+        print(f"FAULT RUN FAILED: servers={servers} R{replicas} seed={seed} "
+              f"(replay: NATSD_FAULT_SEED={seed})")  # fmt: skip
+        print("\n".join(run.log))
+        raise
+    return run

@@ -1,0 +1,43 @@
+"""The replicated-stream fault suite (issue 19): 50 fault cycles in ``make test`` (30 on a
+three-server cluster with an R3 stream, 20 on five servers with R5), 1,000 in the soak tier
+(``make soak``). What a run does and checks is in ``faults/run.py``.
+
+``NATSD_FAULT_SEED`` fixes the seed (a failing run prints its own).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from faults.run import run_faults
+
+
+def _seed() -> int:
+    env = os.environ.get("NATSD_FAULT_SEED")
+    return int(env) if env else random.randrange(1 << 32)
+
+
+@pytest.mark.timeout(600)
+async def test_r3_on_three_servers(tmp_path: Path) -> None:
+    run = await run_faults(tmp_path, servers=3, replicas=3, seed=_seed(), cycles=30)
+    print("\n".join(run.log))
+    print(run.summary())
+
+
+@pytest.mark.timeout(600)
+async def test_r5_on_five_servers(tmp_path: Path) -> None:
+    run = await run_faults(tmp_path, servers=5, replicas=5, seed=_seed(), cycles=20)
+    print("\n".join(run.log))
+    print(run.summary())
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(4 * 3600)
+@pytest.mark.parametrize("servers", [3, 5])
+async def test_soak(tmp_path: Path, servers: int) -> None:
+    cycles = int(os.environ.get("NATSD_FAULT_CYCLES", "500"))
+    await run_faults(tmp_path, servers=servers, replicas=servers, seed=_seed(), cycles=cycles)
