@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -41,72 +40,25 @@ from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
-from reliability.checker import (
-    History,
-    Outcome,
-    StoredMsg,
-    check,
-    drain,
-    make_payload,
-    msg_id,
-    random_size,
-)
+from reliability.checker import History, Outcome, check, drain
 
 from faults.cluster import FaultCluster
-from natsd.core.headers import parse_headers
-from natsd.storage.disk_catalog import DiskCatalog
+from faults.workload import (
+    STREAM,
+    Publisher,
+    check_stores,
+    converge,
+    create_stream,
+    quiet_close,
+    quiet_error,
+    stop_publishers,
+    stream_leader,
+    wait_healthy,
+)
 
-STREAM = "F"
 FAULTS_3 = ("kill_leader", "kill_follower", "stop_leader", "isolate_leader", "split", "flap",
             "kill_all")  # fmt: skip
 FAULTS_5 = (*FAULTS_3, "kill_two", "split")
-
-
-async def _quiet_close(nc: NATS) -> None:
-    try:
-        await asyncio.wait_for(nc.close(), 3)
-    except Exception:  # a connection torn down by the faults
-        pass
-
-
-@dataclass
-class Publisher:
-    pid: int
-    nc: NATS
-    history: History
-    ack_times: list[float]
-    acked: int = 0
-    stopping: bool = False
-    give_up_at: float = 0.0
-
-    async def run(self, rng: random.Random) -> None:
-        counter = 0
-        subject = f"f.{self.pid}"
-        while not self.stopping:
-            payload = make_payload(self.pid, counter, random_size(rng), rng)
-            mid = msg_id(self.pid, counter)
-            seq = await self._until_acked(subject, payload, mid)
-            if seq is None:
-                self.history.record(self.pid, counter, Outcome.UNKNOWN)
-                return
-            self.history.record(self.pid, counter, Outcome.ACKED, seq)
-            self.acked += 1
-            self.ack_times.append(time.monotonic())
-            counter += 1
-
-    async def _until_acked(self, subject: str, payload: bytes, mid: str) -> int | None:
-        while True:
-            if self.stopping and time.monotonic() > self.give_up_at:
-                return None
-            try:
-                m = await self.nc.request(subject, payload, timeout=1.0,
-                                          headers={"Nats-Msg-Id": mid})  # fmt: skip
-                ack = json.loads(m.data)
-                if "error" not in ack:
-                    return int(ack["seq"])
-            except Exception:  # no responders, a timeout, a connection lost to a fault
-                pass
-            await asyncio.sleep(0.05)
 
 
 @dataclass
@@ -131,30 +83,9 @@ class Run:
                        f"max {gs[-1]:.2f} s")  # fmt: skip
         return "\n".join(out)
 
-    async def stream_leader(self, nc: NATS) -> str:
-        try:
-            m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
-            info: dict[str, Any] = json.loads(m.data)
-            return str(info.get("cluster", {}).get("leader", ""))
-        except Exception:  # no leader at the moment
-            return ""
-
-    async def create_stream(self, nc: NATS) -> None:
-        cfg = {"name": STREAM, "subjects": ["f.>"], "num_replicas": self.replicas,
-               "storage": "file", "allow_direct": True}  # fmt: skip
-        deadline = time.monotonic() + 30
-        last: Any = None
-        while time.monotonic() < deadline:
-            try:
-                m = await nc.request(f"$JS.API.STREAM.CREATE.{STREAM}", json.dumps(cfg).encode(),
-                                     timeout=2)  # fmt: skip
-                last = json.loads(m.data)
-                if "error" not in last:
-                    return
-            except Exception as e:  # the meta group is still electing
-                last = e
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"stream not created: {last!r}")
+    async def states(self) -> list[dict[str, Any] | None]:
+        procs = self.cluster.procs.values()
+        return [await asyncio.to_thread(p.stream_state, STREAM) for p in procs]
 
     async def execute(self) -> None:
         c = self.cluster
@@ -162,18 +93,18 @@ class Run:
         await c.start()
         await c.meta_leader()
         admin = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
-                                   reconnect_time_wait=0.1)  # fmt: skip
+                                   reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
         history = History()
         pubs: list[Publisher] = []
         tasks: list[asyncio.Task[None]] = []
         try:
-            await self.create_stream(admin)
+            await create_stream(admin, self.replicas)
             names = c.names
             for i in range(3):
                 own = c.procs[names[i % len(names)]].url
                 nc = await nats.connect(servers=[own, *[u for u in c.urls if u != own]],
                                         max_reconnect_attempts=-1, reconnect_time_wait=0.1,
-                                        dont_randomize=True)  # fmt: skip
+                                        dont_randomize=True, error_cb=quiet_error)  # fmt: skip
                 pub = Publisher(i, nc, history, self.ack_times)
                 pubs.append(pub)
                 tasks.append(asyncio.create_task(pub.run(random.Random(rng.random()))))
@@ -181,13 +112,10 @@ class Run:
             for cycle in range(self.cycles):
                 kind = rng.choice(faults)
                 await self.cycle(cycle, kind, rng, admin, pubs)
-            for p in pubs:
-                p.stopping = True
-                p.give_up_at = time.monotonic() + 10
-            await asyncio.wait_for(asyncio.gather(*tasks), 30)
+            await stop_publishers(pubs, tasks)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}")  # fmt: skip
-            await self.converge()
+            await converge(self.states, c.logs)
             stored = await drain(admin, STREAM)
             rep = check(history, stored)
             assert rep.ok, f"through the cluster: {rep.summary()}"
@@ -195,17 +123,18 @@ class Run:
             for t in tasks:
                 t.cancel()
             for p in pubs:
-                await _quiet_close(p.nc)
-            await _quiet_close(admin)
+                await quiet_close(p.nc)
+            await quiet_close(admin)
             await c.close()
-        self.check_replicas(history)
+        n = check_stores(history, [(nm, p.store_dir) for nm, p in c.procs.items()])
+        self.note(f"replicas identical: {n} messages on each of {len(c.procs)}")
 
     async def cycle(
         self, n: int, kind: str, rng: random.Random, admin: NATS, pubs: list[Publisher]
     ) -> None:
         c = self.cluster
         names = c.names
-        leader = await self.stream_leader(admin) or rng.choice(names)
+        leader = await stream_leader(admin) or rng.choice(names)
         followers = [x for x in names if x != leader]
         hold = rng.uniform(1.2, 2.5)
         start = time.monotonic()
@@ -262,77 +191,8 @@ class Run:
         self.note(f"  longest gap without a PubAck: {gap:.2f} s")
         # The next fault starts from a whole cluster: every replica back and caught up.
         t0 = time.monotonic()
-        await self.wait_healthy(admin)
+        await wait_healthy(admin, self.replicas, c.logs)
         self.note(f"  every replica current {time.monotonic() - t0:.2f} s later")
-
-    async def wait_healthy(self, nc: NATS, timeout: float = 60.0) -> None:
-        """Until the leader reports every other replica online, heard from within the last
-        second and at most a few entries behind."""
-        deadline = time.monotonic() + timeout
-        last: Any = None
-        while time.monotonic() < deadline:
-            try:
-                m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
-                last = json.loads(m.data).get("cluster", {})
-                reps = last.get("replicas") or []
-                if last.get("leader") and len(reps) == self.replicas - 1 and all(
-                    not r.get("offline") and r.get("active", 1e10) < 1e9 and r.get("lag", 0) <= 64
-                    for r in reps
-                ):
-                    return
-            except Exception as e:  # no leader at the moment
-                last = e
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"replicas not current after {timeout} s: {last!r}\n"
-                             f"{self.cluster.logs()}")  # fmt: skip
-
-    async def converge(self, timeout: float = 60.0) -> None:
-        """Until every replica reports the same state, twice in a row."""
-        deadline = time.monotonic() + timeout
-        prev: list[Any] = []
-        while True:
-            states = [
-                await asyncio.to_thread(p.stream_state, STREAM) for p in self.cluster.procs.values()
-            ]
-            keys = [
-                None if not s else (s["messages"], s["bytes"], s["first_seq"], s["last_seq"])
-                for s in states
-            ]
-            if None not in keys and len(set(keys)) == 1 and keys == prev:
-                return
-            prev = keys
-            if time.monotonic() > deadline:
-                raise AssertionError(f"replicas did not converge: {keys}\n{self.cluster.logs()}")
-            await asyncio.sleep(0.3)
-
-    def check_replicas(self, history: History) -> None:
-        """Each server's store, opened offline after a graceful stop: checked, and identical."""
-        contents: dict[str, list[tuple[int, str, bytes | None, bytes, int]]] = {}
-        for name, p in self.cluster.procs.items():
-            recs = [r for r in DiskCatalog(p.store_dir).load() if r.name == STREAM]
-            assert len(recs) == 1, f"{name}: stream {STREAM} not on disk"
-            store = recs[0].store
-            try:
-                st = store.state()
-                msgs = store.load_range(st.first_seq, st.msgs + 1) if st.msgs else []
-            finally:
-                store.stop()
-            contents[name] = [(m.seq, m.subject, m.hdr, m.data, m.ts) for m in msgs]
-            rep = check(history, [_stored(m.seq, m.subject, m.hdr, m.data) for m in msgs])
-            assert rep.ok, f"replica {name}: {rep.summary()}"
-        first = next(iter(contents.values()))
-        self.note(f"replicas identical: {len(first)} messages on each of {len(contents)}")
-        for name, msgs in contents.items():
-            assert msgs == first, f"replica {name} differs from {self.cluster.names[0]}"
-
-
-def _stored(seq: int, subject: str, hdr: bytes | None, data: bytes) -> StoredMsg:
-    mid = None
-    if hdr:
-        _, _, h = parse_headers(hdr)
-        mid = (h.get("Nats-Msg-Id") or [None])[0]
-    return StoredMsg(seq, subject, data, mid)
-
 
 async def run_faults(tmp: Path, servers: int, replicas: int, seed: int, cycles: int) -> Run:
     run = Run(FaultCluster(tmp, servers), replicas, seed, cycles)

@@ -1,0 +1,204 @@
+"""What every fault run shares: the publishers, the stream, waiting for the replicas, and the
+checks of what the replicas hold (issue 19's fault suite; see ``faults/run.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client as NATS
+from reliability.checker import (
+    History,
+    Outcome,
+    StoredMsg,
+    check,
+    make_payload,
+    msg_id,
+    random_size,
+)
+
+from natsd.core.headers import parse_headers
+from natsd.storage.disk_catalog import DiskCatalog
+
+STREAM = "F"
+
+
+async def quiet_close(nc: NATS) -> None:
+    try:
+        await asyncio.wait_for(nc.close(), 3)
+    except Exception:  # a connection torn down by the faults
+        pass
+
+
+async def quiet_error(_e: Exception) -> None:
+    """nats-py's error callback: connection errors are what the faults cause."""
+
+
+@dataclass
+class Publisher:
+    """Publishes ``f.<pid>`` in order; each publish is retried with the same ``Nats-Msg-Id``
+    until it is acknowledged (or, once stopping, until ``give_up_at``: then *unknown*).
+    ``gate`` (when given) is waited for before each publish: a test closes it to have every
+    publisher idle at a known point."""
+
+    pid: int
+    nc: NATS
+    history: History
+    ack_times: list[float]
+    gate: asyncio.Event | None = None
+    acked: int = 0
+    busy: bool = False
+    stopping: bool = False
+    give_up_at: float = 0.0
+
+    async def run(self, rng: random.Random) -> None:
+        counter = 0
+        subject = f"f.{self.pid}"
+        while not self.stopping:
+            if self.gate is not None:
+                await self.gate.wait()
+            self.busy = True
+            payload = make_payload(self.pid, counter, random_size(rng), rng)
+            seq = await self._until_acked(subject, payload, msg_id(self.pid, counter))
+            self.busy = False
+            if seq is None:
+                self.history.record(self.pid, counter, Outcome.UNKNOWN)
+                return
+            self.history.record(self.pid, counter, Outcome.ACKED, seq)
+            self.acked += 1
+            self.ack_times.append(time.monotonic())
+            counter += 1
+
+    async def _until_acked(self, subject: str, payload: bytes, mid: str) -> int | None:
+        while True:
+            if self.stopping and time.monotonic() > self.give_up_at:
+                return None
+            try:
+                m = await self.nc.request(subject, payload, timeout=1.0,
+                                          headers={"Nats-Msg-Id": mid})  # fmt: skip
+                ack = json.loads(m.data)
+                if "error" not in ack:
+                    return int(ack["seq"])
+            except Exception:  # no responders, a timeout, a connection lost to a fault
+                pass
+            await asyncio.sleep(0.05)
+
+
+async def stop_publishers(pubs: list[Publisher], tasks: list[asyncio.Task[None]]) -> None:
+    for p in pubs:
+        p.stopping = True
+        p.give_up_at = time.monotonic() + 10
+    await asyncio.wait_for(asyncio.gather(*tasks), 30)
+
+
+async def stream_leader(nc: NATS) -> str:
+    try:
+        m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
+        info: dict[str, Any] = json.loads(m.data)
+        return str(info.get("cluster", {}).get("leader", ""))
+    except Exception:  # no leader at the moment
+        return ""
+
+
+async def api(nc: NATS, subject: str, body: dict[str, Any] | None, timeout: float) -> Any:
+    """A JetStream API request retried until it succeeds (or ``timeout`` passes)."""
+    data = json.dumps(body).encode() if body is not None else b""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            m = await nc.request(subject, data, timeout=2)
+            last = json.loads(m.data)
+            if "error" not in last:
+                return last
+        except Exception as e:  # the group is still electing
+            last = e
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{subject}: {last!r}")
+
+
+async def create_stream(nc: NATS, replicas: int) -> None:
+    cfg = {"name": STREAM, "subjects": ["f.>"], "num_replicas": replicas, "storage": "file",
+           "allow_direct": True}  # fmt: skip
+    await api(nc, f"$JS.API.STREAM.CREATE.{STREAM}", cfg, 30)
+
+
+async def wait_healthy(
+    nc: NATS, replicas: int, logs: Callable[[], str], timeout: float = 60.0
+) -> None:
+    """Until the leader reports every other replica online, heard from within the last
+    second and at most a few entries behind."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
+            last = json.loads(m.data).get("cluster", {})
+            reps = last.get("replicas") or []
+            if last.get("leader") and len(reps) == replicas - 1 and all(
+                not r.get("offline") and r.get("active", 1e10) < 1e9 and r.get("lag", 0) <= 64
+                for r in reps
+            ):
+                return
+        except Exception as e:  # no leader at the moment
+            last = e
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"replicas not current after {timeout} s: {last!r}\n{logs()}")
+
+
+async def converge(
+    states: Callable[[], Awaitable[list[dict[str, Any] | None]]],
+    logs: Callable[[], str],
+    timeout: float = 60.0,
+) -> None:
+    """Until every replica reports the same state, twice in a row."""
+    deadline = time.monotonic() + timeout
+    prev: list[Any] = []
+    while True:
+        keys = [
+            None if not s else (s["messages"], s["bytes"], s["first_seq"], s["last_seq"])
+            for s in await states()
+        ]
+        if None not in keys and len(set(keys)) == 1 and keys == prev:
+            return
+        prev = keys
+        if time.monotonic() > deadline:
+            raise AssertionError(f"replicas did not converge: {keys}\n{logs()}")
+        await asyncio.sleep(0.3)
+
+
+def _stored(seq: int, subject: str, hdr: bytes | None, data: bytes) -> StoredMsg:
+    mid = None
+    if hdr:
+        _, _, h = parse_headers(hdr)
+        mid = (h.get("Nats-Msg-Id") or [None])[0]
+    return StoredMsg(seq, subject, data, mid)
+
+
+def check_stores(history: History, store_dirs: Iterable[tuple[str, Path]]) -> int:
+    """Each server's store, opened offline after its server stopped: checked against
+    ``history``, and all identical (sequence, subject, headers, data, timestamp). Returns
+    how many messages each holds."""
+    contents: dict[str, list[tuple[int, str, bytes | None, bytes, int]]] = {}
+    for name, store_dir in store_dirs:
+        recs = [r for r in DiskCatalog(store_dir).load() if r.name == STREAM]
+        assert len(recs) == 1, f"{name}: stream {STREAM} not on disk"
+        store = recs[0].store
+        try:
+            st = store.state()
+            msgs = store.load_range(st.first_seq, st.msgs + 1) if st.msgs else []
+        finally:
+            store.stop()
+        contents[name] = [(m.seq, m.subject, m.hdr, m.data, m.ts) for m in msgs]
+        rep = check(history, [_stored(m.seq, m.subject, m.hdr, m.data) for m in msgs])
+        assert rep.ok, f"replica {name}: {rep.summary()}"
+    first_name, first = next(iter(contents.items()))
+    for name, msgs in contents.items():
+        assert msgs == first, f"replica {name} differs from {first_name}"
+    return len(first)
