@@ -70,8 +70,9 @@ async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
 class JsCluster3:
     """Three JetStream servers n1..n3 (and ``edge`` when asked) on loopback."""
 
-    def __init__(self, tmp: Path, edge: bool = False) -> None:
+    def __init__(self, tmp: Path, edge: bool = False, **server_kw: Any) -> None:
         self.tmp = tmp
+        self.server_kw = server_kw  # more options for every server
         self.names = ["n1", "n2", "n3"]
         self.cports = free_ports(4)
         self.servers: dict[str, Server] = {}
@@ -81,9 +82,9 @@ class JsCluster3:
         routes = [parse_go_url(f"nats-route://127.0.0.1:{p}") for p in self.cports[:3]]
         i = 3 if name == EDGE else self.names.index(name)
         c = ClusterOptions(name=CLUSTER, host="127.0.0.1", port=self.cports[i], routes=routes)
-        kw: dict[str, Any] = {}
+        kw: dict[str, Any] = dict(self.server_kw)
         if name != EDGE:
-            kw = {"jetstream": True, "store_dir": str(self.tmp / name)}
+            kw |= {"jetstream": True, "store_dir": str(self.tmp / name)}
         srv = Server(host="127.0.0.1", port=0, server_name=name, cluster=c, http_port=-1, **kw)
         await srv.start()
         self.servers[name] = srv

@@ -151,7 +151,7 @@ class Server:
         if cluster_configured(opts.cluster):
             self.mesh = Mesh(
                 opts.cluster,
-                route_settings(opts.cluster, self.server_id, self.server_name, opts.max_payload),
+                route_settings(opts.cluster, self.server_id, self.server_name),
                 self.flusher,
                 self.accounts,
                 self._route_info_fields,

@@ -377,3 +377,32 @@ async def test_r3_purge_is_not_replayed_over_later_messages(trio: JsCluster3) ->
     await until(lambda: _leader(trio, "P") != "", timeout=20)
     for n in trio.names:
         assert [seq for seq, *_ in _contents(trio, n, "P")] == [6, 7], n
+
+
+async def test_catch_up_larger_than_the_client_max_payload(tmp_path: Path) -> None:
+    """A replica that was away is caught up by appends far larger than the clients'
+    ``max_payload``: routes do not apply the clients' limit (nats-server's have none), or
+    every catch-up frame would close the route with 'maximum payload exceeded'."""
+    t = JsCluster3(tmp_path, max_payload=4096)
+    await t.start_all()
+    try:
+        cfg = {"name": "B", "subjects": ["b"], "num_replicas": 3, "storage": "file"}
+        nc = await nats.connect(t.url("n1"))
+        try:
+            assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.B", cfg)
+            await _publish(nc, "b", b"first")
+            await until(lambda: all(len(_contents(t, n, "B")) == 1 for n in t.names))
+            lead = _leader(t, "B")
+            away = next(n for n in t.names if n != lead)
+            await t.stop(away)
+            nc2 = await nats.connect(t.url(lead))
+            for i in range(60):
+                assert (await _publish(nc2, "b", bytes([i]) * 3000))["seq"] == i + 2
+            await nc2.close()
+        finally:
+            await nc.close()
+        await t.start(away)
+        await until(lambda: len(_contents(t, away, "B")) == 61, timeout=20)
+        assert _contents(t, away, "B") == _contents(t, lead, "B")
+    finally:
+        await t.stop_all()

@@ -380,3 +380,26 @@ def test_a_damaged_group_neither_campaigns_nor_votes_until_repaired(tmp_path: Pa
     net.settle(rounds=300, ticks=1)
     assert not g.damaged
     assert [d for _, d in net.applied[victim][b"G"]][-1] == b"after"
+
+
+def test_frames_to_a_peer_are_split_at_the_frame_target(tmp_path: Path) -> None:
+    """A turn's messages to one peer go in frames of about FRAME_TARGET bytes at most (one
+    message larger than that goes alone), every message exactly once and in order."""
+    from natsd.cluster.group import FRAME_TARGET
+    from natsd.raft.types import Entry
+
+    sent: list[tuple[int, bytes]] = []
+    h = GroupHost(1, Wal.open(str(tmp_path / "w")), lambda p, f: sent.append((p, f)))
+    big = FRAME_TARGET // 3
+    msgs = [
+        Message(MessageType.MsgApp, to=2, from_=1, index=i,
+                entries=[Entry(1, i + 1, data=b"x" * (big if i != 4 else FRAME_TARGET + 10))])
+        for i in range(7)
+    ]  # fmt: skip
+    h._send_frames({2: [frame_part(b"G%d" % m.index, m) for m in msgs]}, [])
+    assert len(sent) > 1
+    got = [(name, m.index) for _, f in sent for name, m in decode_frame(f)]
+    assert got == [(b"G%d" % i, i) for i in range(7)]
+    for _, f in sent:
+        assert len(f) <= FRAME_TARGET or len(decode_frame(f)) == 1
+    assert h.frames_sent == len(sent)

@@ -73,6 +73,10 @@ __all__ = [
 ]
 
 FRAME_VERSION: Final = 1
+# A peer frame closes once it holds this much: routes take payloads up to 64 MB, and a turn
+# in which many groups catch a replica up (up to max_size_per_msg each) must not reach that.
+# A single message larger than this still goes, alone.
+FRAME_TARGET: Final = 4 << 20
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
@@ -349,8 +353,19 @@ class GroupHost:
     def _send_frames(
         self, out: dict[int, list[bytes]], snaps_sent: list[tuple[RaftGroup, int]]
     ) -> None:
+        head = bytes([FRAME_VERSION])
         for peer, parts in out.items():
-            self._send(peer, bytes([FRAME_VERSION]) + b"".join(parts))
+            frame = [head]
+            size = 1
+            for part in parts:
+                if size > 1 and size + len(part) > FRAME_TARGET:
+                    self._send(peer, b"".join(frame))
+                    self.frames_sent += 1
+                    frame = [head]
+                    size = 1
+                frame.append(part)
+                size += len(part)
+            self._send(peer, b"".join(frame))
             self.frames_sent += 1
         # The transport never says whether a frame arrived, so a snapshot counts as sent:
         # the peer goes back to probing, and if the snapshot was lost its reply to the next

@@ -53,12 +53,16 @@ _MAX_DELAY: Final = 1.0
 _DIAL_TIMEOUT: Final = 2.0
 
 
-def route_settings(
-    c: ClusterOptions, server_id: str, server_name: str, max_payload: int
-) -> RouteSettings:
+def route_settings(c: ClusterOptions, server_id: str, server_name: str) -> RouteSettings:
     """The route connections' settings from ``cluster {}``. A pool is never announced
     unless configured as 1 (we serve one connection per peer). With no name configured
-    the cluster's is generated, and yields to a peer's (nats-server's dynamic name)."""
+    the cluster's is generated, and yields to a peer's (nats-server's dynamic name).
+
+    The clients' ``max_payload`` does not bound what a peer sends (nats-server's routes
+    have no limit: ``mpay: -1``): a Raft append catching a replica up carries up to a
+    megabyte of entries per group and may carry one message of ``max_payload`` beside.
+    Routes keep the parser's own bound (64 MB, the largest ``max_payload`` nats-server
+    allows), since a peer is no more trusted than a client."""
     return RouteSettings(
         server_id=server_id,
         cluster=c.name or Nuid().next(),
@@ -68,7 +72,6 @@ def route_settings(
         password=c.password,
         auth_timeout=c.auth_timeout or 2.0,
         pool_size=1 if c.pool_size == 1 else 0,
-        max_payload=max_payload,
     )
 
 
