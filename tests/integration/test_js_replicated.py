@@ -406,3 +406,31 @@ async def test_catch_up_larger_than_the_client_max_payload(tmp_path: Path) -> No
         assert _contents(t, away, "B") == _contents(t, lead, "B")
     finally:
         await t.stop_all()
+
+
+async def test_leaderless_r3_stream_info_answered_by_its_replica(trio: JsCluster3) -> None:
+    """Two of three servers gone: the stream has no leader, and its remaining replica
+    answers STREAM.INFO from its own store, with no leader in the cluster block and every
+    peer listed (nats-server's isGroupLeaderless), instead of leaving it unanswered."""
+    cfg = {"name": "L", "subjects": ["l"], "num_replicas": 3, "storage": "file"}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.L", cfg)
+        for i in range(3):
+            await _publish(nc, "l", b"%d" % i)
+        await until(lambda: all(len(_contents(trio, n, "L")) == 3 for n in trio.names))
+    finally:
+        await nc.close()
+    for srv in trio.servers.values():
+        srv.js_cluster.stream_groups.leaderless_after = 0.5
+    await trio.stop("n2")
+    await trio.stop("n3")
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        info = await _retry(lambda: _req(nc, "$JS.API.STREAM.INFO.L", timeout=1.0))
+        assert info["state"]["messages"] == 3 and info["state"]["last_seq"] == 3
+        cl = info["cluster"]
+        assert "leader" not in cl and cl["name"] == CLUSTER
+        assert sorted(r["name"] for r in cl["replicas"]) == ["n1", "n2", "n3"]
+    finally:
+        await nc.close()

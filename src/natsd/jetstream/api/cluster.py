@@ -734,6 +734,8 @@ class JsCluster:
         if s is not None and s.replica is not None:
             if s.replica.leading:
                 self.stream_groups.request(ja, local, s, verb, sub, subject, reply, hdr, data)
+            elif verb[:2] == ["STREAM", "INFO"] and self.stream_groups.leaderless(s):
+                local(sub, subject, reply, hdr, data)  # every replica: its own state
         elif s is not None:
             if verb[1:3] == ["LEADER", "STEPDOWN"] and reply:
                 self._r1_stepdown(ja, verb, stream, reply)

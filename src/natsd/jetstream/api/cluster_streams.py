@@ -114,6 +114,7 @@ def _track_leader(m: _Member, lead: int) -> None:
     """Note when this replica first knew of its group's current leader."""
     if lead != m.leader:
         m.leader = lead
+        m.had_leader = m.had_leader or bool(lead)
         m.leader_since = m.stream.clock.time_ns() if lead else 0
 
 
@@ -126,7 +127,9 @@ class _Member:
         "assignment",
         "compact_proposed",
         "compact_to",
+        "created_at",
         "group",
+        "had_leader",
         "ja",
         "leader",
         "leader_since",
@@ -148,6 +151,15 @@ class _Member:
         # the leader this replica knows of, and since when (wall ns) it knows of it
         self.leader = 0
         self.leader_since = 0
+        # for leaderless(): when this replica joined (loop time), and whether it ever knew
+        # of a leader
+        self.created_at = asyncio.get_running_loop().time()
+        self.had_leader = False
+
+
+# nats-server's isGroupLeaderless: a replica answers STREAM.INFO itself when its group has
+# no leader, once JetStream has run this long (or the group has existed this long).
+LEADERLESS_AFTER = 10.0
 
 
 class StreamGroups:
@@ -173,6 +185,8 @@ class StreamGroups:
         self._domain = domain
         self._respond = respond
         self._r1_stepdown = r1_stepdown
+        self._started = asyncio.get_running_loop().time()
+        self.leaderless_after = LEADERLESS_AFTER
         self._nuid = Nuid()
         self._name_of = name_of
         self.members: dict[bytes, _Member] = {}
@@ -410,6 +424,22 @@ class StreamGroups:
                 self._respond(ja, rep, "stream_leader_stepdown_response", {"error": err})
             return
         self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
+
+    def leaderless(self, s: Stream) -> bool:
+        """This replica's group has no leader (nats-server's isGroupLeaderless): it had one
+        and JetStream has run for LEADERLESS_AFTER, or the group is that old. Its replicas
+        then answer STREAM.INFO from their own stores instead of leaving it unanswered."""
+        m = self.member(s)
+        if m is None or m.group is None:
+            return False
+        lead = m.group.node.raft.lead
+        _track_leader(m, lead)
+        if lead:
+            return False
+        now = asyncio.get_running_loop().time()
+        if m.had_leader and now - self._started >= self.leaderless_after:
+            return True
+        return now - m.created_at >= self.leaderless_after
 
     def _refuse(self, ja: JsAccount, verb: list[str], reply: bytes, err: ApiError) -> None:
         """Answer an API request with ``err`` (in its response type, with its extras)."""
