@@ -434,3 +434,35 @@ async def test_leaderless_r3_stream_info_answered_by_its_replica(trio: JsCluster
         assert sorted(r["name"] for r in cl["replicas"]) == ["n1", "n2", "n3"]
     finally:
         await nc.close()
+
+
+async def test_replicated_purge_counted_and_audited_once(trio: JsCluster3) -> None:
+    """Every replica runs a purge through the group, but it was one client request: only
+    the replica that proposed it counts it in the API stats and sends its audit advisory."""
+    cfg = {"name": "P", "subjects": ["p"], "num_replicas": 3, "storage": "file"}
+    nc = await nats.connect(trio.url("n1"))
+    audits: list[bytes] = []
+
+    async def on_audit(msg: Any) -> None:
+        audits.append(msg.data)
+
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.P", cfg)
+        for i in range(3):
+            await _publish(nc, "p", b"%d" % i)
+        await until(lambda: all(len(_contents(trio, n, "P")) == 3 for n in trio.names))
+        await nc.subscribe("$JS.EVENT.ADVISORY.API", cb=on_audit)
+        await nc.flush()
+
+        def totals() -> list[int]:
+            return [s.jetstream.accounts["$G"].api.total for s in trio.servers.values()]
+
+        before = totals()
+        assert (await _req(nc, "$JS.API.STREAM.PURGE.P"))["purged"] == 3
+        await until(lambda: all(len(_contents(trio, n, "P")) == 0 for n in trio.names))
+        await asyncio.sleep(0.3)
+        assert sum(totals()) - sum(before) == 1
+        purges = [a for a in audits if b"STREAM.PURGE" in a]
+        assert len(purges) == 1, purges
+    finally:
+        await nc.close()

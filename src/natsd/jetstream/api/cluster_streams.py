@@ -328,7 +328,8 @@ class StreamGroups:
             rep.applied(0, "")
         if m.stream.store.last_seq() > e.as_of:
             return  # a replay after a restart: the store holds what came after it
-        handle(m.ja, e.subject, e.reply if mine and e.reply else None, e.data, e.hdr)
+        # only the proposer answers, counts and audits it (it was one client request)
+        handle(m.ja, e.subject, e.reply if mine and e.reply else None, e.data, e.hdr, mine)
         m.stream.drain()
 
     def _flush(self) -> None:

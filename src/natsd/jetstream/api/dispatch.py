@@ -112,8 +112,16 @@ def _consumer(ja: JsAccount, stream: str, name: str) -> Consumer | None:
 
 
 def handle(
-    ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes, hdr: bytes | None = None
+    ja: JsAccount,
+    subject: bytes,
+    reply: bytes | None,
+    data: bytes,
+    hdr: bytes | None = None,
+    audit: bool = True,
 ) -> None:
+    """Answer one API request. ``audit`` False: run it without counting it in the account's
+    API stats or sending its audit advisory (a replicated stream's replica applying a
+    request that its proposer counts and audits)."""
     toks = subject.decode(errors="replace").split(".")[2:]
     if toks and toks[0] == "DIRECT":
         if reply:
@@ -145,6 +153,8 @@ def handle(
     if route is None:
         return  # nats-server does not answer unknown API subjects
     rtype, handler, args = route
+    api = ja.api
+    total, errors = api.total, api.errors
     try:
         if refused and handler is not cluster_required:
             raise E.JSRequiredApiLevelErr()
@@ -173,7 +183,10 @@ def handle(
     body = orjson.dumps(out)
     if reply:
         ja.engine.send(ja, reply, body)
-    ja.engine.api_audit(ja, subject, data, body)
+    if audit:
+        ja.engine.api_audit(ja, subject, data, body)
+    else:
+        api.total, api.errors = total, errors
 
 
 _WITH_CLUSTER = frozenset(
