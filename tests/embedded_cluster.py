@@ -6,6 +6,7 @@ client there is never on the server that owns a stream)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import socket
 from collections.abc import Callable
@@ -55,6 +56,16 @@ def free_port_run(n: int) -> int:
         finally:
             for s in socks:
                 s.close()
+
+
+async def api_request(
+    nc: Any, subject: str, body: Any = None, timeout: float = 5.0
+) -> dict[str, Any]:
+    """A JetStream API request with a JSON body; its JSON answer."""
+    data = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(subject, data, timeout=timeout)
+    out: dict[str, Any] = json.loads(msg.data)
+    return out
 
 
 async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:

@@ -40,16 +40,17 @@ from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
-from reliability.checker import History, Outcome, check, drain
+from reliability.checker import History, Outcome
 
 from faults.cluster import FaultCluster
 from faults.workload import (
     STREAM,
     Publisher,
     check_stores,
+    check_through_cluster,
+    close_clients,
     converge,
     create_stream,
-    quiet_close,
     quiet_error,
     stop_publishers,
     stream_leader,
@@ -116,15 +117,9 @@ class Run:
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}")  # fmt: skip
             await converge(self.states, c.logs)
-            stored = await drain(admin, STREAM)
-            rep = check(history, stored)
-            assert rep.ok, f"through the cluster: {rep.summary()}"
+            await check_through_cluster(admin, history)
         finally:
-            for t in tasks:
-                t.cancel()
-            for p in pubs:
-                await quiet_close(p.nc)
-            await quiet_close(admin)
+            await close_clients(pubs, tasks, admin)
             await c.close()
         n = check_stores(history, [(nm, p.store_dir) for nm, p in c.procs.items()])
         self.note(f"replicas identical: {n} messages on each of {len(c.procs)}")

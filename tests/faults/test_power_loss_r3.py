@@ -32,7 +32,7 @@ from typing import Any
 import nats
 import pytest
 from embedded_cluster import free_ports
-from reliability.checker import History, Outcome, check, drain
+from reliability.checker import History, Outcome
 from reliability.faultfs import FaultFS
 
 from faults.workload import (
@@ -40,9 +40,10 @@ from faults.workload import (
     Publisher,
     api,
     check_stores,
+    check_through_cluster,
+    close_clients,
     converge,
     create_stream,
-    quiet_close,
     quiet_error,
     stop_publishers,
     wait_healthy,
@@ -189,14 +190,9 @@ async def _run(tmp: Path, seed: int, cycles: int) -> list[str]:
         notes.append(f"acked since the last purge {history.count(Outcome.ACKED)}, "
                      f"{purges} purges, {pc.cuts} servers cut")  # fmt: skip
         await converge(pc.states, pc.logs)
-        rep = check(history, await drain(admin, STREAM))
-        assert rep.ok, f"through the cluster: {rep.summary()}"
+        await check_through_cluster(admin, history)
     finally:
-        for t in tasks:
-            t.cancel()
-        for p in pubs:
-            await quiet_close(p.nc)
-        await quiet_close(admin)
+        await close_clients(pubs, tasks, admin)
         await pc.stop_all()
     n = check_stores(history, [(name, pc.root(name)) for name in NAMES])
     notes.append(f"replicas identical: {n} messages each")

@@ -18,6 +18,7 @@ from reliability.checker import (
     Outcome,
     StoredMsg,
     check,
+    drain,
     make_payload,
     msg_id,
     random_size,
@@ -95,6 +96,22 @@ async def stop_publishers(pubs: list[Publisher], tasks: list[asyncio.Task[None]]
         p.stopping = True
         p.give_up_at = time.monotonic() + 10
     await asyncio.wait_for(asyncio.gather(*tasks), 30)
+
+
+async def close_clients(
+    pubs: list[Publisher], tasks: list[asyncio.Task[None]], admin: NATS
+) -> None:
+    for t in tasks:
+        t.cancel()
+    for p in pubs:
+        await quiet_close(p.nc)
+    await quiet_close(admin)
+
+
+async def check_through_cluster(nc: NATS, history: History) -> None:
+    """Every message read back through the cluster (DIRECT.GET) and checked."""
+    rep = check(history, await drain(nc, STREAM))
+    assert rep.ok, f"through the cluster: {rep.summary()}"
 
 
 async def stream_leader(nc: NATS) -> str:

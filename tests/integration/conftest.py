@@ -34,6 +34,7 @@ from typing import Any
 import nats
 import pytest
 from components import require_nats_server
+from embedded_cluster import JsCluster3
 from nats.aio.client import Client as NATS
 
 import natsd
@@ -511,3 +512,15 @@ async def raw() -> AsyncIterator[Callable[..., Awaitable[RawClient]]]:
     yield _raw
     for rc in conns:
         rc.close()
+
+
+@pytest.fixture
+async def trio(tmp_path: Path) -> AsyncIterator[JsCluster3]:
+    """Three embedded JetStream servers n1..n3, started, with a meta leader (a module may
+    define its own ``trio``, which then takes precedence)."""
+    t = JsCluster3(tmp_path)
+    try:
+        await t.start_all()
+        yield t
+    finally:
+        await t.stop_all()

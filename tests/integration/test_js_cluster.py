@@ -10,37 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import CLUSTER, JsCluster3, until
-from nats.aio.client import Client as NATS
+from embedded_cluster import (
+    CLUSTER,
+    JsCluster3,
+    until,
+)
+from embedded_cluster import api_request as _req
 
 from natsd.server import Server
 
 pytestmark = pytest.mark.timeout(90)
 Trio = JsCluster3
 _until = until
-
-
-@pytest.fixture
-async def trio(tmp_path: Path) -> AsyncIterator[JsCluster3]:
-    t = JsCluster3(tmp_path)
-    try:
-        await t.start_all()
-        yield t
-    finally:
-        await t.stop_all()
-
-
-async def _req(nc: NATS, subject: str, body: Any = None, timeout: float = 5.0) -> dict[str, Any]:
-    data = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request(subject, data, timeout=timeout)
-    out: dict[str, Any] = json.loads(msg.data)
-    return out
 
 
 async def test_stream_lives_on_one_server_and_is_used_from_all(trio: Trio) -> None:

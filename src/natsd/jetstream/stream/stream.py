@@ -347,7 +347,10 @@ class Stream:
         entry = encode_msg(rep.node_id, seq, self._now_ns(), ttl, subject, reply, hdr, msg_id,
                            rollup, data)  # fmt: skip
         if not rep.propose(entry):
-            self._reply(reply, self._ack_err(E.JSClusterNotAvailErr()))
+            # Leadership moved before this replica noticed: no answer, as nats-server's
+            # processClusteredInboundMsg (NotLeader, dropped); the client retries with its
+            # Nats-Msg-Id and reaches the new leader. An error here would end a publish
+            # that a retry would have stored.
             return
         rep.clseq = seq
         rep.inflight += 1
