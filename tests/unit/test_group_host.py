@@ -403,3 +403,19 @@ def test_frames_to_a_peer_are_split_at_the_frame_target(tmp_path: Path) -> None:
     for _, f in sent:
         assert len(f) <= FRAME_TARGET or len(decode_frame(f)) == 1
     assert h.frames_sent == len(sent)
+
+
+def test_a_damaged_wal_log_is_cut_at_its_first_hole() -> None:
+    """The engine's log cannot hold a hole: the entries after one (left by records damage
+    removed) are left for the leader to send again; entries the snapshot covers are
+    skipped, as their compaction record may be lost."""
+    from natsd.cluster.group import _contiguous
+
+    def ents(*idx: int) -> list[tuple[int, int, int, bytes]]:
+        return [(i, 1, 0, b"") for i in idx]
+
+    assert _contiguous(ents(2, 3, 4), 1) == ents(2, 3, 4)
+    assert _contiguous(ents(2, 3, 5, 6), 1) == ents(2, 3)
+    assert _contiguous(ents(3, 4), 1) == []
+    assert _contiguous(ents(1, 2, 3, 4), 2) == ents(3, 4)
+    assert _contiguous([], 5) == []

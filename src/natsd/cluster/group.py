@@ -31,6 +31,7 @@ fsync inside it is the one the design moves to a worker thread).
 from __future__ import annotations
 
 import hashlib
+import logging
 import struct
 from collections.abc import Callable
 from typing import Final
@@ -46,8 +47,9 @@ from natsd.raft.codec import (
 )
 from natsd.raft.config import Config
 from natsd.raft.describe import is_local_msg
+from natsd.raft.logger import RaftPanic
 from natsd.raft.rawnode import RawNode, Ready, SnapshotFinish, new_raw_node
-from natsd.raft.state import RaftError
+from natsd.raft.state import RaftError, StateType
 from natsd.raft.storage import MemoryStorage
 from natsd.raft.types import (
     ConfState,
@@ -59,7 +61,7 @@ from natsd.raft.types import (
     Snapshot,
     SnapshotMetadata,
 )
-from natsd.storage.wal import GroupLog, Wal
+from natsd.storage.wal import GroupLog, Wal, WalEntry
 
 __all__ = [
     "FRAME_VERSION",
@@ -77,6 +79,9 @@ FRAME_VERSION: Final = 1
 # in which many groups catch a replica up (up to max_size_per_msg each) must not reach that.
 # A single message larger than this still goes, alone.
 FRAME_TARGET: Final = 4 << 20
+# The context a damaged group puts on its append rejections (see _forget_match).
+LOST_LOG: Final = b"lost-log"
+log: Final = logging.getLogger("natsd")
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
@@ -216,15 +221,16 @@ class GroupHost:
         if log.snap_index:
             meta = SnapshotMetadata(conf_state=conf, index=log.snap_index, term=log.snap_term)
             st.apply_snapshot(Snapshot(data=log.snap_data, metadata=meta))
-        if log.entries:
-            st.append(
-                [Entry(term=t, index=i, type=EntryType(k), data=d) for i, t, k, d in log.entries]
-            )
+        kept = _contiguous(log.entries, log.snap_index)
+        if kept:
+            st.append([Entry(term=t, index=i, type=EntryType(k), data=d) for i, t, k, d in kept])
+        last = kept[-1][0] if kept else log.snap_index
         if log.term or log.vote or log.commit:
             # A snapshot holds committed state only, but the hard state record written after
             # it can be lost to a power cut (torn, or in a segment the rotation left unsynced)
             # while an older one survives: the engine refuses a commit below its snapshot.
-            commit = max(log.commit, log.snap_index)
+            # Nor may it pass the log kept (damage cut it short): the leader tells it again.
+            commit = min(max(log.commit, log.snap_index), last)
             st.set_hard_state(HardState(term=log.term, vote=log.vote, commit=commit))
         pre_vote, check_quorum, max_msg, max_inflight, max_unc = self._cfg
         cfg = Config(
@@ -232,7 +238,7 @@ class GroupHost:
             election_tick=ELECTION_TICK,
             heartbeat_tick=HEARTBEAT_TICK,
             storage=st,
-            applied=max(applied, log.snap_index),
+            applied=min(max(applied, log.snap_index), max(last, log.snap_index)),
             max_size_per_msg=max_msg,
             max_inflight_msgs=max_inflight,
             max_uncommitted_entries_size=max_unc,
@@ -287,10 +293,23 @@ class GroupHost:
                 continue  # not ours, or a type only the node itself may step
             if g.repair_at and m.type in _VOTES and g.damaged:
                 continue  # a damaged group does not vote (§4.8)
+            if m.type == MessageType.MsgAppResp and m.reject and m.context == LOST_LOG:
+                _forget_match(g, m)
+            if m.type == MessageType.MsgHeartbeat:
+                # A leader's heartbeat commits up to what it believes this node holds; after
+                # damage cut this node's log short (or from a peer that lies) that is past
+                # its log, which the engine treats as a broken invariant. The leader learns
+                # the truth from the next append's rejection.
+                m.commit = min(m.commit, g.node.raft.raft_log.last_index())
             try:
                 g.node.step(m)
             except RaftError:
                 continue  # e.g. from a peer that is not a member: Raft drops it too
+            except RaftPanic as e:
+                # a message that breaks one of the engine's invariants: dropped, never a
+                # reason to tear down the route that carried it
+                log.error("raft group %s: message from %d dropped: %s", name, m.from_, e)
+                continue
             n += 1
             if m.from_ in g.conf.voters or m.from_ in g.conf.learners:
                 # a member's message reached its group: heard from (members' ids only,
@@ -393,7 +412,10 @@ class GroupHost:
                 st.append(rd.entries)
             if rd.hard_state is not None:
                 st.set_hard_state(rd.hard_state)
+            lost = g.repair_at != 0 and g.damaged
             for m in rd.messages:
+                if lost and m.type == MessageType.MsgAppResp and m.reject:
+                    m.context = LOST_LOG
                 out.setdefault(m.to, []).append(frame_part(g.name, m))
                 if m.type == MessageType.MsgSnap:
                     snaps_sent.append((g, m.to))
@@ -435,6 +457,39 @@ class GroupHost:
         self.wal.append_compact(name, index)
         self.wal.commit()
         self.wal.delete_obsolete()
+
+
+def _forget_match(g: RaftGroup, m: Message) -> None:
+    """A follower whose log damage cut it short rejects an append: as leader, stop believing
+    it holds what it once acknowledged. etcd's leader never lowers a follower's match (a
+    sound follower never loses acknowledged entries), so without this it would probe above
+    the follower's log for ever. Lowered to at most the commit index, the match cannot make
+    an uncommitted entry look replicated; the follower's rejects keep lowering it until
+    the log matching check passes, and then appends flow from there."""
+    raft = g.node.raft
+    if raft.state != StateType.StateLeader or m.term != raft.term:
+        return
+    pr = raft.trk.progress.get(m.from_)
+    if pr is None or m.reject_hint >= pr.match:
+        return
+    pr.match = min(m.reject_hint, raft.raft_log.committed)
+    pr.become_probe()
+
+
+def _contiguous(entries: list[WalEntry], snap_index: int) -> list[WalEntry]:
+    """The entries that follow the snapshot without a gap. Damage in the middle of a WAL
+    (a flipped bit) loses records and leaves a hole: the engine's log cannot hold one, so
+    what comes after it is left to the leader to send again, and the group, marked damaged
+    by the WAL, stays out of elections until the leader's commit passes all it had."""
+    start = 0
+    while start < len(entries) and entries[start][0] <= snap_index:
+        start += 1  # covered by the snapshot (its compaction record may be lost)
+    expect = snap_index + 1
+    for n in range(start, len(entries)):
+        if entries[n][0] != expect:
+            return entries[start:n]
+        expect += 1
+    return entries[start:]
 
 
 def frame_part(name: bytes, m: Message) -> bytes:

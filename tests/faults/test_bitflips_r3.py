@@ -1,0 +1,163 @@
+"""Bit flips in a minority's node WAL under an R3 stream (issue 19's fault suite): three
+embedded servers; again and again a follower is stopped, a few bits of one of its WAL
+segments are flipped, and it is started again while publishing goes on through the other
+two.
+
+A WAL damaged before its tail marks the groups it touches as damaged: their log is cut at
+the hole (``cluster/group._contiguous``), they keep out of elections, and their append
+rejections tell the leader that they lost what they acknowledged (``LOST_LOG``), so the
+leader lowers what it believes they hold and sends it again. Before, the engine's log took
+the hole as a broken invariant and the server's whole Raft service failed, or the leader
+probed above the follower's log for ever.
+
+Pass: every acknowledged message on every replica exactly once (``reliability.checker``),
+the three stores identical, the cluster taking publishes throughout. A failure prints its
+seed; ``NATSD_FAULT_SEED`` replays it.
+
+Not covered yet, because they fail today (the fault suite found them; they need a replica
+to catch up from the leader's store, design-clustering §4.6, which is still to come):
+
+* damage in a follower's stream store: the file store's recovery drops the damaged
+  records, and the replica keeps those holes (its log replay skips sequences below its
+  last one), so it silently differs from the others;
+* WAL damage after the leader compacted its log past it: the leader must send a snapshot,
+  which a stream replica cannot install yet;
+* a WAL cut short by more than a torn tail: indistinguishable from a torn tail, so the
+  group is not marked damaged and the leader never learns what the follower lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from pathlib import Path
+
+import nats
+import pytest
+from embedded_cluster import JsCluster3, until
+from reliability.checker import History, Outcome
+
+from faults.workload import (
+    STREAM,
+    Publisher,
+    check_stores,
+    check_through_cluster,
+    close_clients,
+    create_stream,
+    quiet_error,
+    stop_publishers,
+    stream_leader,
+    wait_healthy,
+)
+
+
+def _damage(root: Path, rng: random.Random, target: str) -> str:
+    """Flip bits in, or cut short, one of the follower's WAL segments (``target`` "wal") or
+    store blocks ("store"); returns what was done."""
+    if target == "wal":
+        targets = sorted((root / "jetstream" / "_cluster" / "wal").glob("*.wal"))
+    else:
+        targets = sorted((root / "jetstream").glob(f"*/streams/{STREAM}/msgs/*.blk"))
+    f = rng.choice(targets)
+    data = bytearray(f.read_bytes())
+    if len(data) < 64:
+        return f"{f.name}: too small to damage"
+    lo = 32  # past the segment or block header
+    if target == "store" and rng.random() < 0.25:
+        cut = rng.randrange(lo, len(data))
+        f.write_bytes(bytes(data[:cut]))
+        return f"{f.name}: cut to {cut} of {len(data)} bytes"
+    flips = rng.randint(1, 4)
+    for _ in range(flips):
+        k = rng.randrange(lo, len(data))
+        data[k] ^= 1 << rng.randrange(8)
+    f.write_bytes(bytes(data))
+    return f"{f.name}: {flips} bits flipped in {len(data)} bytes"
+
+
+def _last_seq(t: JsCluster3, name: str) -> int:
+    js = t.servers[name].jetstream
+    assert js is not None
+    return js.accounts["$G"].streams[STREAM].store.state().last_seq
+
+
+async def _run(tmp: Path, seed: int, rounds: int, target: str, compact: int) -> list[str]:
+    rng = random.Random(seed)
+    notes: list[str] = []
+    t = JsCluster3(tmp)
+    await t.start_all()
+    urls = [t.url(n) for n in t.names]
+    admin = await nats.connect(servers=urls, max_reconnect_attempts=-1,
+                               reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
+    history = History()
+    acks: list[float] = []
+    pubs: list[Publisher] = []
+    tasks = []
+    try:
+        for srv in t.servers.values():
+            srv.js_cluster.stream_groups.compact_every = compact
+        await create_stream(admin, 3)
+        for i in range(2):
+            nc = await nats.connect(servers=urls, max_reconnect_attempts=-1,
+                                    reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
+            pubs.append(Publisher(i, nc, history, acks))
+            tasks.append(asyncio.create_task(pubs[-1].run(random.Random(rng.random()))))
+        for r in range(rounds):
+            want = 40 * (r + 1)
+            await until(lambda w=want: len(acks) > w, timeout=30)  # type: ignore[misc]
+            lead = await stream_leader(admin)
+            victim = rng.choice([n for n in t.names if n != lead])
+            await t.stop(victim)
+            what = _damage(tmp / victim, rng, target)
+            notes.append(f"round {r}: {victim} (leader {lead}): {what}")
+            before = len(acks)
+            srv = await t.start(victim)
+            srv.js_cluster.stream_groups.compact_every = compact
+            await wait_healthy(admin, 3, lambda w=what: w)  # type: ignore[misc]
+            await until(lambda b=before: len(acks) > b + 20, timeout=30)  # type: ignore[misc]
+        await stop_publishers(pubs, tasks)
+        notes.append(f"acked {history.count(Outcome.ACKED)}")
+        await until(lambda: len({_last_seq(t, n) for n in t.names}) == 1, timeout=30)
+        await check_through_cluster(admin, history)
+    finally:
+        await close_clients(pubs, tasks, admin)
+        await t.stop_all()
+    n = check_stores(history, [(name, tmp / name) for name in t.names])
+    notes.append(f"replicas identical: {n} messages each")
+    return notes
+
+
+def _seed() -> int:
+    env = os.environ.get("NATSD_FAULT_SEED")
+    return int(env) if env else random.randrange(1 << 32)
+
+
+async def _checked(tmp: Path, rounds: int, target: str, compact: int) -> None:
+    seed = _seed()
+    try:
+        notes = await _run(tmp, seed, rounds, target, compact)
+    except BaseException:
+        print(f"BIT FLIP RUN FAILED: seed={seed} (replay: NATSD_FAULT_SEED={seed})")
+        raise
+    print("\n".join(notes))
+
+
+# (target, compact_every): the WAL, under a log that still holds every entry (compaction
+# every 4096 entries, more than a run publishes). ("store", ...) and ("wal", 64) are the
+# cases the module docstring lists as not covered yet.
+CASES = [("wal", 4096)]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("target", "compact"), CASES)
+async def test_bit_flips_in_a_follower(tmp_path: Path, target: str, compact: int) -> None:
+    await _checked(tmp_path, 8, target, compact)
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(4 * 3600)
+@pytest.mark.parametrize(("target", "compact"), CASES)
+async def test_bit_flips_soak(tmp_path: Path, target: str, compact: int) -> None:
+    cycles = int(os.environ.get("NATSD_FAULT_CYCLES", "500"))
+    await _checked(tmp_path, cycles, target, compact)
