@@ -1,25 +1,28 @@
-"""Bit flips in a minority's node WAL under an R3 stream (issue 19's fault suite): three
-embedded servers; again and again a follower is stopped, a few bits of one of its WAL
-segments are flipped, and it is started again while publishing goes on through the other
-two.
+"""Bit flips and truncation in a minority's files under an R3 stream (issue 19's fault
+suite): three embedded servers; again and again a follower is stopped, one of its files is
+damaged, and it is started again while publishing goes on through the other two.
 
-A WAL damaged before its tail marks the groups it touches as damaged: their log is cut at
-the hole (``cluster/group._contiguous``), they keep out of elections, and their append
-rejections tell the leader that they lost what they acknowledged (``LOST_LOG``), so the
-leader lowers what it believes they hold and sends it again. Before, the engine's log took
-the hole as a broken invariant and the server's whole Raft service failed, or the leader
-probed above the follower's log for ever.
+* **Its node WAL**, a few bits flipped. A WAL damaged before its tail marks the groups it
+  touches as damaged: their log is cut at the hole (``cluster/group._contiguous``), they
+  keep out of elections, and their append rejections tell the leader that they lost what
+  they acknowledged (``LOST_LOG``), so the leader lowers what it believes they hold and
+  sends it again. Before, the engine's log took the hole as a broken invariant and the
+  server's whole Raft service failed, or the leader probed above the follower's log for
+  ever.
+* **Its stream store**, bits flipped or a block cut short. The file store's recovery drops
+  the damaged records and says which; the replica cuts its store back to just before the
+  first and applies its log over it again (``_repair_from_log``). Before, it kept the holes
+  and silently differed from the others.
 
 Pass: every acknowledged message on every replica exactly once (``reliability.checker``),
 the three stores identical, the cluster taking publishes throughout. A failure prints its
 seed; ``NATSD_FAULT_SEED`` replays it.
 
-Not covered yet, because they fail today (the fault suite found them; they need a replica
-to catch up from the leader's store, design-clustering §4.6, which is still to come):
+Not covered yet, because they fail today (they need a replica to catch up from the
+leader's store, design-clustering §4.6, which is still to come):
 
-* damage in a follower's stream store: the file store's recovery drops the damaged
-  records, and the replica keeps those holes (its log replay skips sequences below its
-  last one), so it silently differs from the others;
+* damage to store messages older than the follower's log (logged as an error; the hole
+  stays on that replica);
 * WAL damage after the leader compacted its log past it: the leader must send a snapshot,
   which a stream replica cannot install yet;
 * a WAL cut short by more than a torn tail: indistinguishable from a torn tail, so the
@@ -143,10 +146,10 @@ async def _checked(tmp: Path, rounds: int, target: str, compact: int) -> None:
     print("\n".join(notes))
 
 
-# (target, compact_every): the WAL, under a log that still holds every entry (compaction
-# every 4096 entries, more than a run publishes). ("store", ...) and ("wal", 64) are the
-# cases the module docstring lists as not covered yet.
-CASES = [("wal", 4096)]
+# (target, compact_every): under a log that still holds every entry (compaction every 4096
+# entries, more than a run publishes); a log compacted past the damage is the case the
+# module docstring lists as not covered yet.
+CASES = [("wal", 4096), ("store", 4096)]
 
 
 @pytest.mark.timeout(300)

@@ -37,6 +37,7 @@ from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.stream.replica import (
     OP_API,
+    OP_MSG,
     EntryError,
     Replica,
     compact_index,
@@ -53,6 +54,7 @@ from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
+from natsd.storage.wal import GroupLog
 
 __all__ = ["StreamGroups", "group_name"]
 
@@ -116,6 +118,42 @@ def _track_leader(m: _Member, lead: int) -> None:
         m.leader = lead
         m.had_leader = m.had_leader or bool(lead)
         m.leader_since = m.stream.clock.time_ns() if lead else 0
+
+
+def _first_logged_seq(log: GroupLog) -> int:
+    """The sequence of the first message entry this replica's log still holds (0: none)."""
+    for _index, _term, kind, data in log.entries:
+        if kind == 0 and data and entry_op(data) == OP_MSG:
+            try:
+                return decode_entry(data).seq
+            except EntryError:
+                continue
+    return 0
+
+
+def _repair_from_log(stream: Stream, wal_log: GroupLog, what: str) -> None:
+    """A replica's store that lost messages to damage (its recovery says which) while its
+    log still holds them: the store is cut back to just before the first one lost, and
+    applying the log again refills it, so the replica does not keep holes the others do
+    not have. Losses older than the log stay, reported: catching up from the leader's store
+    (design-clustering §4.6) is still to come."""
+    lost = stream.store.state().lost
+    if lost is None or not lost.msgs:
+        return
+    first_lost = min(lost.msgs)
+    logged = _first_logged_seq(wal_log)
+    if logged and logged <= first_lost:
+        log.warning(
+            "stream %s: %d damaged messages from %d; refilled from the replica's log",
+            what, len(lost.msgs), first_lost,
+        )  # fmt: skip
+        stream.store.truncate(first_lost - 1)
+        return
+    log.error(
+        "stream %s: %d damaged messages from %d, before this replica's log (from %d): they "
+        "stay missing here until catch-up from the leader exists",
+        what, len(lost.msgs), first_lost, logged,
+    )  # fmt: skip
 
 
 def group_name(a: StreamAssignment) -> bytes:
@@ -251,6 +289,7 @@ class StreamGroups:
         if name in host.wal.groups:
             # the entries after the last compaction are applied again; the store skips
             # the messages it holds
+            _repair_from_log(stream, host.wal.groups[name], f"{a.account}/{a.name}")
             m.group = host.restore(name, apply, install=install)
         else:
             voters = sorted(raft_id(p) for p in a.peers)
