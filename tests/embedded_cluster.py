@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +59,20 @@ def free_port_run(n: int) -> int:
         finally:
             for s in socks:
                 s.close()
+
+
+def spawn_natsd(conf: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """``python -m natsd -c conf`` in its own session, output appended to ``log_path`` (the
+    compiled modules when the test runs with them on PYTHONPATH)."""
+    with open(log_path, "ab") as logf:
+        return subprocess.Popen(
+            [sys.executable, "-m", "natsd", "-c", str(conf)],
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=logf,
+            start_new_session=True,
+            env={**os.environ},
+        )
 
 
 async def api_request(

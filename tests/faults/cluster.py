@@ -15,16 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from embedded_cluster import free_ports
+from embedded_cluster import free_ports, spawn_natsd
 
 
 class Link:
@@ -129,15 +127,7 @@ class Proc:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "natsd", "-c", str(self.conf)],
-                stdin=subprocess.DEVNULL,
-                stdout=logf,
-                stderr=logf,
-                start_new_session=True,
-                env={**os.environ},
-            )
+        self.proc = spawn_natsd(self.conf, self.log_path)
         self.stopped_by_signal = False
 
     def kill9(self) -> None:

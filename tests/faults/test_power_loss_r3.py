@@ -40,12 +40,10 @@ from faults.workload import (
     Publisher,
     api,
     check_stores,
-    check_through_cluster,
     close_clients,
-    converge,
     create_stream,
+    finish,
     quiet_error,
-    stop_publishers,
     wait_healthy,
 )
 from natsd.config.cluster import parse_go_url
@@ -186,11 +184,9 @@ async def _run(tmp: Path, seed: int, cycles: int) -> list[str]:
             while sum(p.acked for p in pubs) <= before:
                 assert time.monotonic() < deadline, f"cycle {cycle}: no ack after the restart"
                 await asyncio.sleep(0.05)
-        await stop_publishers(pubs, tasks)
+        await finish(pubs, tasks, admin, pc.states, pc.logs)
         notes.append(f"acked since the last purge {history.count(Outcome.ACKED)}, "
                      f"{purges} purges, {pc.cuts} servers cut")  # fmt: skip
-        await converge(pc.states, pc.logs)
-        await check_through_cluster(admin, history)
     finally:
         await close_clients(pubs, tasks, admin)
         await pc.stop_all()

@@ -114,6 +114,21 @@ async def check_through_cluster(nc: NATS, history: History) -> None:
     assert rep.ok, f"through the cluster: {rep.summary()}"
 
 
+async def finish(
+    pubs: list[Publisher],
+    tasks: list[asyncio.Task[None]],
+    admin: NATS,
+    states: Callable[[], Awaitable[list[dict[str, Any] | None]]],
+    logs: Callable[[], str],
+) -> None:
+    """The end of a run: publishers stopped, replicas converged, the stream read back
+    through the cluster and checked against what the publishers recorded."""
+    await stop_publishers(pubs, tasks)
+    await converge(states, logs)
+    history = pubs[0].history
+    await check_through_cluster(admin, history)
+
+
 async def stream_leader(nc: NATS) -> str:
     try:
         m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)

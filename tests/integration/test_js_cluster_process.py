@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -21,7 +19,7 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import free_ports
+from embedded_cluster import free_ports, spawn_natsd
 from nats.aio.client import Client as NATS
 
 pytestmark = pytest.mark.timeout(180)
@@ -49,15 +47,7 @@ class Proc:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "natsd", "-c", str(self.conf)],
-                stdin=subprocess.DEVNULL,
-                stdout=logf,
-                stderr=logf,
-                start_new_session=True,
-                env={**os.environ},
-            )
+        self.proc = spawn_natsd(self.conf, self.log_path)
 
     def signal(self, sig: int) -> None:
         assert self.proc is not None
