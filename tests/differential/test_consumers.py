@@ -999,6 +999,8 @@ async def test_pull_no_wait(cpair: ServerPair) -> None:
         await c.create("create", "S", {"durable_name": "D", "ack_policy": "explicit"}, keys=())
         await c.fetch("empty stream", "S", "D", {"batch": 1, "no_wait": True}, 1)
         await c.pubs("s.a", 2)
+        # nats-server signals the consumer on another goroutine: seen answering 404 here
+        await c.await_pending("S", "D", 2)
         await c.fetch("partial batch", "S", "D", {"batch": 5, "no_wait": True}, 3)
         await c.fetch("all delivered", "S", "D", {"batch": 5, "no_wait": True}, 1)
         await c.fetch(
