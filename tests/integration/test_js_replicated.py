@@ -415,7 +415,14 @@ async def test_leaderless_r3_stream_info_answered_by_its_replica(trio: JsCluster
     await trio.stop("n3")
     nc = await nats.connect(trio.url("n1"))
     try:
-        info = await _retry(lambda: _req(nc, "$JS.API.STREAM.INFO.L", timeout=1.0))
+        # n1 may have led the group: it answers as leader until CheckQuorum steps it down
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 15
+        while True:
+            info = await _retry(lambda: _req(nc, "$JS.API.STREAM.INFO.L", timeout=1.0))
+            if "leader" not in info["cluster"] or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.1)
         assert info["state"]["messages"] == 3 and info["state"]["last_seq"] == 3
         cl = info["cluster"]
         assert "leader" not in cl and cl["name"] == CLUSTER
