@@ -262,6 +262,12 @@ async def _failover(servers: list[ServerProcess]) -> dict[str, Any]:
 
     x = await nats.connect(servers[0].url, reconnected_cb=on_reconnect, max_reconnect_attempts=-1)
     try:
+        # The servers start together and nothing waits for their routes: the pool grows as
+        # the first server's INFO updates arrive (seen short when a mixed mesh was slow).
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while len(x.servers) < 3 and loop.time() < end:
+            await asyncio.sleep(0.05)
         learned = len(x.servers)
         got: list[bytes] = []
 
@@ -270,7 +276,6 @@ async def _failover(servers: list[ServerProcess]) -> dict[str, Any]:
 
         await b.subscribe("after.kill", cb=cb)
         await b.flush()
-        loop = asyncio.get_running_loop()
         servers[0].proc.kill()
         t0 = loop.time()
         await asyncio.wait_for(reconnected.wait(), 10)
