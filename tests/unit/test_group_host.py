@@ -17,15 +17,17 @@ from pathlib import Path
 import pytest
 
 from natsd.cluster.group import (
+    FRAME_TARGET,
     FRAME_VERSION,
     FrameError,
     GroupHost,
+    _contiguous,
     decode_frame,
     frame_part,
     raft_id,
 )
 from natsd.raft.state import StateType
-from natsd.raft.types import Message, MessageType
+from natsd.raft.types import Entry, Message, MessageType
 from natsd.storage.wal import Wal
 
 NAMES = ("n1", "n2", "n3")
@@ -385,9 +387,6 @@ def test_a_damaged_group_neither_campaigns_nor_votes_until_repaired(tmp_path: Pa
 def test_frames_to_a_peer_are_split_at_the_frame_target(tmp_path: Path) -> None:
     """A turn's messages to one peer go in frames of about FRAME_TARGET bytes at most (one
     message larger than that goes alone), every message exactly once and in order."""
-    from natsd.cluster.group import FRAME_TARGET
-    from natsd.raft.types import Entry
-
     sent: list[tuple[int, bytes]] = []
     h = GroupHost(1, Wal.open(str(tmp_path / "w")), lambda p, f: sent.append((p, f)))
     big = FRAME_TARGET // 3
@@ -409,8 +408,6 @@ def test_a_damaged_wal_log_is_cut_at_its_first_hole() -> None:
     """The engine's log cannot hold a hole: the entries after one (left by records damage
     removed) are left for the leader to send again; entries the snapshot covers are
     skipped, as their compaction record may be lost."""
-    from natsd.cluster.group import _contiguous
-
     def ents(*idx: int) -> list[tuple[int, int, int, bytes]]:
         return [(i, 1, 0, b"") for i in idx]
 
