@@ -266,6 +266,76 @@ def test_r3_stream(shared: JSCluster) -> None:
     asyncio.run(run())
 
 
+def test_r3_durable_consumer(shared: JSCluster) -> None:
+    """A durable pull consumer of an R3 stream: created, fetched from, acknowledged with
+    ack-sync, stepped down and deleted through another server, as nats-server answers."""
+    names = {s.name for s in shared}
+
+    async def run() -> None:
+        nc = await shared.connect(2)
+        try:
+            body = {"name": "RDC", "subjects": ["rdc.>"], "num_replicas": 3}
+            assert "error" not in await js_request(nc, "$JS.API.STREAM.CREATE.RDC", body)
+            await _stream_leader(nc, "RDC")
+            for i in range(4):
+                assert (await _pub(nc, "rdc.a", b"%d" % i))["seq"] == i + 1
+            durable = {
+                "stream_name": "RDC",
+                "config": {"durable_name": "D", "ack_policy": "explicit"},
+            }
+            created = await js_request(nc, "$JS.API.CONSUMER.CREATE.RDC.D", durable)
+            assert created["type"] == "io.nats.jetstream.api.v1.consumer_create_response"
+            assert created["name"] == "D" and created["num_pending"] == 4, created
+            block = created["cluster"]
+            assert block["name"] == CLUSTER_NAME and block["leader"] in names, block
+            assert sorted(r["name"] for r in block["replicas"]) == sorted(names - {block["leader"]})
+            inbox = nc.new_inbox()
+            sub = await nc.subscribe(inbox)
+            await nc.publish(
+                "$JS.API.CONSUMER.MSG.NEXT.RDC.D",
+                b'{"batch": 2, "expires": 2000000000}',
+                reply=inbox,
+            )
+            got = [await sub.next_msg(timeout=5) for _ in range(2)]
+            assert [m.data for m in got] == [b"0", b"1"]
+            assert (await nc.request(got[0].reply, b"+ACK", timeout=5)).data == b""
+            info = await js_request(nc, "$JS.API.CONSUMER.INFO.RDC.D")
+            assert info["ack_floor"] == {"consumer_seq": 1, "stream_seq": 1} | (
+                {"last_active": info["ack_floor"]["last_active"]}
+                if "last_active" in info["ack_floor"]
+                else {}
+            ), info
+            assert (info["num_ack_pending"], info["num_pending"]) == (1, 2), info
+            old = info["cluster"]["leader"]
+            down = await js_request(nc, "$JS.API.CONSUMER.LEADER.STEPDOWN.RDC.D")
+            assert down == {
+                "type": "io.nats.jetstream.api.v1.consumer_leader_stepdown_response",
+                "success": True,
+            }
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 15
+            while True:  # a new consumer leader, with the state
+                try:
+                    info = await js_request(nc, "$JS.API.CONSUMER.INFO.RDC.D", timeout=1)
+                    if info.get("cluster", {}).get("leader") not in (None, old):
+                        break
+                except nats.errors.TimeoutError:
+                    pass
+                assert loop.time() < deadline, "no new consumer leader after the stepdown"
+                await asyncio.sleep(0.2)
+            assert info["ack_floor"]["stream_seq"] == 1, info
+            gone = await js_request(nc, "$JS.API.CONSUMER.DELETE.RDC.D")
+            assert gone == {
+                "type": "io.nats.jetstream.api.v1.consumer_delete_response",
+                "success": True,
+            }
+            assert "error" not in await js_request(nc, "$JS.API.STREAM.DELETE.RDC")
+        finally:
+            await nc.close()
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize(
     ("request_body", "description"),
     [

@@ -131,12 +131,8 @@ async def test_r3_stream_replicates_every_publish(trio: JsCluster3) -> None:
         assert ref == _contents(trio, "n2", "R") == _contents(trio, "n3", "R")
         assert 2 not in [seq for seq, *_ in ref]
         # what the group does not replicate yet is refused, not done on one replica
-        cons = await _req(
-            nc,
-            "$JS.API.CONSUMER.CREATE.R.D",
-            {"stream_name": "R", "config": {"durable_name": "D", "ack_policy": "explicit"}},
-        )
-        assert cons["error"]["err_code"] == 10036
+        snap = await _req(nc, "$JS.API.STREAM.SNAPSHOT.R", {"deliver_subject": "snap.x"})
+        assert snap["error"]["err_code"] == 10036, snap
         got = await _req(nc, "$JS.API.STREAM.MSG.GET.R", {"seq": 5})
         assert got["message"]["subject"] == "r.1"
     finally:

@@ -711,7 +711,7 @@ class JsCluster:
                 end = subject.find(b".", len(prefix))
                 name = subject[len(prefix) : end if end >= 0 else len(subject)]
                 s = ja.streams.get(name.decode(errors="replace"))
-                if s is not None and (s.replica is None or s.replica.leading):
+                if s is not None and (s.replica is None or self.stream_groups.leads(s)):
                     local(sub, subject, reply, hdr, data)
                 return
         toks = subject.decode(errors="replace").split(".")
@@ -732,7 +732,7 @@ class JsCluster:
             return
         s = ja.streams.get(stream)
         if s is not None and s.replica is not None:
-            if s.replica.leading:
+            if self.stream_groups.leads(s):
                 self.stream_groups.request(ja, local, s, verb, sub, subject, reply, hdr, data)
             elif verb[:2] == ["STREAM", "INFO"] and self.stream_groups.leaderless(s):
                 local(sub, subject, reply, hdr, data)  # every replica: its own state

@@ -31,12 +31,14 @@ from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
+from natsd.jetstream.api.cluster_consumers import ReplicatedConsumers
 from natsd.jetstream.api.dispatch import ERROR_EXTRAS, handle, lookup_verb
 from natsd.jetstream.config.stream_types import RetentionPolicy
-from natsd.jetstream.consumer.consumer import Consumer
-from natsd.jetstream.engine import JsAccount
+from natsd.jetstream.engine import JsAccount, find_consumer
 from natsd.jetstream.stream.replica import (
     OP_API,
+    OP_CONSUMER,
+    OP_CSTATE,
     OP_MSG,
     EntryError,
     Replica,
@@ -112,6 +114,21 @@ def _ephemeral_create(s: Stream, data: bytes) -> bool:
     return not (isinstance(cfg, dict) and cfg.get("durable_name"))
 
 
+def _durable_target(s: Stream, verb: list[str]) -> bool:
+    """Does this request name a durable consumer of ``s`` (info, delete, pause, unpin,
+    reset, leader stepdown)?"""
+    if len(verb) < 4 or verb[0] != "CONSUMER":
+        return False
+    if verb[1] in ("INFO", "DELETE", "PAUSE", "UNPIN", "RESET"):
+        name = verb[3]
+    elif verb[1:3] == ["LEADER", "STEPDOWN"] and len(verb) >= 5:
+        name = verb[4]
+    else:
+        return False
+    c = find_consumer(s, name)
+    return c is not None and bool(c.cfg.durable_name)
+
+
 def _track_leader(m: _Member, lead: int) -> None:
     """Note when this replica first knew of its group's current leader."""
     if lead != m.leader:
@@ -165,6 +182,7 @@ class _Member:
         "assignment",
         "compact_proposed",
         "compact_to",
+        "consumers",
         "created_at",
         "group",
         "had_leader",
@@ -193,6 +211,8 @@ class _Member:
         # of a leader
         self.created_at = asyncio.get_running_loop().time()
         self.had_leader = False
+        # its durable consumers (set by StreamGroups.attach)
+        self.consumers: ReplicatedConsumers | None = None
 
 
 # nats-server's isGroupLeaderless: a replica answers STREAM.INFO itself when its group has
@@ -261,6 +281,13 @@ class StreamGroups:
 
         rep.propose = propose
 
+        def is_raft_leader() -> bool:
+            g = m.group
+            return g is not None and g.node.raft.state == StateType.StateLeader
+
+        rep.is_raft_leader = is_raft_leader
+        m.consumers = ReplicatedConsumers(ja, stream, host.id, propose, lambda: rep.leading)
+        m.consumers.adopt()
 
         def apply(_index: int, data: bytes) -> None:
             index = compact_index(data)
@@ -268,8 +295,12 @@ class StreamGroups:
                 m.compact_to = max(m.compact_to, index)
                 return
             try:
-                if entry_op(data) == OP_API:
+                op = entry_op(data)
+                if op == OP_API:
                     self._apply_api(m, data)
+                elif op in (OP_CONSUMER, OP_CSTATE):
+                    if m.consumers is not None:
+                        m.consumers.apply(data)
                 else:
                     stream.apply_entry(decode_entry(data))
             except EntryError as e:
@@ -332,17 +363,16 @@ class StreamGroups:
                     m.ready_at = 0
                     rep.lead(m.stream.store.last_seq())
                     m.stream.subscribe()
+                    if m.consumers is not None:
+                        m.consumers.activate()
                     self._advise_leader(m.ja, m.stream)
             else:
                 m.ready_at = 0
                 if rep.leading:
                     rep.follow()
                     m.stream.unsubscribe()
-                    # its consumers are the ephemeral ones it held as leader: they end
-                    # with its leadership (their clients create them again)
-                    for c in list(m.stream.consumers.values()):
-                        if isinstance(c, Consumer):
-                            c.delete()
+                    if m.consumers is not None:
+                        m.consumers.passivate()
 
     def propose_api(
         self, stream: Stream, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
@@ -370,6 +400,8 @@ class StreamGroups:
         # only the proposer answers, counts and audits it (it was one client request)
         handle(m.ja, e.subject, e.reply if mine and e.reply else None, e.data, e.hdr, mine)
         m.stream.drain()
+        if m.consumers is not None:
+            m.consumers.prune()  # a consumer delete
 
     def _flush(self) -> None:
         """Propose every group's entries of this loop turn, each group's in one MsgProp. A
@@ -420,6 +452,8 @@ class StreamGroups:
         store = m.stream.store
         store.flush()
         store.sync()
+        if m.consumers is not None:
+            m.consumers.sync()
         self.raft.host.compact(name, index, b"")
 
     def request(
@@ -436,14 +470,24 @@ class StreamGroups:
     ) -> None:
         """A request about a replicated stream, on its leader: reads are answered from the
         leader's store, purges and message deletes go through the group, ephemeral consumers
-        live on the leader; what the group does not replicate yet (durable consumers,
-        snapshots) is refused with nats-server's "not currently supported in clustered
-        mode"."""
+        live on the leader, durable ones share the group (``cluster_consumers``); what the
+        group does not replicate yet (durable consumers of interest and workqueue streams,
+        their pause, unpin and reset, snapshots) is refused with nats-server's "not
+        currently supported in clustered mode"."""
+        durable = _durable_target(s, verb)
+        if durable:
+            self._durable_request(ja, s, verb, subject, reply, hdr, data)
+            return
         if tuple(verb[:3]) in _REPLICATED_READS or tuple(verb[:2]) in _REPLICATED_READS:
             local(sub, subject, reply, hdr, data)
             return
-        if verb[:2] == ["CONSUMER", "CREATE"] and _ephemeral_create(s, data):
+        create = verb[:2] == ["CONSUMER", "CREATE"] or verb[:3] == ["CONSUMER", "DURABLE", "CREATE"]
+        if create and verb[1] == "CREATE" and _ephemeral_create(s, data):
             local(sub, subject, reply, hdr, data)
+            return
+        m = self.member(s)
+        if create and s.cfg.retention == RetentionPolicy.LIMITS and m and m.consumers:
+            m.consumers.create(subject, reply, hdr, data)
             return
         if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:
             # through the group: every replica runs it in log order, this one answers
@@ -464,6 +508,43 @@ class StreamGroups:
                 self._respond(ja, rep, "stream_leader_stepdown_response", {"error": err})
             return
         self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
+
+    def leads(self, s: Stream) -> bool:
+        """Does this replica answer for ``s``? It takes publishes and its group still has
+        it as leader: one that just lost the leadership (``check`` has not run yet) stays
+        quiet, so a request is not answered by two servers."""
+        rep = s.replica
+        return rep is not None and rep.leading and rep.is_raft_leader()
+
+    def _durable_request(
+        self,
+        ja: JsAccount,
+        s: Stream,
+        verb: list[str],
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+    ) -> None:
+        """A request naming a durable consumer of replicated stream ``s``, on its leader:
+        info is answered here, a delete goes through the group, a stepdown moves the
+        stream's leadership (the consumer shares its group)."""
+        op = verb[1]
+        if op == "INFO":
+            handle(ja, subject, reply, data, hdr)
+        elif op == "DELETE":
+            if not self.propose_api(s, subject, reply, hdr, data) and reply:
+                self._refuse(ja, verb, reply, E.JSClusterNotAvailErr())
+        elif op == "LEADER" and reply:
+            rep = reply.decode(errors="replace")
+            rtype = "consumer_leader_stepdown_response"
+            if self.stepdown(s):
+                self._respond(ja, rep, rtype, {"success": True})
+            else:
+                err = E.JSClusterNoPeersErrF(err="no replacement peer connected").to_json()
+                self._respond(ja, rep, rtype, {"error": err})
+        elif reply:
+            self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
 
     def leaderless(self, s: Stream) -> bool:
         """This replica's group has no leader (nats-server's isGroupLeaderless): it had one

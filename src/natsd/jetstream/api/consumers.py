@@ -117,7 +117,10 @@ def _create(
     if filtered and cfg.filter_subject != filtered:
         raise E.JSConsumerCreateFilterSubjectMismatchErr()
     if cfg.num_replicas > 1:
-        raise E.JSStreamReplicasNotSupportedErr()
+        # a replicated stream's consumers share its group (check_config caps the count)
+        named = ja.streams.get(req.stream_name)
+        if named is None or named.replica is None:
+            raise E.JSStreamReplicasNotSupportedErr()
     stream = _stream(ja, req.stream_name)
     if cfg.durable_name and not cfg.name:
         cfg.name = cfg.durable_name

@@ -118,10 +118,12 @@ def handle(
     data: bytes,
     hdr: bytes | None = None,
     audit: bool = True,
+    respond: Callable[[bytes], None] | None = None,
 ) -> None:
     """Answer one API request. ``audit`` False: run it without counting it in the account's
     API stats or sending its audit advisory (a replicated stream's replica applying a
-    request that its proposer counts and audits)."""
+    request that its proposer counts and audits). ``respond`` takes the response instead
+    of ``reply`` (a replicated stream's leader answers once the group has the outcome)."""
     toks = subject.decode(errors="replace").split(".")[2:]
     if toks and toks[0] == "DIRECT":
         if reply:
@@ -181,7 +183,9 @@ def handle(
     out = {"type": API_TYPE_PREFIX + rtype}
     out.update(resp)
     body = orjson.dumps(out)
-    if reply:
+    if respond is not None:
+        respond(body)
+    elif reply:
         ja.engine.send(ja, reply, body)
     if audit:
         ja.engine.api_audit(ja, subject, data, body)

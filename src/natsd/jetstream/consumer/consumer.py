@@ -97,6 +97,9 @@ class Consumer:
         self.created_ns = created_ns
         self.persist = persist  # file stream and not mem_storage
         self.closed = False
+        # A replica that does not lead its replicated stream holds the consumer passive:
+        # config and the committed state only (``start_passive``).
+        self.passive = False
         self.is_pull = not cfg.deliver_subject  # fixed: an update cannot change it
         self._sublist = stream.sublist
 
@@ -188,6 +191,34 @@ class Consumer:
             self.saver.mark_dirty()
         self.bell.ring()
 
+    def start_passive(self, state: dict[str, Any] | None) -> None:
+        """Hold the consumer without running it: on a replica that does not lead its
+        replicated stream, the config and the state the leader committed (``set_state``),
+        from which this replica starts it if it comes to lead. No subscription, delivery or
+        timer; ``closed`` keeps the stream's hooks out. A new consumer's starting position is
+        computed here as the leader computes it, at the same point of the stream's log."""
+        self.passive = True
+        self.closed = True
+        self.saver.stop()
+        self.bell.stop()
+        cur = self.cur
+        if state is not None:
+            first = self.stream.store.state().first_seq
+            cur.dseq, cur.sseq = self.acks.restore(state, first)
+        else:
+            cur.sseq, self.lss, self.lss_resume = starting_seq(self.stream, self.cfg, self.filters)
+            cur.dseq = 1
+            self.acks.start_at(cur.sseq)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """A passive consumer takes the state its leader committed."""
+        first = self.stream.store.state().first_seq
+        self.cur.dseq, self.cur.sseq = self.acks.restore(state, first)
+
+    def state_doc(self) -> bytes:
+        """The state as saved and replicated (the ack tracker's stored view)."""
+        return self.acks.state_doc()
+
     def stop(self, *, deleted: bool, advisory: bool = True) -> None:
         """Stop delivering; ``deleted`` also answers waiting pulls with ``409 Consumer
         Deleted`` and sends the delete advisory. Each part cancels its own timers."""
@@ -240,6 +271,8 @@ class Consumer:
 
     def purge(self, sseq: int, slseq: int, wider: bool) -> None:
         """The stream was purged: ``sseq`` is its new first sequence for this consumer."""
+        if self.passive:
+            return  # the leader's consumer follows the purge; its state comes committed
         if sseq == 0 and not wider:
             sseq = slseq + 1
         cur = self.cur
@@ -529,6 +562,12 @@ class Consumer:
     def update_config(self, cfg: ConsumerConfig) -> None:
         """Apply an allowed config update (``updateConfig``)."""
         old = self.cfg
+        if self.passive:
+            self.cfg = cfg
+            self.acks.configure(cfg)
+            if cfg.filters != old.filters:
+                self._set_filters(cfg)
+            return
         delivery = self.delivery
         if cfg.deliver_subject != old.deliver_subject:
             delivery.change_deliver_subject(cfg.deliver_subject)

@@ -16,6 +16,10 @@ Rules kept here (:class:`StateSaver`):
   arriving in one loop turn share one save.
 * After ``stop()`` no timer is armed and no reply is confirmed. Memory consumers never
   write; their replies go out at once.
+* A durable consumer of a replicated stream, on the stream's leader, has ``replicate``
+  set: its state goes through the stream's Raft group instead of to disk (every replica,
+  this one included, saves it when the entry applies), and its ack-sync replies travel
+  with the entry and go out once it is committed.
 
 Everything runs on the event loop; the writes are the consumer's only blocking calls.
 """
@@ -33,11 +37,14 @@ from natsd.jetstream.config.consumer_config import ConsumerConfig
 from natsd.jetstream.stream.stream import Stream
 from natsd.router.publish import publish
 
-__all__ = ["STATE_FLUSH_DELAY", "StateSaver"]
+__all__ = ["STATE_FLUSH_DELAY", "Replicate", "StateSaver"]
 
 log: Final = logging.getLogger("natsd")
 
 STATE_FLUSH_DELAY: Final = 0.1  # seconds between a state change and its write (file consumers)
+
+# (the state document, the ack-sync replies it confirms) -> whether the group took it
+Replicate = Callable[[bytes, list[bytes]], bool]
 
 
 class StateSaver:
@@ -54,6 +61,8 @@ class StateSaver:
         self._flush_tmr: Cancellable | None = None
         # Ack-sync replies waiting for the save that records their acks.
         self._sync_replies: list[bytes] = []
+        # set on a replicated stream's leader (module docstring)
+        self.replicate: Replicate | None = None
 
     def mark_dirty(self) -> None:
         if self.dirty:
@@ -69,6 +78,11 @@ class StateSaver:
         if not self.dirty and not durable:
             return True
         self.dirty = False
+        if self.replicate is not None:
+            if not self.replicate(self._doc(), []):
+                self.dirty = True
+                return False
+            return True
         if not self.persist:
             return True
         stream = self._stream
@@ -86,7 +100,7 @@ class StateSaver:
     def ack_reply(self, reply: bytes) -> None:
         """Answer an ack-sync, for a file consumer once the state recording the ack is on
         disk (see the module docstring)."""
-        if not self.persist:
+        if not self.persist and self.replicate is None:
             publish(self._stream.sublist, reply, None, None, b"")
             return
         if not self._sync_replies:
@@ -95,6 +109,12 @@ class StateSaver:
 
     def _flush_for_replies(self) -> None:
         replies, self._sync_replies = self._sync_replies, []
+        if self.replicate is not None:
+            if not self._stopped:
+                # answered by the replica that proposed it, once the entry commits
+                self.dirty = False
+                self.replicate(self._doc(), replies)
+            return
         if self._stopped or not self.flush(durable=True):
             return  # not recorded: no confirmation; the client's retry finds the state
         sublist = self._stream.sublist

@@ -42,6 +42,12 @@ messages would remove them too). ``MSG`` (op 1)::
     u8 version, u8 op, u64 proposer, u64 seq, i64 ts, i64 ttl,
     u16 len + subject, u16 len + reply, u32 len + hdr (0xFFFFFFFF: none),
     u16 len + msg id, u8 rollup (0 none, 1 sub, 2 all), data (the rest)
+
+The durable consumers' entries (``jetstream/api/cluster_consumers``) are ``u8 version, u8
+op, u64 proposer`` and then fields, each ``u32 len + bytes``: ``CONSUMER`` (op 4: name,
+meta document, state document, reply, response) records a consumer the leader created or
+updated; ``CSTATE`` (op 5: name, state document, then the ack-sync replies it confirms)
+its delivered and acknowledged state.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ __all__ = [
     "ENTRY_VERSION",
     "OP_API",
     "OP_COMPACT",
+    "OP_CONSUMER",
+    "OP_CSTATE",
     "ApiEntry",
     "EntryError",
     "MsgEntry",
@@ -63,8 +71,10 @@ __all__ = [
     "compact_index",
     "decode_api",
     "decode_entry",
+    "decode_fields",
     "encode_api",
     "encode_compact",
+    "encode_fields",
     "encode_msg",
     "entry_op",
 ]
@@ -73,6 +83,9 @@ ENTRY_VERSION: Final = 1
 OP_MSG: Final = 1
 OP_COMPACT: Final = 2
 OP_API: Final = 3
+OP_CONSUMER: Final = 4
+OP_CSTATE: Final = 5
+_FIELDS_HEAD: Final = struct.Struct("<BBQ")
 _API_HEAD: Final = struct.Struct("<BBQQ")
 _COMPACT: Final = struct.Struct("<BBQ")
 _HEAD: Final = struct.Struct("<BBQQqq")
@@ -184,6 +197,36 @@ def decode_api(b: bytes) -> ApiEntry:
     return ApiEntry(proposer, as_of, subject, reply, hdr, b[pos:])
 
 
+def encode_fields(op: int, proposer: int, fields: list[bytes]) -> bytes:
+    """An entry of ``op`` made of length-prefixed fields (the consumers' entries)."""
+    parts = [_FIELDS_HEAD.pack(ENTRY_VERSION, op, proposer)]
+    for f in fields:
+        parts += [_U32.pack(len(f)), f]
+    return b"".join(parts)
+
+
+def decode_fields(b: bytes) -> tuple[int, int, list[bytes]]:
+    """(op, proposer, fields) of an entry written by :func:`encode_fields`."""
+    try:
+        version, op, proposer = _FIELDS_HEAD.unpack_from(b, 0)
+    except struct.error as e:
+        raise EntryError(f"bad stream entry: {e}") from None
+    if version != ENTRY_VERSION:
+        raise EntryError(f"unknown stream entry (version {version}, op {op})")
+    pos, end = _FIELDS_HEAD.size, len(b)
+    fields: list[bytes] = []
+    while pos < end:
+        if pos + 4 > end:
+            raise EntryError("truncated stream entry")
+        (n,) = _U32.unpack_from(b, pos)
+        pos += 4
+        if pos + n > end:
+            raise EntryError("truncated stream entry")
+        fields.append(b[pos : pos + n])
+        pos += n
+    return op, proposer, fields
+
+
 def encode_compact(index: int) -> bytes:
     return _COMPACT.pack(ENTRY_VERSION, OP_COMPACT, index)
 
@@ -237,6 +280,10 @@ def _unwired(_entry: bytes) -> bool:
     return False
 
 
+def _never() -> bool:
+    return False
+
+
 # A publish waiting for the in-flight entries to apply: (subject, reply, hdr, data).
 Waiting = tuple[bytes, bytes | None, bytes | None, bytes]
 
@@ -246,7 +293,16 @@ class Replica:
     the shadow of what is in flight. The cluster layer flips ``leading`` and supplies
     ``propose`` (False: the engine dropped the proposal, e.g. leadership just moved)."""
 
-    __slots__ = ("clseq", "inflight", "inflight_ids", "leading", "node_id", "propose", "waiting")
+    __slots__ = (
+        "clseq",
+        "inflight",
+        "inflight_ids",
+        "is_raft_leader",
+        "leading",
+        "node_id",
+        "propose",
+        "waiting",
+    )
 
     def __init__(self, node_id: int) -> None:
         self.node_id = node_id
@@ -256,8 +312,10 @@ class Replica:
         # Nats-Msg-Id -> sequence of the in-flight entry carrying it
         self.inflight_ids: dict[str, int] = {}
         self.waiting: deque[Waiting] = deque()
-        # set by the cluster layer: proposes an entry to the group (False: dropped)
+        # set by the cluster layer: proposes an entry to the group (False: dropped), and
+        # whether the group still has this replica as its leader
         self.propose: Callable[[bytes], bool] = _unwired
+        self.is_raft_leader: Callable[[], bool] = _never
 
     def lead(self, last_seq: int) -> None:
         """This replica leads from now on; its store holds every committed entry."""

@@ -1,0 +1,237 @@
+"""Durable consumers of replicated (R3) streams on a three-server natsd cluster, in process,
+driven by nats-py (design-clustering §4.5, ``jetstream/api/cluster_consumers``).
+
+The consumer shares its stream's Raft group: the leader runs it, the other replicas hold
+its config and committed state, and a new leader continues from that state, so nothing
+whose ack-sync was answered is delivered again. These tests look inside the servers to see
+the passive copies, stop the leader, and restart the whole cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import nats
+import pytest
+from embedded_cluster import JsCluster3, until
+from embedded_cluster import api_request as _req
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError, TimeoutError
+
+from natsd.jetstream.consumer.consumer import Consumer
+
+pytestmark = pytest.mark.timeout(120)
+
+STREAM = {"name": "C", "subjects": ["c.>"], "num_replicas": 3}
+DURABLE = {
+    "stream_name": "C",
+    "config": {"durable_name": "D", "ack_policy": "explicit", "ack_wait": 2 * 10**9},
+}
+
+
+def _leader(trio: JsCluster3, stream: str) -> str:
+    for name, srv in trio.servers.items():
+        js = srv.jetstream
+        s = js.accounts["$G"].streams.get(stream) if js is not None else None
+        if s is not None and s.replica is not None and s.replica.leading:
+            return name
+    return ""
+
+
+def _consumer(trio: JsCluster3, server: str, stream: str, name: str) -> Consumer | None:
+    js = trio.servers[server].jetstream
+    s = js.accounts["$G"].streams.get(stream) if js is not None else None
+    c = s.consumers.get(name) if s is not None else None
+    return c if isinstance(c, Consumer) else None
+
+
+async def _api(nc: NATS, subject: str, body: Any = None, within: float = 15) -> dict[str, Any]:
+    """An API request retried while the stream has no leader to answer it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            return await _req(nc, subject, body)
+        except (NoRespondersError, TimeoutError):
+            if loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+async def _fill(nc: NATS, n: int) -> None:
+    for i in range(n):
+        ack = json.loads((await nc.request(f"c.{i % 2}", b"m%d" % i, timeout=5)).data)
+        assert ack["seq"] == i + 1, ack
+
+
+async def _fetch(nc: NATS, batch: int, expires: float = 1.0) -> list[Any]:
+    """One pull request for ``batch`` messages: (stream seq, reply subject) of each."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    req = {"batch": batch, "expires": int(expires * 1e9)}
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.C.D", json.dumps(req).encode(), reply=inbox)
+    out = []
+    try:
+        while len(out) < batch:
+            msg = await sub.next_msg(timeout=expires + 1)
+            if not msg.reply:  # a status (408 request expired)
+                break
+            seq = int(msg.reply.split(".")[5])
+            out.append((seq, msg.reply))
+    except TimeoutError:
+        pass
+    finally:
+        await sub.unsubscribe()
+    return out
+
+
+async def test_durable_consumer_on_every_replica_and_through_leader_loss(
+    trio: JsCluster3,
+) -> None:
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        await _fill(nc, 20)
+        created = await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+        assert created["name"] == "D" and created["config"]["durable_name"] == "D", created
+        assert created["cluster"]["leader"] == _leader(trio, "C")
+        # committed before it was answered: every replica holds it, the followers passive
+        lead = _leader(trio, "C")
+        for n in trio.names:
+            c = _consumer(trio, n, "C", "D")
+            assert c is not None and c.passive == (n != lead), n
+        # five taken and confirmed with ack-sync (answered once committed), five taken only
+        got = await _fetch(nc, 10)
+        assert [s for s, _ in got] == list(range(1, 11))
+        for _seq, reply in got[:5]:
+            await nc.request(reply, b"+ACK", timeout=5)
+        await until(
+            lambda: all(
+                (c := _consumer(trio, n, "C", "D")) is not None and c.acks.asflr == 5
+                for n in trio.names
+            )
+        )
+        info = await _req(nc, "$JS.API.CONSUMER.INFO.C.D")
+        assert info["ack_floor"]["stream_seq"] == 5 and info["num_ack_pending"] == 5, info
+    finally:
+        await nc.close()
+    await trio.stop(lead)
+    left = [n for n in trio.names if n != lead]
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        await until(lambda: _leader(trio, "C") in left, timeout=20)
+        new = _leader(trio, "C")
+        assert not _consumer(trio, new, "C", "D").passive  # type: ignore[union-attr]
+        info = await _api(nc, "$JS.API.CONSUMER.INFO.C.D")
+        assert info["ack_floor"]["stream_seq"] == 5, info
+        assert info["cluster"]["leader"] == new
+        # the new leader delivers the rest: 6-10 again (not acknowledged), then 11-20
+        seen: list[int] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while len(set(seen)) < 15 and loop.time() < deadline:
+            for seq, reply in await _fetch(nc, 15):
+                seen.append(seq)
+                await nc.publish(reply, b"+ACK")
+        assert sorted(set(seen)) == list(range(6, 21)), seen
+        assert not [s for s in seen if s <= 5]  # nothing confirmed comes back
+    finally:
+        await nc.close()
+    # the old leader comes back with the consumer, passive, and takes the state
+    await trio.start(lead)
+    await until(
+        lambda: (
+            (c := _consumer(trio, lead, "C", "D")) is not None and c.passive and c.acks.asflr == 20
+        ),
+        timeout=20,
+    )
+
+
+async def test_durable_consumer_survives_whole_cluster_restart(trio: JsCluster3) -> None:
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        await _fill(nc, 6)
+        assert "error" not in await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+        for _seq, reply in await _fetch(nc, 4):
+            await nc.request(reply, b"+ACK", timeout=5)
+    finally:
+        await nc.close()
+    for n in list(trio.servers):
+        await trio.stop(n)
+    await asyncio.gather(*(trio.start(n) for n in trio.names))
+    await until(lambda: _leader(trio, "C") != "", timeout=20)
+    lead = _leader(trio, "C")
+    assert all(
+        (c := _consumer(trio, n, "C", "D")) is not None and c.passive == (n != lead)
+        for n in trio.names
+    )
+    nc = await nats.connect(trio.url("n3"))
+    try:
+        info = await _api(nc, "$JS.API.CONSUMER.INFO.C.D")
+        assert info["ack_floor"]["stream_seq"] == 4 and info["num_pending"] == 2, info
+        assert [s for s, _ in await _fetch(nc, 5)] == [5, 6]
+    finally:
+        await nc.close()
+
+
+async def test_durable_consumer_update_delete_and_refusals(trio: JsCluster3) -> None:
+    nc = await nats.connect(trio.url("n3"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        assert "error" not in await _api(nc, "$JS.API.CONSUMER.DURABLE.CREATE.C.D", DURABLE)
+        # an update reaches every replica's copy
+        upd = {"stream_name": "C", "config": {**DURABLE["config"], "max_deliver": 7}}  # type: ignore[dict-item]
+        changed = await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", upd)
+        assert changed["config"]["max_deliver"] == 7, changed
+        await until(
+            lambda: all(
+                (c := _consumer(trio, n, "C", "D")) is not None and c.cfg.max_deliver == 7
+                for n in trio.names
+            )
+        )
+        # a refused request changes nothing anywhere
+        bad = {"stream_name": "C", "config": {**DURABLE["config"], "deliver_policy": "new"}}  # type: ignore[dict-item]
+        refused = await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", bad)
+        assert refused["error"]["err_code"] == 10012, refused
+        too_many = {"stream_name": "C", "config": {"durable_name": "E", "num_replicas": 5}}
+        assert (await _api(nc, "$JS.API.CONSUMER.CREATE.C.E", too_many))["error"][
+            "err_code"
+        ] == 10126
+        # what the group does not replicate yet is refused, not done on one replica
+        pause = await _api(
+            nc, "$JS.API.CONSUMER.PAUSE.C.D", {"pause_until": "2100-01-01T00:00:00Z"}
+        )
+        assert pause["error"]["err_code"] == 10036, pause
+        # a consumer leader stepdown moves the stream's group, which the consumer shares
+        old = _leader(trio, "C")
+        down = await _api(nc, "$JS.API.CONSUMER.LEADER.STEPDOWN.C.D")
+        assert down == {
+            "type": "io.nats.jetstream.api.v1.consumer_leader_stepdown_response",
+            "success": True,
+        }
+        await until(lambda: _leader(trio, "C") not in ("", old))
+        await until(lambda: not _consumer(trio, _leader(trio, "C"), "C", "D").passive)  # type: ignore[union-attr]
+        gone = await _api(nc, "$JS.API.CONSUMER.DELETE.C.D")
+        assert gone == {
+            "type": "io.nats.jetstream.api.v1.consumer_delete_response",
+            "success": True,
+        }
+        await until(lambda: all(_consumer(trio, n, "C", "D") is None for n in trio.names))
+        # an ephemeral consumer still lives on the leader alone
+        eph = await _api(nc, "$JS.API.CONSUMER.CREATE.C", {"stream_name": "C", "config": {}})
+        assert "error" not in eph, eph
+        holders = [n for n in trio.names if _consumer(trio, n, "C", eph["name"]) is not None]
+        assert holders == [_leader(trio, "C")]
+        # a stream with a durable consumer deletes like any other
+        assert "error" not in await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+        gone = await _api(nc, "$JS.API.STREAM.DELETE.C")
+        assert gone == {"type": "io.nats.jetstream.api.v1.stream_delete_response", "success": True}
+        await until(lambda: all("C" not in trio.streams(n) for n in trio.names))
+    finally:
+        await nc.close()
