@@ -235,3 +235,31 @@ async def test_durable_consumer_update_delete_and_refusals(trio: JsCluster3) -> 
         await until(lambda: all("C" not in trio.streams(n) for n in trio.names))
     finally:
         await nc.close()
+
+
+async def test_deleted_durable_consumer_stays_deleted_after_restart(trio: JsCluster3) -> None:
+    """The log replays the consumer's creation after a restart; its delete replays too, even
+    with messages stored after it (which makes a purge's replay a no-op)."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        assert "error" not in await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+        gone = await _api(nc, "$JS.API.CONSUMER.DELETE.C.D")
+        assert gone.get("success") is True, gone
+        await _fill(nc, 3)
+    finally:
+        await nc.close()
+    await until(lambda: all(_consumer(trio, n, "C", "D") is None for n in trio.names))
+    for n in list(trio.servers):
+        await trio.stop(n)
+    await asyncio.gather(*(trio.start(n) for n in trio.names))
+    await until(lambda: _leader(trio, "C") != "", timeout=20)
+    await asyncio.sleep(0.5)
+    assert all(_consumer(trio, n, "C", "D") is None for n in trio.names)
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        names = await _api(nc, "$JS.API.CONSUMER.NAMES.C")
+        assert names["consumers"] == [], names
+    finally:
+        await nc.close()

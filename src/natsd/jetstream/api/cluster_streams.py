@@ -395,8 +395,11 @@ class StreamGroups:
         mine = rep is not None and rep.leading and e.proposer == rep.node_id
         if mine and rep is not None:
             rep.applied(0, "")
-        if m.stream.store.last_seq() > e.as_of:
-            return  # a replay after a restart: the store holds what came after it
+        if m.stream.store.last_seq() > e.as_of and b".CONSUMER." not in e.subject:
+            # a replay after a restart: the store holds what came after it. A consumer
+            # delete touches no message and runs again (its CONSUMER entry, earlier in the
+            # log, has just held the consumer again)
+            return
         # only the proposer answers, counts and audits it (it was one client request)
         handle(m.ja, e.subject, e.reply if mine and e.reply else None, e.data, e.hdr, mine)
         m.stream.drain()
