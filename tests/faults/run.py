@@ -8,6 +8,11 @@ A publish that gets no PubAck (timeout, no responders, a lost connection, an err
 with the same ``Nats-Msg-Id`` until it is acknowledged, so the stream must deduplicate across
 leader changes. A publish still unacknowledged when the run ends is *unknown*.
 
+**Consumer.** A durable pull consumer of the stream (it shares the stream's group) is read
+throughout by :class:`~faults.workload.AckingConsumer`, which acknowledges every message with
+ack-sync. After the last cycle it must have taken and confirmed every message the stream
+holds, and no message may come back for a pull sent after its ack-sync was answered.
+
 **Faults** (one per cycle, chosen by the seed): kill -9 of the stream leader, of a follower,
 of two servers of five, of every server at once; SIGSTOP of the leader for longer than an
 election; the leader isolated, a random minority/majority split (links cut, or black-holed:
@@ -44,12 +49,16 @@ from reliability.checker import History, Outcome
 
 from faults.cluster import FaultCluster
 from faults.workload import (
+    CONSUMER,
     STREAM,
+    AckingConsumer,
     Publisher,
     check_stores,
     close_clients,
+    create_consumer,
     create_stream,
     finish,
+    quiet_close,
     quiet_error,
     stream_leader,
     wait_healthy,
@@ -111,9 +120,15 @@ class Run:
         history = History()
         pubs: list[Publisher] = []
         tasks: list[asyncio.Task[None]] = []
+        consumer: AckingConsumer | None = None
         try:
             await create_stream(admin, self.replicas)
+            await create_consumer(admin)
             names = c.names
+            cnc = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
+                                     reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
+            consumer = AckingConsumer(cnc)
+            tasks.append(asyncio.create_task(consumer.run()))
             for i in range(3):
                 own = c.procs[names[i % len(names)]].url
                 nc = await nats.connect(servers=[own, *[u for u in c.urls if u != own]],
@@ -126,10 +141,14 @@ class Run:
             for cycle in range(self.cycles):
                 kind = rng.choice(faults)
                 await self.cycle(cycle, kind, rng, admin, pubs)
-            await finish(pubs, tasks, admin, self.states, c.logs)
+            await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
-                      f"unknown {history.count(Outcome.UNKNOWN)}")  # fmt: skip
+                      f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
+                      f"{consumer.deliveries} deliveries of {len(consumer.delivered)} "
+                      f"messages, all confirmed")  # fmt: skip
         finally:
+            if consumer is not None:
+                await quiet_close(consumer.nc)
             await close_clients(pubs, tasks, admin)
             await c.close()
         n = check_stores(history, [(nm, p.store_dir) for nm, p in c.procs.items()])

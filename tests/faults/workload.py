@@ -8,7 +8,7 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +108,13 @@ async def close_clients(
     await quiet_close(admin)
 
 
-async def check_through_cluster(nc: NATS, history: History) -> None:
-    """Every message read back through the cluster (DIRECT.GET) and checked."""
-    rep = check(history, await drain(nc, STREAM))
+async def check_through_cluster(nc: NATS, history: History) -> set[int]:
+    """Every message read back through the cluster (DIRECT.GET) and checked; returns the
+    sequences the stream holds."""
+    stored = await drain(nc, STREAM)
+    rep = check(history, stored)
     assert rep.ok, f"through the cluster: {rep.summary()}"
+    return {m.seq for m in stored}
 
 
 async def finish(
@@ -120,13 +123,17 @@ async def finish(
     admin: NATS,
     states: Callable[[], Awaitable[list[dict[str, Any] | None]]],
     logs: Callable[[], str],
+    consumer: AckingConsumer | None = None,
 ) -> None:
     """The end of a run: publishers stopped, replicas converged, the stream read back
-    through the cluster and checked against what the publishers recorded."""
+    through the cluster and checked against what the publishers recorded, and the consumer
+    (when there is one) drained and checked (``drain_consumer``)."""
     await stop_publishers(pubs, tasks)
     await converge(states, logs)
     history = pubs[0].history
-    await check_through_cluster(admin, history)
+    stored = await check_through_cluster(admin, history)
+    if consumer is not None:
+        await drain_consumer(consumer, stored)
 
 
 async def stream_leader(nc: NATS) -> str:
@@ -234,3 +241,98 @@ def check_stores(history: History, store_dirs: Iterable[tuple[str, Path]]) -> in
     for name, msgs in contents.items():
         assert msgs == first, f"replica {name} differs from {first_name}"
     return len(first)
+
+
+CONSUMER = "W"
+BATCH = 200  # messages per pull request
+
+
+@dataclass
+class AckingConsumer:
+    """A durable pull consumer of the stream, taking every message and acknowledging it with
+    ack-sync, through faults (issue 19: "consumers with acks").
+
+    It records every stream sequence delivered, and when each ack-sync was answered
+    (``confirmed``). A delivery is a *violation* when it answers a pull request sent after
+    that message's ack-sync was answered: an acknowledged message came back (each pull has
+    its own inbox, so a delivery is known to answer it). A message delivered again before
+    its ack is confirmed is at-least-once, and fine; an ack-sync that gets no answer leaves
+    the message to be delivered again after ``ack_wait``."""
+
+    nc: NATS
+    delivered: set[int] = field(default_factory=set)
+    confirmed: dict[int, int] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+    deliveries: int = 0
+    stopping: bool = False
+
+    async def run(self) -> None:
+        subject = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{CONSUMER}"
+        request = b'{"batch":%d,"expires":1000000000}' % BATCH
+        while not self.stopping:
+            replies: list[str] = []
+            pulled_at = time.time_ns()
+            try:
+                # each pull on its own inbox: what arrives there was sent for this request
+                inbox = self.nc.new_inbox()
+                sub = await self.nc.subscribe(inbox)
+                try:
+                    await self.nc.publish(subject, request, reply=inbox)
+                    while len(replies) < BATCH:
+                        m = await sub.next_msg(timeout=2.0)
+                        if not m.reply:  # a status: the request expired (408) or was refused
+                            if (m.headers or {}).get("Status") != "408":
+                                await asyncio.sleep(0.1)  # no leader to take it (503) yet
+                            break
+                        replies.append(m.reply)
+                finally:
+                    await sub.unsubscribe()
+            except Exception:  # a timeout, a lost connection: pull again
+                await asyncio.sleep(0.05)
+            # the batch's ack-syncs in flight together (each answered once committed)
+            await asyncio.gather(*(self._take(r, pulled_at) for r in replies))
+
+    async def _take(self, reply: str, pulled_at: int) -> None:
+        # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>
+        seq = int(reply.split(".")[5])
+        self.deliveries += 1
+        at = self.confirmed.get(seq)
+        if at is not None and at < pulled_at:
+            self.violations.append(f"seq {seq} delivered for a pull sent after its ack-sync")
+        self.delivered.add(seq)
+        try:
+            await self.nc.request(reply, b"+ACK", timeout=2.0)
+        except Exception:  # not confirmed: it comes again after ack_wait
+            return
+        self.confirmed.setdefault(seq, time.time_ns())
+
+
+async def create_consumer(nc: NATS) -> None:
+    cfg = {"durable_name": CONSUMER, "ack_policy": "explicit", "ack_wait": 3 * 10**9,
+           "max_ack_pending": 2000}  # fmt: skip
+    await api(nc, f"$JS.API.CONSUMER.CREATE.{STREAM}.{CONSUMER}",
+              {"stream_name": STREAM, "config": cfg}, 30)  # fmt: skip
+
+
+async def drain_consumer(c: AckingConsumer, stored: set[int], timeout: float = 90.0) -> None:
+    """After the last fault: until the consumer has taken and confirmed every message the
+    stream holds; then check that none came back after its ack-sync was answered."""
+    deadline = time.monotonic() + timeout
+    while not stored <= c.confirmed.keys():
+        if time.monotonic() > deadline:
+            missing = sorted(stored - c.confirmed.keys())
+            try:
+                m = await c.nc.request(f"$JS.API.CONSUMER.INFO.{STREAM}.{CONSUMER}", b"", 2)
+                info: Any = m.data[:1500]
+            except Exception as e:  # no leader answers
+                info = e
+            raise AssertionError(
+                f"consumer info: {info!r}\n"
+                f"consumer {CONSUMER}: {len(missing)} messages never confirmed "
+                f"(first {missing[:10]}; delivered {len(c.delivered)} of {len(stored)})"
+            )
+        await asyncio.sleep(0.2)
+    c.stopping = True
+    assert not c.violations, f"acknowledged messages delivered again: {c.violations[:10]}"
+    extra = sorted(c.delivered - stored)
+    assert not extra, f"delivered what the stream never held: {extra[:10]}"
