@@ -203,11 +203,24 @@ async def test_durable_consumer_update_delete_and_refusals(trio: JsCluster3) -> 
         assert (await _api(nc, "$JS.API.CONSUMER.CREATE.C.E", too_many))["error"][
             "err_code"
         ] == 10126
+        # a pause and a reset reach every replica's copy before they are answered
+        until_ts = "2100-01-01T00:00:00Z"
+        pause = await _api(nc, "$JS.API.CONSUMER.PAUSE.C.D", {"pause_until": until_ts})
+        assert pause["paused"] is True and pause["pause_until"] == until_ts, pause
+        for n in trio.names:
+            c = _consumer(trio, n, "C", "D")
+            assert c is not None and c.cfg.pause_until == until_ts, n
+        await _fill(nc, 5)
+        reset = await _api(nc, "$JS.API.CONSUMER.RESET.C.D", {"seq": 3})
+        assert reset["reset_seq"] == 3 and reset["delivered"]["stream_seq"] == 2, reset
+        for n in trio.names:
+            c = _consumer(trio, n, "C", "D")
+            assert c is not None and c.acks.asflr == 2, n
+        resume = await _api(nc, "$JS.API.CONSUMER.PAUSE.C.D", {})
+        assert resume["paused"] is False, resume
         # what the group does not replicate yet is refused, not done on one replica
-        pause = await _api(
-            nc, "$JS.API.CONSUMER.PAUSE.C.D", {"pause_until": "2100-01-01T00:00:00Z"}
-        )
-        assert pause["error"]["err_code"] == 10036, pause
+        snap = await _api(nc, "$JS.API.STREAM.SNAPSHOT.C", {"deliver_subject": "snap.x"})
+        assert snap["error"]["err_code"] == 10036, snap
         # a consumer leader stepdown moves the stream's group, which the consumer shares
         old = _leader(trio, "C")
         down = await _api(nc, "$JS.API.CONSUMER.LEADER.STEPDOWN.C.D")
@@ -263,3 +276,57 @@ async def test_deleted_durable_consumer_stays_deleted_after_restart(trio: JsClus
         assert names["consumers"] == [], names
     finally:
         await nc.close()
+
+
+async def test_durable_push_consumer_through_leader_loss(trio: JsCluster3) -> None:
+    """A push consumer's deliveries resume on the new leader, from the committed state."""
+    nc = await nats.connect(trio.url("n1"))
+    got: list[int] = []
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        lead = _leader(trio, "C")
+        other = next(n for n in trio.names if n != lead)
+        sub_nc = await nats.connect(trio.url(other))
+        acked: asyncio.Queue[int] = asyncio.Queue()
+
+        async def on_msg(msg: Any) -> None:
+            seq = int(msg.reply.split(".")[5])
+            got.append(seq)
+            try:
+                await sub_nc.request(msg.reply, b"+ACK", timeout=5)
+                await acked.put(seq)
+            except (TimeoutError, NoRespondersError):
+                pass
+
+        await sub_nc.subscribe("push.D", cb=on_msg)
+        await sub_nc.flush()
+        push = {"stream_name": "C", "config": {**DURABLE["config"], "deliver_subject": "push.D"}}  # type: ignore[dict-item]
+        assert "error" not in await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", push)
+        await _fill(nc, 5)
+        first = sorted([await asyncio.wait_for(acked.get(), 10) for _ in range(5)])
+        assert first == [1, 2, 3, 4, 5], first
+    finally:
+        await nc.close()
+    await trio.stop(lead)
+    nc = await nats.connect(trio.url(other))
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        for i in range(5, 10):  # published through the new leader
+            while True:
+                try:
+                    ack = json.loads((await nc.request(f"c.{i}", b"m", timeout=1)).data)
+                    if "seq" in ack:
+                        break
+                except (NoRespondersError, TimeoutError):
+                    pass
+                assert loop.time() < deadline, "no new leader took the publishes"
+                await asyncio.sleep(0.1)
+        confirmed = sorted([await asyncio.wait_for(acked.get(), 20) for _ in range(5)])
+        assert confirmed == [6, 7, 8, 9, 10], confirmed
+        # the five acknowledged before the leader went were not delivered again
+        assert sorted(got) == list(range(1, 11)), got
+    finally:
+        await nc.close()
+        await sub_nc.close()

@@ -7,11 +7,12 @@ group has committed, each with its committed meta (name, creation time, config) 
 
 * The leader runs the durable consumers; every other replica holds them passive
   (``Consumer.start_passive``): config and committed state, nothing running.
-* Create or update (``create``): the leader runs the standalone handler, which checks the
-  request against the leader's own consumers (ephemeral ones included, which only the
-  leader has) and creates or updates the consumer. The outcome goes through the group as a
-  ``CONSUMER`` entry (name, meta, state, reply, response), and the leader answers once it
-  is committed. Every replica then holds the consumer with that config. Running the
+* Create, update, pause and reset (``change``): the leader runs the standalone handler,
+  which checks the request against the leader's own consumers (ephemeral ones included,
+  which only the leader has) and changes the consumer. The outcome goes through the group as
+  a ``CONSUMER`` entry (name, meta, state, reply, response), and the leader answers once it
+  is committed. An unpin changes only the leader's runtime (pinned clients), and is
+  answered there. Every replica then holds the consumer with that config. Running the
   handler on every replica instead would let their answers differ (ephemeral consumers
   count against ``max_consumers``, push interest differs per server).
 * State: where a standalone consumer writes its state document to disk, the leader's
@@ -84,8 +85,18 @@ class ReplicatedConsumers:
         self.committed: Committed = {}
 
     # ------------------------------------------------------------------ as leader
-    def create(self, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes) -> None:
-        """A durable consumer create or update, on the leader (module docstring)."""
+    def change(
+        self,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+        name: str = "",
+    ) -> None:
+        """A durable consumer's create, update, pause or reset, on the leader (module
+        docstring): the standalone handler runs here, and a success goes through the group
+        with the consumer's config and state before it is answered. ``name``: the consumer
+        the request names (a create's answer names it)."""
         out: list[bytes] = []
         handle(self.ja, subject, None, data, hdr, True, respond=out.append)
         body = out[0] if out else b""
@@ -93,8 +104,9 @@ class ReplicatedConsumers:
             doc: Any = orjson.loads(body) if body else {}
         except orjson.JSONDecodeError:
             doc = {}
-        name = doc.get("name") if isinstance(doc, dict) and "error" not in doc else None
-        c = find_consumer(self.stream, name) if isinstance(name, str) else None
+        ok = isinstance(doc, dict) and "error" not in doc
+        found = name or (doc.get("name") if ok else None)
+        c = find_consumer(self.stream, found) if ok and isinstance(found, str) else None
         if c is None or c.passive:
             if reply and body:
                 self.ja.engine.send(self.ja, reply, body)  # refused: nothing changed

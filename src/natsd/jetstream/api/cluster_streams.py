@@ -475,8 +475,8 @@ class StreamGroups:
         leader's store, purges and message deletes go through the group, ephemeral consumers
         live on the leader, durable ones share the group (``cluster_consumers``); what the
         group does not replicate yet (durable consumers of interest and workqueue streams,
-        their pause, unpin and reset, snapshots) is refused with nats-server's "not
-        currently supported in clustered mode"."""
+        snapshots) is refused with nats-server's "not currently supported in clustered
+        mode"."""
         durable = _durable_target(s, verb)
         if durable:
             self._durable_request(ja, s, verb, subject, reply, hdr, data)
@@ -490,7 +490,7 @@ class StreamGroups:
             return
         m = self.member(s)
         if create and s.cfg.retention == RetentionPolicy.LIMITS and m and m.consumers:
-            m.consumers.create(subject, reply, hdr, data)
+            m.consumers.change(subject, reply, hdr, data)
             return
         if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:
             # through the group: every replica runs it in log order, this one answers
@@ -530,11 +530,15 @@ class StreamGroups:
         data: bytes,
     ) -> None:
         """A request naming a durable consumer of replicated stream ``s``, on its leader:
-        info is answered here, a delete goes through the group, a stepdown moves the
-        stream's leadership (the consumer shares its group)."""
+        info and unpin are answered here, pause and reset go through the group with the
+        consumer's new config and state, a delete goes through the group as it is, a
+        stepdown moves the stream's leadership (the consumer shares its group)."""
         op = verb[1]
-        if op == "INFO":
+        m = self.member(s)
+        if op in ("INFO", "UNPIN"):
             handle(ja, subject, reply, data, hdr)
+        elif op in ("PAUSE", "RESET") and m is not None and m.consumers is not None:
+            m.consumers.change(subject, reply, hdr, data, verb[3])
         elif op == "DELETE":
             if not self.propose_api(s, subject, reply, hdr, data) and reply:
                 self._refuse(ja, verb, reply, E.JSClusterNotAvailErr())

@@ -17,6 +17,7 @@ building and restoring consumers is the engine's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -244,10 +245,17 @@ _RESET = StructT(
 )
 
 
-def reset_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: bytes) -> None:
+def reset_request(
+    ja: JsAccount,
+    toks: list[str],
+    reply: bytes | None,
+    data: bytes,
+    respond: Callable[[bytes], None] | None = None,
+) -> None:
     """``$JS.API.CONSUMER.RESET.<stream>.<consumer>``: like pull requests this goes to the
-    consumer's own subscription (no answer for an unknown consumer, not an API call)."""
-    if len(toks) != 4 or not reply:
+    consumer's own subscription (no answer for an unknown consumer, not an API call).
+    ``respond`` takes the answer instead of ``reply`` (see ``dispatch.handle``)."""
+    if len(toks) != 4 or not (reply or respond):
         return
     stream = ja.streams.get(toks[2])
     c = find_consumer(stream, toks[3]) if stream is not None else None
@@ -273,7 +281,10 @@ def reset_request(ja: JsAccount, toks: list[str], reply: bytes | None, data: byt
     except ApiError as e:
         resp["error"] = e.to_json()
         resp["reset_seq"] = 0
-    ja.engine.send(ja, reply, orjson.dumps(resp))
+    if respond is not None:
+        respond(orjson.dumps(resp))
+    elif reply:
+        ja.engine.send(ja, reply, orjson.dumps(resp))
 
 
 _UNPIN = StructT(

@@ -149,7 +149,7 @@ def handle(
             }
             ja.engine.send(ja, reply, orjson.dumps(refusal))
             return
-        reset_request(ja, toks, reply, data)
+        reset_request(ja, toks, reply, data, respond)
         return
     route = lookup_verb(toks)
     if route is None:
