@@ -330,3 +330,64 @@ async def test_durable_push_consumer_through_leader_loss(trio: JsCluster3) -> No
     finally:
         await nc.close()
         await sub_nc.close()
+
+
+def _seqs(trio: JsCluster3, server: str, stream: str) -> list[int]:
+    js = trio.servers[server].jetstream
+    assert js is not None
+    store = js.accounts["$G"].streams[stream].store
+    st = store.state()
+    return [s for s in range(st.first_seq, st.last_seq + 1) if store.load_msg(s) is not None]
+
+
+async def test_workqueue_and_interest_retention_on_every_replica(trio: JsCluster3) -> None:
+    """An acknowledged message leaves a workqueue stream, and an interest stream once every
+    consumer acknowledged it, on every replica: the removal follows the committed consumer
+    state, so all stores stay identical."""
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        wq = {"name": "Q", "subjects": ["q.>"], "num_replicas": 3, "retention": "workqueue"}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.Q", wq)
+        it = {"name": "I", "subjects": ["i.>"], "num_replicas": 3, "retention": "interest"}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.I", it)
+        await until(lambda: _leader(trio, "Q") != "" and _leader(trio, "I") != "")
+        cfg = {"ack_policy": "explicit", "ack_wait": 2 * 10**9}
+        for stream, name in (("Q", "W"), ("I", "A"), ("I", "B")):
+            body = {"stream_name": stream, "config": {**cfg, "durable_name": name}}
+            created = await _api(nc, f"$JS.API.CONSUMER.CREATE.{stream}.{name}", body)
+            assert "error" not in created, created
+        # an ephemeral consumer would hold interest on the leader alone: still refused
+        eph = await _api(nc, "$JS.API.CONSUMER.CREATE.I", {"stream_name": "I", "config": {}})
+        assert eph["error"]["err_code"] == 10036, eph
+        for i in range(6):
+            for subj in (f"q.{i}", f"i.{i}"):
+                ack = json.loads((await nc.request(subj, b"m", timeout=5)).data)
+                assert ack["seq"] == i + 1, ack
+
+        async def take(stream: str, name: str, n: int) -> list[int]:
+            inbox = nc.new_inbox()
+            sub = await nc.subscribe(inbox)
+            req = json.dumps({"batch": n, "expires": 2 * 10**9}).encode()
+            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}", req, reply=inbox)
+            seqs = []
+            for _ in range(n):
+                m = await sub.next_msg(timeout=5)
+                seqs.append(int(m.reply.split(".")[5]))
+                await nc.request(m.reply, b"+ACK", timeout=5)
+            await sub.unsubscribe()
+            return seqs
+
+        assert await take("Q", "W", 4) == [1, 2, 3, 4]
+        await until(lambda: all(_seqs(trio, n, "Q") == [5, 6] for n in trio.names))
+        assert await take("I", "A", 4) == [1, 2, 3, 4]
+        await asyncio.sleep(0.3)  # B still needs them everywhere
+        assert all(_seqs(trio, n, "I") == [1, 2, 3, 4, 5, 6] for n in trio.names)
+        assert await take("I", "B", 2) == [1, 2]
+        await until(lambda: all(_seqs(trio, n, "I") == [3, 4, 5, 6] for n in trio.names))
+        # a consumer deleted: what only it still held goes, on every replica
+        assert (await _api(nc, "$JS.API.CONSUMER.DELETE.I.B")).get("success") is True
+        await until(lambda: all(_seqs(trio, n, "I") == [5, 6] for n in trio.names))
+        info = await _api(nc, "$JS.API.STREAM.INFO.Q")
+        assert info["state"]["messages"] == 2, info
+    finally:
+        await nc.close()

@@ -42,9 +42,10 @@ import orjson
 
 from natsd.jetstream.api.dispatch import handle
 from natsd.jetstream.config.consumer_config import config_from_stored
-from natsd.jetstream.config.stream_types import StorageType
+from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount, find_consumer
+from natsd.jetstream.stream.context import RetentionView
 from natsd.jetstream.stream.replica import (
     OP_CONSUMER,
     OP_CSTATE,
@@ -60,6 +61,32 @@ log: Final = logging.getLogger("natsd")
 
 # name -> (meta document, state document) as committed
 Committed = dict[str, tuple[bytes, bytes]]
+
+_LIMITS: Final = RetentionPolicy.LIMITS
+_WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
+
+
+class _View:
+    """A consumer's committed state as interest and workqueue retention read it (the
+    stream's ``RetentionView``): the same on every replica at the same point of the log."""
+
+    __slots__ = ("asflr", "delivered", "name", "pending", "stream")
+
+    def __init__(self, stream: Stream, name: str, state: bytes) -> None:
+        self.stream = stream
+        self.name = name
+        doc = orjson.loads(state) if state else {}
+        self.asflr = int(doc.get("ack_floor", {}).get("stream_seq", 0))
+        self.delivered = int(doc.get("delivered", {}).get("stream_seq", 0))
+        self.pending = {int(s) for s in doc.get("pending", {})}
+
+    def need_ack(self, seq: int, subject: str) -> bool:
+        c = find_consumer(self.stream, self.name)
+        if c is not None and not c.matches(subject):
+            return False
+        if seq <= self.asflr:
+            return False
+        return seq > self.delivered or seq in self.pending
 
 
 def _meta(c: Consumer) -> bytes:
@@ -83,6 +110,12 @@ class ReplicatedConsumers:
         self._propose = propose
         self._leading = leading
         self.committed: Committed = {}
+        # the committed state as retention reads it (interest and workqueue streams)
+        self.views: dict[str, _View] = {}
+        stream.retention_views = self._views
+
+    def _views(self) -> list[RetentionView]:
+        return list(self.views.values())
 
     # ------------------------------------------------------------------ as leader
     def change(
@@ -139,6 +172,10 @@ class ReplicatedConsumers:
             if c is None or c.passive:
                 self._hold(name, meta, state, c)
             self._save(name, meta, state)
+            self.views[name] = _View(self.stream, name, state)
+            if self.stream.cfg.retention != _LIMITS:
+                # a new consumer, or one reset or refiltered: what nobody needs now goes
+                self.stream.cleanup_no_interest(0, None)
             if mine and reply:
                 self.ja.engine.send(self.ja, reply, body)
         elif op == OP_CSTATE and len(f) >= 2:
@@ -151,11 +188,35 @@ class ReplicatedConsumers:
             if c is not None and c.passive:
                 c.set_state(orjson.loads(state))
             self._save(name, None, state)
+            old = self.views.get(name)
+            new = self.views[name] = _View(self.stream, name, state)
+            if self.stream.cfg.retention != _LIMITS:
+                self._retire(old, new)
             if mine:
                 for r in f[2:]:
                     self.ja.engine.send(self.ja, r, b"")
         else:
             raise EntryError(f"bad consumer entry (op {op}, {len(f)} fields)")
+
+    def _retire(self, old: _View | None, new: _View) -> None:
+        """Interest and workqueue retention, when a consumer's acks are committed: the
+        messages it has now acknowledged leave the stream (a workqueue's at once, an
+        interest stream's once no other consumer's committed state needs them)."""
+        stream = self.stream
+        store = stream.store
+        c = find_consumer(stream, new.name)
+        workqueue = stream.cfg.retention == _WORKQUEUE
+        others = [v for v in self.views.values() if v is not new]
+        seq = max((old.asflr if old is not None else 0) + 1, store.state().first_seq)
+        while seq <= new.delivered:
+            m = store.load_next_msg("", seq)
+            if m is None or m.seq > new.delivered:
+                break
+            seq = m.seq
+            if seq not in new.pending and (c is None or c.matches(m.subject)):
+                if workqueue or not any(v.need_ack(seq, m.subject) for v in others):
+                    store.remove_msg(seq)
+            seq += 1
 
     def _hold(self, name: str, meta: bytes, state: bytes, c: Consumer | None) -> None:
         """Hold consumer ``name`` passive with the committed ``meta`` and ``state``."""
@@ -191,6 +252,7 @@ class ReplicatedConsumers:
         """Forget the committed consumers that are gone (a delete applied)."""
         for name in [n for n in self.committed if find_consumer(self.stream, n) is None]:
             del self.committed[name]
+            self.views.pop(name, None)
 
     def sync(self) -> None:
         """Make every committed state durable (before the log is compacted past it)."""
@@ -203,7 +265,9 @@ class ReplicatedConsumers:
         what it last committed; they are held passive until this replica leads."""
         for c in list(self.stream.consumers.values()):
             if isinstance(c, Consumer) and not c.passive and c.cfg.durable_name:
-                self.committed[c.name] = (_meta(c), c.state_doc())
+                state = c.state_doc()
+                self.committed[c.name] = (_meta(c), state)
+                self.views[c.name] = _View(self.stream, c.name, state)
         self.passivate()
 
     def activate(self) -> None:

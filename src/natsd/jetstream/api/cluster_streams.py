@@ -78,7 +78,7 @@ _REPLICATED_READS: Final = frozenset(
         ("DIRECT", "GET"),
         ("CONSUMER", "NAMES"),
         ("CONSUMER", "LIST"),
-        # the ephemeral consumers the leader holds (see _ephemeral_create)
+        # the ephemeral consumers the leader holds (see _ephemeral)
         ("CONSUMER", "INFO"),
         ("CONSUMER", "DELETE"),
         ("CONSUMER", "PAUSE"),
@@ -98,14 +98,12 @@ OFFLINE_AFTER: Final = 10.0
 COMPACT_EVERY: Final = 4096
 
 
-def _ephemeral_create(s: Stream, data: bytes) -> bool:
-    """May the leader of replicated stream ``s`` create this consumer on its own? An
-    ephemeral one (no ``durable_name``) on a stream that keeps messages by limits: it lives
-    and dies with this leader (as nats-server's ephemerals are R1), and its acks remove
-    nothing from the stream, so the replicas stay the same. Durable consumers need their
-    state replicated, which the group does not do yet."""
-    if s.cfg.retention != RetentionPolicy.LIMITS:
-        return False
+def _ephemeral(data: bytes) -> bool:
+    """Does this consumer create ask for an ephemeral consumer (no ``durable_name``)? One
+    lives and dies with the leader of its replicated stream, as nats-server's ephemerals are
+    R1; on a stream that keeps messages by limits its acks remove nothing, so the replicas
+    stay the same, and on an interest or workqueue stream it is refused (its acks would
+    remove messages on one replica)."""
     try:
         doc = orjson.loads(data) if data.strip() else {}
     except orjson.JSONDecodeError:
@@ -485,11 +483,12 @@ class StreamGroups:
             local(sub, subject, reply, hdr, data)
             return
         create = verb[:2] == ["CONSUMER", "CREATE"] or verb[:3] == ["CONSUMER", "DURABLE", "CREATE"]
-        if create and verb[1] == "CREATE" and _ephemeral_create(s, data):
-            local(sub, subject, reply, hdr, data)
-            return
         m = self.member(s)
-        if create and s.cfg.retention == RetentionPolicy.LIMITS and m and m.consumers:
+        if create and verb[1] == "CREATE" and _ephemeral(data):
+            if s.cfg.retention == RetentionPolicy.LIMITS:
+                local(sub, subject, reply, hdr, data)
+                return
+        elif create and m and m.consumers:
             m.consumers.change(subject, reply, hdr, data)
             return
         if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:

@@ -123,3 +123,13 @@ class StreamListener(Protocol):
     def stop(self, *, deleted: bool, advisory: bool = True) -> None:
         """Stop delivering; ``deleted`` also drops the consumer's state."""
         ...
+
+
+class RetentionView(Protocol):
+    """What a replicated stream's retention asks of a consumer: whether its committed state
+    still needs a message (``cluster_consumers``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def need_ack(self, seq: int, subject: str) -> bool: ...

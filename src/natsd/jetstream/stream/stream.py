@@ -32,7 +32,7 @@ from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType, StreamConfig
 from natsd.jetstream.config.subject_mapping import subject_is_subset_match
-from natsd.jetstream.stream.context import StreamContext, StreamListener
+from natsd.jetstream.stream.context import RetentionView, StreamContext, StreamListener
 from natsd.jetstream.stream.headers import (
     FAST_BATCH_SUFFIX,
     H_BATCH_ID,
@@ -132,6 +132,10 @@ class Stream:
         self._check_limits = False
         # A replicated stream's Raft side (None: R1, stored here at once); see replica.py.
         self.replica: Replica | None = None
+        # A replicated stream's interest and workqueue decisions read its consumers'
+        # committed state (set by the cluster layer): every replica removes the same
+        # messages when the state applies, and an ack removes nothing by itself.
+        self.retention_views: Callable[[], list[RetentionView]] | None = None
         # With a replica: a publish may hit a discard-new limit, so it is checked with
         # nothing in flight (the limit is decided against the store).
         self._limits_new = False
@@ -605,7 +609,7 @@ class Stream:
         """``ackMsg``: consumer ``by`` acked ``seq``; remove it when retention says so (a
         workqueue at once, interest once no other consumer still needs it)."""
         retention = self.cfg.retention
-        if retention == _LIMITS:
+        if retention == _LIMITS or self.retention_views is not None:
             return False
         store = self.store
         if retention == _WORKQUEUE:
@@ -620,29 +624,34 @@ class Stream:
 
     def _check_interest(self, seq: int, subject: str) -> None:
         """Interest retention: a message no consumer is interested in is not kept."""
-        for c in self.consumers.values():
+        for c in self._holders():
             if c.need_ack(seq, subject):
                 return
         self.store.remove_msg(seq)
+
+    def _holders(self) -> list[RetentionView]:
+        views = self.retention_views
+        return list(self.consumers.values()) if views is None else views()
 
     def cleanup_no_interest(self, floor: int, ignore: StreamListener | None) -> None:
         """``cleanupNoInterestMessages``: after a consumer of an interest stream went away
         (or changed its filters or cursor), drop the messages above ``floor`` (its ack floor)
         nobody needs any more; ``ignore`` is a consumer whose interest no longer counts."""
         store = self.store
-        if not self.consumers:
+        holders = [o for o in self._holders() if ignore is None or o.name != ignore.name]
+        if not holders and not self.consumers:
             store.purge()
             return
         st = store.state()
-        seq = max(floor, st.first_seq)
+        # replicated: from the start, as ``floor`` is the caller's live state, which only
+        # the leader has
+        seq = max(floor if self.retention_views is None else 0, st.first_seq)
         while True:
             m = store.load_next_msg("", seq)
             if m is None:
                 break
             seq = m.seq
-            if not any(
-                o.need_ack(seq, m.subject) for o in self.consumers.values() if o is not ignore
-            ):
+            if not any(o.need_ack(seq, m.subject) for o in holders):
                 store.remove_msg(seq)
             seq += 1
 
