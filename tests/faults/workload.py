@@ -298,7 +298,10 @@ class AckingConsumer:
         self.deliveries += 1
         at = self.confirmed.get(seq)
         if at is not None and at < pulled_at:
-            self.violations.append(f"seq {seq} delivered for a pull sent after its ack-sync")
+            self.violations.append(
+                f"seq {seq} delivered at {time.monotonic():.2f} for a pull sent after its "
+                f"ack-sync ({reply})"
+            )
         self.delivered.add(seq)
         try:
             await self.nc.request(reply, b"+ACK", timeout=2.0)

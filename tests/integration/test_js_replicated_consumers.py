@@ -140,8 +140,12 @@ async def test_durable_consumer_on_every_replica_and_through_leader_loss(
         assert not [s for s in seen if s <= 5]  # nothing confirmed comes back
     finally:
         await nc.close()
-    # the old leader comes back with the consumer, passive, and takes the state
+    # the old leader comes back with the consumer, passive from its restore on (a live
+    # copy would answer pulls and ack-syncs from a stale state until it joins the group),
+    # and takes the state
     await trio.start(lead)
+    c = _consumer(trio, lead, "C", "D")
+    assert c is not None and c.passive
     await until(
         lambda: (
             (c := _consumer(trio, lead, "C", "D")) is not None and c.passive and c.acks.asflr == 20

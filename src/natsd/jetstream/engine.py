@@ -580,6 +580,10 @@ def add_consumer(
             except (OSError, ValueError) as e:
                 raise E.JSConsumerStoreFailedErrF(err=str(e)) from None
         c.start(None)
+    elif stream.cfg.num_replicas > 1 and ja.engine.cluster_info is not None:
+        # a replicated stream's consumer waits for its group (cluster_consumers.adopt):
+        # until then nothing may deliver from, or acknowledge into, this copy
+        c.start_passive(state)
     else:
         try:
             c.start(state)

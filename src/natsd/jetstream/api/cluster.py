@@ -50,7 +50,7 @@ from natsd.core.clock import rfc3339
 from natsd.core.goquote import go_quote
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
-from natsd.jetstream.api.cluster_streams import StreamGroups
+from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
     API_TYPE_PREFIX,
@@ -711,7 +711,7 @@ class JsCluster:
                 end = subject.find(b".", len(prefix))
                 name = subject[len(prefix) : end if end >= 0 else len(subject)]
                 s = ja.streams.get(name.decode(errors="replace"))
-                if s is not None and (s.replica is None or self.stream_groups.leads(s)):
+                if s is not None and (unreplicated(s) or self.stream_groups.leads(s)):
                     local(sub, subject, reply, hdr, data)
                 return
         toks = subject.decode(errors="replace").split(".")
@@ -737,6 +737,8 @@ class JsCluster:
             elif verb[:2] == ["STREAM", "INFO"] and self.stream_groups.leaderless(s):
                 local(sub, subject, reply, hdr, data)  # every replica: its own state
         elif s is not None:
+            if not unreplicated(s):
+                return  # replicated, not yet in its group (a restart): its leader answers
             if verb[1:3] == ["LEADER", "STEPDOWN"] and reply:
                 self._r1_stepdown(ja, verb, stream, reply)
             else:

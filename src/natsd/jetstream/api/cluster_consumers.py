@@ -261,10 +261,11 @@ class ReplicatedConsumers:
 
     # ------------------------------------------------------------------ leadership
     def adopt(self) -> None:
-        """Joining the group: the durable consumers restored from this server's store are
-        what it last committed; they are held passive until this replica leads."""
+        """Joining the group: the durable consumers restored from this server's store
+        (passive since their restore) are what it last committed; they stay passive until
+        this replica leads."""
         for c in list(self.stream.consumers.values()):
-            if isinstance(c, Consumer) and not c.passive and c.cfg.durable_name:
+            if isinstance(c, Consumer) and c.cfg.durable_name:
                 state = c.state_doc()
                 self.committed[c.name] = (_meta(c), state)
                 self.views[c.name] = _View(self.stream, c.name, state)

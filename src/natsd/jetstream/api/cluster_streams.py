@@ -58,7 +58,7 @@ from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.wal import GroupLog
 
-__all__ = ["StreamGroups", "group_name"]
+__all__ = ["StreamGroups", "group_name", "unreplicated"]
 
 log = logging.getLogger("natsd")
 
@@ -110,6 +110,12 @@ def _ephemeral(data: bytes) -> bool:
         return True  # the handler answers nats-server's "invalid JSON"
     cfg = doc.get("config") if isinstance(doc, dict) else None
     return not (isinstance(cfg, dict) and cfg.get("durable_name"))
+
+
+def unreplicated(s: Stream) -> bool:
+    """An R1 stream, answered by the one server that holds it. A replicated one that has
+    no group yet (its server is restarting) answers nothing: its leader does."""
+    return s.replica is None and s.cfg.num_replicas <= 1
 
 
 def _durable_target(s: Stream, verb: list[str]) -> bool:
