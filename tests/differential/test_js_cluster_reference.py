@@ -336,6 +336,57 @@ def test_r3_durable_consumer(shared: JSCluster) -> None:
     asyncio.run(run())
 
 
+def test_r3_workqueue_consumer(shared: JSCluster) -> None:
+    """A workqueue R3 stream: what its durable consumer acknowledges leaves the stream, and
+    the stream info through another server says so, as nats-server answers."""
+
+    async def run() -> None:
+        nc = await shared.connect(2)
+        try:
+            body = {"name": "RWQ", "subjects": ["rwq.>"], "num_replicas": 3,
+                    "retention": "workqueue"}  # fmt: skip
+            assert "error" not in await js_request(nc, "$JS.API.STREAM.CREATE.RWQ", body)
+            await _stream_leader(nc, "RWQ")
+            cfg = {"durable_name": "W", "ack_policy": "explicit"}
+            created = await js_request(
+                nc, "$JS.API.CONSUMER.CREATE.RWQ.W", {"stream_name": "RWQ", "config": cfg}
+            )
+            assert created["name"] == "W", created
+            for i in range(5):
+                assert (await _pub(nc, "rwq.a", b"%d" % i))["seq"] == i + 1
+            inbox = nc.new_inbox()
+            sub = await nc.subscribe(inbox)
+            await nc.publish(
+                "$JS.API.CONSUMER.MSG.NEXT.RWQ.W", b'{"batch": 3, "expires": 2000000000}',
+                reply=inbox,
+            )  # fmt: skip
+            for _ in range(3):
+                m = await sub.next_msg(timeout=5)
+                assert (await nc.request(m.reply, b"+ACK", timeout=5)).data == b""
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while True:
+                info = await js_request(nc, "$JS.API.STREAM.INFO.RWQ")
+                st = info["state"]
+                if st["messages"] == 2:
+                    break
+                assert loop.time() < deadline, st
+                await asyncio.sleep(0.1)
+            assert (st["first_seq"], st["last_seq"], st["consumer_count"]) == (4, 5, 1), st
+            # a second consumer with an overlapping filter: nats-server's error
+            dup = await js_request(
+                nc,
+                "$JS.API.CONSUMER.CREATE.RWQ.X",
+                {"stream_name": "RWQ", "config": {"durable_name": "X", "ack_policy": "explicit"}},
+            )
+            assert dup["error"]["err_code"] == 10099, dup
+            assert "error" not in await js_request(nc, "$JS.API.STREAM.DELETE.RWQ")
+        finally:
+            await nc.close()
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize(
     ("request_body", "description"),
     [
