@@ -395,3 +395,32 @@ async def test_workqueue_and_interest_retention_on_every_replica(trio: JsCluster
         assert info["state"]["messages"] == 2, info
     finally:
         await nc.close()
+
+
+async def test_uncommitted_consumer_leaves_nothing_behind(trio: JsCluster3) -> None:
+    """A create the group never commits (its leader lost the proposal) is not answered and
+    leaves nothing on any disk: the consumer cannot come back after a restart on one
+    replica only, holding interest there."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        lead = _leader(trio, "C")
+        groups = trio.servers[lead].js_cluster.stream_groups
+        (m,) = groups.members.values()
+        rc = m.consumers
+        assert rc is not None
+        rc._propose = lambda _entry: False  # type: ignore[method-assign]
+        with pytest.raises(TimeoutError):
+            await nc.request(
+                "$JS.API.CONSUMER.CREATE.C.D", json.dumps(DURABLE).encode(), timeout=1.0
+            )
+        assert _consumer(trio, lead, "C", "D") is not None  # live on the leader only
+        for n in trio.names:
+            assert not list((trio.tmp / n).rglob("obs/D/meta.json")), n
+    finally:
+        await nc.close()
+    await trio.stop(lead)
+    await trio.start(lead)
+    await until(lambda: _leader(trio, "C") != "", timeout=20)
+    assert all(_consumer(trio, n, "C", "D") is None for n in trio.names)

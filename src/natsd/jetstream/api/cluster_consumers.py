@@ -265,7 +265,10 @@ class ReplicatedConsumers:
         (passive since their restore) are what it last committed; they stay passive until
         this replica leads."""
         for c in list(self.stream.consumers.values()):
-            if isinstance(c, Consumer) and c.cfg.durable_name:
+            if isinstance(c, Consumer) and not c.cfg.durable_name:
+                c.delete(advisory=False)  # an ephemeral one ended with its leader
+                continue
+            if isinstance(c, Consumer):
                 state = c.state_doc()
                 self.committed[c.name] = (_meta(c), state)
                 self.views[c.name] = _View(self.stream, c.name, state)

@@ -83,7 +83,8 @@ class StateSaver:
                 self.dirty = True
                 return False
             return True
-        if not self.persist:
+        if not self.persist or self._stream.replica is not None:
+            # a replicated stream's consumer reaches disk only as committed (cluster_consumers)
             return True
         stream = self._stream
         ctx = stream.ctx
@@ -123,8 +124,10 @@ class StateSaver:
 
     def save_meta(self, created_ns: int, cfg: ConsumerConfig) -> None:
         """Persist the consumer's name, creation time and config (file consumers only): at
-        creation, on config updates and pauses. Raises OSError when the catalog cannot."""
-        if not self.persist:
+        creation, on config updates and pauses. Raises OSError when the catalog cannot. A
+        replicated stream's consumer is saved when its group commits it (cluster_consumers),
+        so a leader that fails before the commit leaves nothing on disk to come back."""
+        if not self.persist or self._stream.replica is not None:
             return
         meta = orjson.dumps({"name": self._name, "created": created_ns, "config": cfg.to_json()})
         stream = self._stream
