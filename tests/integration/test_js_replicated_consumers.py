@@ -21,6 +21,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
 from natsd.jetstream.consumer.consumer import Consumer
+from natsd.jetstream.stream.replica import OP_CONSUMER, OP_CSTATE, EntryError, encode_fields
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -424,3 +425,30 @@ async def test_uncommitted_consumer_leaves_nothing_behind(trio: JsCluster3) -> N
     await trio.start(lead)
     await until(lambda: _leader(trio, "C") != "", timeout=20)
     assert all(_consumer(trio, n, "C", "D") is None for n in trio.names)
+
+
+async def test_damaged_consumer_entries_are_refused_not_raised(trio: JsCluster3) -> None:
+    """A consumer entry that does not parse is an EntryError (logged, the log goes on),
+    whatever is wrong inside it."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+    finally:
+        await nc.close()
+    (m,) = trio.servers["n2"].js_cluster.stream_groups.members.values()
+    rc = m.consumers
+    assert rc is not None
+    bad = [
+        encode_fields(OP_CONSUMER, 1, [b"D", b"not json", b"", b"", b""]),
+        encode_fields(OP_CONSUMER, 1, [b"D", b"{}", b"", b"", b""]),
+        encode_fields(OP_CONSUMER, 1, [b"D", b'{"config": 5}', b"", b"", b""]),
+        encode_fields(OP_CONSUMER, 1, [b"\xff", b"{}", b"", b"", b""]),
+        encode_fields(OP_CSTATE, 1, [b"D"]),
+        encode_fields(9, 1, []),
+        b"\x01\x04",
+    ]
+    for entry in bad:
+        with pytest.raises(EntryError):
+            rc.apply(entry)
+    assert _consumer(trio, "n2", "C", "D") is None

@@ -162,7 +162,14 @@ class ReplicatedConsumers:
 
     # ------------------------------------------------------------------ every replica
     def apply(self, data: bytes) -> None:
-        """A committed ``CONSUMER`` or ``CSTATE`` entry."""
+        """A committed ``CONSUMER`` or ``CSTATE`` entry; EntryError for one that does not
+        parse (damage, or a peer's bug: logged by the caller, and the log goes on)."""
+        try:
+            self._apply(data)
+        except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, AttributeError) as e:
+            raise EntryError(f"bad consumer entry: {type(e).__name__}: {e}") from None
+
+    def _apply(self, data: bytes) -> None:
         op, proposer, f = decode_fields(data)
         mine = proposer == self.node_id and self._leading()
         if op == OP_CONSUMER and len(f) == 5:
