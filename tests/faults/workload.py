@@ -180,9 +180,13 @@ async def wait_healthy(
             m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
             last = json.loads(m.data).get("cluster", {})
             reps = last.get("replicas") or []
-            if last.get("leader") and len(reps) == replicas - 1 and all(
-                not r.get("offline") and r.get("active", 1e10) < 1e9 and r.get("lag", 0) <= 64
-                for r in reps
+            if (
+                last.get("leader")
+                and len(reps) == replicas - 1
+                and all(
+                    not r.get("offline") and r.get("active", 1e10) < 1e9 and r.get("lag", 0) <= 64
+                    for r in reps
+                )
             ):
                 return
         except Exception as e:  # no leader at the moment
@@ -317,11 +321,23 @@ async def create_consumer(nc: NATS) -> None:
               {"stream_name": STREAM, "config": cfg}, 30)  # fmt: skip
 
 
+async def _all_acked(nc: NATS, last: int) -> bool:
+    """The consumer's committed ack floor covers ``last`` with nothing pending."""
+    try:
+        m = await nc.request(f"$JS.API.CONSUMER.INFO.{STREAM}.{CONSUMER}", b"", 2)
+        info = json.loads(m.data)
+        return bool(info["ack_floor"]["stream_seq"] >= last and info["num_ack_pending"] == 0)
+    except Exception:  # no leader answers yet
+        return False
+
+
 async def drain_consumer(c: AckingConsumer, stored: set[int], timeout: float = 90.0) -> None:
     """After the last fault: until the consumer has taken and confirmed every message the
     stream holds; then check that none came back after its ack-sync was answered."""
     deadline = time.monotonic() + timeout
     while not stored <= c.confirmed.keys():
+        if stored <= c.delivered and await _all_acked(c.nc, max(stored, default=0)):
+            break  # an ack-sync lost with a leader, its ack committed: not delivered again
         if time.monotonic() > deadline:
             missing = sorted(stored - c.confirmed.keys())
             try:
