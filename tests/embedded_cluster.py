@@ -153,3 +153,13 @@ class JsCluster3:
     def streams(self, name: str) -> set[str]:
         js = self.servers[name].jetstream
         return {s for ja in js.accounts.values() for s in ja.streams} if js else set()
+
+
+def replica_leader(trio: JsCluster3, stream: str) -> str:
+    """The server whose replica of replicated stream ``stream`` takes publishes ("": none)."""
+    for name, srv in trio.servers.items():
+        js = srv.jetstream
+        s = js.accounts["$G"].streams.get(stream) if js is not None else None
+        if s is not None and s.replica is not None and s.replica.leading:
+            return name
+    return ""

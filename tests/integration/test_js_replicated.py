@@ -22,6 +22,7 @@ from embedded_cluster import (
     until,
 )
 from embedded_cluster import api_request as _req
+from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
@@ -44,15 +45,6 @@ async def _publish(
             if loop.time() > deadline:
                 raise
             await asyncio.sleep(0.05)
-
-
-def _leader(trio: JsCluster3, stream: str) -> str:
-    for name, srv in trio.servers.items():
-        js = srv.jetstream
-        s = js.accounts["$G"].streams.get(stream) if js is not None else None
-        if s is not None and s.replica is not None and s.replica.leading:
-            return name
-    return ""
 
 
 def _contents(trio: JsCluster3, name: str, stream: str) -> list[tuple[int, str, bytes, int]]:

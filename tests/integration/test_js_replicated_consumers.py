@@ -17,6 +17,7 @@ import nats
 import pytest
 from embedded_cluster import JsCluster3, until
 from embedded_cluster import api_request as _req
+from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
@@ -30,15 +31,6 @@ DURABLE = {
     "stream_name": "C",
     "config": {"durable_name": "D", "ack_policy": "explicit", "ack_wait": 2 * 10**9},
 }
-
-
-def _leader(trio: JsCluster3, stream: str) -> str:
-    for name, srv in trio.servers.items():
-        js = srv.jetstream
-        s = js.accounts["$G"].streams.get(stream) if js is not None else None
-        if s is not None and s.replica is not None and s.replica.leading:
-            return name
-    return ""
 
 
 def _consumer(trio: JsCluster3, server: str, stream: str, name: str) -> Consumer | None:

@@ -169,14 +169,7 @@ class Consumer:
     # ------------------------------------------------------------------ lifecycle
     def start(self, state: dict[str, Any] | None) -> None:
         """Pick the starting sequence (or restore saved state) and subscribe."""
-        cur = self.cur
-        if state is not None:
-            first = self.stream.store.state().first_seq
-            cur.dseq, cur.sseq = self.acks.restore(state, first)
-        else:
-            cur.sseq, self.lss, self.lss_resume = starting_seq(self.stream, self.cfg, self.filters)
-            cur.dseq = 1
-            self.acks.start_at(cur.sseq)
+        self._position(state)
         self._stream_num_pending()
         if self.cfg.ack_policy != _ACK_NONE:
             subj = self._ack_pre + b">"
@@ -201,6 +194,14 @@ class Consumer:
         self.closed = True
         self.saver.stop()
         self.bell.stop()
+        self._position(state)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """A passive consumer takes the state its leader committed."""
+        self._position(state)
+
+    def _position(self, state: dict[str, Any] | None) -> None:
+        """The cursor and ack state: from saved ``state``, or a new consumer's start."""
         cur = self.cur
         if state is not None:
             first = self.stream.store.state().first_seq
@@ -209,11 +210,6 @@ class Consumer:
             cur.sseq, self.lss, self.lss_resume = starting_seq(self.stream, self.cfg, self.filters)
             cur.dseq = 1
             self.acks.start_at(cur.sseq)
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        """A passive consumer takes the state its leader committed."""
-        first = self.stream.store.state().first_seq
-        self.cur.dseq, self.cur.sseq = self.acks.restore(state, first)
 
     def state_doc(self) -> bytes:
         """The state as saved and replicated (the ack tracker's stored view)."""
