@@ -29,6 +29,7 @@ from typing import Any, cast
 
 import orjson
 
+from natsd.cluster.handoff import HANDOFF_ENV, Handoff
 from natsd.cluster.mesh import Mesh, route_settings
 from natsd.cluster.urls import cluster_configured, own_client_urls
 from natsd.config import load_config
@@ -184,6 +185,7 @@ class Server:
         # Reads the configuration again for ``reload_config`` (the CLI puts its flags on top).
         self.options_loader: Callable[[], tuple[ServerOptions, list[str]]] | None = None
         self.ldm = False
+        self.handoff: Handoff | None = None
 
     # ------------------------------------------------------------------ ClientHost
     @property
@@ -375,6 +377,13 @@ class Server:
             self._info_base["cluster"] = self.cluster_name
             self._set_connect_urls()
             await self.mesh.start()
+            handoff_dir = os.environ.get(HANDOFF_ENV, "")
+            if handoff_dir and opts.reuse_port:
+                # A worker of natsd --workers 2: connections move to the worker they
+                # publish to (cluster/handoff.py).
+                system = self.accounts[self.system_account_name]
+                self.handoff = Handoff(self, self.mesh, system, handoff_dir)
+                self.handoff.start()
         log.info("Listening for client connections on %s:%d", opts.host, self.port)
         log.info("Server is ready")
         self.ready.set()
@@ -468,6 +477,10 @@ class Server:
         self._cid += 1
         return ClientConnection(self, self._cid)
 
+    def new_client(self) -> ClientConnection:
+        """A client connection with the next id (one moving in from another worker)."""
+        return self._new_client()
+
     async def shutdown(self) -> None:
         if self._stopped.is_set():
             return
@@ -475,6 +488,8 @@ class Server:
         log.info("Initiating Shutdown...")
         if self._tcp is not None:
             self._tcp.close()
+        if self.handoff is not None:
+            self.handoff.stop()
         if self.mesh is not None:
             await self.mesh.stop()
         for c in list(self.clients.values()):

@@ -42,15 +42,18 @@ import contextlib
 import ctypes
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from natsd.cluster.handoff import HANDOFF_ENV
 from natsd.config.flags import build_options, parse_args
 from natsd.config.options import ServerOptions
 
@@ -108,6 +111,9 @@ class WorkerPlan:
     workers: list[WorkerSpec] = field(default_factory=list)
     http_host: str = ""
     http_port: int = 0  # the supervisor's /healthz; 0: none
+    # Connections may move between the workers (cluster/handoff.py): two workers and no
+    # route to another server.
+    handoff: bool = False
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -140,7 +146,7 @@ def plan_workers(
     cred = f"{quote(c.username, safe='')}:{quote(c.password, safe='')}@" if c.username else ""
     routes = [f"nats-route://{cred}{_loopback(chost)}:{p}" for p in cports]
     routes += [r.raw for r in c.routes]
-    plan = WorkerPlan(port, name, cluster_name)
+    plan = WorkerPlan(port, name, cluster_name, handoff=n == 2 and not c.routes)
     if opts.http_port:
         plan.http_host = opts.http_host
         plan.http_port = opts.http_port if opts.http_port > 0 else pick_port(opts.http_host)
@@ -202,9 +208,12 @@ class Worker:
         p = self.proc
         return p.pid if p is not None and p.returncode is None else None
 
-    async def spawn(self) -> None:
+    async def spawn(self, handoff_dir: str = "") -> None:
         env = dict(os.environ)
         env[WORKER_ENV] = self.spec.name
+        env.pop(HANDOFF_ENV, None)
+        if handoff_dir:
+            env[HANDOFF_ENV] = handoff_dir
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "natsd", *self.spec.args,
             env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -240,6 +249,7 @@ class Supervisor:
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: Any = None
         self._session: Any = None
+        self.handoff_dir = ""
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -249,6 +259,8 @@ class Supervisor:
             "Starting %d natsd workers on port %d (cluster %s)",
             len(self.workers), self.plan.port, self.plan.cluster_name,
         )  # fmt: skip
+        if self.plan.handoff:
+            self.handoff_dir = tempfile.mkdtemp(prefix="natsd-handoff-")
         try:
             if self.plan.http_port:
                 await self._start_monitor()
@@ -257,6 +269,8 @@ class Supervisor:
             await self._done.wait()
         finally:
             await self._stop_all()
+            if self.handoff_dir:
+                shutil.rmtree(self.handoff_dir, ignore_errors=True)
             if self._session is not None:
                 await self._session.close()
             if self._runner is not None:
@@ -272,7 +286,7 @@ class Supervisor:
         """Run ``w`` until the supervisor stops; restart it when it dies."""
         while not self.stopping:
             try:
-                await w.spawn()
+                await w.spawn(self.handoff_dir)
             except OSError as e:
                 self._fail(1, f"cannot start worker {w.spec.name}: {e}")
                 return

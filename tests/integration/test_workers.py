@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
 import signal
 import socket
 import textwrap
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -336,3 +338,139 @@ async def test_port_taken_by_another_process_stops_instead_of_looping(spawn) -> 
     assert "address already in use" in text
     assert "failed to start (code 1); stopping" in text
     assert "restarting" not in text
+
+
+def _raw_on(port: int, server: str) -> socket.socket:
+    """A raw client socket that the kernel put on worker ``server``."""
+    for _ in range(64):
+        s = socket.create_connection(("127.0.0.1", port))
+        info = b""
+        while b"\r\n" not in info:
+            info += s.recv(4096)
+        if json.loads(info[5 : info.index(b"\r\n")])["server_name"] == server:
+            s.sendall(b'CONNECT {"verbose":false}\r\nPING\r\n')
+            buf = b""
+            while b"PONG" not in buf:
+                buf += s.recv(4096)
+            return s
+        s.close()
+    raise AssertionError(f"64 connections did not reach {server}")
+
+
+def _feed(port: int, server: str, k: str, stop: Any, count: Any) -> None:
+    """A feed process: ``feed.<k>`` messages 0, 1, ... on worker ``server``, 20 a
+    millisecond until ``stop``; ``count`` is how many went out (all of them, at the end)."""
+    s = _raw_on(port, server)
+    n = 0
+    while not stop.is_set():
+        s.sendall(b"".join(b"PUB feed.%s %d\r\n%d\r\n" % (k.encode(), len(str(i)), i)
+                           for i in range(n, n + 20)))  # fmt: skip
+        n += 20
+        count.value = n
+        time.sleep(0.001)
+    s.sendall(b"PING\r\n")
+    buf = b""
+    while b"PONG" not in buf:
+        buf += s.recv(4096)
+    s.close()
+
+
+async def _connz_names(w: Workers, i: int) -> set[str]:
+    _, _, body = await asyncio.to_thread(
+        http_get, f"http://127.0.0.1:{w.mport + i}/connz?limit=1000", 3.0
+    )
+    return {c.get("name", "") for c in json.loads(body)["connections"]}
+
+
+async def test_connection_moves_to_the_worker_it_publishes_to(workers, connect, tmp_dir) -> None:
+    """A connection whose publishes all go to a stream on the other worker is moved there
+    (its socket, passed between the workers): the client sees nothing. Its PubAcks, its
+    subscription's messages from a publisher running throughout, and its requests after the
+    move all arrive exactly once and in order."""
+    w = await workers(2, "-js", "-sd", tmp_dir)
+
+    async def js_ready() -> bool:
+        for mport in (w.mport + 1, w.mport + 2):
+            status, _, _ = await asyncio.to_thread(
+                http_get, f"http://127.0.0.1:{mport}/healthz", 3.0
+            )
+            if status != 200:
+                return False
+        return True
+
+    await wait_for(js_ready, 20, 0.1, what=lambda: w.sp.log()[-3000:])
+    conns = await on_each_worker(connect, w.url, NAMES)
+    body = json.dumps({"name": "S", "subjects": ["s.>"]}).encode()
+    r = json.loads((await conns["wk-w1"].request("$JS.API.STREAM.CREATE.S", body, timeout=5)).data)
+    assert "error" not in r, r
+    owner = r["cluster"]["leader"]
+    other = next(n for n in NAMES if n != owner)
+    # The mover: a named connection on the worker that does not own the stream.
+    for _ in range(64):
+        mover = await connect(w.url, name="mover")
+        if mover._server_info["server_name"] == other:
+            break
+        await mover.close()
+    assert mover._server_info["server_name"] == other
+    # Two feeds the mover subscribes to (one wildcard subscription), one published on each
+    # worker; a bystander on each worker subscribes to the feed published on the other, so
+    # each worker routes its feed to the other all along, the mover's own interest aside.
+    feeders = {"t": conns[owner], "s": conns[other]}
+    seen: dict[str, list[int]] = {"t": [], "s": []}
+    for k, nc in feeders.items():
+        await routed(nc, mover, f"probe.{k}")
+    bystanders = {k: 0 for k in feeders}
+
+    async def on_feed(msg: Any) -> None:
+        seen[msg.subject[-1]].append(int(msg.data))
+
+    async def on_bystander(msg: Any) -> None:
+        bystanders[msg.subject[-1]] += 1
+
+    await mover.subscribe("feed.*", cb=on_feed)
+    await mover.flush()
+    await feeders["t"].subscribe("feed.s", cb=on_bystander)
+    await feeders["s"].subscribe("feed.t", cb=on_bystander)
+    for k, nc in feeders.items():
+        await nc.flush()
+        await routed(nc, mover, f"probe2.{k}")  # the feeds' interest has crossed too
+    # Each feed: its own process and socket on its worker, 20 messages a millisecond, so
+    # every step of the move has messages in flight from both sides.
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    counts = {k: ctx.Value("q", 0) for k in feeders}
+    procs = {k: ctx.Process(target=_feed, args=(w.port, nc._server_info["server_name"], k,
+                                                stop, counts[k]))
+             for k, nc in feeders.items()}  # fmt: skip
+    for proc in procs.values():
+        proc.start()
+    await wait_for(lambda: all(c.value > 0 for c in counts.values()), 20, 0.05)
+    js = mover.jetstream()
+    seqs: list[int] = []
+    for _ in range(8):
+        acks = await asyncio.gather(*(js.publish("s.x", b"%d" % i) for i in range(100)))
+        seqs += [a.seq for a in acks]
+    moved = await _connz_names(w, int(owner[-1]))
+    assert "mover" in moved, (owner, moved, w.sp.log()[-2000:])
+    assert "mover" not in await _connz_names(w, int(other[-1]))
+    # After the move: requests, a new subscription, more publishes.
+    for _ in range(100):
+        seqs.append((await js.publish("s.x", b"after")).seq)
+    assert seqs == list(range(1, 901))
+    stop.set()
+    for proc in procs.values():
+        await asyncio.to_thread(proc.join, 10)
+        assert proc.exitcode == 0
+    sent = {k: c.value for k, c in counts.items()}
+    await mover.flush()
+
+    def all_in() -> bool:
+        return all(len(seen[k]) >= sent[k] for k in sent)
+
+    await wait_for(all_in, 5, 0.05, what=lambda: ({k: len(v) for k, v in seen.items()}, sent))
+    await asyncio.sleep(0.2)  # (a duplicate would arrive after the last message)
+    for k in sent:
+        assert seen[k] == list(range(sent[k])), f"feed {k} lost, doubled or reordered messages"
+        assert sent[k] > 100
+    info = json.loads((await mover.request("$JS.API.STREAM.INFO.S", b"", timeout=5)).data)
+    assert info["state"]["messages"] == 900

@@ -13,13 +13,22 @@ In: the route connection delivers a peer's message itself (``router.routed``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Final
+
 from natsd.connection.route import RouteConnection
 from natsd.router.deliver import deliver
 from natsd.router.interest import ForwardPlan, RemoteInterest, assign
 from natsd.router.routed import js_deliver_index
 from natsd.router.subscription import Sink, Subscription
 
-__all__ = ["Forwarder"]
+__all__ = ["MOVE_AFTER", "Forwarder", "Mover"]
+
+# A connection whose last MOVE_AFTER publishes all went to one route peer and nowhere else
+# is offered to the mover (cluster/handoff.py, --workers): on the peer they stay local.
+MOVE_AFTER: Final = 256
+
+Mover = Callable[[Sink, int], None]
 
 
 class Forwarder:
@@ -28,15 +37,20 @@ class Forwarder:
     Returns the local deliveries made, or -1 when nobody anywhere has interest (the caller
     then answers a request with no-responders)."""
 
-    __slots__ = ("name", "remote", "routes")
+    __slots__ = ("mover", "name", "remote", "routes")
 
     def __init__(
-        self, name: bytes, remote: RemoteInterest, routes: dict[int, RouteConnection]
+        self,
+        name: bytes,
+        remote: RemoteInterest,
+        routes: dict[int, RouteConnection],
+        mover: Mover | None = None,
     ) -> None:
         self.name = name
         self.remote = remote
         # The mesh's table of installed routes by id (shared, not copied).
         self.routes = routes
+        self.mover = mover
 
     def __call__(
         self,
@@ -51,9 +65,18 @@ class Forwarder:
     ) -> int:
         plan = self.remote.match(self.name, subject)
         if plan is None:
+            if publisher is not None:
+                publisher.route_hits = 0
             if psubs or qsubs:
                 return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)
             return -1
+        if publisher is not None and self.mover is not None:
+            if psubs or qsubs or plan.groups or len(plan.routes) != 1:
+                publisher.route_hits = 0
+            else:
+                publisher.route_hits += 1
+                if publisher.route_hits == MOVE_AFTER:
+                    self.mover(publisher, plan.routes[0])
         qsubs = self._send(plan, subject, reply, tail, hlen, qsubs)
         if psubs or qsubs:
             return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)

@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from natsd.cluster.forward import Forwarder
+from natsd.cluster.forward import Forwarder, Mover
 from natsd.config.cluster import GoURLError, parse_go_url
 from natsd.config.options import ClusterOptions, RouteURL
 from natsd.connection.flusher import Flusher
@@ -109,6 +109,9 @@ class Mesh:
         self.conns: dict[int, RouteConnection] = {}
         self._rid = 0
         self._forwarders: dict[str, Forwarder] = {}
+        self.mover: Mover | None = None
+        # Told of every installed route that closes (cluster/handoff.py ends its moves).
+        self.route_gone: Callable[[RouteConnection], None] | None = None
         # Accounts by the name routes carry (bytes), for routed messages.
         self.wire_accounts: dict[bytes, Account] = {}
         self._tcp: asyncio.Server | None = None
@@ -269,6 +272,8 @@ class Mesh:
         self.configured.discard(route.rid)
         if self.routes.get(route.rid) is route:
             self._uninstall(route)
+            if self.route_gone is not None:
+                self.route_gone(route)
             log.info(
                 "%s:%d - rid:%d - Route connection closed: %s",
                 route.ip,
@@ -316,9 +321,15 @@ class Mesh:
     def _forwarder(self, account: Account) -> Forwarder:
         f = self._forwarders.get(account.name)
         if f is None:
-            f = Forwarder(account.name.encode(), self.remote, self.routes)
+            f = Forwarder(account.name.encode(), self.remote, self.routes, self.mover)
             self._forwarders[account.name] = f
         return f
+
+    def set_mover(self, mover: Mover | None) -> None:
+        """Offer connections that publish only to one peer to ``mover`` (--workers)."""
+        self.mover = mover
+        for f in self._forwarders.values():
+            f.mover = mover
 
     def _set_forwarders(self, on: bool) -> None:
         for acct in self.accounts.values():

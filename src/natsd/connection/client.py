@@ -149,6 +149,15 @@ class ClientConnection(Sink):
         self._auth_timer: Cancellable | None = None
         self._ping_timer: Cancellable | None = None
         self._deadline_timer: Cancellable | None = None
+        # The CONNECT as sent: a worker this connection moves to authenticates it again.
+        self.connect_opts: dict[str, Any] = {}
+        # Moving to another worker (cluster/handoff.py): reading is paused and what still
+        # arrives is kept for the worker that takes the socket (or for us, if the move fails).
+        self.moving = False
+        self.move_input = b""
+        self.moved_at = 0.0
+        # Created here for a connection moving in: connection_made attaches its socket.
+        self.adopting = False
 
     # ------------------------------------------------------------------ lifecycle
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -158,6 +167,9 @@ class ClientConnection(Sink):
         self.ip, self.port = open_transport(transport)
         # Pause notifications start the write deadline; the byte bound is checked on flush.
         transport.set_write_buffer_limits(high=256 * 1024)
+        if self.adopting:
+            self._attach_moved()
+            return
         refused = self.host.admit(self)
         if refused is not None:
             transport.write(encode_err(refused))
@@ -195,6 +207,9 @@ class ClientConnection(Sink):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self.moving:
+            self.move_input += data
+            return
         if self._backlog is not None:
             # Reading is paused while a backlog waits; a read already in flight joins it.
             self._backlog = self._backlog[self._backlog_off :] + data
@@ -216,8 +231,8 @@ class ClientConnection(Sink):
     def continue_backlog(self, quantum: float) -> None:
         """Process about ``quantum`` seconds more of held input (called by ReadBudget)."""
         data = self._backlog
-        if data is None or self.closed:
-            return
+        if data is None or self.closed or self.moving:
+            return  # (a move resumes it, or hands it to the next worker)
         t0 = time.perf_counter()
         off = self._backlog_off
         end = off + slice_for(quantum, self.read_cost)
@@ -431,6 +446,7 @@ class ClientConnection(Sink):
             self._auth_timer = None
         # Every CONNECT is authenticated (a second CONNECT with bad credentials is refused).
         self.credentials = {k: opts[k] for k in ("user", "pass", "auth_token") if k in opts}
+        self.connect_opts = opts
         res = self.host.authenticate(self, opts)
         if res is not None:
             self._bind_account(*res)
@@ -576,9 +592,14 @@ class ClientConnection(Sink):
         if not out:
             return
         t = self.transport
-        if self.closed or t is None:
+        if self.closed:
             self.out = []
             self.out_size = 0
+            return
+        if t is None:
+            # Moving in from another worker: held until the socket arrives, within bounds.
+            if self.out_size > self.limits.max_pending:
+                self._slow_consumer(CloseReason.SLOW_CONSUMER_PENDING)
             return
         data = out[0] if len(out) == 1 else b"".join(out)
         self.out = []
@@ -615,6 +636,128 @@ class ClientConnection(Sink):
         self._ping_timer = self.host.scheduler.call_later(
             self.limits.ping_interval, self._ping_tick
         )
+
+    # ------------------------------------------------------------------ moving (--workers)
+    def unmovable(self) -> str | None:
+        """Why this connection cannot move to another worker now (None: it can)."""
+        if self.closed or not self.connected or self.moving or self.adopting:
+            return "not connected"
+        t = self.transport
+        if t is None or t.is_closing() or self.parser.dead:
+            return "closing"
+        if self.replies is not None:
+            return "allow_responses"
+        for sub in self.subs.values():
+            if sub.queue is not None or sub.max:
+                return "queue or auto-unsubscribe"
+        return None
+
+    def move_state(self) -> dict[str, Any]:
+        """What the worker taking this connection needs before its socket arrives."""
+        return {
+            "cid": self.cid,
+            "account": self.account.name,
+            "connect": self.connect_opts,
+            "subs": [[s.subject.decode(), s.sid.decode()] for s in self.subs.values()],
+            "ip": self.ip,
+            "port": self.port,
+            "start": self.start,
+            "stats": [self.msgs_in, self.bytes_in, self.msgs_out, self.bytes_out],
+            "rtt": self.rtt,
+            "async_info": self.async_info,
+        }
+
+    def pause_for_move(self) -> None:
+        """Stop taking input: what was read is processed, what arrives is kept."""
+        self.moving = True
+        t = self.transport
+        if t is not None:
+            t.pause_reading()
+
+    def resume_after_failed_move(self) -> None:
+        self.moving = False
+        data, self.move_input = self.move_input, b""
+        if self._backlog is not None:
+            # The read budget dropped it while moving; data_received joins what came since.
+            self.host.reads.defer(self)
+            if data:
+                self._backlog = self._backlog[self._backlog_off :] + data
+                self._backlog_off = 0
+            return
+        t = self.transport
+        if t is not None and not t.is_closing():
+            t.resume_reading()
+        if data:
+            self.data_received(data)
+
+    def drop_subs_for_move(self) -> None:
+        """The taking worker holds the subscriptions now: ours leave the Sublist."""
+        sl = self.account.sublist
+        for sub in self.subs.values():
+            sl.remove(sub)
+        self.subs = {}
+
+    def unread_input(self) -> bytes:
+        """Input this side read and did not parse: the held frame start, the read budget's
+        backlog, then what arrived since the move began."""
+        backlog = self._backlog[self._backlog_off :] if self._backlog is not None else b""
+        self._backlog = None
+        return self.parser.held() + backlog + self.move_input
+
+    def detach_moved(self) -> None:
+        """The socket went to another worker: forget the connection without touching it."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = "Moved"
+        for timer in (self._auth_timer, self._ping_timer, self._deadline_timer):
+            if timer is not None:
+                timer.cancel()
+        self._auth_timer = self._ping_timer = self._deadline_timer = None
+        t = self.transport
+        if t is not None:
+            # Closes our descriptor only; the other worker's copy keeps the connection.
+            t.abort()
+        self.out = []
+        self.out_size = 0
+        self.host.release(self, "Moved")
+
+    def adopt(self, state: dict[str, Any]) -> None:
+        """Take over a moving connection's CONNECT state (subscriptions come separately);
+        its output is held until the socket arrives."""
+        opts = state["connect"]
+        self.connect_opts = opts
+        self.verbose = opts.get("verbose", True)
+        self.pedantic = opts.get("pedantic", True)
+        self.echo = opts.get("echo", True)
+        self.headers = opts.get("headers", False)
+        self.no_responders = opts.get("no_responders", False)
+        self.protocol = opts.get("protocol", 0)
+        self.name = opts.get("name", "")
+        self.lang = opts.get("lang", "")
+        self.version = opts.get("version", "")
+        self.credentials = {k: opts[k] for k in ("user", "pass", "auth_token") if k in opts}
+        self.ip = state["ip"]
+        self.port = state["port"]
+        self.start = state["start"]
+        self.msgs_in, self.bytes_in, self.msgs_out, self.bytes_out = state["stats"]
+        self.rtt = state["rtt"]
+        self.async_info = state["async_info"]
+        self.connected = True
+        self.adopting = True
+        self.moved_at = time.monotonic()
+
+    def _attach_moved(self) -> None:
+        self.adopting = False
+        self._ping_timer = self.host.scheduler.call_later(
+            self.limits.ping_interval, self._ping_tick
+        )
+        self._update_pub_checks()
+        if self.out:
+            self.flush()
+        data, self.move_input = self.move_input, b""
+        if data:
+            self.data_received(data)
 
     # ------------------------------------------------------------------ teardown
     def close(self, reason: str = CloseReason.SERVER_SHUTDOWN) -> None:

@@ -73,6 +73,7 @@ from natsd.protocol.route_parser import (
 )
 from natsd.router.account import Account
 from natsd.router.routed import deliver_routed
+from natsd.router.subscription import Sink
 
 __all__ = [
     "DEFAULT_ROUTE_MAX_PENDING",
@@ -265,6 +266,9 @@ class RouteConnection:
         self.close_reason = ""
         self._auth_timer: Cancellable | None = None
         self._ping_timer: Cancellable | None = None
+        # Connections moving in from this peer that its messages must not reach yet
+        # (cluster/handoff.py); None when there are none.
+        self.skip: set[Sink] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -370,7 +374,9 @@ class RouteConnection:
                     subject = ev[2]
                     psubs, qsubs = a.sublist.match(subject)
                     if psubs or qsubs:
-                        k = deliver_routed(psubs, qsubs, subject, ev[3], ev[4], tail, size, hlen)
+                        k = deliver_routed(
+                            psubs, qsubs, subject, ev[3], ev[4], tail, size, hlen, self.skip
+                        )
                         nout += k
                         bout += k * size
                 else:

@@ -37,6 +37,11 @@ class FrameBuffer:
     def dead(self) -> bool:
         return self._dead
 
+    def held(self) -> bytes:
+        """The raw input held back (the start of an unfinished frame), as it arrived: what
+        another parser must be fed first to continue this stream (a moved connection)."""
+        return bytes(self._acc) if self._acc is not None else self._buf
+
     def _take(self, data: bytes) -> bytes:
         """What there is to parse now: held bytes joined with ``data``. Empty when the parser
         is dead or a large frame is still accumulating."""

@@ -71,9 +71,12 @@ class _AccountHook:
         if n <= 0:
             if key in table:
                 del table[key]
-                self.owner.emit(self.name, subject, queue, 0)
+                if not self.owner.mute:
+                    self.owner.emit(self.name, subject, queue, 0)
             return
         table[key] = n
+        if self.owner.mute:
+            return
         if queue is not None:
             self.owner.emit(self.name, subject, queue, n)
         elif n == 1 and delta > 0:
@@ -83,11 +86,14 @@ class _AccountHook:
 class LocalInterest:
     """Per account, how many local subscriptions hold each (subject, queue)."""
 
-    __slots__ = ("_hooks", "_sublists", "emit")
+    __slots__ = ("_hooks", "_sublists", "emit", "mute")
 
     def __init__(self, emit: DeltaSink) -> None:
         # Called with every change to send to the routes (all of them: one hop).
         self.emit = emit
+        # While set, changes are counted but not emitted: a connection moving between
+        # workers (cluster/handoff.py) re-homes its interest at the peers itself.
+        self.mute = False
         self._hooks: dict[bytes, _AccountHook] = {}
         self._sublists: dict[bytes, Sublist[Any]] = {}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from natsd.router.deliver import deliver
-from natsd.router.subscription import Subscription
+from natsd.router.subscription import Sink, Subscription
 
 __all__ = ["deliver_routed", "js_deliver_index"]
 
@@ -45,10 +45,17 @@ def deliver_routed(
     tail: bytes,
     size: int,
     hlen: int,
+    skip: set[Sink] | None = None,
 ) -> int:
     """Deliver a routed message to ``psubs`` and the named groups of ``qsubs``; returns the
     deliveries made. A JetStream delivery (``<ack reply>@<subject>``) reaches the client
-    under its stream subject with the plain ack reply, as nats-server delivers it."""
+    under its stream subject with the plain ack reply, as nats-server delivers it.
+
+    ``skip``: connections this route's messages must not reach yet (a connection moving in
+    from the peer, which delivers them itself until it says it stopped: cluster/handoff.py).
+    """
+    if skip is not None:
+        psubs = [s for s in psubs if s.client not in skip]
     if reply is not None and reply.startswith(_JS_ACK):
         i = js_deliver_index(reply)
         if 0 <= i < len(reply) - 1:

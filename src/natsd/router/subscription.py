@@ -35,6 +35,9 @@ class Sink:
         self.track_reply: Callable[[bytes], None] | None = None
         self.msgs_out = 0
         self.bytes_out = 0
+        # Publishes in a row that went to one route peer and nowhere else (cluster/forward.py
+        # counts them for a worker to move the connection to that peer).
+        self.route_hits = 0
 
     def kick(self) -> None:
         """Frames were appended to ``out`` and no flush is pending: schedule one."""
