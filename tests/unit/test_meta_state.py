@@ -6,7 +6,15 @@ import random
 
 import pytest
 
-from natsd.cluster.meta import MetaError, MetaState, NoPeers, decode_op, encode_op, place
+from natsd.cluster.meta import (
+    MetaError,
+    MetaState,
+    NoPeers,
+    PendingPlacements,
+    decode_op,
+    encode_op,
+    place,
+)
 
 
 def _state(*servers: str, tags: dict[str, list[str]] | None = None) -> MetaState:
@@ -145,3 +153,22 @@ def test_placement_prefers_the_requesters_server_among_equals() -> None:
     # fewer streams still come first: n2 is preferred only among the least loaded
     assert place(st, names, 1, [], always, random.Random(1), prefer="n2") != ["n2"]
     assert place(st, names, 1, [], always, prefer="n3") == ["n3"]
+
+
+def test_placements_in_flight_count_until_applied_or_expired() -> None:
+    """Creates in flight together spread: the leader counts what it placed and has not
+    seen apply (before this, four creates at once went to the requester's server)."""
+    st = _state("n1", "n2")
+    always = lambda _n: True  # noqa: E731
+    book = PendingPlacements()
+    names = ["n1", "n2"]
+    got = []
+    for i in range(4):
+        peers = place(st, names, 1, [], always, prefer="n1", pending=book.peers(100.0))
+        book.add("A", f"S{i}", peers, 100.0)
+        got += peers
+    assert sorted(got) == ["n1", "n1", "n2", "n2"]
+    assert sorted(book.peers(100.0)) == ["n1", "n1", "n2", "n2"]
+    book.done("A", "S0")
+    assert len(book.peers(100.0)) == 3
+    assert book.peers(100.0 + PendingPlacements.TTL + 1) == []  # never applied: forgotten

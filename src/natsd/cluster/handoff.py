@@ -178,6 +178,7 @@ class Handoff:
             return
         route = self.mesh.routes.get(rid)
         if route is None or len(self.mesh.routes) != 1 or not route.remote_id:
+            log.debug("DEBUG no move: routes %s", list(self.mesh.routes))
             return
         c = sink
         why = c.unmovable()

@@ -233,6 +233,29 @@ class MetaState:
         return st
 
 
+class PendingPlacements:
+    """Streams the meta leader placed whose entries have not applied yet. ``place`` counts
+    them as placed: four creates in flight at once otherwise all saw the same counts and
+    went to one server. An entry that never applies (a lost proposal) expires."""
+
+    TTL: Final = 10.0
+
+    def __init__(self) -> None:
+        self._by: dict[tuple[str, str], tuple[list[str], float]] = {}
+
+    def add(self, account: str, name: str, peers: list[str], now: float) -> None:
+        self._by[(account, name)] = (peers, now)
+
+    def done(self, account: str, name: str) -> None:
+        self._by.pop((account, name), None)
+
+    def peers(self, now: float) -> list[str]:
+        """Every server a pending stream goes to, once per stream."""
+        for key in [k for k, (_, t) in self._by.items() if now - t > self.TTL]:
+            del self._by[key]
+        return [p for peers, _ in self._by.values() for p in peers]
+
+
 def place(
     state: MetaState,
     alive: Iterable[str],
@@ -241,6 +264,7 @@ def place(
     reserve: Callable[[str], bool],
     rng: random.Random | None = None,
     prefer: str = "",
+    pending: Iterable[str] = (),
 ) -> list[str]:
     """The ``replicas`` servers a new stream goes to, as nats-server's ``selectPeerGroup``
     filters them: among the servers of the server table that are ``alive``, carry every
@@ -256,6 +280,8 @@ def place(
         for a in acc.values():
             for p in a.peers:
                 counts[p] = counts.get(p, 0) + 1
+    for p in pending:
+        counts[p] = counts.get(p, 0) + 1
     need = [t.lower() for t in tags if not t.startswith("!")]
     avoid = [t[1:].lower() for t in tags if t.startswith("!")]
     up = set(alive)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
@@ -41,6 +42,7 @@ from natsd.cluster.meta import (
     MetaError,
     MetaOp,
     MetaState,
+    PendingPlacements,
     ServerRow,
     encode_op,
     place,
@@ -151,6 +153,7 @@ class JsCluster:
         self._reply_servers = reply_servers or (lambda _a, _s: [])
         self.row = ServerRow(server_name, list(tags), engine.max_memory, engine.max_store)
         self.meta = MetaState()
+        self.pending = PendingPlacements()  # the leader's creates in flight
         self.group: RaftGroup | None = None
         self._leader_seen = asyncio.get_running_loop().time()
         self._bootstrap_campaign = 0.0  # until when the first member re-campaigns
@@ -423,7 +426,8 @@ class JsCluster:
             )
             return used + max_bytes <= limit
 
-        return place(self.meta, self.alive(), replicas, tags, room, prefer=prefer)
+        pending = self.pending.peers(time.monotonic())
+        return place(self.meta, self.alive(), replicas, tags, room, prefer=prefer, pending=pending)
 
     def _apply(self, index: int, data: bytes) -> None:
         replay = index <= self._replay_until
@@ -434,6 +438,8 @@ class JsCluster:
             return
         try:
             if op.op == "stream":
+                if op.assignment is not None:
+                    self.pending.done(op.assignment.account, op.assignment.name)
                 self._applied_stream(op, replay)
             elif op.op == "delete":
                 self._applied_delete(op, replay)

@@ -13,12 +13,13 @@ owner (``$JS.API.STREAM.INFO.<s>`` on a private inbox) and answers with what cam
 
 from __future__ import annotations
 
+import time
 from collections.abc import Coroutine
 from typing import Any, Final, Protocol
 
 import orjson
 
-from natsd.cluster.meta import MetaState, NoPeers, encode_op
+from natsd.cluster.meta import MetaState, NoPeers, PendingPlacements, encode_op
 from natsd.jetstream.api.cluster_gather import gather
 from natsd.jetstream.api.cluster_usage import UsageBook
 from natsd.jetstream.api.dispatch import ERROR_EXTRAS
@@ -54,6 +55,7 @@ class MetaHost(Protocol):
     """What the handlers need of the server's clustered JetStream (``JsCluster``)."""
 
     meta: MetaState
+    pending: PendingPlacements
     server_name: str
     usage: UsageBook
 
@@ -230,6 +232,8 @@ class MetaRequests:
         )
         if not self.c.propose(op):
             raise E.JSClusterNotAvailErr()
+        if existing is None:
+            self.c.pending.add(ja.account.name, cfg.name, peers, time.monotonic())
 
     def update(self, ja: JsAccount, name: str, data: bytes, reply: str) -> None:
         cfg = parse_stream_config_json(
