@@ -7,7 +7,8 @@ with ``WINDOW`` publishes in flight: the issue 18 measure (target >= 1.3x on 2 c
 Each publisher is its own process (raw sockets, pipelined ``PUB`` frames in 64 KiB writes,
 then ``PING`` and wait for the ``PONG``, so every message was parsed by the server). The
 connections land where the kernel's SO_REUSEPORT hash puts them; the spread (connections per
-worker, from each INFO's server_name) is printed with each run, since 4-0 happens (1 in 8).
+worker, from each INFO's server_name) is printed with each run. With 2 workers a connection
+that publishes only to the other worker's stream is then moved there (cluster/handoff.py).
 No subscribers: this measures what the workers spread, the parsing; routed traffic pays a hop
 (see the README's --workers limits). On a 2-core machine the publishers share the CPUs.
 

@@ -20,6 +20,11 @@ with these flags put last, where they win (natsd flags, like Go's, keep the last
 * ``--workers 1`` (a worker never supervises) and ``--pid=`` (the supervisor owns the pid
   file).
 
+With exactly 2 workers and no configured routes the supervisor also gives each worker
+``NATSD_HANDOFF_DIR``, a temporary directory (removed when the supervisor exits) where each
+listens on a Unix socket: a connection that publishes only to the other worker is passed
+there (``cluster/handoff.py``).
+
 Workers are numbered from 1, so ``http_port`` itself stays the supervisor's.
 
 Before starting anything the supervisor builds every worker's options from that command line

@@ -474,3 +474,32 @@ async def test_connection_moves_to_the_worker_it_publishes_to(workers, connect, 
         assert sent[k] > 100
     info = json.loads((await mover.request("$JS.API.STREAM.INFO.S", b"", timeout=5)).data)
     assert info["state"]["messages"] == 900
+
+
+async def test_connection_with_a_queue_subscription_stays(workers, connect, tmp_dir) -> None:
+    """Queue subscriptions do not move (their weights would need the same exchange): such a
+    connection keeps publishing through the route, and every publish is acknowledged."""
+    w = await workers(2, "-js", "-sd", tmp_dir)
+    conns = await on_each_worker(connect, w.url, NAMES)
+    body = json.dumps({"name": "Q", "subjects": ["q.>"]}).encode()
+
+    async def created() -> dict[str, Any] | None:
+        r = json.loads((await conns["wk-w1"].request("$JS.API.STREAM.CREATE.Q", body, 5)).data)
+        return r if "error" not in r else None
+
+    r = await wait_for(created, 20, 0.2)
+    other = next(n for n in NAMES if n != r["cluster"]["leader"])
+    for _ in range(64):
+        nc = await connect(w.url, name="stayer")
+        if nc._server_info["server_name"] == other:
+            break
+        await nc.close()
+    await nc.subscribe("work", queue="g")
+    js = nc.jetstream()
+    seqs = []
+    for _ in range(4):
+        seqs += [
+            a.seq for a in await asyncio.gather(*(js.publish("q.x", b"m") for _ in range(100)))
+        ]
+    assert seqs == list(range(1, 401))
+    assert "stayer" in await _connz_names(w, int(other[-1]))

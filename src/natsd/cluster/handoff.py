@@ -320,6 +320,8 @@ class Handoff:
     # ------------------------------------------------------------------ T: the taker
     def _on_prepare(self, route: RouteConnection, msg: dict[str, Any]) -> None:
         key = f"{route.remote_id}/{msg['id']}"
+        if key in self._in:
+            return
         c = self.host.new_client()
         why = self._take(c, route, msg)
         if why is not None:
@@ -452,12 +454,17 @@ class Handoff:
     def _on_ctl(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
+        # From the peer (a server, still not trusted blindly): nothing in it may raise.
         try:
             msg = orjson.loads(data)
-            op = msg["op"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            log.warning("connection move: bad control message %r", data[:200])
-            return
+            if not isinstance(msg, dict) or not isinstance(msg.get("id"), int):
+                raise ValueError("no id")
+            self._dispatch(msg)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            log.warning("connection move: bad control message %r: %s", data[:200], e)
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        op = msg.get("op")
         if op in ("ready", "refuse"):
             self._on_ready(msg)
         elif op == "switched":
