@@ -16,6 +16,12 @@ Per column:
   Nats-Msg-Id, retried every 20 ms) through another server until a PubAck comes: the time
   from the kill to that PubAck; then restart the killed server and wait until it is back.
 
+* **handover**: ``--handovers`` times each, SIGTERM (a graceful stop, as a rolling restart
+  does) and SIGUSR2 (lame duck) to the stream leader's server, then the same publish through
+  another server: the time from the signal to that PubAck. natsd hands its Raft leaderships
+  over first in both; nats-server in lame duck mode only (``transferRaftLeaders``). After a
+  lame duck measure the server is killed; either way it restarts before the next.
+
 * **pull+ack**: a durable pull consumer (explicit acks) on the stream leader's server takes
   ``--pull`` messages in fetches of 100, acknowledging each with ``+ACK`` and no reply (a
   client's ``msg.ack()``): messages per second. Its state is replicated by both (natsd: in
@@ -316,11 +322,30 @@ def run_column(column: str, args: argparse.Namespace, root: Path) -> dict[str, A
             gaps.append(time.monotonic() - t0)
             nodes[lead].start()
             time.sleep(args.settle)  # back in the group before the next kill
+        handover: dict[str, list[float]] = {"SIGTERM": [], "SIGUSR2": []}
+        for i in range(args.handovers):
+            for sig, gapl in handover.items():
+                lead = stream_leader(nodes)
+                other = next(n for n in NAMES if n != lead)
+                proc = nodes[lead].proc
+                assert proc is not None
+                t0 = time.monotonic()
+                proc.send_signal(getattr(signal, sig))
+                publish_until_acked(nodes[other].port, f"h{sig}{i}", t0 + 60)
+                gapl.append(time.monotonic() - t0)
+                if sig == "SIGTERM":
+                    nodes[lead].stop()
+                else:
+                    nodes[lead].kill()
+                nodes[lead].start()
+                time.sleep(args.settle)
         out = {"rate": rate, "p50": p50, "p99": p99, "gaps": gaps, "pull": pulled}
         print(f"  {column}: {rate:,.0f} msg/s pipelined, sequential p50 {p50:,.0f} us "
               f"p99 {p99:,.0f} us, pull+ack {pulled:,.0f} msg/s, failover " + (
                   f"p50 {statistics.median(gaps):.2f} s max {max(gaps):.2f} s"
-                  if gaps else "not measured"), flush=True)  # fmt: skip
+                  if gaps else "not measured") + "".join(
+                  f", {sig} p50 {statistics.median(g):.2f} s max {max(g):.2f} s"
+                  for sig, g in handover.items() if g), flush=True)  # fmt: skip
         return out
     finally:
         for n in nodes.values():
@@ -335,12 +360,13 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=1000, help="sequential publishes")
     ap.add_argument("--pull", type=int, default=20_000, help="messages pulled and acked")
     ap.add_argument("--failovers", type=int, default=20)
+    ap.add_argument("--handovers", type=int, default=5, help="SIGTERM and SIGUSR2 each")
     ap.add_argument("--settle", type=float, default=3.0, help="s after a restart")
     ap.add_argument("--columns", default=",".join(COLUMNS))
     args = ap.parse_args()
     print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; R3 file stream, "
           f"{args.n} x {args.size} B pipelined ({args.window} in flight), {args.seq} "
-          f"sequential, {args.failovers} failovers")  # fmt: skip
+          f"sequential, {args.failovers} failovers, {args.handovers} handovers")  # fmt: skip
     res: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="natsd-r3-bench-") as d:
         for col in args.columns.split(","):

@@ -490,6 +490,7 @@ class Server:
             self._tcp.close()
         if self.handoff is not None:
             self.handoff.stop()
+        await self._transfer_leaders()
         if self.mesh is not None:
             await self.mesh.stop()
         for c in list(self.clients.values()):
@@ -503,9 +504,24 @@ class Server:
         # The pid file stays, as nats-server leaves it (scripts read it after exit too).
         log.info("Server Exiting..")
 
+    async def _transfer_leaders(self) -> None:
+        """Before lame duck or shutdown stops JetStream, as nats-server's lameDuckMode: the
+        Raft groups led here move to other servers (their clients see a gap of milliseconds
+        instead of an election timeout); given at most a second."""
+        jc = self.js_cluster
+        if jc is None or self._jetstream_stopped or not jc.transfer_leaders():
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 1.0
+        while jc.leads_any() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        if jc.leads_any():
+            log.warning("JetStream cluster: leadership not transferred within a second")
+
     async def _stop_jetstream(self) -> None:
         if self.jetstream is None or self._jetstream_stopped:
             return
+        await self._transfer_leaders()
         self._jetstream_stopped = True
         if self.js_cluster is not None:
             self.js_cluster.stop()

@@ -449,3 +449,50 @@ async def test_replicated_purge_counted_and_audited_once(trio: JsCluster3) -> No
         assert len(purges) == 1, purges
     finally:
         await nc.close()
+
+
+# An election after a leader goes quiet starts 1-2 s later (ELECTION_TICK 10 at 100 ms); a
+# transfer takes one round trip. A new leader within this bound was handed over, not elected.
+_HANDED_OVER = 0.8
+
+
+@pytest.mark.parametrize("how", ["shutdown", "lame_duck"])
+async def test_a_stopping_server_hands_its_leaderships_over(trio: JsCluster3, how: str) -> None:
+    """As nats-server's lame duck mode (transferRaftLeaders), and on shutdown too: a server
+    that leads a stream's group and the meta group moves both to a live member before it
+    stops, so the others lead at once instead of after an election timeout."""
+    meta = trio.leader()
+    others = [n for n in trio.names if n != meta]
+    nc = await nats.connect(trio.url(others[0]))
+    try:
+        cfg = {"name": "H", "subjects": ["h.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.H", cfg)
+        await _publish(nc, "h.a", b"1")
+        if _leader(trio, "H") != meta:
+            await _req(nc, "$JS.API.STREAM.LEADER.STEPDOWN.H", {"placement": {"preferred": meta}})
+            await until(lambda: _leader(trio, "H") == meta)
+        srv = trio.servers[meta]
+        if how == "shutdown":
+            await trio.stop(meta)
+        else:
+            stopping = asyncio.create_task(srv.lame_duck())
+            await until(lambda: srv._jetstream_stopped)
+        t0 = asyncio.get_running_loop().time()
+
+        def led_by_others() -> bool:
+            # (a lame duck server's stopped replica keeps its last view: ask the others)
+            rest = {n: trio.servers[n] for n in others}
+            stream = any(
+                s.jetstream.accounts["$G"].streams["H"].replica.leading for s in rest.values()
+            )
+            return stream and any(s.js_cluster.is_leader() for s in rest.values())
+
+        await until(led_by_others)
+        assert asyncio.get_running_loop().time() - t0 < _HANDED_OVER
+        ack = await _publish(nc, "h.a", b"2")
+        assert ack == {"stream": "H", "seq": 2}
+        if how == "lame_duck":
+            await trio.stop(meta)
+            await stopping
+    finally:
+        await nc.close()

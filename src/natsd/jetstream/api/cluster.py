@@ -52,6 +52,7 @@ from natsd.core.clock import rfc3339
 from natsd.core.goquote import go_quote
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
+from natsd.jetstream.api.cluster_info import meta_cluster_info
 from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
@@ -82,8 +83,6 @@ __all__ = ["JsCluster"]
 
 log = logging.getLogger("natsd")
 
-# A replica not heard from for this long shows as offline in /jsz.
-ALIVE_FOR: Final = 10.0
 # A peer whose Raft traffic is older than this gets no new streams (heartbeats come every
 # 200 ms, and a new leader is elected 1-2 s after the old one went quiet, so a stopped
 # leader is never its successor's first choice).
@@ -300,76 +299,17 @@ class JsCluster:
         return ""
 
     def meta_info(self) -> dict[str, Any]:
-        """/jsz ``meta_cluster`` as nats-server shows it: ``peer`` is the leader's; the
-        replicas are the other members as this server sees them (the leader knows each
-        follower's progress; a follower knows when it last heard the leader and nothing
-        of the other followers); without a leader every member is listed, self included."""
-        g = self.group
-        lead = self.leader_name()
-        out: dict[str, Any] = {"name": self.cluster_name()}
-        if lead:
-            out["leader"] = lead
-            out["peer"] = peer_hash(lead)
-        voters = list(g.conf.voters) if g is not None else []
-        now = asyncio.get_running_loop().time()
-        me = self.raft.host.id
-        progress = g.node.raft.trk.progress if g is not None and self.is_leader() else {}
-        last = g.node.raft.raft_log.last_index() if g is not None else 0
-        replicas = []
-        for vid in voters:
-            name = self._name_of(vid)
-            if not name or name == lead or (lead and vid == me):
-                continue
-            rep: dict[str, Any] = {"name": name}
-            heard = self.raft.last_heard.get(vid)
-            ago = now - heard if heard is not None else None
-            if vid == me:
-                rep["current"], rep["active"] = True, 0
-            elif progress:
-                pr = progress.get(vid)
-                rep["current"] = pr is not None and pr.match >= last
-                rep["active"] = int((ago or 0.0) * 1e9)
-            else:
-                # a follower's view of another follower: they do not talk
-                rep["current"], rep["active"] = False, 0
-            if ago is not None and ago > ALIVE_FOR and vid != me:
-                rep["offline"] = True
-            rep["peer"] = peer_hash(name)
-            replicas.append(rep)
-        if lead and g is not None and g.node.raft.lead != me:
-            # on a follower the leader is a replica too, current while it is heard
-            heard = self.raft.last_heard.get(g.node.raft.lead)
-            ago = now - heard if heard is not None else ALIVE_FOR + 1
-            replicas.append(
-                {
-                    "name": lead,
-                    "current": ago <= ALIVE_FOR,
-                    "active": int(ago * 1e9),
-                    "peer": peer_hash(lead),
-                }
-            )
-            replicas.sort(key=lambda r: str(r["name"]))
-        if replicas:
-            out["replicas"] = replicas
-        out["cluster_size"] = len(voters)
-        out["quorum_needed"] = len(voters) // 2 + 1 if voters else 0
-        out["pending"] = 0
-        out["pending_requests"] = 0
-        out["pending_infos"] = 0
-        out["snapshot"] = self._snapshot_stats()
-        return out
-
-    def _snapshot_stats(self) -> dict[str, Any]:
-        """Entries (and their bytes) the meta log holds beyond its last snapshot."""
-        g = self.group
-        n = size = 0
-        if g is not None:
-            st = g.storage
-            first, last = st.first_index(), st.last_index()
-            if last >= first:
-                ents = st.entries(first, last + 1, 1 << 62)
-                n, size = len(ents), sum(len(e.data) for e in ents)
-        return {"pending_entries": n, "pending_size": size, "last_time": "0001-01-01T00:00:00Z"}
+        """/jsz ``meta_cluster`` (cluster_info.py)."""
+        return meta_cluster_info(
+            self.group,
+            self.leader_name(),
+            self.cluster_name(),
+            self.raft.host.id,
+            self.is_leader(),
+            self.raft.last_heard,
+            self._name_of,
+            asyncio.get_running_loop().time(),
+        )
 
     def propose(self, data: bytes) -> bool:
         """False when the meta group cannot take it now (no leader known)."""
@@ -612,6 +552,26 @@ class JsCluster:
         self.group.node.transfer_leader(target)
         self.raft.kick()
         self._reply(self.system.sublist, rep, rtype, {"success": True})
+
+    def transfer_leaders(self) -> bool:
+        """nats-server's transferRaftLeaders (lame duck, shutdown): every group led here
+        hands over to its most caught-up live member. True when a transfer is under way."""
+        # only to servers our routes reach now (one that is stopping too has closed them)
+        reachable = {raft_id(p) for p in self._peers()}
+        moved = self.stream_groups.transfer_all(reachable)
+        if self.is_leader() and self.group is not None:
+            try:
+                target = self._stepdown_target(b"")
+            except ApiError:
+                target = 0  # no live member to take it
+            if target in reachable:
+                self.group.node.transfer_leader(target)
+                moved = True
+        self.raft.kick()
+        return moved
+
+    def leads_any(self) -> bool:
+        return self.is_leader() or self.stream_groups.leads_any()
 
     def _stepdown_target(self, data: bytes) -> int:
         pl: dict[str, Any] = {}

@@ -621,9 +621,20 @@ class StreamGroups:
                 return m
         return None
 
-    def stepdown(self, stream: Stream) -> bool:
-        """Hand the leadership of ``stream``'s group to its most caught-up live follower;
-        False when there is none."""
+    def transfer_all(self, reachable: set[int]) -> bool:
+        """Every group led here hands over to a member in ``reachable`` (lame duck,
+        shutdown); True if one does."""
+        return any([self.stepdown(m.stream, reachable) for m in list(self.members.values())])
+
+    def leads_any(self) -> bool:
+        return any(
+            m.group is not None and m.group.node.raft.state == StateType.StateLeader
+            for m in self.members.values()
+        )
+
+    def stepdown(self, stream: Stream, among: set[int] | None = None) -> bool:
+        """Hand the leadership of ``stream``'s group to its most caught-up live follower
+        (one of ``among`` when given); False when there is none."""
         m = self.member(stream)
         if m is None or m.group is None:
             return False
@@ -634,6 +645,8 @@ class StreamGroups:
         best, match = 0, -1
         for vid, pr in raft.trk.progress.items():
             if vid == raft.id or now - self.raft.last_heard.get(vid, -1e9) > CURRENT_FOR:
+                continue
+            if among is not None and vid not in among:
                 continue
             if pr.match > match:
                 best, match = vid, pr.match

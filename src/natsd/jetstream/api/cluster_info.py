@@ -1,0 +1,95 @@
+"""The meta group as /jsz shows it (``meta_cluster``), from the meta group's Raft state.
+
+Split from cluster.py: a view computed on request, with no state of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from natsd.cluster.group import RaftGroup, peer_hash
+
+__all__ = ["ALIVE_FOR", "meta_cluster_info"]
+
+# A replica not heard from for this long shows as offline in /jsz.
+ALIVE_FOR: Final = 10.0
+
+
+def meta_cluster_info(
+    g: RaftGroup | None,
+    lead: str,
+    cluster: str,
+    me: int,
+    is_leader: bool,
+    last_heard: dict[int, float],
+    name_of: Callable[[int], str],
+    now: float,
+) -> dict[str, Any]:
+    """/jsz ``meta_cluster`` as nats-server shows it: ``peer`` is the leader's; the
+    replicas are the other members as this server sees them (the leader knows each
+    follower's progress; a follower knows when it last heard the leader and nothing
+    of the other followers); without a leader every member is listed, self included.
+    ``lead`` is the leader's name ("" for none), ``me`` this server's Raft id."""
+    out: dict[str, Any] = {"name": cluster}
+    if lead:
+        out["leader"] = lead
+        out["peer"] = peer_hash(lead)
+    voters = list(g.conf.voters) if g is not None else []
+    progress = g.node.raft.trk.progress if g is not None and is_leader else {}
+    last = g.node.raft.raft_log.last_index() if g is not None else 0
+    replicas = []
+    for vid in voters:
+        name = name_of(vid)
+        if not name or name == lead or (lead and vid == me):
+            continue
+        rep: dict[str, Any] = {"name": name}
+        heard = last_heard.get(vid)
+        ago = now - heard if heard is not None else None
+        if vid == me:
+            rep["current"], rep["active"] = True, 0
+        elif progress:
+            pr = progress.get(vid)
+            rep["current"] = pr is not None and pr.match >= last
+            rep["active"] = int((ago or 0.0) * 1e9)
+        else:
+            # a follower's view of another follower: they do not talk
+            rep["current"], rep["active"] = False, 0
+        if ago is not None and ago > ALIVE_FOR and vid != me:
+            rep["offline"] = True
+        rep["peer"] = peer_hash(name)
+        replicas.append(rep)
+    if lead and g is not None and g.node.raft.lead != me:
+        # on a follower the leader is a replica too, current while it is heard
+        heard = last_heard.get(g.node.raft.lead)
+        ago = now - heard if heard is not None else ALIVE_FOR + 1
+        replicas.append(
+            {
+                "name": lead,
+                "current": ago <= ALIVE_FOR,
+                "active": int(ago * 1e9),
+                "peer": peer_hash(lead),
+            }
+        )
+        replicas.sort(key=lambda r: str(r["name"]))
+    if replicas:
+        out["replicas"] = replicas
+    out["cluster_size"] = len(voters)
+    out["quorum_needed"] = len(voters) // 2 + 1 if voters else 0
+    out["pending"] = 0
+    out["pending_requests"] = 0
+    out["pending_infos"] = 0
+    out["snapshot"] = _snapshot_stats(g)
+    return out
+
+
+def _snapshot_stats(g: RaftGroup | None) -> dict[str, Any]:
+    """Entries (and their bytes) the meta log holds beyond its last snapshot."""
+    n = size = 0
+    if g is not None:
+        st = g.storage
+        first, last = st.first_index(), st.last_index()
+        if last >= first:
+            ents = st.entries(first, last + 1, 1 << 62)
+            n, size = len(ents), sum(len(e.data) for e in ents)
+    return {"pending_entries": n, "pending_size": size, "last_time": "0001-01-01T00:00:00Z"}
