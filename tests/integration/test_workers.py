@@ -50,6 +50,20 @@ class Workers:
 
         return dict(await wait_for(ok, timeout, 0.1, what=lambda: self.sp.log()[-3000:]))
 
+    async def wait_js_ready(self) -> None:
+        """Until every worker's /healthz says its JetStream is current."""
+
+        async def js_ready() -> bool:
+            for mport in (self.mport + 1, self.mport + 2):
+                status, _, _ = await asyncio.to_thread(
+                    http_get, f"http://127.0.0.1:{mport}/healthz", 3.0
+                )
+                if status != 200:
+                    return False
+            return True
+
+        await wait_for(js_ready, 20, 0.1, what=lambda: self.sp.log()[-3000:])
+
     async def pids(self) -> dict[str, int]:
         body = await self.wait_healthy()
         return {w["name"]: w["pid"] for w in body["workers"]}
@@ -232,16 +246,7 @@ async def test_jetstream_streams_spread_over_the_workers(workers, connect, tmp_d
     connection on either worker, and a killed worker comes back with its streams."""
     w = await workers(2, "-js", "-sd", tmp_dir)
 
-    async def js_ready() -> bool:
-        for mport in (w.mport + 1, w.mport + 2):
-            status, _, _ = await asyncio.to_thread(
-                http_get, f"http://127.0.0.1:{mport}/healthz", 3.0
-            )
-            if status != 200:
-                return False
-        return True
-
-    await wait_for(js_ready, 20, 0.1, what=lambda: w.sp.log()[-3000:])
+    await w.wait_js_ready()
     conns = await on_each_worker(connect, w.url, NAMES)
     a, b = conns["wk-w1"], conns["wk-w2"]
     owners = {}
@@ -389,16 +394,7 @@ async def test_connection_moves_to_the_worker_it_publishes_to(workers, connect, 
     move all arrive exactly once and in order."""
     w = await workers(2, "-js", "-sd", tmp_dir)
 
-    async def js_ready() -> bool:
-        for mport in (w.mport + 1, w.mport + 2):
-            status, _, _ = await asyncio.to_thread(
-                http_get, f"http://127.0.0.1:{mport}/healthz", 3.0
-            )
-            if status != 200:
-                return False
-        return True
-
-    await wait_for(js_ready, 20, 0.1, what=lambda: w.sp.log()[-3000:])
+    await w.wait_js_ready()
     conns = await on_each_worker(connect, w.url, NAMES)
     body = json.dumps({"name": "S", "subjects": ["s.>"]}).encode()
     r = json.loads((await conns["wk-w1"].request("$JS.API.STREAM.CREATE.S", body, timeout=5)).data)

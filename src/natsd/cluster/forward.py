@@ -65,7 +65,7 @@ class Forwarder:
     ) -> int:
         plan = self.remote.match(self.name, subject)
         if plan is None:
-            if publisher is not None:
+            if publisher is not None and self.mover is not None:
                 publisher.route_hits = 0
             if psubs or qsubs:
                 return deliver(psubs, qsubs, subject, reply, tail, size, hlen, publisher)

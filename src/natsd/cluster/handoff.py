@@ -204,7 +204,7 @@ class Handoff:
         local = self.mesh.local
         lost = [s for s, n in mine.items() if local.count(name, s) <= n]
         state = c.move_state()
-        state["lost"] = [s.decode() for s in lost]
+        state["lost"] = [s.decode("latin-1") for s in lost]
         self._out[mid] = _Outgoing(
             c, route, lost, asyncio.get_running_loop().call_later(TIMEOUT, self._timeout_out, mid)
         )
@@ -339,8 +339,8 @@ class Handoff:
     def _take(self, c: ClientConnection, route: RouteConnection, msg: dict[str, Any]) -> str | None:
         """Build C from S's state with its subscriptions; why not, or None."""
         try:
-            subs = [(s.encode(), sid.encode()) for s, sid in msg["subs"]]
-            lost = [s.encode() for s in msg["lost"]]
+            subs = [(s.encode("latin-1"), sid.encode("latin-1")) for s, sid in msg["subs"]]
+            lost = [s.encode("latin-1") for s in msg["lost"]]
             c.adopt(msg)
             account = self.host.accounts.get(msg["account"])
             res = self.host.authenticate(c, c.connect_opts)

@@ -658,7 +658,10 @@ class ClientConnection(Sink):
             "cid": self.cid,
             "account": self.account.name,
             "connect": self.connect_opts,
-            "subs": [[s.subject.decode(), s.sid.decode()] for s in self.subs.values()],
+            # latin-1: any byte of a subject or sid through JSON and back unchanged
+            "subs": [
+                [s.subject.decode("latin-1"), s.sid.decode("latin-1")] for s in self.subs.values()
+            ],
             "ip": self.ip,
             "port": self.port,
             "start": self.start,
