@@ -217,54 +217,101 @@ def _log_first(trio: JsCluster3, name: str) -> int:
     return int(m.group.storage.first_index())
 
 
-async def test_r3_log_is_compacted_but_never_past_a_replica(trio: JsCluster3) -> None:
+def _asflr(trio: JsCluster3, name: str, stream: str, consumer: str) -> int:
+    js = trio.servers[name].jetstream
+    assert js is not None
+    c = js.accounts["$G"].streams[stream].consumers.get(consumer)
+    return -1 if c is None else int(c.acks.asflr)  # type: ignore[union-attr]
+
+
+async def _take_and_ack(nc: NATS, stream: str, consumer: str, n: int) -> list[int]:
+    """Pull ``n`` messages from a durable consumer and ack-sync each; their sequences."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    req = json.dumps({"batch": n, "expires": 2 * 10**9}).encode()
+    await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", req, reply=inbox)
+    seqs = []
+    try:
+        while len(seqs) < n:
+            msg = await sub.next_msg(timeout=5)
+            assert msg.reply, msg.headers
+            seqs.append(int(msg.reply.split(".")[5]))
+            await nc.request(msg.reply, b"+ACK", timeout=5)
+    finally:
+        await sub.unsubscribe()
+    return seqs
+
+
+async def test_r3_log_is_compacted_past_an_away_replica_which_catches_up_from_the_store(
+    trio: JsCluster3,
+) -> None:
+    """Design-clustering §4.6: the leader keeps its log short even while a replica is away;
+    back, the replica gets a snapshot and copies what it stands for from the leader's store
+    (messages it missed; deletions of messages it had; the consumer's committed state)."""
     for srv in trio.servers.values():
         srv.js_cluster.stream_groups.compact_every = 20
     cfg = {"name": "C", "subjects": ["c.>"], "num_replicas": 3, "storage": "file"}
+    durable = {"stream_name": "C", "config": {"durable_name": "D", "ack_policy": "explicit"}}
     nc = await nats.connect(trio.url("n1"))
     try:
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", cfg)
         for i in range(60):
-            await _publish(nc, "c.a", b"%d" % i)
+            await _publish(nc, "c.a", b"%d" % i, {"Nats-Msg-Id": f"a{i}"})
+        assert "error" not in await _req(nc, "$JS.API.CONSUMER.CREATE.C.D", durable)
+        assert await _take_and_ack(nc, "C", "D", 5) == [1, 2, 3, 4, 5]
         # every replica dropped its log up to an index all of them had
         await until(lambda: all(_log_first(trio, n) > 20 for n in trio.names))
     finally:
         await nc.close()
     lead = _leader(trio, "C")
     away = next(n for n in trio.names if n != lead)
+    await until(lambda: _asflr(trio, away, "C", "D") == 5)
     (m,) = trio.servers[away].js_cluster.stream_groups.members.values()
     held = m.group.node.raft.raft_log.last_index()  # as far as its log went
     await trio.stop(away)
     nc = await nats.connect(trio.url(lead))
     try:
-        for i in range(60):
-            await _publish(nc, "c.b", b"%d" % i)
-        # the replica that is away holds compaction back: its next entry is still in the logs
-        assert all(_log_first(trio, n) <= held + 1 for n in trio.servers)
+        for i in range(150):
+            await _publish(nc, "c.b", b"%d" % i, {"Nats-Msg-Id": f"b{i}"})
+        # while it is away: messages it holds are deleted, and the consumer moves on
+        for seq in (7, 8, 30):
+            gone = await _req(nc, "$JS.API.STREAM.MSG.DELETE.C", {"seq": seq})
+            assert gone.get("success") is True, gone
+        assert await _take_and_ack(nc, "C", "D", 4) == [6, 9, 10, 11]
+        # the replica that is away no longer holds compaction back
+        await until(lambda: all(_log_first(trio, n) > held + 1 for n in trio.servers))
     finally:
         await nc.close()
     srv = await trio.start(away)
     srv.js_cluster.stream_groups.compact_every = 20
-    await until(lambda: len(_contents(trio, away, "C")) == 120, timeout=20)
     ref = _contents(trio, lead, "C")
-    assert _contents(trio, away, "C") == ref
-    # and compaction resumes once it has caught up
-    nc = await nats.connect(trio.url(lead))
+    assert len(ref) == 207
+    await until(lambda: _contents(trio, away, "C") == ref, timeout=20)
+    assert srv.js_cluster.stream_groups.catchup.completed >= 1
+    assert srv.js_cluster.stream_groups.catchup.copied >= 100
+    await until(lambda: _asflr(trio, away, "C", "D") == 11)
+    # its dedup window came with the messages: a retry is a duplicate on any leader
+    nc = await nats.connect(trio.url(away))
     try:
+        await until(lambda: _log_first(trio, away) > held + 1)
+        resp = await _req(nc, "$JS.API.STREAM.LEADER.STEPDOWN.C")
+        assert resp.get("success") is True, resp
+        again = await _publish(nc, "c.b", b"149", {"Nats-Msg-Id": "b149"})
+        assert again.get("duplicate") is True, again
         for i in range(40):
             await _publish(nc, "c.c", b"%d" % i)
     finally:
         await nc.close()
-    await until(lambda: all(_log_first(trio, n) > held + 20 for n in trio.names))
     # a restart replays only the log after the compaction, on top of the synced store
     for n in list(trio.servers):
         await trio.stop(n)
     await asyncio.gather(*(trio.start(n) for n in trio.names))
     await until(lambda: _leader(trio, "C") != "", timeout=20)
-    await until(lambda: all(len(_contents(trio, n, "C")) == 160 for n in trio.names))
+    await until(lambda: all(len(_contents(trio, n, "C")) == 247 for n in trio.names))
     ref = _contents(trio, "n1", "C")
     assert ref == _contents(trio, "n2", "C") == _contents(trio, "n3", "C")
-    assert [seq for seq, *_ in ref] == list(range(1, 161))
+    assert [seq for seq, *_ in ref] == [s for s in range(1, 251) if s not in (7, 8, 30)]
+    assert all(_asflr(trio, n, "C", "D") == 11 for n in trio.names)
 
 
 async def _retry(fn: Any, within: float = 15.0) -> Any:

@@ -226,3 +226,20 @@ def test_file_store_lost_record_empties_a_leading_block(tmp_path: Path) -> None:
     assert seqs(got) == list(range(bad + 1, 13))
     assert fs.state().first_seq == bad + 1
     fs.stop()
+
+
+def test_live_seqs_match_the_default_walk(kit: StoreKit) -> None:
+    """``live_seqs`` (what a replica catching up compares with the leader's store) gives the
+    same sequences as the interface's reading default, over deletions, bounds and limits."""
+    store = kit.make(cfg())
+    fill(store, 300)
+    rng = random.Random(7)
+    for seq in rng.sample(range(1, 301), 120):
+        store.remove_msg(seq)
+    store.compact(11)
+    for start, end, limit in [(1, 300, 1000), (0, 50, 7), (40, 41, 5), (290, 400, 100),
+                              (150, 149, 10), (1, 300, 0), (301, 500, 10)]:  # fmt: skip
+        got = store.live_seqs(start, end, limit)
+        assert got == StreamStore.live_seqs(store, start, end, limit), (start, end, limit)
+        assert all(store.load_msg(s) is not None for s in got)
+    assert len(store.live_seqs(1, 300, 1000)) == store.state().msgs

@@ -102,6 +102,9 @@ Apply = Callable[[int, bytes], None]
 # A snapshot from the leader replaced the log (index, snapshot data): the state machine must
 # become that state before the entries after it are applied.
 Install = Callable[[int, bytes], None]
+# A MsgSnap from the leader, offered before it is stepped: True when the state machine
+# holds it back to fetch the state first (it steps it later with ``GroupHost.step_held``).
+HoldSnapshot = Callable[[Message], bool]
 
 
 class FrameError(ValueError):
@@ -123,7 +126,17 @@ def raft_id(server_name: str) -> int:
 class RaftGroup:
     """One group on this node: its RawNode, its log as the node reads it, its state machine."""
 
-    __slots__ = ("applied", "apply", "conf", "install", "name", "node", "repair_at", "storage")
+    __slots__ = (
+        "applied",
+        "apply",
+        "conf",
+        "hold_snapshot",
+        "install",
+        "name",
+        "node",
+        "repair_at",
+        "storage",
+    )
 
     def __init__(
         self,
@@ -140,6 +153,9 @@ class RaftGroup:
         self.conf = conf
         self.apply = apply
         self.install = install
+        # design-clustering §4.6: a stream replica fetches the messages a snapshot stands
+        # for from the leader's store before the snapshot replaces its log
+        self.hold_snapshot: HoldSnapshot | None = None
         self.applied = 0
         # Damaged (the WAL found damage before its tail in this group's records, §4.8):
         # one past the last index the log had. Until a leader has committed up to it, the
@@ -295,6 +311,15 @@ class GroupHost:
                 continue  # a damaged group does not vote (§4.8)
             if m.type == MessageType.MsgAppResp and m.reject and m.context == LOST_LOG:
                 _forget_match(g, m)
+            if (
+                m.type == MessageType.MsgSnap
+                and g.hold_snapshot is not None
+                and m.snapshot is not None
+                and m.snapshot.metadata.index > g.node.raft.raft_log.committed
+                and g.hold_snapshot(m)
+            ):
+                n += 1  # stepped once the state it stands for is here (step_held)
+                continue
             if m.type == MessageType.MsgHeartbeat:
                 # A leader's heartbeat commits up to what it believes this node holds; after
                 # damage cut this node's log short (or from a peer that lies) that is past
@@ -316,6 +341,20 @@ class GroupHost:
                 # so frames naming other senders cannot grow the liveness table)
                 self.last_sender = m.from_
         return n
+
+    def step_held(self, name: bytes, m: Message) -> bool:
+        """Step a MsgSnap that ``hold_snapshot`` held back (the state machine now holds
+        the state it stands for); False when the group is gone or the engine refused it
+        (a snapshot from an old term: the leader sends another)."""
+        g = self.groups.get(name)
+        if g is None:
+            return False
+        try:
+            g.node.step(m)
+        except (RaftError, RaftPanic) as e:
+            log.warning("raft group %s: held snapshot not stepped: %s", name, e)
+            return False
+        return True
 
     # ---------------------------------------------------------------- the turn
     def turn(self) -> int:

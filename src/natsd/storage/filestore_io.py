@@ -463,6 +463,17 @@ class BlockStore(QueryMixin):
         self._mark_lost(seq, e)
         return None
 
+    def live_seqs(self, start: int, end: int, limit: int) -> list[int]:
+        self._check_open()
+        out: list[int] = []
+        if limit <= 0:
+            return out
+        for s in self._iter_live(max(start, self._first_seq), min(end, self._last_seq)):
+            out.append(s)
+            if len(out) >= limit:
+                break
+        return out
+
     def load_range(self, start: int, max_msgs: int, max_bytes: int = 0) -> list[StoredMsg]:
         """``_load`` for a run of messages: walks each block's live sequences and reads its
         records from one growing window instead of a lookup and a read per message. Same

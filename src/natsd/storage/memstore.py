@@ -501,6 +501,23 @@ class MemoryStore(StreamStore):
             seq = self._next_wild(filter, max(start, self._first))
         return msgs[seq] if seq else None
 
+    def live_seqs(self, start: int, end: int, limit: int) -> list[int]:
+        out: list[int] = []
+        all_ = self._all
+        if not all_.n or limit <= 0:
+            return out
+        msgs = self._msgs
+        seqs = all_.seqs
+        for i in range(bisect_left(seqs, start, all_.head), len(seqs)):
+            s = seqs[i]
+            if s > end:
+                break
+            if s in msgs:
+                out.append(s)
+                if len(out) >= limit:
+                    break
+        return out
+
     def load_range(self, start: int, max_msgs: int, max_bytes: int = 0) -> list[StoredMsg]:
         out: list[StoredMsg] = []
         msgs = self._msgs

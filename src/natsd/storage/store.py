@@ -232,6 +232,19 @@ class StreamStore(ABC):
                     break
         return out
 
+    def live_seqs(self, start: int, end: int, limit: int) -> list[int]:
+        """The sequences of the live messages in [``start``, ``end``], ascending, at most
+        ``limit`` of them, without reading the messages (what a replica catching up
+        compares its own store with). This default reads them; the stores override it."""
+        out: list[int] = []
+        while len(out) < limit and start <= end:
+            m = self.load_next_msg("", start)
+            if m is None or m.seq > end:
+                break
+            out.append(m.seq)
+            start = m.seq + 1
+        return out
+
     @abstractmethod
     def load_last_msg(self, subject: str) -> StoredMsg | None:
         """Newest message matching ``subject`` (wildcards allowed; "" = any)."""

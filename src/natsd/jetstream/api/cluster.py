@@ -202,6 +202,7 @@ class JsCluster:
             if self._replay_until <= self.group.applied:
                 self._reconcile()
         self.usage.start()
+        self.stream_groups.start()
         self.system.sublist.insert(self._stepdown_sub)
         self.raft.start()
         self._timer = asyncio.get_running_loop().call_later(_CHECK_INTERVAL, self._check)
@@ -211,6 +212,7 @@ class JsCluster:
             self._timer.cancel()
             self._timer = None
         self.usage.stop()
+        self.stream_groups.stop()
         self.system.sublist.remove(self._stepdown_sub)
         self.raft.stop()
         self.raft.host.wal.close()

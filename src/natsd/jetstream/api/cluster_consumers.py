@@ -261,6 +261,25 @@ class ReplicatedConsumers:
             del self.committed[name]
             self.views.pop(name, None)
 
+    def install(self, snap: Committed) -> None:
+        """A snapshot from the leader (``cluster_catchup``) replaces what this replica had
+        committed: the consumers it lists are held with its meta and state, the others
+        were deleted while this replica was away. Saved durably: the snapshot is about to
+        replace the log that would otherwise say so again after a restart."""
+        for name in [n for n in self.committed if n not in snap]:
+            c = find_consumer(self.stream, name)
+            if c is not None and isinstance(c, Consumer) and c.passive:
+                c.delete(advisory=False)
+            del self.committed[name]
+            self.views.pop(name, None)
+        for name, (meta, state) in snap.items():
+            self.committed[name] = (meta, state)
+            c = find_consumer(self.stream, name)
+            if c is None or c.passive:
+                self._hold(name, meta, state, c)
+            self._save(name, meta, state, durable=True)
+            self.views[name] = _View(self.stream, name, state)
+
     def sync(self) -> None:
         """Make every committed state durable (before the log is compacted past it)."""
         for name, (_meta_doc, state) in self.committed.items():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -31,6 +32,13 @@ from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
+from natsd.jetstream.api.cluster_catchup import (
+    CatchUp,
+    CatchupError,
+    Transfer,
+    decode_snapshot,
+    encode_snapshot,
+)
 from natsd.jetstream.api.cluster_consumers import ReplicatedConsumers
 from natsd.jetstream.api.dispatch import ERROR_EXTRAS, handle, lookup_verb
 from natsd.jetstream.config.stream_types import RetentionPolicy
@@ -56,6 +64,7 @@ from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
+from natsd.storage.store import StreamStore
 from natsd.storage.wal import GroupLog
 
 __all__ = ["StreamGroups", "group_name", "unreplicated"]
@@ -94,8 +103,12 @@ _REPLICATED_WRITES: Final = frozenset({("STREAM", "PURGE"), ("STREAM", "MSG", "D
 # OFFLINE_AFTER it shows as offline.
 CURRENT_FOR: Final = 2.0
 OFFLINE_AFTER: Final = 10.0
-# The leader proposes a COMPACT entry once the log holds this many applied entries.
+# The leader proposes a COMPACT entry once the log holds this many applied entries. It
+# keeps the entries a replica still needs unless that replica is more than KEEP_FOR_LAGGING
+# compactions behind: one that far behind (or away) catches up from the leader's store
+# instead (cluster_catchup), so the log stays bounded while a replica is away.
 COMPACT_EVERY: Final = 4096
+KEEP_FOR_LAGGING: Final = 2
 
 
 def _ephemeral(data: bytes) -> bool:
@@ -256,6 +269,14 @@ class StreamGroups:
         self._batches: dict[bytes, list[bytes]] = {}
         self._flush_scheduled = False
         self.compact_every = COMPACT_EVERY
+        # replicas catching up from a leader's store, and this server's stores as a source
+        self.catchup = CatchUp(raft.host.id, system, self._source, self._caught_up)
+
+    def start(self) -> None:
+        self.catchup.start()
+
+    def stop(self) -> None:
+        self.catchup.stop()
 
     def attach(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
         """``stream`` is a replica of ``a`` on this server: join (or rejoin) its group."""
@@ -310,16 +331,19 @@ class StreamGroups:
             except EntryError as e:
                 log.error("stream %s/%s: entry not applied: %s", a.account, a.name, e)
 
-        def install(index: int, _data: bytes) -> None:
-            # COMPACT entries never pass a replica's log, so the leader has no reason to
-            # send a snapshot; one that arrives means this replica lost its log
-            log.error(
-                "stream %s/%s: the leader sent a snapshot at %d; catching up from the"
-                " leader's store is not implemented yet",
-                a.account,
-                a.name,
-                index,
-            )
+        def install(index: int, data: bytes) -> None:
+            # the store was brought up to the snapshot before it was stepped (hold_snapshot);
+            # one whose data did not decode was stepped as it came, and is reported here
+            try:
+                last = decode_snapshot(data).last_seq
+            except CatchupError as e:
+                log.error("stream %s/%s: snapshot at %d: %s", a.account, a.name, index, e)
+                return
+            if stream.store.last_seq() < last:
+                log.error(
+                    "stream %s/%s: snapshot at %d installed with the store at %d, short of %d",
+                    a.account, a.name, index, stream.store.last_seq(), last,
+                )  # fmt: skip
 
         if name in host.wal.groups:
             # the entries after the last compaction are applied again; the store skips
@@ -331,7 +355,31 @@ class StreamGroups:
             m.group = host.create(name, voters, apply, install)
             if a.peers and a.peers[0] == self.server_name:
                 m.group.node.campaign()  # a new group need not wait out an election timeout
+        m.group.hold_snapshot = lambda msg: self.catchup.offer(name, m.stream.store, msg)
         self.members[name] = m
+        self.raft.kick()
+
+    def _source(self, name: bytes, requester: int, index: int) -> StreamStore | None:
+        """The store a member of group ``name`` catches up from to a snapshot at log
+        ``index`` (None: not a member, or this replica has not applied that far yet)."""
+        m = self.members.get(name)
+        if m is None or m.group is None or m.group.applied < index:
+            return None
+        conf = m.group.conf
+        if requester not in conf.voters and requester not in conf.learners:
+            return None
+        return m.stream.store
+
+    def _caught_up(self, t: Transfer) -> None:
+        """A catch-up is complete: the consumers take the snapshot's state, the dedup
+        window is read from the store, and the held snapshot replaces the log."""
+        m = self.members.get(t.group)
+        if m is None:
+            return
+        if m.consumers is not None:
+            m.consumers.install(t.snap.consumers)
+        m.stream.rebuild_dedupe(time.time_ns())
+        self.raft.host.step_held(t.group, t.held)
         self.raft.kick()
 
     def detach(self, a: StreamAssignment) -> None:
@@ -339,6 +387,7 @@ class StreamGroups:
         m = self.members.pop(group_name(a), None)
         if m is None:
             return
+        self.catchup.cancel(group_name(a))
         if m.stream.replica is not None:
             m.stream.replica.follow()
         m.stream.unsubscribe()
@@ -348,6 +397,8 @@ class StreamGroups:
         """Follow leadership: a leader takes publishes once it has applied its log up to
         its own first entry; a replica that no longer leads stops taking them."""
         me = self.raft.host.id
+        if self.catchup.transfers:
+            self.catchup.tick(asyncio.get_running_loop().time())
         for name, m in self.members.items():
             rep = m.stream.replica
             g = m.group
@@ -433,14 +484,16 @@ class StreamGroups:
 
     def _propose_compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
         """As leader: once the log holds COMPACT_EVERY applied entries, propose compacting
-        it up to the lowest index every replica has (a replica that is away holds it
-        back: it will catch up from the log, not from a snapshot)."""
+        it up to the lowest index every replica has, leaving out a replica more than
+        KEEP_FOR_LAGGING compactions behind (away, or too slow): it will catch up from
+        the store (``cluster_catchup``), so the log never grows without bound."""
         first = g.storage.first_index()
         every = self.compact_every
         if g.applied - first < every:
             return
-        progress = g.node.raft.trk.progress
-        safe = min(min(pr.match for pr in progress.values()), g.applied)
+        floor = g.applied - KEEP_FOR_LAGGING * every
+        matches = [pr.match for pr in g.node.raft.trk.progress.values() if pr.match >= floor]
+        safe = min(min(matches, default=g.applied), g.applied)
         if safe - first < every // 2 or safe <= m.compact_proposed:
             return
         try:
@@ -461,7 +514,14 @@ class StreamGroups:
         store.sync()
         if m.consumers is not None:
             m.consumers.sync()
-        self.raft.host.compact(name, index, b"")
+        st = store.state()
+        first = st.first_seq if st.msgs else st.last_seq + 1
+        committed = m.consumers.committed if m.consumers is not None else {}
+        # what a replica behind the log catches up to: the state now (at or past
+        # ``index``; the entries after ``index`` apply again idempotently, see the
+        # cluster_catchup docstring)
+        data = encode_snapshot(first, st.last_seq, committed)
+        self.raft.host.compact(name, index, data)
 
     def request(
         self,
