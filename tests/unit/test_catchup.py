@@ -47,8 +47,15 @@ def test_snapshot_round_trip_and_refusals() -> None:
     consumers = {"D": (b'{"config":{}}', b'{"ack_floor":{"stream_seq":3}}')}
     snap = decode_snapshot(encode_snapshot(4, 90, consumers))
     assert (snap.first_seq, snap.last_seq, snap.consumers) == (4, 90, consumers)
-    for bad in (b"", b"[]", b'{"v":2}', b'{"v":1,"first_seq":1}', b'{"v":1,"first_seq":-1,'
-                b'"last_seq":2}', b'{"v":1,"first_seq":1,"last_seq":2,"consumers":{"D":1}}'):  # fmt: skip
+    bads = [
+        b"",
+        b"[]",
+        b'{"v":2}',
+        b'{"v":1,"first_seq":1}',
+        b'{"v":1,"first_seq":-1,"last_seq":2}',
+        b'{"v":1,"first_seq":1,"last_seq":2,"consumers":{"D":1}}',
+    ]
+    for bad in bads:
         with pytest.raises(CatchupError):
             decode_snapshot(bad)
 

@@ -108,6 +108,28 @@ class Forwarder:
             return deliver(psubs, qsubs, subject, reply, tail, size, hlen, None)
         return 0
 
+    def send_to(
+        self, server: str, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes
+    ) -> bool:
+        """One message to the peer named ``server`` alone, if it has plain interest in
+        ``subject`` (the publishes an old stream leader passes on to the new one, which
+        other subscribers already had); False when it has none (yet)."""
+        plan = self.remote.match(self.name, subject)
+        if plan is None:
+            return False
+        for rid in plan.routes:
+            r = self.routes.get(rid)
+            if r is None or r.remote_name != server:
+                continue
+            if hdr:
+                tail = b" %d %d\r\n%s%s\r\n" % (len(hdr), len(hdr) + len(payload), hdr, payload)
+            else:
+                tail = b" %d\r\n%s\r\n" % (len(payload), payload)
+            head = (b"HMSG " if hdr else b"RMSG ") + self.name + b" " + subject
+            r.send_msg(head + b" " + reply + tail if reply else head + tail)
+            return True
+        return False
+
     def has_interest(self, subject: bytes) -> bool:
         return self.remote.match(self.name, subject) is not None
 

@@ -573,7 +573,9 @@ class JsCluster:
         return moved
 
     def leads_any(self) -> bool:
-        return self.is_leader() or self.stream_groups.leads_any()
+        """Does this server still lead a group, or pass publishes on to new leaders?"""
+        sg = self.stream_groups
+        return self.is_leader() or sg.leads_any() or sg.passing_on()
 
     def _stepdown_target(self, data: bytes) -> int:
         pl: dict[str, Any] = {}

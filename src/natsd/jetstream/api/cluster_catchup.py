@@ -34,11 +34,11 @@ Transport: like the Raft frames, a message in the system account on
 ``$NATSD.CATCHUP.<raft id in hex>``, one subscription per server. A peer is untrusted: what
 does not decode is counted and dropped, and a store is served only to its group's members.
 Formats (little endian), version 1: a request is ``u8 version, u8 kind (1), u64 from, u64
-start, u64 end, u64 have_last, u16 len + group, u64 snapshot index``; an answer is ``u8 version, u8 kind, u64
-from, u64 start, u64 through, u64 first, u16 len + group`` and then, for kind 2 (runs),
-``u32 n, n x (u64 lo, u64 hi)``; for kind 3 (messages), ``u32 n, n x (u64 seq, i64 ts, i64
-ttl, u16 len + subject, u32 len + hdr (0xFFFFFFFF: none), u32 len + data)``; kind 4 says the
-source does not serve that group.
+start, u64 end, u64 have_last, u16 len + group, u64 snapshot index``; an answer is ``u8
+version, u8 kind, u64 from, u64 start, u64 through, u64 first, u16 len + group`` and then,
+for kind 2 (runs), ``u32 n, n x (u64 lo, u64 hi)``; for kind 3 (messages), ``u32 n, n x
+(u64 seq, i64 ts, i64 ttl, u16 len + subject, u32 len + hdr (0xFFFFFFFF: none), u32 len +
+data)``; kind 4 says the source does not serve that group.
 """
 
 from __future__ import annotations

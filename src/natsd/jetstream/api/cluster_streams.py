@@ -40,6 +40,7 @@ from natsd.jetstream.api.cluster_catchup import (
     encode_snapshot,
 )
 from natsd.jetstream.api.cluster_consumers import ReplicatedConsumers
+from natsd.jetstream.api.cluster_handover import HandOver, publishes
 from natsd.jetstream.api.dispatch import ERROR_EXTRAS, handle, lookup_verb
 from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.engine import JsAccount, find_consumer
@@ -269,6 +270,8 @@ class StreamGroups:
         self._batches: dict[bytes, list[bytes]] = {}
         self._flush_scheduled = False
         self.compact_every = COMPACT_EVERY
+        # publishes that reached a replica as it stopped leading, for the new leader
+        self.hand_over = HandOver(raft.host.id, self._member_stream, name_of)
         # replicas catching up from a leader's store, and this server's stores as a source
         self.catchup = CatchUp(raft.host.id, system, self._source, self._caught_up)
 
@@ -311,6 +314,12 @@ class StreamGroups:
             return g is not None and g.node.raft.state == StateType.StateLeader
 
         rep.is_raft_leader = is_raft_leader
+
+        def transferring() -> bool:
+            g = m.group
+            return g is not None and g.node.raft.lead_transferee != 0
+
+        rep.transferring = transferring
         m.consumers = ReplicatedConsumers(ja, stream, host.id, propose, lambda: rep.leading)
         m.consumers.adopt()
 
@@ -374,9 +383,11 @@ class StreamGroups:
         """A catch-up is complete: the consumers take the snapshot's state, the dedup
         window is read from the store, and the held snapshot replaces the log."""
         m = self.members.get(t.group)
-        if m is None:
+        if m is None or m.group is None:
             return
-        if m.consumers is not None:
+        if m.consumers is not None and m.group.applied < t.held_index:
+            # (a log that got past the snapshot meanwhile, from a new leader that still had
+            # the entries, holds newer consumer states than the snapshot)
             m.consumers.install(t.snap.consumers)
         m.stream.rebuild_dedupe(time.time_ns())
         self.raft.host.step_held(t.group, t.held)
@@ -411,6 +422,8 @@ class StreamGroups:
             if raft.state == StateType.StateLeader and raft.lead == me:
                 if rep.leading:
                     self._propose_compact(name, m, g)
+                    if rep.waiting and not rep.inflight and not rep.transferring():
+                        m.stream.drain()  # a leadership transfer that did not happen
                     continue
                 if not m.ready_at:
                     m.ready_at = raft.raft_log.last_index()
@@ -428,6 +441,9 @@ class StreamGroups:
                     m.stream.unsubscribe()
                     if m.consumers is not None:
                         m.consumers.passivate()
+            if rep.handed:
+                self.hand_over.add(name, rep.handed)
+                rep.handed = []
 
     def propose_api(
         self, stream: Stream, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
@@ -478,9 +494,16 @@ class StreamGroups:
             except RaftError:
                 rep = m.stream.replica
                 if rep is not None and rep.leading:
+                    # the publishes are passed on to whoever leads next (maybe this
+                    # replica again) rather than dropped: they were never in the log
+                    rep.handed.extend(publishes(datas))
                     rep.follow()
                     m.stream.unsubscribe()
                 m.ready_at = 0
+
+    def _member_stream(self, name: bytes) -> tuple[RaftGroup, Stream] | None:
+        m = self.members.get(name)
+        return None if m is None or m.group is None else (m.group, m.stream)
 
     def _propose_compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
         """As leader: once the log holds COMPACT_EVERY applied entries, propose compacting
@@ -691,6 +714,12 @@ class StreamGroups:
             m.group is not None and m.group.node.raft.state == StateType.StateLeader
             for m in self.members.values()
         )
+
+    def passing_on(self) -> bool:
+        """Publishes still on their way to new leaders (lame duck and shutdown wait for
+        them, see cluster_handover)."""
+        self.check()  # a leadership just moved: what waited for it is handed over now
+        return self.hand_over.pending()
 
     def stepdown(self, stream: Stream, among: set[int] | None = None) -> bool:
         """Hand the leadership of ``stream``'s group to its most caught-up live follower

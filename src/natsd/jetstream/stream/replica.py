@@ -68,6 +68,7 @@ __all__ = [
     "EntryError",
     "MsgEntry",
     "Replica",
+    "Waiting",
     "compact_index",
     "decode_api",
     "decode_entry",
@@ -294,13 +295,16 @@ class Replica:
     ``propose`` (False: the engine dropped the proposal, e.g. leadership just moved)."""
 
     __slots__ = (
+        "acks_through",
         "clseq",
+        "handed",
         "inflight",
         "inflight_ids",
         "is_raft_leader",
         "leading",
         "node_id",
         "propose",
+        "transferring",
         "waiting",
     )
 
@@ -316,6 +320,14 @@ class Replica:
         # whether the group still has this replica as its leader
         self.propose: Callable[[bytes], bool] = _unwired
         self.is_raft_leader: Callable[[], bool] = _never
+        # the group is handing its leadership over (Raft takes no proposals meanwhile):
+        # publishes wait, and go to the new leader (``handed``) if it takes over
+        self.transferring: Callable[[], bool] = _never
+        # as a former leader: the entries it proposed up to this sequence may still commit,
+        # and it sends their PubAcks when they do (the client waits for them)
+        self.acks_through = 0
+        # publishes that waited when leadership went: the cluster layer passes them on
+        self.handed: list[Waiting] = []
 
     def lead(self, last_seq: int) -> None:
         """This replica leads from now on; its store holds every committed entry."""
@@ -326,12 +338,20 @@ class Replica:
         self.waiting.clear()
 
     def follow(self) -> None:
-        """Leadership is gone: what was in flight may still commit (its PubAcks are not
-        sent: the client retries with its Nats-Msg-Id), what waited is dropped."""
+        """Leadership is gone: what was in flight may still commit (this replica sends
+        those PubAcks when it applies them, ``acks_through``); what waited is handed over
+        (``handed``: the cluster layer passes it on to the new leader)."""
+        if self.leading:
+            self.acks_through = max(self.acks_through, self.clseq)
         self.leading = False
         self.inflight = 0
         self.inflight_ids.clear()
+        self.handed.extend(self.waiting)
         self.waiting.clear()
+
+    def mine(self, proposer: int, seq: int, leading: bool) -> bool:
+        """Does this replica answer the entry at ``seq`` that ``proposer`` proposed?"""
+        return proposer == self.node_id and (leading or seq <= self.acks_through)
 
     def applied(self, seq: int, msg_id: str) -> None:
         """An entry this replica proposed as leader was applied."""

@@ -204,8 +204,11 @@ class Stream:
         if rep is not None:
             if not rep.leading:
                 return  # only the leader takes publishes (it alone subscribes)
-            if rep.waiting:
-                rep.waiting.append((subject_b, reply, hdr, data))  # behind one that waits
+            if rep.waiting or rep.transferring() or not rep.is_raft_leader():
+                # behind one that waits, or until a leadership transfer ends; or Raft has
+                # just moved the leadership and the cluster layer is yet to notice: it
+                # passes these on to the new leader (Replica.follow)
+                rep.waiting.append((subject_b, reply, hdr, data))
                 return
         cfg = self.cfg
         if cfg.no_ack:
@@ -367,7 +370,7 @@ class Stream:
         store = self.store
         rep = self.replica
         leading = rep is not None and rep.leading
-        mine = leading and rep is not None and e.proposer == rep.node_id
+        mine = rep is not None and rep.mine(e.proposer, e.seq, leading)
         if e.seq <= store.last_seq():
             if mine and rep is not None:
                 rep.applied(e.seq, e.msg_id)
@@ -420,6 +423,8 @@ class Stream:
         rep = self.replica
         if rep is None or not rep.leading or rep.inflight or not rep.waiting:
             return
+        if rep.transferring():
+            return  # the group's check drains them if the transfer fails
         items = list(rep.waiting)
         rep.waiting.clear()
         for subject_b, reply, hdr, data in items:
