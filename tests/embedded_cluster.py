@@ -96,19 +96,21 @@ async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
 
 
 class JsCluster3:
-    """Three JetStream servers n1..n3 (and ``edge`` when asked) on loopback."""
+    """Three JetStream servers n1..n3 (``size`` of them: n1..n<size>), and ``edge`` when
+    asked, on loopback."""
 
-    def __init__(self, tmp: Path, edge: bool = False, **server_kw: Any) -> None:
+    def __init__(self, tmp: Path, edge: bool = False, size: int = 3, **server_kw: Any) -> None:
         self.tmp = tmp
         self.server_kw = server_kw  # more options for every server
-        self.names = ["n1", "n2", "n3"]
-        self.cports = free_ports(4)
+        self.names = [f"n{i}" for i in range(1, size + 1)]
+        self.cports = free_ports(size + 1)
         self.servers: dict[str, Server] = {}
         self.with_edge = edge
 
     async def start(self, name: str) -> Server:
-        routes = [parse_go_url(f"nats-route://127.0.0.1:{p}") for p in self.cports[:3]]
-        i = 3 if name == EDGE else self.names.index(name)
+        size = len(self.names)
+        routes = [parse_go_url(f"nats-route://127.0.0.1:{p}") for p in self.cports[:size]]
+        i = size if name == EDGE else self.names.index(name)
         c = ClusterOptions(name=CLUSTER, host="127.0.0.1", port=self.cports[i], routes=routes)
         kw: dict[str, Any] = dict(self.server_kw)
         if name != EDGE:

@@ -627,3 +627,51 @@ async def _unavailable(nc: NATS) -> bool:
     except nats.errors.TimeoutError:
         return False
     return bool(got.get("error") == UNAVAILABLE)
+
+
+def test_r3_peer_remove_refusals(shared: JSCluster) -> None:
+    """``STREAM.PEER.REMOVE`` where it cannot be done: on three servers an R3 stream's
+    peer has no free server to take its place, and nats-server refuses rather than shrink
+    the stream (as natsd does); a bad request, a server that is not a peer, a missing
+    stream."""
+    names = sorted(s.name for s in shared)
+
+    async def run() -> None:
+        nc = await shared.connect(2)
+        try:
+            body = {"name": "PR", "subjects": ["pr.>"], "num_replicas": 3}
+            assert "error" not in await js_request(nc, "$JS.API.STREAM.CREATE.PR", body)
+            await _stream_leader(nc, "PR")
+            rtype = "io.nats.jetstream.api.v1.stream_remove_peer_response"
+
+            async def remove(stream: str, req: Any) -> dict[str, Any]:
+                out = await js_request(nc, f"$JS.API.STREAM.PEER.REMOVE.{stream}", req)
+                assert out["type"] == rtype, out
+                return dict(out["error"])
+
+            bad = {"code": 400, "err_code": 10003, "description": "bad request"}
+            assert await remove("PR", b"") == bad
+            assert await remove("PR", {"peer": ""}) == bad
+            assert await remove("PR", {"peer": "nobody"}) == {
+                "code": 400,
+                "err_code": 10040,
+                "description": "peer not a member",
+            }
+            assert await remove("NOPE", {"peer": names[0]}) == {
+                "code": 404,
+                "err_code": 10059,
+                "description": "stream not found",
+            }
+            assert await remove("PR", {"peer": names[0]}) == {
+                "code": 503,
+                "err_code": 10075,
+                "description": "peer remap failed",
+            }
+            info = await js_request(nc, "$JS.API.STREAM.INFO.PR")
+            block = info["cluster"]
+            assert sorted([block["leader"]] + [r["name"] for r in block["replicas"]]) == names
+            assert "error" not in await js_request(nc, "$JS.API.STREAM.DELETE.PR")
+        finally:
+            await nc.close()
+
+    asyncio.run(run())

@@ -219,6 +219,16 @@ class GroupHost:
         self.wal.commit()
         return self._start(name, self.wal.groups[name], apply, 0, install)
 
+    def join(self, name: bytes, apply: Apply, install: Install | None = None) -> RaftGroup:
+        """Join an existing group that is adding this node: an empty log and no members
+        (etcd's way for a node added by a configuration change). The leader finds the log
+        empty and sends its snapshot, which brings the membership with it."""
+        if name in self.groups or name in self.wal.groups:
+            raise ValueError(f"group {name!r} exists")
+        self.wal.append_snapshot(name, 0, 0, encode_conf_state(ConfState()), b"", replace=True)
+        self.wal.commit()
+        return self._start(name, self.wal.groups[name], apply, 0, install)
+
     def restore(
         self, name: bytes, apply: Apply, applied: int = 0, install: Install | None = None
     ) -> RaftGroup:

@@ -193,7 +193,10 @@ class MetaState:
             name = cfg["name"]
             prev = self.stream(account, name)
             created = prev.created if prev is not None else _int(doc, "created", 0)
-            a = StreamAssignment(account, name, cfg, created, peers if prev is None else prev.peers)
+            # an update keeps the peers, unless it is a peer change (STREAM.PEER.REMOVE)
+            keep = prev is not None and doc.get("remap") is not True
+            now = prev.peers if keep and prev is not None else peers
+            a = StreamAssignment(account, name, cfg, created, now)
             self.streams.setdefault(account, {})[name] = a
             op.assignment, op.previous = a, prev
         else:

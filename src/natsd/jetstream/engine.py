@@ -482,14 +482,15 @@ def add_stream(ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | Non
     return stream
 
 
-def update_stream(ja: JsAccount, cfg: StreamConfig) -> Stream:
+def update_stream(ja: JsAccount, cfg: StreamConfig, clustered: bool = False) -> Stream:
     """nats-server ``stream.update``: apply an allowed config change to an existing stream
     (limits, subject overlap and the update rules checked first), persisted before it
-    takes effect."""
+    takes effect. ``clustered``: a replica applying the meta group's update (more than
+    one replica is allowed there)."""
     stream = ja.streams.get(cfg.name)
     if stream is None:
         raise E.JSStreamNotFoundErr()
-    cfg = check_stream_config_update(stream.cfg, cfg)
+    cfg = check_stream_config_update(stream.cfg, cfg, clustered=clustered)
     check_stream_update(ja.limits, stream.cfg, cfg, *_limit_context(ja, cfg.storage))
     _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
     engine = ja.engine

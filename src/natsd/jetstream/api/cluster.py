@@ -97,6 +97,7 @@ _META_VERBS: Final = frozenset(
         ("STREAM", "DELETE"),
         ("STREAM", "NAMES"),
         ("STREAM", "LIST"),
+        ("STREAM", "PEER"),
     }
 )
 
@@ -115,6 +116,7 @@ _RESPONSE_TYPES: Final = {
     ("STREAM", "NAMES"): "stream_names_response",
     ("STREAM", "LIST"): "stream_list_response",
     ("STREAM", "INFO"): "stream_info_response",
+    ("STREAM", "PEER"): "stream_remove_peer_response",
 }
 
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
@@ -351,7 +353,13 @@ class JsCluster:
         return found[0] if len(found) == 1 else ""
 
     def place(
-        self, replicas: int, tags: list[str], max_bytes: int, memory: bool, prefer: str = ""
+        self,
+        replicas: int,
+        tags: list[str],
+        max_bytes: int,
+        memory: bool,
+        prefer: str = "",
+        exclude: set[str] | None = None,
     ) -> list[str]:
         def room(name: str) -> bool:
             row = self.meta.servers.get(name)
@@ -369,7 +377,8 @@ class JsCluster:
             return used + max_bytes <= limit
 
         pending = self.pending.peers(time.monotonic())
-        return place(self.meta, self.alive(), replicas, tags, room, prefer=prefer, pending=pending)
+        alive = [n for n in self.alive() if not exclude or n not in exclude]
+        return place(self.meta, alive, replicas, tags, room, prefer=prefer, pending=pending)
 
     def _apply(self, index: int, data: bytes) -> None:
         replay = index <= self._replay_until
@@ -416,6 +425,8 @@ class JsCluster:
         a = op.assignment
         assert a is not None
         if self.server_name not in a.peers:
+            if op.previous is not None and self.server_name in op.previous.peers:
+                self.stream_groups.reassigned(a)  # its replica here leaves (a peer removal)
             return
         answer = not replay and bool(op.reply)
         ja = self.engine.accounts.get(a.account)
@@ -435,11 +446,16 @@ class JsCluster:
                 rtype, extra = "stream_create_response", {"did_create": True}
             elif op.previous is None:
                 stream, rtype, extra = local, "stream_create_response", {"did_create": True}
+            elif op.previous.config == a.config:
+                # only its peers changed (STREAM.PEER.REMOVE): the group follows them
+                stream, rtype, extra = local, "stream_update_response", {}
             else:
-                stream = update_stream(ja, cfg)
+                stream = update_stream(ja, cfg, clustered=True)
                 rtype, extra = "stream_update_response", {}
             if cfg.num_replicas > 1:
-                self.stream_groups.attach(ja, stream, a)
+                # a server that takes a removed peer's place joins the group as it is
+                joining = op.previous is not None and self.server_name not in op.previous.peers
+                self.stream_groups.attach(ja, stream, a, joining)
             if answer:
                 out = stream.info_json()
                 add_cluster_block(rtype, out, self.cluster_block(ja, a.name))

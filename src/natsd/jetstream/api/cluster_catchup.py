@@ -52,11 +52,14 @@ from typing import Final
 
 import orjson
 
+from natsd.jetstream.stream.replica import OP_MSG, EntryError, decode_entry, entry_op
+from natsd.jetstream.stream.stream import Stream
 from natsd.raft.types import Message
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoredMsg, StoreError, StreamStore, direct_size
+from natsd.storage.wal import GroupLog
 
 __all__ = [
     "BATCH_BYTES",
@@ -67,6 +70,7 @@ __all__ = [
     "catchup_subject",
     "decode_snapshot",
     "encode_snapshot",
+    "repair_from_log",
 ]
 
 log: Final = logging.getLogger("natsd")
@@ -98,6 +102,45 @@ def catchup_subject(node_id: int) -> bytes:
 
 class CatchupError(ValueError):
     """A snapshot or catch-up message that does not decode."""
+
+
+# ---------------------------------------------------------------------------- repair
+
+
+def _first_logged_seq(log: GroupLog) -> int:
+    """The sequence of the first message entry this replica's log still holds (0: none)."""
+    for _index, _term, kind, data in log.entries:
+        if kind == 0 and data and entry_op(data) == OP_MSG:
+            try:
+                return decode_entry(data).seq
+            except EntryError:
+                continue
+    return 0
+
+
+def repair_from_log(stream: Stream, wal_log: GroupLog, what: str) -> None:
+    """A replica's store that lost messages to damage (its recovery says which) while its
+    log still holds them: the store is cut back to just before the first one lost, and
+    applying the log again refills it, so the replica does not keep holes the others do
+    not have. Losses older than the log stay, reported: a snapshot from the leader would
+    refill them (``CatchUp``), but a replica does not yet ask for one itself."""
+    lost = stream.store.state().lost
+    if lost is None or not lost.msgs:
+        return
+    first_lost = min(lost.msgs)
+    logged = _first_logged_seq(wal_log)
+    if logged and logged <= first_lost:
+        log.warning(
+            "stream %s: %d damaged messages from %d; refilled from the replica's log",
+            what, len(lost.msgs), first_lost,
+        )  # fmt: skip
+        stream.store.truncate(first_lost - 1)
+        return
+    log.error(
+        "stream %s: %d damaged messages from %d, before this replica's log (from %d): they "
+        "stay missing here (not yet fetched from the leader's store)",
+        what, len(lost.msgs), first_lost, logged,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- snapshot
@@ -303,6 +346,8 @@ class CatchUp:
         """A MsgSnap for ``group`` ahead of this replica's log: hold it and fetch what it
         stands for (False: it does not describe a stream; the engine takes it as it is)."""
         assert m.snapshot is not None
+        if not m.snapshot.data:
+            return False  # the group's first snapshot (its membership): nothing to fetch
         try:
             snap = decode_snapshot(m.snapshot.data)
         except CatchupError as e:

@@ -55,7 +55,7 @@ from natsd.jetstream.stream.replica import (
 )
 from natsd.jetstream.stream.stream import Stream
 
-__all__ = ["ReplicatedConsumers"]
+__all__ = ["ReplicatedConsumers", "durable_target", "ephemeral_request"]
 
 log: Final = logging.getLogger("natsd")
 
@@ -64,6 +64,35 @@ Committed = dict[str, tuple[bytes, bytes]]
 
 _LIMITS: Final = RetentionPolicy.LIMITS
 _WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
+
+
+def ephemeral_request(data: bytes) -> bool:
+    """Does this consumer create ask for an ephemeral consumer (no ``durable_name``)? One
+    lives and dies with the leader of its replicated stream, as nats-server's ephemerals are
+    R1; on a stream that keeps messages by limits its acks remove nothing, so the replicas
+    stay the same, and on an interest or workqueue stream it is refused (its acks would
+    remove messages on one replica)."""
+    try:
+        doc = orjson.loads(data) if data.strip() else {}
+    except orjson.JSONDecodeError:
+        return True  # the handler answers nats-server's "invalid JSON"
+    cfg = doc.get("config") if isinstance(doc, dict) else None
+    return not (isinstance(cfg, dict) and cfg.get("durable_name"))
+
+
+def durable_target(s: Stream, verb: list[str]) -> bool:
+    """Does this request name a durable consumer of ``s`` (info, delete, pause, unpin,
+    reset, leader stepdown)?"""
+    if len(verb) < 4 or verb[0] != "CONSUMER":
+        return False
+    if verb[1] in ("INFO", "DELETE", "PAUSE", "UNPIN", "RESET"):
+        name = verb[3]
+    elif verb[1:3] == ["LEADER", "STEPDOWN"] and len(verb) >= 5:
+        name = verb[4]
+    else:
+        return False
+    c = find_consumer(s, name)
+    return c is not None and bool(c.cfg.durable_name)
 
 
 class _View:

@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from natsd.cluster.group import peer_hash
 from natsd.cluster.meta import MetaState, NoPeers, PendingPlacements, encode_op
 from natsd.jetstream.api.cluster_gather import gather
 from natsd.jetstream.api.cluster_usage import UsageBook
@@ -64,7 +65,13 @@ class MetaHost(Protocol):
     def propose(self, data: bytes) -> bool: ...
 
     def place(
-        self, replicas: int, tags: list[str], max_bytes: int, memory: bool, prefer: str = ""
+        self,
+        replicas: int,
+        tags: list[str],
+        max_bytes: int,
+        memory: bool,
+        prefer: str = "",
+        exclude: set[str] | None = None,
     ) -> list[str]: ...
 
     def requester(self, ja: JsAccount, reply: str) -> str: ...
@@ -82,6 +89,7 @@ _VERBS: Final[dict[tuple[str, ...], tuple[str, int]]] = {
     ("STREAM", "DELETE"): ("stream_delete_response", 1),
     ("STREAM", "NAMES"): ("stream_names_response", 0),
     ("STREAM", "LIST"): ("stream_list_response", 0),
+    ("STREAM", "PEER"): ("stream_remove_peer_response", 2),
 }
 
 
@@ -103,6 +111,10 @@ class MetaRequests:
         if not reply or hit is None or len(verb) != len(key) + hit[1]:
             return  # no answer to give, or no subscription in nats-server would match
         rtype = hit[0]
+        if key == ("STREAM", "PEER") and verb[2] != "REMOVE":
+            rtype = "stream_evacuate_peer_response" if verb[2] == "EVACUATE" else ""
+            if not rtype:
+                return
         rep = reply.decode(errors="replace")
         try:
             # as dispatch does for every routed request, before its handler runs
@@ -121,6 +133,13 @@ class MetaRequests:
                     self.create(ja, verb[2], data, rep)
                 elif key == ("STREAM", "UPDATE"):
                     self.update(ja, verb[2], data, rep)
+                elif key == ("STREAM", "PEER"):
+                    if verb[2] != "REMOVE":
+                        raise E.JSClusterUnSupportFeatureErr()
+                    body = self.remove_peer(ja, verb[3], data)
+                    ja.api.total += 1
+                    self._answer(ja, rep, rtype, body, subject, data)
+                    return
                 else:
                     self.delete(ja, verb[2], data, rep)
                 ja.api.total += 1
@@ -259,6 +278,60 @@ class MetaRequests:
         )
         if not self.c.propose(op):
             raise E.JSClusterNotAvailErr()
+
+    def remove_peer(self, ja: JsAccount, name: str, data: bytes) -> dict[str, Any]:
+        """``STREAM.PEER.REMOVE``, as nats-server's jsStreamRemapPeerRequest: the peer (a
+        server name, or its peer id) leaves the stream's replicas and a server that holds
+        none of them takes its place; with no such server the removal is refused (10075),
+        as nats-server requires the replica count to stay. The new assignment goes through
+        the meta group; the stream's group then changes its membership by Raft
+        configuration changes (the new server joins as a learner, catches up from the
+        leader's store, and becomes a voter as the old one leaves: ``cluster_membership``).
+        Answered once proposed, as nats-server does."""
+        if is_empty_request(data):
+            raise E.JSBadRequestErr()
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise E.JSInvalidJSONErr(err=str(e)) from None
+        peer = doc.get("peer") if isinstance(doc, dict) else None
+        if not isinstance(peer, str) or not peer:
+            raise E.JSBadRequestErr()
+        existing = self.c.meta.stream(ja.account.name, name)
+        if existing is None:
+            raise E.JSStreamNotFoundErr()
+        server = peer if peer in existing.peers else ""
+        if not server:
+            server = next((p for p in existing.peers if peer_hash(p) == peer), "")
+        if not server:
+            raise E.JSClusterPeerNotMemberErr()
+        cfg = parse_stream_config(existing.config, name_in_subject=None)
+        if len(existing.peers) < 2:
+            raise E.JSPeerRemapErr()  # an R1 stream has no group to hand its data over
+        pl = cfg.placement
+        try:
+            (new,) = self.c.place(
+                1,
+                list(pl.tags) if pl is not None else [],
+                cfg.max_bytes,
+                cfg.storage == StorageType.MEMORY,
+                exclude=set(existing.peers),
+            )
+        except NoPeers:
+            raise E.JSPeerRemapErr() from None
+        peers = [new if p == server else p for p in existing.peers]
+        op = encode_op(
+            "stream",
+            account=ja.account.name,
+            config=existing.config,
+            peers=peers,
+            remap=True,
+            reply="",
+            origin=self.c.server_name,
+        )
+        if not self.c.propose(op):
+            raise E.JSClusterNotAvailErr()
+        return {"success": True}
 
     def delete(self, ja: JsAccount, name: str, data: bytes, reply: str) -> None:
         if not is_empty_request(data):

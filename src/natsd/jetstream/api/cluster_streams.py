@@ -38,17 +38,22 @@ from natsd.jetstream.api.cluster_catchup import (
     Transfer,
     decode_snapshot,
     encode_snapshot,
+    repair_from_log,
 )
-from natsd.jetstream.api.cluster_consumers import ReplicatedConsumers
+from natsd.jetstream.api.cluster_consumers import (
+    ReplicatedConsumers,
+    durable_target,
+    ephemeral_request,
+)
 from natsd.jetstream.api.cluster_handover import HandOver, publishes
+from natsd.jetstream.api.cluster_membership import LEAVE_AFTER, in_config, next_change
 from natsd.jetstream.api.dispatch import ERROR_EXTRAS, handle, lookup_verb
 from natsd.jetstream.config.stream_types import RetentionPolicy
-from natsd.jetstream.engine import JsAccount, find_consumer
+from natsd.jetstream.engine import JsAccount, delete_stream
 from natsd.jetstream.stream.replica import (
     OP_API,
     OP_CONSUMER,
     OP_CSTATE,
-    OP_MSG,
     EntryError,
     Replica,
     compact_index,
@@ -65,8 +70,7 @@ from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
-from natsd.storage.store import StreamStore
-from natsd.storage.wal import GroupLog
+from natsd.storage.store import StoreError, StreamStore
 
 __all__ = ["StreamGroups", "group_name", "unreplicated"]
 
@@ -112,39 +116,10 @@ COMPACT_EVERY: Final = 4096
 KEEP_FOR_LAGGING: Final = 2
 
 
-def _ephemeral(data: bytes) -> bool:
-    """Does this consumer create ask for an ephemeral consumer (no ``durable_name``)? One
-    lives and dies with the leader of its replicated stream, as nats-server's ephemerals are
-    R1; on a stream that keeps messages by limits its acks remove nothing, so the replicas
-    stay the same, and on an interest or workqueue stream it is refused (its acks would
-    remove messages on one replica)."""
-    try:
-        doc = orjson.loads(data) if data.strip() else {}
-    except orjson.JSONDecodeError:
-        return True  # the handler answers nats-server's "invalid JSON"
-    cfg = doc.get("config") if isinstance(doc, dict) else None
-    return not (isinstance(cfg, dict) and cfg.get("durable_name"))
-
-
 def unreplicated(s: Stream) -> bool:
     """An R1 stream, answered by the one server that holds it. A replicated one that has
     no group yet (its server is restarting) answers nothing: its leader does."""
     return s.replica is None and s.cfg.num_replicas <= 1
-
-
-def _durable_target(s: Stream, verb: list[str]) -> bool:
-    """Does this request name a durable consumer of ``s`` (info, delete, pause, unpin,
-    reset, leader stepdown)?"""
-    if len(verb) < 4 or verb[0] != "CONSUMER":
-        return False
-    if verb[1] in ("INFO", "DELETE", "PAUSE", "UNPIN", "RESET"):
-        name = verb[3]
-    elif verb[1:3] == ["LEADER", "STEPDOWN"] and len(verb) >= 5:
-        name = verb[4]
-    else:
-        return False
-    c = find_consumer(s, name)
-    return c is not None and bool(c.cfg.durable_name)
 
 
 def _track_leader(m: _Member, lead: int) -> None:
@@ -153,42 +128,6 @@ def _track_leader(m: _Member, lead: int) -> None:
         m.leader = lead
         m.had_leader = m.had_leader or bool(lead)
         m.leader_since = m.stream.clock.time_ns() if lead else 0
-
-
-def _first_logged_seq(log: GroupLog) -> int:
-    """The sequence of the first message entry this replica's log still holds (0: none)."""
-    for _index, _term, kind, data in log.entries:
-        if kind == 0 and data and entry_op(data) == OP_MSG:
-            try:
-                return decode_entry(data).seq
-            except EntryError:
-                continue
-    return 0
-
-
-def _repair_from_log(stream: Stream, wal_log: GroupLog, what: str) -> None:
-    """A replica's store that lost messages to damage (its recovery says which) while its
-    log still holds them: the store is cut back to just before the first one lost, and
-    applying the log again refills it, so the replica does not keep holes the others do
-    not have. Losses older than the log stay, reported: catching up from the leader's store
-    (design-clustering §4.6) is still to come."""
-    lost = stream.store.state().lost
-    if lost is None or not lost.msgs:
-        return
-    first_lost = min(lost.msgs)
-    logged = _first_logged_seq(wal_log)
-    if logged and logged <= first_lost:
-        log.warning(
-            "stream %s: %d damaged messages from %d; refilled from the replica's log",
-            what, len(lost.msgs), first_lost,
-        )  # fmt: skip
-        stream.store.truncate(first_lost - 1)
-        return
-    log.error(
-        "stream %s: %d damaged messages from %d, before this replica's log (from %d): they "
-        "stay missing here until catch-up from the leader exists",
-        what, len(lost.msgs), first_lost, logged,
-    )  # fmt: skip
 
 
 def group_name(a: StreamAssignment) -> bytes:
@@ -207,6 +146,7 @@ class _Member:
         "ja",
         "leader",
         "leader_since",
+        "leaving_since",
         "ready_at",
         "stream",
     )
@@ -231,6 +171,8 @@ class _Member:
         self.had_leader = False
         # its durable consumers (set by StreamGroups.attach)
         self.consumers: ReplicatedConsumers | None = None
+        # loop time since when the meta group no longer places it here (0: it does)
+        self.leaving_since = 0.0
 
 
 # nats-server's isGroupLeaderless: a replica answers STREAM.INFO itself when its group has
@@ -281,10 +223,14 @@ class StreamGroups:
     def stop(self) -> None:
         self.catchup.stop()
 
-    def attach(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
-        """``stream`` is a replica of ``a`` on this server: join (or rejoin) its group."""
+    def attach(
+        self, ja: JsAccount, stream: Stream, a: StreamAssignment, joining: bool = False
+    ) -> None:
+        """``stream`` is a replica of ``a`` on this server: join (or rejoin) its group;
+        ``joining``: the group exists and adds this server (it replaces a removed peer)."""
         name = group_name(a)
         if name in self.members:
+            self.members[name].assignment = a  # its peers may have changed
             return
         host = self.raft.host
         rep = Replica(host.id)
@@ -343,6 +289,8 @@ class StreamGroups:
         def install(index: int, data: bytes) -> None:
             # the store was brought up to the snapshot before it was stepped (hold_snapshot);
             # one whose data did not decode was stepped as it came, and is reported here
+            if not data:
+                return  # the group's first snapshot (its membership): nothing stored yet
             try:
                 last = decode_snapshot(data).last_seq
             except CatchupError as e:
@@ -357,8 +305,10 @@ class StreamGroups:
         if name in host.wal.groups:
             # the entries after the last compaction are applied again; the store skips
             # the messages it holds
-            _repair_from_log(stream, host.wal.groups[name], f"{a.account}/{a.name}")
+            repair_from_log(stream, host.wal.groups[name], f"{a.account}/{a.name}")
             m.group = host.restore(name, apply, install=install)
+        elif joining:
+            m.group = host.join(name, apply, install)
         else:
             voters = sorted(raft_id(p) for p in a.peers)
             m.group = host.create(name, voters, apply, install)
@@ -367,6 +317,13 @@ class StreamGroups:
         m.group.hold_snapshot = lambda msg: self.catchup.offer(name, m.stream.store, msg)
         self.members[name] = m
         self.raft.kick()
+
+    def reassigned(self, a: StreamAssignment) -> None:
+        """The meta group changed the stream's peers and left this server out: its
+        replica leaves the group (``_leave``)."""
+        m = self.members.get(group_name(a))
+        if m is not None:
+            m.assignment = a
 
     def _source(self, name: bytes, requester: int, index: int) -> StreamStore | None:
         """The store a member of group ``name`` catches up from to a snapshot at log
@@ -408,12 +365,15 @@ class StreamGroups:
         """Follow leadership: a leader takes publishes once it has applied its log up to
         its own first entry; a replica that no longer leads stops taking them."""
         me = self.raft.host.id
+        now = asyncio.get_running_loop().time()
         if self.catchup.transfers:
-            self.catchup.tick(asyncio.get_running_loop().time())
-        for name, m in self.members.items():
+            self.catchup.tick(now)
+        for name, m in list(self.members.items()):
             rep = m.stream.replica
             g = m.group
             if rep is None or g is None:
+                continue
+            if self.server_name not in m.assignment.peers and self._leave(name, m, g, now):
                 continue
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
@@ -422,6 +382,7 @@ class StreamGroups:
             if raft.state == StateType.StateLeader and raft.lead == me:
                 if rep.leading:
                     self._propose_compact(name, m, g)
+                    self._follow_peers(m, g)
                     if rep.waiting and not rep.inflight and not rep.transferring():
                         m.stream.drain()  # a leadership transfer that did not happen
                     continue
@@ -501,6 +462,51 @@ class StreamGroups:
                     m.stream.unsubscribe()
                 m.ready_at = 0
 
+    def _follow_peers(self, m: _Member, g: RaftGroup) -> None:
+        """As leader: the next Raft configuration change toward the assignment's peers
+        (``cluster_membership``)."""
+        step = next_change(g, {raft_id(p) for p in m.assignment.peers}, self.raft.host.id)
+        snap_conf = g.storage.snapshot().metadata.conf_state
+        if any(n not in snap_conf.learners and n not in snap_conf.voters for n in g.conf.learners):
+            # A node takes a snapshot only if its configuration holds it (Raft's rule), and
+            # a newcomer's empty log gets this node's snapshot: take one that does.
+            m.compact_to = max(m.compact_to, g.applied)
+        if step is None:
+            return
+        if isinstance(step, int):
+            self.stepdown(m.stream, among={step})
+            return
+        try:
+            g.node.propose_conf_change(step)
+        except RaftError:
+            return  # (a transfer under way): tried again at the next check
+        log.info(
+            "stream %s/%s: membership change %s",
+            m.assignment.account, m.assignment.name,
+            ", ".join(f"{c.type.name[10:]} {self._name_of(c.node_id)}" for c in step.changes),
+        )  # fmt: skip
+        self.raft.kick()
+
+    def _leave(self, name: bytes, m: _Member, g: RaftGroup, now: float) -> bool:
+        """The meta group no longer places this replica here (its peer was removed): it
+        leaves once the group's configuration no longer holds it, or after LEAVE_AFTER
+        (``cluster_membership``); True when it left."""
+        if not m.leaving_since:
+            m.leaving_since = now
+        me = self.raft.host.id
+        if g.node.raft.state == StateType.StateLeader:
+            return False  # it hands the leadership over first (_follow_peers)
+        if in_config(g, me) and now - m.leaving_since < LEAVE_AFTER:
+            return False
+        a = m.assignment
+        log.info("stream %s/%s: this replica was removed; leaving its group", a.account, a.name)
+        self.detach(a)
+        try:
+            delete_stream(m.ja, m.stream)
+        except (StoreError, OSError) as e:
+            log.error("stream %s/%s: removed replica not deleted: %s", a.account, a.name, e)
+        return True
+
     def _member_stream(self, name: bytes) -> tuple[RaftGroup, Stream] | None:
         m = self.members.get(name)
         return None if m is None or m.group is None else (m.group, m.stream)
@@ -564,7 +570,7 @@ class StreamGroups:
         group does not replicate yet (durable consumers of interest and workqueue streams,
         snapshots) is refused with nats-server's "not currently supported in clustered
         mode"."""
-        durable = _durable_target(s, verb)
+        durable = durable_target(s, verb)
         if durable:
             self._durable_request(ja, s, verb, subject, reply, hdr, data)
             return
@@ -573,7 +579,7 @@ class StreamGroups:
             return
         create = verb[:2] == ["CONSUMER", "CREATE"] or verb[:3] == ["CONSUMER", "DURABLE", "CREATE"]
         m = self.member(s)
-        if create and verb[1] == "CREATE" and _ephemeral(data):
+        if create and verb[1] == "CREATE" and ephemeral_request(data):
             if s.cfg.retention == RetentionPolicy.LIMITS:
                 local(sub, subject, reply, hdr, data)
                 return
@@ -716,10 +722,18 @@ class StreamGroups:
         )
 
     def passing_on(self) -> bool:
-        """Publishes still on their way to new leaders (lame duck and shutdown wait for
-        them, see cluster_handover)."""
+        """Publishes still on their way to new leaders, or still to be answered (lame
+        duck and shutdown wait for them, see cluster_handover)."""
         self.check()  # a leadership just moved: what waited for it is handed over now
-        return self.hand_over.pending()
+        if self.hand_over.pending():
+            return True
+        # and entries this replica proposed as leader, not applied yet: it answers them
+        # when they commit (Replica.acks_through), which it learns over its routes
+        for m in self.members.values():
+            rep = m.stream.replica
+            if rep is not None and not rep.leading and rep.acks_through > m.stream.store.last_seq():
+                return True
+        return False
 
     def stepdown(self, stream: Stream, among: set[int] | None = None) -> bool:
         """Hand the leadership of ``stream``'s group to its most caught-up live follower

@@ -1,0 +1,86 @@
+"""A replicated stream's group follows its assignment's peers by Raft configuration changes.
+
+Design-clustering §4.8, rule 4: membership changes only through Raft's own configuration
+changes, a new member a learner first. When the meta group changes a stream's peers
+(``STREAM.PEER.REMOVE``: one server out, a free one in), every replica keeps the group
+running as it was; the group's leader then walks it to the new peers, one change at a time
+(each waits until the previous one is applied):
+
+1. **Add the newcomers as learners.** A learner receives the log but neither votes nor
+   counts for commits; the new server joined with an empty log (``GroupHost.join``), so the
+   leader sends it its snapshot and it copies the stream from the leader's store
+   (``cluster_catchup``) before taking the entries that follow.
+2. **Swap**, once every wanted learner has the whole committed log: one joint change
+   promotes the learners and removes the voters no longer wanted (Raft leaves the joint
+   configuration by itself). A group never has fewer voters than before while a newcomer
+   is still catching up.
+3. A leader that is itself to be removed first hands its leadership to a remaining voter,
+   which carries on.
+
+A removed replica (``leaving``) leaves once the group's configuration no longer holds it, or
+``LEAVE_AFTER`` seconds after the meta group removed it, since the leader stops sending to
+a removed member and it may never learn of its own removal. Leaving before the swap is safe:
+the remaining voters are a majority of the old configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from natsd.cluster.group import RaftGroup
+from natsd.raft.types import (
+    ConfChangeSingle,
+    ConfChangeType,
+    ConfChangeV2,
+)
+
+__all__ = ["LEAVE_AFTER", "in_config", "next_change"]
+
+LEAVE_AFTER: Final = 10.0
+
+_ADD: Final = ConfChangeType.ConfChangeAddNode
+_LEARNER: Final = ConfChangeType.ConfChangeAddLearnerNode
+_REMOVE: Final = ConfChangeType.ConfChangeRemoveNode
+
+
+def in_config(g: RaftGroup, node: int) -> bool:
+    """Is ``node`` a member of the group's applied configuration (in any role)?"""
+    cs = g.conf
+    return (
+        node in cs.voters
+        or node in cs.learners
+        or node in cs.voters_outgoing
+        or node in cs.learners_next
+    )
+
+
+def next_change(g: RaftGroup, want: set[int], me: int) -> ConfChangeV2 | int | None:
+    """As the group's leader: the next configuration change toward the voters ``want``;
+    an int: the voter to hand the leadership to first (this leader is to be removed);
+    None: nothing to do now (done, or the previous change is not applied yet)."""
+    raft = g.node.raft
+    if raft.pending_conf_index > raft.raft_log.applied:
+        return None  # one change at a time
+    cs = g.conf
+    if cs.voters_outgoing or cs.learners_next:
+        return None  # joint: Raft proposes leaving it
+    voters, learners = set(cs.voters), set(cs.learners)
+    if voters == want and not learners:
+        return None
+    new = sorted(want - voters - learners)
+    if new:
+        return ConfChangeV2(changes=[ConfChangeSingle(_LEARNER, n) for n in new])
+    drop = voters - want
+    if me in drop:
+        stay = voters & want
+        progress = raft.trk.progress
+        best = max(stay, key=lambda v: progress[v].match if v in progress else -1, default=0)
+        return best or None
+    committed = raft.raft_log.committed
+    progress = raft.trk.progress
+    joining = learners & want
+    if any(progress[n].match < committed if n in progress else True for n in joining):
+        return None  # a newcomer is still catching up
+    changes = [ConfChangeSingle(_ADD, n) for n in sorted(joining)]
+    changes += [ConfChangeSingle(_REMOVE, n) for n in sorted(drop | (learners - want))]
+    return ConfChangeV2(changes=changes) if changes else None

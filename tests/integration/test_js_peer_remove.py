@@ -1,0 +1,165 @@
+"""``STREAM.PEER.REMOVE`` on natsd clusters, in process, driven by nats-py.
+
+The removed server leaves the stream's replicas and a free server takes its place
+(nats-server's jsStreamRemapPeerRequest); the group changes its membership by Raft
+configuration changes (``jetstream/api/cluster_membership``): the newcomer joins as a
+learner, catches up from the leader's store, and becomes a voter as the old one leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from embedded_cluster import JsCluster3, until
+from embedded_cluster import api_request as _req
+from embedded_cluster import replica_leader as _leader
+from nats.aio.client import Client as NATS
+
+from natsd.cluster.group import raft_id
+
+pytestmark = pytest.mark.timeout(120)
+
+RTYPE = "io.nats.jetstream.api.v1.stream_remove_peer_response"
+
+
+@pytest.fixture
+async def quad(tmp_path: Path) -> AsyncIterator[JsCluster3]:
+    t = JsCluster3(tmp_path, size=4)
+    try:
+        await t.start_all()
+        yield t
+    finally:
+        await t.stop_all()
+
+
+def _peers(t: JsCluster3, stream: str) -> list[str]:
+    srv = t.servers[t.leader()]
+    a = srv.js_cluster.meta.stream("$G", stream)
+    assert a is not None
+    return list(a.peers)
+
+
+def _contents(t: JsCluster3, name: str, stream: str) -> list[tuple[int, str, bytes]]:
+    js = t.servers[name].jetstream
+    assert js is not None
+    s = js.accounts["$G"].streams.get(stream)
+    if s is None:
+        return []
+    st = s.store.state()
+    out = []
+    for seq in range(st.first_seq, st.last_seq + 1):
+        m = s.store.load_msg(seq)
+        if m is not None:
+            out.append((m.seq, m.subject, bytes(m.data)))
+    return out
+
+
+def _voters(t: JsCluster3, stream: str) -> set[int]:
+    """The voters of the stream group's configuration, as its leader applied it."""
+    lead = _leader(t, stream)
+    if not lead:
+        return set()
+    (m,) = t.servers[lead].js_cluster.stream_groups.members.values()
+    cs = m.group.conf
+    return set() if cs.voters_outgoing or cs.learners else set(cs.voters)
+
+
+async def _publish_n(nc: NATS, stream: str, n: int, start: int) -> None:
+    for i in range(start, start + n):
+        for _ in range(100):
+            try:
+                await nc.request(f"{stream.lower()}.x", b"m%d" % i, timeout=1,
+                                 headers={"Nats-Msg-Id": f"{stream}-{i}"})  # fmt: skip
+                break
+            except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
+                await asyncio.sleep(0.05)
+
+
+async def _moved(t: JsCluster3, stream: str, gone: str, count: int) -> list[str]:
+    """Wait until ``gone`` holds nothing of ``stream`` and the three replicas hold the same
+    ``count`` messages, with a group of exactly those three voters; returns them."""
+    await until(lambda: gone not in _peers(t, stream))  # (answered once proposed)
+    peers = _peers(t, stream)
+    assert len(peers) == 3
+    await until(lambda: stream not in t.streams(gone), timeout=30)
+    await until(lambda: _voters(t, stream) == {raft_id(p) for p in peers}, timeout=30)
+    await until(lambda: all(len(_contents(t, p, stream)) == count for p in peers), timeout=30)
+    ref = _contents(t, peers[0], stream)
+    assert all(_contents(t, p, stream) == ref for p in peers)
+    return peers
+
+
+async def test_a_removed_peer_is_replaced_by_a_free_server(quad: JsCluster3) -> None:
+    nc = await nats.connect(quad.url("n1"))
+    try:
+        cfg = {"name": "P", "subjects": ["p.>"], "num_replicas": 3, "storage": "file"}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.P", cfg)
+        await until(lambda: _leader(quad, "P") != "")
+        durable = {"stream_name": "P", "config": {"durable_name": "D", "ack_policy": "explicit"}}
+        assert "error" not in await _req(nc, "$JS.API.CONSUMER.CREATE.P.D", durable)
+        await _publish_n(nc, "P", 100, 0)
+        before = _peers(quad, "P")
+        (free,) = [n for n in quad.names if n not in before]
+        lead = _leader(quad, "P")
+        victim = next(p for p in before if p != lead)
+        # a follower out; the free server in
+        resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.P", {"peer": victim})
+        assert resp == {"type": RTYPE, "success": True}
+        after = await _moved(quad, "P", victim, 100)
+        assert free in after
+        # the newcomer has the durable consumer as committed
+        js = quad.servers[free].jetstream
+        assert js is not None
+        assert "D" in js.accounts["$G"].streams["P"].consumers
+        await _publish_n(nc, "P", 20, 100)
+        # now the leader itself, by its peer id: the server just freed takes its place
+        lead = _leader(quad, "P")
+        pid = quad.servers[lead].js_cluster.stream_groups.cluster_block(
+            quad.servers[lead].jetstream.accounts["$G"].streams["P"], "x"
+        )
+        assert pid["leader"] == lead
+        resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.P", {"peer": lead})
+        assert resp == {"type": RTYPE, "success": True}
+        after = await _moved(quad, "P", lead, 120)
+        assert victim in after
+        info = await _req(nc, "$JS.API.STREAM.INFO.P")
+        assert info["state"]["messages"] == 120, info
+        assert sorted(
+            [info["cluster"]["leader"]] + [r["name"] for r in info["cluster"]["replicas"]]
+        ) == sorted(after)
+    finally:
+        await nc.close()
+
+
+async def test_peer_remove_refusals(quad: JsCluster3) -> None:
+    nc = await nats.connect(quad.url("n2"))
+    try:
+        cfg = {"name": "Q", "subjects": ["q.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.Q", cfg)
+        one = {"name": "ONE", "subjects": ["one.>"], "num_replicas": 1}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.ONE", one)
+        peers = _peers(quad, "Q")
+        (free,) = [n for n in quad.names if n not in peers]
+
+        async def err(stream: str, body: Any) -> Any:
+            resp = await _req(nc, f"$JS.API.STREAM.PEER.REMOVE.{stream}", body)
+            assert resp["type"] == RTYPE, resp
+            return resp["error"]["err_code"]
+
+        assert await err("Q", None) == 10003  # empty request
+        assert await err("Q", {"peer": ""}) == 10003
+        assert await err("Q", {"peer": free}) == 10040  # not a member
+        assert await err("NOPE", {"peer": peers[0]}) == 10059  # stream not found
+        assert await err("ONE", {"peer": _peers(quad, "ONE")[0]}) == 10075
+        # the one server without a replica of Q is down: no replacement, refused as
+        # nats-server does (it keeps the replica count)
+        await quad.stop(free)
+        assert await err("Q", {"peer": peers[0]}) == 10075
+        assert _peers(quad, "Q") == peers
+    finally:
+        await nc.close()
