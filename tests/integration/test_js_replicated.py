@@ -615,3 +615,33 @@ async def test_publishes_during_a_leadership_transfer_are_answered_at_once(
     await until(lambda: all(len(_contents(trio, n, "T")) == len(acked) for n in trio.names))
     ref = _contents(trio, "n1", "T")
     assert ref == _contents(trio, "n2", "T") == _contents(trio, "n3", "T")
+
+
+async def test_r3_stream_update_applies_on_every_replica(trio: JsCluster3) -> None:
+    """A config update of a replicated stream reaches every replica (each applies the meta
+    group's update with more than one replica allowed) and its new limit holds on all."""
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        cfg = {"name": "U", "subjects": ["u.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.U", cfg)
+        for i in range(10):
+            await _publish(nc, "u.a", b"%d" % i)
+        updated = await _req(nc, "$JS.API.STREAM.UPDATE.U", {**cfg, "max_msgs": 4})
+        assert updated.get("config", {}).get("max_msgs") == 4, updated
+        for i in range(3):
+            await _publish(nc, "u.a", b"after %d" % i)
+
+        def limited(name: str) -> bool:
+            js = trio.servers[name].jetstream
+            assert js is not None
+            s = js.accounts["$G"].streams["U"]
+            return s.cfg.max_msgs == 4 and [m[0] for m in _contents(trio, name, "U")] == [
+                10,
+                11,
+                12,
+                13,
+            ]
+
+        await until(lambda: all(limited(n) for n in trio.names))
+    finally:
+        await nc.close()
