@@ -165,3 +165,21 @@ def replica_leader(trio: JsCluster3, stream: str) -> str:
         if s is not None and s.replica is not None and s.replica.leading:
             return name
     return ""
+
+
+async def take_and_ack(nc: Any, stream: str, consumer: str, n: int) -> list[int]:
+    """Pull ``n`` messages from a durable consumer and ack-sync each; their sequences."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    req = json.dumps({"batch": n, "expires": 2 * 10**9}).encode()
+    await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", req, reply=inbox)
+    seqs = []
+    try:
+        while len(seqs) < n:
+            msg = await sub.next_msg(timeout=5)
+            assert msg.reply, msg.headers
+            seqs.append(int(msg.reply.split(".")[5]))
+            await nc.request(msg.reply, b"+ACK", timeout=5)
+    finally:
+        await sub.unsubscribe()
+    return seqs

@@ -15,7 +15,7 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import JsCluster3, until
+from embedded_cluster import JsCluster3, take_and_ack, until
 from embedded_cluster import api_request as _req
 from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
@@ -161,5 +161,68 @@ async def test_peer_remove_refusals(quad: JsCluster3) -> None:
         await quad.stop(free)
         assert await err("Q", {"peer": peers[0]}) == 10075
         assert _peers(quad, "Q") == peers
+    finally:
+        await nc.close()
+
+
+def _holders(t: JsCluster3, stream: str) -> list[str]:
+    return sorted(n for n in t.servers if stream in t.streams(n))
+
+
+async def test_scaling_a_stream_between_r1_and_r3(quad: JsCluster3) -> None:
+    """An update of ``num_replicas``: R1 to R3 gives the stream's one server a group that
+    two placed servers join (they copy the stream from its store), R3 to R1 keeps the first
+    peer, which runs the stream unreplicated again once the others have left."""
+    nc = await nats.connect(quad.url("n1"))
+    try:
+        cfg = {"name": "S", "subjects": ["s.>"], "num_replicas": 1, "storage": "file"}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.S", cfg)
+        durable = {"stream_name": "S", "config": {"durable_name": "D", "ack_policy": "explicit"}}
+        assert "error" not in await _req(nc, "$JS.API.CONSUMER.CREATE.S.D", durable)
+        await _publish_n(nc, "S", 50, 0)
+        (home,) = _peers(quad, "S")
+        up = await _req(nc, "$JS.API.STREAM.UPDATE.S", {**cfg, "num_replicas": 3})
+        assert up.get("config", {}).get("num_replicas") == 3, up
+        await until(lambda: len(_peers(quad, "S")) == 3)
+        peers = _peers(quad, "S")
+        assert peers[0] == home
+        await until(lambda: _voters(quad, "S") == {raft_id(p) for p in peers}, timeout=30)
+        await _publish_n(nc, "S", 10, 50)
+        await until(lambda: all(len(_contents(quad, p, "S")) == 60 for p in peers), timeout=30)
+        ref = _contents(quad, home, "S")
+        assert all(_contents(quad, p, "S") == ref for p in peers)
+        info = await _req(nc, "$JS.API.STREAM.INFO.S")
+        assert len(info["cluster"]["replicas"]) == 2, info
+        for p in peers:
+            js = quad.servers[p].jetstream
+            assert js is not None and "D" in js.accounts["$G"].streams["S"].consumers
+        # and back to one replica: the first peer keeps it
+        down = await _req(nc, "$JS.API.STREAM.UPDATE.S", {**cfg, "num_replicas": 1})
+        assert down.get("config", {}).get("num_replicas") == 1, down
+        await until(lambda: _holders(quad, "S") == [home], timeout=30)
+
+        def unreplicated() -> bool:
+            js = quad.servers[home].jetstream
+            assert js is not None
+            return js.accounts["$G"].streams["S"].replica is None
+
+        await until(unreplicated, timeout=30)
+        await _publish_n(nc, "S", 5, 60)
+        assert [m[0] for m in _contents(quad, home, "S")] == list(range(1, 66))
+        info = await _req(nc, "$JS.API.STREAM.INFO.S")
+        assert info["state"]["messages"] == 65 and "replicas" not in info["cluster"], info
+        # its durable consumer runs on, unreplicated, and keeps its state across a restart
+        assert await take_and_ack(nc, "S", "D", 3) == [1, 2, 3]
+    finally:
+        await nc.close()
+    # it comes back from a restart as an R1 stream with everything
+    await quad.stop(home)
+    await quad.start(home)
+    nc = await nats.connect(quad.url(home))
+    try:
+        await until(lambda: len(_contents(quad, home, "S")) == 65)
+        await _publish_n(nc, "S", 1, 65)
+        assert [m[0] for m in _contents(quad, home, "S")] == list(range(1, 67))
+        assert await take_and_ack(nc, "S", "D", 1) == [4]
     finally:
         await nc.close()

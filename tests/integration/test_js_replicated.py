@@ -19,6 +19,7 @@ import pytest
 from embedded_cluster import (
     CLUSTER,
     JsCluster3,
+    take_and_ack,
     until,
 )
 from embedded_cluster import api_request as _req
@@ -224,24 +225,6 @@ def _asflr(trio: JsCluster3, name: str, stream: str, consumer: str) -> int:
     return -1 if c is None else int(c.acks.asflr)  # type: ignore[union-attr]
 
 
-async def _take_and_ack(nc: NATS, stream: str, consumer: str, n: int) -> list[int]:
-    """Pull ``n`` messages from a durable consumer and ack-sync each; their sequences."""
-    inbox = nc.new_inbox()
-    sub = await nc.subscribe(inbox)
-    req = json.dumps({"batch": n, "expires": 2 * 10**9}).encode()
-    await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", req, reply=inbox)
-    seqs = []
-    try:
-        while len(seqs) < n:
-            msg = await sub.next_msg(timeout=5)
-            assert msg.reply, msg.headers
-            seqs.append(int(msg.reply.split(".")[5]))
-            await nc.request(msg.reply, b"+ACK", timeout=5)
-    finally:
-        await sub.unsubscribe()
-    return seqs
-
-
 async def test_r3_log_is_compacted_past_an_away_replica_which_catches_up_from_the_store(
     trio: JsCluster3,
 ) -> None:
@@ -258,7 +241,7 @@ async def test_r3_log_is_compacted_past_an_away_replica_which_catches_up_from_th
         for i in range(60):
             await _publish(nc, "c.a", b"%d" % i, {"Nats-Msg-Id": f"a{i}"})
         assert "error" not in await _req(nc, "$JS.API.CONSUMER.CREATE.C.D", durable)
-        assert await _take_and_ack(nc, "C", "D", 5) == [1, 2, 3, 4, 5]
+        assert await take_and_ack(nc, "C", "D", 5) == [1, 2, 3, 4, 5]
         # every replica dropped its log up to an index all of them had
         await until(lambda: all(_log_first(trio, n) > 20 for n in trio.names))
     finally:
@@ -277,7 +260,7 @@ async def test_r3_log_is_compacted_past_an_away_replica_which_catches_up_from_th
         for seq in (7, 8, 30):
             gone = await _req(nc, "$JS.API.STREAM.MSG.DELETE.C", {"seq": seq})
             assert gone.get("success") is True, gone
-        assert await _take_and_ack(nc, "C", "D", 4) == [6, 9, 10, 11]
+        assert await take_and_ack(nc, "C", "D", 4) == [6, 9, 10, 11]
         # the replica that is away no longer holds compaction back
         await until(lambda: all(_log_first(trio, n) > held + 1 for n in trio.servers))
     finally:

@@ -453,9 +453,14 @@ class JsCluster:
                 stream = update_stream(ja, cfg, clustered=True)
                 rtype, extra = "stream_update_response", {}
             if cfg.num_replicas > 1:
-                # a server that takes a removed peer's place joins the group as it is
-                joining = op.previous is not None and self.server_name not in op.previous.peers
-                self.stream_groups.attach(ja, stream, a, joining)
+                # a server that takes a removed peer's place, or that a scale-up adds, joins
+                # the group as it is; an R1 stream scaled up gets a group of its one server
+                prev = op.previous
+                joining = prev is not None and self.server_name not in prev.peers
+                founders = prev.peers if prev is not None and len(prev.peers) == 1 else None
+                self.stream_groups.attach(ja, stream, a, joining, founders)
+            else:
+                self.stream_groups.reassigned(a)  # scaled down to R1: its group winds down
             if answer:
                 out = stream.info_json()
                 add_cluster_block(rtype, out, self.cluster_block(ja, a.name))

@@ -263,21 +263,45 @@ class MetaRequests:
             raise E.JSStreamNotFoundErr()
         old = parse_stream_config(existing.config, name_in_subject=None)
         cfg = check_update(old, cfg, clustered=True)
-        if cfg.num_replicas != old.num_replicas:
-            # a change of peers goes through the group's membership changes: not yet
-            raise E.JSStreamUpdateErrF(err="natsd cannot change a stream's replicas yet")
         check_stream_update(ja.limits, old, cfg, *self._limits(ja))
         self._check_overlap(ja, cfg)
+        peers = existing.peers
+        if cfg.num_replicas != old.num_replicas:
+            peers = self._rescaled(existing.peers, cfg)
         op = encode_op(
             "stream",
             account=ja.account.name,
             config=cfg.to_json(),
-            peers=existing.peers,
+            peers=peers,
+            remap=peers != existing.peers,
             reply=reply,
             origin=self.c.server_name,
         )
         if not self.c.propose(op):
             raise E.JSClusterNotAvailErr()
+
+    def _rescaled(self, peers: list[str], cfg: StreamConfig) -> list[str]:
+        """The peers of a stream whose ``num_replicas`` an update changes: more servers
+        placed as for a new stream (10005 when too few), or the first ones kept (the
+        group's leader hands over first when it is not among them). The group follows by
+        configuration changes (``cluster_membership``): an R1 stream gets a group of its one
+        server, which the newcomers join; a group shrunk to one server ends, and the stream
+        is R1 again."""
+        want = cfg.num_replicas
+        if want < len(peers):
+            return peers[:want]
+        pl = cfg.placement
+        try:
+            extra = self.c.place(
+                want - len(peers),
+                list(pl.tags) if pl is not None else [],
+                cfg.max_bytes,
+                cfg.storage == StorageType.MEMORY,
+                exclude=set(peers),
+            )
+        except NoPeers as e:
+            raise E.JSClusterNoPeersErrF(err=str(e)) from None
+        return [*peers, *extra]
 
     def remove_peer(self, ja: JsAccount, name: str, data: bytes) -> dict[str, Any]:
         """``STREAM.PEER.REMOVE``, as nats-server's jsStreamRemapPeerRequest: the peer (a

@@ -224,10 +224,18 @@ class StreamGroups:
         self.catchup.stop()
 
     def attach(
-        self, ja: JsAccount, stream: Stream, a: StreamAssignment, joining: bool = False
+        self,
+        ja: JsAccount,
+        stream: Stream,
+        a: StreamAssignment,
+        joining: bool = False,
+        founders: list[str] | None = None,
     ) -> None:
         """``stream`` is a replica of ``a`` on this server: join (or rejoin) its group;
-        ``joining``: the group exists and adds this server (it replaces a removed peer)."""
+        ``joining``: the group exists and adds this server (it replaces a removed peer, or
+        a scale-up adds it); ``founders``: the voters a new group starts with when they
+        are not the assignment's peers (an R1 stream scaled up: its one server, which holds
+        the data; the others join)."""
         name = group_name(a)
         if name in self.members:
             self.members[name].assignment = a  # its peers may have changed
@@ -310,7 +318,7 @@ class StreamGroups:
         elif joining:
             m.group = host.join(name, apply, install)
         else:
-            voters = sorted(raft_id(p) for p in a.peers)
+            voters = sorted(raft_id(p) for p in (founders or a.peers))
             m.group = host.create(name, voters, apply, install)
             if a.peers and a.peers[0] == self.server_name:
                 m.group.node.campaign()  # a new group need not wait out an election timeout
@@ -319,8 +327,9 @@ class StreamGroups:
         self.raft.kick()
 
     def reassigned(self, a: StreamAssignment) -> None:
-        """The meta group changed the stream's peers and left this server out: its
-        replica leaves the group (``_leave``)."""
+        """The meta group changed the stream's peers without a group to attach: it left
+        this server out (its replica leaves the group, ``_leave``), or scaled the stream
+        down to this server alone (its group shrinks, then ends: ``_unreplicate``)."""
         m = self.members.get(group_name(a))
         if m is not None:
             m.assignment = a
@@ -383,6 +392,8 @@ class StreamGroups:
                 if rep.leading:
                     self._propose_compact(name, m, g)
                     self._follow_peers(m, g)
+                    if len(m.assignment.peers) == 1 and self._unreplicate(m, g):
+                        continue
                     if rep.waiting and not rep.inflight and not rep.transferring():
                         m.stream.drain()  # a leadership transfer that did not happen
                     continue
@@ -486,6 +497,33 @@ class StreamGroups:
             ", ".join(f"{c.type.name[10:]} {self._name_of(c.node_id)}" for c in step.changes),
         )  # fmt: skip
         self.raft.kick()
+
+    def _unreplicate(self, m: _Member, g: RaftGroup) -> bool:
+        """A stream scaled down to one replica, once its group is this server alone and
+        nothing is in flight: the group ends and the stream runs as an R1 stream (its
+        store synced, its consumers writing their state to disk again); True when done."""
+        rep = m.stream.replica
+        cs = g.conf
+        if rep is None or rep.inflight or rep.waiting or cs.learners or cs.voters_outgoing:
+            return False
+        if cs.voters != [self.raft.host.id]:
+            return False
+        stream = m.stream
+        stream.store.flush()
+        stream.store.sync()
+        if m.consumers is not None:
+            m.consumers.sync()
+        self.detach(m.assignment)
+        stream.replica = None
+        stream.retention_views = None
+        for c in stream.consumers.values():
+            saver = getattr(c, "saver", None)
+            if saver is not None:
+                saver.replicate = None
+        stream.subscribe()
+        log.info("stream %s/%s: one replica left; it runs unreplicated", m.assignment.account,
+                 m.assignment.name)  # fmt: skip
+        return True
 
     def _leave(self, name: bytes, m: _Member, g: RaftGroup, now: float) -> bool:
         """The meta group no longer places this replica here (its peer was removed): it
