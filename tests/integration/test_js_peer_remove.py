@@ -9,6 +9,7 @@ learner, catches up from the leader's store, and becomes a voter as the old one 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -224,5 +225,74 @@ async def test_scaling_a_stream_between_r1_and_r3(quad: JsCluster3) -> None:
         await _publish_n(nc, "S", 1, 65)
         assert [m[0] for m in _contents(quad, home, "S")] == list(range(1, 67))
         assert await take_and_ack(nc, "S", "D", 1) == [4]
+    finally:
+        await nc.close()
+
+
+async def _system_request(t: JsCluster3, via: str, subject: str, body: Any) -> dict[str, Any]:
+    """A request in the system account, published on server ``via`` (as a system user's
+    client would; the routes carry it to the meta leader), and its answer."""
+    from natsd.router.publish import publish
+    from natsd.router.subscription import Subscription
+
+    srv = t.servers[via]
+    system = srv.accounts[srv.system_account_name]
+    got: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+    inbox = b"_INBOX.sysreq." + via.encode()
+
+    def on_reply(sub: Any, subj: bytes, reply: Any, hdr: Any, payload: bytes) -> None:
+        if not got.done():
+            got.set_result(payload)
+
+    sub = Subscription(inbox, None, b"sysreq", callback=on_reply)
+    system.sublist.insert(sub)
+    try:
+        data = b"" if body is None else json.dumps(body).encode()
+        publish(system.sublist, subject.encode(), inbox, None, data)
+        out: dict[str, Any] = json.loads(await asyncio.wait_for(got, 5))
+        return out
+    finally:
+        system.sublist.remove(sub)
+
+
+async def test_server_remove(quad: JsCluster3) -> None:
+    """``$JS.API.SERVER.REMOVE`` takes a server out of the meta group for good: its stream
+    replicas move to the free server, it is never placed on again; nats-server's refusals."""
+    nc = await nats.connect(quad.url("n1"))
+    try:
+        cfg = {"name": "V", "subjects": ["v.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.V", cfg)
+        await until(lambda: _leader(quad, "V") != "")
+        await _publish_n(nc, "V", 30, 0)
+        before = _peers(quad, "V")
+        (free,) = [n for n in quad.names if n not in before]
+        gone = next(p for p in before if p != quad.leader())
+        via = next(n for n in quad.names if n != gone)
+        rtype = "io.nats.jetstream.api.v1.meta_server_remove_response"
+        bad = await _system_request(quad, via, "$JS.API.SERVER.REMOVE", {"server": "n9"})
+        assert bad == {
+            "type": rtype,
+            "error": {
+                "code": 400,
+                "err_code": 10044,
+                "description": "server is not a member of the cluster",
+            },
+        }
+        ok = await _system_request(quad, via, "$JS.API.SERVER.REMOVE", {"server": gone})
+        assert ok == {"type": rtype, "success": True}
+        after = await _moved(quad, "V", gone, 30)
+        assert free in after
+        lead = quad.leader()
+        meta = quad.servers[lead].js_cluster
+        assert raft_id(gone) not in meta.group.conf.voters
+        assert gone not in meta.meta.servers
+        # never placed on again, and a second removal is refused
+        again = await _system_request(quad, via, "$JS.API.SERVER.REMOVE", {"server": gone})
+        assert again["error"]["err_code"] == 10044, again
+        r = await _req(nc, "$JS.API.STREAM.CREATE.W", {"name": "W", "num_replicas": 3})
+        assert "error" not in r, r
+        assert gone not in _peers(quad, "W")
+        await _publish_n(nc, "V", 5, 30)
+        assert len(_contents(quad, after[0], "V")) == 35
     finally:
         await nc.close()

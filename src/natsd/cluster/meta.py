@@ -144,7 +144,7 @@ def decode_op(data: bytes) -> MetaOp:
     if not isinstance(doc, dict):
         raise MetaError("meta entry is not an object")
     op = doc.get("op")
-    if op not in ("server", "stream", "delete"):
+    if op not in ("server", "stream", "delete", "forget"):
         raise MetaError(f"unknown meta operation {op!r}")
     return MetaOp(op, doc)
 
@@ -157,6 +157,8 @@ class MetaState:
         # account -> stream name -> assignment
         self.streams: dict[str, dict[str, StreamAssignment]] = {}
         self.applied = 0  # the Raft index of the last entry applied
+        # servers removed from the cluster ($JS.API.SERVER.REMOVE): never placed again
+        self.removed: set[str] = set()
 
     # ---------------------------------------------------------------- queries
     def stream(self, account: str, name: str) -> StreamAssignment | None:
@@ -174,8 +176,14 @@ class MetaState:
         fit the state (it changes nothing: every server skips it the same way)."""
         op = decode_op(data)
         doc = op.doc
-        if op.op == "server":
+        if op.op == "forget":
             name = _str(doc, "name")
+            self.servers.pop(name, None)
+            self.removed.add(name)
+        elif op.op == "server":
+            name = _str(doc, "name")
+            if name in self.removed:
+                raise MetaError(f"server {name} was removed from the cluster")
             self.servers[name] = ServerRow(
                 name,
                 _strs(doc, "tags"),
@@ -217,6 +225,7 @@ class MetaState:
                 "servers": [s.to_json() for s in self.servers.values()],
                 "streams": [a.to_json() for acc in self.streams.values() for a in acc.values()],
                 "applied": self.applied,
+                "removed": sorted(self.removed),
             }
         )
 
@@ -233,6 +242,7 @@ class MetaState:
                 a["account"], a["config"]["name"], a["config"], a["created"], list(a["peers"])
             )
         st.applied = int(doc.get("applied", 0))
+        st.removed = {str(n) for n in doc.get("removed", [])}
         return st
 
 

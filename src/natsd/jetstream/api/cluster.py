@@ -44,6 +44,7 @@ from natsd.cluster.meta import (
     MetaState,
     PendingPlacements,
     ServerRow,
+    StreamAssignment,
     encode_op,
     place,
 )
@@ -53,6 +54,9 @@ from natsd.core.goquote import go_quote
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_info import meta_cluster_info
+from natsd.jetstream.api.cluster_membership import in_config
+from natsd.jetstream.api.cluster_servers import RTYPE as SERVER_REMOVED
+from natsd.jetstream.api.cluster_servers import remap_removed, remove_server
 from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
@@ -62,6 +66,7 @@ from natsd.jetstream.api.dispatch import (
 )
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.config.stream_config import parse_stream_config
+from natsd.jetstream.config.stream_types import StorageType
 from natsd.jetstream.engine import (
     JetStream,
     JsAccount,
@@ -175,6 +180,11 @@ class JsCluster:
         self._stepdown_sub = Subscription(
             b"$JS.API.META.LEADER.STEPDOWN", None, b"js-meta", callback=self._on_stepdown
         )
+        # SERVER.REMOVE: a system account request too (cluster_servers)
+        self._remove_sub = Subscription(
+            b"$JS.API.SERVER.REMOVE", None, b"js-meta", callback=self._on_server_remove
+        )
+        self._remapped: dict[tuple[str, str], float] = {}
         self.tasks: set[asyncio.Task[None]] = set()  # account info and list gathers
         self.requests = MetaRequests(self)
         # the Raft groups of the replicated streams placed here
@@ -189,6 +199,7 @@ class JsCluster:
             self._r1_stepdown,
         )
         engine.cluster_info = self.cluster_block
+        self.stream_groups.removed = self._removed
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -206,6 +217,7 @@ class JsCluster:
         self.usage.start()
         self.stream_groups.start()
         self.system.sublist.insert(self._stepdown_sub)
+        self.system.sublist.insert(self._remove_sub)
         self.raft.start()
         self._timer = asyncio.get_running_loop().call_later(_CHECK_INTERVAL, self._check)
 
@@ -216,6 +228,7 @@ class JsCluster:
         self.usage.stop()
         self.stream_groups.stop()
         self.system.sublist.remove(self._stepdown_sub)
+        self.system.sublist.remove(self._remove_sub)
         self.raft.stop()
         self.raft.host.wal.close()
 
@@ -230,7 +243,11 @@ class JsCluster:
             if self.group.node.raft.state != StateType.StateLeader:
                 self.group.node.campaign()
                 self.raft.kick()
-        elif self.leader_name() and self.meta.servers.get(self.server_name) != self.row:
+        elif (
+            self.leader_name()
+            and self.meta.servers.get(self.server_name) != self.row
+            and self.server_name not in self.meta.removed
+        ):
             if now - self._row_proposed_at > 1.0:
                 self._row_proposed_at = now
                 self.propose(encode_op("server", **self.row.to_json()))
@@ -250,6 +267,9 @@ class JsCluster:
             self._usage_at = now
             self.usage.report()
             self._maybe_compact()
+            if self.is_leader():
+                remap_removed(self.meta, self._place_one, self.propose, self.server_name,
+                              self._remapped, now)  # fmt: skip
         self._timer = loop.call_later(_CHECK_INTERVAL, self._check)
 
     def _maybe_bootstrap(self) -> None:
@@ -394,6 +414,8 @@ class JsCluster:
                 self._applied_stream(op, replay)
             elif op.op == "delete":
                 self._applied_delete(op, replay)
+            elif op.op == "forget":
+                self._applied_forget(op, replay)
         finally:
             if not self._reconciled and index >= self._replay_until:
                 self._reconcile()
@@ -557,6 +579,44 @@ class JsCluster:
         if self.engine.domain:
             doc["domain"] = self.engine.domain
         publish(self.system.sublist, subject, None, None, orjson.dumps(doc))
+
+    def _on_server_remove(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """$JS.API.SERVER.REMOVE on the meta leader (``cluster_servers``)."""
+        if not reply or not self.is_leader() or self.group is None:
+            return
+        rep = reply.decode(errors="replace")
+        try:
+            name = remove_server(self.meta, self.group, self._name_of, data)
+        except ApiError as e:
+            self._reply(self.system.sublist, rep, SERVER_REMOVED, {"error": e.to_json()})
+            return
+        self.propose(encode_op("forget", name=name, reply=rep, origin=self.server_name))
+        self.raft.kick()
+
+    def _removed(self) -> bool:
+        """Was this server removed from the cluster (it applied its own ``forget``, or a
+        configuration of the meta group without it)?"""
+        g = self.group
+        if self.server_name in self.meta.removed:
+            return True
+        return g is not None and bool(g.conf.voters) and not in_config(g, g.node.raft.id)
+
+    def _applied_forget(self, op: MetaOp, replay: bool) -> None:
+        name = str(op.doc.get("name"))
+        reply = op.doc.get("reply")
+        if name == self.server_name:
+            log.error("JetStream cluster: this server was removed from the cluster")
+        if not replay and op.doc.get("origin") == self.server_name and isinstance(reply, str):
+            self._reply(self.system.sublist, reply, SERVER_REMOVED, {"success": True})
+
+    def _place_one(self, a: StreamAssignment, exclude: set[str]) -> str:
+        cfg = parse_stream_config(a.config, name_in_subject=None)
+        pl = cfg.placement
+        tags = list(pl.tags) if pl is not None else []
+        return self.place(1, tags, cfg.max_bytes, cfg.storage == StorageType.MEMORY,
+                          exclude=exclude)[0]  # fmt: skip
 
     def _on_stepdown(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes

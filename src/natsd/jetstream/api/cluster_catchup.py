@@ -276,11 +276,8 @@ def decode_packet(b: bytes) -> Packet:
                 pos += 4
                 if pos + dlen > len(b):
                     raise CatchupError("truncated message in catch-up answer")
-                m = StoredMsg.__new__(StoredMsg)
-                m.subject, m.seq, m.ts, m.hdr, m.ttl = subject, seq, ts, hdr, ttl
-                m.data = b[pos : pos + dlen]
+                p.msgs.append(StoredMsg(subject, seq, ts, hdr, b[pos : pos + dlen], ttl))
                 pos += dlen
-                p.msgs.append(m)
             if pos != len(b):
                 raise CatchupError("trailing bytes in catch-up answer")
         elif pos != len(b):
@@ -511,3 +508,8 @@ class CatchUp:
                 self._answer(p)
         except StoreError as e:
             log.error("stream group %s: catch-up: %s", p.group, e)
+        except Exception:
+            # a bug here must not tear down the route that carried the message (the
+            # transfer is asked for again)
+            self.bad += 1
+            log.exception("stream group %s: catch-up message from %x failed", p.group, p.sender)

@@ -214,6 +214,9 @@ class StreamGroups:
         self.compact_every = COMPACT_EVERY
         # publishes that reached a replica as it stopped leading, for the new leader
         self.hand_over = HandOver(raft.host.id, self._member_stream, name_of)
+        # has this server been removed from the cluster (SERVER.REMOVE)? Set by JsCluster:
+        # its replicas then leave their groups
+        self.removed: Callable[[], bool] = lambda: False
         # replicas catching up from a leader's store, and this server's stores as a source
         self.catchup = CatchUp(raft.host.id, system, self._source, self._caught_up)
 
@@ -382,7 +385,8 @@ class StreamGroups:
             g = m.group
             if rep is None or g is None:
                 continue
-            if self.server_name not in m.assignment.peers and self._leave(name, m, g, now):
+            out = self.server_name not in m.assignment.peers or self.removed()
+            if out and self._leave(name, m, g, now):
                 continue
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
@@ -533,7 +537,9 @@ class StreamGroups:
             m.leaving_since = now
         me = self.raft.host.id
         if g.node.raft.state == StateType.StateLeader:
-            return False  # it hands the leadership over first (_follow_peers)
+            if self.removed():
+                self.stepdown(m.stream)  # (its peers still list it: _follow_peers will not)
+            return False  # it hands the leadership over first
         if in_config(g, me) and now - m.leaving_since < LEAVE_AFTER:
             return False
         a = m.assignment
