@@ -50,13 +50,17 @@ from natsd.cluster.meta import (
 )
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
-from natsd.core.goquote import go_quote
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_info import meta_cluster_info
-from natsd.jetstream.api.cluster_membership import in_config
+from natsd.jetstream.api.cluster_servers import (
+    PLACE_ALIVE,
+    remap_removed,
+    remove_server,
+    removed_from,
+    stepdown_target,
+)
 from natsd.jetstream.api.cluster_servers import RTYPE as SERVER_REMOVED
-from natsd.jetstream.api.cluster_servers import remap_removed, remove_server
 from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
@@ -88,10 +92,6 @@ __all__ = ["JsCluster"]
 
 log = logging.getLogger("natsd")
 
-# A peer whose Raft traffic is older than this gets no new streams (heartbeats come every
-# 200 ms, and a new leader is elected 1-2 s after the old one went quiet, so a stopped
-# leader is never its successor's first choice).
-PLACE_ALIVE: Final = 1.0
 _CHECK_INTERVAL: Final = 0.1
 
 _META_VERBS: Final = frozenset(
@@ -596,12 +596,7 @@ class JsCluster:
         self.raft.kick()
 
     def _removed(self) -> bool:
-        """Was this server removed from the cluster (it applied its own ``forget``, or a
-        configuration of the meta group without it)?"""
-        g = self.group
-        if self.server_name in self.meta.removed:
-            return True
-        return g is not None and bool(g.conf.voters) and not in_config(g, g.node.raft.id)
+        return removed_from(self.meta, self.group, self.server_name)
 
     def _applied_forget(self, op: MetaOp, replay: bool) -> None:
         name = str(op.doc.get("name"))
@@ -659,47 +654,11 @@ class JsCluster:
         return self.is_leader() or sg.leads_any() or sg.passing_on()
 
     def _stepdown_target(self, data: bytes) -> int:
-        pl: dict[str, Any] = {}
-        if data.strip():
-            try:
-                doc = orjson.loads(data)
-            except orjson.JSONDecodeError as e:
-                raise E.JSInvalidJSONErr(err=str(e)) from None
-            raw = doc.get("placement") if isinstance(doc, dict) else None
-            pl = raw if isinstance(raw, dict) else {}
-        g = self.group
-        assert g is not None
-        me = self.raft.host.id
-        now = asyncio.get_running_loop().time()
-        prefer = str(pl.get("preferred") or "")
-        if prefer:
-            # nats-server's getStepDownPreferredPlacement errors
-            members = {self._name_of(v) for v in g.node.raft.trk.progress}
-            if prefer == self.server_name:
-                raise E.JSClusterNoPeersErrF(
-                    err=f"preferred server {go_quote(prefer)} is already leader"
-                )
-            if prefer not in members:
-                raise E.JSClusterNoPeersErrF(err=f"preferred server {go_quote(prefer)} not known")
-        tags = {str(t).lower() for t in pl.get("tags") or []}
-        cluster = pl.get("cluster") or ""
-        best, best_match = 0, -1
-        for vid, pr in g.node.raft.trk.progress.items():
-            name = self._name_of(vid)
-            row = self.meta.servers.get(name)
-            if vid == me or not name or row is None:
-                continue
-            if now - self.raft.last_heard.get(vid, -1e9) > PLACE_ALIVE:
-                continue
-            if (prefer and name != prefer) or not tags.issubset({t.lower() for t in row.tags}):
-                continue
-            if cluster and cluster != self.cluster_name():
-                continue
-            if pr.match > best_match:
-                best, best_match = vid, pr.match
-        if not best:
-            raise E.JSClusterNoPeersErrF(err="no suitable peers for placement")
-        return best
+        assert self.group is not None
+        return stepdown_target(
+            data, self.group, self.server_name, self.cluster_name(), self.meta,
+            self._name_of, self.raft.last_heard, asyncio.get_running_loop().time(),
+        )  # fmt: skip
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

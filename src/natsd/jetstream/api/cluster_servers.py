@@ -1,4 +1,5 @@
-"""``$JS.API.SERVER.REMOVE``: a server leaves the JetStream cluster for good.
+"""The meta group's members: ``$JS.API.SERVER.REMOVE`` (a server leaves the JetStream
+cluster for good), and the member ``META.LEADER.STEPDOWN`` hands over to.
 
 As nats-server's jsLeaderServerRemoveRequest (a system account request, answered by the meta
 leader): ``{"server": "<name>"}`` or ``{"peer": "<peer id>"}`` names a member of the meta
@@ -29,24 +30,35 @@ import orjson
 
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import MetaState, NoPeers, StreamAssignment, encode_op
+from natsd.core.goquote import go_quote
+from natsd.jetstream.api.cluster_membership import in_config
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError
 from natsd.raft.types import ConfChangeSingle, ConfChangeType, ConfChangeV2
 
-__all__ = ["RTYPE", "remap_removed", "remove_server"]
+__all__ = [
+    "PLACE_ALIVE",
+    "RTYPE",
+    "remap_removed",
+    "remove_server",
+    "removed_from",
+    "stepdown_target",
+]
 
 log: Final = logging.getLogger("natsd")
 
 RTYPE: Final = "meta_server_remove_response"
+# A peer whose Raft traffic is older than this gets no new streams (heartbeats come every
+# 200 ms, and a new leader is elected 1-2 s after the old one went quiet, so a stopped
+# leader is never its successor's first choice).
+PLACE_ALIVE: Final = 1.0
 
 # place(stream assignment, servers to exclude) -> one server (NoPeers when none)
 PlaceOne = Callable[[StreamAssignment, set[str]], str]
 
 
-def remove_server(
-    meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], data: bytes
-) -> str:
+def remove_server(meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], data: bytes) -> str:
     """Check a SERVER.REMOVE request on the meta leader and propose the configuration
     change that takes the server out of the meta group; returns the server's name (the
     caller then proposes the ``forget`` entry). ApiError with nats-server's error."""
@@ -135,3 +147,64 @@ def remap_removed(
             if propose(op):
                 n += 1
     return n
+
+
+def stepdown_target(
+    data: bytes,
+    g: RaftGroup,
+    server_name: str,
+    cluster_name: str,
+    meta: MetaState,
+    name_of: Callable[[int], str],
+    last_heard: dict[int, float],
+    now: float,
+) -> int:
+    """META.LEADER.STEPDOWN: the member the meta leader hands over to, the most caught-up
+    live one among those ``placement`` allows (``preferred``, ``tags``, ``cluster``), with
+    nats-server's getStepDownPreferredPlacement errors."""
+    pl: dict[str, Any] = {}
+    if data.strip():
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise E.JSInvalidJSONErr(err=str(e)) from None
+        raw = doc.get("placement") if isinstance(doc, dict) else None
+        pl = raw if isinstance(raw, dict) else {}
+    me = g.node.raft.id
+    prefer = str(pl.get("preferred") or "")
+    if prefer:
+        # nats-server's getStepDownPreferredPlacement errors
+        members = {name_of(v) for v in g.node.raft.trk.progress}
+        if prefer == server_name:
+            raise E.JSClusterNoPeersErrF(
+                err=f"preferred server {go_quote(prefer)} is already leader"
+            )
+        if prefer not in members:
+            raise E.JSClusterNoPeersErrF(err=f"preferred server {go_quote(prefer)} not known")
+    tags = {str(t).lower() for t in pl.get("tags") or []}
+    cluster = pl.get("cluster") or ""
+    best, best_match = 0, -1
+    for vid, pr in g.node.raft.trk.progress.items():
+        name = name_of(vid)
+        row = meta.servers.get(name)
+        if vid == me or not name or row is None:
+            continue
+        if now - last_heard.get(vid, -1e9) > PLACE_ALIVE:
+            continue
+        if (prefer and name != prefer) or not tags.issubset({t.lower() for t in row.tags}):
+            continue
+        if cluster and cluster != cluster_name:
+            continue
+        if pr.match > best_match:
+            best, best_match = vid, pr.match
+    if not best:
+        raise E.JSClusterNoPeersErrF(err="no suitable peers for placement")
+    return best
+
+
+def removed_from(meta: MetaState, g: RaftGroup | None, server_name: str) -> bool:
+    """Was this server removed from the cluster (it applied its own ``forget``, or a
+    configuration of the meta group without it)?"""
+    if server_name in meta.removed:
+        return True
+    return g is not None and bool(g.conf.voters) and not in_config(g, g.node.raft.id)
