@@ -148,13 +148,22 @@ def run(opts: ServerOptions, parsed_config: Parsed | None = None) -> int:
             log.error("%s", e)
             return 1
         await server.wait_stopped()
-        # Let the shutdown task finish closing connections before the loop ends.
+        # Let the shutdown task finish before the loop ends: it hands Raft leaderships over
+        # and passes on the publishes that met them (up to a second or two), then closes
+        # the connections. Ending the loop at once cut that short: a SIGTERM'd stream
+        # leader left its clients to wait out their timeouts.
+        pending = [t for t in tasks if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=SHUTDOWN_GRACE)
         await asyncio.sleep(0.05)
         return 0
 
     result = runner(serve())
     return int(result) if isinstance(result, int) else 0
 
+
+# How long the process waits for its shutdown (leadership handover included) to finish.
+SHUTDOWN_GRACE = 5.0
 
 _TRAPPED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 # Go's names for the signals, which nats-server logs ("Trapped \"hangup\" signal").

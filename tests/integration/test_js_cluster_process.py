@@ -26,8 +26,6 @@ pytestmark = pytest.mark.timeout(180)
 NAMES = ("n1", "n2", "n3")
 
 
-
-
 class Proc:
     def __init__(self, name: str, tmp: Path, port: int, cport: int, http: int, routes: str) -> None:
         self.name = name
@@ -326,3 +324,50 @@ async def test_r3_stream_leader_kill_and_sigstop(cluster: Cluster) -> None:
             break
         assert time.monotonic() < deadline, states
         await asyncio.sleep(0.2)
+
+
+async def test_r3_stream_leader_sigterm_hands_over(cluster: Cluster) -> None:
+    """SIGTERM of an R3 stream's leader (a rolling restart): it hands its leadership over
+    and passes on the publishes that meet it, so the publish a client sends through another
+    server right after the signal is answered without waiting out a timeout."""
+    await cluster.leader()
+    nc1 = await _connect(cluster.procs["n1"].url)
+    try:
+        cfg = {"name": "G", "subjects": ["g"], "num_replicas": 3, "storage": "file"}
+        deadline = time.monotonic() + 10
+        while "error" in (r := await _req(nc1, "$JS.API.STREAM.CREATE.G", cfg, 5)):
+            assert time.monotonic() < deadline, r
+            await asyncio.sleep(0.1)
+        await _publish_acked(nc1, "g", "g0", time.monotonic() + 10)
+    finally:
+        await nc1.close()
+    for i in range(2):
+        nc = await _connect(cluster.procs["n1"].url)
+        try:
+            lead = (await _req(nc, "$JS.API.STREAM.INFO.G", timeout=5))["cluster"]["leader"]
+        finally:
+            await nc.close()
+        other = next(n for n in NAMES if n != lead)
+        nc = await _connect(cluster.procs[other].url)
+        try:
+            t0 = time.monotonic()
+            cluster.procs[lead].signal(signal.SIGTERM)
+            waited: list[str] = []
+            while True:
+                try:
+                    m = await nc.request("g", b"x", timeout=0.45, headers={"Nats-Msg-Id": f"t{i}"})
+                    break
+                except nats.errors.NoRespondersError:
+                    await asyncio.sleep(0.01)  # between the two leaders' subscriptions
+                except nats.errors.TimeoutError:
+                    waited.append(f"{time.monotonic() - t0:.2f} s")
+            ack = json.loads(m.data)
+            assert ack == {"stream": "G", "seq": i + 2}, ack
+            assert waited == [], f"publish after SIGTERM timed out at {waited}"
+            gap = time.monotonic() - t0
+            print(f"R3 stream leader SIGTERM -> next publish acknowledged after {gap:.2f} s")
+            await asyncio.to_thread(cluster.procs[lead].proc.wait, 15)  # type: ignore[union-attr]
+        finally:
+            await nc.close()
+        cluster.procs[lead].start()
+        await cluster.leader()
