@@ -22,11 +22,12 @@ seed; ``NATSD_FAULT_SEED`` replays it.
   snapshot, and the replica copies what it stands for from the leader's store before it
   takes it (``cluster_catchup``).
 
-Not covered yet, because they fail today:
+* **Its stream store, damaged older than its log**: the replica cuts its store back to
+  before the damage and refills it from the other replicas' stores before it applies its
+  log again (``CatchUp.repair``).
 
-* damage to store messages older than the follower's log (logged as an error; the hole
-  stays on that replica): the replica would have to give up its log and be caught up
-  from the leader's store, and stay out of elections until then across restarts;
+Not covered yet, because it fails today:
+
 * a WAL cut short by more than a torn tail: indistinguishable from a torn tail, so the
   group is not marked damaged and the leader never learns what the follower lost.
 """
@@ -152,11 +153,11 @@ async def _checked(tmp: Path, rounds: int, target: str, compact: int) -> None:
 
 
 # (target, compact_every): under a log that still holds every entry (compaction every 4096
-# entries, more than a run publishes), and WAL damage under a log compacted every 40
-# entries, so the leader has compacted past what the damaged replica lost and catches it
-# up from its store (design-clustering §4.6). Store damage under a compacted log is the
-# case the module docstring lists as not covered yet.
-CASES = [("wal", 4096), ("store", 4096), ("wal", 40)]
+# entries, more than a run publishes), and under a log compacted every 40 entries: WAL
+# damage the leader has compacted past (it catches the replica up from its store), and
+# store damage older than the replica's own log (it refills its store from the others'
+# before applying its log: CatchUp.repair; design-clustering §4.6).
+CASES = [("wal", 4096), ("store", 4096), ("wal", 40), ("store", 40)]
 
 
 @pytest.mark.timeout(300)

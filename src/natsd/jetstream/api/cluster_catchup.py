@@ -20,6 +20,11 @@ server that sent it, in bounded batches, while that server keeps taking writes:
    dedup window is rebuilt from the store, and only then is the MsgSnap stepped: Raft
    replaces the log and the entries after the snapshot come by append as usual.
 
+The same transfer repairs a replica whose own store is short of its own snapshot (a memory
+stream after a restart; a file store whose damage recovery cut it back below its log):
+``repair`` asks the other members in turn, and the group's committed entries wait until it
+is done (``StreamGroups``: the replica does not lead meanwhile).
+
 Why this is exact: nothing beyond the snapshot's last sequence is copied, and a message at
 or below it can afterwards only be deleted, so the source's store (which may already be
 further on) holds a subset of what the snapshot stood for, and every deletion it shows is
@@ -94,6 +99,8 @@ BATCH_MSGS: Final = 8192
 RUN_SCAN: Final = 65536
 # A request unanswered this long (seconds) is sent again.
 RETRY_AFTER: Final = 2.0
+# A repair (``CatchUp.repair``) with no batch applied for this long gives up.
+REPAIR_GIVES_UP: Final = 15.0
 
 
 def catchup_subject(node_id: int) -> bytes:
@@ -119,11 +126,11 @@ def _first_logged_seq(log: GroupLog) -> int:
 
 
 def repair_from_log(stream: Stream, wal_log: GroupLog, what: str) -> None:
-    """A replica's store that lost messages to damage (its recovery says which) while its
-    log still holds them: the store is cut back to just before the first one lost, and
-    applying the log again refills it, so the replica does not keep holes the others do
-    not have. Losses older than the log stay, reported: a snapshot from the leader would
-    refill them (``CatchUp``), but a replica does not yet ask for one itself."""
+    """A replica's store that lost messages to damage (its recovery says which) is cut back
+    to just before the first one lost, so it does not keep holes the others do not have.
+    Applying the log again refills what the log still holds; what is older than the log
+    is fetched from the other replicas' stores first (``CatchUp.repair``: the store then
+    ends before its snapshot's last sequence)."""
     lost = stream.store.state().lost
     if lost is None or not lost.msgs:
         return
@@ -134,13 +141,13 @@ def repair_from_log(stream: Stream, wal_log: GroupLog, what: str) -> None:
             "stream %s: %d damaged messages from %d; refilled from the replica's log",
             what, len(lost.msgs), first_lost,
         )  # fmt: skip
-        stream.store.truncate(first_lost - 1)
-        return
-    log.error(
-        "stream %s: %d damaged messages from %d, before this replica's log (from %d): they "
-        "stay missing here (not yet fetched from the leader's store)",
-        what, len(lost.msgs), first_lost, logged,
-    )  # fmt: skip
+    else:
+        log.warning(
+            "stream %s: %d damaged messages from %d, before this replica's log (from %d);"
+            " fetched from the other replicas",
+            what, len(lost.msgs), first_lost, logged,
+        )  # fmt: skip
+    stream.store.truncate(first_lost - 1)
 
 
 # ---------------------------------------------------------------------------- snapshot
@@ -296,8 +303,10 @@ class Transfer:
 
     group: bytes
     store: StreamStore
-    held: Message  # the newest MsgSnap, stepped when the store holds its state
-    held_index: int  # its index
+    # the newest MsgSnap, stepped when the store holds its state; None for a repair (the
+    # replica's own snapshot, see ``repair``)
+    held: Message | None
+    held_index: int  # the snapshot's index
     snap: StreamSnapshot
     peer: int  # the server asked (the one that sent the newest snapshot)
     start: int  # the next sequence to ask about
@@ -305,6 +314,10 @@ class Transfer:
     sent_at: float = 0.0
     copied: int = 0
     removed: int = 0
+    # a repair's sources, asked in turn while one does not answer
+    sources: list[int] = field(default_factory=list)
+    # loop time of the last batch applied (a repair that makes no progress gives up)
+    progress_at: float = 0.0
 
 
 # A source's store for a group, a requester and a snapshot index (None: not served to it,
@@ -372,13 +385,46 @@ class CatchUp:
         self._request(t)
         return True
 
+    def repair(
+        self, group: bytes, store: StreamStore, snap: StreamSnapshot, index: int, sources: list[int]
+    ) -> None:
+        """A replica whose store lost what its own snapshot (at log ``index``) stands for: a
+        memory stream after a restart, or a file store damaged below the log. It fetches it
+        the same way, from the other members in turn (one that has applied its log to
+        ``index``), before it applies its log again."""
+        st = store.state()
+        first = st.first_seq if st.msgs else st.last_seq + 1
+        peer = sources[0] if sources else 0
+        t = Transfer(group, store, None, index, snap, peer, first, store.last_seq())
+        t.sources = list(sources)
+        t.progress_at = asyncio.get_running_loop().time()
+        self.transfers[group] = t
+        log.warning(
+            "stream group %s: store holds %d..%d of what its snapshot stands for (up to %d);"
+            " fetching the rest from the other replicas",
+            group, first, t.have_last, snap.last_seq,
+        )  # fmt: skip
+        self._request(t)
+
     def cancel(self, group: bytes) -> None:
         self.transfers.pop(group, None)
 
     def tick(self, now: float) -> None:
-        """Send again what went unanswered (lost, or its source went away)."""
+        """Send again what went unanswered (lost, or its source went away); a repair asks
+        the next member."""
         for t in list(self.transfers.values()):  # (a request may complete one)
+            if t.held is None and now - t.progress_at >= REPAIR_GIVES_UP:
+                # no member can serve it (every replica of a memory stream restarted):
+                # what is missing is lost, as nats-server loses a memory stream's messages
+                log.error(
+                    "stream group %s: no replica could refill messages %d..%d; they are"
+                    " lost here", t.group, t.start, t.snap.last_seq,
+                )  # fmt: skip
+                self._complete(t)
+                continue
             if now - t.sent_at >= RETRY_AFTER:
+                if t.held is None and len(t.sources) > 1:
+                    t.peer = t.sources[(t.sources.index(t.peer) + 1) % len(t.sources)]
                 self._request(t)
 
     def _request(self, t: Transfer) -> None:
@@ -396,6 +442,8 @@ class CatchUp:
         if t is None or p.sender != t.peer or p.a != t.start:
             return  # stale: a resent request's first answer already moved it on
         if p.kind == K_NONE:
+            if t.held is None:
+                t.sent_at = 0.0  # a repair asks the next member at the next tick
             return  # not served there (yet): tick asks again, maybe elsewhere
         if p.b < p.a or p.b > t.snap.last_seq:
             self.bad += 1
@@ -419,6 +467,7 @@ class CatchUp:
             t.sent_at = asyncio.get_running_loop().time()
             return
         t.start = max(t.start, p.b + 1)
+        t.progress_at = asyncio.get_running_loop().time()
         self._request(t)
 
     def _reconcile(self, t: Transfer, p: Packet) -> None:

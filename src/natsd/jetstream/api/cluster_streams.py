@@ -35,6 +35,7 @@ from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_catchup import (
     CatchUp,
     CatchupError,
+    StreamSnapshot,
     Transfer,
     decode_snapshot,
     encode_snapshot,
@@ -71,6 +72,7 @@ from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError, StreamStore
+from natsd.storage.wal import GroupLog
 
 __all__ = ["StreamGroups", "group_name", "unreplicated"]
 
@@ -130,17 +132,32 @@ def _track_leader(m: _Member, lead: int) -> None:
         m.leader_since = m.stream.clock.time_ns() if lead else 0
 
 
+def _short_of(stream: Stream, wal_log: GroupLog) -> StreamSnapshot | None:
+    """The replica's own snapshot when its store ends before what the snapshot stands for
+    (a memory stream after a restart, or a store cut back below its log): the rest is
+    fetched from the other replicas before the log applies again (``CatchUp.repair``)."""
+    if not wal_log.snap_data:
+        return None
+    try:
+        snap = decode_snapshot(wal_log.snap_data)
+    except CatchupError:
+        return None
+    return snap if stream.store.last_seq() < snap.last_seq else None
+
+
 def group_name(a: StreamAssignment) -> bytes:
     return f"S:{a.account}:{a.name}:{a.created}".encode()
 
 
 class _Member:
     __slots__ = (
+        "apply",
         "assignment",
         "compact_proposed",
         "compact_to",
         "consumers",
         "created_at",
+        "deferred",
         "group",
         "had_leader",
         "ja",
@@ -148,6 +165,7 @@ class _Member:
         "leader_since",
         "leaving_since",
         "ready_at",
+        "repairing",
         "stream",
     )
 
@@ -173,6 +191,12 @@ class _Member:
         self.consumers: ReplicatedConsumers | None = None
         # loop time since when the meta group no longer places it here (0: it does)
         self.leaving_since = 0.0
+        # its store is being refilled from the other replicas (CatchUp.repair): committed
+        # entries wait in ``deferred`` (index, data) and it does not lead meanwhile
+        self.repairing = False
+        self.deferred: list[tuple[int, bytes]] = []
+        # the group's state machine (StreamGroups.attach): applies one committed entry
+        self.apply: Callable[[int, bytes], None] | None = None
 
 
 # nats-server's isGroupLeaderless: a replica answers STREAM.INFO itself when its group has
@@ -281,6 +305,9 @@ class StreamGroups:
         m.consumers.adopt()
 
         def apply(_index: int, data: bytes) -> None:
+            if m.repairing:
+                m.deferred.append((_index, data))
+                return
             index = compact_index(data)
             if index:
                 m.compact_to = max(m.compact_to, index)
@@ -313,10 +340,14 @@ class StreamGroups:
                     a.account, a.name, index, stream.store.last_seq(), last,
                 )  # fmt: skip
 
+        repair: StreamSnapshot | None = None
         if name in host.wal.groups:
             # the entries after the last compaction are applied again; the store skips
             # the messages it holds
-            repair_from_log(stream, host.wal.groups[name], f"{a.account}/{a.name}")
+            wal_log = host.wal.groups[name]
+            repair_from_log(stream, wal_log, f"{a.account}/{a.name}")
+            repair = _short_of(stream, wal_log)
+            m.repairing = repair is not None
             m.group = host.restore(name, apply, install=install)
         elif joining:
             m.group = host.join(name, apply, install)
@@ -326,7 +357,12 @@ class StreamGroups:
             if a.peers and a.peers[0] == self.server_name:
                 m.group.node.campaign()  # a new group need not wait out an election timeout
         m.group.hold_snapshot = lambda msg: self.catchup.offer(name, m.stream.store, msg)
+        m.apply = apply
         self.members[name] = m
+        if repair is not None:
+            sources = [v for v in m.group.conf.voters if v != host.id]
+            index = host.wal.groups[name].snap_index
+            self.catchup.repair(name, stream.store, repair, index, sources)
         self.raft.kick()
 
     def reassigned(self, a: StreamAssignment) -> None:
@@ -341,8 +377,8 @@ class StreamGroups:
         """The store a member of group ``name`` catches up from to a snapshot at log
         ``index`` (None: not a member, or this replica has not applied that far yet)."""
         m = self.members.get(name)
-        if m is None or m.group is None or m.group.applied < index:
-            return None
+        if m is None or m.group is None or m.group.applied < index or m.repairing:
+            return None  # (a replica being repaired itself has a store short of its log)
         conf = m.group.conf
         if requester not in conf.voters and requester not in conf.learners:
             return None
@@ -353,6 +389,17 @@ class StreamGroups:
         window is read from the store, and the held snapshot replaces the log."""
         m = self.members.get(t.group)
         if m is None or m.group is None:
+            return
+        if t.held is None:
+            # a repair: the consumers as of its own snapshot, then the entries that waited
+            if m.consumers is not None:
+                m.consumers.install(t.snap.consumers)
+            m.repairing = False
+            deferred, m.deferred = m.deferred, []
+            for index, data in deferred:
+                if m.apply is not None:
+                    m.apply(index, data)
+            m.stream.rebuild_dedupe(time.time_ns())
             return
         if m.consumers is not None and m.group.applied < t.held_index:
             # (a log that got past the snapshot meanwhile, from a new leader that still had
@@ -387,6 +434,10 @@ class StreamGroups:
                 continue
             out = self.server_name not in m.assignment.peers or self.removed()
             if out and self._leave(name, m, g, now):
+                continue
+            if m.repairing:
+                if g.node.raft.state == StateType.StateLeader:
+                    self.stepdown(m.stream)  # its store is not whole yet: it must not lead
                 continue
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
