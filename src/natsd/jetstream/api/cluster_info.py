@@ -1,6 +1,8 @@
-"""The meta group as /jsz shows it (``meta_cluster``), from the meta group's Raft state.
+"""The cluster as clients see it, from the Raft state: the meta group as /jsz shows it
+(``meta_cluster``), and a replicated stream's ``cluster`` block.
 
-Split from cluster.py: a view computed on request, with no state of its own.
+Split from cluster.py and cluster_streams.py: views computed on request, with no state of
+their own.
 """
 
 from __future__ import annotations
@@ -8,9 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from natsd.cluster.group import RaftGroup, peer_hash
+from natsd.cluster.group import RaftGroup, peer_hash, raft_id
+from natsd.cluster.meta import StreamAssignment
+from natsd.core.clock import rfc3339
+from natsd.jetstream.api.cluster_member import group_name
+from natsd.raft.state import StateType
 
-__all__ = ["ALIVE_FOR", "meta_cluster_info"]
+__all__ = ["ALIVE_FOR", "CURRENT_FOR", "OFFLINE_AFTER", "meta_cluster_info", "stream_cluster_block"]
+
+# A replica not heard from for this long is not "current" in a stream's cluster block, and
+# after OFFLINE_AFTER it shows as offline.
+CURRENT_FOR: Final = 2.0
+OFFLINE_AFTER: Final = 10.0
 
 # A replica not heard from for this long shows as offline in /jsz.
 ALIVE_FOR: Final = 10.0
@@ -93,3 +104,53 @@ def _snapshot_stats(g: RaftGroup | None) -> dict[str, Any]:
             ents = st.entries(first, last + 1, 1 << 62)
             n, size = len(ents), sum(len(e.data) for e in ents)
     return {"pending_entries": n, "pending_size": size, "last_time": "0001-01-01T00:00:00Z"}
+
+
+def stream_cluster_block(
+    g: RaftGroup,
+    a: StreamAssignment,
+    cluster: str,
+    me: int,
+    traffic_account: str,
+    leader_since: int,
+    last_heard: dict[int, float],
+    name_of: Callable[[int], str],
+    now: float,
+) -> dict[str, Any]:
+    """The ``cluster`` block of a replicated stream's info, as nats-server shows it: the
+    leader, and the other replicas with whether they are current and when they were last
+    heard from (the leader knows its followers' progress)."""
+    out: dict[str, Any] = {"name": cluster}
+    kind = "M" if a.config.get("storage") == "memory" else "F"
+    out["raft_group"] = f"S-R{len(a.peers)}{kind}-{peer_hash(group_name(a).decode())}"
+    raft = g.node.raft
+    lead = raft.lead
+    if lead:
+        out["leader"] = name_of(lead)
+        out["leader_since"] = rfc3339(leader_since)
+    out["system_account"] = True
+    out["traffic_account"] = traffic_account
+    last = raft.raft_log.last_index()
+    progress = raft.trk.progress if raft.state == StateType.StateLeader else {}
+    replicas = []
+    for peer in a.peers:
+        vid = raft_id(peer)
+        if vid == lead:
+            continue
+        heard = last_heard.get(vid)
+        ago = 0.0 if vid == me else (now - heard if heard is not None else None)
+        pr = progress.get(vid)
+        current = (vid == me) or (
+            ago is not None and ago <= CURRENT_FOR and (pr is None or pr.match >= last)
+        )
+        row: dict[str, Any] = {"name": peer, "current": current}
+        row["active"] = int((ago if ago is not None else 0.0) * 1e9)
+        if pr is not None and last > pr.match:
+            row["lag"] = last - pr.match
+        if ago is None or ago > OFFLINE_AFTER:
+            row["offline"] = True
+        row["peer"] = peer_hash(peer)
+        replicas.append(row)
+    if replicas:
+        out["replicas"] = replicas
+    return out

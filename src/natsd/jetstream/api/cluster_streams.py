@@ -47,6 +47,14 @@ from natsd.jetstream.api.cluster_consumers import (
     ephemeral_request,
 )
 from natsd.jetstream.api.cluster_handover import HandOver, publishes
+from natsd.jetstream.api.cluster_info import CURRENT_FOR, stream_cluster_block
+from natsd.jetstream.api.cluster_member import (
+    Member,
+    group_name,
+    short_of,
+    track_leader,
+    unreplicated,
+)
 from natsd.jetstream.api.cluster_membership import LEAVE_AFTER, in_config, next_change
 from natsd.jetstream.api.dispatch import ERROR_EXTRAS, handle, lookup_verb
 from natsd.jetstream.config.stream_types import RetentionPolicy
@@ -72,7 +80,6 @@ from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError, StreamStore
-from natsd.storage.wal import GroupLog
 
 __all__ = ["StreamGroups", "group_name", "unreplicated"]
 
@@ -106,97 +113,12 @@ _REPLICATED_READS: Final = frozenset(
 # API requests that change a replicated stream's store: replicated as they are.
 _REPLICATED_WRITES: Final = frozenset({("STREAM", "PURGE"), ("STREAM", "MSG", "DELETE")})
 
-# A replica not heard from for this long is not "current" in the cluster block, and after
-# OFFLINE_AFTER it shows as offline.
-CURRENT_FOR: Final = 2.0
-OFFLINE_AFTER: Final = 10.0
 # The leader proposes a COMPACT entry once the log holds this many applied entries. It
 # keeps the entries a replica still needs unless that replica is more than KEEP_FOR_LAGGING
 # compactions behind: one that far behind (or away) catches up from the leader's store
 # instead (cluster_catchup), so the log stays bounded while a replica is away.
 COMPACT_EVERY: Final = 4096
 KEEP_FOR_LAGGING: Final = 2
-
-
-def unreplicated(s: Stream) -> bool:
-    """An R1 stream, answered by the one server that holds it. A replicated one that has
-    no group yet (its server is restarting) answers nothing: its leader does."""
-    return s.replica is None and s.cfg.num_replicas <= 1
-
-
-def _track_leader(m: _Member, lead: int) -> None:
-    """Note when this replica first knew of its group's current leader."""
-    if lead != m.leader:
-        m.leader = lead
-        m.had_leader = m.had_leader or bool(lead)
-        m.leader_since = m.stream.clock.time_ns() if lead else 0
-
-
-def _short_of(stream: Stream, wal_log: GroupLog) -> StreamSnapshot | None:
-    """The replica's own snapshot when its store ends before what the snapshot stands for
-    (a memory stream after a restart, or a store cut back below its log): the rest is
-    fetched from the other replicas before the log applies again (``CatchUp.repair``)."""
-    if not wal_log.snap_data:
-        return None
-    try:
-        snap = decode_snapshot(wal_log.snap_data)
-    except CatchupError:
-        return None
-    return snap if stream.store.last_seq() < snap.last_seq else None
-
-
-def group_name(a: StreamAssignment) -> bytes:
-    return f"S:{a.account}:{a.name}:{a.created}".encode()
-
-
-class _Member:
-    __slots__ = (
-        "apply",
-        "assignment",
-        "compact_proposed",
-        "compact_to",
-        "consumers",
-        "created_at",
-        "deferred",
-        "group",
-        "had_leader",
-        "ja",
-        "leader",
-        "leader_since",
-        "leaving_since",
-        "ready_at",
-        "repairing",
-        "stream",
-    )
-
-    def __init__(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
-        self.ja = ja
-        self.stream = stream
-        self.assignment = a
-        self.group: RaftGroup | None = None
-        # as a new leader: the log index it must apply before it takes publishes (0: none)
-        self.ready_at = 0
-        # an applied COMPACT entry's index, to compact at when no WAL sync is under way
-        self.compact_to = 0
-        # as leader: the index of the last COMPACT entry proposed
-        self.compact_proposed = 0
-        # the leader this replica knows of, and since when (wall ns) it knows of it
-        self.leader = 0
-        self.leader_since = 0
-        # for leaderless(): when this replica joined (loop time), and whether it ever knew
-        # of a leader
-        self.created_at = asyncio.get_running_loop().time()
-        self.had_leader = False
-        # its durable consumers (set by StreamGroups.attach)
-        self.consumers: ReplicatedConsumers | None = None
-        # loop time since when the meta group no longer places it here (0: it does)
-        self.leaving_since = 0.0
-        # its store is being refilled from the other replicas (CatchUp.repair): committed
-        # entries wait in ``deferred`` (index, data) and it does not lead meanwhile
-        self.repairing = False
-        self.deferred: list[tuple[int, bytes]] = []
-        # the group's state machine (StreamGroups.attach): applies one committed entry
-        self.apply: Callable[[int, bytes], None] | None = None
 
 
 # nats-server's isGroupLeaderless: a replica answers STREAM.INFO itself when its group has
@@ -231,7 +153,7 @@ class StreamGroups:
         self.leaderless_after = LEADERLESS_AFTER
         self._nuid = Nuid()
         self._name_of = name_of
-        self.members: dict[bytes, _Member] = {}
+        self.members: dict[bytes, Member] = {}
         # entries proposed this loop turn, by group: one MsgProp each (see _flush)
         self._batches: dict[bytes, list[bytes]] = {}
         self._flush_scheduled = False
@@ -272,7 +194,7 @@ class StreamGroups:
         stream.replica = rep
         stream.unsubscribe()  # the leader subscribes, once it is ready
 
-        m = _Member(ja, stream, a)
+        m = Member(ja, stream, a)
 
         def propose(data: bytes) -> bool:
             # queued, and proposed with the others of this loop turn in one MsgProp
@@ -346,7 +268,7 @@ class StreamGroups:
             # the messages it holds
             wal_log = host.wal.groups[name]
             repair_from_log(stream, wal_log, f"{a.account}/{a.name}")
-            repair = _short_of(stream, wal_log)
+            repair = short_of(stream, wal_log)
             m.repairing = repair is not None
             m.group = host.restore(name, apply, install=install)
         elif joining:
@@ -442,7 +364,7 @@ class StreamGroups:
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
             raft = g.node.raft
-            _track_leader(m, raft.lead)
+            track_leader(m, raft.lead)
             if raft.state == StateType.StateLeader and raft.lead == me:
                 if rep.leading:
                     self._propose_compact(name, m, g)
@@ -485,7 +407,7 @@ class StreamGroups:
         rep.inflight += 1  # publishes whose checks read the store wait for it
         return True
 
-    def _apply_api(self, m: _Member, data: bytes) -> None:
+    def _apply_api(self, m: Member, data: bytes) -> None:
         """A committed API entry: every replica runs the standalone handler on the same
         store, so each gets the same result; the one that proposed it answers."""
         e = decode_api(data)
@@ -528,7 +450,7 @@ class StreamGroups:
                     m.stream.unsubscribe()
                 m.ready_at = 0
 
-    def _follow_peers(self, m: _Member, g: RaftGroup) -> None:
+    def _follow_peers(self, m: Member, g: RaftGroup) -> None:
         """As leader: the next Raft configuration change toward the assignment's peers
         (``cluster_membership``)."""
         step = next_change(g, {raft_id(p) for p in m.assignment.peers}, self.raft.host.id)
@@ -553,7 +475,7 @@ class StreamGroups:
         )  # fmt: skip
         self.raft.kick()
 
-    def _unreplicate(self, m: _Member, g: RaftGroup) -> bool:
+    def _unreplicate(self, m: Member, g: RaftGroup) -> bool:
         """A stream scaled down to one replica, once its group is this server alone and
         nothing is in flight: the group ends and the stream runs as an R1 stream (its
         store synced, its consumers writing their state to disk again); True when done."""
@@ -580,7 +502,7 @@ class StreamGroups:
                  m.assignment.name)  # fmt: skip
         return True
 
-    def _leave(self, name: bytes, m: _Member, g: RaftGroup, now: float) -> bool:
+    def _leave(self, name: bytes, m: Member, g: RaftGroup, now: float) -> bool:
         """The meta group no longer places this replica here (its peer was removed): it
         leaves once the group's configuration no longer holds it, or after LEAVE_AFTER
         (``cluster_membership``); True when it left."""
@@ -606,7 +528,7 @@ class StreamGroups:
         m = self.members.get(name)
         return None if m is None or m.group is None else (m.group, m.stream)
 
-    def _propose_compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
+    def _propose_compact(self, name: bytes, m: Member, g: RaftGroup) -> None:
         """As leader: once the log holds COMPACT_EVERY applied entries, propose compacting
         it up to the lowest index every replica has, leaving out a replica more than
         KEEP_FOR_LAGGING compactions behind (away, or too slow): it will catch up from
@@ -626,7 +548,7 @@ class StreamGroups:
             return
         m.compact_proposed = safe
 
-    def _compact(self, name: bytes, m: _Member, g: RaftGroup) -> None:
+    def _compact(self, name: bytes, m: Member, g: RaftGroup) -> None:
         """A COMPACT entry applied: make the store durable up to what it holds, then drop
         the log before the entry's index (the store now holds what those entries did)."""
         index = min(m.compact_to, g.applied)
@@ -750,7 +672,7 @@ class StreamGroups:
         if m is None or m.group is None:
             return False
         lead = m.group.node.raft.lead
-        _track_leader(m, lead)
+        track_leader(m, lead)
         if lead:
             return False
         now = asyncio.get_running_loop().time()
@@ -799,7 +721,7 @@ class StreamGroups:
                 doc["domain"] = self._domain
             publish(sl, subject, None, None, orjson.dumps(doc))
 
-    def member(self, stream: Stream) -> _Member | None:
+    def member(self, stream: Stream) -> Member | None:
         for m in self.members.values():
             if m.stream is stream:
                 return m
@@ -855,47 +777,13 @@ class StreamGroups:
         return True
 
     def cluster_block(self, stream: Stream, cluster: str) -> dict[str, Any]:
-        """The ``cluster`` block of a replicated stream's info, as nats-server shows it:
-        the leader, and the other replicas with whether they are current and when they
-        were last heard from (the leader knows its followers' progress)."""
-        out: dict[str, Any] = {"name": cluster}
+        """The ``cluster`` block of a replicated stream's info (``cluster_info``)."""
         m = self.member(stream)
         if m is None or m.group is None:
-            return out
-        a = m.assignment
-        kind = "M" if a.config.get("storage") == "memory" else "F"
-        out["raft_group"] = f"S-R{len(a.peers)}{kind}-{peer_hash(group_name(a).decode())}"
-        raft = m.group.node.raft
-        me = self.raft.host.id
-        lead = raft.lead
-        if lead:
-            out["leader"] = self._name_of(lead)
-            _track_leader(m, lead)
-            out["leader_since"] = rfc3339(m.leader_since)
-        out["system_account"] = True
-        out["traffic_account"] = self.traffic_account
-        now = asyncio.get_running_loop().time()
-        last = raft.raft_log.last_index()
-        progress = raft.trk.progress if raft.state == StateType.StateLeader else {}
-        replicas = []
-        for peer in m.assignment.peers:
-            vid = raft_id(peer)
-            if vid == lead:
-                continue
-            heard = self.raft.last_heard.get(vid)
-            ago = 0.0 if vid == me else (now - heard if heard is not None else None)
-            pr = progress.get(vid)
-            current = (vid == me) or (
-                ago is not None and ago <= CURRENT_FOR and (pr is None or pr.match >= last)
-            )
-            row: dict[str, Any] = {"name": peer, "current": current}
-            row["active"] = int((ago if ago is not None else 0.0) * 1e9)
-            if pr is not None and last > pr.match:
-                row["lag"] = last - pr.match
-            if ago is None or ago > OFFLINE_AFTER:
-                row["offline"] = True
-            row["peer"] = peer_hash(peer)
-            replicas.append(row)
-        if replicas:
-            out["replicas"] = replicas
-        return out
+            return {"name": cluster}
+        track_leader(m, m.group.node.raft.lead)
+        return stream_cluster_block(
+            m.group, m.assignment, cluster, self.raft.host.id, self.traffic_account,
+            m.leader_since, self.raft.last_heard, self._name_of,
+            asyncio.get_running_loop().time(),
+        )  # fmt: skip
