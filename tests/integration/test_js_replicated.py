@@ -667,3 +667,31 @@ async def test_memory_r3_replica_refills_its_store_after_a_restart(trio: JsClust
         await nc.close()
     await until(lambda: _contents(trio, away, "M") == _contents(trio, lead, "M"))
     assert len(_contents(trio, away, "M")) == 105
+
+
+async def test_a_follower_never_forwards_a_stream_proposal(trio: JsCluster3) -> None:
+    """A stream entry carries the sequence its leader gave it, so a replica that has just
+    lost leadership must not pass its queued proposals on to the new leader (Raft's
+    proposal forwarding): they would commit with sequences the new leader gives out again,
+    and a retried message id would be stored twice (the fault soak caught that). The
+    follower refuses them (ErrProposalDropped); the stream passes the publishes on itself
+    (cluster_handover)."""
+    from natsd.jetstream.stream.replica import encode_msg
+    from natsd.raft.state import RaftError
+
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "F", "subjects": ["f.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.F", cfg)
+        await _publish(nc, "f.a", b"1")
+    finally:
+        await nc.close()
+    lead = _leader(trio, "F")
+    follower = next(n for n in trio.names if n != lead)
+    groups = trio.servers[follower].js_cluster.stream_groups
+    (name,) = groups.members
+    entry = encode_msg(groups.raft.host.id, 2, 1, 0, "f.a", b"", None, "", "", b"x")
+    with pytest.raises(RaftError):
+        groups.raft.propose_batch(name, [entry])
+    await asyncio.sleep(0.5)
+    assert [seq for seq, *_ in _contents(trio, lead, "F")] == [1]

@@ -205,7 +205,12 @@ class GroupHost:
 
     # ---------------------------------------------------------------- groups
     def create(
-        self, name: bytes, voters: list[int], apply: Apply, install: Install | None = None
+        self,
+        name: bytes,
+        voters: list[int],
+        apply: Apply,
+        install: Install | None = None,
+        forwarding: bool = True,
     ) -> RaftGroup:
         """A new group with these voters (every member creates it the same way). Its
         membership is logged as a snapshot at index 1, so the log starts at 2 (etcd's advice
@@ -217,9 +222,11 @@ class GroupHost:
         cs = ConfState(voters=sorted(voters))
         self.wal.append_snapshot(name, 1, 1, encode_conf_state(cs), b"", replace=True)
         self.wal.commit()
-        return self._start(name, self.wal.groups[name], apply, 0, install)
+        return self._start(name, self.wal.groups[name], apply, 0, install, forwarding)
 
-    def join(self, name: bytes, apply: Apply, install: Install | None = None) -> RaftGroup:
+    def join(
+        self, name: bytes, apply: Apply, install: Install | None = None, forwarding: bool = True
+    ) -> RaftGroup:
         """Join an existing group that is adding this node: an empty log and no members
         (etcd's way for a node added by a configuration change). The leader finds the log
         empty and sends its snapshot, which brings the membership with it."""
@@ -227,20 +234,31 @@ class GroupHost:
             raise ValueError(f"group {name!r} exists")
         self.wal.append_snapshot(name, 0, 0, encode_conf_state(ConfState()), b"", replace=True)
         self.wal.commit()
-        return self._start(name, self.wal.groups[name], apply, 0, install)
+        return self._start(name, self.wal.groups[name], apply, 0, install, forwarding)
 
     def restore(
-        self, name: bytes, apply: Apply, applied: int = 0, install: Install | None = None
+        self,
+        name: bytes,
+        apply: Apply,
+        applied: int = 0,
+        install: Install | None = None,
+        forwarding: bool = True,
     ) -> RaftGroup:
         """A group found in the WAL at start-up; ``applied`` is what its state machine
         already holds (committed entries up to it are not applied again)."""
         log = self.wal.groups.get(name)
         if log is None:
             raise KeyError(name)
-        return self._start(name, log, apply, applied, install)
+        return self._start(name, log, apply, applied, install, forwarding)
 
     def _start(
-        self, name: bytes, log: GroupLog, apply: Apply, applied: int, install: Install | None
+        self,
+        name: bytes,
+        log: GroupLog,
+        apply: Apply,
+        applied: int,
+        install: Install | None,
+        forwarding: bool = True,
     ) -> RaftGroup:
         st = MemoryStorage()
         conf = decode_conf_state(log.snap_conf) if log.snap_conf else ConfState()
@@ -270,6 +288,10 @@ class GroupHost:
             max_uncommitted_entries_size=max_unc,
             check_quorum=check_quorum,
             pre_vote=pre_vote,
+            # a group whose proposals carry what only its leader may decide (a stream's
+            # sequence numbers) must not have a follower pass them on: they are dropped
+            # there (ErrProposalDropped), and the owner passes the request itself on
+            disable_proposal_forwarding=not forwarding,
         )
         node = new_raw_node(cfg)
         if self._rand is not None:

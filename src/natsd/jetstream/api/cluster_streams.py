@@ -270,12 +270,12 @@ class StreamGroups:
             repair_from_log(stream, wal_log, f"{a.account}/{a.name}")
             repair = short_of(stream, wal_log)
             m.repairing = repair is not None
-            m.group = host.restore(name, apply, install=install)
+            m.group = host.restore(name, apply, install=install, forwarding=False)
         elif joining:
-            m.group = host.join(name, apply, install)
+            m.group = host.join(name, apply, install, forwarding=False)
         else:
             voters = sorted(raft_id(p) for p in (founders or a.peers))
-            m.group = host.create(name, voters, apply, install)
+            m.group = host.create(name, voters, apply, install, forwarding=False)
             if a.peers and a.peers[0] == self.server_name:
                 m.group.node.campaign()  # a new group need not wait out an election timeout
         m.group.hold_snapshot = lambda msg: self.catchup.offer(name, m.stream.store, msg)
