@@ -51,6 +51,7 @@ from natsd.cluster.meta import (
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
+from natsd.jetstream.api.cluster_catchup import cut_lost
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_info import meta_cluster_info
 from natsd.jetstream.api.cluster_servers import (
@@ -203,6 +204,14 @@ class JsCluster:
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
+        # A replicated stream's store that lost messages to damage is cut back before the
+        # first at once: were the server stopped again before its group attaches (where the
+        # log or the other replicas refill it), a clean shutdown would forget the loss and
+        # the hole would stay (the bit-flip fault suite caught that).
+        for ja in self.engine.accounts.values():
+            for s in ja.streams.values():
+                if s.cfg.num_replicas > 1:
+                    cut_lost(s)
         wal = self.raft.host.wal
         log_ = wal.groups.get(META_GROUP)
         if log_ is not None:

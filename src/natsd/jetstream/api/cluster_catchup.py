@@ -73,6 +73,7 @@ __all__ = [
     "StreamSnapshot",
     "Transfer",
     "catchup_subject",
+    "cut_lost",
     "decode_snapshot",
     "encode_snapshot",
     "repair_from_log",
@@ -123,6 +124,14 @@ def _first_logged_seq(log: GroupLog) -> int:
             except EntryError:
                 continue
     return 0
+
+
+def cut_lost(stream: Stream) -> None:
+    """Cut a store that lost messages to damage back to just before the first one lost
+    (at start-up, before anything else: ``repair_from_log`` says how it is refilled)."""
+    lost = stream.store.state().lost
+    if lost is not None and lost.msgs:
+        stream.store.truncate(min(lost.msgs) - 1)
 
 
 def repair_from_log(stream: Stream, wal_log: GroupLog, what: str) -> None:
