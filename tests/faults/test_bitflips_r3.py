@@ -11,7 +11,7 @@ damaged, and it is started again while publishing goes on through the other two.
   ever.
 * **Its stream store**, bits flipped or a block cut short. The file store's recovery drops
   the damaged records and says which; the replica cuts its store back to just before the
-  first and applies its log over it again (``_repair_from_log``). Before, it kept the holes
+  first (``cut_lost``) and applies its log over it again. Before, it kept the holes
   and silently differed from the others.
 
 Pass: every acknowledged message on every replica exactly once (``reliability.checker``),

@@ -22,6 +22,8 @@ from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
 
 from natsd.cluster.group import raft_id
+from natsd.router.publish import publish
+from natsd.router.subscription import Subscription
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -232,9 +234,6 @@ async def test_scaling_a_stream_between_r1_and_r3(quad: JsCluster3) -> None:
 async def _system_request(t: JsCluster3, via: str, subject: str, body: Any) -> dict[str, Any]:
     """A request in the system account, published on server ``via`` (as a system user's
     client would; the routes carry it to the meta leader), and its answer."""
-    from natsd.router.publish import publish
-    from natsd.router.subscription import Subscription
-
     srv = t.servers[via]
     system = srv.accounts[srv.system_account_name]
     got: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()

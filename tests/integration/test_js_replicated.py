@@ -27,6 +27,9 @@ from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
+from natsd.jetstream.stream.replica import encode_msg
+from natsd.raft.state import RaftError
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -676,9 +679,6 @@ async def test_a_follower_never_forwards_a_stream_proposal(trio: JsCluster3) -> 
     and a retried message id would be stored twice (the fault soak caught that). The
     follower refuses them (ErrProposalDropped); the stream passes the publishes on itself
     (cluster_handover)."""
-    from natsd.jetstream.stream.replica import encode_msg
-    from natsd.raft.state import RaftError
-
     nc = await nats.connect(trio.url("n1"))
     try:
         cfg = {"name": "F", "subjects": ["f.>"], "num_replicas": 3}

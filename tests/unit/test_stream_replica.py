@@ -89,3 +89,22 @@ def test_api_round_trip() -> None:
     for n in range(len(b) - len(b'{"filter":"a"}')):
         with pytest.raises(EntryError):
             decode_api(b[:n])
+
+
+def test_a_former_leader_answers_its_own_entries_up_to_where_it_stopped() -> None:
+    """``Replica.follow`` keeps the last sequence this replica gave out as leader: it
+    answers its own entries up to there when they commit after it stepped down (their
+    clients wait for those PubAcks), and nothing past it or proposed by another."""
+    rep = Replica(7)
+    rep.lead(10)
+    rep.clseq = 14  # four in flight
+    rep.waiting.append((b"s", b"r", None, b"held"))
+    assert rep.mine(7, 20, True)  # leading: every entry it proposed
+    rep.follow()
+    assert rep.acks_through == 14
+    assert rep.handed == [(b"s", b"r", None, b"held")] and not rep.waiting
+    assert rep.mine(7, 14, False) and rep.mine(7, 11, False)
+    assert not rep.mine(7, 15, False)  # past what it gave out
+    assert not rep.mine(8, 12, False)  # another leader's entry
+    rep.follow()  # a second follow (no leadership) keeps the mark
+    assert rep.acks_through == 14

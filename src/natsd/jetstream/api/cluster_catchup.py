@@ -76,7 +76,7 @@ __all__ = [
     "cut_lost",
     "decode_snapshot",
     "encode_snapshot",
-    "repair_from_log",
+    "report_lost",
 ]
 
 log: Final = logging.getLogger("natsd")
@@ -128,35 +128,28 @@ def _first_logged_seq(log: GroupLog) -> int:
 
 def cut_lost(stream: Stream) -> None:
     """Cut a store that lost messages to damage back to just before the first one lost
-    (at start-up, before anything else: ``repair_from_log`` says how it is refilled)."""
+    (at start-up, before anything else: ``report_lost`` says how it is refilled)."""
     lost = stream.store.state().lost
     if lost is not None and lost.msgs:
         stream.store.truncate(min(lost.msgs) - 1)
 
 
-def repair_from_log(stream: Stream, wal_log: GroupLog, what: str) -> None:
-    """A replica's store that lost messages to damage (its recovery says which) is cut back
-    to just before the first one lost, so it does not keep holes the others do not have.
-    Applying the log again refills what the log still holds; what is older than the log
-    is fetched from the other replicas' stores first (``CatchUp.repair``: the store then
-    ends before its snapshot's last sequence)."""
+def report_lost(stream: Stream, wal_log: GroupLog, what: str) -> None:
+    """Say how a store that lost messages to damage (cut back before the first one by
+    ``cut_lost`` at start-up) is refilled: applying the log again refills what the log
+    still holds; what is older than the log is fetched from the other replicas' stores
+    first (``CatchUp.repair``: the store then ends before its snapshot's last sequence)."""
     lost = stream.store.state().lost
     if lost is None or not lost.msgs:
         return
     first_lost = min(lost.msgs)
     logged = _first_logged_seq(wal_log)
-    if logged and logged <= first_lost:
-        log.warning(
-            "stream %s: %d damaged messages from %d; refilled from the replica's log",
-            what, len(lost.msgs), first_lost,
-        )  # fmt: skip
-    else:
-        log.warning(
-            "stream %s: %d damaged messages from %d, before this replica's log (from %d);"
-            " fetched from the other replicas",
-            what, len(lost.msgs), first_lost, logged,
-        )  # fmt: skip
-    stream.store.truncate(first_lost - 1)
+    how = (
+        "refilled from the replica's log"
+        if logged and logged <= first_lost
+        else f"older than this replica's log (from {logged}): fetched from the other replicas"
+    )
+    log.warning("stream %s: %d damaged messages from %d; %s", what, len(lost.msgs), first_lost, how)
 
 
 # ---------------------------------------------------------------------------- snapshot

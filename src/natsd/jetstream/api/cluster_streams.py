@@ -39,7 +39,7 @@ from natsd.jetstream.api.cluster_catchup import (
     Transfer,
     decode_snapshot,
     encode_snapshot,
-    repair_from_log,
+    report_lost,
 )
 from natsd.jetstream.api.cluster_consumers import (
     ReplicatedConsumers,
@@ -223,6 +223,15 @@ class StreamGroups:
             return g is not None and g.node.raft.lead_transferee != 0
 
         rep.transferring = transferring
+
+        def proposable() -> bool:
+            g = m.group
+            if g is None:
+                return False
+            raft = g.node.raft
+            return raft.state == StateType.StateLeader and raft.lead_transferee == 0
+
+        rep.proposable = proposable
         m.consumers = ReplicatedConsumers(ja, stream, host.id, propose, lambda: rep.leading)
         m.consumers.adopt()
 
@@ -267,7 +276,7 @@ class StreamGroups:
             # the entries after the last compaction are applied again; the store skips
             # the messages it holds
             wal_log = host.wal.groups[name]
-            repair_from_log(stream, wal_log, f"{a.account}/{a.name}")
+            report_lost(stream, wal_log, f"{a.account}/{a.name}")
             repair = short_of(stream, wal_log)
             m.repairing = repair is not None
             m.group = host.restore(name, apply, install=install, forwarding=False)

@@ -303,6 +303,7 @@ class Replica:
         "is_raft_leader",
         "leading",
         "node_id",
+        "proposable",
         "propose",
         "transferring",
         "waiting",
@@ -323,6 +324,9 @@ class Replica:
         # the group is handing its leadership over (Raft takes no proposals meanwhile):
         # publishes wait, and go to the new leader (``handed``) if it takes over
         self.transferring: Callable[[], bool] = _never
+        # both at once, on the publish path (one call per publish): Raft leader, and no
+        # transfer under way
+        self.proposable: Callable[[], bool] = _never
         # as a former leader: the entries it proposed up to this sequence may still commit,
         # and it sends their PubAcks when they do (the client waits for them)
         self.acks_through = 0

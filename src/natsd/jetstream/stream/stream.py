@@ -204,7 +204,7 @@ class Stream:
         if rep is not None:
             if not rep.leading:
                 return  # only the leader takes publishes (it alone subscribes)
-            if rep.waiting or rep.transferring() or not rep.is_raft_leader():
+            if rep.waiting or not rep.proposable():
                 # behind one that waits, or until a leadership transfer ends; or Raft has
                 # just moved the leadership and the cluster layer is yet to notice: it
                 # passes these on to the new leader (Replica.follow)
