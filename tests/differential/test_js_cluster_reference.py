@@ -629,11 +629,12 @@ async def _unavailable(nc: NATS) -> bool:
     return bool(got.get("error") == UNAVAILABLE)
 
 
-def test_r3_peer_remove_refusals(shared: JSCluster) -> None:
+@pytest.mark.parametrize("verb", ["REMOVE", "EVACUATE"])
+def test_r3_peer_remove_refusals(shared: JSCluster, verb: str) -> None:
     """``STREAM.PEER.REMOVE`` where it cannot be done: on three servers an R3 stream's
     peer has no free server to take its place, and nats-server refuses rather than shrink
     the stream (as natsd does); a bad request, a server that is not a peer, a missing
-    stream."""
+    stream. ``EVACUATE`` (nats-server 2.15) gives the same answers in its own type."""
     names = sorted(s.name for s in shared)
 
     async def run() -> None:
@@ -642,10 +643,10 @@ def test_r3_peer_remove_refusals(shared: JSCluster) -> None:
             body = {"name": "PR", "subjects": ["pr.>"], "num_replicas": 3}
             assert "error" not in await js_request(nc, "$JS.API.STREAM.CREATE.PR", body)
             await _stream_leader(nc, "PR")
-            rtype = "io.nats.jetstream.api.v1.stream_remove_peer_response"
+            rtype = f"io.nats.jetstream.api.v1.stream_{verb.lower()}_peer_response"
 
             async def remove(stream: str, req: Any) -> dict[str, Any]:
-                out = await js_request(nc, f"$JS.API.STREAM.PEER.REMOVE.{stream}", req)
+                out = await js_request(nc, f"$JS.API.STREAM.PEER.{verb}.{stream}", req)
                 assert out["type"] == rtype, out
                 return dict(out["error"])
 

@@ -249,17 +249,17 @@ async def test_meta_stepdown_targets(trio: Trio) -> None:
         (b"{nope", None),
     ):
         try:
-            jsc._stepdown_target(body)
+            jsc.stepdown_target(body)
         except ApiError as e:
             assert why is None or e.to_json()["description"] == why, e.to_json()
         else:
             raise AssertionError(f"{body!r} was accepted")
     other = next(n for n in trio.names if n != lead)
     assert (
-        jsc._name_of(jsc._stepdown_target(b'{"placement":{"preferred":"%s"}}' % other.encode()))
+        jsc.name_of(jsc.stepdown_target(b'{"placement":{"preferred":"%s"}}' % other.encode()))
         == other
     )
-    assert jsc._name_of(jsc._stepdown_target(b"")) in set(trio.names) - {lead}
+    assert jsc.name_of(jsc.stepdown_target(b"")) in set(trio.names) - {lead}
 
 
 def _heard(trio: Trio, lead: str) -> list[tuple[float, float]]:

@@ -1,4 +1,5 @@
-"""``STREAM.PEER.REMOVE`` on natsd clusters, in process, driven by nats-py.
+"""``STREAM.PEER.REMOVE`` (and ``EVACUATE``), ``SERVER.REMOVE`` and ``SERVER.EVACUATE`` on
+natsd clusters, in process, driven by nats-py.
 
 The removed server leaves the stream's replicas and a free server takes its place
 (nats-server's jsStreamRemapPeerRequest); the group changes its membership by Raft
@@ -139,7 +140,10 @@ async def test_a_removed_peer_is_replaced_by_a_free_server(quad: JsCluster3) -> 
         await nc.close()
 
 
-async def test_peer_remove_refusals(quad: JsCluster3) -> None:
+@pytest.mark.parametrize("verb", ["REMOVE", "EVACUATE"])
+async def test_peer_remove_refusals(quad: JsCluster3, verb: str) -> None:
+    """The same checks and errors for both verbs, as nats-server's jsStreamRemapPeerRequest."""
+    rtype = f"io.nats.jetstream.api.v1.stream_{verb.lower()}_peer_response"
     nc = await nats.connect(quad.url("n2"))
     try:
         cfg = {"name": "Q", "subjects": ["q.>"], "num_replicas": 3}
@@ -150,8 +154,8 @@ async def test_peer_remove_refusals(quad: JsCluster3) -> None:
         (free,) = [n for n in quad.names if n not in peers]
 
         async def err(stream: str, body: Any) -> Any:
-            resp = await _req(nc, f"$JS.API.STREAM.PEER.REMOVE.{stream}", body)
-            assert resp["type"] == RTYPE, resp
+            resp = await _req(nc, f"$JS.API.STREAM.PEER.{verb}.{stream}", body)
+            assert resp["type"] == rtype, resp
             return resp["error"]["err_code"]
 
         assert await err("Q", None) == 10003  # empty request
@@ -293,5 +297,63 @@ async def test_server_remove(quad: JsCluster3) -> None:
         assert gone not in _peers(quad, "W")
         await _publish_n(nc, "V", 5, 30)
         assert len(_contents(quad, after[0], "V")) == 35
+    finally:
+        await nc.close()
+
+
+async def test_stream_peer_evacuate_moves_the_replica(quad: JsCluster3) -> None:
+    """``STREAM.PEER.EVACUATE``: the replica moves to the free server (natsd migrates first
+    for both verbs: the newcomer catches up before the evacuated replica leaves)."""
+    nc = await nats.connect(quad.url("n1"))
+    try:
+        cfg = {"name": "E", "subjects": ["e.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.E", cfg)
+        await until(lambda: _leader(quad, "E") != "")
+        await _publish_n(nc, "E", 40, 0)
+        before = _peers(quad, "E")
+        (free,) = [n for n in quad.names if n not in before]
+        resp = await _req(nc, "$JS.API.STREAM.PEER.EVACUATE.E", {"peer": before[1]})
+        assert resp == {"type": "io.nats.jetstream.api.v1.stream_evacuate_peer_response",
+                        "success": True}  # fmt: skip
+        after = await _moved(quad, "E", before[1], 40)
+        assert free in after
+    finally:
+        await nc.close()
+
+
+async def test_server_evacuate(quad: JsCluster3) -> None:
+    """``$JS.API.SERVER.EVACUATE`` (nats-server 2.15): the server's replicas move to free
+    servers and it stays a member of the meta group, placeable again. A server holding an
+    R1 stream is refused (10075) before anything moves: natsd cannot move an R1 stream."""
+    rtype = "io.nats.jetstream.api.v1.meta_server_remove_response"
+    nc = await nats.connect(quad.url("n1"))
+    try:
+        cfg = {"name": "X", "subjects": ["x.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.X", cfg)
+        await until(lambda: _leader(quad, "X") != "")
+        await _publish_n(nc, "X", 25, 0)
+        before = _peers(quad, "X")
+        (free,) = [n for n in quad.names if n not in before]
+        gone = before[2]
+        via = next(n for n in quad.names if n != gone)
+        bad = await _system_request(quad, via, "$JS.API.SERVER.EVACUATE", {"server": "n9"})
+        assert bad["type"] == rtype and bad["error"]["err_code"] == 10044, bad
+        # a server holding an R1 stream: refused, nothing moves
+        one = {"name": "ONE", "subjects": ["one.>"], "num_replicas": 1}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.ONE", one)
+        (holder,) = _peers(quad, "ONE")
+        refused = await _system_request(
+            quad, via if via != holder else gone, "$JS.API.SERVER.EVACUATE", {"server": holder}
+        )
+        assert refused["type"] == rtype and refused["error"]["err_code"] == 10075, refused
+        assert _peers(quad, "X") == before
+        assert "error" not in await _req(nc, "$JS.API.STREAM.DELETE.ONE")
+        await until(lambda: quad.servers[quad.leader()].js_cluster.meta.stream("$G", "ONE") is None)
+        ok = await _system_request(quad, via, "$JS.API.SERVER.EVACUATE", {"server": gone})
+        assert ok == {"type": rtype, "success": True}
+        after = await _moved(quad, "X", gone, 25)
+        assert free in after
+        meta = quad.servers[quad.leader()].js_cluster
+        assert raft_id(gone) in meta.group.conf.voters and gone in meta.meta.servers
     finally:
         await nc.close()

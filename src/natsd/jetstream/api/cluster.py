@@ -56,12 +56,10 @@ from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_info import meta_cluster_info
 from natsd.jetstream.api.cluster_servers import (
     PLACE_ALIVE,
-    remap_removed,
-    remove_server,
+    SystemRequests,
     removed_from,
     stepdown_target,
 )
-from natsd.jetstream.api.cluster_servers import RTYPE as SERVER_REMOVED
 from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
@@ -177,22 +175,15 @@ class JsCluster:
         # server table, not from frames)
         self._names: dict[int, str] = {}
         self._ids: dict[str, int] = {}
-        # META.LEADER.STEPDOWN: a system account request, as in nats-server
-        self._stepdown_sub = Subscription(
-            b"$JS.API.META.LEADER.STEPDOWN", None, b"js-meta", callback=self._on_stepdown
-        )
-        # SERVER.REMOVE: a system account request too (cluster_servers)
-        self._remove_sub = Subscription(
-            b"$JS.API.SERVER.REMOVE", None, b"js-meta", callback=self._on_server_remove
-        )
-        self._remapped: dict[tuple[str, str], float] = {}
+        # META.LEADER.STEPDOWN, SERVER.REMOVE, SERVER.EVACUATE: system account requests
+        self.system_requests = SystemRequests(self)
         self.tasks: set[asyncio.Task[None]] = set()  # account info and list gathers
         self.requests = MetaRequests(self)
         # the Raft groups of the replicated streams placed here
         self.stream_groups = StreamGroups(
             raft,
             server_name,
-            self._name_of,
+            self.name_of,
             system,
             cluster_name,
             engine.domain,
@@ -225,8 +216,7 @@ class JsCluster:
                 self._reconcile()
         self.usage.start()
         self.stream_groups.start()
-        self.system.sublist.insert(self._stepdown_sub)
-        self.system.sublist.insert(self._remove_sub)
+        self.system_requests.start()
         self.raft.start()
         self._timer = asyncio.get_running_loop().call_later(_CHECK_INTERVAL, self._check)
 
@@ -236,8 +226,7 @@ class JsCluster:
             self._timer = None
         self.usage.stop()
         self.stream_groups.stop()
-        self.system.sublist.remove(self._stepdown_sub)
-        self.system.sublist.remove(self._remove_sub)
+        self.system_requests.stop()
         self.raft.stop()
         self.raft.host.wal.close()
 
@@ -277,8 +266,7 @@ class JsCluster:
             self.usage.report()
             self._maybe_compact()
             if self.is_leader():
-                remap_removed(self.meta, self._place_one, self.propose, self.server_name,
-                              self._remapped, now)  # fmt: skip
+                self.system_requests.tick(now)
         self._timer = loop.call_later(_CHECK_INTERVAL, self._check)
 
     def _maybe_bootstrap(self) -> None:
@@ -307,9 +295,9 @@ class JsCluster:
         g = self.group
         if g is None or not g.node.raft.lead:
             return ""
-        return self._name_of(g.node.raft.lead)
+        return self.name_of(g.node.raft.lead)
 
-    def _name_of(self, node_id: int) -> str:
+    def name_of(self, node_id: int) -> str:
         name = self._names.get(node_id)
         if name is None:
             for n in (self.server_name, *self._peers(), *self.meta.servers):
@@ -340,7 +328,7 @@ class JsCluster:
             self.raft.host.id,
             self.is_leader(),
             self.raft.last_heard,
-            self._name_of,
+            self.name_of,
             asyncio.get_running_loop().time(),
         )
 
@@ -424,7 +412,7 @@ class JsCluster:
             elif op.op == "delete":
                 self._applied_delete(op, replay)
             elif op.op == "forget":
-                self._applied_forget(op, replay)
+                self.system_requests.applied_forget(op, replay)
         finally:
             if not self._reconciled and index >= self._replay_until:
                 self._reconcile()
@@ -589,56 +577,15 @@ class JsCluster:
             doc["domain"] = self.engine.domain
         publish(self.system.sublist, subject, None, None, orjson.dumps(doc))
 
-    def _on_server_remove(
-        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
-    ) -> None:
-        """$JS.API.SERVER.REMOVE on the meta leader (``cluster_servers``)."""
-        if not reply or not self.is_leader() or self.group is None:
-            return
-        rep = reply.decode(errors="replace")
-        try:
-            name = remove_server(self.meta, self.group, self._name_of, data)
-        except ApiError as e:
-            self._reply(self.system.sublist, rep, SERVER_REMOVED, {"error": e.to_json()})
-            return
-        self.propose(encode_op("forget", name=name, reply=rep, origin=self.server_name))
-        self.raft.kick()
-
     def _removed(self) -> bool:
         return removed_from(self.meta, self.group, self.server_name)
 
-    def _applied_forget(self, op: MetaOp, replay: bool) -> None:
-        name = str(op.doc.get("name"))
-        reply = op.doc.get("reply")
-        if name == self.server_name:
-            log.error("JetStream cluster: this server was removed from the cluster")
-        if not replay and op.doc.get("origin") == self.server_name and isinstance(reply, str):
-            self._reply(self.system.sublist, reply, SERVER_REMOVED, {"success": True})
-
-    def _place_one(self, a: StreamAssignment, exclude: set[str]) -> str:
+    def place_one(self, a: StreamAssignment, exclude: set[str]) -> str:
         cfg = parse_stream_config(a.config, name_in_subject=None)
         pl = cfg.placement
         tags = list(pl.tags) if pl is not None else []
         return self.place(1, tags, cfg.max_bytes, cfg.storage == StorageType.MEMORY,
                           exclude=exclude)[0]  # fmt: skip
-
-    def _on_stepdown(
-        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
-    ) -> None:
-        """The meta leader hands leadership to the most caught-up live member (or to the
-        one ``placement.preferred`` names, among those carrying ``placement.tags``)."""
-        if not reply or not self.is_leader() or self.group is None:
-            return
-        rtype = "meta_leader_stepdown_response"
-        rep = reply.decode(errors="replace")
-        try:
-            target = self._stepdown_target(data)
-        except ApiError as e:
-            self._reply(self.system.sublist, rep, rtype, {"error": e.to_json()})
-            return
-        self.group.node.transfer_leader(target)
-        self.raft.kick()
-        self._reply(self.system.sublist, rep, rtype, {"success": True})
 
     def transfer_leaders(self) -> bool:
         """nats-server's transferRaftLeaders (lame duck, shutdown): every group led here
@@ -648,7 +595,7 @@ class JsCluster:
         moved = self.stream_groups.transfer_all(reachable)
         if self.is_leader() and self.group is not None:
             try:
-                target = self._stepdown_target(b"")
+                target = self.stepdown_target(b"")
             except ApiError:
                 target = 0  # no live member to take it
             if target in reachable:
@@ -662,11 +609,11 @@ class JsCluster:
         sg = self.stream_groups
         return self.is_leader() or sg.leads_any() or sg.passing_on()
 
-    def _stepdown_target(self, data: bytes) -> int:
+    def stepdown_target(self, data: bytes) -> int:
         assert self.group is not None
         return stepdown_target(
             data, self.group, self.server_name, self.cluster_name(), self.meta,
-            self._name_of, self.raft.last_heard, asyncio.get_running_loop().time(),
+            self.name_of, self.raft.last_heard, asyncio.get_running_loop().time(),
         )  # fmt: skip
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -682,6 +629,10 @@ class JsCluster:
         if s is not None and s.replica is not None:
             return self.stream_groups.cluster_block(s, self.cluster_name())
         return {"name": self.cluster_name(), "leader": self.server_name}
+
+    def reply_system(self, reply: str, rtype: str, body: dict[str, Any]) -> None:
+        """An answer to a system account request."""
+        self._reply(self.system.sublist, reply, rtype, body)
 
     def respond(self, ja: JsAccount, reply: str, rtype: str, body: dict[str, Any]) -> bytes:
         """An API response into ``ja``'s account; returns it as sent (for the audit)."""
@@ -779,6 +730,8 @@ class JsCluster:
 
     def _unavailable(self, ja: JsAccount, verb: list[str], reply: bytes) -> None:
         rtype = _RESPONSE_TYPES.get(tuple(verb[:2]), "")
+        if verb[:3] == ["STREAM", "PEER", "EVACUATE"]:
+            rtype = "stream_evacuate_peer_response"
         if rtype:
             err = E.JSClusterNotAvailErr().to_json()
             self.respond(ja, reply.decode(errors="replace"), rtype, {"error": err})

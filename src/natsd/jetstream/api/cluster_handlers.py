@@ -134,8 +134,8 @@ class MetaRequests:
                 elif key == ("STREAM", "UPDATE"):
                     self.update(ja, verb[2], data, rep)
                 elif key == ("STREAM", "PEER"):
-                    if verb[2] != "REMOVE":
-                        raise E.JSClusterUnSupportFeatureErr()
+                    # REMOVE and EVACUATE both move the peer's replica to a free server
+                    # (a natsd group always migrates first: cluster_membership)
                     body = self.remove_peer(ja, verb[3], data)
                     ja.api.total += 1
                     self._answer(ja, rep, rtype, body, subject, data)
@@ -304,14 +304,18 @@ class MetaRequests:
         return [*peers, *extra]
 
     def remove_peer(self, ja: JsAccount, name: str, data: bytes) -> dict[str, Any]:
-        """``STREAM.PEER.REMOVE``, as nats-server's jsStreamRemapPeerRequest: the peer (a
+        """``STREAM.PEER.REMOVE`` and ``STREAM.PEER.EVACUATE``, as nats-server's
+        jsStreamRemapPeerRequest (the same checks and errors for both): the peer (a
         server name, or its peer id) leaves the stream's replicas and a server that holds
         none of them takes its place; with no such server the removal is refused (10075),
         as nats-server requires the replica count to stay. The new assignment goes through
         the meta group; the stream's group then changes its membership by Raft
         configuration changes (the new server joins as a learner, catches up from the
         leader's store, and becomes a voter as the old one leaves: ``cluster_membership``).
-        Answered once proposed, as nats-server does."""
+        Answered once proposed, as nats-server does. nats-server's REMOVE drops the peer at
+        once and its EVACUATE migrates first; natsd always migrates first, which keeps the
+        replica count while the newcomer catches up. An R1 stream is refused (10075) where
+        nats-server moves it: natsd moves a stream through its Raft group only."""
         if is_empty_request(data):
             raise E.JSBadRequestErr()
         try:

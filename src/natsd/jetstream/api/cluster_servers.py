@@ -1,5 +1,8 @@
-"""The meta group's members: ``$JS.API.SERVER.REMOVE`` (a server leaves the JetStream
-cluster for good), and the member ``META.LEADER.STEPDOWN`` hands over to.
+"""The meta group's members, and the system account's requests to the meta leader about them:
+``$JS.API.SERVER.REMOVE`` (a server leaves the JetStream cluster for good),
+``$JS.API.SERVER.EVACUATE`` (its stream replicas move elsewhere, it stays a member), and
+``META.LEADER.STEPDOWN`` (the member the meta leader hands over to). ``SystemRequests`` owns
+their subscriptions.
 
 As nats-server's jsLeaderServerRemoveRequest (a system account request, answered by the meta
 leader): ``{"server": "<name>"}`` or ``{"peer": "<peer id>"}`` names a member of the meta
@@ -18,28 +21,47 @@ and stays assigned there, reported.
 
 The removed server, when it applies its own ``forget``, says so in its log; the meta group no
 longer counts it and its proposals go nowhere.
+
+``SERVER.EVACUATE`` (nats-server 2.15's jsLeaderServerEvacuateRequest, the same request and
+errors, answered ``meta_server_remove_response``): every replicated stream with a replica on
+the server gets a server holding none of its replicas in its place, in one meta entry each,
+and its group walks there as for ``STREAM.PEER.REMOVE`` (the newcomer catches up before the
+evacuated replica leaves). A stream with no free server keeps its replica there, as
+nats-server leaves it (logged). nats-server also moves an R1 stream; natsd moves a stream only
+through its Raft group, which an R1 stream has not, so a server holding an R1 stream is
+refused as a whole (10075, peer remap failed) before anything moves, rather than answered
+success with the R1 streams left behind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from dataclasses import replace
+from typing import Any, Final, Protocol
 
 import orjson
 
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
-from natsd.cluster.meta import MetaState, NoPeers, StreamAssignment, encode_op
+from natsd.cluster.meta import MetaOp, MetaState, NoPeers, StreamAssignment, encode_op
+from natsd.cluster.raft_service import RaftService
 from natsd.core.goquote import go_quote
 from natsd.jetstream.api.cluster_membership import in_config
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError
 from natsd.raft.types import ConfChangeSingle, ConfChangeType, ConfChangeV2
+from natsd.router.account import Account
+from natsd.router.subscription import Subscription
 
 __all__ = [
     "PLACE_ALIVE",
     "RTYPE",
+    "MetaLeader",
+    "SystemRequests",
+    "evacuate_server",
+    "find_member",
     "remap_removed",
     "remove_server",
     "removed_from",
@@ -58,10 +80,9 @@ PLACE_ALIVE: Final = 1.0
 PlaceOne = Callable[[StreamAssignment, set[str]], str]
 
 
-def remove_server(meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], data: bytes) -> str:
-    """Check a SERVER.REMOVE request on the meta leader and propose the configuration
-    change that takes the server out of the meta group; returns the server's name (the
-    caller then proposes the ``forget`` entry). ApiError with nats-server's error."""
+def find_member(meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], data: bytes) -> str:
+    """The meta group member a SERVER.REMOVE or SERVER.EVACUATE request names (``peer``, a
+    peer id, takes precedence over ``server``, a name). ApiError with nats-server's error."""
     try:
         doc: Any = orjson.loads(data) if data.strip() else None
     except orjson.JSONDecodeError as e:
@@ -79,6 +100,14 @@ def remove_server(meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], 
             break
     if not found or found in meta.removed:
         raise E.JSClusterServerNotMemberErr()
+    return found
+
+
+def remove_server(meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], data: bytes) -> str:
+    """Check a SERVER.REMOVE request on the meta leader and propose the configuration
+    change that takes the server out of the meta group; returns the server's name (the
+    caller then proposes the ``forget`` entry). ApiError with nats-server's error."""
+    found = find_member(meta, g, name_of, data)
     raft = g.node.raft
     if raft.pending_conf_index > raft.raft_log.applied or g.conf.voters_outgoing:
         raise E.JSClusterServerMemberChangeInflightErr()
@@ -208,3 +237,159 @@ def removed_from(meta: MetaState, g: RaftGroup | None, server_name: str) -> bool
     if server_name in meta.removed:
         return True
     return g is not None and bool(g.conf.voters) and not in_config(g, g.node.raft.id)
+
+
+def evacuate_server(meta: MetaState, name: str, place_one: PlaceOne) -> list[StreamAssignment]:
+    """SERVER.EVACUATE: the new assignments of the replicated streams with a replica on
+    ``name``, each with a free server in its place (a stream with none free is left as it
+    is, logged). Refused (10075) when the server holds an R1 stream, before anything moves."""
+    placed = meta.placed_on(name)
+    single = [a for a in placed if len(a.peers) < 2]
+    if single:
+        log.warning(
+            "JetStream cluster: server %s not evacuated: it holds R1 stream %s/%s, which"
+            " natsd cannot move without a group",
+            name, single[0].account, single[0].name,
+        )  # fmt: skip
+        raise E.JSPeerRemapErr()
+    moved: list[StreamAssignment] = []
+    for a in placed:
+        try:
+            new = place_one(a, {*a.peers})
+        except (NoPeers, ApiError):
+            log.warning(
+                "JetStream cluster: stream %s/%s keeps its replica on %s: no free server",
+                a.account, a.name, name,
+            )  # fmt: skip
+            continue
+        moved.append(replace(a, peers=[new if p == name else p for p in a.peers]))
+    return moved
+
+
+class MetaLeader(Protocol):
+    """What ``SystemRequests`` needs of this server's part of the meta group (``JsCluster``)."""
+
+    meta: MetaState
+    group: RaftGroup | None
+    raft: RaftService
+    system: Account
+    server_name: str
+
+    def is_leader(self) -> bool: ...
+    def propose(self, data: bytes) -> bool: ...
+    def name_of(self, node_id: int) -> str: ...
+    def place_one(self, a: StreamAssignment, exclude: set[str]) -> str: ...
+    def stepdown_target(self, data: bytes) -> int: ...
+    def reply_system(self, reply: str, rtype: str, body: dict[str, Any]) -> None: ...
+
+
+class SystemRequests:
+    """The system account's requests that only the meta leader answers:
+    ``META.LEADER.STEPDOWN``, ``SERVER.REMOVE`` and ``SERVER.EVACUATE``, and the moving of
+    a removed server's replicas (``remap_removed``, every second on the leader)."""
+
+    def __init__(self, host: MetaLeader) -> None:
+        self.host = host
+        self.subs = [
+            Subscription(subject, None, b"js-meta", callback=cb)
+            for subject, cb in (
+                (b"$JS.API.META.LEADER.STEPDOWN", self._on_stepdown),
+                (b"$JS.API.SERVER.REMOVE", self._on_remove),
+                (b"$JS.API.SERVER.EVACUATE", self._on_evacuate),
+            )
+        ]
+        self._remapped: dict[tuple[str, str], float] = {}
+
+    def start(self) -> None:
+        for sub in self.subs:
+            self.host.system.sublist.insert(sub)
+
+    def stop(self) -> None:
+        for sub in self.subs:
+            self.host.system.sublist.remove(sub)
+
+    def tick(self, now: float) -> None:
+        """Once a second on the meta leader: move what a removed server still holds."""
+        h = self.host
+        remap_removed(h.meta, h.place_one, h.propose, h.server_name, self._remapped, now)
+
+    def applied_forget(self, op: MetaOp, replay: bool) -> None:
+        """The ``forget`` entry that ends a SERVER.REMOVE applied here: the server that
+        proposed it answers."""
+        h = self.host
+        name = str(op.doc.get("name"))
+        reply = op.doc.get("reply")
+        if name == h.server_name:
+            log.error("JetStream cluster: this server was removed from the cluster")
+        if not replay and op.doc.get("origin") == h.server_name and isinstance(reply, str):
+            h.reply_system(reply, RTYPE, {"success": True})
+
+    def _leader_group(self, reply: bytes | None) -> RaftGroup | None:
+        h = self.host
+        return h.group if reply and h.is_leader() else None
+
+    def _on_stepdown(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """The meta leader hands leadership to the most caught-up live member (or to the
+        one ``placement.preferred`` names, among those carrying ``placement.tags``)."""
+        g = self._leader_group(reply)
+        if g is None or reply is None:
+            return
+        rtype = "meta_leader_stepdown_response"
+        rep = reply.decode(errors="replace")
+        try:
+            target = self.host.stepdown_target(data)
+        except ApiError as e:
+            self.host.reply_system(rep, rtype, {"error": e.to_json()})
+            return
+        g.node.transfer_leader(target)
+        self.host.raft.kick()
+        self.host.reply_system(rep, rtype, {"success": True})
+
+    def _on_remove(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        g = self._leader_group(reply)
+        if g is None or reply is None:
+            return
+        h = self.host
+        rep = reply.decode(errors="replace")
+        try:
+            name = remove_server(h.meta, g, h.name_of, data)
+        except ApiError as e:
+            h.reply_system(rep, RTYPE, {"error": e.to_json()})
+            return
+        h.propose(encode_op("forget", name=name, reply=rep, origin=h.server_name))
+        h.raft.kick()
+
+    def _on_evacuate(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        g = self._leader_group(reply)
+        if g is None or reply is None:
+            return
+        h = self.host
+        rep = reply.decode(errors="replace")
+        try:
+            name = find_member(h.meta, g, h.name_of, data)
+            moved = evacuate_server(h.meta, name, h.place_one)
+            for a in moved:
+                op = encode_op(
+                    "stream",
+                    account=a.account,
+                    config=a.config,
+                    peers=a.peers,
+                    remap=True,
+                    reply="",
+                    origin=h.server_name,
+                )
+                if not h.propose(op):
+                    raise E.JSClusterNotAvailErr()
+                # not remapped again by remap_removed while this entry is in flight
+                self._remapped[(a.account, a.name)] = asyncio.get_running_loop().time()
+        except ApiError as e:
+            h.reply_system(rep, RTYPE, {"error": e.to_json()})
+            return
+        h.raft.kick()
+        h.reply_system(rep, RTYPE, {"success": True})
