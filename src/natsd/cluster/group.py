@@ -134,6 +134,7 @@ class RaftGroup:
         "install",
         "name",
         "node",
+        "on_ready",
         "repair_at",
         "storage",
     )
@@ -156,6 +157,10 @@ class RaftGroup:
         # design-clustering §4.6: a stream replica fetches the messages a snapshot stands
         # for from the leader's store before the snapshot replaces its log
         self.hold_snapshot: HoldSnapshot | None = None
+        # called after a Ready that changed the node's role or leader, or committed
+        # entries, was handled: the state machine follows leadership at once rather than
+        # on its next periodic check
+        self.on_ready: Callable[[], None] | None = None
         self.applied = 0
         # Damaged (the WAL found damage before its tail in this group's records, §4.8):
         # one past the last index the log had. Until a leader has committed up to it, the
@@ -500,6 +505,8 @@ class GroupHost:
             for e in rd.committed_entries:
                 self._apply(g, e)
             g.node.advance(rd)
+            if g.on_ready is not None and (rd.soft_state is not None or rd.committed_entries):
+                g.on_ready()
 
     def _apply(self, g: RaftGroup, e: Entry) -> None:
         if e.index <= g.applied:

@@ -60,6 +60,7 @@ from natsd.jetstream.api.cluster_servers import (
     removed_from,
     stepdown_target,
 )
+from natsd.jetstream.api.cluster_stream_api import OnApi, StreamApi
 from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
@@ -126,7 +127,6 @@ _RESPONSE_TYPES: Final = {
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
 _PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
 
-OnApi = Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]
 
 
 class JsCluster:
@@ -188,8 +188,8 @@ class JsCluster:
             cluster_name,
             engine.domain,
             self.respond,
-            self._r1_stepdown,
         )
+        self.stream_api = StreamApi(self.stream_groups, self._r1_stepdown)
         engine.cluster_info = self.cluster_block
         self.stream_groups.removed = self._removed
 
@@ -703,7 +703,7 @@ class JsCluster:
         s = ja.streams.get(stream)
         if s is not None and s.replica is not None:
             if self.stream_groups.leads(s):
-                self.stream_groups.request(ja, local, s, verb, sub, subject, reply, hdr, data)
+                self.stream_api.request(ja, local, s, verb, sub, subject, reply, hdr, data)
             elif verb[:2] == ["STREAM", "INFO"] and self.stream_groups.leaderless(s):
                 local(sub, subject, reply, hdr, data)  # every replica: its own state
         elif s is not None:

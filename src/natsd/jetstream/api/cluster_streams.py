@@ -5,13 +5,12 @@ placed on this server: it creates the group when the assignment applies (or rest
 from the node log after a restart), feeds the group's committed entries to the stream
 (``Stream.apply_entry``), and follows leadership: the replica that leads, once it has
 applied everything in its log up to its own first entry, subscribes to the stream's
-subjects and takes publishes (``Replica.lead``); one that stops leading unsubscribes. The
-stream side of all this (the entries, the leader's shadow) is ``jetstream/stream/replica``.
-
-It also answers what reaches a replicated stream's leader through the API routing of
-``JsCluster.route`` (``request``: reads from the leader's store, purges and deletes through
-the group, ephemeral consumers on the leader, refusals for the rest) and sends the stream
-leader-elected advisories.
+subjects and takes publishes (``Replica.lead``); one that stops leading unsubscribes.
+Leadership is followed as soon as a Raft turn changes it (``RaftGroup.on_ready`` wakes
+``_follow`` on the next loop iteration), not on the 100 ms check, which keeps the slower
+duties (leaving, repair, compaction, membership). The stream side of all this (the entries,
+the leader's shadow) is ``jetstream/stream/replica``; the API requests its leader answers
+are ``cluster_stream_api``. It sends the stream leader-elected advisories.
 
 A group is named after the stream's account, name and creation time, so a stream deleted
 and created again gets a new group. Its voters are the assignment's peers.
@@ -43,8 +42,6 @@ from natsd.jetstream.api.cluster_catchup import (
 )
 from natsd.jetstream.api.cluster_consumers import (
     ReplicatedConsumers,
-    durable_target,
-    ephemeral_request,
 )
 from natsd.jetstream.api.cluster_handover import HandOver, publishes
 from natsd.jetstream.api.cluster_info import CURRENT_FOR, stream_cluster_block
@@ -56,8 +53,7 @@ from natsd.jetstream.api.cluster_member import (
     unreplicated,
 )
 from natsd.jetstream.api.cluster_membership import LEAVE_AFTER, in_config, next_change
-from natsd.jetstream.api.dispatch import ERROR_EXTRAS, handle, lookup_verb
-from natsd.jetstream.config.stream_types import RetentionPolicy
+from natsd.jetstream.api.dispatch import handle
 from natsd.jetstream.engine import JsAccount, delete_stream
 from natsd.jetstream.stream.replica import (
     OP_API,
@@ -73,12 +69,9 @@ from natsd.jetstream.stream.replica import (
     entry_op,
 )
 from natsd.jetstream.stream.stream import Stream
-from natsd.jetstream.wire import errors as E
-from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
 from natsd.router.publish import publish
-from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError, StreamStore
 
 __all__ = ["StreamGroups", "group_name", "unreplicated"]
@@ -87,31 +80,6 @@ log = logging.getLogger("natsd")
 
 # JsCluster.respond: an API response into an account (returns it as sent)
 Respond = Callable[[JsAccount, str, str, dict[str, Any]], bytes]
-# JsCluster._r1_stepdown: the answer to a stepdown of something with one replica
-R1Stepdown = Callable[[JsAccount, list[str], str, bytes], None]
-# dispatch's API callback for this account (the standalone handlers)
-OnApi = Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]
-
-# What the leader of a replicated stream answers as a standalone server would (the rest
-# is refused until the group replicates it, see StreamGroups.request).
-_REPLICATED_READS: Final = frozenset(
-    {
-        ("STREAM", "INFO"),
-        ("STREAM", "MSG", "GET"),
-        ("DIRECT", "GET"),
-        ("CONSUMER", "NAMES"),
-        ("CONSUMER", "LIST"),
-        # the ephemeral consumers the leader holds (see _ephemeral)
-        ("CONSUMER", "INFO"),
-        ("CONSUMER", "DELETE"),
-        ("CONSUMER", "PAUSE"),
-        ("CONSUMER", "UNPIN"),
-        ("CONSUMER", "RESET"),
-    }
-)
-
-# API requests that change a replicated stream's store: replicated as they are.
-_REPLICATED_WRITES: Final = frozenset({("STREAM", "PURGE"), ("STREAM", "MSG", "DELETE")})
 
 # The leader proposes a COMPACT entry once the log holds this many applied entries. It
 # keeps the entries a replica still needs unless that replica is more than KEEP_FOR_LAGGING
@@ -138,7 +106,6 @@ class StreamGroups:
         cluster_name: Callable[[], str],
         domain: str,
         respond: Respond,
-        r1_stepdown: R1Stepdown,
     ) -> None:
         self.raft = raft
         self.server_name = server_name
@@ -147,8 +114,7 @@ class StreamGroups:
         self.traffic_account = system.name
         self._cluster_name = cluster_name
         self._domain = domain
-        self._respond = respond
-        self._r1_stepdown = r1_stepdown
+        self.respond = respond
         self._started = asyncio.get_running_loop().time()
         self.leaderless_after = LEADERLESS_AFTER
         self._nuid = Nuid()
@@ -157,6 +123,9 @@ class StreamGroups:
         # entries proposed this loop turn, by group: one MsgProp each (see _flush)
         self._batches: dict[bytes, list[bytes]] = {}
         self._flush_scheduled = False
+        # groups whose leadership changed in the last Raft turn: followed at once
+        self._woken: set[bytes] = set()
+        self._wake_scheduled = False
         self.compact_every = COMPACT_EVERY
         # publishes that reached a replica as it stopped leading, for the new leader
         self.hand_over = HandOver(raft.host.id, self._member_stream, name_of)
@@ -288,6 +257,21 @@ class StreamGroups:
             if a.peers and a.peers[0] == self.server_name:
                 m.group.node.campaign()  # a new group need not wait out an election timeout
         m.group.hold_snapshot = lambda msg: self.catchup.offer(name, m.stream.store, msg)
+        me = host.id
+
+        def on_ready() -> None:
+            # cheap, after every Ready of the group: wake _follow only when this replica's
+            # part (leading or not) no longer matches Raft's, or a new leader waits to
+            # have applied its log
+            g = m.group
+            if g is None:
+                return
+            raft = g.node.raft
+            leader = raft.state == StateType.StateLeader and raft.lead == me
+            if leader != rep.leading or raft.lead != m.leader or m.ready_at:
+                self._wake(name)
+
+        m.group.on_ready = on_ready
         m.apply = apply
         self.members[name] = m
         if repair is not None:
@@ -352,8 +336,8 @@ class StreamGroups:
         self.raft.host.drop(group_name(a))
 
     def check(self) -> None:
-        """Follow leadership: a leader takes publishes once it has applied its log up to
-        its own first entry; a replica that no longer leads stops taking them."""
+        """Every 100 ms: leave, repair, compact, walk the membership, and follow leadership
+        (which ``_follow`` also does at once when a Raft turn changed it)."""
         me = self.raft.host.id
         now = asyncio.get_running_loop().time()
         if self.catchup.transfers:
@@ -372,36 +356,62 @@ class StreamGroups:
                 continue
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
+            self._follow(m)
             raft = g.node.raft
-            track_leader(m, raft.lead)
-            if raft.state == StateType.StateLeader and raft.lead == me:
-                if rep.leading:
-                    self._propose_compact(name, m, g)
-                    self._follow_peers(m, g)
-                    if len(m.assignment.peers) == 1 and self._unreplicate(m, g):
-                        continue
-                    if rep.waiting and not rep.inflight and not rep.transferring():
-                        m.stream.drain()  # a leadership transfer that did not happen
+            if rep.leading and raft.state == StateType.StateLeader and raft.lead == me:
+                self._propose_compact(name, m, g)
+                self._follow_peers(m, g)
+                if len(m.assignment.peers) == 1 and self._unreplicate(m, g):
                     continue
-                if not m.ready_at:
-                    m.ready_at = raft.raft_log.last_index()
-                if g.applied >= m.ready_at:
-                    m.ready_at = 0
-                    rep.lead(m.stream.store.last_seq())
-                    m.stream.subscribe()
-                    if m.consumers is not None:
-                        m.consumers.activate()
-                    self._advise_leader(m.ja, m.stream)
-            else:
+                if rep.waiting and not rep.inflight and not rep.transferring():
+                    m.stream.drain()  # a leadership transfer that did not happen
+
+    def _wake(self, name: bytes) -> None:
+        self._woken.add(name)
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            asyncio.get_running_loop().call_soon(self._follow_woken)
+
+    def _follow_woken(self) -> None:
+        self._wake_scheduled = False
+        woken, self._woken = self._woken, set()
+        for name in woken:
+            m = self.members.get(name)
+            if m is not None and m.group is not None:
+                self._follow(m)
+
+    def _follow(self, m: Member) -> None:
+        """Follow leadership: a leader takes publishes once it has applied its log up to
+        its own first entry; a replica that no longer leads stops taking them and hands
+        what waited over to the new leader."""
+        rep = m.stream.replica
+        g = m.group
+        if rep is None or g is None or m.repairing:
+            return
+        raft = g.node.raft
+        track_leader(m, raft.lead)
+        if raft.state == StateType.StateLeader and raft.lead == self.raft.host.id:
+            if rep.leading:
+                return
+            if not m.ready_at:
+                m.ready_at = raft.raft_log.last_index()
+            if g.applied >= m.ready_at:
                 m.ready_at = 0
-                if rep.leading:
-                    rep.follow()
-                    m.stream.unsubscribe()
-                    if m.consumers is not None:
-                        m.consumers.passivate()
-            if rep.handed:
-                self.hand_over.add(name, rep.handed)
-                rep.handed = []
+                rep.lead(m.stream.store.last_seq())
+                m.stream.subscribe()
+                if m.consumers is not None:
+                    m.consumers.activate()
+                self._advise_leader(m.ja, m.stream)
+        else:
+            m.ready_at = 0
+            if rep.leading:
+                rep.follow()
+                m.stream.unsubscribe()
+                if m.consumers is not None:
+                    m.consumers.passivate()
+        if rep.handed:
+            self.hand_over.add(group_name(m.assignment), rep.handed)
+            rep.handed = []
 
     def propose_api(
         self, stream: Stream, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
@@ -578,100 +588,12 @@ class StreamGroups:
         data = encode_snapshot(first, st.last_seq, committed)
         self.raft.host.compact(name, index, data)
 
-    def request(
-        self,
-        ja: JsAccount,
-        local: OnApi,
-        s: Stream,
-        verb: list[str],
-        sub: Subscription,
-        subject: bytes,
-        reply: bytes | None,
-        hdr: bytes | None,
-        data: bytes,
-    ) -> None:
-        """A request about a replicated stream, on its leader: reads are answered from the
-        leader's store, purges and message deletes go through the group, ephemeral consumers
-        live on the leader, durable ones share the group (``cluster_consumers``); what the
-        group does not replicate yet (durable consumers of interest and workqueue streams,
-        snapshots) is refused with nats-server's "not currently supported in clustered
-        mode"."""
-        durable = durable_target(s, verb)
-        if durable:
-            self._durable_request(ja, s, verb, subject, reply, hdr, data)
-            return
-        if tuple(verb[:3]) in _REPLICATED_READS or tuple(verb[:2]) in _REPLICATED_READS:
-            local(sub, subject, reply, hdr, data)
-            return
-        create = verb[:2] == ["CONSUMER", "CREATE"] or verb[:3] == ["CONSUMER", "DURABLE", "CREATE"]
-        m = self.member(s)
-        if create and verb[1] == "CREATE" and ephemeral_request(data):
-            if s.cfg.retention == RetentionPolicy.LIMITS:
-                local(sub, subject, reply, hdr, data)
-                return
-        elif create and m and m.consumers:
-            m.consumers.change(subject, reply, hdr, data)
-            return
-        if tuple(verb[:3]) in _REPLICATED_WRITES or tuple(verb[:2]) in _REPLICATED_WRITES:
-            # through the group: every replica runs it in log order, this one answers
-            if not self.propose_api(s, subject, reply, hdr, data) and reply:
-                self._refuse(ja, verb, reply, E.JSClusterNotAvailErr())
-            return
-        if not reply:
-            return
-        rep = reply.decode(errors="replace")
-        if verb[:3] == ["CONSUMER", "LEADER", "STEPDOWN"]:
-            self._r1_stepdown(ja, verb, s.name, reply)  # its consumers are R1
-            return
-        if verb[:3] == ["STREAM", "LEADER", "STEPDOWN"]:
-            if self.stepdown(s):
-                self._respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
-            else:
-                err = E.JSClusterNoPeersErrF(err="no replacement peer connected").to_json()
-                self._respond(ja, rep, "stream_leader_stepdown_response", {"error": err})
-            return
-        self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
-
     def leads(self, s: Stream) -> bool:
         """Does this replica answer for ``s``? It takes publishes and its group still has
         it as leader: one that just lost the leadership (``check`` has not run yet) stays
         quiet, so a request is not answered by two servers."""
         rep = s.replica
         return rep is not None and rep.leading and rep.is_raft_leader()
-
-    def _durable_request(
-        self,
-        ja: JsAccount,
-        s: Stream,
-        verb: list[str],
-        subject: bytes,
-        reply: bytes | None,
-        hdr: bytes | None,
-        data: bytes,
-    ) -> None:
-        """A request naming a durable consumer of replicated stream ``s``, on its leader:
-        info and unpin are answered here, pause and reset go through the group with the
-        consumer's new config and state, a delete goes through the group as it is, a
-        stepdown moves the stream's leadership (the consumer shares its group)."""
-        op = verb[1]
-        m = self.member(s)
-        if op in ("INFO", "UNPIN"):
-            handle(ja, subject, reply, data, hdr)
-        elif op in ("PAUSE", "RESET") and m is not None and m.consumers is not None:
-            m.consumers.change(subject, reply, hdr, data, verb[3])
-        elif op == "DELETE":
-            if not self.propose_api(s, subject, reply, hdr, data) and reply:
-                self._refuse(ja, verb, reply, E.JSClusterNotAvailErr())
-        elif op == "LEADER" and reply:
-            rep = reply.decode(errors="replace")
-            rtype = "consumer_leader_stepdown_response"
-            if self.stepdown(s):
-                self._respond(ja, rep, rtype, {"success": True})
-            else:
-                err = E.JSClusterNoPeersErrF(err="no replacement peer connected").to_json()
-                self._respond(ja, rep, rtype, {"error": err})
-        elif reply:
-            self._refuse(ja, verb, reply, E.JSClusterUnSupportFeatureErr())
 
     def leaderless(self, s: Stream) -> bool:
         """This replica's group has no leader (nats-server's isGroupLeaderless): it had one
@@ -688,18 +610,6 @@ class StreamGroups:
         if m.had_leader and now - self._started >= self.leaderless_after:
             return True
         return now - m.created_at >= self.leaderless_after
-
-    def _refuse(self, ja: JsAccount, verb: list[str], reply: bytes, err: ApiError) -> None:
-        """Answer an API request with ``err`` (in its response type, with its extras)."""
-        route = lookup_verb(verb)
-        if route is None:
-            return  # not an API subject: nats-server does not answer it
-        rtype = route[0]
-        body: dict[str, Any] = {"error": err.to_json()}
-        body.update(ERROR_EXTRAS.get(rtype, {}))
-        ja.api.total += 1
-        ja.api.errors += 1
-        self._respond(ja, reply.decode(errors="replace"), rtype, body)
 
     def _advise_leader(self, ja: JsAccount, stream: Stream) -> None:
         """``$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.<stream>`` from the new leader, into
