@@ -20,6 +20,12 @@ connections kept, bytes dropped); a flapping link. Each fault holds for about an
 a half, then heals (restart, SIGCONT, links back), and the cycle ends when a publish is
 acknowledged again.
 
+**Membership** (an R3 stream on five servers, where two servers are free): ``move`` asks for
+one of the stream's peers (the leader or a follower) to be replaced, by ``STREAM.PEER.REMOVE``
+or ``STREAM.PEER.EVACUATE``, and while the newcomer joins and catches up kills -9 one other
+server half of the time (the newcomer, the leader, or a bystander). The cycle ends once the
+replaced server has left and deleted its copy and the new replicas are current.
+
 **Checks**, after the last cycle has healed and the replicas have converged:
 
 * through the cluster: every message read back with ``DIRECT.GET`` and checked
@@ -27,7 +33,8 @@ acknowledged again.
   sequence mismatch);
 * per replica, offline: every server stopped gracefully, each one's store opened with the
   natsd file store and checked the same way, and the replicas compared message by message
-  (sequence, subject, headers, data, timestamp): identical.
+  (sequence, subject, headers, data, timestamp): identical; exactly ``replicas`` servers
+  hold the stream (a replaced one deleted its copy).
 
 A failure prints the seed; ``NATSD_FAULT_SEED`` replays its schedule of faults (the timing of
 real processes is not deterministic, the schedule is).
@@ -37,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -58,6 +66,7 @@ from faults.workload import (
     create_consumer,
     create_stream,
     finish,
+    holds_stream,
     quiet_close,
     quiet_error,
     stream_leader,
@@ -67,6 +76,8 @@ from faults.workload import (
 FAULTS_3 = ("kill_leader", "kill_follower", "stop_leader", "isolate_leader", "split", "flap",
             "kill_all")  # fmt: skip
 FAULTS_5 = (*FAULTS_3, "kill_two", "split")
+# an R3 stream on five servers: its peers change too (twice as likely as another fault)
+FAULTS_5_R3 = (*FAULTS_5, "move", "move", "move", "move", "move", "move", "move", "move", "move")
 
 
 @dataclass
@@ -107,8 +118,15 @@ class Run:
         return "\n".join(out)
 
     async def states(self) -> list[dict[str, Any] | None]:
+        """Each replica's state (None: a server unreachable). With fewer replicas than
+        servers, only the servers holding the stream, and [None] until exactly
+        ``replicas`` do (a replaced peer deletes its copy when it leaves)."""
         procs = self.cluster.procs.values()
-        return [await asyncio.to_thread(p.stream_state, STREAM) for p in procs]
+        out = [await asyncio.to_thread(p.stream_state, STREAM) for p in procs]
+        if self.replicas == len(procs) or None in out:
+            return out
+        held = [st for st in out if st]
+        return held if len(held) == self.replicas else [None]
 
     async def execute(self) -> None:
         c = self.cluster
@@ -137,7 +155,9 @@ class Run:
                 pub = Publisher(i, nc, history, self.ack_times)
                 pubs.append(pub)
                 tasks.append(asyncio.create_task(pub.run(random.Random(rng.random()))))
-            faults = FAULTS_5 if len(names) == 5 else FAULTS_3
+            faults = FAULTS_3 if len(names) == 3 else FAULTS_5
+            if self.replicas < len(names):
+                faults = FAULTS_5_R3
             for cycle in range(self.cycles):
                 kind = rng.choice(faults)
                 await self.cycle(cycle, kind, rng, admin, pubs)
@@ -151,8 +171,10 @@ class Run:
                 await quiet_close(consumer.nc)
             await close_clients(pubs, tasks, admin)
             await c.close()
-        n = check_stores(history, [(nm, p.store_dir) for nm, p in c.procs.items()])
-        self.note(f"replicas identical: {n} messages on each of {len(c.procs)}")
+        held = [(nm, p.store_dir) for nm, p in c.procs.items() if holds_stream(p.store_dir)]
+        assert len(held) == self.replicas, f"the stream is on {[nm for nm, _ in held]}"
+        n = check_stores(history, held)
+        self.note(f"replicas identical: {n} messages on each of {[nm for nm, _ in held]}")
 
     async def cycle(
         self, n: int, kind: str, rng: random.Random, admin: NATS, pubs: list[Publisher]
@@ -186,6 +208,8 @@ class Run:
             self.note(f"  {mode} {sorted(side)} | {sorted(set(names) - side)}")
             c.partition(side, mode)
             await asyncio.sleep(hold)
+        elif kind == "move":
+            killed = await self.move(rng, admin, leader)
         elif kind == "flap":
             a, b = rng.sample(names, 2)
             end = time.monotonic() + hold
@@ -221,10 +245,61 @@ class Run:
         gap = max(b - a for a, b in itertools.pairwise(times))
         self.gaps.setdefault(kind, []).append(gap)
         self.note(f"  longest gap without a PubAck: {gap:.2f} s")
-        # The next fault starts from a whole cluster: every replica back and caught up.
+        # The next fault starts from a whole cluster: every replica back and caught up (and
+        # after a move, the replaced server gone from the stream).
         t0 = time.monotonic()
+        if kind == "move":
+            await self.wait_holders()
         await wait_healthy(admin, self.replicas, c.logs)
         self.note(f"  every replica current {time.monotonic() - t0:.2f} s later")
+
+    async def move(self, rng: random.Random, admin: NATS, leader: str) -> list[str]:
+        """One of the stream's peers replaced; meanwhile one other server killed half of
+        the time. Returns the servers killed (restarted when the cycle heals)."""
+        c = self.cluster
+        try:
+            m = await admin.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=2.0)
+            block = json.loads(m.data).get("cluster", {})
+        except Exception as e:  # no leader to say: the cycle has nothing to move
+            self.note(f"  move: no stream info ({e!r})")
+            return []
+        peers = [block.get("leader"), *[r["name"] for r in block.get("replicas", [])]]
+        peers = [p for p in peers if p]
+        if len(peers) != self.replicas:
+            self.note(f"  move: peers {peers}, skipped")
+            return []
+        victim = rng.choice(peers)
+        verb = rng.choice(("REMOVE", "EVACUATE"))
+        body = json.dumps({"peer": victim}).encode()
+        try:
+            r = await admin.request(f"$JS.API.STREAM.PEER.{verb}.{STREAM}", body, timeout=2.0)
+            answer = json.loads(r.data)
+        except Exception as e:  # answered once proposed; a timeout is a meta election
+            answer = {"error": repr(e)}
+        self.note(f"  {verb} {victim} (leader {leader}): {answer}")
+        killed: list[str] = []
+        await asyncio.sleep(rng.uniform(0.0, 0.8))
+        if "error" not in answer and rng.random() < 0.5:
+            others = [x for x in c.names if x != victim]
+            killed = [rng.choice(others)]
+            self.note(f"  kill -9 {killed[0]} during the move")
+            c.procs[killed[0]].kill9()
+        await asyncio.sleep(rng.uniform(1.2, 2.5))
+        return killed
+
+    async def wait_holders(self, timeout: float = 60.0) -> None:
+        """Until exactly ``replicas`` servers hold the stream, with the same last sequence
+        or nearly (the replaced one has left and deleted its copy)."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            last = await self.states()
+            if None not in last:
+                return
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"stream not on exactly {self.replicas} servers after {timeout} s: "
+                             f"{last!r}\n{self.cluster.logs()}")  # fmt: skip
+
 
 async def run_faults(tmp: Path, servers: int, replicas: int, seed: int, cycles: int) -> Run:
     run = Run(FaultCluster(tmp, servers), replicas, seed, cycles)

@@ -1,6 +1,7 @@
-"""The replicated-stream fault suite (issue 19): 50 fault cycles in ``make test`` (30 on a
-three-server cluster with an R3 stream, 20 on five servers with R5), 1,000 in the soak tier
-(``make soak``). What a run does and checks is in ``faults/run.py``.
+"""The replicated-stream fault suite (issue 19): 62 fault cycles in ``make test`` (30 on a
+three-server cluster with an R3 stream, 20 on five servers with R5, 12 on five servers with
+an R3 stream whose peers change), 1,500 in the soak tier (``make soak``, 500 of each). What a
+run does and checks is in ``faults/run.py``.
 
 ``NATSD_FAULT_SEED`` fixes the seed (a failing run prints its own).
 """
@@ -35,9 +36,18 @@ async def test_r5_on_five_servers(tmp_path: Path) -> None:
     print(run.summary())
 
 
+@pytest.mark.timeout(600)
+async def test_r3_on_five_servers_changing_peers(tmp_path: Path) -> None:
+    """Membership changes under faults: the R3 stream's peers are replaced (by PEER.REMOVE
+    or PEER.EVACUATE, sometimes with a kill -9 during the move) among the other faults."""
+    run = await run_faults(tmp_path, servers=5, replicas=3, seed=_seed(), cycles=12)
+    print("\n".join(run.log))
+    print(run.summary())
+
+
 @pytest.mark.soak
 @pytest.mark.timeout(4 * 3600)
-@pytest.mark.parametrize("servers", [3, 5])
-async def test_soak(tmp_path: Path, servers: int) -> None:
+@pytest.mark.parametrize(("servers", "replicas"), [(3, 3), (5, 5), (5, 3)])
+async def test_soak(tmp_path: Path, servers: int, replicas: int) -> None:
     cycles = int(os.environ.get("NATSD_FAULT_CYCLES", "500"))
-    await run_faults(tmp_path, servers=servers, replicas=servers, seed=_seed(), cycles=cycles)
+    await run_faults(tmp_path, servers=servers, replicas=replicas, seed=_seed(), cycles=cycles)

@@ -224,6 +224,14 @@ def _stored(seq: int, subject: str, hdr: bytes | None, data: bytes) -> StoredMsg
     return StoredMsg(seq, subject, data, mid)
 
 
+def holds_stream(store_dir: Path) -> bool:
+    """Does this (stopped) server's store hold the stream?"""
+    recs = DiskCatalog(store_dir).load()
+    for r in recs:
+        r.store.stop()
+    return any(r.name == STREAM for r in recs)
+
+
 def check_stores(history: History, store_dirs: Iterable[tuple[str, Path]]) -> int:
     """Each server's store, opened offline after its server stopped: checked against
     ``history``, and all identical (sequence, subject, headers, data, timestamp). Returns
