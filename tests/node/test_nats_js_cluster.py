@@ -1,7 +1,8 @@
 """The nats.js scripts (streams, consumers, KV and Object Store, v2 and v3 clients) against a
 three-server natsd JetStream cluster, with the client on a server that owns none of the
 streams: the ``edge`` server, which runs no JetStream, so every API request, publish, pull,
-push delivery and ack crosses a route to the stream's server (issue 18)."""
+push delivery and ack crosses a route to the stream's server (issue 18). ``r3.mjs`` does the
+same with replicated streams and buckets (issue 19)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ SCRIPTS = {
     "consumers": HERE / "consumers.mjs",
     "kv_os_v2": HERE / "kv_os.mjs",
     "kv_os_v3": HERE / "kv_os_v3.mjs",
+    # R3 streams, consumers, KV and Object Store buckets (issue 19)
+    "r3": HERE / "r3.mjs",
 }
 
 
@@ -29,7 +32,7 @@ async def test_nats_js_scripts_on_a_cluster(
     tmp_path: Path,
     script: str,
 ) -> None:
-    if script == "kv_os_v3":
+    if script in ("kv_os_v3", "r3"):
         require_node_modules("@nats-io/kv", "@nats-io/obj", "@nats-io/transport-node")
     cluster = JsCluster3(tmp_path, edge=True)
     try:
