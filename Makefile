@@ -42,7 +42,7 @@ test: lint typecheck node-modules
 	$(MAKE) test-compiled
 
 test-compiled: $(FAST)
-	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream tests/jscore tests/raft tests/faults
+	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
 
 ## node-modules: the nats.js packages of tests/node/package-lock.json (npm ci), for tests/node
 node-modules: $(NODE_STAMP)

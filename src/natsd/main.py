@@ -23,6 +23,7 @@ from pathlib import Path
 
 from natsd.config.flags import USAGE, FlagError, Parsed, build_options, parse_args
 from natsd.config.options import ServerOptions
+from natsd.core.build import BUILD
 from natsd.logs import setup_logging
 from natsd.version import SERVER_VERSION, __version__
 from natsd.workers import (
@@ -51,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE)
         return 0
     if parsed.show_version:
-        print(f"natsd: v{__version__} (nats-server v{SERVER_VERSION} compatible)")
+        print(f"natsd: v{__version__} (nats-server v{SERVER_VERSION} compatible, {BUILD})")
         return 0
     if parsed.signal:
         try:

@@ -42,7 +42,7 @@ from natsd.connection.flusher import Flusher
 from natsd.connection.limits import ConnectionLimits
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
-from natsd.core.scheduler import SYSTEM_CLOCK, Scheduler
+from natsd.core.scheduler import SYSTEM_CLOCK, Clock, Scheduler
 from natsd.logs import install_handler, open_handler
 from natsd.monitor.source import AccountUsage, ClusterUsage, RouteUsage, StreamUsage
 from natsd.protocol.encode import encode_err
@@ -111,12 +111,22 @@ def _default_store_dir() -> str:
 
 class Server:
     def __init__(
-        self, options: ServerOptions | None = None, *, file_io: FileIO = DEFAULT_IO, **kw: Any
+        self,
+        options: ServerOptions | None = None,
+        *,
+        file_io: FileIO = DEFAULT_IO,
+        clock: Clock = SYSTEM_CLOCK,
+        scheduler: Scheduler | None = None,
+        **kw: Any,
     ) -> None:
         opts = options or ServerOptions()
         # The system calls of JetStream's file storage; tests inject a fault-injecting
         # FileIO (power loss, ENOSPC) to check the server's durability promises end to end.
         self.file_io = file_io
+        # JetStream's time and timers (the running loop when no scheduler is given): a test
+        # passes natsd.testing.TestClock as both, and moves time forward
+        self.js_clock = clock
+        self.js_scheduler = scheduler
         js_kw = {k: kw.pop(k) for k in list(kw) if k in _JS_KW}
         if kw:
             opts = replace(opts, **kw)
@@ -414,14 +424,14 @@ class Server:
                 return self.js_cluster.subscribe_api(ja)
 
         engine = JetStream(
-            DiskCatalog(js.store_dir, io=self.file_io),
+            DiskCatalog(js.store_dir, io=self.file_io, now_ns=self.js_clock.time_ns),
             domain=js.domain,
             max_memory=js.max_memory,
             max_store=js.max_file,
             sync_interval=js.sync_interval,
             sync_always=js.sync_always,
-            clock=SYSTEM_CLOCK,
-            scheduler=asyncio.get_running_loop(),
+            clock=self.js_clock,
+            scheduler=self.js_scheduler or asyncio.get_running_loop(),
             api=api,
         )
         if self.mesh is not None:

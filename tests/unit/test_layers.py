@@ -33,6 +33,7 @@ RANK = {
     "server": 8,
     "main": 9,  # the natsd command: flags -> Server, process signals
     "workers": 9,  # natsd --workers: the supervisor of N server processes
+    "testing": 10,  # natsd.testing: servers for a user's tests, and the pytest plugin
     "logs": 0,
     "version": 0,
     "__init__": 9,
@@ -55,8 +56,10 @@ JETSTREAM_RANK = {
 }
 
 # Where function-local imports may choose what to load (the composition roots): the
-# server, the natsd command and the package's lazy ``natsd.Server`` attribute.
-COMPOSITION_ROOTS = {"server.py", "main.py", "__init__.py"}
+# server, the natsd command, the package's lazy ``natsd.Server`` attribute, and the pytest
+# plugin, which pytest loads in every session where natsd is installed and which loads the
+# server only when a test uses one of its fixtures.
+COMPOSITION_ROOTS = {"server.py", "main.py", "__init__.py", "testing/plugin.py"}
 
 
 def _layer(path: Path) -> str:

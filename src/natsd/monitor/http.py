@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from natsd.core.build import BUILD
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.subjects import subject_matches
 from natsd.monitor.metrics import render_metrics
@@ -98,6 +99,8 @@ class MonitorServer:
             "version": SERVER_VERSION,
             "proto": PROTO,
             "go": f"natsd {__version__}",
+            # natsd's own: the compiled (mypyc) hot path or pure Python (natsd.core.build)
+            "natsd_build": BUILD,
             "host": o.host,
             "port": s.port,
             "max_connections": o.max_connections,

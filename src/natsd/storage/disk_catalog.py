@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from natsd.storage.catalog import ConsumerRecord, StreamCatalog, StreamRecord
@@ -104,8 +106,10 @@ class DiskCatalog(StreamCatalog):
         store_dir: str | os.PathLike[str],
         block_size: int | None = None,
         io: FileIO = DEFAULT_IO,
+        now_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.io = io
+        self.now_ns = now_ns  # the stores' wall clock
         self.root = Path(store_dir) / "jetstream"
         self._mkdirs(self.root)
         self.block_size = block_size
@@ -166,8 +170,9 @@ class DiskCatalog(StreamCatalog):
 
     def _open_file_store(self, path: Path, cfg: StoreConfig) -> FileStore:
         if self.block_size:
-            return FileStore(path, cfg, block_size=self.block_size, io=self.io)
-        return FileStore(path, cfg, io=self.io)
+            return FileStore(path, cfg, block_size=self.block_size, io=self.io,
+                             now_ns=self.now_ns)  # fmt: skip
+        return FileStore(path, cfg, io=self.io, now_ns=self.now_ns)
 
     def load(self) -> list[StreamRecord]:
         out: list[StreamRecord] = []
@@ -248,7 +253,7 @@ class DiskCatalog(StreamCatalog):
         self, account: str, name: str, storage: str, cfg: StoreConfig, meta: bytes
     ) -> StreamStore:
         if storage == "memory":
-            return MemoryStore(cfg)
+            return MemoryStore(cfg, self.now_ns)
         path = self._dir(account, name)
         self._mkdirs(path)
         self._write_meta(path, meta)

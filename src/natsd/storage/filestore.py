@@ -38,6 +38,7 @@ import heapq
 import os
 import time
 import zlib
+from collections.abc import Callable
 from typing import Final
 
 from natsd.storage.fileio import DEFAULT_IO, FileIO
@@ -75,7 +76,6 @@ _pack_fields: Final = REC_FIELDS.pack
 _pack_prefix: Final = REC_PREFIX.pack
 _pack_trailer: Final = REC_TRAILER.pack
 _unpack_fields: Final = REC_FIELDS.unpack_from
-_time_ns: Final = time.time_ns
 
 
 class FileStore(BlockStore):
@@ -87,8 +87,9 @@ class FileStore(BlockStore):
         cfg: StoreConfig,
         block_size: int = DEFAULT_BLOCK_SIZE,
         io: FileIO = DEFAULT_IO,
+        now_ns: Callable[[], int] = time.time_ns,
     ) -> None:
-        super().__init__(directory, cfg, block_size, io)
+        super().__init__(directory, cfg, block_size, io, now_ns)
         self._cb: StorageUpdate | None = None
         self._apply_limits_cfg(cfg)
         if self._created and cfg.first_seq > 0:
@@ -134,7 +135,7 @@ class FileStore(BlockStore):
                     self._enforce_per_subject(subj, ss)
         self._enforce_limits()
         if cfg.max_age_ns > 0:
-            self.expire(_time_ns())
+            self.expire(self._now_ns())
 
     def register_updates(self, cb: StorageUpdate | None) -> None:
         self._cb = cb
@@ -146,7 +147,7 @@ class FileStore(BlockStore):
         if self._closed:
             raise ErrStoreClosed()
         seq = self._last_seq + 1
-        ts = _time_ns()
+        ts = self._now_ns()
         self._store(subject, hdr, data, seq, ts, ttl)
         return seq, ts
 
@@ -269,7 +270,7 @@ class FileStore(BlockStore):
             raise StoreError(f"sequence mismatch: {seq} != {self._last_seq + 1}")
         if num <= 0:
             return
-        now = _time_ns()
+        now = self._now_ns()
         last = seq + num - 1
         self._add_tomb_range(seq, last, now)
         self._last_seq = last
@@ -344,7 +345,7 @@ class FileStore(BlockStore):
                 else:
                     ss.last_stale = True
         if tomb:
-            self._add_tomb_range(seq, seq, _time_ns())
+            self._add_tomb_range(seq, seq, self._now_ns())
         if seq == self._first_seq:
             self._advance_first(seq + 1)
         if blk.live == 0:

@@ -22,7 +22,7 @@ import time
 import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
@@ -67,7 +67,6 @@ _unpack_fields: Final = REC_FIELDS.unpack_from
 _unpack_trailer: Final = REC_TRAILER.unpack_from
 # Sequence (with flags), subject length and headers length of REC_FIELDS, from its byte 4.
 _unpack_seq_lens: Final = struct.Struct("<Q8xHI").unpack_from
-_time_ns: Final = time.time_ns
 
 
 class BlockStore(QueryMixin):
@@ -79,8 +78,11 @@ class BlockStore(QueryMixin):
         cfg: StoreConfig,
         block_size: int,
         io: FileIO = DEFAULT_IO,
+        now_ns: Callable[[], int] = time.time_ns,
     ):
         self._io = io
+        # the wall clock messages and tombstones are stamped with (a test's may run ahead)
+        self._now_ns = now_ns
         self._dir = os.fspath(directory)
         self._mdir = os.path.join(self._dir, "msgs")
         # Any size works (a block takes at least one record); tests use tiny ones.
@@ -331,7 +333,7 @@ class BlockStore(QueryMixin):
         for seq in burned:
             if self._remove(seq) is None:
                 # Already deleted (its tombstone is among saved_tombs) or erased.
-                self._add_tomb_range(seq, seq, _time_ns())
+                self._add_tomb_range(seq, seq, self._now_ns())
         msgs = self._msgs
         for blk in blocks:
             blk.seqs = [s for s in blk.seqs if s in msgs]
