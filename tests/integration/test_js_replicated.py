@@ -695,3 +695,38 @@ async def test_a_follower_never_forwards_a_stream_proposal(trio: JsCluster3) -> 
         groups.raft.propose_batch(name, [entry])
     await asyncio.sleep(0.5)
     assert [seq for seq, *_ in _contents(trio, lead, "F")] == [1]
+
+
+async def test_a_leader_out_of_touch_with_its_group_stops_serving_within_its_lease(
+    trio: JsCluster3,
+) -> None:
+    """A leader cut off from its group believes it leads until its check-quorum runs, one
+    to two election timeouts later; meanwhile another leader may be elected and see acks
+    committed. The fault soak caught the old leader, just reconnected, answering a pull with
+    messages whose ack-sync the new leader had answered. So a leader without an answer from
+    a majority for ``LEASE`` (0.5 s) answers no request and stops its consumers."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "L", "subjects": ["l.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.L", cfg)
+        await until(lambda: _leader(trio, "L") != "")
+        durable = {"stream_name": "L", "config": {"durable_name": "D", "ack_policy": "explicit"}}
+        assert "error" not in await _req(nc, "$JS.API.CONSUMER.CREATE.L.D", durable)
+        for i in range(5):
+            await _publish(nc, "l.x", b"%d" % i)
+    finally:
+        await nc.close()
+    lead = _leader(trio, "L")
+    js = trio.servers[lead].jetstream
+    assert js is not None
+    s = js.accounts["$G"].streams["L"]
+    groups = trio.servers[lead].js_cluster.stream_groups
+    await until(lambda: groups.leads(s) and not s.consumers["D"].passive)
+    for f in [n for n in trio.names if n != lead]:
+        await trio.stop(f)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await until(lambda: not groups.leads(s) and s.consumers["D"].passive, timeout=5)
+    # well before a new leader could have been elected elsewhere (1 s after the
+    # followers last heard from it; they stopped before t0)
+    assert loop.time() - t0 < 0.8

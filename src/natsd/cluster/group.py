@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import struct
+import time
 from collections.abc import Callable
 from typing import Final
 
@@ -91,6 +92,8 @@ ELECTION_TICK: Final = 10
 HEARTBEAT_TICK: Final = 2
 
 _VOTES: Final = (MessageType.MsgVote, MessageType.MsgPreVote)
+# A follower's answers to its leader's appends and heartbeats: the leader's lease (has_lease).
+_ANSWERS: Final = (MessageType.MsgAppResp, MessageType.MsgHeartbeatResp)
 # Messages that acknowledge this node's unstable state (etcd's msgsAfterAppend): they leave
 # only once the WAL sync covering that state is done. Everything else may leave before it.
 _AFTER_SYNC: Final = frozenset(
@@ -136,6 +139,7 @@ class RaftGroup:
         "node",
         "on_ready",
         "repair_at",
+        "responded",
         "storage",
     )
 
@@ -161,6 +165,9 @@ class RaftGroup:
         # entries, was handled: the state machine follows leadership at once rather than
         # on its next periodic check
         self.on_ready: Callable[[], None] | None = None
+        # as leader: when each member last answered an append or heartbeat of this term
+        # (monotonic seconds), for has_lease
+        self.responded: dict[int, float] = {}
         self.applied = 0
         # Damaged (the WAL found damage before its tail in this group's records, §4.8):
         # one past the last index the log had. Until a leader has committed up to it, the
@@ -373,6 +380,8 @@ class GroupHost:
                 log.error("raft group %s: message from %d dropped: %s", name, m.from_, e)
                 continue
             n += 1
+            if m.type in _ANSWERS and m.term == g.node.raft.term:
+                g.responded[m.from_] = time.monotonic()
             if m.from_ in g.conf.voters or m.from_ in g.conf.learners:
                 # a member's message reached its group: heard from (members' ids only,
                 # so frames naming other senders cannot grow the liveness table)
@@ -535,6 +544,29 @@ class GroupHost:
         self.wal.append_compact(name, index)
         self.wal.commit()
         self.wal.delete_obsolete()
+
+
+def has_lease(g: RaftGroup, now: float, lease: float) -> bool:
+    """As leader: has a majority of the group's voters (of both configurations when
+    joint) answered this term's appends or heartbeats within ``lease`` seconds? A follower
+    grants no vote for ``ELECTION_TICK`` ticks after it last heard from its leader, so with
+    ``lease`` well below that no other leader can have been elected meanwhile. Without it,
+    a leader cut off from the others believes it leads until its check-quorum runs (one to
+    two election timeouts), and serves stale reads and deliveries meanwhile."""
+    me = g.node.raft.id
+    responded = g.responded
+
+    def majority(voters: list[int]) -> bool:
+        if not voters:
+            return True
+        n = 0
+        for v in voters:
+            if v == me or now - responded.get(v, -1e9) <= lease:
+                n += 1
+        return 2 * n > len(voters)
+
+    cs = g.conf
+    return majority(cs.voters) and majority(cs.voters_outgoing)
 
 
 def _forget_match(g: RaftGroup, m: Message) -> None:

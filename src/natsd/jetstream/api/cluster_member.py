@@ -70,6 +70,7 @@ class Member:
         "ready_at",
         "repairing",
         "stream",
+        "suspended",
     )
 
     def __init__(self, ja: JsAccount, stream: Stream, a: StreamAssignment) -> None:
@@ -97,6 +98,8 @@ class Member:
         # its store is being refilled from the other replicas (CatchUp.repair): committed
         # entries wait in ``deferred`` (index, data) and it does not lead meanwhile
         self.repairing = False
+        # a leader out of touch with its group: its consumers held passive (_keep_lease)
+        self.suspended = False
         self.deferred: list[tuple[int, bytes]] = []
         # the group's state machine (StreamGroups.attach): applies one committed entry
         self.apply: Callable[[int, bytes], None] | None = None

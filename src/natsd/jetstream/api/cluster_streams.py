@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import orjson
 
-from natsd.cluster.group import RaftGroup, peer_hash, raft_id
+from natsd.cluster.group import RaftGroup, has_lease, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
@@ -86,6 +86,11 @@ Respond = Callable[[JsAccount, str, str, dict[str, Any]], bytes]
 # compactions behind: one that far behind (or away) catches up from the leader's store
 # instead (cluster_catchup), so the log stays bounded while a replica is away.
 COMPACT_EVERY: Final = 4096
+# A leader without an answer from a majority of its group for this long stops answering
+# requests and delivering (cluster/group.has_lease): well under the election timeout
+# (1 s), less the 100 ms check that stops the consumers, so it has stopped before another
+# leader can be elected.
+LEASE: Final = 0.5
 KEEP_FOR_LAGGING: Final = 2
 
 
@@ -182,8 +187,14 @@ class StreamGroups:
         rep.propose = propose
 
         def is_raft_leader() -> bool:
+            # and still in touch with a majority (has_lease): a leader cut off from the
+            # others answers no request (a pull, a direct get) while another may lead
             g = m.group
-            return g is not None and g.node.raft.state == StateType.StateLeader
+            return (
+                g is not None
+                and g.node.raft.state == StateType.StateLeader
+                and has_lease(g, time.monotonic(), LEASE)
+            )
 
         rep.is_raft_leader = is_raft_leader
 
@@ -359,12 +370,31 @@ class StreamGroups:
             self._follow(m)
             raft = g.node.raft
             if rep.leading and raft.state == StateType.StateLeader and raft.lead == me:
+                self._keep_lease(m, g)
                 self._propose_compact(name, m, g)
                 self._follow_peers(m, g)
                 if len(m.assignment.peers) == 1 and self._unreplicate(m, g):
                     continue
                 if rep.waiting and not rep.inflight and not rep.transferring():
                     m.stream.drain()  # a leadership transfer that did not happen
+
+    def _keep_lease(self, m: Member, g: RaftGroup) -> None:
+        """A leader out of touch with a majority for ``LEASE`` stops its consumers (held
+        passive from their committed state), and runs them again once back in touch: a
+        leader cut off from the others must not deliver messages another leader may since
+        have delivered and seen acknowledged. (Publishes need a commit anyway.)"""
+        c = m.consumers
+        if c is None:
+            return
+        lease = has_lease(g, time.monotonic(), LEASE)
+        if not lease and not m.suspended:
+            m.suspended = True
+            c.passivate()
+            log.warning("stream %s > %s: no word from a majority of its group for %.1f s;"
+                        " consumers stopped", m.ja.account.name, m.stream.name, LEASE)  # fmt: skip
+        elif lease and m.suspended:
+            m.suspended = False
+            c.activate()
 
     def _wake(self, name: bytes) -> None:
         self._woken.add(name)
@@ -401,6 +431,7 @@ class StreamGroups:
                 m.stream.subscribe()
                 if m.consumers is not None:
                     m.consumers.activate()
+                m.suspended = False
                 self._advise_leader(m.ja, m.stream)
         else:
             m.ready_at = 0
@@ -409,6 +440,7 @@ class StreamGroups:
                 m.stream.unsubscribe()
                 if m.consumers is not None:
                     m.consumers.passivate()
+                m.suspended = False
         if rep.handed:
             self.hand_over.add(group_name(m.assignment), rep.handed)
             rep.handed = []
