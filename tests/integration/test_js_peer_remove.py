@@ -23,6 +23,7 @@ from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
 
 from natsd.cluster.group import raft_id
+from natsd.jetstream.api import cluster_streams
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 
@@ -355,5 +356,43 @@ async def test_server_evacuate(quad: JsCluster3) -> None:
         assert free in after
         meta = quad.servers[quad.leader()].js_cluster
         assert raft_id(gone) in meta.group.conf.voters and gone in meta.meta.servers
+    finally:
+        await nc.close()
+
+
+async def test_a_replica_that_left_while_still_a_voter_rejoins_and_catches_up(
+    quad: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removed replica leaves after LEAVE_AFTER even while the group's configuration
+    still holds it (its replacement is down and cannot catch up), deleting its copy. Put
+    back (its replacement removed in turn), it joins with an empty log while the leader
+    still counts it a voter with its old match; etcd's leader never lowers a match, so the
+    replica's rejections must say its log is lost, or it is probed above its log for ever
+    (the fault soak with membership changes caught the stall)."""
+    monkeypatch.setattr(cluster_streams, "LEAVE_AFTER", 1.0)
+    nc = await nats.connect(quad.url("n1"))
+    try:
+        cfg = {"name": "B", "subjects": ["b.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.B", cfg)
+        await until(lambda: _leader(quad, "B") != "")
+        await _publish_n(nc, "B", 30, 0)
+        peers = _peers(quad, "B")
+        (free,) = [n for n in quad.names if n not in peers]
+        out = next(p for p in peers if p != _leader(quad, "B") and p != "n1")
+        resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.B", {"peer": out})
+        assert resp == {"type": RTYPE, "success": True}
+        await quad.stop(free)  # the replacement cannot catch up: no swap
+        lead = _leader(quad, "B")
+        (m,) = quad.servers[lead].js_cluster.stream_groups.members.values()
+        assert raft_id(out) in m.group.conf.voters  # still a voter when it leaves
+        await until(lambda: "B" not in quad.streams(out), timeout=30)  # left, copy deleted
+        # the replacement is removed in turn: the only free server is the one that left
+        resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.B", {"peer": free})
+        assert resp == {"type": RTYPE, "success": True}, resp
+        await until(lambda: out in _peers(quad, "B"))
+        await _publish_n(nc, "B", 5, 30)
+        await until(lambda: len(_contents(quad, out, "B")) == 35, timeout=30)
+        lead = _leader(quad, "B")
+        assert _contents(quad, out, "B") == _contents(quad, lead, "B")
     finally:
         await nc.close()

@@ -246,7 +246,14 @@ class GroupHost:
             raise ValueError(f"group {name!r} exists")
         self.wal.append_snapshot(name, 0, 0, encode_conf_state(ConfState()), b"", replace=True)
         self.wal.commit()
-        return self._start(name, self.wal.groups[name], apply, 0, install, forwarding)
+        g = self._start(name, self.wal.groups[name], apply, 0, install, forwarding)
+        # The node may have been a member before (removed, its copy deleted, added again)
+        # and the leader may still believe it holds what it acknowledged then: its
+        # rejections say the log was lost (LOST_LOG) until it holds a committed entry, or
+        # etcd's leader, which never lowers a match, would probe above its log for ever. It
+        # lost its vote too, so it casts none meanwhile (the fault soak caught the stall).
+        g.repair_at = 1
+        return g
 
     def restore(
         self,
