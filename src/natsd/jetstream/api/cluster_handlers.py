@@ -22,6 +22,7 @@ import orjson
 from natsd.cluster.group import peer_hash
 from natsd.cluster.meta import MetaState, NoPeers, PendingPlacements, encode_op
 from natsd.jetstream.api.cluster_gather import gather
+from natsd.jetstream.api.cluster_servers import remap_op
 from natsd.jetstream.api.cluster_usage import UsageBook
 from natsd.jetstream.api.dispatch import ERROR_EXTRAS
 from natsd.jetstream.api.streams import (
@@ -348,16 +349,7 @@ class MetaRequests:
         except NoPeers:
             raise E.JSPeerRemapErr() from None
         peers = [new if p == server else p for p in existing.peers]
-        op = encode_op(
-            "stream",
-            account=ja.account.name,
-            config=existing.config,
-            peers=peers,
-            remap=True,
-            reply="",
-            origin=self.c.server_name,
-        )
-        if not self.c.propose(op):
+        if not self.c.propose(remap_op(existing, peers, self.c.server_name)):
             raise E.JSClusterNotAvailErr()
         return {"success": True}
 

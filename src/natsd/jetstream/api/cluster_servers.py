@@ -62,6 +62,7 @@ __all__ = [
     "SystemRequests",
     "evacuate_server",
     "find_member",
+    "remap_op",
     "remap_removed",
     "remove_server",
     "removed_from",
@@ -121,6 +122,14 @@ def remove_server(meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], 
     return found
 
 
+def remap_op(a: StreamAssignment, peers: list[str], origin: str) -> bytes:
+    """The meta entry that moves stream ``a`` to ``peers`` (its config unchanged; ``remap``
+    tells a plain update, which keeps its peers, from a move): PEER.REMOVE, EVACUATE and a
+    removed server's replicas."""
+    return encode_op("stream", account=a.account, config=a.config, peers=peers, remap=True,
+                     reply="", origin=origin)  # fmt: skip
+
+
 # A stream remapped this recently (seconds) is not remapped again: its entry is in flight.
 REMAP_AGAIN_AFTER: Final = 5.0
 
@@ -164,16 +173,7 @@ def remap_removed(
                 peers[peers.index(p)] = new
             if not peers:
                 continue
-            op = encode_op(
-                "stream",
-                account=a.account,
-                config=a.config,
-                peers=peers,
-                remap=True,
-                reply="",
-                origin=origin,
-            )
-            if propose(op):
+            if propose(remap_op(a, peers, origin)):
                 n += 1
     return n
 
@@ -375,16 +375,7 @@ class SystemRequests:
             name = find_member(h.meta, g, h.name_of, data)
             moved = evacuate_server(h.meta, name, h.place_one)
             for a in moved:
-                op = encode_op(
-                    "stream",
-                    account=a.account,
-                    config=a.config,
-                    peers=a.peers,
-                    remap=True,
-                    reply="",
-                    origin=h.server_name,
-                )
-                if not h.propose(op):
+                if not h.propose(remap_op(a, a.peers, h.server_name)):
                     raise E.JSClusterNotAvailErr()
                 # not remapped again by remap_removed while this entry is in flight
                 self._remapped[(a.account, a.name)] = asyncio.get_running_loop().time()
