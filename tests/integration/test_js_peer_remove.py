@@ -64,6 +64,12 @@ def _contents(t: JsCluster3, name: str, stream: str) -> list[tuple[int, str, byt
     return out
 
 
+def _placed_on(t: JsCluster3, name: str, stream: str) -> bool:
+    """Does ``name``'s own meta state place a replica of ``stream`` on it?"""
+    a = t.servers[name].js_cluster.meta.stream("$G", stream)
+    return a is not None and name in a.peers
+
+
 def _voters(t: JsCluster3, stream: str) -> set[int]:
     """The voters of the stream group's configuration, as its leader applied it."""
     lead = _leader(t, stream)
@@ -360,15 +366,13 @@ async def test_server_evacuate(quad: JsCluster3) -> None:
         await nc.close()
 
 
-async def test_a_replica_that_left_while_still_a_voter_rejoins_and_catches_up(
+async def test_a_removed_voter_stays_until_its_replacement_takes_over_and_can_be_put_back(
     quad: JsCluster3, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A removed replica leaves after LEAVE_AFTER even while the group's configuration
-    still holds it (its replacement is down and cannot catch up), deleting its copy. Put
-    back (its replacement removed in turn), it joins with an empty log while the leader
-    still counts it a voter with its old match; etcd's leader never lowers a match, so the
-    replica's rejections must say its log is lost, or it is probed above its log for ever
-    (the fault soak with membership changes caught the stall)."""
+    """A removed replica whose replacement cannot catch up (it is down) stays a voter of
+    its group, its copy kept, however long that takes (``cluster_membership``: leaving while
+    the group counts it could cost the group its majority). Put back (its replacement
+    removed in turn), it carries on with its copy."""
     monkeypatch.setattr(cluster_streams, "LEAVE_AFTER", 1.0)
     nc = await nats.connect(quad.url("n1"))
     try:
@@ -382,11 +386,12 @@ async def test_a_replica_that_left_while_still_a_voter_rejoins_and_catches_up(
         resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.B", {"peer": out})
         assert resp == {"type": RTYPE, "success": True}
         await quad.stop(free)  # the replacement cannot catch up: no swap
+        await asyncio.sleep(3)  # three times LEAVE_AFTER
+        assert len(_contents(quad, out, "B")) == 30
         lead = _leader(quad, "B")
         (m,) = quad.servers[lead].js_cluster.stream_groups.members.values()
-        assert raft_id(out) in m.group.conf.voters  # still a voter when it leaves
-        await until(lambda: "B" not in quad.streams(out), timeout=30)  # left, copy deleted
-        # the replacement is removed in turn: the only free server is the one that left
+        assert raft_id(out) in m.group.conf.voters
+        # the replacement is removed in turn: the only free server is the one that waited
         resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.B", {"peer": free})
         assert resp == {"type": RTYPE, "success": True}, resp
         await until(lambda: out in _peers(quad, "B"))
@@ -396,3 +401,66 @@ async def test_a_replica_that_left_while_still_a_voter_rejoins_and_catches_up(
         assert _contents(quad, out, "B") == _contents(quad, lead, "B")
     finally:
         await nc.close()
+
+
+async def test_two_overlapping_moves_keep_the_group_s_majority(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R3 on {a, b, c} of five servers: c is removed, and b too before c's replacement has
+    caught up (the group's membership walk is held still here, as a slow catch-up holds it).
+    The group then needs a joint change to {a, d, e} that two of {a, b, c} must commit: b
+    and c must still be there, so neither leaves before the swap removes it; b, down when
+    the swap commits, learns of its removal from a member once back. Leaving after
+    a timeout instead, as natsd did, lost the group's majority for good (the fault soak's
+    seed 1044104139)."""
+    monkeypatch.setattr(cluster_streams, "LEAVE_AFTER", 1.0)
+    held = [True]
+    walk = cluster_streams.next_change
+    monkeypatch.setattr(
+        cluster_streams, "next_change", lambda *a: None if held[0] else walk(*a)
+    )
+    t = JsCluster3(tmp_path, size=5)
+    await t.start_all()
+    nc = await nats.connect(t.url("n1"))
+    try:
+        cfg = {"name": "W", "subjects": ["w.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.W", cfg)
+        await until(lambda: _leader(t, "W") != "")
+        await _publish_n(nc, "W", 20, 0)
+        before = _peers(t, "W")
+        lead = _leader(t, "W")
+        b, c = [p for p in before if p != lead]
+        for srv in t.servers.values():  # replacements among the free servers: d and e
+            cl = srv.js_cluster
+            cl.place_one = lambda a, ex, f=cl.place_one: f(a, ex | {b, c})  # type: ignore
+        for gone in (c, b):
+            resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.W", {"peer": gone})
+            assert resp == {"type": RTYPE, "success": True}, resp
+            await until(lambda gone=gone: gone not in _peers(t, "W"))
+        after = _peers(t, "W")
+        assert lead in after and b not in after and c not in after
+        await asyncio.sleep(3)  # three times LEAVE_AFTER: b and c are voters still
+        assert len(_contents(t, b, "W")) == 20 and len(_contents(t, c, "W")) == 20
+        # b is cut off when the swap commits, so it never sees that commit: once the link is
+        # back, a member tells it (its vote requests reach members whose configuration lacks
+        # it); b knows it was removed (its meta group applied that) but not that it is out
+        await until(lambda: not _placed_on(t, b, "W"))
+        cut = [True]
+        for name, srv in t.servers.items():
+            host = srv.js_cluster.raft.host
+            host._send = lambda to, f, s=host._send, me=name: (  # type: ignore[method-assign]
+                None if cut[0] and (me == b or to == raft_id(b)) else s(to, f)
+            )
+        held[0] = False
+        await _publish_n(nc, "W", 10, 20)
+        await until(lambda: _voters(t, "W") == {raft_id(p) for p in after}, timeout=30)
+        await until(lambda: "W" not in t.streams(c), timeout=30)
+        assert "W" in t.streams(b)
+        cut[0] = False
+        await until(lambda: "W" not in t.streams(b), timeout=30)
+        await until(lambda: all(len(_contents(t, p, "W")) == 30 for p in after), timeout=30)
+        ref = _contents(t, after[0], "W")
+        assert all(_contents(t, p, "W") == ref for p in after)
+    finally:
+        await nc.close()
+        await t.stop_all()

@@ -62,7 +62,8 @@ class Net:
                 promises = [m.type for _, m in decode_frame(frame) if m.type in PROMISES]
                 assert not promises, f"{promises} sent before the WAL sync"
                 self.early += 1
-            self.queue.append((self.by_id[peer], frame))
+            if peer in self.by_id:  # (to a node id no server has: lost, as on routes)
+                self.queue.append((self.by_id[peer], frame))
 
         h = GroupHost(self.ids[name], wal, send, rand=random.Random(name).randrange)
         self.hosts[name] = h

@@ -69,6 +69,7 @@ __all__ = [
     "FrameError",
     "GroupHost",
     "RaftGroup",
+    "conf_holds",
     "decode_frame",
     "frame_part",
     "peer_hash",
@@ -82,6 +83,9 @@ FRAME_VERSION: Final = 1
 FRAME_TARGET: Final = 4 << 20
 # The context a damaged group puts on its append rejections (see _forget_match).
 LOST_LOG: Final = b"lost-log"
+# The context of a member's word to a node its applied configuration no longer holds: a
+# rejected MsgHeartbeatResp whose index is the member's applied index (see _tell_removed).
+REMOVED: Final = b"removed"
 log: Final = logging.getLogger("natsd")
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _U16: Final = struct.Struct("<H")
@@ -138,6 +142,7 @@ class RaftGroup:
         "name",
         "node",
         "on_ready",
+        "removed",
         "repair_at",
         "responded",
         "storage",
@@ -174,6 +179,10 @@ class RaftGroup:
         # group neither campaigns nor votes, since what it once acknowledged may be gone;
         # 0: sound.
         self.repair_at = 0
+        # A member told this node it is out: a configuration that no longer holds it is
+        # committed (the member applied it, and had applied at least as much as this node).
+        # A removed voter learns it this way, since the leader stops sending to it.
+        self.removed = False
 
     @property
     def leader(self) -> int:
@@ -358,6 +367,12 @@ class GroupHost:
             g = self.groups.get(name)
             if g is None or m.to != self.id or is_local_msg(m.type):
                 continue  # not ours, or a type only the node itself may step
+            if m.context == REMOVED and m.type == MessageType.MsgHeartbeatResp:
+                if m.reject and m.index >= g.applied:
+                    g.removed = True  # see _tell_removed
+                continue
+            if g.applied and g.conf.voters and not conf_holds(g.conf, m.from_):
+                self._tell_removed(g, m.from_)  # e.g. a removed voter's (pre-)vote requests
             if g.repair_at and m.type in _VOTES and g.damaged:
                 continue  # a damaged group does not vote (§4.8)
             if m.type == MessageType.MsgAppResp and m.reject and m.context == LOST_LOG:
@@ -537,7 +552,27 @@ class GroupHost:
             if e.type == EntryType.EntryConfChange
             else unmarshal_conf_change_v2(e.data)
         )
+        before = g.conf
         g.conf = g.node.apply_conf_change(cc)
+        if conf_holds(g.conf, self.id):
+            g.removed = False  # (added back)
+        for n in (*before.voters, *before.learners, *before.voters_outgoing):
+            if n != self.id and not conf_holds(g.conf, n):
+                self._tell_removed(g, n)
+
+    def _tell_removed(self, g: RaftGroup, to: int) -> None:
+        """Tell ``to`` that this node's applied configuration no longer holds it. A removed
+        voter must not leave its group (and delete its copy) before its removal is
+        committed: while the group still counts it, its leaving could cost the group its
+        majority for good (two overlapping moves, the fault soak found). But the leader stops
+        sending to a member as soon as it applies its removal, so the member may never see
+        that commit: each member tells the nodes its configuration changes drop, and answers
+        a non-member's messages (a zombie's vote requests) the same way. The receiver trusts
+        it only from a member that has applied at least as much as itself."""
+        m = Message(type=MessageType.MsgHeartbeatResp, to=to, from_=self.id, reject=True,
+                    index=g.applied, context=REMOVED)  # fmt: skip
+        self._send(to, bytes([FRAME_VERSION]) + frame_part(g.name, m))
+        self.frames_sent += 1
 
     # ---------------------------------------------------------------- space
     def compact(self, name: bytes, index: int, data: bytes) -> None:
@@ -551,6 +586,16 @@ class GroupHost:
         self.wal.append_compact(name, index)
         self.wal.commit()
         self.wal.delete_obsolete()
+
+
+def conf_holds(cs: ConfState, node: int) -> bool:
+    """Is ``node`` in the configuration, in any role?"""
+    return (
+        node in cs.voters
+        or node in cs.learners
+        or node in cs.voters_outgoing
+        or node in cs.learners_next
+    )
 
 
 def has_lease(g: RaftGroup, now: float, lease: float) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, Final, Protocol
 import orjson
 
 from natsd.cluster.group import peer_hash
-from natsd.cluster.meta import MetaState, NoPeers, PendingPlacements, encode_op
+from natsd.cluster.meta import MetaState, NoPeers, PendingPlacements, StreamAssignment, encode_op
 from natsd.jetstream.api.cluster_gather import gather
 from natsd.jetstream.api.cluster_servers import remap_op
 from natsd.jetstream.api.cluster_usage import UsageBook
@@ -74,6 +74,8 @@ class MetaHost(Protocol):
         prefer: str = "",
         exclude: set[str] | None = None,
     ) -> list[str]: ...
+
+    def place_one(self, a: StreamAssignment, exclude: set[str]) -> str: ...
 
     def requester(self, ja: JsAccount, reply: str) -> str: ...
 
@@ -334,18 +336,10 @@ class MetaRequests:
             server = next((p for p in existing.peers if peer_hash(p) == peer), "")
         if not server:
             raise E.JSClusterPeerNotMemberErr()
-        cfg = parse_stream_config(existing.config, name_in_subject=None)
         if len(existing.peers) < 2:
             raise E.JSPeerRemapErr()  # an R1 stream has no group to hand its data over
-        pl = cfg.placement
         try:
-            (new,) = self.c.place(
-                1,
-                list(pl.tags) if pl is not None else [],
-                cfg.max_bytes,
-                cfg.storage == StorageType.MEMORY,
-                exclude=set(existing.peers),
-            )
+            new = self.c.place_one(existing, set(existing.peers))
         except NoPeers:
             raise E.JSPeerRemapErr() from None
         peers = [new if p == server else p for p in existing.peers]

@@ -67,6 +67,7 @@ class Member:
         "leader",
         "leader_since",
         "leaving_since",
+        "leaving_told",
         "ready_at",
         "repairing",
         "stream",
@@ -95,6 +96,8 @@ class Member:
         self.consumers: ReplicatedConsumers | None = None
         # loop time since when the meta group no longer places it here (0: it does)
         self.leaving_since = 0.0
+        # it logged that it waits, a voter, for the group to remove it
+        self.leaving_told = False
         # its store is being refilled from the other replicas (CatchUp.repair): committed
         # entries wait in ``deferred`` (index, data) and it does not lead meanwhile
         self.repairing = False

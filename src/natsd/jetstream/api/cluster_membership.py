@@ -17,24 +17,31 @@ running as it was; the group's leader then walks it to the new peers, one change
 3. A leader that is itself to be removed first hands its leadership to a remaining voter,
    which carries on.
 
-A removed replica (``leaving``) leaves once the group's configuration no longer holds it, or
-``LEAVE_AFTER`` seconds after the meta group removed it, since the leader stops sending to
-a removed member and it may never learn of its own removal. Leaving before the swap is safe:
-the remaining voters are a majority of the old configuration.
+A removed replica (``leaving``) leaves its group, deleting its copy, once its removal is
+committed: it applied a configuration that no longer holds it, or a member that applied
+one told it so (``GroupHost._tell_removed``: the leader stops sending to a removed member,
+which may never see the commit otherwise). **A voter never leaves before that**, however long
+the swap takes: while the group counts it, its leaving could cost the group its majority for
+good. Two overlapping moves of an R3 group (its voters {a, b, c}; c's replacement still
+catching up when b is removed too) would otherwise have b and c leave while the joint change
+to {a, d, e} still needs two of {a, b, c} (the fault soak found this). Meanwhile it is set
+aside and reported: it keeps voting and applying, and logs once that it waits. A learner
+never counts for a majority, so one the meta group no longer wants (a newcomer whose move
+was undone) leaves ``LEAVE_AFTER`` seconds after that even if nobody tells it.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from natsd.cluster.group import RaftGroup
+from natsd.cluster.group import RaftGroup, conf_holds
 from natsd.raft.types import (
     ConfChangeSingle,
     ConfChangeType,
     ConfChangeV2,
 )
 
-__all__ = ["LEAVE_AFTER", "in_config", "next_change"]
+__all__ = ["LEAVE_AFTER", "in_config", "is_voter", "next_change"]
 
 LEAVE_AFTER: Final = 10.0
 
@@ -45,13 +52,12 @@ _REMOVE: Final = ConfChangeType.ConfChangeRemoveNode
 
 def in_config(g: RaftGroup, node: int) -> bool:
     """Is ``node`` a member of the group's applied configuration (in any role)?"""
-    cs = g.conf
-    return (
-        node in cs.voters
-        or node in cs.learners
-        or node in cs.voters_outgoing
-        or node in cs.learners_next
-    )
+    return conf_holds(g.conf, node)
+
+
+def is_voter(g: RaftGroup, node: int) -> bool:
+    """Does ``node`` count for the group's majority (either side of a joint configuration)?"""
+    return node in g.conf.voters or node in g.conf.voters_outgoing
 
 
 def next_change(g: RaftGroup, want: set[int], me: int) -> ConfChangeV2 | int | None:

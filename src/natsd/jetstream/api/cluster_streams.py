@@ -52,7 +52,7 @@ from natsd.jetstream.api.cluster_member import (
     track_leader,
     unreplicated,
 )
-from natsd.jetstream.api.cluster_membership import LEAVE_AFTER, in_config, next_change
+from natsd.jetstream.api.cluster_membership import LEAVE_AFTER, in_config, is_voter, next_change
 from natsd.jetstream.api.dispatch import handle
 from natsd.jetstream.engine import JsAccount, delete_stream
 from natsd.jetstream.stream.replica import (
@@ -359,7 +359,9 @@ class StreamGroups:
             if rep is None or g is None:
                 continue
             out = self.server_name not in m.assignment.peers or self.removed()
-            if out and self._leave(name, m, g, now):
+            if not out:
+                m.leaving_since = 0.0  # (placed here again)
+            elif self._leave(name, m, g, now):
                 continue
             if m.repairing:
                 if g.node.raft.state == StateType.StateLeader:
@@ -555,18 +557,28 @@ class StreamGroups:
 
     def _leave(self, name: bytes, m: Member, g: RaftGroup, now: float) -> bool:
         """The meta group no longer places this replica here (its peer was removed): it
-        leaves once the group's configuration no longer holds it, or after LEAVE_AFTER
-        (``cluster_membership``); True when it left."""
+        leaves once its removal is committed, a voter never before (``cluster_membership``);
+        True when it left."""
         if not m.leaving_since:
             m.leaving_since = now
+            m.leaving_told = False
         me = self.raft.host.id
+        a = m.assignment
         if g.node.raft.state == StateType.StateLeader:
             if self.removed():
                 self.stepdown(m.stream)  # (its peers still list it: _follow_peers will not)
             return False  # it hands the leadership over first
-        if in_config(g, me) and now - m.leaving_since < LEAVE_AFTER:
-            return False
-        a = m.assignment
+        waited = now - m.leaving_since >= LEAVE_AFTER
+        if in_config(g, me) and not g.removed:
+            if is_voter(g, me):
+                if waited and not m.leaving_told:
+                    m.leaving_told = True
+                    log.warning("stream %s/%s: removed from its peers, this replica stays (a "
+                                "voter still) until its group's leader removes it", a.account,
+                                a.name)  # fmt: skip
+                return False
+            if not waited:
+                return False  # a learner nobody wants leaves after LEAVE_AFTER regardless
         log.info("stream %s/%s: this replica was removed; leaving its group", a.account, a.name)
         self.detach(a)
         try:
