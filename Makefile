@@ -4,45 +4,64 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-FAST := build/mypyc/.stamp
+# natsd installed in place (pip install -e .) with its hot modules compiled by mypyc
+# (setup.py), as a user's install is: the extension modules sit beside their sources in src/.
+FAST := $(VENV)/.compiled
 # npm ci writes node_modules/.package-lock.json: the stamp of the installed lock file.
 NODE_STAMP := tests/node/node_modules/.package-lock.json
 # -ra: the summary lists every skip with its reason (a missing component fails under CI=true).
 PYTEST := $(BIN)/python -m pytest -q -ra -p no:cacheprovider
-HOT := $(shell find src -name '*.py') tools/build_mypyc.sh
+HOT := $(shell find src/natsd -name '*.py') setup.py
+# NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
+PURE := NATSD_PURE=1
 
-.PHONY: run run-pure test test-compiled node-modules lint typecheck unit soak bench bench-quick bench-spark bench-spark-quick compile clean
+.PHONY: run run-pure test test-compiled wheel-smoke node-modules lint typecheck unit soak bench bench-quick bench-spark bench-spark-quick compile clean
 
-$(STAMP): pyproject.toml
+# The dependencies, and natsd in place without compiling (the compile is $(FAST)'s, since
+# it must follow every change of a source). --no-build-isolation: the build uses this
+# environment's setuptools and mypy (pinned in the dev extra, as in [build-system]).
+$(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77' wheel
+	NATSD_COMPILE=0 $(BIN)/python -m pip install -q --no-build-isolation -e '.[dev,spark]'
 	@touch $(STAMP)
 
 $(FAST): $(STAMP) $(HOT)
-	PYTHON=$(BIN)/python tools/build_mypyc.sh
+	$(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
 	@touch $(FAST)
 
-## compile: build the mypyc-compiled hot path into build/mypyc (src/ stays pure Python)
+## compile: pip install -e . again, which compiles the hot modules (setup.py) in place
 compile: $(FAST)
 
-## run: start natsd (compiled hot path) with JetStream on, data in ./data, port 4222, monitoring 8222
+## run: start natsd (the installed, compiled build) with JetStream on, data in ./data, port
+## 4222, monitoring 8222
 run: $(FAST)
-	PYTHONPATH=build/mypyc $(BIN)/python -m natsd -js -sd ./data -p 4222 -m 8222
+	$(BIN)/natsd -js -sd ./data -p 4222 -m 8222
 
 ## run-pure: the same with the pure-Python modules
 run-pure: $(STAMP)
-	$(BIN)/natsd -js -sd ./data -p 4222 -m 8222
+	$(PURE) $(BIN)/natsd -js -sd ./data -p 4222 -m 8222
 
-## test: lint, type-check, the whole suite on pure Python, then unit+integration compiled, and
-## the replicated-stream fault suite (tests/faults) on the compiled servers only: it runs
-## real multi-process clusters through 50 fault cycles, and once is enough
+## test: lint, type-check, the whole suite on pure Python (NATSD_PURE=1), then
+## unit+integration compiled, and the replicated-stream fault suite (tests/faults) on the
+## compiled servers only: it runs real multi-process clusters through 50 fault cycles, and
+## once is enough; then the wheel, built and installed as a user would (wheel-smoke)
 test: lint typecheck node-modules
-	$(PYTEST) --ignore=tests/faults
+	$(PURE) $(PYTEST) --ignore=tests/faults --ignore=tests/wheel
 	$(MAKE) test-compiled
+	$(MAKE) wheel-smoke
 
 test-compiled: $(FAST)
-	PYTHONPATH=build/mypyc NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
+	NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
+
+## wheel-smoke: build the wheel as a user's pip does (isolated build, compiled), install it
+## into a fresh virtual environment, and run tests/wheel there against the installed package
+wheel-smoke: $(STAMP)
+	rm -rf build/wheel build/wheel-venv
+	$(BIN)/python -m pip wheel -q --no-deps -w build/wheel .
+	$(PYTHON) -m venv build/wheel-venv || python3 -m venv build/wheel-venv
+	build/wheel-venv/bin/python -m pip install -q build/wheel/natsd-*.whl pytest pytest-asyncio
+	cd tests/wheel && ../../build/wheel-venv/bin/python -m pytest -q -ra -p no:cacheprovider -c pytest.ini .
 
 ## node-modules: the nats.js packages of tests/node/package-lock.json (npm ci), for tests/node
 node-modules: $(NODE_STAMP)
@@ -65,17 +84,17 @@ typecheck: $(STAMP)
 
 ## soak: the long fault-injection tier (kill -9 x1000 and friends), not part of make test
 soak: $(FAST)
-	PYTHONPATH=build/mypyc $(PYTEST) -m soak tests/reliability tests/raft tests/storage/test_group_power_loss.py tests/faults
+	$(PYTEST) -m soak tests/reliability tests/raft tests/storage/test_group_power_loss.py tests/faults
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit
 
 ## bench: natsd vs nats-server side by side (1M msgs, 3 repeats)
 bench: $(FAST)
-	$(BIN)/python bench/bench.py --repeat 3 --natsd-cmd "env PYTHONPATH=build/mypyc $(BIN)/python -m natsd"
+	$(BIN)/python bench/bench.py --repeat 3
 
 bench-quick: $(FAST)
-	$(BIN)/python bench/bench.py --quick --natsd-cmd "env PYTHONPATH=build/mypyc $(BIN)/python -m natsd"
+	$(BIN)/python bench/bench.py --quick
 
 ## bench-spark: the Spark connector against natsd and nats-server (1M messages, ~6 min)
 bench-spark: $(FAST)
@@ -85,7 +104,8 @@ bench-spark-quick: $(FAST)
 	$(BIN)/python bench/spark_bench.py --messages 100000
 
 bench-pure: $(STAMP)
-	$(BIN)/python bench/bench.py --quick
+	$(PURE) $(BIN)/python bench/bench.py --quick
 
 clean:
-	rm -rf $(VENV) build *.egg-info tests/node/node_modules
+	rm -rf $(VENV) build *.egg-info tests/node/node_modules src/natsd/hotpath.sha256
+	find src -name '*.so' -delete

@@ -6,7 +6,7 @@ receive B messages -> ``+ACK`` each (one read carrying all acks and the next fet
 ``nats bench js fetch`` does). Reports server CPU per consumed message, so profiles of the
 delivery and ack paths are stable on a busy machine.
 
-    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_consumer.py -n 100000
+    .venv/bin/python bench/micro_consumer.py -n 100000
     .venv/bin/python bench/micro_consumer.py --ack none --profile /tmp/c.prof
 """
 

@@ -6,7 +6,7 @@ An embedded Server, one client over a transport that keeps what is written; the 
 pre-filled, then the client reads it end to end in batches. Reports server CPU per message
 read, so profiles of the direct-get path are stable on a busy machine.
 
-    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_direct.py -n 200000
+    .venv/bin/python bench/micro_direct.py -n 200000
     .venv/bin/python bench/micro_direct.py --profile /tmp/d.prof
 """
 

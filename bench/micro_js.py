@@ -7,8 +7,8 @@ the first read until every PubAck has been written. It isolates the Python cost 
 routing, storing and acknowledging from the network and the load generator, so profiles and
 before/after comparisons are stable on a busy machine.
 
-    .venv/bin/python bench/micro_js.py --storage memory -n 200000
-    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_js.py --storage file   # compiled
+    NATSD_PURE=1 .venv/bin/python bench/micro_js.py --storage memory -n 200000   # pure
+    .venv/bin/python bench/micro_js.py --storage file   # compiled
     .venv/bin/python bench/micro_js.py --profile /tmp/js.prof                  # cProfile
 """
 

@@ -27,8 +27,8 @@ Per column:
   client's ``msg.ack()``): messages per second. Its state is replicated by both (natsd: in
   the stream's group; nats-server: the consumer's own group).
 
-    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_r3.py
-    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_r3.py -n 20000 --failovers 5
+    .venv/bin/python bench/micro_r3.py
+    .venv/bin/python bench/micro_r3.py -n 20000 --failovers 5
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ No subscribers: this measures what the workers spread, the parsing; routed traff
 (see the README's --workers limits). On a 2-core machine the publishers share the CPUs.
 
     .venv/bin/python bench/micro_workers.py                  # pure Python
-    PYTHONPATH=build/mypyc .venv/bin/python bench/micro_workers.py -n 400000
+    .venv/bin/python bench/micro_workers.py -n 400000
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ The process runs with the server's garbage-collector settings (``natsd.server.tu
 the driver loop here is interpreted Python and counts in the CPU figure, as an
 application's would.
 
-    PYTHONPATH=build/mypyc .venv/bin/python bench/raft_bench.py       # compiled
-    .venv/bin/python bench/raft_bench.py                              # pure Python
+    .venv/bin/python bench/raft_bench.py       # compiled
+    NATSD_PURE=1 .venv/bin/python bench/raft_bench.py                 # pure Python
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Spark connector benchmark: ``format("jetstream")`` against natsd and nats-server.
 
-One run starts both servers (as bench/bench.py does: natsd from ``build/mypyc`` when it
-exists, else from ``src``; the reference nats-server from the venv) and one Spark session,
-then measures, per server, in rows/s:
+One run starts both servers (as bench/bench.py does: natsd as installed, compiled by
+``make compile`` unless ``NATSD_PURE=1``; the reference nats-server from the venv) and one
+Spark session, then measures, per server, in rows/s:
 
 * **read -> count()**: ``spark.read.format("jetstream")`` of a stream pre-filled with
   ``--messages`` messages of ``--size`` bytes (raw-socket publisher, every PubAck
@@ -83,7 +83,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="partitions of the DataFrame written (default 2)")
     p.add_argument("--fetch", type=int, default=1000, help="nats-py consumer fetch batch")
     p.add_argument("--natsd-cmd", default="", help="command starting natsd (default: venv "
-                   "python -m natsd, PYTHONPATH=build/mypyc when it exists)")
+                   "python -m natsd: the installed build)")
     p.add_argument("--nats-server-cmd", default="", help="command starting nats-server")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     p.add_argument("--repeat", type=int, default=3,
@@ -107,8 +107,8 @@ def natsd_command(a: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     env = dict(os.environ)
     if a.natsd_cmd:
         return a.natsd_cmd.split(), env
-    mypyc = REPO / "build" / "mypyc"
-    env["PYTHONPATH"] = str(mypyc) if mypyc.is_dir() else str(REPO / "src")
+    # the installed build (compiled by ``make compile``; NATSD_PURE=1 for the pure one)
+    env["PYTHONPATH"] = str(REPO / "src")
     return [sys.executable, "-m", "natsd"], env
 
 

@@ -13,8 +13,8 @@ Ready means: a client's TCP connection has read the server's INFO line. Each way
 Plus the one-time cost of importing the server (``import natsd.server`` in a fresh
 interpreter), which an in-process server pays once per test session.
 
-    .venv/bin/python bench/startup.py --runs 20
-    PYTHONPATH=build/mypyc .venv/bin/python bench/startup.py --runs 20
+    .venv/bin/python bench/startup.py --runs 20                 # compiled (make compile)
+    NATSD_PURE=1 .venv/bin/python bench/startup.py --runs 20    # pure Python
 """
 
 from __future__ import annotations

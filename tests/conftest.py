@@ -1,7 +1,8 @@
 """Suite-wide checks.
 
-``make test-compiled`` runs the suite with PYTHONPATH=build/mypyc and NATSD_EXPECT_COMPILED=1;
-this guard makes sure those runs really exercise the mypyc-compiled modules, not src/.
+``make test-compiled`` runs the suite with NATSD_EXPECT_COMPILED=1 on the compiled install
+(``make compile``); this guard makes sure those runs really exercise the mypyc-compiled
+modules, not their Python sources (``make test``'s first tier sets NATSD_PURE=1 for those).
 """
 
 from __future__ import annotations

@@ -11,7 +11,12 @@ the server and that the server never imports: ``natscli`` (the ``nats`` command 
 
 from typing import TYPE_CHECKING, Any
 
-from natsd.version import __version__
+from natsd import hotpath
+
+# Before any other natsd module loads: compiled or pure (NATSD_PURE=1, or a stale build).
+hotpath.choose()
+
+from natsd.version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from natsd.config.options import ServerOptions

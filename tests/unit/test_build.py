@@ -10,7 +10,7 @@ from natsd.core.build import BUILD, COMPILED
 
 
 def test_the_build_is_the_one_the_tier_expects() -> None:
-    # make test-compiled sets NATSD_EXPECT_COMPILED=1 with PYTHONPATH=build/mypyc
+    # make test-compiled sets NATSD_EXPECT_COMPILED=1; make test's pure tier NATSD_PURE=1
     assert bool(os.environ.get("NATSD_EXPECT_COMPILED")) == COMPILED
     assert ("compiled" if COMPILED else "pure") == BUILD
 

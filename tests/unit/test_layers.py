@@ -36,6 +36,7 @@ RANK = {
     "testing": 10,  # natsd.testing: servers for a user's tests, and the pytest plugin
     "logs": 0,
     "version": 0,
+    "hotpath": 0,  # compiled or pure: runs first, from natsd/__init__.py
     "__init__": 9,
     "__main__": 9,
 }

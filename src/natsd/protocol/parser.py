@@ -57,7 +57,7 @@ OP_CONNECT: Final = 7
 OP_INFO: Final = 8
 OP_ERR: Final = 9
 
-# True when this module runs as a mypyc-compiled extension (see tools/build_mypyc.sh).
+# True when this module runs as a mypyc-compiled extension (see setup.py).
 COMPILED: Final = not __file__.endswith(".py")
 
 DEFAULT_MAX_CONTROL_LINE: Final = 4096

@@ -76,7 +76,7 @@ DEFAULT_ROUTE_MAX_PAYLOAD: Final = 64 * 1024 * 1024
 
 RouteEvent = tuple[Any, ...]
 
-# True when this module runs as a mypyc-compiled extension (see tools/build_mypyc.sh).
+# True when this module runs as a mypyc-compiled extension (see setup.py).
 COMPILED: Final = not __file__.endswith(".py")
 
 _PING: Final = (R_PING,)

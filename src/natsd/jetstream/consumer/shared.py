@@ -9,7 +9,7 @@ Rules kept here:
   one run per loop turn however often it is rung, and nothing after ``stop()``. Only the
   consumer's ``_run`` calls ``answered()``.
 
-Both are plain native classes (compiled with the consumer, see ``tools/build_mypyc.sh``), so
+Both are plain native classes (compiled with the consumer, see ``setup.py``), so
 a part reading ``cursor.sseq`` or ringing the bell costs a struct read or a direct call,
 not a Python attribute lookup. Everything runs on the event loop.
 """
