@@ -464,3 +464,48 @@ async def test_two_overlapping_moves_keep_the_group_s_majority(
     finally:
         await nc.close()
         await t.stop_all()
+
+
+async def test_a_removed_voter_restarted_before_the_swap_rejoins_its_group(
+    quad: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R3 on {a, b, c}: c is removed, and restarts before the swap (the membership walk is
+    held still, as a slow catch-up holds it). Its group still counts it, so it rejoins as
+    a voter rather than sitting unassigned on disk: with b down too, a and c still commit.
+    Once the swap is done it learns it is out and deletes its copy."""
+    held = [True]
+    walk = cluster_streams.next_change
+    monkeypatch.setattr(
+        cluster_streams, "next_change", lambda *a: None if held[0] else walk(*a)
+    )
+    nc = await nats.connect(quad.url("n1"))
+    try:
+        cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.R", cfg)
+        await until(lambda: _leader(quad, "R") != "")
+        await _publish_n(nc, "R", 20, 0)
+        before = _peers(quad, "R")
+        lead = _leader(quad, "R")
+        b, c = [p for p in before if p != lead]
+        resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.R", {"peer": c})
+        assert resp == {"type": RTYPE, "success": True}, resp
+        await until(lambda: not _placed_on(quad, c, "R"))
+        await quad.stop(c)
+        await quad.start(c)
+        await until(lambda: len(quad.servers[c].js_cluster.stream_groups.members) == 1)
+        await quad.stop(b)
+        via = next(n for n in quad.names if n not in (b, c))
+        nc2 = await nats.connect(quad.url(via))
+        try:
+            await _publish_n(nc2, "R", 10, 20)  # acknowledged by a and c
+            assert len(_contents(quad, c, "R")) == 30
+        finally:
+            await nc2.close()
+        await quad.start(b)
+        held[0] = False
+        after = _peers(quad, "R")
+        await until(lambda: _voters(quad, "R") == {raft_id(p) for p in after}, timeout=30)
+        await until(lambda: "R" not in quad.streams(c), timeout=30)
+        await until(lambda: all(len(_contents(quad, p, "R")) == 30 for p in after), timeout=30)
+    finally:
+        await nc.close()

@@ -54,6 +54,7 @@ from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_catchup import cut_lost
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_info import meta_cluster_info
+from natsd.jetstream.api.cluster_member import group_name
 from natsd.jetstream.api.cluster_servers import (
     PLACE_ALIVE,
     SystemRequests,
@@ -522,8 +523,10 @@ class JsCluster:
 
     def _reconcile(self) -> None:
         """After the replay that follows a restart: streams assigned here that recovery did
-        not find are created (empty); local streams the meta group does not assign here are
-        left as they are and reported (nothing is deleted automatically)."""
+        not find are created (empty); a replica removed from its stream's peers meanwhile
+        rejoins its group until the group removes it; other local streams the meta group
+        does not assign here are left as they are and reported (nothing is deleted
+        automatically)."""
         self._reconciled = True
         for ja in self.engine.accounts.values():
             assigned = {
@@ -545,13 +548,26 @@ class JsCluster:
                 if len(a.peers) > 1:
                     self.stream_groups.attach(ja, ja.streams[name], a)
             for name in ja.streams:
-                if name not in assigned:
-                    log.warning(
-                        "JetStream cluster: stream %s/%s is on disk but not assigned to this"
-                        " server; left untouched",
-                        ja.account.name,
-                        name,
-                    )
+                if name in assigned:
+                    continue
+                moved = self.meta.stream(ja.account.name, name)
+                wal = self.raft.host.wal
+                if moved is not None and len(moved.peers) > 1 and group_name(moved) in wal.groups:
+                    # removed from the stream's peers (PEER.REMOVE, EVACUATE) while it was
+                    # down: its group may still count it a voter, and then needs it for its
+                    # majority until the swap (cluster_membership); it rejoins, and leaves
+                    # (deleting its copy) once its removal is committed
+                    log.info("JetStream cluster: stream %s/%s was removed from this server;"
+                             " its replica stays until its group removes it",
+                             ja.account.name, name)  # fmt: skip
+                    self.stream_groups.attach(ja, ja.streams[name], moved)
+                    continue
+                log.warning(
+                    "JetStream cluster: stream %s/%s is on disk but not assigned to this"
+                    " server; left untouched",
+                    ja.account.name,
+                    name,
+                )
 
     # ---------------------------------------------------------------- leadership
     def _advise_leader_elected(self) -> None:
