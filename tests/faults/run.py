@@ -60,6 +60,7 @@ from faults.workload import (
     CONSUMER,
     STREAM,
     AckingConsumer,
+    Progress,
     Publisher,
     check_stores,
     close_clients,
@@ -121,9 +122,15 @@ class Run:
         """Each replica's state (None: a server unreachable). With fewer replicas than
         servers, only the servers holding the stream, and [None] until exactly
         ``replicas`` do (a replaced peer deletes its copy when it leaves)."""
+        return self._holders(await self._every_state())
+
+    async def _every_state(self) -> list[dict[str, Any] | None]:
+        """Each server's state of the stream ({}: it holds none; None: unreachable)."""
         procs = self.cluster.procs.values()
-        out = [await asyncio.to_thread(p.stream_state, STREAM) for p in procs]
-        if self.replicas == len(procs) or None in out:
+        return [await asyncio.to_thread(p.stream_state, STREAM) for p in procs]
+
+    def _holders(self, out: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
+        if self.replicas == len(out) or None in out:
             return out
         held = [st for st in out if st]
         return held if len(held) == self.replicas else [None]
@@ -288,16 +295,24 @@ class Run:
         return killed
 
     async def wait_holders(self, timeout: float = 60.0) -> None:
-        """Until exactly ``replicas`` servers hold the stream, with the same last sequence
-        or nearly (the replaced one has left and deleted its copy)."""
-        deadline = time.monotonic() + timeout
+        """Until exactly ``replicas`` servers hold the stream (the replaced one has left and
+        deleted its copy, which it does only once its replacement has caught up and the swap
+        is committed); fails after ``timeout`` seconds in which the newcomer's copy did not
+        grow (it may have gigabytes to copy)."""
+        wait = Progress(timeout)
         last: Any = None
-        while time.monotonic() < deadline:
-            last = await self.states()
+        remaining: float | None = None
+        while wait.left(remaining):
+            every = await self._every_state()
+            last = self._holders(every)
             if None not in last:
                 return
+            seqs = [st["last_seq"] for st in every if st]
+            # the copy furthest behind: what is left to copy
+            remaining = max(seqs) - min(seqs) if seqs else None
             await asyncio.sleep(0.2)
-        raise AssertionError(f"stream not on exactly {self.replicas} servers after {timeout} s: "
+        raise AssertionError(f"stream not on exactly {self.replicas} servers after {timeout} s "
+                             "without progress: "
                              f"{last!r}\n{self.cluster.logs()}")  # fmt: skip
 
 

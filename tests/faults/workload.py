@@ -168,14 +168,40 @@ async def create_stream(nc: NATS, replicas: int) -> None:
     await api(nc, f"$JS.API.STREAM.CREATE.{STREAM}", cfg, 30)
 
 
+class Progress:
+    """A wait's deadline that moves while the thing waited for progresses: a replica
+    catching up copies a stream that grows through the run (gigabytes after a few hundred
+    cycles), so a fixed timeout would fail a slow copy rather than a stalled one. Fails
+    after ``stall`` seconds without progress, or after ``limit`` in all."""
+
+    def __init__(self, stall: float, limit: float = 900.0) -> None:
+        now = time.monotonic()
+        self.stall = stall
+        self.deadline = now + stall
+        self.end = now + limit
+        self.best: float | None = None
+
+    def left(self, remaining: float | None) -> bool:
+        """``remaining``: how far from done (smaller is better; None: unknown). False once
+        the wait has stalled or run out."""
+        now = time.monotonic()
+        if remaining is not None and (self.best is None or remaining < self.best):
+            self.best = remaining
+            self.deadline = now + self.stall
+        return now < min(self.deadline, self.end)
+
+
 async def wait_healthy(
     nc: NATS, replicas: int, logs: Callable[[], str], timeout: float = 60.0
 ) -> None:
     """Until the leader reports every other replica online, heard from within the last
-    second and at most a few entries behind."""
-    deadline = time.monotonic() + timeout
+    second and at most a few entries behind; fails after ``timeout`` seconds in which the
+    laggards' lag did not shrink."""
+    wait = Progress(timeout)
     last: Any = None
-    while time.monotonic() < deadline:
+    remaining: float | None = None
+    while wait.left(remaining):
+        remaining = None
         try:
             m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
             last = json.loads(m.data).get("cluster", {})
@@ -189,10 +215,13 @@ async def wait_healthy(
                 )
             ):
                 return
+            if last.get("leader") and len(reps) == replicas - 1:
+                remaining = sum(r.get("lag", 0) for r in reps)
         except Exception as e:  # no leader at the moment
             last = e
         await asyncio.sleep(0.1)
-    raise AssertionError(f"replicas not current after {timeout} s: {last!r}\n{logs()}")
+    raise AssertionError(f"replicas not current after {timeout} s without progress: {last!r}\n"
+                         f"{logs()}")  # fmt: skip
 
 
 async def converge(
