@@ -298,7 +298,8 @@ class Run:
         """Until exactly ``replicas`` servers hold the stream (the replaced one has left and
         deleted its copy, which it does only once its replacement has caught up and the swap
         is committed); fails after ``timeout`` seconds in which the newcomer's copy did not
-        grow (it may have gigabytes to copy)."""
+        grow, and not before the stream could have been copied (gigabytes, late in a soak;
+        a newcomer busy copying may not answer /jsz meanwhile)."""
         wait = Progress(timeout)
         last: Any = None
         remaining: float | None = None
@@ -308,6 +309,7 @@ class Run:
             if None not in last:
                 return
             seqs = [st["last_seq"] for st in every if st]
+            wait.copying(max((st["bytes"] for st in every if st), default=0))
             # the copy furthest behind: what is left to copy
             remaining = max(seqs) - min(seqs) if seqs else None
             await asyncio.sleep(0.2)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from nats.aio.client import Client as NATS
 from reliability.checker import (
@@ -168,18 +168,29 @@ async def create_stream(nc: NATS, replicas: int) -> None:
     await api(nc, f"$JS.API.STREAM.CREATE.{STREAM}", cfg, 30)
 
 
-class Progress:
-    """A wait's deadline that moves while the thing waited for progresses: a replica
-    catching up copies a stream that grows through the run (gigabytes after a few hundred
-    cycles), so a fixed timeout would fail a slow copy rather than a stalled one. Fails
-    after ``stall`` seconds without progress, or after ``limit`` in all."""
+# The slowest rate at which a replica copies the stream from the leader's store, in bytes per
+# second: a newcomer copied 3.3 GB in about 50 s on a 2-core machine running five servers.
+COPY_RATE: Final = 20e6
 
-    def __init__(self, stall: float, limit: float = 900.0) -> None:
+
+class Progress:
+    """A wait's deadline that allows for the data to copy and moves while the thing waited
+    for progresses: a replica catching up copies a stream that grows through the run
+    (gigabytes after a few hundred cycles), so a fixed timeout would fail a slow copy rather
+    than a stalled one. Fails after ``stall`` seconds without progress, and no sooner than
+    ``stall`` plus the time to copy the stream at COPY_RATE (``copying``); after ``limit``
+    in all."""
+
+    def __init__(self, stall: float, limit: float = 1800.0) -> None:
         now = time.monotonic()
+        self.start = now
         self.stall = stall
         self.deadline = now + stall
         self.end = now + limit
         self.best: float | None = None
+
+    def copying(self, nbytes: int) -> None:
+        self.deadline = max(self.deadline, self.start + self.stall + nbytes / COPY_RATE)
 
     def left(self, remaining: float | None) -> bool:
         """``remaining``: how far from done (smaller is better; None: unknown). False once
@@ -187,7 +198,7 @@ class Progress:
         now = time.monotonic()
         if remaining is not None and (self.best is None or remaining < self.best):
             self.best = remaining
-            self.deadline = now + self.stall
+            self.deadline = max(self.deadline, now + self.stall)
         return now < min(self.deadline, self.end)
 
 
@@ -196,7 +207,7 @@ async def wait_healthy(
 ) -> None:
     """Until the leader reports every other replica online, heard from within the last
     second and at most a few entries behind; fails after ``timeout`` seconds in which the
-    laggards' lag did not shrink."""
+    laggards' lag did not shrink (and not before the stream could have been copied)."""
     wait = Progress(timeout)
     last: Any = None
     remaining: float | None = None
@@ -204,7 +215,9 @@ async def wait_healthy(
         remaining = None
         try:
             m = await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
-            last = json.loads(m.data).get("cluster", {})
+            info = json.loads(m.data)
+            wait.copying(info.get("state", {}).get("bytes", 0))
+            last = info.get("cluster", {})
             reps = last.get("replicas") or []
             if (
                 last.get("leader")
