@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ from faults.workload import (
     wait_healthy,
 )
 
+# NATSD_FAULT_NOTES=<file>: every note is appended there as it is made (the run's log is
+# otherwise printed only when it fails), to follow a soak that runs for hours.
+NOTES = os.environ.get("NATSD_FAULT_NOTES", "")
 FAULTS_3 = ("kill_leader", "kill_follower", "stop_leader", "isolate_leader", "split", "flap",
             "kill_all")  # fmt: skip
 FAULTS_5 = (*FAULTS_3, "kill_two", "split")
@@ -92,7 +96,11 @@ class Run:
     gaps: dict[str, list[float]] = field(default_factory=dict)  # fault -> longest ack gaps
 
     def note(self, what: str) -> None:
-        self.log.append(f"{time.monotonic():.2f} {what}")
+        line = f"{time.monotonic():.2f} {what}"
+        self.log.append(line)
+        if NOTES:  # a long soak's progress, as it goes
+            with open(NOTES, "a") as f:
+                f.write(line + "\n")
 
     def summary(self) -> str:
         """Per fault: how many cycles, and the median and longest time without a PubAck."""
