@@ -27,6 +27,7 @@ from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
+from natsd.jetstream.api import cluster as cluster_mod
 from natsd.jetstream.stream.replica import encode_msg
 from natsd.raft.state import RaftError
 
@@ -730,3 +731,40 @@ async def test_a_leader_out_of_touch_with_its_group_stops_serving_within_its_lea
     # well before a new leader could have been elected elsewhere (1 s after the
     # followers last heard from it; they stopped before t0)
     assert loop.time() - t0 < 0.8
+
+
+async def test_the_wal_stays_bounded_beside_quiet_groups(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One WAL holds every group of a node, and a segment goes only once no group needs
+    it: the meta group and an idle stream, a few entries each above their compaction
+    points in the oldest segments, kept every later segment while a busy stream wrote (the
+    fault soak's WALs grew to 5 GB). Past WAL_SEGMENTS_MAX the groups holding the oldest
+    segment compact and log their state again, and the WAL stays bounded; a restarted
+    server recovers both streams from it."""
+    monkeypatch.setattr(cluster_mod, "WAL_SEGMENTS_MAX", 4)
+    for srv in trio.servers.values():
+        srv.js_cluster.raft.host.wal.segment_size = 128 << 10
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        for name in ("IDLE", "BUSY"):
+            cfg = {"name": name, "subjects": [f"{name.lower()}.>"], "num_replicas": 3}
+            assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg)
+            await until(lambda name=name: _leader(trio, name) != "")
+        for i in range(3):
+            await _publish(nc, "idle.x", b"%d" % i)
+        for i in range(300):
+            await _publish(nc, "busy.x", b"%04d" % i + b"x" * 4000)
+        # checked every second (never during a WAL sync)
+        wals = [srv.js_cluster.raft.host.wal for srv in trio.servers.values()]
+        await until(lambda: all(len(w.segments) <= 6 for w in wals), timeout=15)
+    finally:
+        await nc.close()
+    victim = next(n for n in trio.names if n != _leader(trio, "BUSY"))
+    await trio.stop(victim)
+    await trio.start(victim)
+    for name in ("IDLE", "BUSY"):
+        n = 3 if name == "IDLE" else 300
+        await until(lambda name=name, n=n: len(_contents(trio, victim, name)) == n, timeout=30)
+        lead = _leader(trio, name)
+        assert _contents(trio, victim, name) == _contents(trio, lead, name)

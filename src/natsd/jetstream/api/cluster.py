@@ -109,6 +109,9 @@ _META_VERBS: Final = frozenset(
 
 # The meta log is compacted into a snapshot of the meta state every this many entries.
 META_COMPACT: Final = 256
+# Past this many WAL segments (64 MB each), the groups that keep the oldest one compact and
+# log their state again, so that it can go (_bound_wal).
+WAL_SEGMENTS_MAX: Final = 8
 # A new meta group's first member campaigns on every check for this long (then elections
 # are left to the election timeout).
 BOOTSTRAP_CAMPAIGN: Final = 3.0
@@ -266,6 +269,7 @@ class JsCluster:
             self._usage_at = now
             self.usage.report()
             self._maybe_compact()
+            self._bound_wal()
             if self.is_leader():
                 self.system_requests.tick(now)
         self._timer = loop.call_later(_CHECK_INTERVAL, self._check)
@@ -440,6 +444,30 @@ class JsCluster:
         if index - g.storage.first_index() < META_COMPACT or index > g.applied:
             return
         self.raft.host.compact(META_GROUP, index, self.meta.snapshot())
+
+    def _bound_wal(self) -> None:
+        """Every group shares the node's WAL, and a segment goes only once no group needs
+        it. A quiet group (the meta group, an idle stream) with a few entries above its
+        compaction point in the oldest segment would keep every later segment, and the WAL
+        would grow with the busy groups' traffic for ever (the fault soak's WALs held 5 GB,
+        their first segment from the start of the run). Past WAL_SEGMENTS_MAX segments, each
+        group keeping the oldest one compacts at what it applied and logs its state again;
+        once that is durable, the segment goes."""
+        wal = self.raft.host.wal
+        if self.raft.busy or len(wal.segments) <= WAL_SEGMENTS_MAX:
+            return
+        for name in wal.pinning():
+            if name == META_GROUP:
+                g = self.group
+                if g is None or not self._reconciled or self.meta.applied > g.applied:
+                    continue
+                if self.meta.applied >= g.storage.first_index():
+                    self.raft.host.compact(META_GROUP, self.meta.applied, self.meta.snapshot())
+            elif not self.stream_groups.compact_here(name):
+                continue
+            wal.checkpoint(name)
+        wal.commit()
+        wal.delete_obsolete()
 
     def _applied_stream(self, op: MetaOp, replay: bool) -> None:
         a = op.assignment

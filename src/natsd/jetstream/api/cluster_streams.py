@@ -611,6 +611,21 @@ class StreamGroups:
             return
         m.compact_proposed = safe
 
+    def compact_here(self, name: bytes) -> bool:
+        """Compact this replica's log at what it applied, without the group (the WAL needs
+        the segment its old entries sit in: ``JsCluster._bound_wal``). A log is each node's
+        own: a replica that later leads and finds a follower behind its log catches it up
+        from the store. False when it cannot now (repairing, or nothing to compact)."""
+        m = self.members.get(name)
+        g = None if m is None else m.group
+        if m is None or g is None or m.repairing or self.raft.busy:
+            return False
+        if g.applied < g.storage.first_index():
+            return False
+        m.compact_to = g.applied
+        self._compact(name, m, g)
+        return True
+
     def _compact(self, name: bytes, m: Member, g: RaftGroup) -> None:
         """A COMPACT entry applied: make the store durable up to what it holds, then drop
         the log before the entry's index (the store now holds what those entries did)."""
