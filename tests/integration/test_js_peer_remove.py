@@ -91,6 +91,28 @@ async def _publish_n(nc: NATS, stream: str, n: int, start: int) -> None:
                 await asyncio.sleep(0.05)
 
 
+def _hold_membership_walk(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Hold every stream group's membership walk still (as a newcomer's slow catch-up holds
+    it) while the returned flag is true."""
+    held = [True]
+    walk = cluster_streams.next_change
+    monkeypatch.setattr(
+        cluster_streams, "next_change", lambda *a: None if held[0] else walk(*a)
+    )
+    return held
+
+
+async def _r3_with_20_messages(t: JsCluster3, nc: NATS, name: str) -> tuple[str, str, str]:
+    """An R3 stream ``name`` holding 20 messages; its leader and its two followers."""
+    cfg = {"name": name, "subjects": [f"{name.lower()}.>"], "num_replicas": 3}
+    assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg)
+    await until(lambda: _leader(t, name) != "")
+    await _publish_n(nc, name, 20, 0)
+    lead = _leader(t, name)
+    b, c = [p for p in _peers(t, name) if p != lead]
+    return lead, b, c
+
+
 async def _moved(t: JsCluster3, stream: str, gone: str, count: int) -> list[str]:
     """Wait until ``gone`` holds nothing of ``stream`` and the three replicas hold the same
     ``count`` messages, with a group of exactly those three voters; returns them."""
@@ -414,22 +436,12 @@ async def test_two_overlapping_moves_keep_the_group_s_majority(
     a timeout instead, as natsd did, lost the group's majority for good (the fault soak's
     seed 1044104139)."""
     monkeypatch.setattr(cluster_streams, "LEAVE_AFTER", 1.0)
-    held = [True]
-    walk = cluster_streams.next_change
-    monkeypatch.setattr(
-        cluster_streams, "next_change", lambda *a: None if held[0] else walk(*a)
-    )
+    held = _hold_membership_walk(monkeypatch)
     t = JsCluster3(tmp_path, size=5)
     await t.start_all()
     nc = await nats.connect(t.url("n1"))
     try:
-        cfg = {"name": "W", "subjects": ["w.>"], "num_replicas": 3}
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.W", cfg)
-        await until(lambda: _leader(t, "W") != "")
-        await _publish_n(nc, "W", 20, 0)
-        before = _peers(t, "W")
-        lead = _leader(t, "W")
-        b, c = [p for p in before if p != lead]
+        lead, b, c = await _r3_with_20_messages(t, nc, "W")
         for srv in t.servers.values():  # replacements among the free servers: d and e
             cl = srv.js_cluster
             cl.place_one = lambda a, ex, f=cl.place_one: f(a, ex | {b, c})  # type: ignore
@@ -473,20 +485,10 @@ async def test_a_removed_voter_restarted_before_the_swap_rejoins_its_group(
     held still, as a slow catch-up holds it). Its group still counts it, so it rejoins as
     a voter rather than sitting unassigned on disk: with b down too, a and c still commit.
     Once the swap is done it learns it is out and deletes its copy."""
-    held = [True]
-    walk = cluster_streams.next_change
-    monkeypatch.setattr(
-        cluster_streams, "next_change", lambda *a: None if held[0] else walk(*a)
-    )
+    held = _hold_membership_walk(monkeypatch)
     nc = await nats.connect(quad.url("n1"))
     try:
-        cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3}
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.R", cfg)
-        await until(lambda: _leader(quad, "R") != "")
-        await _publish_n(nc, "R", 20, 0)
-        before = _peers(quad, "R")
-        lead = _leader(quad, "R")
-        b, c = [p for p in before if p != lead]
+        _, b, c = await _r3_with_20_messages(quad, nc, "R")
         resp = await _req(nc, "$JS.API.STREAM.PEER.REMOVE.R", {"peer": c})
         assert resp == {"type": RTYPE, "success": True}, resp
         await until(lambda: not _placed_on(quad, c, "R"))
