@@ -615,15 +615,17 @@ class StreamGroups:
         """Compact this replica's log at what it applied, without the group (the WAL needs
         the segment its old entries sit in: ``JsCluster._bound_wal``). A log is each node's
         own: a replica that later leads and finds a follower behind its log catches it up
-        from the store. False when it cannot now (repairing, or nothing to compact)."""
+        from the store. False when it cannot now (not a member here, or repairing); True
+        too when there is nothing to compact (it did before and has applied nothing
+        since): the group's state records still pin the segment, and the caller logs them
+        again."""
         m = self.members.get(name)
         g = None if m is None else m.group
         if m is None or g is None or m.repairing or self.raft.busy:
             return False
-        if g.applied < g.storage.first_index():
-            return False
-        m.compact_to = g.applied
-        self._compact(name, m, g)
+        if g.applied >= g.storage.first_index():
+            m.compact_to = g.applied
+            self._compact(name, m, g)
         return True
 
     def _compact(self, name: bytes, m: Member, g: RaftGroup) -> None:
