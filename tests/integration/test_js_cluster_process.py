@@ -76,6 +76,13 @@ class Proc:
         except OSError:
             return ""
 
+    def routes(self) -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/routez", timeout=2) as r:
+                return int(json.loads(r.read()).get("num_routes", 0))
+        except OSError:
+            return 0
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
@@ -98,8 +105,19 @@ class Cluster:
             if len(seen) == 1 and "" not in seen:
                 return seen.pop()
             await asyncio.sleep(0.1)
-        logs = "\n".join(f"--- {n}\n{p.log()}" for n, p in self.procs.items())
-        raise AssertionError(f"no agreed meta leader among {names}:\n{logs}")
+        raise AssertionError(f"no agreed meta leader among {names}:\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {n}\n{p.log()}" for n, p in self.procs.items())
+
+    async def routed(self, name: str, timeout: float = 20.0) -> None:
+        """``name`` has its routes to every other server (a restarted server answers for
+        what the others hold only once they are up)."""
+        deadline = time.monotonic() + timeout
+        while await asyncio.to_thread(self.procs[name].routes) < len(self.procs) - 1:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} has not routed to every peer:\n{self.logs()}")
+            await asyncio.sleep(0.1)
 
 
 @pytest.fixture
@@ -161,11 +179,15 @@ async def test_meta_leader_kill_and_sigstop(cluster: Cluster) -> None:
         cluster.procs[old].start()
         await asyncio.sleep(0.5)
         assert await cluster.leader() == new
+        await cluster.routed(old)
         nc_old = await _connect(cluster.procs[old].url)
         try:
             names = await _req(nc_old, "$JS.API.STREAM.NAMES", timeout=5)
             assert sorted(names["streams"]) == ["AFTERKILL", "BEFORE"]
-            info = await _req(nc_old, "$JS.API.STREAM.INFO.BEFORE", timeout=5)
+            try:
+                info = await _req(nc_old, "$JS.API.STREAM.INFO.BEFORE", timeout=5)
+            except nats.errors.TimeoutError as e:
+                raise AssertionError(f"no STREAM.INFO answer:\n{cluster.logs()}") from e
             assert info["state"]["messages"] == 10
         finally:
             await nc_old.close()
