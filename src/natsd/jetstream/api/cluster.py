@@ -40,7 +40,6 @@ from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import (
     META_GROUP,
     MetaError,
-    MetaOp,
     MetaState,
     PendingPlacements,
     ServerRow,
@@ -54,7 +53,7 @@ from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_catchup import cut_lost
 from natsd.jetstream.api.cluster_handlers import MetaRequests
 from natsd.jetstream.api.cluster_info import meta_cluster_info
-from natsd.jetstream.api.cluster_member import group_name
+from natsd.jetstream.api.cluster_local import LocalStreams
 from natsd.jetstream.api.cluster_servers import (
     PLACE_ALIVE,
     SystemRequests,
@@ -66,7 +65,6 @@ from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
 from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.api.dispatch import (
     API_TYPE_PREFIX,
-    add_cluster_block,
     make_api_callback,
 )
 from natsd.jetstream.api.domain import domain_subscriptions
@@ -75,10 +73,7 @@ from natsd.jetstream.config.stream_types import StorageType
 from natsd.jetstream.engine import (
     JetStream,
     JsAccount,
-    add_stream,
-    delete_stream,
     find_consumer,
-    update_stream,
 )
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
@@ -87,7 +82,6 @@ from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
-from natsd.storage.store import StoreError
 
 __all__ = ["JsCluster"]
 
@@ -194,6 +188,16 @@ class JsCluster:
             self.respond,
         )
         self.stream_api = StreamApi(self.stream_groups, self._r1_stepdown)
+        self.local = LocalStreams(
+            engine,
+            server_name,
+            self.stream_groups,
+            raft.host.wal,
+            lambda: self.meta,
+            self.respond,
+            self.propose,
+            self.cluster_block,
+        )
         engine.cluster_info = self.cluster_block
         self.stream_groups.removed = self._removed
 
@@ -413,9 +417,9 @@ class JsCluster:
             if op.op == "stream":
                 if op.assignment is not None:
                     self.pending.done(op.assignment.account, op.assignment.name)
-                self._applied_stream(op, replay)
+                self.local.applied_stream(op, replay)
             elif op.op == "delete":
-                self._applied_delete(op, replay)
+                self.local.applied_delete(op, replay)
             elif op.op == "forget":
                 self.system_requests.applied_forget(op, replay)
         finally:
@@ -469,133 +473,9 @@ class JsCluster:
         wal.commit()
         wal.delete_obsolete()
 
-    def _applied_stream(self, op: MetaOp, replay: bool) -> None:
-        a = op.assignment
-        assert a is not None
-        if self.server_name not in a.peers:
-            if op.previous is not None and self.server_name in op.previous.peers:
-                self.stream_groups.reassigned(a)  # its replica here leaves (a peer removal)
-            return
-        answer = not replay and bool(op.reply)
-        ja = self.engine.accounts.get(a.account)
-        if ja is None:
-            log.error("JetStream cluster: stream %s/%s placed here but the account has no"
-                      " JetStream", a.account, a.name)  # fmt: skip
-            return
-        if replay:
-            return  # recovery opened it; _reconcile creates what is missing
-        # one replica answers: the first peer (the only one of an R1 stream)
-        answer = answer and a.peers[0] == self.server_name
-        try:
-            cfg = parse_stream_config(a.config, name_in_subject=None)
-            local = ja.streams.get(a.name)
-            if local is None:
-                stream = add_stream(ja, cfg)
-                rtype, extra = "stream_create_response", {"did_create": True}
-            elif op.previous is None:
-                stream, rtype, extra = local, "stream_create_response", {"did_create": True}
-            elif op.previous.config == a.config:
-                # only its peers changed (STREAM.PEER.REMOVE): the group follows them
-                stream, rtype, extra = local, "stream_update_response", {}
-            else:
-                stream = update_stream(ja, cfg, clustered=True)
-                rtype, extra = "stream_update_response", {}
-            if cfg.num_replicas > 1:
-                # a server that takes a removed peer's place, or that a scale-up adds, joins
-                # the group as it is; an R1 stream scaled up gets a group of its one server
-                prev = op.previous
-                joining = prev is not None and self.server_name not in prev.peers
-                founders = prev.peers if prev is not None and len(prev.peers) == 1 else None
-                self.stream_groups.attach(ja, stream, a, joining, founders)
-            else:
-                self.stream_groups.reassigned(a)  # scaled down to R1: its group winds down
-            if answer:
-                out = stream.info_json()
-                add_cluster_block(rtype, out, self.cluster_block(ja, a.name))
-                out.update(extra)
-                self.respond(ja, op.reply, rtype, out)
-        except (ApiError, StoreError, OSError) as e:
-            log.error("JetStream cluster: stream %s/%s not applied: %s", a.account, a.name, e)
-            if answer:
-                rtype = "stream_update_response" if op.previous else "stream_create_response"
-                err = e if isinstance(e, ApiError) else E.JSStreamCreateErrF(err=str(e))
-                self.respond(ja, op.reply, rtype, {"error": err.to_json()})
-            if op.previous is None and a.name not in ja.streams:
-                # the assignment stands for nothing here: withdraw it
-                self.propose(encode_op("delete", account=a.account, stream=a.name))
-
-    def _applied_delete(self, op: MetaOp, replay: bool) -> None:
-        """The stream's server deletes it and answers (as nats-server: with that server
-        down the request gets no answer, though the stream is gone from the meta state and
-        the server deletes it when it is back)."""
-        a = op.previous
-        assert a is not None
-        ja = self.engine.accounts.get(a.account)
-        if ja is None or self.server_name not in a.peers or replay:
-            return
-        self.stream_groups.detach(a)
-        local = ja.streams.get(a.name)
-        answer = bool(op.reply) and a.peers[0] == self.server_name
-        if local is not None:
-            try:
-                delete_stream(ja, local)
-            except (StoreError, OSError) as e:
-                log.error("JetStream cluster: stream %s/%s not deleted: %s",
-                          a.account, a.name, e)  # fmt: skip
-                if answer:
-                    err = E.JSStreamDeleteErrF(err=str(e))
-                    self.respond(ja, op.reply, "stream_delete_response", {"error": err.to_json()})
-                return
-        if answer:
-            self.respond(ja, op.reply, "stream_delete_response", {"success": True})
-
     def _reconcile(self) -> None:
-        """After the replay that follows a restart: streams assigned here that recovery did
-        not find are created (empty); a replica removed from its stream's peers meanwhile
-        rejoins its group until the group removes it; other local streams the meta group
-        does not assign here are left as they are and reported (nothing is deleted
-        automatically)."""
         self._reconciled = True
-        for ja in self.engine.accounts.values():
-            assigned = {
-                a.name: a
-                for a in self.meta.account_streams(ja.account.name)
-                if self.server_name in a.peers
-            }
-            for name, a in assigned.items():
-                if name not in ja.streams:
-                    try:
-                        add_stream(ja, parse_stream_config(a.config, name_in_subject=None))
-                        log.warning("JetStream cluster: stream %s/%s was assigned here but"
-                                    " not found on disk; created empty",
-                                    ja.account.name, name)  # fmt: skip
-                    except (ApiError, StoreError, OSError) as e:
-                        log.error("JetStream cluster: stream %s/%s not created: %s",
-                                  ja.account.name, name, e)  # fmt: skip
-                        continue
-                if len(a.peers) > 1:
-                    self.stream_groups.attach(ja, ja.streams[name], a)
-            for name in ja.streams:
-                if name in assigned:
-                    continue
-                moved = self.meta.stream(ja.account.name, name)
-                wal = self.raft.host.wal
-                if moved is not None and len(moved.peers) > 1 and group_name(moved) in wal.groups:
-                    # removed from the stream's peers (PEER.REMOVE, EVACUATE) while it was
-                    # down: its group may still count it a voter, and then needs it for its
-                    # majority until the swap (cluster_membership); it rejoins, and leaves
-                    # (deleting its copy) once its removal is committed
-                    log.info("JetStream cluster: stream %s/%s was removed from this server;"
-                             " its replica stays until its group removes it",
-                             ja.account.name, name)  # fmt: skip
-                    self.stream_groups.attach(ja, ja.streams[name], moved)
-                    continue
-                log.warning(
-                    "JetStream cluster: stream %s/%s is on disk but not assigned to this"
-                    " server; left untouched",
-                    ja.account.name,
-                    name,
-                )
+        self.local.reconcile()
 
     # ---------------------------------------------------------------- leadership
     def _advise_leader_elected(self) -> None:
