@@ -28,6 +28,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
 from natsd.jetstream.api import cluster as cluster_mod
+from natsd.jetstream.api import cluster_member
 from natsd.jetstream.stream.replica import encode_msg
 from natsd.raft.state import RaftError
 
@@ -773,3 +774,57 @@ async def test_the_wal_stays_bounded_beside_quiet_groups(
         await until(lambda name=name, n=n: len(_contents(trio, victim, name)) == n, timeout=30)
         lead = _leader(trio, name)
         assert _contents(trio, victim, name) == _contents(trio, lead, name)
+
+
+async def test_a_stream_deleted_while_a_server_was_down_leaves_no_log_in_its_wal(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that was down when an R3 stream was deleted, and that the meta leader then
+    brings up to date with its snapshot (its log was compacted meanwhile) rather than the
+    delete entry, finds the stream's group in its WAL with no group left to compact it: its
+    log is dropped (the segments it sits in would otherwise be kept for ever), while the
+    stream's files stay on disk as the rule for unassigned data says."""
+    monkeypatch.setattr(cluster_mod, "META_COMPACT", 2)
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "GONE", "subjects": ["gone.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.GONE", cfg)
+        for i in range(5):
+            await _publish(nc, "gone.x", b"%d" % i)
+        victim = next(n for n in trio.names if n not in ("n1", _leader(trio, "GONE")))
+        a = trio.servers[victim].js_cluster.meta.stream("$G", "GONE")
+        assert a is not None
+        name = cluster_member.group_name(a)
+        assert name in trio.servers[victim].js_cluster.raft.host.wal.groups
+        await until(lambda: len(_contents(trio, victim, "GONE")) == 5)
+        await trio.stop(victim)
+        assert "error" not in await _req(nc, "$JS.API.STREAM.DELETE.GONE")
+        for i in range(4):  # meta entries enough for the leader to compact past the delete
+            other = {"name": f"O{i}", "subjects": [f"o{i}"]}
+            assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.O{i}", other)
+        up = [trio.servers[n] for n in trio.names if n != victim]
+        meta_lead = next(s for s in up if s.js_cluster.is_leader())
+        g = meta_lead.js_cluster.group
+        assert g is not None
+        await until(lambda: g.storage.first_index() > g.applied - 2)
+    finally:
+        await nc.close()
+    await trio.start(victim)
+    srv = trio.servers[victim]
+    await until(lambda: name not in srv.js_cluster.raft.host.wal.groups)
+    # its files are left where they were
+    assert len(_contents(trio, victim, "GONE")) == 5
+    # and a stream of the same name created again is a new group, served by all three
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.GONE", cfg)
+        await _publish(nc, "gone.x", b"again")
+    finally:
+        await nc.close()
+    await until(lambda: _leader(trio, "GONE") != "")
+    lead = _leader(trio, "GONE")
+    assert [c[2] for c in _contents(trio, lead, "GONE")] == [b"again"]
+    await until(lambda: _contents(trio, victim, "GONE") == _contents(trio, lead, "GONE"))
+    # the old files are kept, out of the new stream's way
+    kept = list((trio.tmp / victim).rglob("set-aside/GONE.*"))
+    assert len(kept) == 1, kept

@@ -81,6 +81,7 @@ __all__ = [
     "add_stream",
     "delete_stream",
     "find_consumer",
+    "set_aside_stream",
     "update_stream",
 ]
 
@@ -427,7 +428,9 @@ class StreamRecovery:
     created_ns: int
 
 
-def add_stream(ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | None = None) -> Stream:
+def add_stream(
+    ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | None = None, created: int = 0
+) -> Stream:
     """nats-server ``addStream``: the stream ``cfg`` of ``ja``, subscribed to its subjects.
 
     From the API (``recovered`` is None) the account and server limits are checked, an
@@ -435,7 +438,8 @@ def add_stream(ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | Non
     subjects may not overlap another stream's, and the store is created through the
     catalog. Recovery passes the store it opened and the creation time it read: the config
     passed these checks when it was created; the duplicate window is rebuilt from the
-    stored messages before the stream takes publishes."""
+    stored messages before the stream takes publishes. ``created``: the creation time a
+    cluster's meta group gave the stream (every replica has the same), else now."""
     engine = ja.engine
     if recovered is None:
         check_stream_create(ja.limits, cfg, *_limit_context(ja, cfg.storage))
@@ -445,7 +449,7 @@ def add_stream(ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | Non
                 return existing
             raise E.JSStreamNameExistErr()
         _check_overlap(ja, cfg.subjects or [cfg.name], None)
-        created = engine.clock.time_ns()
+        created = created or engine.clock.time_ns()
         meta = orjson.dumps({"config": cfg.to_json(), "created": created})
         try:
             store = engine.catalog.create(
@@ -480,6 +484,15 @@ def add_stream(ja: JsAccount, cfg: StreamConfig, recovered: StreamRecovery | Non
     if recovered is None:
         engine.stream_action(ja, cfg.name, "create")
     return stream
+
+
+def set_aside_stream(ja: JsAccount, stream: Stream) -> str:
+    """Take a stream out of service deleting nothing: its consumers save their state, its
+    store closes, and the catalog moves its files where loading no longer finds them.
+    Returns where they went ("" for a memory stream, which keeps nothing)."""
+    stream.stop()
+    del ja.streams[stream.name]
+    return ja.engine.catalog.set_aside(ja.account.name, stream.name, stream.cfg.storage)
 
 
 def update_stream(ja: JsAccount, cfg: StreamConfig, clustered: bool = False) -> Stream:

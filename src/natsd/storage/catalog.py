@@ -55,6 +55,14 @@ class StreamCatalog(ABC):
     def remove(self, account: str, name: str, storage: str, store: StreamStore) -> None:
         """Delete a stream's data and metadata."""
 
+    def set_aside(self, account: str, name: str, storage: str) -> str:
+        """Move a closed stream's files out of the way, where loading no longer finds
+        them, deleting nothing; returns where they went ("" when nothing is persisted: a
+        memory stream). A catalog that persists streams must override this."""
+        if storage == "memory":
+            return ""
+        raise NotImplementedError(f"{type(self).__name__} cannot set a stream aside")
+
     # ------------------------------------------------------------------ consumers
     # Consumers of file streams are persisted next to their stream; memory streams (and
     # memory consumers, which the engine never passes here) live only in memory. The

@@ -44,6 +44,9 @@ log = logging.getLogger("natsd")
 
 META = "meta.json"
 CONSUMERS = "obs"
+# streams set aside (a replica of a deleted stream found when one of that name comes
+# back): beside the streams directory, never loaded
+SET_ASIDE = "set-aside"
 CONSUMER_STATE = "state.json"
 BACKUP = ".bak"
 DAMAGED = ".damaged"
@@ -312,6 +315,19 @@ class DiskCatalog(StreamCatalog):
         self.io.rmtree(path)
         if self.io.isdir(path.parent):
             self.io.fsync_dir(path.parent)
+
+    def set_aside(self, account: str, name: str, storage: str) -> str:
+        """``<root>/<account>/set-aside/<stream>.<ns>``: beside ``streams``, so ``load``
+        does not open it; an operator may inspect, restore or delete it."""
+        if storage == "memory":
+            return ""
+        path = self._dir(account, name)
+        dest = self.root / _safe_name(account) / SET_ASIDE / f"{_safe_name(name)}.{time.time_ns()}"
+        self._mkdirs(dest.parent)
+        self.io.replace(path, dest)
+        self.io.fsync_dir(path.parent)
+        self.io.fsync_dir(dest.parent)
+        return str(dest)
 
     def remove(self, account: str, name: str, storage: str, store: StreamStore) -> None:
         store.delete()

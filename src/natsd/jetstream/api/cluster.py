@@ -192,7 +192,7 @@ class JsCluster:
             engine,
             server_name,
             self.stream_groups,
-            raft.host.wal,
+            raft.host,
             lambda: self.meta,
             self.respond,
             self.propose,

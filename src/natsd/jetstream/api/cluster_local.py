@@ -9,16 +9,24 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from natsd.cluster.meta import MetaOp, MetaState, encode_op
+from natsd.cluster.group import GroupHost
+from natsd.cluster.meta import META_GROUP, MetaOp, MetaState, encode_op
 from natsd.jetstream.api.cluster_member import group_name
 from natsd.jetstream.api.cluster_streams import StreamGroups
 from natsd.jetstream.api.dispatch import add_cluster_block
 from natsd.jetstream.config.stream_config import parse_stream_config
-from natsd.jetstream.engine import JetStream, JsAccount, add_stream, delete_stream, update_stream
+from natsd.jetstream.engine import (
+    JetStream,
+    JsAccount,
+    add_stream,
+    delete_stream,
+    set_aside_stream,
+    update_stream,
+)
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.storage.store import StoreError
-from natsd.storage.wal import Wal
 
 __all__ = ["LocalStreams"]
 
@@ -35,7 +43,7 @@ class LocalStreams:
         engine: JetStream,
         server_name: str,
         stream_groups: StreamGroups,
-        wal: Wal,
+        host: GroupHost,
         meta: Callable[[], MetaState],
         respond: Callable[[JsAccount, str, str, dict[str, Any]], bytes],
         propose: Callable[[bytes], bool],
@@ -44,7 +52,7 @@ class LocalStreams:
         self.engine = engine
         self.server_name = server_name
         self.stream_groups = stream_groups
-        self.wal = wal
+        self.host = host
         self.meta = meta
         self.respond = respond
         self.propose = propose
@@ -70,8 +78,11 @@ class LocalStreams:
         try:
             cfg = parse_stream_config(a.config, name_in_subject=None)
             local = ja.streams.get(a.name)
+            if local is not None and op.previous is None and local.created_ns != a.created:
+                self._set_aside(ja, local)
+                local = None
             if local is None:
-                stream = add_stream(ja, cfg)
+                stream = add_stream(ja, cfg, created=a.created)
                 rtype, extra = "stream_create_response", {"did_create": True}
             elif op.previous is None:
                 stream, rtype, extra = local, "stream_create_response", {"did_create": True}
@@ -104,6 +115,16 @@ class LocalStreams:
             if op.previous is None and a.name not in ja.streams:
                 # the assignment stands for nothing here: withdraw it
                 self.propose(encode_op("delete", account=a.account, stream=a.name))
+
+    def _set_aside(self, ja: JsAccount, local: Stream) -> None:
+        """A new stream is placed here under the name of one still on disk: a replica of
+        an earlier stream of that name, deleted while this server was down (which leaves
+        the files it finds as they are). The new stream starts empty, and the old files
+        are kept out of its way."""
+        where = set_aside_stream(ja, local)
+        log.warning("JetStream cluster: stream %s/%s is a new stream; the files of an earlier"
+                    " one of that name found here are set aside in %s",
+                    ja.account.name, local.name, where or "(memory: nothing kept)")  # fmt: skip
 
     def applied_delete(self, op: MetaOp, replay: bool) -> None:
         """The stream's server deletes it and answers (as nats-server: with that server
@@ -145,7 +166,8 @@ class LocalStreams:
             for name, a in assigned.items():
                 if name not in ja.streams:
                     try:
-                        add_stream(ja, parse_stream_config(a.config, name_in_subject=None))
+                        cfg = parse_stream_config(a.config, name_in_subject=None)
+                        add_stream(ja, cfg, created=a.created)
                         log.warning("JetStream cluster: stream %s/%s was assigned here but"
                                     " not found on disk; created empty",
                                     ja.account.name, name)  # fmt: skip
@@ -159,7 +181,7 @@ class LocalStreams:
                 if name in assigned:
                     continue
                 moved = self.meta().stream(ja.account.name, name)
-                wal = self.wal
+                wal = self.host.wal
                 if moved is not None and len(moved.peers) > 1 and group_name(moved) in wal.groups:
                     # removed from the stream's peers (PEER.REMOVE, EVACUATE) while it was
                     # down: its group may still count it a voter, and then needs it for its
@@ -176,3 +198,25 @@ class LocalStreams:
                     ja.account.name,
                     name,
                 )
+        self._drop_dead_logs()
+
+    def _drop_dead_logs(self) -> None:
+        """The node WAL's logs of the groups of streams deleted while this server was down
+        or behind, when the meta leader's snapshot rather than the delete entry told it (a
+        server that applies the entry leaves the group and drops the log then). A group
+        attached at restart, before the snapshot came, leaves too. Nothing would ever
+        compact such a log, and the WAL segments it sits in, with every later one, would be
+        kept for ever. Group names carry the stream's creation time, so no later stream
+        reuses one. The stream's files, if any, stay as they are (reported above). A stream
+        that still exists keeps its log whatever its replicas (a scale-down to R1 shrinks
+        its group first)."""
+        live = {group_name(a) for streams in self.meta().streams.values() for a in streams.values()}
+        for name, m in list(self.stream_groups.members.items()):
+            if name not in live:
+                self.stream_groups.detach(m.assignment)
+        for name in list(self.host.wal.groups):
+            if name == META_GROUP or name in live or name in self.stream_groups.members:
+                continue
+            log.warning("JetStream cluster: Raft log of %s dropped: its stream was deleted"
+                        " while this server was down", name.decode(errors="replace"))  # fmt: skip
+            self.host.drop(name)
