@@ -28,7 +28,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
 from natsd.jetstream.api import cluster as cluster_mod
-from natsd.jetstream.api import cluster_member
+from natsd.jetstream.api import cluster_catchup, cluster_member
 from natsd.jetstream.stream.replica import encode_msg
 from natsd.raft.state import RaftError
 
@@ -828,3 +828,44 @@ async def test_a_stream_deleted_while_a_server_was_down_leaves_no_log_in_its_wal
     # the old files are kept, out of the new stream's way
     kept = list((trio.tmp / victim).rglob("set-aside/GONE.*"))
     assert len(kept) == 1, kept
+
+
+async def test_a_catch_up_cut_by_a_restart_resumes_where_it_stopped(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica that was away copies what it missed in batches; stopped in the middle of
+    the copy and started again, it keeps what it had copied and asks only for the rest."""
+    monkeypatch.setattr(cluster_catchup, "BATCH_BYTES", 4 << 10)
+    for srv in trio.servers.values():
+        srv.js_cluster.stream_groups.compact_every = 20
+    cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3, "storage": "file"}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.R", cfg)
+        await _publish(nc, "r.a", b"first")
+    finally:
+        await nc.close()
+    lead = _leader(trio, "R")
+    away = next(n for n in trio.names if n != lead)
+    await until(lambda: len(_contents(trio, away, "R")) == 1)
+    held = _log_first(trio, away)
+    await trio.stop(away)
+    nc = await nats.connect(trio.url(lead))
+    try:
+        for i in range(400):
+            await _publish(nc, "r.b", b"%04d" % i + b"y" * 2000)
+        others = [n for n in trio.names if n != away]
+        await until(lambda: all(_log_first(trio, n) > held + 100 for n in others))
+    finally:
+        await nc.close()
+    srv = await trio.start(away)
+    srv.js_cluster.stream_groups.compact_every = 20
+    await until(lambda: srv.js_cluster.stream_groups.catchup.copied >= 150, timeout=20)
+    had = len(_contents(trio, away, "R"))
+    await trio.stop(away)
+    srv = await trio.start(away)
+    ref = _contents(trio, lead, "R")
+    assert len(ref) == 401 and 150 <= had < 401
+    await until(lambda: _contents(trio, away, "R") == ref, timeout=30)
+    again = srv.js_cluster.stream_groups.catchup.copied
+    assert again <= 401 - had + 5, f"copied {again} after the restart, with {had} of 401 held"
