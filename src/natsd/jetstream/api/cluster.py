@@ -431,11 +431,13 @@ class JsCluster:
         bring this server's streams in line with it as after a restart."""
         if not data:
             return
+        old = self.meta
         try:
             self.meta = MetaState.from_snapshot(data)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             log.error("JetStream cluster: meta snapshot at %d unreadable: %s", index, e)
             return
+        self.local.gone(old, self.meta)
         self._reconcile()
 
     def _maybe_compact(self) -> None:

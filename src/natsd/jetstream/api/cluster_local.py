@@ -79,7 +79,7 @@ class LocalStreams:
             cfg = parse_stream_config(a.config, name_in_subject=None)
             local = ja.streams.get(a.name)
             if local is not None and op.previous is None and local.created_ns != a.created:
-                self._set_aside(ja, local)
+                self._set_aside(ja, local, "is placed here anew over an earlier one's files")
                 local = None
             if local is None:
                 stream = add_stream(ja, cfg, created=a.created)
@@ -116,15 +116,32 @@ class LocalStreams:
                 # the assignment stands for nothing here: withdraw it
                 self.propose(encode_op("delete", account=a.account, stream=a.name))
 
-    def _set_aside(self, ja: JsAccount, local: Stream) -> None:
-        """A new stream is placed here under the name of one still on disk: a replica of
-        an earlier stream of that name, deleted while this server was down (which leaves
-        the files it finds as they are). The new stream starts empty, and the old files
-        are kept out of its way."""
-        where = set_aside_stream(ja, local)
-        log.warning("JetStream cluster: stream %s/%s is a new stream; the files of an earlier"
-                    " one of that name found here are set aside in %s",
-                    ja.account.name, local.name, where or "(memory: nothing kept)")  # fmt: skip
+    def gone(self, old: MetaState, new: MetaState) -> None:
+        """The meta leader's snapshot replaced this server's meta state (it was away, or
+        behind the leader's log): streams placed here that the snapshot no longer has, or
+        has as a new stream of the same name, were deleted meanwhile, and no delete entry
+        will tell this server. As nats-server (``applyMetaSnapshot``) their replicas here
+        leave their groups; their files are set aside rather than deleted. Without this an
+        R1 stream would go on taking publishes here, deleted everywhere else."""
+        for account, streams in old.streams.items():
+            ja = self.engine.accounts.get(account)
+            if ja is None:
+                continue
+            for name, a in streams.items():
+                b = new.stream(account, name)
+                if self.server_name not in a.peers or (b is not None and b.created == a.created):
+                    continue
+                self.stream_groups.detach(a)
+                local = ja.streams.get(name)
+                if local is not None:
+                    self._set_aside(ja, local, "deleted while this server was away")
+
+    def _set_aside(self, ja: JsAccount, local: Stream, why: str) -> None:
+        """Take a stream's replica here out of service, its files kept out of the way of
+        a new stream of its name (which starts empty)."""
+        where = set_aside_stream(ja, local) or "(memory: nothing kept)"
+        log.warning("JetStream cluster: stream %s/%s %s; its files here are set aside in %s",
+                    ja.account.name, local.name, why, where)  # fmt: skip
 
     def applied_delete(self, op: MetaOp, replay: bool) -> None:
         """The stream's server deletes it and answers (as nats-server: with that server
