@@ -887,3 +887,47 @@ async def test_a_catch_up_cut_by_a_restart_resumes_where_it_stopped(
     await until(lambda: _contents(trio, away, "R") == ref, timeout=30)
     again = srv.js_cluster.stream_groups.catchup.copied
     assert again <= 401 - had + 5, f"copied {again} after the restart, with {had} of 401 held"
+
+
+async def test_a_delete_committed_but_not_applied_before_a_stop_is_applied_at_restart(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The meta log replays at restart without redoing what the stores already show; a
+    delete entry committed just before the server stopped, and never applied there, must
+    still delete the stream (before, its R1 stream stayed in service there)."""
+    cfg = {"name": "DEL", "subjects": ["del.>"], "num_replicas": 1}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.DEL", cfg)
+        await _publish(nc, "del.x", b"1")
+    finally:
+        await nc.close()
+    a = trio.servers["n1"].js_cluster.meta.stream("$G", "DEL")
+    assert a is not None
+    victim = a.peers[0]
+    other = next(n for n in trio.names if n != victim)
+    # the server stops before applying the delete it committed
+    monkeypatch.setattr(trio.servers[victim].js_cluster.local, "applied_delete", lambda *_: None)
+    nc = await nats.connect(trio.url(other))
+    try:
+        try:
+            await _req(nc, "$JS.API.STREAM.DELETE.DEL")
+        except TimeoutError:
+            pass  # its server answers, and it did not apply it
+    finally:
+        await nc.close()
+    srv = trio.servers[victim]
+    await until(lambda: srv.js_cluster.meta.stream("$G", "DEL") is None)
+    js = srv.jetstream
+    assert js is not None and "DEL" in js.accounts["$G"].streams
+    await trio.stop(victim)
+    srv = await trio.start(victim)
+    js = srv.jetstream
+    assert js is not None
+    await until(lambda: "DEL" not in js.accounts["$G"].streams)
+    nc = await nats.connect(trio.url(victim))
+    try:
+        with pytest.raises(NoRespondersError):
+            await nc.request("del.x", b"late", timeout=2)
+    finally:
+        await nc.close()

@@ -150,11 +150,16 @@ class LocalStreams:
         a = op.previous
         assert a is not None
         ja = self.engine.accounts.get(a.account)
-        if ja is None or self.server_name not in a.peers or replay:
+        if ja is None or self.server_name not in a.peers:
             return
-        self.stream_groups.detach(a)
         local = ja.streams.get(a.name)
-        answer = bool(op.reply) and a.peers[0] == self.server_name
+        if replay and (local is None or local.created_ns != a.created):
+            # (a later stream of the name, or none: this delete was applied before)
+            return
+        # on a replay: the entry was committed and the server stopped before applying
+        # it, or before the files went
+        self.stream_groups.detach(a)
+        answer = bool(op.reply) and a.peers[0] == self.server_name and not replay
         if local is not None:
             try:
                 delete_stream(ja, local)
