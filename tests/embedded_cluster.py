@@ -16,6 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+
 from natsd.config.cluster import parse_go_url
 from natsd.config.options import ClusterOptions
 from natsd.server import Server
@@ -183,3 +187,44 @@ async def take_and_ack(nc: Any, stream: str, consumer: str, n: int) -> list[int]
     finally:
         await sub.unsubscribe()
     return seqs
+
+
+async def publish_acked(
+    nc: NATS, subject: str, data: bytes, headers: dict[str, str] | None = None, within: float = 10
+) -> dict[str, Any]:
+    """A publish acknowledged by the stream, retried while the stream has no leader (no
+    responders, or a leader that went away before answering)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            msg = await nc.request(subject, data, timeout=1.0, headers=headers)
+            out: dict[str, Any] = json.loads(msg.data)
+            return out
+        except (NoRespondersError, NatsTimeoutError):
+            if loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+def stream_contents(trio: JsCluster3, name: str, stream: str) -> list[tuple[int, str, bytes, int]]:
+    js = trio.servers[name].jetstream
+    assert js is not None
+    s = js.accounts["$G"].streams.get(stream) if "$G" in js.accounts else None
+    if s is None:
+        return []  # (not there yet: a restarted server creates it as its log replays)
+    store = s.store
+    st = store.state()
+    out = []
+    for seq in range(st.first_seq, st.last_seq + 1):
+        m = store.load_msg(seq)
+        if m is not None:
+            out.append((m.seq, m.subject, bytes(m.data), m.ts))
+    return out
+
+
+def log_first(trio: JsCluster3, name: str) -> int:
+    """The first index the stream group's log still holds on server ``name``."""
+    groups = trio.servers[name].js_cluster.stream_groups
+    (m,) = groups.members.values()
+    return int(m.group.storage.first_index())

@@ -1,0 +1,177 @@
+"""Replicated streams across restarts: what a server that was away finds when it is back
+(a stream deleted meanwhile, a delete it committed and had not applied), and a catch-up cut
+by a restart. Embedded three-server clusters (``embedded_cluster``)."""
+
+from __future__ import annotations
+
+import nats
+import pytest
+from embedded_cluster import JsCluster3, until
+from embedded_cluster import api_request as _req
+from embedded_cluster import log_first as _log_first
+from embedded_cluster import publish_acked as _publish
+from embedded_cluster import replica_leader as _leader
+from embedded_cluster import stream_contents as _contents
+from nats.errors import NoRespondersError, TimeoutError
+
+from natsd.jetstream.api import cluster as cluster_mod
+from natsd.jetstream.api import cluster_catchup, cluster_member
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+async def test_a_stream_deleted_while_a_server_was_down_is_set_aside_there(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch, replicas: int
+) -> None:
+    """A server that was down when a stream placed on it was deleted, and that the meta
+    leader then brings up to date with its snapshot (its log was compacted meanwhile), not
+    the delete entry: its replica leaves service, as on nats-server, and its files are set
+    aside, not deleted. Before, an R1 stream went on taking publishes there, deleted
+    everywhere else; an R3 replica's Raft log stayed in the WAL for ever (nothing compacts
+    it), and a new stream of the same name adopted the old files, so the deleted messages
+    came back in it."""
+    monkeypatch.setattr(cluster_mod, "META_COMPACT", 2)
+    cfg = {"name": "GONE", "subjects": ["gone.>"], "num_replicas": replicas}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.GONE", cfg)
+        for i in range(5):
+            await _publish(nc, "gone.x", b"%d" % i)
+    finally:
+        await nc.close()
+    a = trio.servers["n1"].js_cluster.meta.stream("$G", "GONE")
+    assert a is not None
+    if replicas == 1:
+        victim = a.peers[0]
+    else:
+        victim = next(n for n in trio.names if n != _leader(trio, "GONE"))
+    other = next(n for n in trio.names if n != victim)
+    name = cluster_member.group_name(a)
+    wal = trio.servers[victim].js_cluster.raft.host.wal
+    assert (name in wal.groups) == (replicas > 1)
+    await until(lambda: len(_contents(trio, victim, "GONE")) == 5)
+    await trio.stop(victim)
+    nc = await nats.connect(trio.url(other))
+    try:
+        try:
+            assert "error" not in await _req(nc, "$JS.API.STREAM.DELETE.GONE")
+        except TimeoutError:
+            pass  # the replica that answers is the one away (as on nats-server)
+        await until(lambda: trio.servers[other].js_cluster.meta.stream("$G", "GONE") is None)
+        for i in range(4):  # meta entries enough for the leader to compact past the delete
+            more = {"name": f"O{i}", "subjects": [f"o{i}"]}
+            assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.O{i}", more)
+        up = [trio.servers[n] for n in trio.names if n != victim]
+        meta_lead = next(s for s in up if s.js_cluster.is_leader())
+        g = meta_lead.js_cluster.group
+        assert g is not None
+        await until(lambda: g.storage.first_index() > g.applied - 2)
+    finally:
+        await nc.close()
+    srv = await trio.start(victim)
+    js = srv.jetstream
+    assert js is not None
+    await until(lambda: srv.js_cluster.meta.stream("$G", "O3") is not None)
+    await until(lambda: "GONE" not in js.accounts["$G"].streams)
+    assert name not in srv.js_cluster.raft.host.wal.groups
+    kept = list((trio.tmp / victim).rglob("set-aside/GONE.*"))
+    assert len(kept) == 1, kept
+    nc = await nats.connect(trio.url(victim))
+    try:
+        with pytest.raises(NoRespondersError):
+            await nc.request("gone.x", b"late", timeout=2)
+        # a stream of the same name created again is a new stream, empty
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.GONE", cfg)
+        await _publish(nc, "gone.x", b"again")
+    finally:
+        await nc.close()
+    b = srv.js_cluster.meta.stream("$G", "GONE")
+    assert b is not None and b.created != a.created
+    for n in b.peers:
+        await until(lambda n=n: [c[2] for c in _contents(trio, n, "GONE")] == [b"again"])
+
+
+async def test_a_catch_up_cut_by_a_restart_resumes_where_it_stopped(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica that was away copies what it missed in batches; stopped in the middle of
+    the copy and started again, it keeps what it had copied and asks only for the rest."""
+    monkeypatch.setattr(cluster_catchup, "BATCH_BYTES", 4 << 10)
+    for srv in trio.servers.values():
+        srv.js_cluster.stream_groups.compact_every = 20
+    cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3, "storage": "file"}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.R", cfg)
+        await _publish(nc, "r.a", b"first")
+    finally:
+        await nc.close()
+    lead = _leader(trio, "R")
+    away = next(n for n in trio.names if n != lead)
+    await until(lambda: len(_contents(trio, away, "R")) == 1)
+    held = _log_first(trio, away)
+    await trio.stop(away)
+    nc = await nats.connect(trio.url(lead))
+    try:
+        for i in range(400):
+            await _publish(nc, "r.b", b"%04d" % i + b"y" * 2000)
+        others = [n for n in trio.names if n != away]
+        await until(lambda: all(_log_first(trio, n) > held + 100 for n in others))
+    finally:
+        await nc.close()
+    srv = await trio.start(away)
+    srv.js_cluster.stream_groups.compact_every = 20
+    await until(lambda: srv.js_cluster.stream_groups.catchup.copied >= 150, timeout=20)
+    had = len(_contents(trio, away, "R"))
+    await trio.stop(away)
+    srv = await trio.start(away)
+    ref = _contents(trio, lead, "R")
+    assert len(ref) == 401 and 150 <= had < 401
+    await until(lambda: _contents(trio, away, "R") == ref, timeout=30)
+    again = srv.js_cluster.stream_groups.catchup.copied
+    assert again <= 401 - had + 5, f"copied {again} after the restart, with {had} of 401 held"
+
+
+async def test_a_delete_committed_but_not_applied_before_a_stop_is_applied_at_restart(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The meta log replays at restart without redoing what the stores already show; a
+    delete entry committed just before the server stopped, and never applied there, must
+    still delete the stream (before, its R1 stream stayed in service there)."""
+    cfg = {"name": "DEL", "subjects": ["del.>"], "num_replicas": 1}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.DEL", cfg)
+        await _publish(nc, "del.x", b"1")
+    finally:
+        await nc.close()
+    a = trio.servers["n1"].js_cluster.meta.stream("$G", "DEL")
+    assert a is not None
+    victim = a.peers[0]
+    other = next(n for n in trio.names if n != victim)
+    # the server stops before applying the delete it committed
+    monkeypatch.setattr(trio.servers[victim].js_cluster.local, "applied_delete", lambda *_: None)
+    nc = await nats.connect(trio.url(other))
+    try:
+        try:
+            await _req(nc, "$JS.API.STREAM.DELETE.DEL")
+        except TimeoutError:
+            pass  # its server answers, and it did not apply it
+    finally:
+        await nc.close()
+    srv = trio.servers[victim]
+    await until(lambda: srv.js_cluster.meta.stream("$G", "DEL") is None)
+    js = srv.jetstream
+    assert js is not None and "DEL" in js.accounts["$G"].streams
+    await trio.stop(victim)
+    srv = await trio.start(victim)
+    js = srv.jetstream
+    assert js is not None
+    await until(lambda: "DEL" not in js.accounts["$G"].streams)
+    nc = await nats.connect(trio.url(victim))
+    try:
+        with pytest.raises(NoRespondersError):
+            await nc.request("del.x", b"late", timeout=2)
+    finally:
+        await nc.close()
