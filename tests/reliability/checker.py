@@ -267,12 +267,17 @@ def check(history: History, stored: Iterable[StoredMsg]) -> Report:
     return rep
 
 
-async def drain(nc: NATS, stream: str, batch: int = 128, timeout: float = 10.0) -> list[StoredMsg]:
+async def drain(
+    nc: NATS, stream: str, batch: int = 128, timeout: float = 10.0, retries: int = 5
+) -> list[StoredMsg]:
     """Every message of ``stream`` in sequence order, via batched DIRECT.GET requests.
 
     The stream must have ``allow_direct``. Each request asks for up to ``batch`` messages
     from ``seq``; the server answers with one message per stored sequence, then a
-    ``204 EOB`` status.
+    ``204 EOB`` status. A request left unanswered for ``timeout`` is asked again from the
+    sequence it had reached, up to ``retries`` times in all: a replicated stream's leader
+    answers only while a majority of its group hears from it, and a loaded machine has it
+    lose that for a moment (the (5,3) soak's final read of a 7.7 GB stream did).
     """
     js = nc.jetstream()
     info = await js.stream_info(stream)
@@ -292,7 +297,14 @@ async def drain(nc: NATS, stream: str, batch: int = 128, timeout: float = 10.0) 
             await nc.publish(subject, b'{"seq": %d, "batch": %d}' % (seq, batch), reply=inbox)
             got = 0
             while True:
-                msg = await asyncio.wait_for(queue.get(), timeout)
+                try:
+                    msg = await asyncio.wait_for(queue.get(), timeout)
+                except TimeoutError:
+                    if retries <= 0:
+                        raise
+                    retries -= 1
+                    got = -1  # ask again from seq
+                    break
                 hdrs = msg.headers or {}
                 status = hdrs.get("Status")
                 if status is not None:
