@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import nats
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
@@ -228,3 +229,18 @@ def log_first(trio: JsCluster3, name: str) -> int:
     groups = trio.servers[name].js_cluster.stream_groups
     (m,) = groups.members.values()
     return int(m.group.storage.first_index())
+
+
+async def stream_with(
+    trio: JsCluster3, cfg: dict[str, Any], subject: str, payloads: list[bytes], via: str = "n1"
+) -> None:
+    """Create the stream ``cfg`` through server ``via`` and publish ``payloads`` on
+    ``subject``, each acknowledged."""
+    nc = await nats.connect(trio.url(via))
+    try:
+        reply = await api_request(nc, f"$JS.API.STREAM.CREATE.{cfg['name']}", cfg)
+        assert "error" not in reply, reply
+        for data in payloads:
+            await publish_acked(nc, subject, data)
+    finally:
+        await nc.close()

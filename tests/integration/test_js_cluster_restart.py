@@ -4,9 +4,11 @@ by a restart. Embedded three-server clusters (``embedded_cluster``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import nats
 import pytest
-from embedded_cluster import JsCluster3, until
+from embedded_cluster import JsCluster3, stream_with, until
 from embedded_cluster import api_request as _req
 from embedded_cluster import log_first as _log_first
 from embedded_cluster import publish_acked as _publish
@@ -33,13 +35,7 @@ async def test_a_stream_deleted_while_a_server_was_down_is_set_aside_there(
     came back in it."""
     monkeypatch.setattr(cluster_mod, "META_COMPACT", 2)
     cfg = {"name": "GONE", "subjects": ["gone.>"], "num_replicas": replicas}
-    nc = await nats.connect(trio.url("n1"))
-    try:
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.GONE", cfg)
-        for i in range(5):
-            await _publish(nc, "gone.x", b"%d" % i)
-    finally:
-        await nc.close()
+    await stream_with(trio, cfg, "gone.x", [b"%d" % i for i in range(5)])
     a = trio.servers["n1"].js_cluster.meta.stream("$G", "GONE")
     assert a is not None
     if replicas == 1:
@@ -101,12 +97,7 @@ async def test_a_catch_up_cut_by_a_restart_resumes_where_it_stopped(
     for srv in trio.servers.values():
         srv.js_cluster.stream_groups.compact_every = 20
     cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3, "storage": "file"}
-    nc = await nats.connect(trio.url("n1"))
-    try:
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.R", cfg)
-        await _publish(nc, "r.a", b"first")
-    finally:
-        await nc.close()
+    await stream_with(trio, cfg, "r.a", [b"first"])
     lead = _leader(trio, "R")
     away = next(n for n in trio.names if n != lead)
     await until(lambda: len(_contents(trio, away, "R")) == 1)
@@ -122,7 +113,15 @@ async def test_a_catch_up_cut_by_a_restart_resumes_where_it_stopped(
         await nc.close()
     srv = await trio.start(away)
     srv.js_cluster.stream_groups.compact_every = 20
-    await until(lambda: srv.js_cluster.stream_groups.catchup.copied >= 150, timeout=20)
+    cu = srv.js_cluster.stream_groups.catchup
+    answer = cu._answer
+
+    def until_150(p: Any) -> None:  # the copy stalls at 150 messages (answers dropped)
+        if cu.copied < 150:
+            answer(p)
+
+    cu._answer = until_150  # type: ignore[method-assign]
+    await until(lambda: cu.copied >= 150, timeout=20)
     had = len(_contents(trio, away, "R"))
     await trio.stop(away)
     srv = await trio.start(away)
@@ -140,12 +139,7 @@ async def test_a_delete_committed_but_not_applied_before_a_stop_is_applied_at_re
     delete entry committed just before the server stopped, and never applied there, must
     still delete the stream (before, its R1 stream stayed in service there)."""
     cfg = {"name": "DEL", "subjects": ["del.>"], "num_replicas": 1}
-    nc = await nats.connect(trio.url("n1"))
-    try:
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.DEL", cfg)
-        await _publish(nc, "del.x", b"1")
-    finally:
-        await nc.close()
+    await stream_with(trio, cfg, "del.x", [b"1"])
     a = trio.servers["n1"].js_cluster.meta.stream("$G", "DEL")
     assert a is not None
     victim = a.peers[0]

@@ -19,6 +19,7 @@ import pytest
 from embedded_cluster import (
     CLUSTER,
     JsCluster3,
+    stream_with,
     take_and_ack,
     until,
 )
@@ -606,14 +607,8 @@ async def test_memory_r3_replica_refills_its_store_after_a_restart(trio: JsClust
     for srv in trio.servers.values():
         srv.js_cluster.stream_groups.compact_every = 20
     cfg = {"name": "M", "subjects": ["m.>"], "num_replicas": 3, "storage": "memory"}
-    nc = await nats.connect(trio.url("n1"))
-    try:
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.M", cfg)
-        for i in range(100):
-            await _publish(nc, "m.a", b"%d" % i)
-        await until(lambda: all(_log_first(trio, n) > 40 for n in trio.names))
-    finally:
-        await nc.close()
+    await stream_with(trio, cfg, "m.a", [b"%d" % i for i in range(100)])
+    await until(lambda: all(_log_first(trio, n) > 40 for n in trio.names))
     lead = _leader(trio, "M")
     away = next(n for n in trio.names if n != lead)
     await trio.stop(away)

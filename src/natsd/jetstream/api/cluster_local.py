@@ -129,7 +129,11 @@ class LocalStreams:
                 continue
             for name, a in streams.items():
                 b = new.stream(account, name)
-                if self.server_name not in a.peers or (b is not None and b.created == a.created):
+                if b is not None and b.created == a.created:
+                    continue
+                # placed here, or a removed replica that rejoined its group (reconcile)
+                member = group_name(a) in self.stream_groups.members
+                if self.server_name not in a.peers and not member:
                     continue
                 self.stream_groups.detach(a)
                 local = ja.streams.get(name)
@@ -139,7 +143,13 @@ class LocalStreams:
     def _set_aside(self, ja: JsAccount, local: Stream, why: str) -> None:
         """Take a stream's replica here out of service, its files kept out of the way of
         a new stream of its name (which starts empty)."""
-        where = set_aside_stream(ja, local) or "(memory: nothing kept)"
+        try:
+            where = set_aside_stream(ja, local) or "(memory: nothing kept)"
+        except OSError as e:
+            # out of service all the same; the files stay where they are
+            log.error("JetStream cluster: stream %s/%s %s; its files could not be set aside:"
+                      " %s", ja.account.name, local.name, why, e)  # fmt: skip
+            return
         log.warning("JetStream cluster: stream %s/%s %s; its files here are set aside in %s",
                     ja.account.name, local.name, why, where)  # fmt: skip
 
@@ -225,17 +235,14 @@ class LocalStreams:
     def _drop_dead_logs(self) -> None:
         """The node WAL's logs of the groups of streams deleted while this server was down
         or behind, when the meta leader's snapshot rather than the delete entry told it (a
-        server that applies the entry leaves the group and drops the log then). A group
-        attached at restart, before the snapshot came, leaves too. Nothing would ever
+        server that applies the entry leaves the group and drops the log then; ``gone``
+        takes attached replicas out when a snapshot tells it). Nothing would ever
         compact such a log, and the WAL segments it sits in, with every later one, would be
         kept for ever. Group names carry the stream's creation time, so no later stream
         reuses one. The stream's files, if any, stay as they are (reported above). A stream
         that still exists keeps its log whatever its replicas (a scale-down to R1 shrinks
         its group first)."""
         live = {group_name(a) for streams in self.meta().streams.values() for a in streams.values()}
-        for name, m in list(self.stream_groups.members.items()):
-            if name not in live:
-                self.stream_groups.detach(m.assignment)
         for name in list(self.host.wal.groups):
             if name == META_GROUP or name in live or name in self.stream_groups.members:
                 continue
