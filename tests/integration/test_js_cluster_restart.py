@@ -1,9 +1,12 @@
 """Replicated streams across restarts: what a server that was away finds when it is back
-(a stream deleted meanwhile, a delete it committed and had not applied), and a catch-up cut
-by a restart. Embedded three-server clusters (``embedded_cluster``)."""
+(a stream deleted meanwhile, a delete it committed and had not applied, streams the meta
+group does not know), and a catch-up cut by a restart. Embedded three-server clusters
+(``embedded_cluster``)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -18,6 +21,7 @@ from nats.errors import NoRespondersError, TimeoutError
 
 from natsd.jetstream.api import cluster as cluster_mod
 from natsd.jetstream.api import cluster_catchup, cluster_member
+from natsd.server import Server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -144,8 +148,11 @@ async def test_a_delete_committed_but_not_applied_before_a_stop_is_applied_at_re
     assert a is not None
     victim = a.peers[0]
     other = next(n for n in trio.names if n != victim)
-    # the server stops before applying the delete it committed
-    monkeypatch.setattr(trio.servers[victim].js_cluster.local, "applied_delete", lambda *_: None)
+    # the server stops before applying the delete it committed (and before its orphan
+    # check would set the stream aside)
+    local = trio.servers[victim].js_cluster.local
+    monkeypatch.setattr(local, "applied_delete", lambda *_: None)
+    monkeypatch.setattr(local, "set_aside_orphans", lambda: 0)
     nc = await nats.connect(trio.url(other))
     try:
         try:
@@ -163,9 +170,84 @@ async def test_a_delete_committed_but_not_applied_before_a_stop_is_applied_at_re
     js = srv.jetstream
     assert js is not None
     await until(lambda: "DEL" not in js.accounts["$G"].streams)
+    # deleted by the replayed entry, not set aside as an orphan
+    assert not list((trio.tmp / victim).rglob("set-aside/DEL.*"))
     nc = await nats.connect(trio.url(victim))
     try:
         with pytest.raises(NoRespondersError):
             await nc.request("del.x", b"late", timeout=2)
     finally:
         await nc.close()
+
+
+async def _standalone_stream(store: Path, name: str, subject: str, n: int) -> None:
+    """An R1 stream of ``n`` messages made on ``store`` by a standalone server."""
+    srv = Server(host="127.0.0.1", port=0, jetstream=True, store_dir=str(store), http_port=-1)
+    await srv.start()
+    try:
+        nc = await nats.connect(f"nats://127.0.0.1:{srv.port}")
+        try:
+            cfg = {"name": name, "subjects": [subject]}
+            assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg)
+            for i in range(n):
+                await _publish(nc, subject, b"%d" % i)
+        finally:
+            await nc.close()
+    finally:
+        await srv.shutdown()
+
+
+async def _orphan_set_aside(trio: JsCluster3, name: str, stream: str, subject: str) -> None:
+    """``stream`` leaves service on server ``name`` and its files are kept in set-aside;
+    its name is free in the cluster: created again, it is a new stream, empty."""
+    await until(lambda: stream not in trio.streams(name))
+    kept = list((trio.tmp / name).rglob(f"set-aside/{stream}.*"))
+    assert len(kept) == 1, kept
+    assert any(p.name.endswith(".blk") for p in kept[0].rglob("*")), list(kept[0].rglob("*"))
+    nc = await nats.connect(trio.url(name))
+    try:
+        with pytest.raises(NoRespondersError):
+            await nc.request(subject, b"late", timeout=2)
+        names = await _req(nc, "$JS.API.STREAM.NAMES")
+        assert stream not in (names.get("streams") or []), names
+        cfg = {"name": stream, "subjects": [subject], "num_replicas": 3}
+        made = await _req(nc, f"$JS.API.STREAM.CREATE.{stream}", cfg)
+        assert made["state"]["messages"] == 0, made
+    finally:
+        await nc.close()
+
+
+async def test_streams_from_before_the_cluster_are_set_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that ran standalone, with streams, and is then started in a cluster: the
+    meta group knows none of its streams. nats-server deletes such orphans 30 s after its
+    meta recovery; here they leave service and are set aside once the server is current
+    with the meta leader. Before, an R1 one went on taking publishes there, acknowledged by
+    a stream no other server knew."""
+    monkeypatch.setattr(cluster_mod, "ORPHANS_AFTER", 0.2)
+    await _standalone_stream(tmp_path / "n1", "OLD", "old.x", 3)
+    trio = JsCluster3(tmp_path)
+    try:
+        await trio.start_all()
+        await _orphan_set_aside(trio, "n1", "OLD", "old.x")
+    finally:
+        await trio.stop_all()
+
+
+async def test_a_stream_the_meta_group_does_not_know_is_set_aside_at_restart(
+    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted server whose store holds a stream the meta group's state does not place
+    there (here: copied in while it was down) sets it aside once it is current."""
+    monkeypatch.setattr(cluster_mod, "ORPHANS_AFTER", 0.2)
+    await stream_with(trio, {"name": "KEEP", "subjects": ["keep"], "num_replicas": 3}, "keep",
+                      [b"k"])  # fmt: skip
+    await trio.stop("n2")
+    await _standalone_stream(trio.tmp / "solo", "SOLO", "solo.x", 2)
+    streams = Path("jetstream", "$G", "streams")
+    shutil.copytree(trio.tmp / "solo" / streams / "SOLO", trio.tmp / "n2" / streams / "SOLO")
+    await trio.start("n2")
+    await _orphan_set_aside(trio, "n2", "SOLO", "solo.x")
+    for n in trio.names:  # the streams the meta group places there stay
+        await until(lambda n=n: [c[2] for c in _contents(trio, n, "KEEP")] == [b"k"])

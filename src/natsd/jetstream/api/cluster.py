@@ -52,7 +52,7 @@ from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
 from natsd.jetstream.api.cluster_catchup import cut_lost
 from natsd.jetstream.api.cluster_handlers import MetaRequests
-from natsd.jetstream.api.cluster_info import meta_cluster_info
+from natsd.jetstream.api.cluster_info import CURRENT_FOR, meta_cluster_info
 from natsd.jetstream.api.cluster_local import LocalStreams
 from natsd.jetstream.api.cluster_servers import (
     PLACE_ALIVE,
@@ -111,6 +111,10 @@ WAL_SEGMENTS_MAX: Final = 8
 BOOTSTRAP_CAMPAIGN: Final = 3.0
 # nats-server answers 10008 after its meta group had no leader this long (lostQuorumInterval)
 LEADERLESS: Final = 6.0
+# Orphans (local streams the meta group does not place here) are set aside no sooner than
+# this after the meta state was recovered, and only once this server is current with the
+# meta leader (nats-server checks once, 30 s after its recovery, and deletes them).
+ORPHANS_AFTER: Final = 5.0
 _RESPONSE_TYPES: Final = {
     ("INFO",): "account_info_response",
     ("STREAM", "CREATE"): "stream_create_response",
@@ -124,7 +128,6 @@ _RESPONSE_TYPES: Final = {
 
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
 _PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
-
 
 
 class JsCluster:
@@ -162,6 +165,7 @@ class JsCluster:
         self._bootstrap_campaign = 0.0  # until when the first member re-campaigns
         self._replay_until = 0  # meta entries up to here were applied before a restart
         self._reconciled = False
+        self._orphans_at = 0.0  # when to look for orphans (0: not due)
         self._row_proposed_at = -1e9
         self._timer: asyncio.TimerHandle | None = None
         self._usage_at = 0.0
@@ -268,6 +272,9 @@ class JsCluster:
             # the replay ended on an entry with nothing to apply (a new leader's empty
             # entry), which _apply never sees
             self._reconcile()
+        if self._orphans_at and now >= self._orphans_at and self._meta_current(now):
+            self._orphans_at = 0.0
+            self.local.set_aside_orphans()
         self.stream_groups.check()
         if now - self._usage_at >= USAGE_INTERVAL:
             self._usage_at = now
@@ -286,6 +293,7 @@ class JsCluster:
         voters = [raft_id(n) for n in names]
         self.group = self.raft.host.create(META_GROUP, voters, self._apply, self._install)
         self._reconciled = True
+        self._orphans_due()  # streams from before the cluster, if any
         log.info("JetStream cluster: meta group created with %s", ", ".join(names))
         if names[0] == self.server_name:
             # a new cluster need not wait out an election timeout: the first name asks for
@@ -478,6 +486,25 @@ class JsCluster:
     def _reconcile(self) -> None:
         self._reconciled = True
         self.local.reconcile()
+        self._orphans_due()
+
+    def _orphans_due(self) -> None:
+        self._orphans_at = asyncio.get_running_loop().time() + ORPHANS_AFTER
+
+    def _meta_current(self, now: float) -> bool:
+        """This server's meta state is the cluster's, as far as it can tell (nats-server's
+        ``Healthy``): it has applied everything it knows committed, and leads or heard
+        the leader within CURRENT_FOR."""
+        g = self.group
+        if g is None or not self._reconciled:
+            return False
+        raft = g.node.raft
+        committed = raft.raft_log.committed
+        if not raft.lead or committed == 0 or g.applied < committed:
+            return False
+        if raft.lead == self.raft.host.id:
+            return True
+        return now - self.raft.last_heard.get(raft.lead, -1e9) <= CURRENT_FOR
 
     # ---------------------------------------------------------------- leadership
     def _advise_leader_elected(self) -> None:

@@ -187,8 +187,8 @@ class LocalStreams:
         """After the replay that follows a restart: streams assigned here that recovery did
         not find are created (empty); a replica removed from its stream's peers meanwhile
         rejoins its group until the group removes it; other local streams the meta group
-        does not assign here are left as they are and reported (nothing is deleted
-        automatically)."""
+        does not place here are reported, and set aside once this server is current with
+        the meta leader (``set_aside_orphans``; nothing is deleted automatically)."""
         for ja in self.engine.accounts.values():
             assigned = {
                 a.name: a
@@ -224,13 +224,35 @@ class LocalStreams:
                              ja.account.name, name)  # fmt: skip
                     self.stream_groups.attach(ja, ja.streams[name], moved)
                     continue
-                log.warning(
-                    "JetStream cluster: stream %s/%s is on disk but not assigned to this"
-                    " server; left untouched",
-                    ja.account.name,
-                    name,
-                )
+                log.warning("JetStream cluster: stream %s/%s is on disk but not placed on"
+                            " this server; it is set aside once this server is current with"
+                            " the meta leader", ja.account.name, name)  # fmt: skip
         self._drop_dead_logs()
+
+    def _orphan(self, ja: JsAccount, name: str) -> bool:
+        """A local stream the meta state does not place here: absent from it, or placed on
+        other servers and not a removed replica still in its group (``reconcile``)."""
+        a = self.meta().stream(ja.account.name, name)
+        if a is None:
+            return True
+        return self.server_name not in a.peers and group_name(a) not in self.stream_groups.members
+
+    def set_aside_orphans(self) -> int:
+        """Streams on disk here that the meta group does not place here (orphans): a
+        stream from before this server was clustered, a stale copy of a replica removed
+        while this server was down. nats-server deletes them (``checkForOrphans``); here
+        they leave service and their files are set aside, as for a stream deleted while
+        this server was away. Called once this server is current with the meta leader,
+        so that its meta state is the cluster's. Otherwise an R1 orphan would go on taking
+        publishes, acknowledged by a stream the rest of the cluster does not know (and a
+        stream created with its name elsewhere would take them too). Returns how many."""
+        n = 0
+        for ja in self.engine.accounts.values():
+            for name, s in list(ja.streams.items()):
+                if self._orphan(ja, name):
+                    self._set_aside(ja, s, "is not placed on this server by the meta group")
+                    n += 1
+        return n
 
     def _drop_dead_logs(self) -> None:
         """The node WAL's logs of the groups of streams deleted while this server was down
