@@ -696,8 +696,9 @@ async def test_the_wal_stays_bounded_beside_quiet_groups(
     it: the meta group and an idle stream, a few entries each above their compaction
     points in the oldest segments, kept every later segment while a busy stream wrote (the
     fault soak's WALs grew to 5 GB). Past WAL_SEGMENTS_MAX the groups holding the oldest
-    segment compact and log their state again, and the WAL stays bounded; a restarted
-    server recovers both streams from it."""
+    segment compact and log their state again, and the WAL stays bounded, also when the
+    meta log ends with a new leader's empty entry; a restarted server recovers both
+    streams from it."""
     monkeypatch.setattr(cluster_mod, "WAL_SEGMENTS_MAX", 4)
     for srv in trio.servers.values():
         srv.js_cluster.raft.host.wal.segment_size = 128 << 10
@@ -709,6 +710,15 @@ async def test_the_wal_stays_bounded_beside_quiet_groups(
             await until(lambda name=name: _leader(trio, name) != "")
         for i in range(3):
             await _publish(nc, "idle.x", b"%d" % i)
+        # a new meta leader: the meta log now ends with its empty entry, which applies
+        # nothing to the meta state (compacting only up to the last entry that did left it
+        # in the log, and its segment with every later one stayed)
+        lead = trio.leader()
+        jsc = trio.servers[lead].js_cluster
+        assert jsc.group is not None
+        jsc.group.node.transfer_leader(jsc.stepdown_target(b""))
+        jsc.raft.kick()
+        await until(lambda: trio.leader() not in ("", lead))
         wals = [srv.js_cluster.raft.host.wal for srv in trio.servers.values()]
         # twice: the second time the quiet groups have compacted once already and have
         # nothing new to compact, but their state records pin a segment again

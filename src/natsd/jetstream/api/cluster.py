@@ -452,12 +452,24 @@ class JsCluster:
         """Snapshot the meta state and drop the log before it every META_COMPACT entries,
         so the node log stays bounded (never while a WAL sync is under way)."""
         g = self.group
-        if g is None or self.raft.busy or not self._reconciled:
+        if g is None or self.raft.busy:
             return
-        index = self.meta.applied
-        if index - g.storage.first_index() < META_COMPACT or index > g.applied:
+        index = self._meta_compact_index()
+        if not index or index - g.storage.first_index() < META_COMPACT:
             return
         self.raft.host.compact(META_GROUP, index, self.meta.snapshot())
+
+    def _meta_compact_index(self) -> int:
+        """How far the meta group's log may be compacted (0: not now): all the group has
+        applied, once the meta state is as of it. A new leader's empty entry applies
+        nothing, so the state's own index (``meta.applied``) stays below the group's; a
+        compaction there left that entry above the compaction point, and its WAL segment,
+        with every later one, was kept for good (the (3,3) soak's WAL grew to 5 GB from
+        its first segment: the meta log's last entry was a leader's, after a kill)."""
+        g = self.group
+        if g is None or not self._reconciled or self.meta.applied > g.applied:
+            return 0  # (a restart: the state is from a snapshot, the log replays to it)
+        return g.applied
 
     def _bound_wal(self) -> None:
         """Every group shares the node's WAL, and a segment goes only once no group needs
@@ -473,10 +485,11 @@ class JsCluster:
         for name in wal.pinning():
             if name == META_GROUP:
                 g = self.group
-                if g is None or not self._reconciled or self.meta.applied > g.applied:
+                index = self._meta_compact_index()
+                if g is None or not index:
                     continue
-                if self.meta.applied >= g.storage.first_index():
-                    self.raft.host.compact(META_GROUP, self.meta.applied, self.meta.snapshot())
+                if index >= g.storage.first_index():
+                    self.raft.host.compact(META_GROUP, index, self.meta.snapshot())
             elif not self.stream_groups.compact_here(name):
                 continue
             wal.checkpoint(name)
