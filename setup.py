@@ -52,6 +52,7 @@ HOT_MODULES = [
     "natsd/core/subjects.py",
     "natsd/core/filters.py",
     "natsd/core/clock.py",
+    "natsd/core/crc.py",
     "natsd/router/publish.py",
     "natsd/storage/store.py",
     "natsd/storage/memstore.py",

@@ -41,6 +41,7 @@ import zlib
 from collections.abc import Callable
 from typing import Final
 
+from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import DEFAULT_IO, FileIO
 from natsd.storage.filestore_format import (
     REC_FIELDS,
@@ -202,7 +203,7 @@ class FileStore(BlockStore):
         else:
             rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, sb, data))
         buf += rec
-        buf += _pack_trailer(_crc32(rec))
+        buf += _pack_trailer(record_crc(rec))
 
         # Index.
         msgs = self._msgs

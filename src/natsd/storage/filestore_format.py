@@ -25,8 +25,9 @@ for the next record magic whose header crc, lengths and body crc all check out
 (resynchronisation, as in LevelDB's log format), so one bad record costs only itself.
 
 Why crc32 and not blake2b: zlib's crc32 costs ~0.2 µs per small record and ~2 ms per 8 MiB
-block here, blake2b about three times (small) to five times (bulk) that, and the threat is
-media errors and torn writes, not an adversary. Two independent 32-bit checks (header and
+block here (zlib-ng's, which ``core/crc`` uses for long records, a tenth of that), blake2b
+about three times (small) to five times (bulk) zlib's, and the threat is media errors and
+torn writes, not an adversary. Two independent 32-bit checks (header and
 body) plus the magic make an accidental false accept during resynchronisation negligible.
 
 Flag bits in the sequence field:
@@ -46,6 +47,8 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from typing import Final
+
+from natsd.core.crc import crc32 as record_crc
 
 __all__ = [
     "BLOCK_HDR_SIZE",
@@ -135,7 +138,7 @@ def encode_record(seqf: int, ts: int, subject: bytes, hdr: bytes, data: bytes, t
     reclen = REC_OVERHEAD + slen + hlen + len(data)
     fields = _pack_fields(reclen, seqf, ts, slen, hlen, ttl)
     rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, subject, hdr, data))
-    return rec + _pack_trailer(_crc32(rec))
+    return rec + _pack_trailer(record_crc(rec))
 
 
 def encode_tombstone(first: int, last: int, ts: int) -> bytes:
@@ -223,7 +226,7 @@ def _valid_at(mv: memoryview, pos: int, end: int) -> tuple[int, int] | None:
     if pos + reclen > end:
         return reclen, 0
     (crc,) = REC_TRAILER.unpack_from(mv, pos + reclen - 4)
-    return reclen, 2 if _crc32(mv[pos : pos + reclen - 4]) == crc else 1
+    return reclen, 2 if record_crc(mv[pos : pos + reclen - 4]) == crc else 1
 
 
 def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = None) -> BlockScan:
@@ -260,7 +263,7 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
                 and rend <= end
                 and reclen >= REC_OVERHEAD + slen + hlen
                 and crc32(mv[pos + 8 : pos + REC_HDR_SIZE]) == hcrc
-                and crc32(mv[pos : rend - 4]) == unpack_trailer(buf, rend - 4)[0]
+                and record_crc(mv[pos : rend - 4]) == unpack_trailer(buf, rend - 4)[0]
             ):
                 sb = buf[pos + REC_HDR_SIZE : pos + REC_HDR_SIZE + slen]
                 subj = subjects.get(sb)

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Final
 
+from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
 from natsd.storage.filestore_format import (
     BLOCK_HDR_SIZE,
@@ -458,7 +459,7 @@ class BlockStore(QueryMixin):
         if base + reclen <= len(raw):
             (crc,) = _unpack_trailer(raw, base + reclen - 4)
             _r, seqf, ts, slen, hlen, ttl = _unpack_fields(raw, base + 8)
-            if seqf == seq and _crc32(memoryview(raw)[base : base + reclen - 4]) == crc:
+            if seqf == seq and record_crc(memoryview(raw)[base : base + reclen - 4]) == crc:
                 p = base + REC_HDR_SIZE + slen
                 hdr = raw[p : p + hlen] if hlen else None
                 return StoredMsg(e[0], seq, ts, hdr, raw[p + hlen : base + reclen - 4], ttl)
@@ -535,7 +536,7 @@ class BlockStore(QueryMixin):
                         want *= 2
                 end = b + reclen
                 # crc32 over a record and its stored crc (little-endian) is a constant.
-                if end <= len(win) and _crc32(view[b:end]) == _CRC_RESIDUE:
+                if end <= len(win) and record_crc(view[b:end]) == _CRC_RESIDUE:
                     # The index entry was made from this record: its subject, time and ttl
                     # are the record's (as _load takes the subject).
                     seqf: int

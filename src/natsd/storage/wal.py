@@ -59,6 +59,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
 
 __all__ = [
@@ -172,7 +173,7 @@ def encode_record(kind: int, group: bytes, body: bytes) -> bytes:
     """One framed record (exposed for tests that build damaged logs by hand)."""
     fields = _FIELDS.pack(REC_OVERHEAD + len(group) + len(body), kind, len(group))
     rec = b"".join((_PREFIX.pack(REC_MAGIC, _crc32(fields)), fields, group, body))
-    return rec + _TRAILER.pack(_crc32(rec))
+    return rec + _TRAILER.pack(record_crc(rec))
 
 
 def _seg_header(number: int) -> bytes:
@@ -224,7 +225,7 @@ def _check_record(buf: memoryview, pos: int) -> tuple[int, int, int] | None:
     if kind not in _KINDS or length < REC_OVERHEAD + glen or pos + length > end:
         return None
     (tcrc,) = _TRAILER.unpack_from(buf, pos + length - 4)
-    if _crc32(buf[pos : pos + length - 4]) != tcrc:
+    if record_crc(buf[pos : pos + length - 4]) != tcrc:
         return None
     return length, kind, glen
 
