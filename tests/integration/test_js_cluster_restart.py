@@ -152,7 +152,7 @@ async def test_a_delete_committed_but_not_applied_before_a_stop_is_applied_at_re
     # check would set the stream aside)
     local = trio.servers[victim].js_cluster.local
     monkeypatch.setattr(local, "applied_delete", lambda *_: None)
-    monkeypatch.setattr(local, "set_aside_orphans", lambda: 0)
+    monkeypatch.setattr(local, "set_aside_orphans", lambda: None)
     nc = await nats.connect(trio.url(other))
     try:
         try:

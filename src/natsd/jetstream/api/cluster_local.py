@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from natsd.cluster.group import GroupHost
-from natsd.cluster.meta import META_GROUP, MetaOp, MetaState, encode_op
+from natsd.cluster.meta import META_GROUP, MetaOp, MetaState, StreamAssignment, encode_op
 from natsd.jetstream.api.cluster_member import group_name
 from natsd.jetstream.api.cluster_streams import StreamGroups
 from natsd.jetstream.api.dispatch import add_cluster_block
@@ -131,9 +131,7 @@ class LocalStreams:
                 b = new.stream(account, name)
                 if b is not None and b.created == a.created:
                     continue
-                # placed here, or a removed replica that rejoined its group (reconcile)
-                member = group_name(a) in self.stream_groups.members
-                if self.server_name not in a.peers and not member:
+                if not self._held_here(a):
                     continue
                 self.stream_groups.detach(a)
                 local = ja.streams.get(name)
@@ -229,15 +227,12 @@ class LocalStreams:
                             " the meta leader", ja.account.name, name)  # fmt: skip
         self._drop_dead_logs()
 
-    def _orphan(self, ja: JsAccount, name: str) -> bool:
-        """A local stream the meta state does not place here: absent from it, or placed on
-        other servers and not a removed replica still in its group (``reconcile``)."""
-        a = self.meta().stream(ja.account.name, name)
-        if a is None:
-            return True
-        return self.server_name not in a.peers and group_name(a) not in self.stream_groups.members
+    def _held_here(self, a: StreamAssignment) -> bool:
+        """Is ``a``'s stream this server's to hold: placed here, or a removed replica that
+        rejoined its group at restart (``reconcile``) and stays until the group removes it."""
+        return self.server_name in a.peers or group_name(a) in self.stream_groups.members
 
-    def set_aside_orphans(self) -> int:
+    def set_aside_orphans(self) -> None:
         """Streams on disk here that the meta group does not place here (orphans): a
         stream from before this server was clustered, a stale copy of a replica removed
         while this server was down. nats-server deletes them (``checkForOrphans``); here
@@ -245,14 +240,12 @@ class LocalStreams:
         this server was away. Called once this server is current with the meta leader,
         so that its meta state is the cluster's. Otherwise an R1 orphan would go on taking
         publishes, acknowledged by a stream the rest of the cluster does not know (and a
-        stream created with its name elsewhere would take them too). Returns how many."""
-        n = 0
+        stream created with its name elsewhere would take them too)."""
         for ja in self.engine.accounts.values():
             for name, s in list(ja.streams.items()):
-                if self._orphan(ja, name):
+                a = self.meta().stream(ja.account.name, name)
+                if a is None or not self._held_here(a):
                     self._set_aside(ja, s, "is not placed on this server by the meta group")
-                    n += 1
-        return n
 
     def _drop_dead_logs(self) -> None:
         """The node WAL's logs of the groups of streams deleted while this server was down
