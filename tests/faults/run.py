@@ -26,7 +26,15 @@ or ``STREAM.PEER.EVACUATE``, and while the newcomer joins and catches up kills -
 server half of the time (the newcomer, the leader, or a bystander). The cycle ends once the
 replaced server has left and deleted its copy and the new replicas are current.
 
-**Checks**, after the last cycle has healed and the replicas have converged:
+**Epochs.** With ``epoch`` set (the soak tier: ``NATSD_FAULT_EPOCH``, 100 by default), the
+run is cut into epochs of that many cycles, each on a fresh stream: at an epoch's end come
+the checks below, then the servers start again, the stream is deleted (every server's copy
+must go) and created again under the same name. A stream grows with every cycle, and a
+restart reads the whole store and a move copies it, so without epochs a thousand cycles
+would cost far more than ten times a hundred.
+
+**Checks**, after the last cycle (of the run, or of an epoch) has healed and the replicas
+have converged:
 
 * through the cluster: every message read back with ``DIRECT.GET`` and checked
   (``reliability.checker.check``: lost prefix/middle/suffix, corrupt, duplicated, out of order,
@@ -63,8 +71,8 @@ from faults.workload import (
     AckingConsumer,
     Progress,
     Publisher,
+    api,
     check_stores,
-    close_clients,
     create_consumer,
     create_stream,
     finish,
@@ -91,6 +99,8 @@ class Run:
     replicas: int
     seed: int
     cycles: int
+    # Cycles per stream (0: one stream for the whole run): see ``replace_stream``.
+    epoch: int = 0
     log: list[str] = field(default_factory=list)
     ack_times: list[float] = field(default_factory=list)  # every PubAck's arrival, in order
     gaps: dict[str, list[float]] = field(default_factory=dict)  # fault -> longest ack gaps
@@ -150,14 +160,31 @@ class Run:
         await c.meta_leader()
         admin = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
                                    reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
+        try:
+            epoch = self.epoch or self.cycles
+            for first in range(0, self.cycles, epoch):
+                if first:
+                    await self.replace_stream(admin)
+                else:
+                    await create_stream(admin, self.replicas)
+                    await create_consumer(admin)
+                end = min(first + epoch, self.cycles)
+                history = await self.run_epoch(first, end, rng, admin)
+                await self.check_offline(history, restart=end < self.cycles)
+        finally:
+            await quiet_close(admin)
+            await c.close()
+
+    async def run_epoch(self, first: int, end: int, rng: random.Random, admin: NATS) -> History:
+        """Cycles ``first``..``end - 1`` against the stream as it is: publishers and the
+        consumer started, the faults, then the checks through the cluster (``finish``)."""
+        c = self.cluster
+        names = c.names
         history = History()
         pubs: list[Publisher] = []
         tasks: list[asyncio.Task[None]] = []
         consumer: AckingConsumer | None = None
         try:
-            await create_stream(admin, self.replicas)
-            await create_consumer(admin)
-            names = c.names
             cnc = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
                                      reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
             consumer = AckingConsumer(cnc)
@@ -173,7 +200,7 @@ class Run:
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
-            for cycle in range(self.cycles):
+            for cycle in range(first, end):
                 kind = rng.choice(faults)
                 await self.cycle(cycle, kind, rng, admin, pubs)
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
@@ -182,14 +209,43 @@ class Run:
                       f"{consumer.deliveries} deliveries of {len(consumer.delivered)} "
                       f"messages, all confirmed")  # fmt: skip
         finally:
+            for t in tasks:
+                t.cancel()
             if consumer is not None:
                 await quiet_close(consumer.nc)
-            await close_clients(pubs, tasks, admin)
-            await c.close()
+            for p in pubs:
+                await quiet_close(p.nc)
+        return history
+
+    async def check_offline(self, history: History, restart: bool) -> None:
+        """Every server stopped gracefully and each replica's store checked offline
+        (``check_stores``); with ``restart``, the servers started again afterwards."""
+        c = self.cluster
+        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in c.procs.values()))
         held = [(nm, p.store_dir) for nm, p in c.procs.items() if holds_stream(p.store_dir)]
         assert len(held) == self.replicas, f"the stream is on {[nm for nm, _ in held]}"
         n = check_stores(history, held)
         self.note(f"replicas identical: {n} messages on each of {[nm for nm, _ in held]}")
+        if restart:
+            for p in c.procs.values():
+                p.start()
+            await c.meta_leader()
+
+    async def replace_stream(self, admin: NATS, timeout: float = 120.0) -> None:
+        """A new epoch: the stream (and its consumer) deleted, every server's copy gone,
+        then created again under the same name, empty. The stream stays as big as one
+        epoch makes it, so a thousand cycles cost what a hundred do (a restart reads the
+        whole store; a move copies it), and each epoch ends with the full checks."""
+        await api(admin, f"$JS.API.STREAM.DELETE.{STREAM}", None, 60)
+        deadline = time.monotonic() + timeout
+        while (every := await self._every_state()) != [{}] * len(every):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"stream still held after its delete: {every!r}\n"
+                                     f"{self.cluster.logs()}")  # fmt: skip
+            await asyncio.sleep(0.2)
+        await create_stream(admin, self.replicas)
+        await create_consumer(admin)
+        self.note(f"stream {STREAM} deleted and created again")
 
     async def cycle(
         self, n: int, kind: str, rng: random.Random, admin: NATS, pubs: list[Publisher]
@@ -326,12 +382,14 @@ class Run:
                              f"{last!r}\n{self.cluster.logs()}")  # fmt: skip
 
 
-async def run_faults(tmp: Path, servers: int, replicas: int, seed: int, cycles: int) -> Run:
-    run = Run(FaultCluster(tmp, servers), replicas, seed, cycles)
+async def run_faults(
+    tmp: Path, servers: int, replicas: int, seed: int, cycles: int, epoch: int = 0
+) -> Run:
+    run = Run(FaultCluster(tmp, servers), replicas, seed, cycles, epoch)
     try:
         await run.execute()
     except BaseException:
-        print(f"FAULT RUN FAILED: servers={servers} R{replicas} seed={seed} "
+        print(f"FAULT RUN FAILED: servers={servers} R{replicas} seed={seed} epoch={epoch} "
               f"(replay: NATSD_FAULT_SEED={seed})")  # fmt: skip
         print("\n".join(run.log))
         raise

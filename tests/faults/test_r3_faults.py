@@ -1,7 +1,8 @@
 """The replicated-stream fault suite (issue 19): 62 fault cycles in ``make test`` (30 on a
 three-server cluster with an R3 stream, 20 on five servers with R5, 12 on five servers with
-an R3 stream whose peers change), 1,500 in the soak tier (``make soak``, 500 of each). What a
-run does and checks is in ``faults/run.py``.
+an R3 stream whose peers change), 1,500 in the soak tier (``make soak``, 500 of each, in epochs
+of 100 cycles on a fresh stream: ``NATSD_FAULT_EPOCH``). What a run does and checks is in
+``faults/run.py``.
 
 ``NATSD_FAULT_SEED`` fixes the seed (a failing run prints its own).
 """
@@ -24,7 +25,8 @@ def _seed() -> int:
 
 @pytest.mark.timeout(600)
 async def test_r3_on_three_servers(tmp_path: Path) -> None:
-    run = await run_faults(tmp_path, servers=3, replicas=3, seed=_seed(), cycles=30)
+    # two epochs of 15: the stream deleted and created again under faults' aftermath
+    run = await run_faults(tmp_path, servers=3, replicas=3, seed=_seed(), cycles=30, epoch=15)
     print("\n".join(run.log))
     print(run.summary())
 
@@ -50,4 +52,6 @@ async def test_r3_on_five_servers_changing_peers(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("servers", "replicas"), [(3, 3), (5, 5), (5, 3)])
 async def test_soak(tmp_path: Path, servers: int, replicas: int) -> None:
     cycles = int(os.environ.get("NATSD_FAULT_CYCLES", "500"))
-    await run_faults(tmp_path, servers=servers, replicas=replicas, seed=_seed(), cycles=cycles)
+    epoch = int(os.environ.get("NATSD_FAULT_EPOCH", "100"))
+    await run_faults(tmp_path, servers=servers, replicas=replicas, seed=_seed(), cycles=cycles,
+                     epoch=epoch)  # fmt: skip
