@@ -44,11 +44,12 @@ from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.core.scheduler import SYSTEM_CLOCK, Clock, Scheduler
 from natsd.logs import install_handler, open_handler
-from natsd.monitor.source import AccountUsage, ClusterUsage, RouteUsage, StreamUsage
+from natsd.monitor.source import AccountUsage, ClusterUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
 from natsd.security.permissions import Permissions
+from natsd.server_usage import engine_usage, mesh_usage
 from natsd.storage.fileio import DEFAULT_IO, FileIO
 from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
@@ -767,42 +768,9 @@ class Server:
 
     def cluster_usage(self, *, subs: bool) -> ClusterUsage | None:
         """The mesh as the monitor shows it (``monitor.source.MonitorSource``)."""
-        mesh = self.mesh
-        if mesh is None:
+        if self.mesh is None:
             return None
-        c = self.options.cluster
-        routes = []
-        for r in mesh.routes.values():
-            listed = [s.subject.decode() for s in mesh.remote.iter_route(r.rid)] if subs else []
-            routes.append(
-                RouteUsage(
-                    rid=r.rid,
-                    remote_id=r.remote_id,
-                    remote_name=r.remote_name or r.remote_id,
-                    did_solicit=r.solicited,
-                    is_configured=r.rid in mesh.configured,
-                    ip=r.ip,
-                    port=r.port,
-                    start=r.start,
-                    last_activity=r.last_activity,
-                    rtt=r.rtt,
-                    pending_size=r.pending_bytes,
-                    in_msgs=r.msgs_in,
-                    out_msgs=r.msgs_out,
-                    in_bytes=r.bytes_in,
-                    out_bytes=r.bytes_out,
-                    subscriptions=mesh.remote.route_subs(r.rid),
-                    subscriptions_list=listed,
-                )
-            )
-        return ClusterUsage(
-            name=self.cluster_name,
-            addr=c.host or "0.0.0.0",
-            cluster_port=mesh.port,
-            auth_timeout=c.auth_timeout or 2.0,
-            urls=[u.raw for u in c.routes],
-            routes=routes,
-        )
+        return mesh_usage(self.mesh, self.options.cluster, self.cluster_name, subs=subs)
 
     def jetstream_meta(self) -> dict[str, Any] | None:
         return self.js_cluster.meta_info() if self.js_cluster is not None else None
@@ -813,44 +781,10 @@ class Server:
         return str(self.js_cluster.health())
 
     def jetstream_usage(self, *, streams: bool) -> list[AccountUsage] | None:
-        """The JetStream figures the monitor reports (``monitor.source.MonitorSource``): read
-        from the engine here, so the monitor never imports it."""
-        engine = self.jetstream
-        if engine is None:
+        """The JetStream figures the monitor reports (``monitor.source.MonitorSource``)."""
+        if self.jetstream is None:
             return None
-        out = []
-        for name, ja in engine.accounts.items():
-            mem, store = engine.usage(ja)
-            rmem, rstore = engine.reserved(ja)
-            per_stream = [_stream_usage(st) for st in ja.streams.values()] if streams else []
-            out.append(
-                AccountUsage(
-                    name=name,
-                    memory=mem,
-                    storage=store,
-                    reserved_memory=rmem,
-                    reserved_storage=rstore,
-                    api_total=ja.api.total,
-                    api_errors=ja.api.errors,
-                    stream_count=len(ja.streams),
-                    streams=per_stream,
-                )
-            )
-        return out
-
-
-def _stream_usage(stream: Any) -> StreamUsage:
-    state = stream.store.state()
-    return StreamUsage(
-        name=stream.name,
-        created_ns=stream.created_ns,
-        messages=state.msgs,
-        bytes=state.bytes,
-        first_seq=state.first_seq,
-        last_seq=state.last_seq,
-        consumers=stream.consumer_count,
-        state_json=stream.state_json,
-    )
+        return engine_usage(self.jetstream, streams=streams)
 
 
 def tune_gc() -> None:

@@ -31,6 +31,7 @@ RANK = {
     "jetstream": 7,
     "monitor": 8,
     "server": 8,
+    "server_usage": 8,  # the server's report to the monitor (routes, JetStream accounts)
     "main": 9,  # the natsd command: flags -> Server, process signals
     "workers": 9,  # natsd --workers: the supervisor of N server processes
     "testing": 10,  # natsd.testing: servers for a user's tests, and the pytest plugin

@@ -1,0 +1,89 @@
+"""What the server reports to the monitor about its routes and its JetStream accounts
+(``monitor.source.MonitorSource``), built from the mesh and the engine here so the monitor
+never imports either. Read on the event loop, on demand (``/routez``, ``/jsz``, ``/varz``,
+the metrics endpoint)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from natsd.cluster.mesh import Mesh
+from natsd.config.options import ClusterOptions
+from natsd.monitor.source import AccountUsage, ClusterUsage, RouteUsage, StreamUsage
+
+__all__ = ["engine_usage", "mesh_usage"]
+
+
+def mesh_usage(mesh: Mesh, c: ClusterOptions, name: str, *, subs: bool) -> ClusterUsage:
+    """The mesh's routes; ``subs``: each route's subscriptions listed too."""
+    routes = []
+    for r in mesh.routes.values():
+        listed = [s.subject.decode() for s in mesh.remote.iter_route(r.rid)] if subs else []
+        routes.append(
+            RouteUsage(
+                rid=r.rid,
+                remote_id=r.remote_id,
+                remote_name=r.remote_name or r.remote_id,
+                did_solicit=r.solicited,
+                is_configured=r.rid in mesh.configured,
+                ip=r.ip,
+                port=r.port,
+                start=r.start,
+                last_activity=r.last_activity,
+                rtt=r.rtt,
+                pending_size=r.pending_bytes,
+                in_msgs=r.msgs_in,
+                out_msgs=r.msgs_out,
+                in_bytes=r.bytes_in,
+                out_bytes=r.bytes_out,
+                subscriptions=mesh.remote.route_subs(r.rid),
+                subscriptions_list=listed,
+            )
+        )
+    return ClusterUsage(
+        name=name,
+        addr=c.host or "0.0.0.0",
+        cluster_port=mesh.port,
+        auth_timeout=c.auth_timeout or 2.0,
+        urls=[u.raw for u in c.routes],
+        routes=routes,
+    )
+
+
+def engine_usage(engine: Any, *, streams: bool) -> list[AccountUsage]:
+    """Per JetStream account: usage, reservations, API counters; ``streams``: each stream's
+    state too. ``engine`` is the server's ``JetStream`` (typed loosely, as the server
+    holds it: it is built only when JetStream is enabled)."""
+    out = []
+    for name, ja in engine.accounts.items():
+        mem, store = engine.usage(ja)
+        rmem, rstore = engine.reserved(ja)
+        per_stream = [_stream_usage(st) for st in ja.streams.values()] if streams else []
+        out.append(
+            AccountUsage(
+                name=name,
+                memory=mem,
+                storage=store,
+                reserved_memory=rmem,
+                reserved_storage=rstore,
+                api_total=ja.api.total,
+                api_errors=ja.api.errors,
+                stream_count=len(ja.streams),
+                streams=per_stream,
+            )
+        )
+    return out
+
+
+def _stream_usage(stream: Any) -> StreamUsage:
+    state = stream.store.state()
+    return StreamUsage(
+        name=stream.name,
+        created_ns=stream.created_ns,
+        messages=state.msgs,
+        bytes=state.bytes,
+        first_seq=state.first_seq,
+        last_seq=state.last_seq,
+        consumers=stream.consumer_count,
+        state_json=stream.state_json,
+    )
