@@ -509,9 +509,12 @@ class Server:
         if self._tcp is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._tcp.wait_closed(), 2.0)
-        await self._stop_jetstream()
-        if self._monitor is not None:
-            await self._monitor.stop()
+        try:
+            await self._stop_jetstream()
+        finally:
+            # JetStream's stop can fail (its disk gone); the monitor's listener goes anyway
+            if self._monitor is not None:
+                await self._monitor.stop()
         # The pid file stays, as nats-server leaves it (scripts read it after exit too).
         log.info("Server Exiting..")
 
@@ -534,12 +537,17 @@ class Server:
             return
         await self._transfer_leaders()
         self._jetstream_stopped = True
-        if self.js_cluster is not None:
-            self.js_cluster.stop()
-        await self.jetstream.shutdown()
-        # Lame duck mode keeps clients for a while: as nats-server once JetStream is shut
-        # down, their API requests go unanswered instead of reaching closed stores.
-        self.jetstream.stop_answering()
+        try:
+            if self.js_cluster is not None:
+                self.js_cluster.stop()
+        finally:
+            try:
+                await self.jetstream.shutdown()
+            finally:
+                # Lame duck mode keeps clients for a while: as nats-server once JetStream
+                # is shut down, their API requests go unanswered instead of reaching
+                # closed stores.
+                self.jetstream.stop_answering()
 
     async def lame_duck(self) -> None:
         """nats-server's lameDuckMode: stop accepting clients and stop JetStream, send

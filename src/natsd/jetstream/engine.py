@@ -409,14 +409,27 @@ class JetStream:
         return mem, store
 
     async def shutdown(self) -> None:
+        """Pending commits synced, every stream stopped, the fsync worker ended. Each step
+        runs even when one before it fails (a disk gone, a power loss in the tests): the
+        first failure is raised at the end, and no worker thread or store is left behind
+        holding the engine."""
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
             self._expiry_timer = None
-        await self.committer.drain()
+        failed: BaseException | None = None
+        try:
+            await self.committer.drain()
+        except BaseException as e:  # re-raised below, once everything is stopped
+            failed = e
         for ja in self.accounts.values():
             for s in ja.streams.values():
-                s.stop()
+                try:
+                    s.stop()
+                except BaseException as e:  # re-raised below, once everything is stopped
+                    failed = failed or e
         self.committer.close()
+        if failed is not None:
+            raise failed
 
 
 # ---------------------------------------------------------------------- stream verbs

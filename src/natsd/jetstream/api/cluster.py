@@ -237,10 +237,16 @@ class JsCluster:
             self._timer.cancel()
             self._timer = None
         self.usage.stop()
-        self.stream_groups.stop()
-        self.system_requests.stop()
-        self.raft.stop()
-        self.raft.host.wal.close()
+        try:
+            self.stream_groups.stop()
+            self.system_requests.stop()
+        finally:
+            # the Raft runner and the WAL close even when a group's stop failed (a disk
+            # gone): nothing keeps running for a server that is stopping
+            try:
+                self.raft.stop()
+            finally:
+                self.raft.host.wal.close()
 
     def _check(self) -> None:
         """Every 100 ms: bootstrap when the mesh is complete, keep our server row current,
