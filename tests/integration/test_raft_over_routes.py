@@ -7,11 +7,15 @@ margin) and keep committing; the server comes back from its WAL and catches up.
 
 from __future__ import annotations
 
+import asyncio
+import errno
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from embedded_cluster import until as _until
+from reliability.faultfs import FaultFS
 
 from natsd.cluster.group import raft_id
 from natsd.cluster.raft_service import RaftService, raft_subject
@@ -29,6 +33,7 @@ GROUP = b"G"
 class Node:
     def __init__(self, name: str, tmp: Path, seed: str) -> None:
         self.name = name
+        self.fs = FaultFS(tmp)  # the WAL's disk: a test can make it fail
         self.tmp = tmp
         self.seed = seed
         self.applied: list[bytes] = []
@@ -40,7 +45,7 @@ class Node:
         c = ClusterOptions(name="raft", host="127.0.0.1", port=-1, routes=routes)
         self.server = Server(host="127.0.0.1", port=0, server_name=self.name, cluster=c)
         await self.server.start()
-        wal = Wal.open(str(self.tmp / self.name))
+        wal = Wal.open(str(self.tmp / self.name), io=self.fs)
         self.svc = RaftService.open(self.name, wal, self.server.accounts[SYSTEM_ACCOUNT])
         if create is not None:
             self.svc.host.create(GROUP, create, lambda _i, d: self.applied.append(d))
@@ -132,3 +137,33 @@ async def test_frames_from_a_stranger_are_dropped(trio: list[Node]) -> None:
     assert lead is not None and lead.svc is not None
     lead.svc.propose(GROUP, b"still")
     await _until(lambda: all(n.applied[-1:] == [b"still"] for n in trio))
+
+
+async def test_a_node_whose_log_cannot_be_written_stops(trio: list[Node]) -> None:
+    """A write to the WAL fails (EIO): the node stops its groups once, as for a failed sync,
+    instead of failing again on every tick (its groups' Ready was taken and never
+    advanced: each later turn raised RaftPanic, for as long as the server ran); the
+    other two go on."""
+    await _until(lambda: _agreed_leader(trio) is not None)
+    lead = _agreed_leader(trio)
+    assert lead is not None and lead.svc is not None
+    victim = next(n for n in trio if n is not lead)
+    assert victim.svc is not None
+    errors: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+    try:
+        victim.fs.fail_ops = frozenset({"write"})
+        victim.fs.fail_errno = errno.EIO
+        for i in range(5):
+            lead.svc.propose(GROUP, b"c%d" % i)
+        svc = victim.svc
+        await _until(lambda: not svc.running)
+        assert isinstance(svc.failed, OSError), svc.failed
+        await asyncio.sleep(1.0)  # ten ticks: a node still turning would fail each time
+        assert len(errors) <= 1, [str(e.get("exception")) for e in errors]
+        rest = [n for n in trio if n is not victim]
+        await _until(lambda: all(n.applied[-1:] == [b"c4"] for n in rest))
+    finally:
+        loop.set_exception_handler(None)
+        victim.fs.fail_errno = None

@@ -99,7 +99,14 @@ class RaftService:
         self._turn_pending = False
         if not self.running or self._in_flight:
             return
-        work = self.host.prepare()
+        try:
+            work = self.host.prepare()
+        except BaseException as e:
+            # A write to the log failed (the disk): groups whose Ready was taken cannot be
+            # stepped again until it is advanced, and what it holds may not be on disk.
+            # Stop, as for a failed sync, rather than fail again on every tick.
+            self._fail(e)
+            raise
         if not work:
             return
         wal = self.host.wal
@@ -113,15 +120,20 @@ class RaftService:
 
     def _synced(self, fut: asyncio.Future[None], work: list[tuple[RaftGroup, Ready]]) -> None:
         self._in_flight = False
-        if fut.exception() is not None:
+        failed = fut.exception()
+        if failed is not None:
             # the log cannot be made durable: nothing it promises may leave; stop this node's
-            # groups (the owner sees ``failed``) rather than acknowledge what may be lost
-            self.failed = fut.exception()
-            self.stop()
+            # groups rather than acknowledge what may be lost
+            self._fail(failed)
             return
         if self.running:
             self.host.finish(work)
             self.kick()  # what arrived during the sync
+
+    def _fail(self, e: BaseException) -> None:
+        """The node's log failed: every group here stops (``failed`` says why)."""
+        self.failed = e
+        self.stop()
 
     def _tick(self) -> None:
         if not self.running:
