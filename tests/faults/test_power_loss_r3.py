@@ -22,6 +22,7 @@ identical (``faults/workload.check_stores``). A failure prints its seed;
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import threading
@@ -200,13 +201,38 @@ def _seed() -> int:
     return int(env) if env else random.randrange(1 << 32)
 
 
+class _TextTracebacks(logging.Filter):
+    """pytest keeps every log record of a test, and a record's ``exc_info`` (or an
+    exception among its arguments) holds a traceback's frames: a cut server's failures
+    (``Crash``) would keep its whole engine and disk model alive, gigabytes over a soak.
+    The message and traceback are kept as text instead."""
+
+    _fmt = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info:
+            record.exc_text = self._fmt.formatException(record.exc_info)
+            record.exc_info = None
+        if record.args:
+            record.msg = record.getMessage()
+            record.args = None
+        return True
+
+
 async def _checked(tmp: Path, cycles: int) -> None:
     seed = _seed()
+    loggers = [logging.getLogger(name) for name in ("natsd", "asyncio")]
+    text = _TextTracebacks()
+    for lg in loggers:
+        lg.addFilter(text)
     try:
         notes = await _run(tmp, seed, cycles)
     except BaseException:
         print(f"POWER LOSS RUN FAILED: seed={seed} (replay: NATSD_FAULT_SEED={seed})")
         raise
+    finally:
+        for lg in loggers:
+            lg.removeFilter(text)
     print("\n".join(notes))
 
 
