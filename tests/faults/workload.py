@@ -133,7 +133,7 @@ async def finish(
     history = pubs[0].history
     stored = await check_through_cluster(admin, history)
     if consumer is not None:
-        await drain_consumer(consumer, stored)
+        await drain_consumer(consumer, stored, logs=logs)
 
 
 async def stream_leader(nc: NATS) -> str:
@@ -317,6 +317,8 @@ class AckingConsumer:
     delivered: set[int] = field(default_factory=set)
     confirmed: dict[int, int] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
+    # at the first violation: the consumer's info as its leader then told it (who delivered)
+    leader_then: str = ""
     deliveries: int = 0
     stopping: bool = False
 
@@ -346,6 +348,13 @@ class AckingConsumer:
             # the batch's ack-syncs in flight together (each answered once committed)
             await asyncio.gather(*(self._take(r, pulled_at) for r in replies))
 
+    async def _info(self) -> str:
+        try:
+            m = await self.nc.request(f"$JS.API.CONSUMER.INFO.{STREAM}.{CONSUMER}", b"", 2)
+            return f"{time.monotonic():.2f} {m.data[:1500]!r}"
+        except Exception as e:  # no leader answers
+            return repr(e)
+
     async def _take(self, reply: str, pulled_at: int) -> None:
         # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>
         seq = int(reply.split(".")[5])
@@ -356,6 +365,8 @@ class AckingConsumer:
                 f"seq {seq} delivered at {time.monotonic():.2f} for a pull sent after its "
                 f"ack-sync ({reply})"
             )
+            if len(self.violations) == 1:
+                self.leader_then = await self._info()
         self.delivered.add(seq)
         try:
             await self.nc.request(reply, b"+ACK", timeout=2.0)
@@ -381,7 +392,12 @@ async def _all_acked(nc: NATS, last: int) -> bool:
         return False
 
 
-async def drain_consumer(c: AckingConsumer, stored: set[int], timeout: float = 90.0) -> None:
+async def drain_consumer(
+    c: AckingConsumer,
+    stored: set[int],
+    timeout: float = 90.0,
+    logs: Callable[[], str] | None = None,
+) -> None:
     """After the last fault: until the consumer has taken and confirmed every message the
     stream holds; then check that none came back after its ack-sync was answered."""
     deadline = time.monotonic() + timeout
@@ -402,6 +418,9 @@ async def drain_consumer(c: AckingConsumer, stored: set[int], timeout: float = 9
             )
         await asyncio.sleep(0.2)
     c.stopping = True
-    assert not c.violations, f"acknowledged messages delivered again: {c.violations[:10]}"
+    assert not c.violations, (
+        f"acknowledged messages delivered again: {c.violations[:10]}\n"
+        f"consumer info at the first: {c.leader_then}\n{logs() if logs else ''}"
+    )
     extra = sorted(c.delivered - stored)
     assert not extra, f"delivered what the stream never held: {extra[:10]}"

@@ -444,3 +444,74 @@ async def test_damaged_consumer_entries_are_refused_not_raised(trio: JsCluster3)
         with pytest.raises(EntryError):
             rc.apply(entry)
     assert _consumer(trio, "n2", "C", "D") is None
+
+
+async def _take_all(nc: NATS, seqs: set[int], within: float = 20) -> list[int]:
+    """Pull until every sequence of ``seqs`` has been delivered and its ack-sync answered;
+    returns every sequence delivered on the way."""
+    seen: list[int] = []
+    confirmed: set[int] = set()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not seqs <= confirmed and loop.time() < deadline:
+        for seq, reply in await _fetch(nc, 20):
+            seen.append(seq)
+            try:
+                await nc.request(reply, b"+ACK", timeout=5)
+                confirmed.add(seq)
+            except TimeoutError:
+                pass
+    assert seqs <= confirmed, (sorted(confirmed), seen)
+    return seen
+
+
+async def test_a_leader_whose_proposal_is_dropped_holds_its_consumers_passive(
+    trio: JsCluster3,
+) -> None:
+    """A leader whose proposal the engine drops (here: during a leadership transfer) stops
+    leading the way a lost election does: its consumers are held passive, and take every
+    state committed after. Left running, a consumer missed those states, and once its
+    replica led again it delivered from where it had stopped, acknowledged messages
+    included (the R3 fault suite found it: a whole run of messages delivered again after
+    their ack-syncs were answered)."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        await _fill(nc, 20)
+        await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+        got = await _fetch(nc, 10)
+        assert [s for s, _ in got] == list(range(1, 11))
+        for _seq, reply in got[:5]:
+            await nc.request(reply, b"+ACK", timeout=5)
+        lead = _leader(trio, "C")
+        srv = trio.servers[lead]
+        groups = srv.js_cluster.stream_groups
+        stream = srv.jetstream.accounts["$G"].streams["C"]
+        c = _consumer(trio, lead, "C", "D")
+        assert c is not None and not c.passive
+        # a transfer under way: the engine drops every proposal until it ends, this
+        # consumer's state among them
+        assert groups.stepdown(stream)
+        assert c.saver.flush(durable=True)
+        await until(lambda: _leader(trio, "C") not in ("", lead), timeout=20)
+        held = _consumer(trio, lead, "C", "D")
+        assert held is not None and held.passive
+        # the new leader: 6-10 again (never acknowledged), then 11-20, all confirmed
+        seen = await _take_all(nc, set(range(6, 21)))
+        assert not [s for s in seen if s <= 5], seen
+        await until(
+            lambda: (h := _consumer(trio, lead, "C", "D")) is not None and h.acks.asflr == 20
+        )
+        # the old leader leads again: from the committed state, so nothing comes back
+        now = _leader(trio, "C")
+        s2 = trio.servers[now].jetstream.accounts["$G"].streams["C"]
+        assert trio.servers[now].js_cluster.stream_groups.stepdown(
+            s2, among={srv.js_cluster.raft.host.id}
+        )
+        await until(lambda: _leader(trio, "C") == lead, timeout=20)
+        assert await _fetch(nc, 10) == []
+        info = await _api(nc, "$JS.API.CONSUMER.INFO.C.D")
+        assert info["ack_floor"]["stream_seq"] == 20 and info["num_ack_pending"] == 0, info
+    finally:
+        await nc.close()

@@ -330,8 +330,16 @@ class ReplicatedConsumers:
         self.passivate()
 
     def activate(self) -> None:
-        """This replica leads: run every durable consumer from its committed state."""
+        """This replica leads: run every durable consumer from its committed state. One
+        found running already is not trusted: it ran when this replica last led, and
+        missed every state committed since (only a passive consumer takes them)."""
         stream = self.stream
+        consumers = stream.consumers.values()
+        stale = [c.name for c in consumers if isinstance(c, Consumer) and not c.passive]
+        if stale:
+            log.error("stream %s: consumers %s were running on a replica that did not lead;"
+                      " restarted from their committed state", stream.name, stale)  # fmt: skip
+            self.passivate()
         for c in list(stream.consumers.values()):
             if not isinstance(c, Consumer) or not c.passive:
                 continue

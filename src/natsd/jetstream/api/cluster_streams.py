@@ -438,11 +438,7 @@ class StreamGroups:
         else:
             m.ready_at = 0
             if rep.leading:
-                rep.follow()
-                m.stream.unsubscribe()
-                if m.consumers is not None:
-                    m.consumers.passivate()
-                m.suspended = False
+                self._stop_leading(m)
         if rep.handed:
             self.hand_over.add(group_name(m.assignment), rep.handed)
             rep.handed = []
@@ -499,9 +495,22 @@ class StreamGroups:
                     # the publishes are passed on to whoever leads next (maybe this
                     # replica again) rather than dropped: they were never in the log
                     rep.handed.extend(publishes(datas))
-                    rep.follow()
-                    m.stream.unsubscribe()
+                    self._stop_leading(m)
                 m.ready_at = 0
+
+    def _stop_leading(self, m: Member) -> None:
+        """This replica stops acting as leader: no more publishes, and its consumers held
+        passive from their committed state. Every way out of leading goes through here: a
+        consumer left running would stop taking the committed states (only a passive one
+        does), and when this replica came to lead again it would deliver from where it was
+        when it stopped, acknowledged messages included."""
+        rep = m.stream.replica
+        if rep is not None:
+            rep.follow()
+        m.stream.unsubscribe()
+        if m.consumers is not None:
+            m.consumers.passivate()
+        m.suspended = False
 
     def _follow_peers(self, m: Member, g: RaftGroup) -> None:
         """As leader: the next Raft configuration change toward the assignment's peers
