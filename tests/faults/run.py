@@ -236,7 +236,8 @@ class Run:
         then created again under the same name, empty. The stream stays as big as one
         epoch makes it, so a thousand cycles cost what a hundred do (a restart reads the
         whole store; a move copies it), and each epoch ends with the full checks."""
-        await api(admin, f"$JS.API.STREAM.DELETE.{STREAM}", None, 60)
+        # 10059 (stream not found) on a retry: the first attempt deleted it, its answer lost
+        await api(admin, f"$JS.API.STREAM.DELETE.{STREAM}", None, 60, done=(10059,))
         deadline = time.monotonic() + timeout
         while (every := await self._every_state()) != [{}] * len(every):
             if time.monotonic() > deadline:

@@ -145,8 +145,16 @@ async def stream_leader(nc: NATS) -> str:
         return ""
 
 
-async def api(nc: NATS, subject: str, body: dict[str, Any] | None, timeout: float) -> Any:
-    """A JetStream API request retried until it succeeds (or ``timeout`` passes)."""
+async def api(
+    nc: NATS,
+    subject: str,
+    body: dict[str, Any] | None,
+    timeout: float,
+    done: tuple[int, ...] = (),
+) -> Any:
+    """A JetStream API request retried until it succeeds (or ``timeout`` passes); an
+    error whose ``err_code`` is in ``done`` counts as success (a retry that finds the work
+    done: its first attempt succeeded and the answer was lost)."""
     data = json.dumps(body).encode() if body is not None else b""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -154,7 +162,7 @@ async def api(nc: NATS, subject: str, body: dict[str, Any] | None, timeout: floa
         try:
             m = await nc.request(subject, data, timeout=2)
             last = json.loads(m.data)
-            if "error" not in last:
+            if "error" not in last or last["error"].get("err_code") in done:
                 return last
         except Exception as e:  # the group is still electing
             last = e
