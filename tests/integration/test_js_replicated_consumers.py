@@ -515,3 +515,35 @@ async def test_a_leader_whose_proposal_is_dropped_holds_its_consumers_passive(
         assert info["ack_floor"]["stream_seq"] == 20 and info["num_ack_pending"] == 0, info
     finally:
         await nc.close()
+
+
+async def test_a_consumer_found_running_at_activation_restarts_from_committed_state(
+    trio: JsCluster3,
+) -> None:
+    """The guard behind the test above: a replica that comes to lead and finds a consumer
+    already running does not trust it (it may have missed committed states), and runs it
+    again from the state the group committed."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+        await until(lambda: _leader(trio, "C") != "")
+        await _fill(nc, 10)
+        await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+        lead = _leader(trio, "C")
+        (m,) = trio.servers[lead].js_cluster.stream_groups.members.values()
+        rc = m.consumers
+        assert rc is not None
+        own = rc._propose
+        rc._propose = lambda _entry: False  # type: ignore[method-assign]
+        # five delivered that the group never records
+        assert [s for s, _ in await _fetch(nc, 5)] == [1, 2, 3, 4, 5]
+        running = _consumer(trio, lead, "C", "D")
+        assert running is not None and running.acks.st_ds == 5
+        rc.activate()
+        again = _consumer(trio, lead, "C", "D")
+        assert again is not None and again is not running and not again.passive
+        assert running.closed and again.acks.st_ds == 0
+        rc._propose = own  # type: ignore[method-assign]
+        assert [s for s, _ in await _fetch(nc, 3)] == [1, 2, 3]
+    finally:
+        await nc.close()
