@@ -529,8 +529,11 @@ def test_losing_servers(own: JSCluster) -> None:
         try:
             created = await js_request(nc, "$JS.API.STREAM.CREATE.LOST", stream)
             assert created["cluster"]["leader"] == owner.name
+            # nats-server answers the create before the stream's interest has crossed the
+            # route to the client's server: a publish at once may find no responders
+            # (no responders: nothing was stored, so the retry stores it once)
             for i in range(3):
-                await nc.request("LOST.x", b"%d" % i, timeout=5)
+                await _until("stored", lambda i=i: _stored(nc, "LOST.x", b"%d" % i))
 
             # The R1 stream's server is gone: its subjects have no responders, its info no
             # answer, and the lists name it as missing while the meta layer still counts it.
@@ -593,6 +596,15 @@ def test_losing_servers(own: JSCluster) -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def _stored(nc: NATS, subject: str, data: bytes) -> bool:
+    """Publish ``data`` and wait for its PubAck; False when nobody listens (yet)."""
+    try:
+        await nc.request(subject, data, timeout=5)
+    except nats.errors.NoRespondersError:
+        return False
+    return True
 
 
 async def _no_responders(nc: NATS, subject: str) -> bool:
