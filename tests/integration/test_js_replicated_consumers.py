@@ -446,6 +446,15 @@ async def test_damaged_consumer_entries_are_refused_not_raised(trio: JsCluster3)
     assert _consumer(trio, "n2", "C", "D") is None
 
 
+async def _with_durable(trio: JsCluster3, nc: NATS, n: int) -> str:
+    """Stream C with ``n`` messages and durable D; returns the stream's leader."""
+    assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
+    await until(lambda: _leader(trio, "C") != "")
+    await _fill(nc, n)
+    await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+    return _leader(trio, "C")
+
+
 async def _take_all(nc: NATS, seqs: set[int], within: float = 20) -> list[int]:
     """Pull until every sequence of ``seqs`` has been delivered and its ack-sync answered;
     returns every sequence delivered on the way."""
@@ -476,15 +485,11 @@ async def test_a_leader_whose_proposal_is_dropped_holds_its_consumers_passive(
     their ack-syncs were answered)."""
     nc = await nats.connect(trio.url("n1"))
     try:
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
-        await until(lambda: _leader(trio, "C") != "")
-        await _fill(nc, 20)
-        await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
+        lead = await _with_durable(trio, nc, 20)
         got = await _fetch(nc, 10)
         assert [s for s, _ in got] == list(range(1, 11))
         for _seq, reply in got[:5]:
             await nc.request(reply, b"+ACK", timeout=5)
-        lead = _leader(trio, "C")
         srv = trio.servers[lead]
         groups = srv.js_cluster.stream_groups
         stream = srv.jetstream.accounts["$G"].streams["C"]
@@ -525,11 +530,7 @@ async def test_a_consumer_found_running_at_activation_restarts_from_committed_st
     again from the state the group committed."""
     nc = await nats.connect(trio.url("n1"))
     try:
-        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
-        await until(lambda: _leader(trio, "C") != "")
-        await _fill(nc, 10)
-        await _api(nc, "$JS.API.CONSUMER.CREATE.C.D", DURABLE)
-        lead = _leader(trio, "C")
+        lead = await _with_durable(trio, nc, 10)
         (m,) = trio.servers[lead].js_cluster.stream_groups.members.values()
         rc = m.consumers
         assert rc is not None
