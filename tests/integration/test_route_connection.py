@@ -70,6 +70,7 @@ class RecHost:
         for queue in (None, b"g1", b"g2", b"workers"):
             account.sublist.insert(Subscription(b">", queue, b"1", callback=self._delivered))
         self.closed: list[tuple[RouteConnection, str]] = []
+        self.to_self: list[int] = []
         self.errors: list[str] = []
         self.traces: list[str] = []
 
@@ -87,6 +88,9 @@ class RecHost:
 
     def route_info(self, route: RouteConnection, info: dict[str, Any]) -> None:
         self.infos.append(info)
+
+    def route_to_self(self, route: RouteConnection) -> None:
+        self.to_self.append(route.rid)
 
     def route_sub(self, route: RouteConnection, *args: Any) -> None:
         self.subs.append(args)

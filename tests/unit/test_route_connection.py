@@ -68,6 +68,7 @@ class FakeHost:
         self.ups: list[dict[str, Any]] = []
         self.subs: list[tuple[Any, ...]] = []
         self.closed: list[str] = []
+        self.to_self: list[int] = []
         self.errors: list[str] = []
         self.adopted: list[tuple[str, bool]] = []
 
@@ -87,6 +88,9 @@ class FakeHost:
 
     def route_info(self, route: RouteConnection, info: dict[str, Any]) -> None:
         pass
+
+    def route_to_self(self, route: RouteConnection) -> None:
+        self.to_self.append(route.rid)
 
     def route_sub(self, route: RouteConnection, *args: Any) -> None:
         self.subs.append(args)

@@ -11,13 +11,19 @@ As nats-server (route.go):
 
 * **Self:** configs list every server, this one included; the connection that turns out to
   be to ourselves (route.py closes it on our own server_id) is not redialed.
-* **Duplicates:** both sides may dial each other. Both keep the same connection: the one
-  dialed by the server with the smaller server_id (then the smaller dialing port), so the
-  two ends never drop opposite connections.
+* **Duplicates:** both sides may dial each other, and exactly one connection must survive,
+  the same one at both ends. Between natsd servers (a peer whose route INFO says natsd) it
+  is the one dialed by the server with the smaller server_id (then the smaller dialing
+  port): both ends compute the same answer whatever order they see the connections in.
+  With any other peer (nats-server) the route installed first stays and the newer one
+  closes, nats-server's own rule; should the two ends have kept opposite connections,
+  both close and both redial, as between two nats-servers. Every close is logged with its
+  reason (``Duplicate Route``), at both ends.
 * **Gossip:** a server that accepts a route forwards the new peer's INFO (with its route URL
   in ``ip``) to its other peers, which dial it: a seed config becomes a full mesh.
-* **Reconnect:** a configured route is redialed for ever with a capped back-off; one learned
-  by gossip ``connect_retries`` times.
+* **Reconnect:** one ``RouteDialer`` per URL (cluster/dialer.py): a configured route is
+  redialed for ever with a capped back-off, one learned by gossip ``connect_retries`` times;
+  a dialer whose connection lost a duplicate resolution waits until that peer is gone.
 * **Clients:** every peer's ``connect_urls`` (its client URLs) are gathered for our clients'
   INFO; ``on_urls_changed`` tells the server to send an async INFO (unless no_advertise).
 """
@@ -29,13 +35,15 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Any
 
+from natsd.cluster.dialer import RouteDialer
 from natsd.cluster.forward import Forwarder, Mover
 from natsd.config.cluster import GoURLError, parse_go_url
 from natsd.config.options import ClusterOptions, RouteURL
 from natsd.connection.flusher import Flusher
 from natsd.connection.route import RouteCloseReason, RouteConnection, RouteSettings
+from natsd.connection.route_net import AsyncioRouteNet, Listener, RouteNet
 from natsd.core.ids import Nuid
 from natsd.core.scheduler import Scheduler
 from natsd.protocol.route_encode import encode_route_err, encode_route_info
@@ -45,12 +53,6 @@ from natsd.router.interest import InterestRefused, LocalInterest, RemoteInterest
 __all__ = ["Mesh", "route_settings"]
 
 log = logging.getLogger("natsd")
-
-# nats-server redials a route after DEFAULT_ROUTE_RECONNECT (1 s); we start lower and
-# double up to it, so a restarted peer rejoins quickly without a dial storm.
-_FIRST_DELAY: Final = 0.05
-_MAX_DELAY: Final = 1.0
-_DIAL_TIMEOUT: Final = 2.0
 
 
 def route_settings(c: ClusterOptions, server_id: str, server_name: str) -> RouteSettings:
@@ -91,7 +93,15 @@ class Mesh:
         info_fields: Callable[[], dict[str, Any]],
         on_urls_changed: Callable[[], None],
         trace: bool = False,
+        *,
+        net: RouteNet | None = None,
+        scheduler: Scheduler | None = None,
+        rng: random.Random | None = None,
     ) -> None:
+        # The network, timers and randomness: the event loop's unless a test drives them.
+        self.net: RouteNet = net if net is not None else AsyncioRouteNet()
+        self._scheduler = scheduler
+        self.rng = rng if rng is not None else random.Random()
         self.options = options
         self.settings = settings
         self.flusher = flusher
@@ -114,12 +124,11 @@ class Mesh:
         self.route_gone: Callable[[RouteConnection], None] | None = None
         # Accounts by the name routes carry (bytes), for routed messages.
         self.wire_accounts: dict[bytes, Account] = {}
-        self._tcp: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._dialing: set[str] = set()  # host:port of routes being dialed
+        self._listener: Listener | None = None
+        # One dialer per URL we dial (host:port), and the dialer of each of its connections.
+        self.dialers: dict[str, RouteDialer] = {}
+        self._dialer_of: dict[int, RouteDialer] = {}
         self.configured: set[int] = set()  # ids of connections to configured routes
-        self._closed_waiters: dict[int, asyncio.Future[None]] = {}
-        self._changed = asyncio.Event()
         self.port = 0
         self.route_url = ""  # nats-route://host:port/ we gossip for ourselves
         # (host, port) of our route INFO: the listener's, or the advertised address.
@@ -159,7 +168,10 @@ class Mesh:
     # ------------------------------------------------------------------ RouteHost
     @property
     def scheduler(self) -> Scheduler:
-        return asyncio.get_running_loop()
+        if self._scheduler is None:
+            # bound on first use: the mesh lives on the loop that runs the server
+            self._scheduler = asyncio.get_running_loop()
+        return self._scheduler
 
     def route_info_fields(self, route: RouteConnection) -> dict[str, Any]:
         info = self._info_fields()
@@ -171,11 +183,13 @@ class Mesh:
         sid = route.remote_id
         old = self.by_server.get(sid)
         if old is not None and old is not route:
-            if _key(old, self.settings.server_id) <= _key(route, self.settings.server_id):
+            if not self._keeps_new(old, route):
                 return False
-            # The new connection is the one both ends keep: the old one goes.
+            # The new connection is the one both ends keep: the old one goes, once the
+            # new one is in (its dialer then sees the peer reached, and waits).
             self._uninstall(old)
-            old.close(RouteCloseReason.DUPLICATE_ROUTE)
+        else:
+            old = None
         self.routes[route.rid] = route
         self.by_server[sid] = route
         log.info(
@@ -185,6 +199,8 @@ class Mesh:
             route.rid,
             route.remote_name or sid,
         )
+        if old is not None:
+            old.close(RouteCloseReason.DUPLICATE_ROUTE)
         # The whole interest table, then every later delta through _emit.
         for acct, subject, queue, weight in self.local.snapshot():
             route.send_sub(acct, subject, queue, weight)
@@ -192,9 +208,30 @@ class Mesh:
             self._gossip(route, info)
         if len(self.routes) == 1:
             self._set_forwarders(True)
-        self._changed.set()
         self._on_urls_changed()
         return True
+
+    def _keeps_new(self, old: RouteConnection, new: RouteConnection) -> bool:
+        """Of two connections to one peer, is ``new`` the one to keep? Between natsd
+        servers both ends compute the same answer (see ``_key``); a nats-server peer keeps
+        the route it installed first, and so do we with it."""
+        if not (_is_natsd(old) and _is_natsd(new)):
+            return False
+        our_id = self.settings.server_id
+        return _key(new, our_id) < _key(old, our_id)
+
+    def route_to_self(self, route: RouteConnection) -> None:
+        """``route`` turned out to be a connection to this server. Its dialer (ours, at one
+        end or the other) stops: when ``route`` is the accepted end, the dialing end is the
+        connection of ours whose local port is its peer's port."""
+        dialer = self._dialer_of.get(route.rid)
+        if dialer is None and not route.solicited:
+            for c in self.conns.values():
+                if c.solicited and c.rid in self._dialer_of and c.local_port == route.port:
+                    dialer = self._dialer_of[c.rid]
+                    break
+        if dialer is not None:
+            dialer.to_self()
 
     def _url_of_peer(self, route: RouteConnection, info: dict[str, Any]) -> str:
         ip = info.get("ip")
@@ -270,21 +307,40 @@ class Mesh:
     def route_closed(self, route: RouteConnection, reason: str) -> None:
         self.conns.pop(route.rid, None)
         self.configured.discard(route.rid)
-        if self.routes.get(route.rid) is route:
-            self._uninstall(route)
-            if self.route_gone is not None:
-                self.route_gone(route)
+        # Every route connection's close is logged, installed or not, as nats-server's
+        # markConnAsClosed does (a duplicate's too: both ends say why it went).
+        if route.remote_name:
             log.info(
-                "%s:%d - rid:%d - Route connection closed: %s",
+                "%s:%d - rid:%d - Router connection closed: %s - Remote: %s",
+                route.ip,
+                route.port,
+                route.rid,
+                reason,
+                route.remote_name,
+            )
+        else:
+            log.info(
+                "%s:%d - rid:%d - Router connection closed: %s",
                 route.ip,
                 route.port,
                 route.rid,
                 reason,
             )
+        gone = ""
+        if self.routes.get(route.rid) is route:
+            self._uninstall(route)
+            if self.route_gone is not None:
+                self.route_gone(route)
             self._on_urls_changed()
-        waiter = self._closed_waiters.pop(route.rid, None)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+            if route.remote_id not in self.by_server:
+                gone = route.remote_id
+        dialer = self._dialer_of.pop(route.rid, None)
+        if dialer is not None:
+            dialer.route_ended(route)
+        if gone:
+            # dialers that lost to this route dial again
+            for d in list(self.dialers.values()):
+                d.peer_gone(gone)
 
     def _uninstall(self, route: RouteConnection) -> None:
         self.routes.pop(route.rid, None)
@@ -293,7 +349,6 @@ class Mesh:
         self.remote.remove_route(route.rid)
         if not self.routes:
             self._set_forwarders(False)
-        self._changed.set()
 
     def log_debug(self, msg: str) -> None:
         log.debug("%s", msg)
@@ -368,16 +423,17 @@ class Mesh:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
         c = self.options
         port = c.port if c.port > 0 else 0
-        self._tcp = await loop.create_server(
-            cast("Callable[[], asyncio.Protocol]", lambda: self._new_conn(solicited=False)),
-            host=c.host or None,
-            port=port,
-            reuse_address=True,
+        self._listener, self.port = await self.net.listen(
+            c.host, port, lambda: self._new_conn(solicited=False)
         )
-        self.port = int(self._tcp.sockets[0].getsockname()[1])
+        self.begin()
+
+    def begin(self) -> None:
+        """After the listener is up: our addresses, and a dialer for every configured
+        route."""
+        c = self.options
         adv = c.advertise
         self._advertised = (c.host or "0.0.0.0", self.port)
         if adv:
@@ -398,7 +454,7 @@ class Mesh:
             if not u.host or not u.port:
                 log.error("Route URL %s has no host or port, ignored", u.raw)
                 continue
-            self._spawn(self._dial_loop(u, configured=True))
+            self._dial(u, configured=True)
 
     def _new_conn(
         self, solicited: bool, credentials: tuple[str, str] | None = None
@@ -408,10 +464,22 @@ class Mesh:
         self.conns[r.rid] = r
         return r
 
-    def _spawn(self, coro: Any) -> None:
-        t = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
+    # ------------------------------------------------------------------ DialerHost
+    def new_solicited(
+        self, dialer: RouteDialer, credentials: tuple[str, str] | None
+    ) -> RouteConnection:
+        r = self._new_conn(True, credentials)
+        self._dialer_of[r.rid] = dialer
+        if dialer.configured:
+            self.configured.add(r.rid)
+        dialer.made(r)
+        return r
+
+    def dialer_done(self, dialer: RouteDialer) -> None:
+        if dialer.is_self:
+            self.self_urls.add(dialer.key)  # (expected_size counts it)
+        if self.dialers.get(dialer.key) is dialer:
+            del self.dialers[dialer.key]
 
     def dial_implicit(self, url: str) -> None:
         """A route learned by gossip."""
@@ -419,100 +487,51 @@ class Mesh:
             return
         with contextlib.suppress(GoURLError):
             u = _parse_route_url(url)
-            if u is not None and _url_of(u) not in self._dialing:
-                self._spawn(self._dial_loop(u, configured=False))
+            if u is not None:
+                self._dial(u, configured=False)
 
-    async def _dial_loop(self, u: RouteURL, configured: bool) -> None:
-        """Dial ``u`` and keep it up: for ever if configured, else ``connect_retries``
-        failed attempts in a row."""
+    def _dial(self, u: RouteURL, configured: bool) -> None:
         key = _url_of(u)
-        port = u.port or 0
-        self._dialing.add(key)
-        loop = asyncio.get_running_loop()
-        delay = _FIRST_DELAY
-        failures = 0
+        if key in self.dialers or key in self.self_urls:
+            return
         user = u.user if u.user is not None else self.options.username
         pwd = u.password if u.password is not None else self.options.password
-        creds = (user, pwd) if user else None
-        try:
-            while not self.stopped:
-                route: RouteConnection | None = None
-                try:
-                    # RouteConnection implements asyncio.Protocol by duck typing.
-                    factory = cast(
-                        "Callable[[], asyncio.Protocol]", lambda: self._new_conn(True, creds)
-                    )
-                    _, proto = await asyncio.wait_for(
-                        loop.create_connection(factory, u.host, port), _DIAL_TIMEOUT
-                    )
-                    route = cast(RouteConnection, proto)
-                    if configured:
-                        self.configured.add(route.rid)
-                except (OSError, TimeoutError) as e:
-                    failures += 1
-                    log.debug("Error trying to connect to route %s: %s", key, e)
-                    if not configured and failures > self.options.connect_retries:
-                        return
-                    await asyncio.sleep(delay * (0.5 + random.random()))
-                    delay = min(delay * 2, _MAX_DELAY)
-                    continue
-                assert route is not None
-                waiter = loop.create_future()
-                self._closed_waiters[route.rid] = waiter
-                if route.closed:
-                    self._closed_waiters.pop(route.rid, None)
-                else:
-                    await waiter
-                if self.stopped:
-                    return
-                if route.close_reason == RouteCloseReason.DUPLICATE_ROUTE and not route.remote_id:
-                    log.debug("Detected route to self, ignoring %s", key)
-                    self.self_urls.add(key)
-                    return
-                was_up = bool(route.remote_id) and route.remote_id in self.by_server
-                if was_up:
-                    # Another connection to that server won; dial again only once it is gone.
-                    sid = route.remote_id
-                    while not self.stopped and sid in self.by_server:
-                        self._changed.clear()
-                        await self._changed.wait()
-                    if not configured:
-                        return
-                if route.remote_id:
-                    failures = 0
-                    delay = _FIRST_DELAY
-                else:
-                    failures += 1
-                    if not configured and failures > self.options.connect_retries:
-                        return
-                await asyncio.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, _MAX_DELAY)
-        finally:
-            self._dialing.discard(key)
+        d = RouteDialer(
+            self,
+            u,
+            configured=configured,
+            retries=self.options.connect_retries,
+            credentials=(user, pwd) if user else None,
+        )
+        self.dialers[key] = d
+        d.start()
 
     async def stop(self) -> None:
         self.stopped = True
-        self._changed.set()
-        if self._tcp is not None:
-            self._tcp.close()
-        for t in list(self._tasks):
-            t.cancel()
+        if self._listener is not None:
+            self._listener.close()
+        for d in list(self.dialers.values()):
+            d.stop()
+        self.dialers.clear()
         for r in list(self.conns.values()):
             r.close(RouteCloseReason.SERVER_SHUTDOWN)
         self.local.detach_all()
         self._set_forwarders(False)
-        if self._tcp is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._tcp.wait_closed(), 2.0)
+        if isinstance(self.net, AsyncioRouteNet):
+            await self.net.wait_closed(2.0)
+
+
+def _is_natsd(route: RouteConnection) -> bool:
+    """The peer is a natsd server (its route INFO's ``go`` says so): it resolves duplicates
+    by ``_key`` too."""
+    go = route.peer_info.get("go")
+    return isinstance(go, str) and go.startswith("natsd")
 
 
 def _key(route: RouteConnection, our_id: str) -> tuple[str, int]:
     """Which of two connections to one peer both ends keep: the smaller key wins."""
     if route.solicited:
-        t = route.transport
-        sock = t.get_extra_info("sockname") if t is not None else None
-        port = int(sock[1]) if isinstance(sock, tuple) else 0
-        return (our_id, port)
+        return (our_id, route.local_port)
     return (route.remote_id, route.port)
 
 

@@ -180,6 +180,10 @@ class RouteHost(Protocol):
     def route_info(self, route: RouteConnection, info: dict[str, Any]) -> None:
         """A later INFO: gossip of other servers, connect_urls, lame duck mode."""
 
+    def route_to_self(self, route: RouteConnection) -> None:
+        """``route``'s peer is this server (its INFO carries our server_id); it closes
+        as a Duplicate Route right after."""
+
     def adopt_cluster_name(self, route: RouteConnection, name: str, final: bool) -> None:
         """Our generated cluster name yields to ``name``, the one ``route``'s peer carries
         (``final``: it was configured there, so it is ours for good). Every other route
@@ -237,6 +241,7 @@ class RouteConnection:
         self.transport: asyncio.Transport | None = None
         self.ip = ""
         self.port = 0
+        self.local_port = 0  # our end's port (of a dialed connection: its source port)
         # Handshake state. The accepting side needs CONNECT before anything else.
         self.connect_received = solicited
         self.up = False
@@ -275,6 +280,9 @@ class RouteConnection:
         transport = cast(asyncio.Transport, transport)
         self.transport = transport
         self.ip, self.port = open_transport(transport)
+        local = transport.get_extra_info("sockname")
+        if isinstance(local, tuple) and len(local) >= 2:
+            self.local_port = int(local[1])
         st = self.settings
         if self.solicited:
             connect: dict[str, Any] = {
@@ -503,9 +511,12 @@ class RouteConnection:
             return
         if sid == st.server_id:
             # The route to ourselves (configs list every server, this one included):
-            # nats-server closes it without a word.
+            # nats-server closes it without a word. What we queued (our INFO, on the
+            # accepting end) still goes out, so that the dialing end learns it too; the
+            # host hears of it first, to stop the dialer whichever end this is.
             self.host.log_debug(f"rid:{self.rid} {self._peer()}: route to self, dropped")
-            self._close(RouteCloseReason.DUPLICATE_ROUTE, flush=False)
+            self.host.route_to_self(self)
+            self._close(RouteCloseReason.DUPLICATE_ROUTE, flush=True)
             return
         cluster = info.get("cluster", "")
         if cluster and cluster != st.cluster and _adopts(st, cluster, info.get("cluster_dynamic")):

@@ -370,6 +370,13 @@ class JsCluster:
         JetStream peer our routes reach."""
         return name == self.server_name or name in self.meta.servers or name in self._peers()
 
+    def rows_pending(self) -> bool:
+        """A JetStream server of the mesh (this one included) that the server table does
+        not hold yet: right after the meta group forms, each server's row follows the
+        leader's election by a round trip, and placement knows only servers with a row."""
+        names = {self.server_name, *self._peers()}
+        return any(n not in self.meta.servers and n not in self.meta.removed for n in names)
+
     def alive(self) -> list[str]:
         """The servers a new stream may go to: ourselves and the peers our routes reach
         whose Raft traffic we heard within ``PLACE_ALIVE`` (a stopped process keeps its

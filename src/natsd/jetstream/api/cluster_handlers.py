@@ -6,6 +6,11 @@ streams, not this server's), then proposed to the meta group with the request's 
 subject; the server that applies it as the owner answers (``JsCluster._apply``). What fails
 a check is answered here at once, with nats-server's error.
 
+A create that finds too few servers while some server of the mesh has no row in the server
+table yet (a meta group that has just formed: nats-server knows its peers from their routes,
+natsd from their rows, which follow the election by a round trip) waits for the rows, up to
+``ROWS_WAIT``, and is placed then, rather than answered 10005 on a cluster coming up whole.
+
 ``STREAM.LIST`` needs every stream's state, which lives on its owner: the leader asks each
 owner (``$JS.API.STREAM.INFO.<s>`` on a private inbox) and answers with what came back within
 ``LIST_TIMEOUT``; streams that did not answer are named in ``missing``, as nats-server does.
@@ -13,8 +18,9 @@ owner (``$JS.API.STREAM.INFO.<s>`` on a private inbox) and answers with what cam
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
 import orjson
@@ -51,6 +57,12 @@ from natsd.version import API_LEVEL
 __all__ = ["LIST_TIMEOUT", "MetaHost", "MetaRequests"]
 
 LIST_TIMEOUT: Final = 2.0
+# How long a create waits for the servers' rows before it is refused for want of peers.
+ROWS_WAIT: Final = 3.0
+
+
+class _RowsPending(Exception):
+    """Placement found too few servers while some have no row yet: ask again later."""
 
 
 class MetaHost(Protocol):
@@ -83,6 +95,8 @@ class MetaHost(Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None: ...
 
+    def rows_pending(self) -> bool: ...
+
 
 # verb tokens -> (response type, number of argument tokens), as dispatch's table
 _VERBS: Final[dict[tuple[str, ...], tuple[str, int]]] = {
@@ -108,6 +122,7 @@ class MetaRequests:
         hdr: bytes | None,
         data: bytes,
         subject: bytes,
+        wait: bool = True,
     ) -> None:
         key = tuple(verb[:1]) if verb[:1] == ["INFO"] else tuple(verb[:2])
         hit = _VERBS.get(key)
@@ -133,7 +148,12 @@ class MetaRequests:
                 return
             else:
                 if key == ("STREAM", "CREATE"):
-                    self.create(ja, verb[2], data, rep)
+                    try:
+                        self.create(ja, verb[2], data, rep, wait)
+                    except _RowsPending:
+                        again = lambda: self.handle(ja, verb, reply, hdr, data, subject, False)  # noqa: E731
+                        self.c.spawn(self._when_rows(again))
+                        return
                 elif key == ("STREAM", "UPDATE"):
                     self.update(ja, verb[2], data, rep)
                 elif key == ("STREAM", "PEER"):
@@ -154,6 +174,12 @@ class MetaRequests:
             body = {"error": e.to_json()}
             body.update(ERROR_EXTRAS.get(rtype, {}))
         self._answer(ja, rep, rtype, body, subject, data)
+
+    async def _when_rows(self, again: Callable[[], None]) -> None:
+        deadline = time.monotonic() + ROWS_WAIT
+        while self.c.rows_pending() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        again()
 
     def _answer(
         self,
@@ -218,7 +244,7 @@ class MetaRequests:
         server's own room is placement's to judge (10005 "insufficient storage")."""
         return self._configs(ja), -1, 0
 
-    def create(self, ja: JsAccount, name: str, data: bytes, reply: str) -> None:
+    def create(self, ja: JsAccount, name: str, data: bytes, reply: str, wait: bool = False) -> None:
         cfg = parse_stream_config_json(
             data or b"{}", name_in_subject=name, limits=ja.limits, clustered=True
         )
@@ -242,6 +268,8 @@ class MetaRequests:
                     prefer=self.c.requester(ja, reply),
                 )
             except NoPeers as e:
+                if wait and self.c.rows_pending():
+                    raise _RowsPending from None
                 raise E.JSClusterNoPeersErrF(err=str(e)) from None
         op = encode_op(
             "stream",
