@@ -168,6 +168,9 @@ class SimNet:
         self.world.listeners[port] = (self.idx, factory)
         return _Handle(), port
 
+    async def wait_closed(self, timeout: float) -> None:
+        return None
+
     def dial(
         self,
         host: str,

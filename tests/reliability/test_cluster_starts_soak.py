@@ -46,3 +46,16 @@ async def test_starts_soak(tmp_path: Path, natsd: int, others: int, hog: bool, r
     took = time.monotonic() - t0
     print(f"{runs} starts in {took:.0f}s, slowest {worst:.2f}s, {len(failures)} failed")
     assert not failures, "\n".join(failures) + "\n" + first_logs
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(0)
+@pytest.mark.parametrize(("cuts", "early"), [(True, 0), (False, 1)])
+def test_every_ordering_of_three_servers_with_cuts_or_early_timers(cuts: bool, early: int) -> None:
+    """The start-up explorer's larger runs (a few minutes each): three servers whose routes
+    the network may cut once per pair, or whose redials may fire before what settles them."""
+    from route_sim import World, explore
+
+    stats = explore(lambda: World(3, eager_turns=True, cuts=cuts, early=early))
+    print(stats)
+    assert stats.runs >= 1000

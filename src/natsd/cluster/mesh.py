@@ -517,8 +517,7 @@ class Mesh:
             r.close(RouteCloseReason.SERVER_SHUTDOWN)
         self.local.detach_all()
         self._set_forwarders(False)
-        if isinstance(self.net, AsyncioRouteNet):
-            await self.net.wait_closed(2.0)
+        await self.net.wait_closed(2.0)
 
 
 def _is_natsd(route: RouteConnection) -> bool:

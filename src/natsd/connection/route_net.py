@@ -47,6 +47,9 @@ class RouteNet(Protocol):
         """Connect to ``host:port`` with a connection made by ``factory``; ``done`` hears
         the outcome once. Cancelling it means ``done`` is never called."""
 
+    async def wait_closed(self, timeout: float) -> None:
+        """Wait (up to ``timeout``) for the closed listener to let go of its port."""
+
 
 class _Dial:
     """A dial in flight, as a Cancellable (a task's cancel returns a bool)."""
