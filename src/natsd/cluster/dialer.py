@@ -15,8 +15,9 @@ DIALING    a connect is in flight                            ``dialed`` -> CONNE
                                                              BACKING_OFF / DONE on failure
 CONNECTED  our connection exists (in handshake or a route)   ``route_ended`` -> HELD,
                                                              BACKING_OFF or DONE
-HELD       our connection lost a duplicate resolution: the   ``peer_gone`` -> BACKING_OFF
-           peer is reached over another connection           (a gossiped URL: DONE)
+HELD       the peer is reached over another connection (ours ``peer_gone`` -> BACKING_OFF
+           lost a duplicate resolution, or the peer dialed   (a gossiped URL: DONE)
+           first while we waited to redial)
 BACKING_OFF  waiting before the next dial (jittered,         the timer -> DIALING
            doubling from 50 ms to 1 s)
 DONE       the URL is this server itself, a gossiped route   nothing
@@ -77,6 +78,10 @@ class DialerHost(Protocol):
 
     def dialer_done(self, dialer: RouteDialer) -> None:
         """``dialer`` stopped for good (DONE): forget it."""
+
+    def reached(self, key: str) -> str:
+        """The server_id of the peer an installed route reaches whose route address is
+        ``key`` (host:port), or ""."""
 
 
 class RouteDialer:
@@ -199,6 +204,16 @@ class RouteDialer:
     def _connect(self) -> None:
         self._timer = None
         if self.state is DialState.DONE:
+            return
+        sid = self.host.reached(self.key)
+        if sid:
+            # the server came to us meanwhile (restarted, it dialed first): a dial now
+            # would only make a duplicate, and might take the working route's place
+            if not self.configured:
+                self._finish()
+                return
+            self.state = DialState.HELD
+            self.held_by = sid
             return
         self.state = DialState.DIALING
         self.route = None

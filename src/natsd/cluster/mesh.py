@@ -308,8 +308,11 @@ class Mesh:
         self.conns.pop(route.rid, None)
         self.configured.discard(route.rid)
         # Every route connection's close is logged, installed or not, as nats-server's
-        # markConnAsClosed does (a duplicate's too: both ends say why it went).
-        if route.remote_name:
+        # markConnAsClosed does (a duplicate's too: both ends say why it went); a dial that
+        # never connected is not a connection (uvloop makes its protocol beforehand).
+        if route.transport is None:
+            pass
+        elif route.remote_name:
             log.info(
                 "%s:%d - rid:%d - Router connection closed: %s - Remote: %s",
                 route.ip,
@@ -480,6 +483,13 @@ class Mesh:
             self.self_urls.add(dialer.key)  # (expected_size counts it)
         if self.dialers.get(dialer.key) is dialer:
             del self.dialers[dialer.key]
+
+    def reached(self, key: str) -> str:
+        for r in self.routes.values():
+            u = _parse_route_url(self._url_of_peer(r, r.peer_info))
+            if u is not None and _url_of(u) == key:
+                return r.remote_id
+        return ""
 
     def dial_implicit(self, url: str) -> None:
         """A route learned by gossip."""
