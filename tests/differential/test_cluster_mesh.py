@@ -93,7 +93,25 @@ async def _sync(pub: NATS, sub: NATS, tag: str, timeout: float = 10.0) -> None:
     await sub.flush()
 
 
+async def _meshed(s: ServerProcess, n: int, timeout: float = 10.0) -> None:
+    """Wait until ``s`` advertises ``n`` client URLs (its own and each peer's, learned as
+    each route comes up). A server is ready for clients before its routes are: the last
+    one started may not have reached the others when the scenario begins. nats-py keeps
+    the INFO it connected with (later async INFOs only grow its pool), so the count the
+    scenario compares is the one at connect time."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        nc = await nats.connect(s.url, allow_reconnect=False)
+        got = len(nc._server_info.get("connect_urls") or [])
+        await nc.close()
+        if got >= n or asyncio.get_running_loop().time() > deadline:
+            return
+        await asyncio.sleep(0.05)
+
+
 async def _scenario(servers: list[ServerProcess]) -> dict[str, Any]:
+    for s in servers:
+        await _meshed(s, len(servers))
     a, b, c = [await nats.connect(s.url, allow_reconnect=False) for s in servers]
     out: dict[str, Any] = {}
     try:
@@ -208,12 +226,6 @@ async def _scenario(servers: list[ServerProcess]) -> dict[str, Any]:
         except nats.errors.NoRespondersError:
             out["no_responders"] = "503"
         out["info_cluster"] = a._server_info.get("cluster")
-        # The client URLs of peers arrive in async INFOs as routes come up, on either kind
-        # of server; compare the settled count (on a loaded machine the last one can lag).
-        for _ in range(100):
-            if len(a._server_info.get("connect_urls") or []) >= 3:
-                break
-            await asyncio.sleep(0.05)
         out["connect_urls"] = len(a._server_info.get("connect_urls") or [])
     finally:
         for nc in (a, b, c):
