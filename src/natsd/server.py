@@ -40,6 +40,7 @@ from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
 from natsd.connection.flusher import Flusher
 from natsd.connection.limits import ConnectionLimits
+from natsd.connection.tls import ClientTls
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.core.scheduler import SYSTEM_CLOCK, Clock, Scheduler
@@ -48,7 +49,9 @@ from natsd.monitor.source import AccountUsage, ClusterUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.security.auth import Authenticator
+from natsd.security.nkeys import new_nonce
 from natsd.security.permissions import Permissions
+from natsd.security.tls import server_context
 from natsd.server_usage import engine_usage, mesh_usage
 from natsd.storage.fileio import DEFAULT_IO, FileIO
 from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
@@ -74,6 +77,9 @@ def _baseline(opts: ServerOptions) -> None:
         opts.lame_duck_duration = LAME_DUCK_DURATION
     if opts.lame_duck_grace_period == 0:
         opts.lame_duck_grace_period = LAME_DUCK_GRACE_PERIOD
+    if opts.tls is not None and not opts.auth_timeout_set:
+        # getDefaultAuthTimeout: the handshake's time on top of the usual second.
+        opts.auth_timeout = opts.tls.timeout + 1.0
 
 
 def _validate(opts: ServerOptions) -> None:
@@ -91,6 +97,23 @@ def _validate(opts: ServerOptions) -> None:
             f"max_payload ({opts.max_payload}) cannot be higher than "
             f"max_pending ({opts.max_pending})"
         )
+
+
+def _client_tls(opts: ServerOptions) -> ClientTls | None:
+    """The client port's TLS, its context made once (again on reload)."""
+    t = opts.tls
+    if t is None:
+        return None
+    return ClientTls(
+        context=server_context(t),
+        timeout=t.timeout,
+        handshake_first=t.handshake_first,
+        fallback_delay=t.fallback_delay,
+        allow_non_tls=opts.allow_non_tls,
+        verify=t.verify,
+        map_users=t.map_users,
+        pinned_certs=t.pinned_certs,
+    )
 
 
 def _limits(opts: ServerOptions) -> ConnectionLimits:
@@ -139,6 +162,7 @@ class Server:
         self.server_id = new_server_id()
         self.server_name = opts.server_name or self.server_id
         self.limits = _limits(opts)
+        self.tls = _client_tls(opts)
         self.auth = Authenticator(opts.users, opts.token, opts.no_auth_user)
         self.auth_required = self.auth.required
         self.accounts: dict[str, Account] = {
@@ -213,8 +237,19 @@ class Server:
         info = dict(self._info_base)
         info["client_id"] = client.cid
         info["client_ip"] = client.ip
+        if client.info_tls_required is not None:
+            # a handshake_first fallback: what the port says without handshake_first
+            if client.info_tls_required:
+                info["tls_required"] = True
+            else:
+                info.pop("tls_required", None)
         if ldm:
             info["ldm"] = True
+        elif not connect_info and not client.nonce and self.auth.nonce_required:
+            # The challenge an nkey user signs in CONNECT (one per connection).
+            client.nonce = new_nonce().encode()
+        if client.nonce and not connect_info and not ldm:
+            info["nonce"] = client.nonce.decode()
         if connect_info:
             info["connect_info"] = True
             info["remote_account"] = client.account.name
@@ -223,7 +258,12 @@ class Server:
     def authenticate(
         self, client: ClientConnection, opts: dict[str, Any]
     ) -> tuple[Account, Permissions | None, str] | None:
-        res = self.auth.check(opts)
+        cert_names: list[str] | None = None
+        cfg = client.tls_cfg
+        if cfg is not None and cfg.map_users and client.tls is not None:
+            peer = client.tls_peer
+            cert_names = peer.identities() if peer is not None else []
+        res = self.auth.check(opts, client.nonce, cert_names)
         if res is None:
             return None
         acct = self.accounts.get(res.account)
@@ -268,6 +308,9 @@ class Server:
 
     def log_debug(self, msg: str) -> None:
         log.debug("%s", msg)
+
+    def log_tls_error(self, client: ClientConnection, msg: str) -> None:
+        log.error("%s:%d - cid:%d - %s", client.ip, client.port, client.cid, msg)
 
     # ------------------------------------------------------------------ cluster
     def _route_info_fields(self) -> dict[str, Any]:
@@ -335,6 +378,21 @@ class Server:
             host = "127.0.0.1"
         return f"http://{host}:{self.monitor_port}"
 
+    def _tls_info(self) -> dict[str, Any]:
+        """INFO's TLS fields (nats-server's: handshake_first says required even when plain
+        clients are allowed; they see INFO only after the fallback delay, which says again)."""
+        t = self.tls
+        if t is None:
+            return {}
+        info: dict[str, Any] = {}
+        if not t.allow_non_tls or t.handshake_first:
+            info["tls_required"] = True
+        if t.allow_non_tls:
+            info["tls_available"] = True
+        if t.verify:
+            info["tls_verify"] = True
+        return info
+
     async def start(self) -> None:
         opts = self.options
         loop = asyncio.get_running_loop()
@@ -379,6 +437,7 @@ class Server:
         }
         if self.auth_required:
             self._info_base["auth_required"] = True
+        self._info_base.update(self._tls_info())
         if opts.js.domain and self.jetstream_enabled:
             self._info_base["domain"] = opts.js.domain
         # nats-server always sends its JetStream API level (ADR-44).
@@ -412,8 +471,10 @@ class Server:
         os.makedirs(js.store_dir, exist_ok=True)
         log.info("Starting JetStream")
         log.info("  Store Directory: %r", js.store_dir)
-        sync = "always" if js.sync_always else (
-            f"every {js.sync_interval}s (lazy)" if js.sync_interval else "before every ack"
+        sync = (
+            "always"
+            if js.sync_always
+            else (f"every {js.sync_interval}s (lazy)" if js.sync_interval else "before every ack")
         )
         log.info("  Sync:            %s", sync)
         # On a cluster the API is routed by the meta group's replica (JsCluster); the
@@ -623,9 +684,7 @@ class Server:
         elif self.options.config_file:
             new, warnings = load_config(self.options.config_file)
         else:
-            raise ReloadError(
-                "can only reload config when a file is provided using -c or --config"
-            )
+            raise ReloadError("can only reload config when a file is provided using -c or --config")
         for w in warnings:
             log.warning("%s", w)
         self.reload(new)
@@ -713,7 +772,7 @@ class Server:
             if c.closed or not c.connected:
                 continue
             if c.user:
-                u = users.get(c.user)
+                u = users.get(c.user) or self.auth.nkeys.get(c.user)
                 if u is None or u.account != c.account.name:
                     c.close(CloseReason.CLIENT_CLOSED)
                     continue

@@ -241,10 +241,10 @@ def test_build_options_reports_config_warnings(tmp_path: Path) -> None:
 
 def test_build_options_refuses_unsupported_config_keys(tmp_path: Path) -> None:
     conf = tmp_path / "nats.conf"
-    conf.write_text('port: 4000\ntls { cert_file: "c.pem", key_file: "k.pem" }\n')
+    conf.write_text('port: 4000\nhttps_port: 8443\n')
     with pytest.raises(ConfigError) as ei:
         build_options(parse_args(["-c", str(conf)]))
-    assert str(ei.value) == f'{conf}:2: config key "tls" is not supported by natsd yet'
+    assert str(ei.value) == f'{conf}:2: config key "https_port" is not supported by natsd yet'
 
 
 def test_load_config_missing_file(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
 from natsd.connection.flusher import Flusher
 from natsd.connection.limits import ConnectionLimits
+from natsd.connection.tls import ClientTls
 from natsd.core.scheduler import VirtualScheduler
 from natsd.router.account import Account
 from natsd.security.permissions import Permissions
@@ -81,6 +82,8 @@ class FakeHost:
         self.account = Account("$G")
         self.released: list[tuple[int, str]] = []
         self.debug: list[str] = []
+        self.tls: ClientTls | None = None
+        self.tls_errors: list[str] = []
 
     def info_for(self, client: ClientConnection, connect_info: bool = False) -> bytes:
         return INFO
@@ -103,6 +106,9 @@ class FakeHost:
 
     def log_debug(self, msg: str) -> None:
         self.debug.append(msg)
+
+    def log_tls_error(self, client: ClientConnection, msg: str) -> None:
+        self.tls_errors.append(msg)
 
     def log_trace(self, msg: str) -> None:
         raise AssertionError("tracing is off")

@@ -33,6 +33,7 @@ PLACES: dict[str, tuple[str, str]] = {
         "authorization {{ users: [ {{ user: u, permissions: {{ publish: {{ {kv} }} }} }} ] }}",
         "authorization.users[0].permissions.publish.{k}",
     ),
+    P.TLS.name: ("tls {{ {kv} }}", "tls.{k}"),
     P.ALLOW_RESPONSES.name: (
         "authorization {{ users: [ {{ user: u,"
         " permissions: {{ allow_responses: {{ {kv} }} }} }} ] }}",
@@ -98,27 +99,30 @@ def test_refused_key_is_a_startup_error_naming_it(
 def test_refusals_are_reported_together_each_on_its_line(tmp_path: Path) -> None:
     text = (
         "port: 4222\n"
-        "tls { cert_file: c.pem }\n"
+        "https_port: 8443\n"
         "jetstream {\n  store_dir: /x\n  cipher: aes\n  key: k\n}\n"
-        "authorization { users: [ { nkey: UABC } ] }\n"
+        "authorization { users: [ { user: u, proxy_required: true } ] }\n"
         "what: 1\n"
     )
     with pytest.raises(ConfigError) as ei:
         apply(text)
     assert str(ei.value).splitlines() == [
-        '<string>:2: config key "tls" is not supported by natsd yet',
+        '<string>:2: config key "https_port" is not supported by natsd yet',
         '<string>:5: config key "jetstream.cipher" is not supported by natsd yet',
         '<string>:6: config key "jetstream.key" is not supported by natsd yet',
-        '<string>:8: config key "authorization.users[0].nkey" is not supported by natsd yet',
+        '<string>:8: config key "authorization.users[0].proxy_required" is not supported by'
+        " natsd yet",
         '<string>:9: unknown field "what"',
     ]
 
 
 def test_refused_key_in_an_included_file_names_that_file(tmp_path: Path) -> None:
-    (tmp_path / "tls.conf").write_text("# TLS\ntls { cert_file: c.pem }\n")
+    (tmp_path / "tls.conf").write_text("# TLS\nhttps_port: 8443\n")
     main_conf = tmp_path / "main.conf"
     main_conf.write_text("port: 4222\ninclude tls.conf\n")
-    with pytest.raises(ConfigError, match=r"tls\.conf:2: config key \"tls\" is not supported"):
+    with pytest.raises(
+        ConfigError, match=r"tls\.conf:2: config key \"https_port\" is not supported"
+    ):
         from natsd.config import load_config
 
         load_config(str(main_conf))
@@ -219,6 +223,7 @@ SAMPLES: dict[tuple[str, str], str] = {
     (P.TOP.name, "pid_file"): "/tmp/n.pid",
     (P.TOP.name, "pidfile"): "/tmp/n.pid",
     (P.TOP.name, "cluster"): '{ name: c, listen: "127.0.0.1:6222" }',
+    (P.TOP.name, "allow_non_tls"): "true",
     (P.AUTHORIZATION.name, "user"): "u",
     (P.AUTHORIZATION.name, "username"): "u",
     (P.AUTHORIZATION.name, "pass"): "p",
@@ -236,6 +241,7 @@ SAMPLES: dict[tuple[str, str], str] = {
 }
 # Keys that change nothing on their own, each tested with what they need elsewhere.
 ALONE_NO_CHANGE = {
+    (P.TOP.name, "tls"),  # needs certificate files: tests/unit/test_tls_config.py
     (P.JETSTREAM.name, "strict"),  # test_jetstream_strict_false_is_refused
     (P.AUTHORIZATION.name, "pass"),  # a password without a user: test_user_spellings
     (P.AUTHORIZATION.name, "password"),

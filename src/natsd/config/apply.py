@@ -15,8 +15,10 @@ from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS, AccountConfig, ServerOpt
 from natsd.config.parse import ConfigError as ParseError
 from natsd.config.parse import ConfMap, parse_file
 from natsd.config.policy import Checker, ConfigError
+from natsd.config.tls import parse_tls
 from natsd.core.clock import parse_duration
 from natsd.security.auth import User
+from natsd.security.nkeys import is_valid_public_user_key
 from natsd.security.permissions import Permissions, parse_permissions
 
 __all__ = ["ConfigError", "apply_config", "check_workers", "load_config"]
@@ -175,6 +177,11 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
                 opts.server_tags = tags
         elif key == "workers":
             opts.workers = check_workers(_int(v, key))
+        elif key == "tls":
+            raw = next(k for k in data if str(k).lower() == key)
+            opts.tls = parse_tls(v, "tls", chk, client_port=True, where=chk.where(data, raw))
+        elif key == "allow_non_tls":
+            opts.allow_non_tls = bool(v)
     if chk.errors:
         raise ConfigError("\n".join(chk.errors))
     return chk.warnings
@@ -219,7 +226,7 @@ def _users(spec: Any, account: str, path: str, chk: Checker) -> list[User]:
     for i, u in enumerate(spec):
         if not isinstance(u, dict):
             raise ConfigError(f"{path}: each user must be a map")
-        name = password = ""
+        name = password = nkey = ""
         perms: Permissions | None = None
         where = f"{path}[{i}]"
         for key, val in chk.supported(policy.USER, u, where + "."):
@@ -227,14 +234,47 @@ def _users(spec: Any, account: str, path: str, chk: Checker) -> list[User]:
                 name = str(val)
             elif key in ("pass", "password"):
                 password = str(val)
+            elif key == "nkey":
+                nkey = str(val)
+            elif key in ("allowed_connection_types", "connection_types", "clients"):
+                _connection_types(val, f"{where}.{key}", chk)
             else:
                 perms = _permissions(val, f"{where}.{key}", chk)
+        if nkey:
+            if not is_valid_public_user_key(nkey):
+                raise ConfigError(f"{where}: Not a valid public nkey for a user")
+            if name or password:
+                raise ConfigError(f"{where}: Nkey users do not take usernames or passwords")
+            out.append(User(nkey, "", account, perms, nkey=nkey))
+            continue
         if not name:
-            if any(str(k).lower() == "nkey" for k in u):
-                continue  # refused above, with its path
-            raise ConfigError(f"{where}: user entry without a user name")
+            raise ConfigError(f"{where}: User entry requires a user")
         out.append(User(username=name, password=password, account=account, permissions=perms))
     return out
+
+
+# nats-server's connection types (jwt.ConnectionType*). natsd serves standard client
+# connections only; a user allowed others would be allowed what natsd does not serve.
+_CONNECTION_TYPES = frozenset(
+    ("STANDARD", "WEBSOCKET", "LEAFNODE", "LEAFNODE_WS", "MQTT", "MQTT_WS", "IN_PROCESS")
+)
+
+
+def _connection_types(v: Any, path: str, chk: Checker) -> None:
+    """``allowed_connection_types``: STANDARD is what every natsd client connection is; the
+    other kinds nats-server knows are refused by name (natsd serves none of them)."""
+    items = [v] if isinstance(v, str) else v
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        raise ConfigError(f"{path}: error parsing allowed connection types: expected strings")
+    for ct in items:
+        up = ct.upper()
+        if up not in _CONNECTION_TYPES:
+            raise ConfigError(f'{path}: unknown connection type "{ct}"')
+        if up != "STANDARD":
+            chk.errors.append(
+                f'config key "{path}" value {up} is not supported by natsd'
+                f" (natsd serves no {up} connections)"
+            )
 
 
 def _with_defaults(users: list[User], defaults: Permissions | None) -> list[User]:
@@ -263,6 +303,7 @@ def _authorization(opts: ServerOptions, v: Any, chk: Checker) -> None:
             users = _users(val, "$G", "authorization.users", chk)
         elif key == "timeout":
             opts.auth_timeout = _dur(val, "authorization.timeout")
+            opts.auth_timeout_set = True
         else:
             perms = _permissions(val, f"authorization.{key}", chk)
     if user is not None:

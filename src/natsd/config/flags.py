@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from natsd.config.apply import check_workers, load_config
 from natsd.config.cluster import apply_cluster_flags, refuse_unwired, validate_cluster
 from natsd.config.options import ServerOptions
+from natsd.config.tls import apply_tls_flags
 from natsd.core.clock import parse_duration
 from natsd.security.auth import User
 from natsd.version import SERVER_VERSION, __version__
@@ -77,6 +78,12 @@ _flag(["cluster_name"], "cluster_name", "str")
 _flag(["cluster_advertise"], "cluster_advertise", "str")
 _flag(["no_advertise"], "no_advertise", "bool")
 _flag(["connect_retries"], "connect_retries", "int")
+# TLS (nats-server's; config/tls.py applies them over the file's tls {}).
+_flag(["tls"], "tls", "bool")
+_flag(["tlsverify"], "tlsverify", "bool")
+_flag(["tlscert"], "tlscert", "str")
+_flag(["tlskey"], "tlskey", "str")
+_flag(["tlscacert"], "tlscacert", "str")
 # Multi-core (natsd only): a supervisor and N server processes (natsd/workers.py).
 _flag(["workers"], "workers", "int")
 _flag(["reuse_port"], "reuse_port", "bool")
@@ -191,6 +198,7 @@ def build_options(parsed: Parsed) -> tuple[ServerOptions, list[str]]:
         opts.users.append(User(str(user), str(password or ""), "$G"))
     if token is not None:
         opts.token = str(token)
+    apply_tls_flags(opts, v)
     apply_cluster_flags(opts, v)
     validate_cluster(opts)
     refuse_unwired(opts)
@@ -214,6 +222,12 @@ Server Options:
                                      to a PID file (e.g. /var/run/natsd.pid)
     -P, --pid <file>                 File to store PID
     --max_payload <bytes>            Maximum payload size
+TLS Options:
+    --tls                            Enable TLS, do not verify clients (default: false)
+    --tlscert <file>                 Server certificate file
+    --tlskey <file>                  Private key for server certificate
+    --tlsverify                      Enable TLS, verify client certificates
+    --tlscacert <file>               Client certificate CA for verification
 Cluster Options:
     --routes <rurl-1, rurl-2>        Routes to solicit and connect
     --cluster <cluster-url>          Cluster URL for solicited routes

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from natsd.security.auth import User
+from natsd.security.tls import TlsOptions
 
 __all__ = [
     "JS_ACCOUNT_LIMIT_KEYS",
@@ -117,6 +118,11 @@ class ServerOptions:
     ping_interval: float = 120.0
     ping_max: int = 2
     auth_timeout: float = 2.0
+    # True once a config file or flag set auth_timeout (else TLS makes it tls timeout + 1)
+    auth_timeout_set: bool = False
+    # the client port's ``tls {}``; None: plaintext
+    tls: TlsOptions | None = None
+    allow_non_tls: bool = False
     write_deadline: float = 10.0
     # auth
     users: list[User] = field(default_factory=list)

@@ -72,7 +72,7 @@ TOP = Level(
         lame_duck_duration lame_duck_grace_period
         authorization no_auth_user accounts jetstream store_dir storedir
         debug trace trace_verbose trace_headers log_file logfile pid_file pidfile
-        cluster server_tags system_account system
+        cluster server_tags system_account system tls allow_non_tls
         """
     ),
     cosmetic=_keys(
@@ -84,7 +84,7 @@ TOP = Level(
     ),
     refused=_keys(
         """
-        tls allow_non_tls ocsp ocsp_cache
+        ocsp ocsp_cache
         https https_port http_base_path
         gateway leaf leafnodes websocket ws mqtt client_advertise
         operator operators root roots root_operator root_operators
@@ -111,14 +111,37 @@ AUTHORIZATION = Level(
 
 USER = Level(
     "user",
-    supported=_keys("user username pass password permission permissions authorization"),
-    refused=_keys("nkey allowed_connection_types connection_types clients proxy_required"),
+    supported=_keys(
+        "user username pass password permission permissions authorization nkey"
+        " allowed_connection_types connection_types clients"
+    ),
+    refused=_keys("proxy_required"),
 )
 
 PERMISSIONS = Level(
     "permissions",
     supported=_keys(
         "pub publish import sub subscribe export allow_responses publish_allow_responses"
+    ),
+)
+
+# ``tls {}`` (nats-server ``parseTLS``), read by config/tls.py.
+TLS = Level(
+    "tls",
+    supported=_keys(
+        """
+        cert_file key_file ca_file verify verify_and_map verify_cert_and_check_known_urls
+        insecure timeout pinned_certs handshake_first first immediate min_version
+        cipher_suites allow_insecure_cipher_suites
+        """
+    ),
+    # Certificate stores are Windows'; OCSP, several certificates (SNI), rate limits and
+    # curve preferences (Python's ssl sets one curve) are not done yet.
+    refused=_keys(
+        """
+        cert_store cert_match_by cert_match cert_match_skip_invalid ca_certs_match
+        ocsp_peer certs certificates connection_rate_limit curve_preferences
+        """
     ),
 )
 
@@ -208,6 +231,7 @@ LEVELS: tuple[Level, ...] = (
     USER,
     PERMISSIONS,
     SUBJECT_PERMISSION,
+    TLS,
     ALLOW_RESPONSES,
     ACCOUNT,
     ACCOUNT_JETSTREAM,

@@ -16,12 +16,14 @@ Timers (auth timeout, pings, write deadline, the close grace) go on the host's
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import orjson
 
 from natsd.connection.fairness import INITIAL_COST, MIN_SLICE, ReadBudget, slice_for
+from natsd.connection.tls import TLS_RECORD_HANDSHAKE, ClientTls, TlsSession
 from natsd.connection.transport import end_transport, open_transport, write_buffered
 from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.core.subjects import is_valid_literal_subject, is_valid_subject
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from natsd.connection.flusher import Flusher
     from natsd.connection.limits import ConnectionLimits
     from natsd.security.permissions import Permissions, ReplyTracker
+    from natsd.security.tls import PeerCert
 
 __all__ = ["ClientConnection", "ClientHost", "CloseReason"]
 
@@ -63,6 +66,13 @@ class CloseReason:
     MAX_CONNECTIONS: Final = "Maximum Connections Exceeded"
     SERVER_SHUTDOWN: Final = "Server Shutdown"
     READ_ERROR: Final = "Read Error"
+    TLS_HANDSHAKE: Final = "TLS Handshake Failure"
+
+
+# What a client waits in before its first protocol byte (ClientConnection.tls_wait).
+_TLS_NONE: Final = 0  # plain, or TLS under way (self.tls)
+_TLS_SNIFF: Final = 1  # allow_non_tls: the first byte says TLS (0x16) or plain
+_TLS_FIRST: Final = 2  # handshake_first with a fallback: any byte starts the handshake
 
 
 class ClientHost(Protocol):
@@ -72,6 +82,8 @@ class ClientHost(Protocol):
     reads: ReadBudget
     limits: ConnectionLimits
     auth_required: bool
+    # The client port's TLS (None: plain only).
+    tls: ClientTls | None
 
     def info_for(self, client: ClientConnection, connect_info: bool = False) -> bytes: ...
 
@@ -87,6 +99,9 @@ class ClientHost(Protocol):
     def release(self, client: ClientConnection, reason: str) -> None: ...
 
     def log_debug(self, msg: str) -> None: ...
+
+    def log_tls_error(self, client: ClientConnection, msg: str) -> None:
+        """A failed handshake (nats-server logs it as an error with the client's address)."""
 
     trace: bool
 
@@ -158,6 +173,17 @@ class ClientConnection(Sink):
         self.moved_at = 0.0
         # Created here for a connection moving in: connection_made attaches its socket.
         self.adopting = False
+        # TLS (connection/tls.py): the session once a handshake starts, the settings it was
+        # accepted under, the peer's certificate once it is done.
+        self.tls: TlsSession | None = None
+        self.tls_cfg: ClientTls | None = host.tls
+        self.tls_wait = _TLS_NONE
+        self.tls_peer: PeerCert | None = None
+        self._tls_timer: Cancellable | None = None
+        # The nkey challenge this connection's INFO carried (empty: none).
+        self.nonce = b""
+        # INFO's tls_required when it differs from the server's (a handshake_first fallback).
+        self.info_tls_required: bool | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -175,8 +201,24 @@ class ClientConnection(Sink):
             transport.write(encode_err(refused))
             self._close(CloseReason.MAX_CONNECTIONS, flush=True)
             return
-        transport.write(self.host.info_for(self))
         loop = self.host.scheduler
+        cfg = self.tls_cfg
+        if cfg is None:
+            transport.write(self.host.info_for(self))
+        elif cfg.handshake_first:
+            # INFO goes out encrypted once the handshake is done; with a fallback delay a
+            # client that has sent nothing by then gets INFO first (nats-server's order).
+            if cfg.fallback_delay > 0:
+                self.tls_wait = _TLS_FIRST
+                self._tls_timer = loop.call_later(cfg.fallback_delay, self._tls_fallback)
+            else:
+                self._start_tls(cfg)
+        else:
+            transport.write(self.host.info_for(self))
+            if cfg.allow_non_tls:
+                self.tls_wait = _TLS_SNIFF
+            else:
+                self._start_tls(cfg)
         if self.host.auth_required:
             self._auth_timer = loop.call_later(self.limits.auth_timeout, self._auth_timeout)
         self._ping_timer = loop.call_later(self.limits.ping_interval, self._ping_tick)
@@ -207,6 +249,10 @@ class ClientConnection(Sink):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self.tls is not None or self.tls_wait:
+            data = self._tls_in(data)
+            if not data:
+                return
         if self.moving:
             self.move_input += data
             return
@@ -248,6 +294,108 @@ class ClientConnection(Sink):
                 t.resume_reading()
             chunk = data[off:] if off else data
         self._process_timed(chunk, t0)
+
+    # ------------------------------------------------------------------ TLS
+    def _start_tls(self, cfg: ClientTls) -> None:
+        self.tls = TlsSession(cfg.context, server_side=True)
+        self._tls_timer = self.host.scheduler.call_later(cfg.timeout, self._tls_timeout)
+
+    def _tls_fallback(self) -> None:
+        """handshake_first's delay passed with nothing read: INFO first, then TLS as the
+        port otherwise does it."""
+        self._tls_timer = None
+        if self.closed or self.tls_wait != _TLS_FIRST:
+            return
+        self.tls_wait = _TLS_NONE
+        cfg = self.tls_cfg
+        assert cfg is not None
+        self.info_tls_required = not cfg.allow_non_tls
+        t = self.transport
+        if t is not None:
+            t.write(self.host.info_for(self))
+        if cfg.allow_non_tls:
+            self.tls_wait = _TLS_SNIFF
+        else:
+            self._start_tls(cfg)
+
+    def _tls_timeout(self) -> None:
+        self._tls_timer = None
+        tls = self.tls
+        if self.closed or tls is None or tls.established:
+            return
+        self.host.log_debug(f"cid:{self.cid} - TLS handshake timeout")
+        t = self.transport
+        if t is not None and not t.is_closing():
+            t.write(encode_err("Secure Connection - TLS Required"))
+        self._close(CloseReason.TLS_HANDSHAKE, flush=True)
+
+    def _tls_in(self, data: bytes) -> bytes:
+        """Bytes read -> the plaintext they carry; runs the handshake on the way."""
+        wait = self.tls_wait
+        if wait:
+            self.tls_wait = _TLS_NONE
+            cfg = self.tls_cfg
+            assert cfg is not None
+            if wait == _TLS_SNIFF and data[0] != TLS_RECORD_HANDSHAKE:
+                return data  # a plain client on an allow_non_tls port
+            if self._tls_timer is not None:
+                self._tls_timer.cancel()
+                self._tls_timer = None
+            self._start_tls(cfg)
+        tls = self.tls
+        assert tls is not None
+        was = tls.established
+        probe = not tls.fed and data[0] != TLS_RECORD_HANDSHAKE
+        try:
+            plain = tls.feed(data)
+        except ssl.SSLError as e:
+            if probe:
+                # A plain client or a port probe: nats-server logs it at debug level only.
+                self.host.log_debug(
+                    f"{self.ip}:{self.port} - cid:{self.cid} - TLS handshake error:"
+                    " tls: first record does not look like a TLS handshake"
+                )
+                self._close(CloseReason.TLS_HANDSHAKE, flush=False)
+            else:
+                self._tls_failed(tls, str(e.reason or e))
+            return b""
+        out = tls.outgoing()
+        t = self.transport
+        if out and t is not None:
+            t.write(out)
+        if not was and tls.established and not self._tls_established(tls):
+            return b""
+        if tls.closed_by_peer:
+            self._close(CloseReason.CLIENT_CLOSED, flush=False)
+            return b""
+        return plain
+
+    def _tls_failed(self, tls: TlsSession, why: str) -> None:
+        out = tls.outgoing()  # the alert that says why
+        t = self.transport
+        if out and t is not None and not t.is_closing():
+            t.write(out)
+        self.host.log_tls_error(self, f"TLS handshake error: {why}")
+        self._close(CloseReason.TLS_HANDSHAKE, flush=True)
+
+    def _tls_established(self, tls: TlsSession) -> bool:
+        if self._tls_timer is not None:
+            self._tls_timer.cancel()
+            self._tls_timer = None
+        cfg = self.tls_cfg
+        assert cfg is not None
+        self.tls_peer = tls.peer()
+        if cfg.pinned_certs:
+            peer = self.tls_peer
+            if peer is None or peer.spki_sha256 not in cfg.pinned_certs:
+                self._tls_failed(tls, "certificate not pinned")
+                return False
+        if self.info_tls_required is None and cfg.handshake_first:
+            # handshake_first: INFO now, over TLS.
+            self.send(self.host.info_for(self))
+        if self.out:
+            self.flush()
+        return True
 
     def _process_timed(self, data: bytes, t0: float) -> None:
         """``_process``, then fold its cost per byte into ``read_cost`` (which sizes this
@@ -445,7 +593,7 @@ class ClientConnection(Sink):
             self._auth_timer.cancel()
             self._auth_timer = None
         # Every CONNECT is authenticated (a second CONNECT with bad credentials is refused).
-        self.credentials = {k: opts[k] for k in ("user", "pass", "auth_token") if k in opts}
+        self.credentials = {k: opts[k] for k in _CREDENTIALS if k in opts}
         self.connect_opts = opts
         res = self.host.authenticate(self, opts)
         if res is not None:
@@ -610,6 +758,14 @@ class ClientConnection(Sink):
             return
         if self.host.trace:
             self.host.log_trace(f"cid:{self.cid} ->> {data[:512]!r}")
+        tls = self.tls
+        if tls is not None:
+            if not tls.established:
+                # Nothing but the handshake goes out before it is done.
+                self.out = [data]
+                self.out_size = len(data)
+                return
+            data = tls.encrypt(data)
         t.write(data)
 
     def _slow_consumer(self, reason: str) -> None:
@@ -642,6 +798,8 @@ class ClientConnection(Sink):
         """Why this connection cannot move to another worker now (None: it can)."""
         if self.closed or not self.connected or self.moving or self.adopting:
             return "not connected"
+        if self.tls is not None:
+            return "tls"  # the session's state cannot cross processes
         t = self.transport
         if t is None or t.is_closing() or self.parser.dead:
             return "closing"
@@ -668,6 +826,7 @@ class ClientConnection(Sink):
             "stats": [self.msgs_in, self.bytes_in, self.msgs_out, self.bytes_out],
             "rtt": self.rtt,
             "async_info": self.async_info,
+            "nonce": self.nonce.decode("latin-1"),
         }
 
     def pause_for_move(self) -> None:
@@ -739,13 +898,14 @@ class ClientConnection(Sink):
         self.name = opts.get("name", "")
         self.lang = opts.get("lang", "")
         self.version = opts.get("version", "")
-        self.credentials = {k: opts[k] for k in ("user", "pass", "auth_token") if k in opts}
+        self.credentials = {k: opts[k] for k in _CREDENTIALS if k in opts}
         self.ip = state["ip"]
         self.port = state["port"]
         self.start = state["start"]
         self.msgs_in, self.bytes_in, self.msgs_out, self.bytes_out = state["stats"]
         self.rtt = state["rtt"]
         self.async_info = state["async_info"]
+        self.nonce = str(state.get("nonce", "")).encode("latin-1")
         self.connected = True
         self.adopting = True
         self.moved_at = time.monotonic()
@@ -771,17 +931,22 @@ class ClientConnection(Sink):
             return
         self.closed = True
         self.close_reason = reason
-        for timer in (self._auth_timer, self._ping_timer, self._deadline_timer):
+        for timer in (self._auth_timer, self._ping_timer, self._deadline_timer, self._tls_timer):
             if timer is not None:
                 timer.cancel()
-        self._auth_timer = self._ping_timer = self._deadline_timer = None
+        self._auth_timer = self._ping_timer = self._deadline_timer = self._tls_timer = None
         sl = self.account.sublist
         for sub in self.subs.values():
             sl.remove(sub)
         t = self.transport
         if t is not None:
-            if flush and self.out:
-                t.write(b"".join(self.out))
+            if flush and self.out and not t.is_closing():
+                data = b"".join(self.out)
+                tls = self.tls
+                if tls is None:
+                    t.write(data)
+                elif tls.established:
+                    t.write(tls.encrypt(data) + tls.close_notify())
             end_transport(t, flush, self.host.scheduler)
         self.out = []
         self.out_size = 0
@@ -793,6 +958,9 @@ class ClientConnection(Sink):
     def pending_bytes(self) -> int:
         return self.out_size + write_buffered(self.transport)
 
+
+# What a reload checks again (an nkey's signature is of this connection's nonce).
+_CREDENTIALS: Final = ("user", "pass", "auth_token", "nkey", "sig")
 
 _CONNECT_TYPES: dict[str, type | tuple[type, ...]] = {
     "verbose": bool,

@@ -1,4 +1,5 @@
-"""Client authentication: users with plain or bcrypt passwords, tokens, no_auth_user.
+"""Client authentication: users with plain or bcrypt passwords, tokens, nkeys (a signed
+nonce), users named by their TLS certificate (``verify_and_map``), no_auth_user.
 
 Pure logic. bcrypt is deliberately slow (tens of ms per check) and runs on the event loop
 like nats-server runs it on the client's goroutine; verified (hash, password) pairs are
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import bcrypt
 
+from natsd.security import nkeys
 from natsd.security.permissions import Permissions
 
 __all__ = ["AuthResult", "Authenticator", "User", "verify_password"]
@@ -46,6 +48,8 @@ class User:
     password: str
     account: str
     permissions: Permissions | None = None
+    # A public user nkey ("U..."): the user signs the server's nonce, no name or password.
+    nkey: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,26 +67,61 @@ class Authenticator:
         no_auth_user: str | None = None,
         token_account: str = "$G",
     ) -> None:
-        self.users = {u.username: u for u in users or []}
+        self.users = {u.username: u for u in users or [] if not u.nkey}
+        self.nkeys = {u.nkey: u for u in users or [] if u.nkey}
         self.token = token
         self.token_account = token_account
         self.no_auth_user = no_auth_user
-        if no_auth_user is not None and no_auth_user not in self.users:
+        if (
+            no_auth_user is not None
+            and no_auth_user not in self.users
+            and no_auth_user not in self.nkeys
+        ):
             raise ValueError(f'no_auth_user: "{no_auth_user}" not present as user or nkey')
 
     @property
     def required(self) -> bool:
-        return bool(self.users) or self.token is not None
+        return bool(self.users) or bool(self.nkeys) or self.token is not None
 
-    def check(self, opts: dict[str, object]) -> AuthResult | None:
+    @property
+    def nonce_required(self) -> bool:
+        """INFO carries a nonce to sign (nats-server's nonceRequired)."""
+        return bool(self.nkeys)
+
+    def check(
+        self,
+        opts: dict[str, object],
+        nonce: bytes = b"",
+        cert_names: list[str] | None = None,
+    ) -> AuthResult | None:
+        """``opts`` is the CONNECT; ``nonce`` what INFO challenged with; ``cert_names`` the
+        names of the client's certificate when the port maps certificates to users
+        (``verify_and_map``; None when it does not)."""
         user = opts.get("user")
         password = opts.get("pass")
         token = opts.get("auth_token")
+        nkey = opts.get("nkey")
         if self.token is not None:
             if isinstance(token, str) and verify_password(self.token, token):
                 return AuthResult("", self.token_account, None)
-            if not self.users:
+            if not self.users and not self.nkeys:
                 return None
+        if self.nkeys:
+            no_creds = not user and not password and not token and not nkey
+            if no_creds and self.no_auth_user in self.nkeys:
+                nu = self.nkeys[self.no_auth_user]
+                return AuthResult(nu.nkey, nu.account, nu.permissions)
+            if isinstance(nkey, str) and nkey:
+                ku = self.nkeys.get(nkey)
+                sig = opts.get("sig")
+                if ku is None or not isinstance(sig, str) or not sig:
+                    return None
+                if not nkeys.verify(nkey, nonce, sig):
+                    return None
+                return AuthResult(ku.nkey, ku.account, ku.permissions)
+        if cert_names is not None and self.users:
+            mu = _mapped_user(self.users, cert_names)
+            return AuthResult(mu.username, mu.account, mu.permissions) if mu else None
         if isinstance(user, str) and user:
             u = self.users.get(user)
             if u is None or not isinstance(password, str):
@@ -94,3 +133,53 @@ class Authenticator:
             u = self.users[self.no_auth_user]
             return AuthResult(u.username, u.account, u.permissions)
         return None
+
+
+def _mapped_user(users: dict[str, User], names: list[str]) -> User | None:
+    """``verify_and_map``: the user named by the certificate's e-mail addresses, DNS names,
+    URIs, or its subject (a DN, matched with its attributes in any order, as nats-server's
+    ``RDNsMatch``). The subject comes last in ``names``."""
+    for n in names:
+        u = users.get(n)
+        if u is not None:
+            return u
+    if not names:
+        return None
+    want = _dn(names[-1])
+    if not want:
+        return None
+    for name, u in users.items():
+        if _dn(name) == want:
+            return u
+    return None
+
+
+_DN_ALIASES = {"EMAIL": "EMAILADDRESS", "E": "EMAILADDRESS", "1.2.840.113549.1.9.1": "EMAILADDRESS"}
+
+
+def _dn(text: str) -> frozenset[tuple[str, str]]:
+    """An RFC 4514 DN as a set of (TYPE, value): order-free, types upper case."""
+    out: set[tuple[str, str]] = set()
+    part: list[str] = []
+    esc = False
+    parts: list[str] = []
+    for ch in text:
+        if esc:
+            part.append(ch)
+            esc = False
+        elif ch == "\\":
+            part.append(ch)
+            esc = True
+        elif ch in ",+":
+            parts.append("".join(part))
+            part = []
+        else:
+            part.append(ch)
+    parts.append("".join(part))
+    for p in parts:
+        typ, eq, value = p.partition("=")
+        if not eq:
+            return frozenset()
+        t = typ.strip().upper()
+        out.add((_DN_ALIASES.get(t, t), value.strip()))
+    return frozenset(out)
