@@ -323,11 +323,10 @@ class ClientConnection(Sink):
         tls = self.tls
         if self.closed or tls is None or tls.established:
             return
-        self.host.log_debug(f"cid:{self.cid} - TLS handshake timeout")
-        t = self.transport
-        if t is not None and not t.is_closing():
-            t.write(encode_err("Secure Connection - TLS Required"))
-        self._close(CloseReason.TLS_HANDSHAKE, flush=True)
+        # nats-server's -ERR 'Secure Connection - TLS Required' goes into the unfinished
+        # TLS session, so the client never sees it: the connection just closes.
+        self.host.log_debug(f"{self.ip}:{self.port} - cid:{self.cid} - TLS handshake timeout")
+        self._close(CloseReason.TLS_HANDSHAKE, flush=False)
 
     def _tls_in(self, data: bytes) -> bytes:
         """Bytes read -> the plaintext they carry; runs the handshake on the way."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 from typing import Final
 
 import nacl.exceptions
@@ -54,13 +55,20 @@ def is_valid_public_account_key(key: str) -> bool:
     return public_key_bytes(key, _PREFIX_ACCOUNT) is not None
 
 
+_RAW_URL = re.compile(r"^[A-Za-z0-9_-]*$")
+_STD = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+
+
 def _decode_sig(sig: str) -> bytes | None:
-    # Raw URL-safe base64 as the clients send it; standard base64 as nats-server also takes.
-    for decode in (base64.urlsafe_b64decode, base64.standard_b64decode):
-        try:
-            return decode(sig + "=" * (-len(sig) % 4))
-        except (binascii.Error, ValueError):
-            continue
+    """Go's ``base64.RawURLEncoding``, else ``StdEncoding`` (nats-server tries both, in that
+    order, each strictly: no padding in the first, padding required in the second)."""
+    try:
+        if _RAW_URL.match(sig) and len(sig) % 4 != 1:
+            return base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4))
+        if _STD.match(sig) and len(sig) % 4 == 0:
+            return base64.b64decode(sig, validate=True)
+    except (binascii.Error, ValueError):
+        return None
     return None
 
 
