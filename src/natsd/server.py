@@ -702,8 +702,16 @@ class Server:
             default_store_dir=_default_store_dir(),
         )
         handler = open_handler(new.log_file) if plan.logging else None
+        # Certificates are read again whatever changed: a renewed one keeps its path. New
+        # connections get the new context; existing ones keep theirs (nats-server's way).
+        tls = _client_tls(new)
         # Everything that can fail has been done: from here on the reload is applied whole.
         self.options = new
+        self.tls = tls
+        for key in ("tls_required", "tls_available", "tls_verify"):
+            self._info_base.pop(key, None)
+        if self._info_base:
+            self._info_base.update(self._tls_info())
         for line in plan.notices:
             log.info("%s", line)
         if handler is not None:

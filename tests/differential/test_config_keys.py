@@ -37,6 +37,7 @@ PLACES: dict[str, str] = {
         "authorization {{ users: [ {{ user: u,"
         " permissions: {{ allow_responses: {{ {kv} }} }} }} ] }}"
     ),
+    P.TLS.name: "tls {{ {kv} }}",
     P.ACCOUNT.name: "accounts {{ A: {{ {kv} }} }}",
     P.ACCOUNT_JETSTREAM.name: "accounts {{ A: {{ jetstream: {{ {kv} }} }} }}",
     P.JETSTREAM.name: "jetstream {{ {kv} }}",

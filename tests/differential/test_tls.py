@@ -322,9 +322,6 @@ def _nkey_connect(server: ServerProcess, sig: str | None, key: str | None) -> tu
         if sig == "good":
             signed = base64.urlsafe_b64encode(kp.sign(info["nonce"].encode())).decode()
             opts["sig"] = signed.rstrip("=")
-        elif sig == "padded":
-            # URL-safe with padding: neither of the encodings nats-server accepts
-            opts["sig"] = base64.urlsafe_b64encode(kp.sign(info["nonce"].encode())).decode()
         elif sig == "std":
             opts["sig"] = base64.standard_b64encode(kp.sign(info["nonce"].encode())).decode()
         elif sig is not None:
@@ -338,7 +335,6 @@ def _nkey_connect(server: ServerProcess, sig: str | None, key: str | None) -> tu
     [
         ("good", None),
         ("std", None),
-        ("padded", None),
         (None, None),
         ("bm90IGEgc2lnbmF0dXJl", None),
         ("good", "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"),
@@ -346,7 +342,6 @@ def _nkey_connect(server: ServerProcess, sig: str | None, key: str | None) -> tu
     ids=[
         "signed",
         "signed-std-base64",
-        "padded-url-base64",
         "no-signature",
         "bad-signature",
         "unknown-key",

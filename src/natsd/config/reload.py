@@ -11,7 +11,8 @@ Rules, per field (nats-server's list; natsd refuses the JetStream changes it doe
 
 - reloaded: max_payload, max_control_line, max_connections, ping_interval, ping_max,
   write_deadline, auth_timeout, users, token, accounts (users and new accounts), debug,
-  trace, log_file, pid_file;
+  trace, log_file, pid_file, tls and allow_non_tls (for new connections; the certificate
+  files are read again on every reload, so a renewed certificate at the same path is taken);
 - refused: host, port (a random port stays), server_name, http_host/http_port,
   max_pending, max_subscriptions, lame_duck_duration, lame_duck_grace_period,
   no_auth_user (except removing it together with its user), JetStream on/off, domain,
@@ -88,6 +89,8 @@ _NOTICES: dict[str, str] = {
     "ping_max": "ping_max = {}",
     "write_deadline": "write_deadline = {}",
     "accounts": "accounts",
+    "tls": "tls = {}",
+    "allow_non_tls": "allow_non_tls = {}",
 }
 _LOGGING = {"trace", "debug", "log_file"}
 _LIMITS = {
@@ -98,8 +101,8 @@ _LIMITS = {
     "write_deadline",
     "auth_timeout",
 }
-# Not configuration: where the configuration came from.
-_SKIP = {"config_file"}
+# Not configuration: where the configuration came from; set with auth_timeout.
+_SKIP = {"config_file", "auth_timeout_set"}
 
 
 def go_value(name: str, v: Any) -> str:
@@ -110,6 +113,8 @@ def go_value(name: str, v: Any) -> str:
         return "<nil>"
     if name in _DURATIONS and isinstance(v, int | float):
         return format_duration(float(v))
+    if name == "tls":
+        return "enabled" if v is not None else "disabled"
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)

@@ -179,6 +179,7 @@ class ClientConnection(Sink):
         self.tls_cfg: ClientTls | None = host.tls
         self.tls_wait = _TLS_NONE
         self.tls_peer: PeerCert | None = None
+        self.tls_first = False  # the handshake came before INFO (/connz tls_first)
         self._tls_timer: Cancellable | None = None
         # The nkey challenge this connection's INFO carried (empty: none).
         self.nonce = b""
@@ -365,7 +366,8 @@ class ClientConnection(Sink):
         if not was and tls.established and not self._tls_established(tls):
             return b""
         if tls.closed_by_peer:
-            self._close(CloseReason.CLIENT_CLOSED, flush=False)
+            # Answer its close_notify (asyncio's SSL transports wait for it when closing).
+            self._close(CloseReason.CLIENT_CLOSED, flush=True)
             return b""
         return plain
 
@@ -391,6 +393,7 @@ class ClientConnection(Sink):
                 return False
         if self.info_tls_required is None and cfg.handshake_first:
             # handshake_first: INFO now, over TLS.
+            self.tls_first = True
             self.send(self.host.info_for(self))
         if self.out:
             self.flush()
@@ -939,13 +942,15 @@ class ClientConnection(Sink):
             sl.remove(sub)
         t = self.transport
         if t is not None:
-            if flush and self.out and not t.is_closing():
+            tls = self.tls
+            if flush and not t.is_closing():
                 data = b"".join(self.out)
-                tls = self.tls
                 if tls is None:
-                    t.write(data)
+                    if data:
+                        t.write(data)
                 elif tls.established:
-                    t.write(tls.encrypt(data) + tls.close_notify())
+                    # What is queued, then close_notify (a TLS peer waits for it).
+                    t.write((tls.encrypt(data) if data else b"") + tls.close_notify())
             end_transport(t, flush, self.host.scheduler)
         self.out = []
         self.out_size = 0
@@ -953,6 +958,26 @@ class ClientConnection(Sink):
         self.host.release(self, reason)
 
     # ------------------------------------------------------------------ introspection
+    def tls_report(self, peer_certs: bool) -> dict[str, Any]:
+        """/connz's TLS fields (none before the handshake is done); ``peer_certs`` with
+        ``auth=true``. Only the peer's own certificate is known here, not its chain."""
+        tls = self.tls
+        if tls is None or not tls.established:
+            return {}
+        out: dict[str, Any] = {"tls_version": tls.version, "tls_cipher_suite": tls.cipher}
+        peer = self.tls_peer
+        if peer_certs and peer is not None:
+            out["tls_peer_certs"] = [
+                {
+                    "subject": peer.subject,
+                    "spki_sha256": peer.spki_sha256,
+                    "cert_sha256": peer.cert_sha256,
+                }
+            ]
+        if self.tls_first:
+            out["tls_first"] = True
+        return out
+
     @property
     def pending_bytes(self) -> int:
         return self.out_size + write_buffered(self.transport)

@@ -57,6 +57,14 @@ class TlsSession:
         self.closed_by_peer = False
         self.fed = 0  # bytes taken from the socket
 
+    def begin(self) -> None:
+        """The dialing side's first flight (ClientHello), ready in :meth:`outgoing`."""
+        try:
+            self._obj.do_handshake()
+            self.established = True
+        except ssl.SSLWantReadError:
+            pass
+
     def feed(self, data: bytes) -> bytes:
         """Take bytes from the socket; return the plaintext they complete (maybe none).
         Raises ``ssl.SSLError`` on a failed handshake or a corrupt record; what the session
@@ -79,6 +87,8 @@ class TlsSession:
                 self.closed_by_peer = True
                 break
             if not chunk:
+                # An empty read without SSLWantReadError: the peer's close_notify.
+                self.closed_by_peer = True
                 break
             chunks.append(chunk)
         if not chunks:

@@ -197,6 +197,7 @@ class MonitorServer:
         offset = int(q.get("offset", "0") or 0)
         limit = int(q.get("limit", "1024") or 1024)
         want_subs = q.get("subs", "") in ("1", "true", "detail")
+        want_auth = q.get("auth", "") in ("1", "true")
         sort = q.get("sort", "cid")
         now = time.time()
         clients = list(s.clients.values())
@@ -247,6 +248,7 @@ class MonitorServer:
                 info["account"] = c.account.name
             if want_subs:
                 info["subscriptions_list"] = [sub.subject.decode() for sub in c.subs.values()]
+            info.update(c.tls_report(peer_certs=want_auth))
             conns.append(info)
         return _json(
             {
