@@ -95,7 +95,7 @@ def cpu_hog(on: bool) -> Iterator[None]:
             hog.wait()
 
 
-def _members(tmp: Path, natsd: int, others: int) -> list[_Member]:
+def _members(tmp: Path, natsd: int, others: int, cluster_extra: str = "") -> list[_Member]:
     n = natsd + others
     ports = free_ports(3 * n)
     out = []
@@ -122,7 +122,10 @@ def _members(tmp: Path, natsd: int, others: int) -> list[_Member]:
             routes = js_routes
         else:
             routes = all_routes
-        text += f"cluster {{ name: starts, listen: {HOST}:{m.cport}, routes: [{routes}] }}\n"
+        text += (
+            f"cluster {{ name: starts, listen: {HOST}:{m.cport}, routes: [{routes}]\n"
+            f"{cluster_extra}}}\n"
+        )
         m.conf.write_text(text)
     return out
 
@@ -141,11 +144,14 @@ def _spawn(m: _Member) -> subprocess.Popen[bytes]:
         )
 
 
-async def start_together(tmp: Path, natsd: int, others: int = 0, bound: float = 20.0) -> StartRun:
+async def start_together(
+    tmp: Path, natsd: int, others: int = 0, bound: float = 20.0, cluster_extra: str = ""
+) -> StartRun:
     """Start ``natsd`` natsd JetStream servers and ``others`` nats-server ones at once and
-    check that the cluster comes up whole within ``bound`` seconds (see the module)."""
+    check that the cluster comes up whole within ``bound`` seconds (see the module).
+    ``cluster_extra`` goes into every server's ``cluster {}`` (a ``tls {}`` block)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    members = _members(tmp, natsd, others)
+    members = _members(tmp, natsd, others, cluster_extra)
     run = StartRun()
     t0 = time.monotonic()
     for m in members:

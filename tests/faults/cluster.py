@@ -108,14 +108,16 @@ class Proc:
         self.proc: subprocess.Popen[bytes] | None = None
         self.stopped_by_signal = False
 
-    def configure(self, cport: int, dead_port: int, routes: list[int]) -> None:
+    def configure(self, cport: int, dead_port: int, routes: list[int], extra: str = "") -> None:
+        """``extra``: more of ``cluster {}`` (a ``tls {}`` block)."""
         urls = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in routes)
         self.conf.write_text(
             f"server_name: {self.name}\nport: {self.port}\nhost: 127.0.0.1\n"
             f"http_port: {self.http}\n"
             f"jetstream {{ store_dir: {json.dumps(str(self.store_dir))} }}\n"
             f"cluster {{ name: fc, listen: 127.0.0.1:{cport}, "
-            f'advertise: "127.0.0.1:{dead_port}", connect_retries: 1, routes: [{urls}] }}\n'
+            f'advertise: "127.0.0.1:{dead_port}", connect_retries: 1, routes: [{urls}]\n'
+            f"{extra}}}\n"
         )
 
     @property
@@ -186,9 +188,10 @@ class Proc:
 
 
 class FaultCluster:
-    """``n`` servers, fully meshed through :class:`Link` proxies."""
+    """``n`` servers, fully meshed through :class:`Link` proxies (TCP: TLS routes pass
+    through them end to end). ``cluster_extra`` goes into every ``cluster {}``."""
 
-    def __init__(self, tmp: Path, n: int) -> None:
+    def __init__(self, tmp: Path, n: int, cluster_extra: str = "") -> None:
         self.names = [f"n{i + 1}" for i in range(n)]
         # client, monitor, cluster port per server, one proxy port per ordered pair, a dead port
         ports = free_ports(3 * n + n * (n - 1) + 1)
@@ -205,7 +208,7 @@ class FaultCluster:
                     self._link_ports[(a, b)] = next(rest)
         for a in self.names:
             routes = [self._link_ports[(a, b)] for b in self.names if b != a]
-            self.procs[a].configure(cports[a], self.dead_port, routes)
+            self.procs[a].configure(cports[a], self.dead_port, routes, cluster_extra)
 
     @property
     def urls(self) -> list[str]:

@@ -384,9 +384,15 @@ class Run:
 
 
 async def run_faults(
-    tmp: Path, servers: int, replicas: int, seed: int, cycles: int, epoch: int = 0
+    tmp: Path,
+    servers: int,
+    replicas: int,
+    seed: int,
+    cycles: int,
+    epoch: int = 0,
+    cluster_extra: str = "",
 ) -> Run:
-    run = Run(FaultCluster(tmp, servers), replicas, seed, cycles, epoch)
+    run = Run(FaultCluster(tmp, servers, cluster_extra), replicas, seed, cycles, epoch)
     try:
         await run.execute()
     except BaseException:

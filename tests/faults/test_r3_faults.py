@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from faults.run import run_faults
+from tlscerts import make_certs
 
 
 def _seed() -> int:
@@ -27,6 +28,19 @@ def _seed() -> int:
 async def test_r3_on_three_servers(tmp_path: Path) -> None:
     # two epochs of 15: the stream deleted and created again under faults' aftermath
     run = await run_faults(tmp_path, servers=3, replicas=3, seed=_seed(), cycles=30, epoch=15)
+    print("\n".join(run.log))
+    print(run.summary())
+
+
+@pytest.mark.timeout(600)
+async def test_r3_over_tls_routes(tmp_path: Path) -> None:
+    """The same faults on routes that are TLS with mutual verification (issue 34): kills,
+    stops, partitions and restarts each make new TLS sessions."""
+    certs = make_certs(tmp_path / "certs")
+    run = await run_faults(
+        tmp_path, servers=3, replicas=3, seed=_seed(), cycles=10,
+        cluster_extra=certs.tls_block(verify=True),
+    )  # fmt: skip
     print("\n".join(run.log))
     print(run.summary())
 

@@ -36,7 +36,7 @@ def servers(certs: Certs) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     require_nats_server()
     public = nkeys.from_seed(bytearray(SEED.encode())).public_key.decode()
     conf = certs.tls_block(verify=True, handshake_first="200ms") + (
-        "authorization { users = [ { nkey: %s } ] }\n" % public
+        f"authorization {{ users = [ {{ nkey: {public} }} ] }}\n"
     )
     with server_pair(config=conf) as pair:
         yield pair.ref, pair.impl

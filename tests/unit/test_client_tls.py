@@ -186,7 +186,7 @@ def test_a_tls_connection_does_not_move_between_workers(certs: Certs) -> None:
 def test_certificate_files_are_checked(tmp_path: Path, certs: Certs) -> None:
     from natsd.security.tls import TlsError
 
-    with pytest.raises(TlsError, match="open .*nope.pem: no such file or directory"):
+    with pytest.raises(TlsError, match=r"open .*nope\.pem: no such file or directory"):
         server_context(TlsOptions(cert_file=str(tmp_path / "nope.pem"), key_file="k"))
     with pytest.raises(TlsError, match="missing 'key_file'"):
         server_context(TlsOptions(cert_file=str(certs.server_cert)))

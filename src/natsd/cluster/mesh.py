@@ -44,11 +44,13 @@ from natsd.config.options import ClusterOptions, RouteURL
 from natsd.connection.flusher import Flusher
 from natsd.connection.route import RouteCloseReason, RouteConnection, RouteSettings
 from natsd.connection.route_net import AsyncioRouteNet, Listener, RouteNet
+from natsd.connection.tls import RouteTls
 from natsd.core.ids import Nuid
 from natsd.core.scheduler import Scheduler
 from natsd.protocol.route_encode import encode_route_err, encode_route_info
 from natsd.router.account import Account
 from natsd.router.interest import InterestRefused, LocalInterest, RemoteInterest
+from natsd.security.tls import client_context, server_context
 
 __all__ = ["Mesh", "route_settings"]
 
@@ -74,6 +76,21 @@ def route_settings(c: ClusterOptions, server_id: str, server_name: str) -> Route
         password=c.password,
         auth_timeout=c.auth_timeout or 2.0,
         pool_size=1 if c.pool_size == 1 else 0,
+        tls=_route_tls(c),
+    )
+
+
+def _route_tls(c: ClusterOptions) -> RouteTls | None:
+    """cluster { tls {} }: the contexts of both ends, made once."""
+    t = c.tls
+    if t is None:
+        return None
+    return RouteTls(
+        server_context=server_context(t),
+        client_context=client_context(t),
+        timeout=t.timeout,
+        verify=t.verify,
+        pinned_certs=t.pinned_certs,
     )
 
 
@@ -460,10 +477,19 @@ class Mesh:
             self._dial(u, configured=True)
 
     def _new_conn(
-        self, solicited: bool, credentials: tuple[str, str] | None = None
+        self,
+        solicited: bool,
+        credentials: tuple[str, str] | None = None,
+        tls_hostname: str = "",
     ) -> RouteConnection:
         self._rid += 1
-        r = RouteConnection(self, self._rid, solicited=solicited, credentials=credentials)
+        r = RouteConnection(
+            self,
+            self._rid,
+            solicited=solicited,
+            credentials=credentials,
+            tls_hostname=tls_hostname,
+        )
         self.conns[r.rid] = r
         return r
 
@@ -471,7 +497,7 @@ class Mesh:
     def new_solicited(
         self, dialer: RouteDialer, credentials: tuple[str, str] | None
     ) -> RouteConnection:
-        r = self._new_conn(True, credentials)
+        r = self._new_conn(True, credentials, dialer.url.host)
         self._dialer_of[r.rid] = dialer
         if dialer.configured:
             self.configured.add(r.rid)

@@ -23,6 +23,7 @@ from typing import Any
 from natsd.config import policy
 from natsd.config.options import ClusterOptions, CompressionOptions, RouteURL, ServerOptions
 from natsd.config.policy import Checker, ConfigError
+from natsd.config.tls import parse_tls
 from natsd.core.goquote import go_quote
 
 __all__ = [
@@ -291,6 +292,16 @@ def _cluster_key(c: ClusterOptions, key: str, val: Any, m: Mapping[str, Any], ch
         _authorization(c, val, chk)
     elif key == "compression":
         c.compression = _compression(val)
+    elif key == "tls":
+        raw = next(k for k in m if str(k).lower() == key)
+        tls = parse_tls(val, "cluster.tls", chk, client_port=False, where=chk.where(m, raw))
+        if tls is not None and tls.check_known_urls:
+            chk.refuse(m, raw, "cluster.tls.verify_cert_and_check_known_urls")
+        elif tls is not None and tls.handshake_first:
+            # nats-server reads it and routes never use it: natsd says so.
+            chk.refuse(m, raw, "cluster.tls.handshake_first", "routes do not use it")
+        else:
+            c.tls = tls
 
 
 def _listen(v: Any) -> tuple[str, int]:

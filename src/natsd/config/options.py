@@ -98,6 +98,8 @@ class ClusterOptions:
     auth_timeout: float = 0.0  # seconds; 0 = nats-server's default for routes
     pool_size: int = 0  # 0 = nats-server's default (3); -1 = no pool
     compression: CompressionOptions = field(default_factory=CompressionOptions)
+    # cluster { tls {} }: every route is TLS, both ways; None: plaintext routes
+    tls: TlsOptions | None = None
 
 
 @dataclass

@@ -205,11 +205,11 @@ CLUSTER = Level(
     supported=_keys(
         """
         name listen port host net routes authorization advertise cluster_advertise
-        no_advertise connect_retries pool_size compression
+        no_advertise connect_retries pool_size compression tls
         """
     ),
     refused=_keys(
-        "tls permissions accounts ping_interval ping_max write_deadline write_timeout"
+        "permissions accounts ping_interval ping_max write_deadline write_timeout"
         " connect_backoff"
     ),
 )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 import orjson
 
 from natsd.connection.fairness import INITIAL_COST, MIN_SLICE, ReadBudget, slice_for
-from natsd.connection.tls import TLS_RECORD_HANDSHAKE, ClientTls, TlsSession
+from natsd.connection.tls import TLS_RECORD_HANDSHAKE, ClientTls, TlsSession, handshake_error
 from natsd.connection.transport import end_transport, open_transport, write_buffered
 from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.core.subjects import is_valid_literal_subject, is_valid_subject
@@ -357,7 +357,7 @@ class ClientConnection(Sink):
                 )
                 self._close(CloseReason.TLS_HANDSHAKE, flush=False)
             else:
-                self._tls_failed(tls, str(e.reason or e))
+                self._tls_failed(tls, handshake_error(e))
             return b""
         out = tls.outgoing()
         t = self.transport

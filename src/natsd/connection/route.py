@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast
@@ -42,6 +43,7 @@ from typing import Any, Final, Protocol, cast
 import orjson
 
 from natsd.connection.flusher import Flusher
+from natsd.connection.tls import RouteTls, TlsSession, handshake_error
 from natsd.connection.transport import end_transport, open_transport, write_buffered
 from natsd.core.goquote import go_quote
 from natsd.core.scheduler import Cancellable, Scheduler
@@ -118,6 +120,7 @@ class RouteCloseReason:
     SLOW_CONSUMER_PENDING: Final = "Slow Consumer (Pending Bytes)"
     SERVER_SHUTDOWN: Final = "Server Shutdown"
     READ_ERROR: Final = "Read Error"
+    TLS_HANDSHAKE: Final = "TLS Handshake Failure"
 
 
 @dataclass
@@ -148,6 +151,8 @@ class RouteSettings:
     pool_size: int = 0
     max_payload: int = DEFAULT_ROUTE_MAX_PAYLOAD
     max_control_line: int = DEFAULT_ROUTE_MAX_CONTROL_LINE
+    # cluster { tls {} }: None for plaintext routes
+    tls: RouteTls | None = None
 
     def __post_init__(self) -> None:
         if self.pool_size not in (0, 1):
@@ -228,6 +233,7 @@ class RouteConnection:
         solicited: bool,
         credentials: tuple[str, str] | None = None,
         max_pending: int = DEFAULT_ROUTE_MAX_PENDING,
+        tls_hostname: str = "",
     ) -> None:
         self.host = host
         self.rid = rid
@@ -274,6 +280,11 @@ class RouteConnection:
         # Connections moving in from this peer that its messages must not reach yet
         # (cluster/handoff.py); None when there are none.
         self.skip: set[Sink] | None = None
+        # TLS (cluster { tls {} }): the session, and the name a dialed peer's certificate
+        # must carry (the route URL's host).
+        self.tls: TlsSession | None = None
+        self.tls_hostname = tls_hostname
+        self._tls_timer: Cancellable | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -283,13 +294,28 @@ class RouteConnection:
         local = transport.get_extra_info("sockname")
         if isinstance(local, tuple) and len(local) >= 2:
             self.local_port = int(local[1])
+        rt = self.settings.tls
+        if rt is None:
+            self._greet()
+            return
+        # TLS first, then CONNECT and INFO (nats-server's order on routes).
+        if self.solicited:
+            self.tls = TlsSession(rt.client_context, False, self.tls_hostname or self.ip)
+            self.tls.begin()
+            transport.write(self.tls.outgoing())
+        else:
+            self.tls = TlsSession(rt.server_context, True)
+        self._tls_timer = self.host.scheduler.call_later(rt.timeout, self._tls_timeout)
+
+    def _greet(self) -> None:
+        """CONNECT (when we dialed) and INFO; the auth and keepalive timers."""
         st = self.settings
         if self.solicited:
             connect: dict[str, Any] = {
                 "echo": True,
                 "verbose": False,
                 "pedantic": False,
-                "tls_required": False,
+                "tls_required": st.tls is not None,
                 "headers": True,
                 "name": st.server_id,
                 "cluster": st.cluster,
@@ -322,7 +348,59 @@ class RouteConnection:
             info["auth_required"] = True
         if st.pool_size:
             info["route_pool_size"] = st.pool_size
+        if st.tls is not None:
+            info["tls_required"] = True
+            if st.tls.verify:
+                info["tls_verify"] = True
         return info
+
+    # ------------------------------------------------------------------ TLS
+    def _tls_timeout(self) -> None:
+        self._tls_timer = None
+        tls = self.tls
+        if self.closed or tls is None or tls.established:
+            return
+        self.host.log_error(f"rid:{self.rid} {self.ip}:{self.port} - TLS handshake timeout")
+        self._close(RouteCloseReason.TLS_HANDSHAKE, flush=False)
+
+    def _tls_in(self, tls: TlsSession, data: bytes) -> bytes:
+        """Bytes read -> the plaintext they carry, running the handshake on the way."""
+        was = tls.established
+        try:
+            plain = tls.feed(data)
+        except ssl.SSLError as e:
+            self._tls_failed(tls, handshake_error(e))
+            return b""
+        out = tls.outgoing()
+        t = self.transport
+        if out and t is not None and not t.is_closing():
+            t.write(out)
+        if not was and tls.established:
+            if self._tls_timer is not None:
+                self._tls_timer.cancel()
+                self._tls_timer = None
+            rt = self.settings.tls
+            if rt is not None and rt.pinned_certs:
+                peer = tls.peer()
+                if peer is None or peer.spki_sha256 not in rt.pinned_certs:
+                    self._tls_failed(tls, "certificate not pinned")
+                    return b""
+            self._greet()
+        if tls.closed_by_peer:
+            self._close(RouteCloseReason.CLIENT_CLOSED, flush=True)
+            return b""
+        return plain
+
+    def _tls_failed(self, tls: TlsSession, why: str) -> None:
+        out = tls.outgoing()
+        t = self.transport
+        if out and t is not None and not t.is_closing():
+            t.write(out)
+        # nats-server logs these as errors: a route port is not probed by load balancers.
+        self.host.log_error(
+            f"rid:{self.rid} {self.ip}:{self.port} - TLS route handshake error: {why}"
+        )
+        self._close(RouteCloseReason.TLS_HANDSHAKE, flush=False)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._close(self.close_reason or RouteCloseReason.CLIENT_CLOSED, flush=False)
@@ -342,6 +420,11 @@ class RouteConnection:
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        tls = self.tls
+        if tls is not None:
+            data = self._tls_in(tls, data)
+            if not data:
+                return
         self.last_activity = time.time()
         host = self.host
         if host.trace:
@@ -644,6 +727,13 @@ class RouteConnection:
         data = out[0] if len(out) == 1 else b"".join(out)
         if self.host.trace:
             self.host.log_trace(f"rid:{self.rid} ->> {data[:512]!r}")
+        tls = self.tls
+        if tls is not None:
+            if not tls.established:
+                self.out = [data]  # nothing but the handshake before it is done
+                self.out_size = len(data)
+                return
+            data = tls.encrypt(data)
         t.write(data)
         self._wbuf = t.get_write_buffer_size()
 
@@ -675,14 +765,20 @@ class RouteConnection:
         self.closed = True
         self.up = False
         self.close_reason = reason
-        for timer in (self._auth_timer, self._ping_timer):
+        for timer in (self._auth_timer, self._ping_timer, self._tls_timer):
             if timer is not None:
                 timer.cancel()
-        self._auth_timer = self._ping_timer = None
+        self._auth_timer = self._ping_timer = self._tls_timer = None
         t = self.transport
         if t is not None:
-            if flush and self.out and not t.is_closing():
-                t.write(b"".join(self.out))
+            tls = self.tls
+            if flush and not t.is_closing():
+                data = b"".join(self.out)
+                if tls is None:
+                    if data:
+                        t.write(data)
+                elif tls.established:
+                    t.write((tls.encrypt(data) if data else b"") + tls.close_notify())
             end_transport(t, flush, self.host.scheduler)
         self.out = []
         self.out_size = 0

@@ -18,7 +18,14 @@ from typing import Final
 
 from natsd.security.tls import CIPHERS, PeerCert, peer_cert, tls_version_name
 
-__all__ = ["READ_CHUNK", "TLS_RECORD_HANDSHAKE", "ClientTls", "TlsSession"]
+__all__ = [
+    "READ_CHUNK",
+    "TLS_RECORD_HANDSHAKE",
+    "ClientTls",
+    "RouteTls",
+    "TlsSession",
+    "handshake_error",
+]
 
 # OpenSSL's TLS 1.2 names back to Go's, which /connz reports (TLS 1.3 names are the same).
 _GO_CIPHER: Final = {v: k for k, v in CIPHERS.items()}
@@ -26,6 +33,14 @@ _GO_CIPHER: Final = {v: k for k, v in CIPHERS.items()}
 # The first byte of a TLS record carrying a handshake (a ClientHello).
 TLS_RECORD_HANDSHAKE: Final = 0x16
 READ_CHUNK: Final = 256 * 1024
+
+
+def handshake_error(e: ssl.SSLError) -> str:
+    """What a failed handshake's log line says: the verification's own words when the
+    peer's certificate was refused, else OpenSSL's reason (``TLSV1_ALERT_UNKNOWN_CA``)."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {e.verify_message}"
+    return str(e.reason or e)
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,18 @@ class ClientTls:
     allow_non_tls: bool = False
     verify: bool = False
     map_users: bool = False
+    pinned_certs: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class RouteTls:
+    """``cluster { tls {} }``: every route, either way, is TLS from its first byte (nats-server
+    shakes hands before CONNECT and INFO on routes)."""
+
+    server_context: ssl.SSLContext  # the accepting end
+    client_context: ssl.SSLContext  # the dialing end
+    timeout: float
+    verify: bool = False
     pinned_certs: frozenset[str] = frozenset()
 
 

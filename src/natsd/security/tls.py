@@ -166,6 +166,8 @@ def client_context(opts: TlsOptions, verify_server: bool = True) -> ssl.SSLConte
     ctx = _base(opts, ssl.Purpose.SERVER_AUTH)
     if verify_server and not opts.insecure:
         ctx.verify_mode = ssl.CERT_REQUIRED
+        # As Go's tls.Client with ServerName set to the URL's host (a name or an IP).
+        ctx.check_hostname = True
     return ctx
 
 
