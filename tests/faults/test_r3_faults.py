@@ -14,9 +14,9 @@ import random
 from pathlib import Path
 
 import pytest
+from tlscerts import make_certs
 
 from faults.run import run_faults
-from tlscerts import make_certs
 
 
 def _seed() -> int:
