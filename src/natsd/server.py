@@ -92,6 +92,12 @@ def _validate(opts: ServerOptions) -> None:
     # The same cluster checks as a configuration file gets (embedders build ClusterOptions
     # directly): nats-server's, and natsd's refusals of what it does not do.
     validate_cluster(opts)
+    if opts.http_port and opts.https_port:
+        raise ValueError(
+            f"can't specify both HTTP ({opts.http_port}) and HTTPs ({opts.https_port}) ports"
+        )
+    if opts.https_port and opts.tls is None:
+        raise ValueError("TLS cert and key required for HTTPS")
     if opts.max_payload > opts.max_pending:
         raise ValueError(
             f"max_payload ({opts.max_payload}) cannot be higher than "
@@ -376,7 +382,8 @@ class Server:
         host = self.options.http_host
         if host in ("0.0.0.0", "", "::"):
             host = "127.0.0.1"
-        return f"http://{host}:{self.monitor_port}"
+        scheme = "https" if self.options.https_port else "http"
+        return f"{scheme}://{host}:{self.monitor_port}"
 
     def _tls_info(self) -> dict[str, Any]:
         """INFO's TLS fields (nats-server's: handshake_first says required even when plain
@@ -405,7 +412,7 @@ class Server:
         if opts.pid_file:
             with open(opts.pid_file, "w") as f:
                 f.write(str(os.getpid()))
-        if opts.http_port:
+        if opts.http_port or opts.https_port:
             await self._start_monitor()
         if opts.jetstream:
             self._prepare_jetstream()
@@ -540,10 +547,19 @@ class Server:
 
         opts = self.options
         mon = MonitorServer(self)
-        port = opts.http_port if opts.http_port > 0 else 0
-        self.monitor_port = await mon.start(opts.http_host, port)
+        # https: the client port's certificates (and its client verification), as nats-server
+        secure = bool(opts.https_port) and self.tls is not None
+        want = opts.https_port if secure else opts.http_port
+        port = want if want > 0 else 0
+        ctx = self.tls.context if secure and self.tls is not None else None
+        self.monitor_port = await mon.start(opts.http_host, port, ctx)
         self._monitor = mon
-        log.info("Starting http monitor on %s:%d", opts.http_host, self.monitor_port)
+        log.info(
+            "Starting %s monitor on %s:%d",
+            "https" if secure else "http",
+            opts.http_host,
+            self.monitor_port,
+        )
 
     def _new_client(self) -> ClientConnection:
         self._cid += 1

@@ -5,6 +5,7 @@ first without a fallback, and an nkey user's permissions."""
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -154,3 +155,46 @@ async def test_allow_non_tls_serves_both_on_one_port(certs: Certs, tmp_path: Pat
         await plain.close()
     finally:
         await srv.shutdown()
+
+
+async def test_https_monitoring_uses_the_tls_certificates(certs: Certs, tmp_path: Path) -> None:
+    import json
+    import urllib.request
+
+    conf = tmp_path / "tls.conf"
+    conf.write_text('host: "127.0.0.1"\nport: -1\nhttps: "127.0.0.1:-1"\n' + certs.tls_block())
+    srv = await _server(conf)
+    try:
+        assert srv.monitor_url.startswith("https://127.0.0.1:")
+        ctx = certs.client_context(check_hostname=False)
+
+        def get(path: str) -> dict[str, Any]:
+            with urllib.request.urlopen(srv.monitor_url + path, context=ctx, timeout=5) as r:
+                out: dict[str, Any] = json.loads(r.read())
+                return out
+
+        varz = await asyncio.to_thread(get, "/varz")
+        assert varz["https_port"] == srv.monitor_port and varz["http_port"] == 0
+        assert varz["tls_required"] is True and varz["tls_timeout"] == 2
+        # plain HTTP is not served on the HTTPS port
+        with pytest.raises(OSError):
+            await asyncio.to_thread(
+                urllib.request.urlopen, f"http://127.0.0.1:{srv.monitor_port}/varz", timeout=5
+            )
+    finally:
+        await srv.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("http_port: -1\nhttps_port: -1\n", "can't specify both HTTP (-1) and HTTPs (-1) ports"),
+        ("https_port: -1\n", "TLS cert and key required for HTTPS"),
+    ],
+)
+def test_https_monitoring_checks(text: str, error: str, tmp_path: Path) -> None:
+    conf = tmp_path / "m.conf"
+    conf.write_text(text)
+    opts, _ = load_config(str(conf))
+    with pytest.raises(ValueError, match=re.escape(error)):
+        natsd.Server(opts)

@@ -120,6 +120,14 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
                 opts.http_port = p
         elif key == "http_host":
             opts.http_host = str(v)
+        elif key == "https_port":
+            opts.https_port = _int(v, key)
+        elif key == "https":
+            h, p = _host_port(v, key)
+            if h is not None:
+                opts.http_host = h
+            if p is not None:
+                opts.https_port = p
         elif key == "max_payload":
             opts.max_payload = _int(v, key)
         elif key == "max_control_line":

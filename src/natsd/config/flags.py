@@ -58,6 +58,7 @@ _flag(["sd", "store_dir"], "store_dir", "str")
 _flag(["c", "config"], "config", "str")
 _flag(["m", "http_port"], "http_port", "int")
 _flag(["http_host"], "http_host", "str")
+_flag(["ms", "https_port"], "https_port", "int")
 _flag(["user"], "user", "str")
 _flag(["pass"], "pass", "str")
 _flag(["auth"], "auth", "str")
@@ -172,6 +173,7 @@ def build_options(parsed: Parsed) -> tuple[ServerOptions, list[str]]:
         "store_dir": lambda x: setattr(opts.js, "store_dir", str(x)),
         "http_port": lambda x: setattr(opts, "http_port", int(str(x))),
         "http_host": lambda x: setattr(opts, "http_host", str(x)),
+        "https_port": lambda x: setattr(opts, "https_port", int(str(x))),
         "debug": lambda x: setattr(opts, "debug", bool(x)),
         "trace": lambda x: setattr(opts, "trace", bool(x)),
         "log_file": lambda x: setattr(opts, "log_file", str(x)),
@@ -214,6 +216,7 @@ Server Options:
     -p, --port <port>                Use port for clients (default: 4222, -1 for random)
     -n, --name <server_name>         Server name (default: server id)
     -m, --http_port <port>           Use port for http monitoring (-1 for random)
+    -ms,--https_port <port>          Use port for https monitoring (the tls {{}} certificates)
     -c, --config <file>              Configuration file
     -t                               Test configuration and exit
     -sl,--signal <signal>[=<pid>]    Send signal to natsd process

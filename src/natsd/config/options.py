@@ -112,6 +112,7 @@ class ServerOptions:
     system_account: str = ""  # "" = natsd's own $SYS
     http_host: str = "0.0.0.0"
     http_port: int = 0  # 0 = monitoring off; -1 = random port
+    https_port: int = 0  # monitoring over TLS with the tls {} certificates instead
     max_payload: int = 1024 * 1024
     max_control_line: int = 4096
     max_pending: int = 64 * 1024 * 1024

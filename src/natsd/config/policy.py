@@ -72,7 +72,7 @@ TOP = Level(
         lame_duck_duration lame_duck_grace_period
         authorization no_auth_user accounts jetstream store_dir storedir
         debug trace trace_verbose trace_headers log_file logfile pid_file pidfile
-        cluster server_tags system_account system tls allow_non_tls
+        cluster server_tags system_account system tls allow_non_tls https https_port
         """
     ),
     cosmetic=_keys(
@@ -85,7 +85,7 @@ TOP = Level(
     refused=_keys(
         """
         ocsp ocsp_cache
-        https https_port http_base_path
+        http_base_path
         gateway leaf leafnodes websocket ws mqtt client_advertise
         operator operators root roots root_operator root_operators
         resolver account_resolver accounts_resolver resolver_tls resolver_preload

@@ -60,6 +60,7 @@ _GO_NAMES: dict[str, str] = {
     "server_name": "ServerName",
     "http_host": "HTTPHost",
     "http_port": "HTTPPort",
+    "https_port": "HTTPSPort",
     "max_pending": "MaxPending",
     "max_subs": "MaxSubs",
     "no_auth_user": "NoAuthUser",

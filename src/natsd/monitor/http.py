@@ -7,6 +7,7 @@ Served by aiohttp on the server's event loop; handlers only read, through ``Moni
 from __future__ import annotations
 
 import os
+import ssl
 import time
 from typing import Any
 
@@ -64,10 +65,12 @@ class MonitorServer:
         app.router.add_get("/metrics", self.metrics)
         self.app = app
 
-    async def start(self, host: str, port: int) -> int:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Serve on ``host:port`` (0: a free port), over TLS with ``ssl_context``; returns
+        the port."""
         runner = web.AppRunner(self.app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, host or None, port, reuse_address=True)
+        site = web.TCPSite(runner, host or None, port, reuse_address=True, ssl_context=ssl_context)
         await site.start()
         self._runner = runner
         addrs = runner.addresses
@@ -107,7 +110,10 @@ class MonitorServer:
             "ping_interval": int(o.ping_interval * 1e9),
             "ping_max": o.ping_max,
             "http_host": o.http_host,
-            "http_port": s.monitor_port,
+            "http_port": s.monitor_port if not o.https_port else o.http_port,
+            "https_port": s.monitor_port if o.https_port else 0,
+            "tls_timeout": o.tls.timeout if o.tls is not None else 0,
+            **_varz_tls(o),
             "auth_timeout": o.auth_timeout,
             "max_control_line": o.max_control_line,
             "max_payload": o.max_payload,
@@ -479,3 +485,13 @@ def _sublist_stats(accounts: list[Account]) -> dict[str, Any]:
         "max_fanout": 0,
         "avg_fanout": 0,
     }
+
+
+def _varz_tls(o: Any) -> dict[str, Any]:
+    """/varz's tls_required and tls_verify (omitted when false, as nats-server)."""
+    out: dict[str, Any] = {}
+    if o.tls is not None and not o.allow_non_tls:
+        out["tls_required"] = True
+    if o.tls is not None and o.tls.verify:
+        out["tls_verify"] = True
+    return out
