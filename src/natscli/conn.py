@@ -1,7 +1,8 @@
 """Connection options (flags, environment, contexts) and the JetStream API requester.
 
 Precedence, as in the Go CLI: a flag, then the environment (``NATS_URL``, ``NATS_USER``,
-``NATS_PASSWORD``, ``NATS_CREDS``, ``NATS_TOKEN``, ``NATS_CONTEXT``), then the selected
+``NATS_PASSWORD``, ``NATS_CREDS``, ``NATS_NKEY``, ``NATS_TOKEN``, ``NATS_CERT``,
+``NATS_KEY``, ``NATS_CA``, ``NATS_CONTEXT``), then the selected
 context (``--context NAME`` or ``~/.config/nats/context.txt``, read from
 ``~/.config/nats/context/NAME.json``), then ``nats://127.0.0.1:4222``.
 
@@ -15,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ __all__ = [
     "add_conn_flags",
     "connect",
     "options_from_args",
+    "tls_context",
 ]
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
@@ -46,6 +49,12 @@ class ConnOptions:
     password: str | None = None
     token: str | None = None
     creds: str | None = None
+    nkey: str | None = None  # a file holding an nkey seed
+    # TLS: the CA to trust, a client certificate and its key, and TLS before INFO
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_first: bool = False
     timeout: float = 5.0
     js_domain: str | None = None
     js_api_prefix: str | None = None
@@ -70,6 +79,13 @@ def add_conn_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--password", default=sup, help="Password")
     g.add_argument("--token", default=sup, help="Authentication token")
     g.add_argument("--creds", default=sup, help="User credentials file")
+    g.add_argument("--nkey", default=sup, help="User NKEY seed file")
+    g.add_argument("--tlscert", default=sup, help="TLS client certificate file")
+    g.add_argument("--tlskey", default=sup, help="TLS client private key file")
+    g.add_argument("--tlsca", default=sup, help="TLS certificate authority chain file")
+    g.add_argument(
+        "--tlsfirst", action="store_true", default=sup, help="Perform the TLS handshake first"
+    )
     g.add_argument("--context", default=sup, help="Configuration context to use")
     g.add_argument("--timeout", default=sup, help="Time to wait on responses (default 5s)")
     g.add_argument("--js-domain", default=sup, help="JetStream domain to access")
@@ -135,6 +151,11 @@ def options_from_args(ns: argparse.Namespace) -> ConnOptions:
         password=pick("password", "NATS_PASSWORD", "password"),
         token=pick("token", "NATS_TOKEN", "token"),
         creds=pick("creds", "NATS_CREDS", "creds"),
+        nkey=pick("nkey", "NATS_NKEY", "nkey"),
+        tls_cert=pick("tlscert", "NATS_CERT", "cert"),
+        tls_key=pick("tlskey", "NATS_KEY", "key"),
+        tls_ca=pick("tlsca", "NATS_CA", "ca"),
+        tls_first=bool(getattr(ns, "tlsfirst", False) or ctx.get("tls_first")),
         timeout=timeout,
         js_domain=pick("js_domain", "NATS_JS_DOMAIN", "jetstream_domain"),
         js_api_prefix=pick("js_api_prefix", "NATS_JS_API_PREFIX", "jetstream_api_prefix"),
@@ -180,6 +201,14 @@ async def connect(opts: ConnOptions) -> Client:
         if not Path(opts.creds).is_file():
             raise CliError(f"credentials file {opts.creds} does not exist")
         kwargs["user_credentials"] = opts.creds
+    if opts.nkey:
+        if not Path(opts.nkey).is_file():
+            raise CliError(f"nkey file {opts.nkey} does not exist")
+        kwargs["nkeys_seed"] = opts.nkey
+    ctx = tls_context(opts)
+    if ctx is not None:
+        kwargs["tls"] = ctx
+        kwargs["tls_handshake_first"] = opts.tls_first
     where = ", ".join(opts.servers)
 
     def cause(e: Exception) -> str:
@@ -194,6 +223,26 @@ async def connect(opts: ConnOptions) -> Client:
         raise CliError(f"could not connect to {where}: {cause(e)}") from e
     except Exception as e:
         raise CliError(f"could not connect to {where}: {cause(e)}") from e
+
+
+def tls_context(opts: ConnOptions) -> ssl.SSLContext | None:
+    """The client's TLS context when any TLS option is given (or a tls:// URL); a missing
+    or unreadable file is a CliError naming it."""
+    wants = opts.tls_ca or opts.tls_cert or opts.tls_key or opts.tls_first
+    if not wants and not any(s.startswith("tls://") for s in opts.servers):
+        return None
+    if bool(opts.tls_cert) != bool(opts.tls_key):
+        raise CliError("--tlscert and --tlskey must be given together")
+    for what, f in (("CA", opts.tls_ca), ("certificate", opts.tls_cert), ("key", opts.tls_key)):
+        if f and not Path(f).is_file():
+            raise CliError(f"TLS {what} file {f} does not exist")
+    try:
+        ctx = ssl.create_default_context(cafile=opts.tls_ca or None)
+        if opts.tls_cert and opts.tls_key:
+            ctx.load_cert_chain(opts.tls_cert, opts.tls_key)
+    except (OSError, ssl.SSLError) as e:
+        raise CliError(f"could not load the TLS files: {e}") from e
+    return ctx
 
 
 class ApiError(CliError):
