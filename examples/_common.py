@@ -3,7 +3,9 @@
 Each example runs with one command. Without ``--servers`` it starts its own natsd as a
 subprocess (``python -m natsd -js -sd <tmpdir> -p <free port>``), exactly as a user would
 start a server, and stops it at the end; with ``--servers`` it uses that server (natsd or
-nats-server) and leaves it running.
+nats-server) and leaves it running. ``--tls-ca``, ``--tls-cert``, ``--tls-key`` and
+``--tls-first`` reach a TLS-only server: Spark gets them as the data source's options
+(``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile``, ``tlsFirst``), nats-py as a TLS context.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -30,12 +33,19 @@ from natsd_spark import JetStreamDataSource, JetStreamKVDataSource
 
 T = TypeVar("T")
 
+# The data source's TLS options for this run (server_url sets them from the flags).
+_TLS: dict[str, str] = {}
+
 
 def add_server_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--servers", help="NATS URL(s) of a JetStream server; default: start an "
                    "embedded natsd for this run")
     p.add_argument("--keep-server", action="store_true",
                    help="leave the embedded server's store directory in place (printed)")
+    p.add_argument("--tls-ca", help="CA file to trust (a TLS server)")
+    p.add_argument("--tls-cert", help="client certificate file (a server that verifies)")
+    p.add_argument("--tls-key", help="the client certificate's private key file")
+    p.add_argument("--tls-first", action="store_true", help="TLS handshake before INFO")
 
 
 def _free_port() -> int:
@@ -84,6 +94,12 @@ def embedded_natsd(keep: bool = False) -> Iterator[str]:
 
 @contextlib.contextmanager
 def server_url(args: argparse.Namespace) -> Iterator[str]:
+    for flag, option in (("tls_ca", "tlsCaFile"), ("tls_cert", "tlsCertFile"),
+                         ("tls_key", "tlsKeyFile")):
+        if getattr(args, flag, None):
+            _TLS[option] = str(getattr(args, flag))
+    if getattr(args, "tls_first", False):
+        _TLS["tlsFirst"] = "true"
     if args.servers:
         yield str(args.servers)
     else:
@@ -112,11 +128,25 @@ def spark_session(app: str, cores: int = 2) -> SparkSession:
     return spark
 
 
+def source_options(url: str) -> dict[str, str]:
+    """The jetstream data source's connection options: the URL and the TLS files."""
+    return {"servers": url, **_TLS}
+
+
+def _nats_tls() -> dict[str, object]:
+    if not _TLS:
+        return {}
+    ctx = ssl.create_default_context(cafile=_TLS.get("tlsCaFile"))
+    if "tlsCertFile" in _TLS:
+        ctx.load_cert_chain(_TLS["tlsCertFile"], _TLS.get("tlsKeyFile"))
+    return {"tls": ctx, "tls_handshake_first": _TLS.get("tlsFirst") == "true"}
+
+
 def with_nats(url: str, fn: Callable[[Client], Awaitable[T]]) -> T:
     """Run ``fn(nc)`` on a fresh nats-py connection (the examples' own client side)."""
 
     async def main() -> T:
-        nc = await nats.connect(url)
+        nc = await nats.connect(url, **_nats_tls())
         try:
             return await fn(nc)
         finally:

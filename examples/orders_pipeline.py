@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import nats.js.errors
-from _common import add_server_args, server_url, spark_session, with_nats
+from _common import add_server_args, server_url, source_options, spark_session, with_nats
 from nats.aio.client import Client
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -152,7 +152,7 @@ def stats_rows(stats: DataFrame) -> DataFrame:
 
 
 def run_queries(spark: SparkSession, url: str, start_seq: int, ck: Path, batch: int) -> None:
-    raw = (spark.readStream.format("jetstream").option("servers", url)
+    raw = (spark.readStream.format("jetstream").options(**source_options(url))
            .option("stream", "ORDERS").option("subjects", "orders.>")
            .option("startingOffsets", str(start_seq))  # ignored once a checkpoint exists
            .option("maxMessagesPerTrigger", str(batch)).load())
@@ -166,14 +166,15 @@ def run_queries(spark: SparkSession, url: str, start_seq: int, ck: Path, batch: 
         try:
             (rows.select(F.concat_ws(".", "minute", "status").alias("key"),
                          F.col("doc").alias("value"))
-             .write.format("jetstream-kv").option("servers", url)
+             .write.format("jetstream-kv").options(**source_options(url))
              .option("bucket", STATS_BUCKET).option("createBucket", "true")
              .option("history", "5").option("writeId", f"{query_id}:{batch_id}")
              .mode("append").save())
             (rows.select(F.concat_ws(".", F.lit("stats.orders"), "minute", "status")
                          .alias("subject"), F.col("doc").alias("data"))
-             .write.format("jetstream").option("servers", url).option("stream", STATS_STREAM)
-             .option("writeId", f"{query_id}:{batch_id}").mode("append").save())
+             .write.format("jetstream").options(**source_options(url))
+             .option("stream", STATS_STREAM).option("writeId", f"{query_id}:{batch_id}")
+             .mode("append").save())
         finally:
             rows.unpersist()
 
@@ -196,7 +197,7 @@ def run_queries(spark: SparkSession, url: str, start_seq: int, ck: Path, batch: 
                            F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").alias("ts"),
                            "seq")).alias("value"))
         .writeStream.queryName("order_status").format("jetstream-kv")
-        .option("servers", url).option("bucket", STATUS_BUCKET)
+        .options(**source_options(url)).option("bucket", STATUS_BUCKET)
         .option("createBucket", "true").option("history", "5")
         .option("checkpointLocation", str(ck / "status"))
         .trigger(availableNow=True).start())
@@ -257,7 +258,7 @@ def pipeline(args: argparse.Namespace, ck: Path, url: str) -> int:
     try:
         run_queries(spark, url, origin, ck, args.batch)
         # The reference: the same aggregation as a batch job over the same sequences.
-        batch = (spark.read.format("jetstream").option("servers", url)
+        batch = (spark.read.format("jetstream").options(**source_options(url))
                  .option("stream", "ORDERS").option("startingOffsets", str(origin))
                  .option("endingOffsets", str(last_seq + 1)).load())
         expected = {

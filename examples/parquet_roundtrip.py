@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import nats.js.errors
-from _common import add_server_args, server_url, spark_session, with_nats
+from _common import add_server_args, server_url, source_options, spark_session, with_nats
 from nats.aio.client import Client
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -110,7 +110,7 @@ def roundtrip(args: argparse.Namespace, out: Path, url: str) -> int:
     spark = spark_session("parquet-roundtrip")
     try:
         # ---- export
-        src = (spark.read.format("jetstream").option("servers", url)
+        src = (spark.read.format("jetstream").options(**source_options(url))
                .option("stream", args.stream).option("includeHeaders", "true")
                .option("minPartitions", "2").load())
         exported = src.withColumn("date", F.to_date("timestamp")).persist()
@@ -133,7 +133,7 @@ def roundtrip(args: argparse.Namespace, out: Path, url: str) -> int:
                           "headers",
                           F.concat_ws(":", "stream", F.col("seq").cast("string"))
                           .alias("msg_id")))
-        replay.write.format("jetstream").option("servers", url).option("stream", target) \
+        replay.write.format("jetstream").options(**source_options(url)).option("stream", target) \
             .mode("append").save()
         after = with_nats(url, lambda nc: ensure_target(nc, target))
         n_replayed = after - before
@@ -141,7 +141,7 @@ def roundtrip(args: argparse.Namespace, out: Path, url: str) -> int:
               f"({n_replayed} new)")
 
         # ---- compare contents: the replayed messages minus the prefix are the originals
-        back = (spark.read.format("jetstream").option("servers", url)
+        back = (spark.read.format("jetstream").options(**source_options(url))
                 .option("stream", target).option("includeHeaders", "true").load()
                 .withColumn("subject", F.expr("substring(subject, 8)"))
                 .withColumn("headers", F.map_filter(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import nats
-from nats.aio.client import Client
+from nats.aio.client import Client, RawCredentials
 from nats.aio.msg import Msg
 
 from natsd_spark.options import ConnectOptions, Offset
@@ -119,6 +119,14 @@ class Session:
             kwargs["user"], kwargs["password"] = c.user, c.password
         if c.token is not None:
             kwargs["token"] = c.token
+        if c.nkey_seed is not None:
+            kwargs["nkeys_seed_str"] = c.nkey_seed
+        if c.creds is not None:
+            kwargs["user_credentials"] = RawCredentials(c.creds)
+        tls = c.tls_context()
+        if tls is not None:
+            kwargs["tls"] = tls
+            kwargs["tls_handshake_first"] = c.tls_first
         errors: list[str] = []
 
         async def _err(e: Exception) -> None:

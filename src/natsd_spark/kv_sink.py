@@ -64,6 +64,7 @@ from pyspark.sql.types import StructType
 
 from natsd_spark.client import JetStreamError, Publisher, Session
 from natsd_spark.options import (
+    CONNECT_KEYS,
     ConnectOptions,
     bool_option,
     get_option,
@@ -107,9 +108,8 @@ class KVWriteOptions:
 
 def parse_kv_write_options(opts: Mapping[str, str]) -> KVWriteOptions:
     """Options of ``format("jetstream-kv")``; a ``ValueError`` names any bad one."""
-    known = {"servers", "bucket", "createbucket", "history", "maxpendingacks", "writeid",
-             "nullvalues", "user", "password", "token", "timeout", "path",
-             "checkpointlocation", "queryname"}
+    known = CONNECT_KEYS | {"bucket", "createbucket", "history", "maxpendingacks", "writeid",
+                            "nullvalues", "path", "checkpointlocation", "queryname"}
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream-kv write option(s): {', '.join(unknown)}")

@@ -1,4 +1,8 @@
-"""Option parsing for the ``jetstream`` Spark data source (pure; no I/O, no Spark).
+"""Option parsing for the ``jetstream`` Spark data source (no Spark).
+
+The only I/O: the TLS and nkey files named by the connection options are read here, on the
+driver, and their contents travel to the executors inside :class:`ConnectOptions`, so an
+executor on another host needs no copy of them.
 
 Spark hands a data source its options as a case-insensitive ``str -> str`` mapping. This
 module turns them into small frozen dataclasses that are pickled to the executors, and
@@ -15,12 +19,16 @@ exclusive, as in Spark's Kafka source: an offset is "the next sequence to read".
 
 from __future__ import annotations
 
+import os
 import re
+import ssl
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 __all__ = [
+    "CONNECT_KEYS",
     "ConnectOptions",
     "Offset",
     "ReadOptions",
@@ -36,6 +44,14 @@ __all__ = [
 
 _TOKEN_OK = re.compile(r"^[^\s.*>]+$")
 
+# The connection options every format takes (lower case, as Spark's options are matched).
+CONNECT_KEYS = frozenset(
+    {
+        "servers", "user", "password", "token", "timeout", "tlscafile", "tlscertfile",
+        "tlskeyfile", "tlsfirst", "nkeyseedfile", "credsfile",
+    }
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ConnectOptions:
@@ -46,6 +62,42 @@ class ConnectOptions:
     password: str | None = None
     token: str | None = None
     timeout: float = 10.0
+    # PEM texts read on the driver (tlsCaFile, tlsCertFile, tlsKeyFile) and TLS first
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_first: bool = False
+    # an nkey seed (nkeySeedFile) or a credentials file's text (credsFile)
+    nkey_seed: str | None = None
+    creds: str | None = None
+
+    def __repr__(self) -> str:
+        # Never print a key or a password (Spark logs plans and options).
+        return f"ConnectOptions(servers={self.servers!r}, tls={self.tls_context_wanted})"
+
+    @property
+    def tls_context_wanted(self) -> bool:
+        return bool(self.tls_ca or self.tls_cert or self.tls_first) or any(
+            s.startswith("tls://") for s in self.servers
+        )
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The client's TLS context (None: plaintext), built where the connection is made."""
+        if not self.tls_context_wanted:
+            return None
+        ctx = ssl.create_default_context(cadata=self.tls_ca) if self.tls_ca else (
+            ssl.create_default_context()
+        )
+        if self.tls_cert and self.tls_key:
+            # ssl loads a certificate chain from files only: a private temporary copy.
+            with tempfile.TemporaryDirectory(prefix="natsd-spark-tls-") as d:
+                cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+                for path, text in ((cert, self.tls_cert), (key, self.tls_key)):
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    with os.fdopen(fd, "w") as f:
+                        f.write(text)
+                ctx.load_cert_chain(cert, key)
+        return ctx
 
 
 @dataclass(frozen=True)
@@ -137,7 +189,47 @@ def parse_connect(opts: Mapping[str, str]) -> ConnectOptions:
         t = float(timeout) if timeout is not None else 10.0
     except ValueError:
         raise ValueError(f"jetstream option 'timeout' must be seconds, got {timeout!r}") from None
-    return ConnectOptions(servers, user, password, token, t)
+    cert, key = _file(opts, "tlsCertFile"), _file(opts, "tlsKeyFile")
+    if (cert is None) != (key is None):
+        raise ValueError("jetstream options 'tlsCertFile' and 'tlsKeyFile' must be given together")
+    nkey, creds = _file(opts, "nkeySeedFile"), _file(opts, "credsFile")
+    if sum(x is not None for x in (nkey, creds, user, token)) > 1:
+        raise ValueError(
+            "jetstream options 'nkeySeedFile', 'credsFile', 'user'/'password' and 'token'"
+            " are exclusive"
+        )
+    if nkey is not None and not nkey.strip().startswith("SU"):
+        raise ValueError("jetstream option 'nkeySeedFile' does not hold a user nkey seed (SU...)")
+    conn = ConnectOptions(
+        servers,
+        user,
+        password,
+        token,
+        t,
+        tls_ca=_file(opts, "tlsCaFile"),
+        tls_cert=cert,
+        tls_key=key,
+        tls_first=bool_option(opts, "tlsFirst", False),
+        nkey_seed=nkey.strip() if nkey is not None else None,
+        creds=creds,
+    )
+    try:
+        conn.tls_context()  # a bad certificate or key is the option's error, here
+    except (ssl.SSLError, ValueError) as e:
+        raise ValueError(f"jetstream TLS options: cannot use the files given: {e}") from None
+    return conn
+
+
+def _file(opts: Mapping[str, str], name: str) -> str | None:
+    """The text of the file option ``name`` names (read on the driver)."""
+    path = get_option(opts, name)
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError(f"jetstream option {name!r}: cannot read {path!r}: {e.strerror}") from None
 
 
 def parse_offset(raw: str, name: str, *, allow_latest: bool = True) -> Offset:
@@ -181,10 +273,10 @@ def parse_include_headers(opts: Mapping[str, str]) -> bool:
 
 
 def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
-    known = {
-        "servers", "stream", "subjects", "startingoffsets", "endingoffsets", "minpartitions",
+    known = CONNECT_KEYS | {
+        "stream", "subjects", "startingoffsets", "endingoffsets", "minpartitions",
         "maxpartitionsize", "maxmessagespertrigger", "includeheaders", "fetchbatch", "fetchdepth",
-        "failondataloss", "user", "password", "token", "timeout", "path",
+        "failondataloss", "path",
     }
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
@@ -229,8 +321,8 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
 
 def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
     # Spark itself passes path, checkpointLocation and (streaming) queryName to sinks.
-    known = {"servers", "writeid", "maxpendingacks", "stream", "user", "password", "token",
-             "timeout", "path", "checkpointlocation", "queryname"}
+    known = CONNECT_KEYS | {"writeid", "maxpendingacks", "stream", "path",
+                            "checkpointlocation", "queryname"}
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream write option(s): {', '.join(unknown)}")

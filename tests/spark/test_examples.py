@@ -84,3 +84,43 @@ def test_parquet_roundtrip_embedded_server(tmp_path: Path) -> None:
     parts = sorted(p.name for p in (outdir / "ORDERS").glob("subject=*"))
     assert parts == [f"subject=orders.{s}" for s in ("cancelled", "created", "paid", "shipped")]
     assert all(len(list(p.glob("date=*"))) == 1 for p in (outdir / "ORDERS").glob("subject=*"))
+
+
+@pytest.mark.timeout(300)
+def test_orders_pipeline_against_a_tls_only_server(tmp_path: Path) -> None:
+    """The same pipeline against a natsd that takes TLS clients only and verifies their
+    certificates: the driver and every executor connect with the client certificate."""
+    import socket
+    import time
+
+    from tlscerts import make_certs
+
+    certs = make_certs(tmp_path / "certs")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    conf = tmp_path / "tls.conf"
+    conf.write_text(
+        f'host: "127.0.0.1"\nport: {port}\njetstream {{ store_dir: "{tmp_path / "js"}" }}\n'
+        + certs.tls_block(verify=True)
+    )
+    log = open(tmp_path / "natsd.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen([sys.executable, "-m", "natsd", "-c", str(conf)], stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while "Server is ready" not in (tmp_path / "natsd.log").read_text(errors="replace"):
+            assert proc.poll() is None and time.monotonic() < deadline, "natsd did not start"
+            time.sleep(0.05)
+        out = run_example(
+            "orders_pipeline.py", "--servers", f"tls://localhost:{port}", "--orders", "40",
+            "--minutes", "2", "--batch", "500", "--tls-ca", str(certs.ca),
+            "--tls-cert", str(certs.alice_cert), "--tls-key", str(certs.alice_key), cwd=tmp_path)
+        assert "all checks passed" in out, out
+        # Nothing reached the server in plaintext, and every connection showed a certificate.
+        text = (tmp_path / "natsd.log").read_text(errors="replace")
+        assert "TLS handshake error" not in text, text[-3000:]
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        log.close()

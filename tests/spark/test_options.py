@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -196,3 +197,61 @@ def test_parse_user_headers() -> None:
            b"Nats-Sequence: 1\r\n\r\n")
     assert parse_user_headers(raw) == [("A", ["1", "3"]), ("B", ["2"])]
     assert parse_user_headers(b"NATS/1.0\r\nNats-Stream: S\r\nNats-Sequence: 1\r\n\r\n") is None
+
+
+def test_tls_and_nkey_options_travel_as_contents(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+    import ssl
+
+    from tlscerts import make_certs
+
+    from natsd_spark.options import parse_connect
+
+    certs = make_certs(tmp_path / "certs")
+    opts = {
+        "servers": "tls://localhost:4222",
+        "tlsCaFile": str(certs.ca),
+        "tlsCertFile": str(certs.alice_cert),
+        "tlsKeyFile": str(certs.alice_key),
+        "tlsFirst": "true",
+    }
+    conn = parse_connect(opts)
+    assert conn.tls_ca == certs.ca.read_text() and conn.tls_first
+    # What reaches an executor holds the files' contents, not paths on the driver.
+    again = pickle.loads(pickle.dumps(conn))
+    for f in (certs.ca, certs.alice_cert, certs.alice_key):
+        f.rename(f.with_suffix(".gone"))
+    ctx = again.tls_context()
+    assert isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_REQUIRED
+    assert "BEGIN" not in repr(again) and "PRIVATE" not in repr(again)
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        ({"tlsCaFile": "/nope/ca.pem"}, "'tlsCaFile': cannot read '/nope/ca.pem'"),
+        ({"tlsCertFile": "CERT"}, "'tlsCertFile' and 'tlsKeyFile' must be given together"),
+        ({"nkeySeedFile": "SEED", "user": "u", "password": "p"}, "are exclusive"),
+        ({"nkeySeedFile": "NOTSEED"}, "does not hold a user nkey seed"),
+        ({"tlsCaFile": "GARBAGE"}, "cannot use the files given"),
+        ({"tlsFirst": "maybe"}, "'tlsFirst' must be true or false"),
+    ],
+)
+def test_bad_tls_options(tmp_path, opts: dict[str, str], message: str) -> None:  # type: ignore[no-untyped-def]
+    from tlscerts import make_certs
+
+    from natsd_spark.options import parse_connect
+
+    certs = make_certs(tmp_path / "certs")
+    (tmp_path / "seed").write_text("SUAMSCZIPZX5KKDYFAHJGYO42YRLSE3ZKBUJDHLJH3S5XB3WZKGEX3IIGI")
+    (tmp_path / "notseed").write_text("hello")
+    (tmp_path / "garbage").write_text("not a certificate")
+    subst = {
+        "CERT": str(certs.alice_cert),
+        "SEED": str(tmp_path / "seed"),
+        "NOTSEED": str(tmp_path / "notseed"),
+        "GARBAGE": str(tmp_path / "garbage"),
+    }
+    real = {k: subst.get(v, v) for k, v in opts.items()}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_connect(real)
