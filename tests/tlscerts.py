@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import ssl
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ class Certs:
     # CN=bob,OU=Eng,O=Acme, DNS bob.example.com: mapped by its subject
     bob_cert: Path
     bob_key: Path
+    # alice's names, but expired yesterday
+    expired_cert: Path
+    expired_key: Path
     # a client certificate from a CA the servers do not trust
     stranger_cert: Path
     stranger_key: Path
@@ -95,6 +99,16 @@ def make_certs(directory: Path) -> Certs:
         ),
     )
     write("stranger", other.issue_cert("alice@example.com", common_name="alice"))
+    now = datetime.datetime.now(datetime.UTC)
+    write(
+        "expired",
+        ca.issue_cert(
+            "alice@example.com",
+            common_name="alice",
+            not_before=now - datetime.timedelta(days=30),
+            not_after=now - datetime.timedelta(days=1),
+        ),
+    )
     ca.cert_pem.write_to_path(str(directory / "ca.pem"))
     other.cert_pem.write_to_path(str(directory / "other-ca.pem"))
     return Certs(

@@ -236,6 +236,11 @@ def test_verify_accepts_a_certificate_of_its_ca(verify_pair: ServerPair, certs: 
     assert outcome == "ok" and out == b"PONG\r\n"
 
 
+def test_verify_refuses_an_expired_certificate(verify_pair: ServerPair, certs: Certs) -> None:
+    _, outcome, _ = both(verify_pair, upgrade, certs.client_context("expired"))
+    assert outcome == "handshake failed"
+
+
 def test_verify_refuses_a_certificate_of_another_ca(verify_pair: ServerPair, certs: Certs) -> None:
     _, outcome, _ = both(verify_pair, upgrade, certs.client_context("stranger"))
     assert outcome == "handshake failed"
