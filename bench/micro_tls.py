@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-import os
 import shutil
 import socket
 import ssl
@@ -55,10 +54,9 @@ class Server:
         self.port = _free_port()
         path = tmp / f"{name}.conf"
         store = tmp / f"{name}-js"
-        path.write_text(
-            f"host: {HOST}\nport: {self.port}\njetstream {{ store_dir: {json.dumps(str(store))} }}\n"
-            + conf
-        )
+        sd = json.dumps(str(store))
+        js = f"jetstream {{ store_dir: {sd} }}\n"
+        path.write_text(f"host: {HOST}\nport: {self.port}\n{js}{conf}")
         self.log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen([*cmd, "-c", str(path)], stdout=self.log,
                                      stderr=subprocess.STDOUT)  # fmt: skip
@@ -155,7 +153,8 @@ def core_run(port: int, ca: str | None, n: int, size: int) -> float:
 def _js_publisher(port: int, ca: str | None, n: int, size: int, window: int, out: Any) -> None:
     sock = _connect(port, ca, b"SUB _INBOX.tls.* 1\r\n")
     stream = b'{"name":"TLSB","subjects":["tlsb.>"],"storage":"memory"}'
-    sock.sendall(b"PUB $JS.API.STREAM.CREATE.TLSB _INBOX.tls.c %d\r\n%s\r\n" % (len(stream), stream))
+    create = b"PUB $JS.API.STREAM.CREATE.TLSB _INBOX.tls.c %d\r\n%s\r\n"
+    sock.sendall(create % (len(stream), stream))
     buf = b""
     while b"\r\n" not in buf or b"MSG" not in buf:
         buf += sock.recv(65536)
@@ -244,8 +243,6 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     print()
     print(f"{'':28s}{'pub->sub':>12s}{'js async pub':>14s}")
-    for load in ("core", "js"):
-        pass
     rows = [
         ("natsd / nats-server, plain", "natsd-plain", "nats-server-plain"),
         ("natsd / nats-server, TLS", "natsd-tls", "nats-server-tls"),
