@@ -359,10 +359,7 @@ class ClientConnection(Sink):
             else:
                 self._tls_failed(tls, handshake_error(e))
             return b""
-        out = tls.outgoing()
-        t = self.transport
-        if out and t is not None:
-            t.write(out)
+        tls.send_pending(self.transport)
         if not was and tls.established and not self._tls_established(tls):
             return b""
         if tls.closed_by_peer:
@@ -372,10 +369,7 @@ class ClientConnection(Sink):
         return plain
 
     def _tls_failed(self, tls: TlsSession, why: str) -> None:
-        out = tls.outgoing()  # the alert that says why
-        t = self.transport
-        if out and t is not None and not t.is_closing():
-            t.write(out)
+        tls.send_pending(self.transport)  # the alert that says why
         self.host.log_tls_error(self, f"TLS handshake error: {why}")
         self._close(CloseReason.TLS_HANDSHAKE, flush=True)
 
@@ -945,12 +939,10 @@ class ClientConnection(Sink):
             tls = self.tls
             if flush and not t.is_closing():
                 data = b"".join(self.out)
-                if tls is None:
-                    if data:
-                        t.write(data)
-                elif tls.established:
-                    # What is queued, then close_notify (a TLS peer waits for it).
-                    t.write((tls.encrypt(data) if data else b"") + tls.close_notify())
+                if tls is not None:
+                    data = tls.last_words(data)
+                if data:
+                    t.write(data)
             end_transport(t, flush, self.host.scheduler)
         self.out = []
         self.out_size = 0

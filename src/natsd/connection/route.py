@@ -371,10 +371,7 @@ class RouteConnection:
         except ssl.SSLError as e:
             self._tls_failed(tls, handshake_error(e))
             return b""
-        out = tls.outgoing()
-        t = self.transport
-        if out and t is not None and not t.is_closing():
-            t.write(out)
+        tls.send_pending(self.transport)
         if not was and tls.established:
             if self._tls_timer is not None:
                 self._tls_timer.cancel()
@@ -392,10 +389,7 @@ class RouteConnection:
         return plain
 
     def _tls_failed(self, tls: TlsSession, why: str) -> None:
-        out = tls.outgoing()
-        t = self.transport
-        if out and t is not None and not t.is_closing():
-            t.write(out)
+        tls.send_pending(self.transport)
         # nats-server logs these as errors: a route port is not probed by load balancers.
         self.host.log_error(
             f"rid:{self.rid} {self.ip}:{self.port} - TLS route handshake error: {why}"
@@ -774,11 +768,10 @@ class RouteConnection:
             tls = self.tls
             if flush and not t.is_closing():
                 data = b"".join(self.out)
-                if tls is None:
-                    if data:
-                        t.write(data)
-                elif tls.established:
-                    t.write((tls.encrypt(data) if data else b"") + tls.close_notify())
+                if tls is not None:
+                    data = tls.last_words(data)
+                if data:
+                    t.write(data)
             end_transport(t, flush, self.host.scheduler)
         self.out = []
         self.out_size = 0

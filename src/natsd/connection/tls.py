@@ -12,6 +12,7 @@ plaintext and then upgrade, look at the first byte to tell a TLS client from a p
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from dataclasses import dataclass
 from typing import Final
@@ -125,6 +126,19 @@ class TlsSession:
     def outgoing(self) -> bytes:
         """Records the session has made (handshake, tickets, alerts) and not yet sent."""
         return self._out.read()
+
+    def send_pending(self, t: asyncio.Transport | None) -> None:
+        """Write what the session has made (handshake records, an alert) to ``t``."""
+        out = self._out.read()
+        if out and t is not None and not t.is_closing():
+            t.write(out)
+
+    def last_words(self, data: bytes) -> bytes:
+        """What a closing connection writes: ``data`` encrypted, then close_notify (a TLS
+        peer waits for it); nothing before the handshake is done."""
+        if not self.established:
+            return b""
+        return (self.encrypt(data) if data else b"") + self.close_notify()
 
     def encrypt(self, data: bytes) -> bytes:
         """``data`` as TLS records, with anything else pending before it."""
