@@ -266,8 +266,10 @@ class Server:
     ) -> tuple[Account, Permissions | None, str] | None:
         cert_names: list[str] | None = None
         cfg = client.tls_cfg
-        if cfg is not None and cfg.map_users and client.tls is not None:
-            peer = client.tls_peer
+        if cfg is not None and cfg.map_users:
+            # Every client of the port is named by its certificate, as in nats-server: a
+            # plain one (allow_non_tls) has none, and is refused.
+            peer = client.tls_peer if client.tls is not None else None
             cert_names = peer.identities() if peer is not None else []
         res = self.auth.check(opts, client.nonce, cert_names)
         if res is None:

@@ -393,3 +393,17 @@ def test_nats_py_nkey_user(nkey_pair: ServerPair, tmp_path: Path) -> None:
 
     for server in nkey_pair:
         assert asyncio.run(run(server)) == b"signed", server.name
+
+
+@pytest.fixture(scope="module")
+def map_mixed_pair(certs: Certs) -> Iterator[ServerPair]:
+    users = 'authorization { users = [ { user: "alice@example.com", password: "pw" } ] }\n'
+    yield from _pair(certs.tls_block(verify_and_map=True) + "allow_non_tls: true\n" + users)
+
+
+def test_verify_and_map_names_plain_clients_too(map_mixed_pair: ServerPair) -> None:
+    """With verify_and_map every client of the port is named by its certificate: a plain
+    client (allow_non_tls) has none, and its password does not stand in for it."""
+    send = b'CONNECT {"verbose":false,"user":"alice@example.com","pass":"pw"}\r\n' + PING
+    fields, (out, closed) = both(map_mixed_pair, plain, send)
+    assert out == b"-ERR 'Authorization Violation'\r\n" and closed
