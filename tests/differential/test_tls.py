@@ -405,5 +405,5 @@ def test_verify_and_map_names_plain_clients_too(map_mixed_pair: ServerPair) -> N
     """With verify_and_map every client of the port is named by its certificate: a plain
     client (allow_non_tls) has none, and its password does not stand in for it."""
     send = b'CONNECT {"verbose":false,"user":"alice@example.com","pass":"pw"}\r\n' + PING
-    fields, (out, closed) = both(map_mixed_pair, plain, send)
+    _, (out, closed) = both(map_mixed_pair, plain, send)
     assert out == b"-ERR 'Authorization Violation'\r\n" and closed

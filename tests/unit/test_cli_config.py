@@ -241,10 +241,10 @@ def test_build_options_reports_config_warnings(tmp_path: Path) -> None:
 
 def test_build_options_refuses_unsupported_config_keys(tmp_path: Path) -> None:
     conf = tmp_path / "nats.conf"
-    conf.write_text('port: 4000\nhttps_port: 8443\n')
+    conf.write_text('port: 4000\nhttp_base_path: /x\n')
     with pytest.raises(ConfigError) as ei:
         build_options(parse_args(["-c", str(conf)]))
-    assert str(ei.value) == f'{conf}:2: config key "https_port" is not supported by natsd yet'
+    assert str(ei.value) == f'{conf}:2: config key "http_base_path" is not supported by natsd yet'
 
 
 def test_load_config_missing_file(tmp_path: Path) -> None:

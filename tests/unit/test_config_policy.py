@@ -99,7 +99,7 @@ def test_refused_key_is_a_startup_error_naming_it(
 def test_refusals_are_reported_together_each_on_its_line(tmp_path: Path) -> None:
     text = (
         "port: 4222\n"
-        "https_port: 8443\n"
+        "http_base_path: /x\n"
         "jetstream {\n  store_dir: /x\n  cipher: aes\n  key: k\n}\n"
         "authorization { users: [ { user: u, proxy_required: true } ] }\n"
         "what: 1\n"
@@ -107,7 +107,7 @@ def test_refusals_are_reported_together_each_on_its_line(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as ei:
         apply(text)
     assert str(ei.value).splitlines() == [
-        '<string>:2: config key "https_port" is not supported by natsd yet',
+        '<string>:2: config key "http_base_path" is not supported by natsd yet',
         '<string>:5: config key "jetstream.cipher" is not supported by natsd yet',
         '<string>:6: config key "jetstream.key" is not supported by natsd yet',
         '<string>:8: config key "authorization.users[0].proxy_required" is not supported by'
@@ -117,11 +117,11 @@ def test_refusals_are_reported_together_each_on_its_line(tmp_path: Path) -> None
 
 
 def test_refused_key_in_an_included_file_names_that_file(tmp_path: Path) -> None:
-    (tmp_path / "tls.conf").write_text("# TLS\nhttps_port: 8443\n")
+    (tmp_path / "tls.conf").write_text("# HTTP\nhttp_base_path: /x\n")
     main_conf = tmp_path / "main.conf"
     main_conf.write_text("port: 4222\ninclude tls.conf\n")
     with pytest.raises(
-        ConfigError, match=r"tls\.conf:2: config key \"https_port\" is not supported"
+        ConfigError, match=r"tls\.conf:2: config key \"http_base_path\" is not supported"
     ):
         from natsd.config import load_config
 

@@ -17,8 +17,9 @@ from natsd.config.parse import ConfMap, parse_file
 from natsd.config.policy import Checker, ConfigError
 from natsd.config.tls import parse_tls
 from natsd.core.clock import parse_duration
+from natsd.core.goquote import go_quote
 from natsd.security.auth import User
-from natsd.security.nkeys import is_valid_public_user_key
+from natsd.security.nkeys import is_valid_public_account_key, is_valid_public_user_key
 from natsd.security.permissions import Permissions, parse_permissions
 
 __all__ = ["ConfigError", "apply_config", "check_workers", "load_config"]
@@ -274,10 +275,12 @@ def _connection_types(v: Any, path: str, chk: Checker) -> None:
     items = [v] if isinstance(v, str) else v
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
         raise ConfigError(f"{path}: error parsing allowed connection types: expected strings")
+    unknown = [ct for ct in items if ct.upper() not in _CONNECTION_TYPES]
+    if unknown:
+        # nats-server's convertAllowedConnectionTypes: the unknown ones, as Go's %q of a list
+        raise ConfigError(f"{path}: invalid connection types [{' '.join(map(go_quote, unknown))}]")
     for ct in items:
         up = ct.upper()
-        if up not in _CONNECTION_TYPES:
-            raise ConfigError(f'{path}: unknown connection type "{ct}"')
         if up != "STANDARD":
             chk.errors.append(
                 f'config key "{path}" value {up} is not supported by natsd'
@@ -346,6 +349,12 @@ def _accounts(opts: ServerOptions, v: Any, chk: Checker) -> None:
                 users = _users(val, acfg.name, prefix + "users", chk)
             elif key == "jetstream":
                 acfg.jetstream = _account_jetstream(val, prefix + "jetstream", chk)
+            elif key == "nkey":
+                if not isinstance(val, str) or not is_valid_public_account_key(val):
+                    raise ConfigError(
+                        f'{prefix}nkey: Not a valid public nkey for an account: "{val}"'
+                    )
+                acfg.nkey = val
             else:
                 defaults = _permissions(val, prefix + key, chk)
         opts.users.extend(_with_defaults(users, defaults))

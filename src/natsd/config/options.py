@@ -55,6 +55,8 @@ class AccountConfig:
     # None: no JetStream. Otherwise the account's limits by JS_ACCOUNT_LIMIT_KEYS key (the
     # config reader writes the JSON names); a missing key is unlimited.
     jetstream: dict[str, Any] | None = None
+    # the account's public nkey ("A..."); nats-server only records it outside operator mode
+    nkey: str = ""
 
 
 @dataclass(frozen=True)

@@ -154,8 +154,8 @@ ALLOW_RESPONSES = Level(
 
 ACCOUNT = Level(
     "account",
-    supported=_keys("users jetstream default_permissions"),
-    refused=_keys("nkey imports exports mappings maps limits msg_trace trace_dest"),
+    supported=_keys("users jetstream default_permissions nkey"),
+    refused=_keys("imports exports mappings maps limits msg_trace trace_dest"),
 )
 
 _NATS_ACCOUNT_JS = _keys(

@@ -19,7 +19,14 @@ import nacl.exceptions
 import nacl.signing
 import nkeys
 
-__all__ = ["NONCE_RAW_LEN", "is_valid_public_user_key", "new_nonce", "public_key_bytes", "verify"]
+__all__ = [
+    "NONCE_RAW_LEN",
+    "is_valid_public_account_key",
+    "is_valid_public_user_key",
+    "new_nonce",
+    "public_key_bytes",
+    "verify",
+]
 
 # nats-server's nonceRawLen: 11 random bytes, 15 characters of raw URL-safe base64.
 NONCE_RAW_LEN: Final = 11
