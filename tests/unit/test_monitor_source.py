@@ -41,6 +41,14 @@ class StubClient:
     lang: str = ""
     version: str = ""
     user: str = ""
+    tls: dict[str, Any] = field(default_factory=dict)
+
+    def tls_report(self, peer_certs: bool) -> dict[str, Any]:
+        return (
+            dict(self.tls)
+            if peer_certs
+            else {k: v for k, v in self.tls.items() if k != "tls_peer_certs"}
+        )
 
 
 @dataclass
