@@ -187,15 +187,28 @@ async def test_unknown_config_key_is_refused(tmp_dir) -> None:
 
 @only_natsd
 async def test_unsupported_config_key_is_refused_at_startup(tmp_dir) -> None:
-    """A key nats-server honours and natsd cannot (here TLS: natsd would listen in
-    plaintext) stops natsd with one line naming it, instead of a server that looks fine."""
+    """A key nats-server honours and natsd cannot (here websockets: natsd would not listen
+    for them) stops natsd with one line naming it, instead of a server that looks fine."""
+    conf = write(tmp_dir, "ws.conf", "port: -1\nwebsocket { port: 8080 }\n")
+    res = await asyncio.to_thread(
+        subprocess.run, [*server_cmd(), "-c", conf], capture_output=True, timeout=30
+    )
+    assert res.returncode == 1
+    assert res.stderr.decode().splitlines() == [
+        f'natsd: {conf}:2: config key "websocket" is not supported by natsd yet'
+    ]
+
+
+async def test_missing_tls_files_stop_the_server_naming_them(tmp_dir) -> None:
+    """nats-server's own words for a certificate that is not there, at start-up."""
     conf = write(tmp_dir, "tls.conf", 'port: -1\ntls { cert_file: "c.pem", key_file: "k.pem" }\n')
     res = await asyncio.to_thread(
         subprocess.run, [*server_cmd(), "-c", conf], capture_output=True, timeout=30
     )
     assert res.returncode == 1
     assert res.stderr.decode().splitlines() == [
-        f'natsd: {conf}:2: config key "tls" is not supported by natsd yet'
+        f"natsd: {conf}:2: error parsing X509 certificate/key pair: open c.pem: no such file"
+        " or directory"
     ]
 
 
