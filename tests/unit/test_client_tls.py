@@ -218,3 +218,15 @@ def test_nkey_signature_encodings_are_gos() -> None:
     if any(ch in std for ch in "+/"):
         assert not verify(public, nonce, std.rstrip("="))  # standard without its padding
     assert not verify("UNOTAKEY", nonce, std)
+
+
+def test_input_before_close_notify_is_taken(certs: Certs) -> None:
+    """A client that publishes and closes at once (nats-py's publish then close) sends its
+    last records and its close_notify together: the publish counts, then the close."""
+    host = tls_host(certs)
+    client, t, peer = start(certs, host)
+    t.take()
+    pump(client, t, peer, host)
+    client.data_received(peer.encrypt(HELLO + b"PUB last.words 2\r\nhi\r\n") + peer.close_notify())
+    assert client.msgs_in == 1
+    assert client.closed and client.close_reason == CloseReason.CLIENT_CLOSED

@@ -250,10 +250,22 @@ class ClientConnection(Sink):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
-        if self.tls is not None or self.tls_wait:
+        tls = self.tls
+        if tls is not None or self.tls_wait:
             data = self._tls_in(data)
             if not data:
                 return
+            tls = self.tls
+            if tls is not None and tls.closed_by_peer:
+                # What came before the peer's close_notify is taken, then the close answered.
+                self._receive(data)
+                self._close(CloseReason.CLIENT_CLOSED, flush=True)
+                return
+        self._receive(data)
+
+    def _receive(self, data: bytes) -> None:
+        """Plaintext input: held while moving or behind a backlog, else processed within
+        this connection's read budget (connection/fairness.py)."""
         if self.moving:
             self.move_input += data
             return
@@ -362,7 +374,7 @@ class ClientConnection(Sink):
         tls.send_pending(self.transport)
         if not was and tls.established and not self._tls_established(tls):
             return b""
-        if tls.closed_by_peer:
+        if tls.closed_by_peer and not plain:
             # Answer its close_notify (asyncio's SSL transports wait for it when closing).
             self._close(CloseReason.CLIENT_CLOSED, flush=True)
             return b""

@@ -383,7 +383,7 @@ class RouteConnection:
                     self._tls_failed(tls, "certificate not pinned")
                     return b""
             self._greet()
-        if tls.closed_by_peer:
+        if tls.closed_by_peer and not plain:
             self._close(RouteCloseReason.CLIENT_CLOSED, flush=True)
             return b""
         return plain
@@ -419,6 +419,15 @@ class RouteConnection:
             data = self._tls_in(tls, data)
             if not data:
                 return
+            if tls.closed_by_peer:
+                # What came before the peer's close_notify is taken, then the close answered.
+                self._receive(data)
+                self._close(RouteCloseReason.CLIENT_CLOSED, flush=True)
+                return
+        self._receive(data)
+
+    def _receive(self, data: bytes) -> None:
+        """Plaintext input: messages delivered, control lines handled."""
         self.last_activity = time.time()
         host = self.host
         if host.trace:
