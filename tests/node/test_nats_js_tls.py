@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,10 @@ from typing import Any
 import nkeys
 import pytest
 from components import require_nats_server, require_node_modules
+from differential.harness import ServerProcess, server_pair
+from tlscerts import Certs, make_certs
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from differential.harness import ServerProcess, server_pair  # noqa: E402
-from tlscerts import Certs, make_certs  # noqa: E402
 
 SEED = "SUAMSCZIPZX5KKDYFAHJGYO42YRLSE3ZKBUJDHLJH3S5XB3WZKGEX3IIGI"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -241,7 +242,7 @@ def test_build_options_reports_config_warnings(tmp_path: Path) -> None:
 
 def test_build_options_refuses_unsupported_config_keys(tmp_path: Path) -> None:
     conf = tmp_path / "nats.conf"
-    conf.write_text('port: 4000\nhttp_base_path: /x\n')
+    conf.write_text("port: 4000\nhttp_base_path: /x\n")
     with pytest.raises(ConfigError) as ei:
         build_options(parse_args(["-c", str(conf)]))
     assert str(ei.value) == f'{conf}:2: config key "http_base_path" is not supported by natsd yet'
@@ -501,3 +502,38 @@ def test_logging_files() -> None:
     assert opts.log_file == "/var/log/n.log" and opts.pid_file == "/run/n.pid"
     opts, _ = apply("logfile: a\npidfile: b")
     assert (opts.log_file, opts.pid_file) == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ["--tlscert", "c.pem", "--tlskey", "k.pem"],
+            "--tlscert --tlskey need --tls or --tlsverify",
+        ),
+        (["--tls", "--tlskey", "k.pem"], "TLS Server certificate must be present and valid"),
+        (["--tls", "--tlscert", "c.pem"], "TLS Server private key must be present and valid"),
+    ],
+)
+def test_tls_flags_are_checked(argv: list[str], error: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(error)):
+        build_options(parse_args(argv))
+
+
+def test_tls_flags_make_the_tls_block(tmp_path: Path) -> None:
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost")
+    cert, key, cafile = tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem"
+    leaf.cert_chain_pems[0].write_to_path(str(cert))
+    leaf.private_key_pem.write_to_path(str(key))
+    ca.cert_pem.write_to_path(str(cafile))
+    argv = ["--tlsverify", "--tlscert", str(cert), "--tlskey", str(key), "--tlscacert", str(cafile)]
+    opts, _ = build_options(parse_args(argv))
+    assert opts.tls is not None and opts.tls.verify
+    assert (opts.tls.cert_file, opts.tls.key_file, opts.tls.ca_file) == (
+        str(cert),
+        str(key),
+        str(cafile),
+    )

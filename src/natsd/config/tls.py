@@ -195,6 +195,11 @@ def apply_tls_flags(opts: ServerOptions, flags: Mapping[str, object]) -> None:
     if not any(k in flags for k in keys):
         return
     if not (flags.get("tls") or flags.get("tlsverify")):
+        given = [f"--{k}" for k in keys[1:4] if flags.get(k)]
+        if given:
+            # nats-server ignores them without --tls; natsd says so instead of listening
+            # in plaintext with a certificate configured.
+            raise ConfigError(f"{' '.join(given)} need --tls or --tlsverify")
         return
     cert = str(flags.get("tlscert") or "")
     key = str(flags.get("tlskey") or "")

@@ -17,7 +17,6 @@ from typing import Final
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.x509.oid import NameOID
 
 __all__ = [
     "CIPHERS",
@@ -228,12 +227,3 @@ def peer_cert(der: bytes | None) -> PeerCert | None:
         uris=tuple(uris),
     )
 
-
-def common_name(cert: PeerCert) -> str:
-    """The subject's CN, if any."""
-    try:
-        name = x509.load_der_x509_certificate(cert.der).subject
-        attrs = name.get_attributes_for_oid(NameOID.COMMON_NAME)
-    except ValueError:
-        return ""
-    return str(attrs[0].value) if attrs else ""
