@@ -52,7 +52,7 @@ test: lint typecheck node-modules
 	$(MAKE) wheel-smoke
 
 test-compiled: $(FAST)
-	NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
+	NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/upgrade tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
 
 ## wheel-smoke: build the wheel as a user's pip does (isolated build, compiled), install it
 ## into a fresh virtual environment, and run tests/wheel there against the installed package

@@ -67,6 +67,7 @@ HOT_MODULES = [
     "natsd/jetstream/stream/queries.py",
     "natsd/jetstream/stream/commit.py",
     "natsd/jetstream/stream/replica.py",
+    "natsd/jetstream/stream/entries.py",
     "natsd/jetstream/api/direct.py",
     "natsd/jetstream/consumer/shared.py",
     "natsd/jetstream/consumer/advisory.py",

@@ -219,6 +219,7 @@ class Server:
         self.jetstream_enabled = False
         self.jetstream: Any = None
         self.js_cluster: Any = None  # JsCluster on a cluster
+        self.js_router: Any = None  # ApiRouter: which server answers which API request
         self._jetstream_stopped = False
         # Protocol tracing (-V): one log line per read and per write, never per message.
         self.trace = opts.trace
@@ -491,8 +492,8 @@ class Server:
         api: Any = subscribe_api
         if self.mesh is not None:
 
-            def api(ja: Any) -> Any:  # self.js_cluster is built right after the engine
-                return self.js_cluster.subscribe_api(ja)
+            def api(ja: Any) -> Any:  # the router is built right after the engine
+                return self.js_router.subscribe_api(ja)
 
         engine = JetStream(
             DiskCatalog(js.store_dir, io=self.file_io, now_ns=self.js_clock.time_ns),
@@ -506,7 +507,10 @@ class Server:
             api=api,
         )
         if self.mesh is not None:
+            from natsd.jetstream.api.routing import ApiRouter
+
             self.js_cluster = self._js_cluster(engine, js.store_dir)
+            self.js_router = ApiRouter(self.js_cluster)
         configured = {n: a for n, a in self.options.accounts.items()}
         if not configured:
             engine.enable_account(self.accounts[GLOBAL_ACCOUNT])
@@ -524,7 +528,7 @@ class Server:
         """This server's part of clustered JetStream: the node WAL, the Raft service over
         the routes, and the meta group's replica (design-clustering §4.3-4.4)."""
         from natsd.cluster.raft_service import RaftService
-        from natsd.jetstream.api.cluster import JsCluster
+        from natsd.jetstream.cluster.driver import JsCluster
         from natsd.storage.wal import Wal
 
         mesh = self.mesh

@@ -20,7 +20,7 @@ seed; ``NATSD_FAULT_SEED`` replays it.
 
 * **Its node WAL, under a log the leader compacted past the damage**: the leader sends a
   snapshot, and the replica copies what it stands for from the leader's store before it
-  takes it (``cluster_catchup``).
+  takes it (``cluster/catchup.py``).
 
 * **Its stream store, damaged older than its log**: the replica cuts its store back to
   before the damage and refills it from the other replicas' stores before it applies its

@@ -176,7 +176,7 @@ async def test_meta_leader_loss_and_whole_cluster_restart(trio: Trio) -> None:
 async def test_meta_log_is_compacted_and_a_late_server_catches_up_by_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import natsd.jetstream.api.cluster as jsc
+    import natsd.jetstream.cluster.driver as jsc
 
     monkeypatch.setattr(jsc, "META_COMPACT", 8)
     t = JsCluster3(tmp_path)

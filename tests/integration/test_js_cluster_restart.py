@@ -19,8 +19,9 @@ from embedded_cluster import replica_leader as _leader
 from embedded_cluster import stream_contents as _contents
 from nats.errors import NoRespondersError, TimeoutError
 
-from natsd.jetstream.api import cluster as cluster_mod
-from natsd.jetstream.api import cluster_catchup, cluster_member
+from natsd.jetstream.cluster import catchup as cluster_catchup
+from natsd.jetstream.cluster import driver as cluster_mod
+from natsd.jetstream.cluster import member as cluster_member
 from natsd.server import Server
 
 pytestmark = pytest.mark.timeout(120)

@@ -3,7 +3,7 @@ natsd clusters, in process, driven by nats-py.
 
 The removed server leaves the stream's replicas and a free server takes its place
 (nats-server's jsStreamRemapPeerRequest); the group changes its membership by Raft
-configuration changes (``jetstream/api/cluster_membership``): the newcomer joins as a
+configuration changes (``jetstream/cluster/membership``): the newcomer joins as a
 learner, catches up from the leader's store, and becomes a voter as the old one leaves.
 """
 
@@ -23,7 +23,7 @@ from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
 
 from natsd.cluster.group import raft_id
-from natsd.jetstream.api import cluster_streams
+from natsd.jetstream.cluster import streams as cluster_streams
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 
@@ -392,7 +392,7 @@ async def test_a_removed_voter_stays_until_its_replacement_takes_over_and_can_be
     quad: JsCluster3, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A removed replica whose replacement cannot catch up (it is down) stays a voter of
-    its group, its copy kept, however long that takes (``cluster_membership``: leaving while
+    its group, its copy kept, however long that takes (``cluster/membership.py``: leaving while
     the group counts it could cost the group its majority). Put back (its replacement
     removed in turn), it carries on with its copy."""
     monkeypatch.setattr(cluster_streams, "LEAVE_AFTER", 1.0)

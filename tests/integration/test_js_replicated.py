@@ -30,8 +30,8 @@ from embedded_cluster import replica_leader as _leader
 from embedded_cluster import stream_contents as _contents
 from nats.errors import NoRespondersError, TimeoutError
 
-from natsd.jetstream.api import cluster as cluster_mod
-from natsd.jetstream.stream.replica import encode_msg
+from natsd.jetstream.cluster import driver as cluster_mod
+from natsd.jetstream.stream.entries import encode_msg
 from natsd.raft.state import RaftError
 
 pytestmark = pytest.mark.timeout(120)
@@ -635,7 +635,7 @@ async def test_a_follower_never_forwards_a_stream_proposal(trio: JsCluster3) -> 
     proposal forwarding): they would commit with sequences the new leader gives out again,
     and a retried message id would be stored twice (the fault soak caught that). The
     follower refuses them (ErrProposalDropped); the stream passes the publishes on itself
-    (cluster_handover)."""
+    (cluster/handover.py)."""
     nc = await nats.connect(trio.url("n1"))
     try:
         cfg = {"name": "F", "subjects": ["f.>"], "num_replicas": 3}

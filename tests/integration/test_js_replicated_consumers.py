@@ -1,5 +1,5 @@
 """Durable consumers of replicated (R3) streams on a three-server natsd cluster, in process,
-driven by nats-py (design-clustering §4.5, ``jetstream/api/cluster_consumers``).
+driven by nats-py (design-clustering §4.5, ``jetstream/cluster/consumers``).
 
 The consumer shares its stream's Raft group: the leader runs it, the other replicas hold
 its config and committed state, and a new leader continues from that state, so nothing
@@ -22,7 +22,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError, TimeoutError
 
 from natsd.jetstream.consumer.consumer import Consumer
-from natsd.jetstream.stream.replica import OP_CONSUMER, OP_CSTATE, EntryError, encode_fields
+from natsd.jetstream.stream.entries import OP_CONSUMER, OP_CSTATE, EntryError, encode_fields
 
 pytestmark = pytest.mark.timeout(120)
 

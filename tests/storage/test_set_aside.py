@@ -1,6 +1,6 @@
 """``DiskCatalog.set_aside``: a stream's files moved out of the way, deleting nothing (a
 replica of a deleted stream found when a new stream of that name is placed on the server,
-``jetstream/api/cluster_local``)."""
+``jetstream/cluster/local``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Catch-up from a leader's store (``jetstream/api/cluster_catchup``), between two stores in
+"""Catch-up from a leader's store (``jetstream/cluster/catchup``), between two stores in
 one process: the wire format, a peer's bad input, and a whole transfer in small batches
 (reconcile what the replica had, copy what it missed, never past the snapshot)."""
 
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from natsd.jetstream.api import cluster_catchup as cc
-from natsd.jetstream.api.cluster_catchup import (
+from natsd.jetstream.cluster import catchup as cc
+from natsd.jetstream.cluster.catchup import (
     CatchUp,
     CatchupError,
     Transfer,

@@ -54,7 +54,11 @@ JETSTREAM_RANK = {
     "stream": 3,  # Stream, group commit, retention, StreamContext / StreamListener
     "consumer": 4,  # Consumer and its modules
     "engine": 5,  # JetStream, JsAccount, the verbs (add_stream, add_consumer, ...)
-    "api": 6,  # $JS.API route table and handlers, direct get
+    "answer": 5,  # how an API answer is made and sent (the API's and a stream leader's)
+    # clustered JetStream: the meta driver, stream groups, catch-up, membership, hand-over,
+    # replicated consumers; it applies typed entries with plain calls, never the API
+    "cluster": 6,
+    "api": 7,  # $JS.API route table and handlers, direct get, routing on a cluster
 }
 
 # Where function-local imports may choose what to load (the composition roots): the
@@ -327,3 +331,15 @@ def test_raft_is_pure() -> None:
                 )
             else:
                 assert parts[0] not in forbidden, f"{path.relative_to(SRC)} imports {mod}"
+
+
+def test_clustered_jetstream_has_its_own_package() -> None:
+    """The API is the request surface: clustered JetStream (meta driver, stream groups,
+    catch-up, membership, hand-over, replicated consumers) lives in ``jetstream/cluster``,
+    which ranks below the API, so no replica can apply an entry through the API's handler
+    table (test_module_imports_only_lower_layers keeps it from importing the API)."""
+    api = SRC / "jetstream" / "api"
+    assert not [p.name for p in api.glob("cluster*.py")]
+    assert JETSTREAM_RANK["cluster"] < JETSTREAM_RANK["api"]
+    for path in (SRC / "jetstream" / "cluster").glob("*.py"):
+        assert not [m for m in _all_imports(path) if m.startswith("natsd.jetstream.api")], path

@@ -1,22 +1,28 @@
-"""The replicated stream entries (jetstream/stream/replica.py): round trips, and damage that
-never raises anything but EntryError."""
+"""The replicated stream entries (jetstream/stream/entries.py): round trips, the legacy API
+entries decoded as typed operations, and damage that never raises anything but EntryError;
+and the leader's shadow (jetstream/stream/replica.py)."""
 
 from __future__ import annotations
 
 import random
+import struct
 
 import pytest
 
-from natsd.jetstream.stream.replica import (
+from natsd.jetstream.stream.entries import (
+    DeleteConsumer,
+    DeleteMsg,
     EntryError,
-    Replica,
+    Purge,
+    Request,
     compact_index,
-    decode_api,
-    decode_entry,
-    encode_api,
+    decode_msg,
+    decode_op,
     encode_compact,
     encode_msg,
+    encode_op,
 )
+from natsd.jetstream.stream.replica import Replica
 
 
 @pytest.mark.parametrize(
@@ -28,7 +34,7 @@ from natsd.jetstream.stream.replica import (
     ],
 )
 def test_msg_round_trip(args: tuple) -> None:  # type: ignore[type-arg]
-    e = decode_entry(encode_msg(*args))
+    e = decode_msg(encode_msg(*args))
     proposer, seq, ts, ttl, subject, reply, hdr, msg_id, rollup, data = args
     assert (e.proposer, e.seq, e.ts, e.ttl, e.subject) == (proposer, seq, ts, ttl, subject)
     assert (e.reply, e.hdr, e.msg_id, e.rollup, e.data) == (reply or b"", hdr, msg_id, rollup, data)
@@ -39,7 +45,7 @@ def test_compact_round_trip() -> None:
     assert compact_index(encode_compact(12345)) == 12345
     assert compact_index(encode_compact(12345)[:-1]) == 0
     with pytest.raises(EntryError):
-        decode_entry(encode_compact(5))
+        decode_msg(encode_compact(5))
 
 
 def test_damaged_entries_raise_entry_error_only() -> None:
@@ -51,16 +57,16 @@ def test_damaged_entries_raise_entry_error_only() -> None:
             b[rng.randrange(len(b))] = rng.randrange(256)
         b = b[: rng.randint(0, len(b))]
         try:
-            decode_entry(bytes(b))
+            decode_msg(bytes(b))
         except EntryError:
             pass
     # the data is the rest of the entry (the node log checksums every record): a cut
     # anywhere before it is an error
     for n in range(len(base) - 1):
         with pytest.raises(EntryError):
-            decode_entry(base[:n])
+            decode_msg(base[:n])
     with pytest.raises(EntryError):
-        decode_entry(encode_msg(3, 0, 1, 2, "s", None, None, "", "", b""))  # no sequence
+        decode_msg(encode_msg(3, 0, 1, 2, "s", None, None, "", "", b""))  # no sequence
 
 
 def test_leader_shadow() -> None:
@@ -78,17 +84,82 @@ def test_leader_shadow() -> None:
     assert r.propose(b"x") is False  # not wired to a group
 
 
-def test_api_round_trip() -> None:
-    b = encode_api(4, 99, b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", None, b'{"filter":"a"}')
-    e = decode_api(b)
-    assert (e.proposer, e.as_of, e.subject, e.reply, e.hdr, e.data) == (
-        4, 99, b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", None, b'{"filter":"a"}'
-    )
-    e = decode_api(encode_api(1, 0, b"s", None, b"NATS/1.0\r\n\r\n", b""))
-    assert (e.reply, e.hdr, e.data) == (b"", b"NATS/1.0\r\n\r\n", b"")
-    for n in range(len(b) - len(b'{"filter":"a"}')):
+REQ = Request(b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", b'{"filter":"a"}')
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        Purge(4, 99, REQ, "a", 0, 0),
+        Purge(2**64 - 1, 0, Request(b"s", b"", b""), "", 2**64 - 1, 7),
+        DeleteMsg(1, 5, Request(b"$JS.API.STREAM.MSG.DELETE.S", b"r", b'{"seq":3}'), 3, True),
+        DeleteMsg(1, 5, Request(b"x", b"", b""), 2**63, False),
+        DeleteConsumer(9, 12, Request(b"$JS.API.CONSUMER.DELETE.S.d", b"r", b""), "d\u00e9"),
+    ],
+)
+def test_typed_op_round_trip(op: Purge | DeleteMsg | DeleteConsumer) -> None:
+    b = encode_op(op)
+    assert decode_op(b) == op
+    assert compact_index(b) == 0
+    for n in range(len(b)):
         with pytest.raises(EntryError):
-            decode_api(b[:n])
+            decode_op(b[:n])
+
+
+def _legacy(proposer: int, as_of: int, subject: bytes, reply: bytes, body: bytes) -> bytes:
+    """An ``API`` entry as the release before typed operations wrote it."""
+    return b"".join([
+        struct.pack("<BBQQ", 1, 3, proposer, as_of),
+        struct.pack("<H", len(subject)), subject,
+        struct.pack("<H", len(reply)), reply,
+        struct.pack("<I", 0xFFFFFFFF), body,
+    ])  # fmt: skip
+
+
+def test_legacy_api_entries_decode_as_typed_operations() -> None:
+    purge = _legacy(4, 99, b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", b'{"filter":"a","keep":2}')
+    assert decode_op(purge) == Purge(
+        4, 99, Request(b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", b'{"filter":"a","keep":2}'),
+        "a", 0, 2,
+    )  # fmt: skip
+    everything = _legacy(4, 1, b"$JS.API.STREAM.PURGE.S", b"", b"")
+    assert decode_op(everything) == Purge(
+        4, 1, Request(b"$JS.API.STREAM.PURGE.S", b"", b""), "", 0, 0
+    )
+    delete = _legacy(2, 7, b"$JS.API.STREAM.MSG.DELETE.S", b"r", b'{"seq":5,"no_erase":true}')
+    op = decode_op(delete)
+    assert isinstance(op, DeleteMsg) and (op.seq, op.no_erase, op.as_of) == (5, True, 7)
+    # with a JetStream domain the subject is $JS.<domain>.API....
+    cdel = _legacy(2, 7, b"$JS.hub.API.CONSUMER.DELETE.S.dur", b"r", b"")
+    op = decode_op(cdel)
+    assert isinstance(op, DeleteConsumer) and op.name == "dur"
+    # what the handler refused changed nothing, and decodes to no operation
+    for subject, body in [
+        (b"$JS.API.STREAM.PURGE.S", b'{"seq":3,"keep":1}'),
+        (b"$JS.API.STREAM.PURGE.S", b"not json"),
+        (b"$JS.API.STREAM.MSG.DELETE.S", b'{"seq":0}'),
+        (b"$JS.API.STREAM.INFO.S", b""),
+    ]:
+        with pytest.raises(EntryError):
+            decode_op(_legacy(1, 1, subject, b"", body))
+
+
+def test_damaged_ops_raise_entry_error_only() -> None:
+    rng = random.Random(20261129)
+    bases = [
+        encode_op(Purge(4, 99, REQ, "a.>", 3, 0)),
+        encode_op(DeleteConsumer(9, 12, REQ, "d")),
+        _legacy(4, 99, b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", b'{"filter":"a"}'),
+    ]
+    for _ in range(20000):
+        b = bytearray(rng.choice(bases))
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        b = b[: rng.randint(0, len(b))]
+        try:
+            decode_op(bytes(b))
+        except EntryError:
+            pass
 
 
 def test_a_former_leader_answers_its_own_entries_up_to_where_it_stopped() -> None:

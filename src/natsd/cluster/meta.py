@@ -3,7 +3,7 @@
 Design-clustering §4.4. Every JetStream server of the cluster is a voter of one Raft group
 (``META_GROUP``); its committed entries are the operations below, applied in the same order
 on every server, so every server holds the same ``MetaState``. The state is plain data: the
-JetStream side (``jetstream/api/cluster.py``) proposes the operations and acts on what an
+JetStream side (``jetstream/cluster/driver.py``) proposes the operations and acts on what an
 applied one changed (creates the stream it was assigned, answers the request).
 
 Operations (one JSON object per entry; the field ``op`` names it):

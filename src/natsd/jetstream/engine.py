@@ -192,7 +192,7 @@ class JetStream:
         self._expiry_timer: Cancellable | None = None
         self._nuid = Nuid()
         # On a cluster: the ``cluster`` block of the infos of a stream (by name) and its
-        # consumers (set by the clustered API, ``jetstream/api/cluster.py``); None when
+        # consumers (set by the clustered API, ``jetstream/cluster/driver.py``); None when
         # standalone.
         self.cluster_info: Callable[[JsAccount, str], dict[str, Any]] | None = None
 
@@ -492,7 +492,7 @@ def add_stream(
             )
     ja.streams[cfg.name] = stream
     if cfg.num_replicas <= 1 or engine.cluster_info is None:
-        # a replicated stream's group leader subscribes (jetstream/api/cluster_streams.py)
+        # a replicated stream's group leader subscribes (jetstream/cluster/streams.py)
         stream.subscribe()
     if recovered is None:
         engine.stream_action(ja, cfg.name, "create")
@@ -536,6 +536,23 @@ def delete_stream(ja: JsAccount, stream: Stream) -> None:
     del ja.streams[stream.name]
     ja.engine.catalog.remove(ja.account.name, stream.name, stream.cfg.storage, stream.store)
     ja.engine.stream_action(ja, stream.name, "delete")
+
+
+def delete_msg(stream: Stream, seq: int, no_erase: bool) -> None:
+    """Remove message ``seq`` of ``stream``, overwriting it unless ``no_erase``; a miss
+    raises the ApiError nats-server answers, which depends on the store: the file store
+    reports sequences outside the stream as a failed delete ("no message found" below it,
+    "stream store EOF" past it); everything else is "sequence N not found"."""
+    ok = seq > 0 and (stream.store.remove_msg(seq) if no_erase else stream.store.erase_msg(seq))
+    if ok:
+        return
+    if stream.cfg.storage != StorageType.MEMORY:
+        st = stream.store.state()
+        if seq == 0 or seq < st.first_seq:
+            raise E.JSStreamMsgDeleteFailedF(err="no message found")
+        if seq > st.last_seq:
+            raise E.JSStreamMsgDeleteFailedF(err="stream store EOF")
+    raise E.JSSequenceNotFoundErrF(seq=seq)
 
 
 def _check_overlap(ja: JsAccount, subjects: list[str], skip: str | None) -> None:
@@ -608,7 +625,7 @@ def add_consumer(
                 raise E.JSConsumerStoreFailedErrF(err=str(e)) from None
         c.start(None)
     elif stream.cfg.num_replicas > 1 and ja.engine.cluster_info is not None:
-        # a replicated stream's consumer waits for its group (cluster_consumers.adopt):
+        # a replicated stream's consumer waits for its group (cluster/consumers.py, adopt):
         # until then nothing may deliver from, or acknowledge into, this copy
         c.start_passive(state)
     else:

@@ -50,6 +50,7 @@ from natsd.jetstream.wire.gotyped import (
 __all__ = [
     "consumer_create",
     "consumer_delete",
+    "consumer_delete_request",
     "consumer_durable_create",
     "consumer_info",
     "consumer_list",
@@ -141,12 +142,17 @@ def consumer_info(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     return c.info()
 
 
-def consumer_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+def consumer_delete_request(ja: JsAccount, args: list[str], data: bytes) -> Consumer:
+    """A consumer delete request checked: the consumer it deletes; ApiError for one
+    refused. A replicated stream's leader checks it here and puts the delete through its
+    group."""
     if not is_empty_request(data):
         raise E.JSNotEmptyRequestErr()
-    stream = _stream(ja, args[0])
-    c = _consumer(stream, args[1])
-    c.delete()
+    return _consumer(_stream(ja, args[0]), args[1])
+
+
+def consumer_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    consumer_delete_request(ja, args, data).delete()
     return {"success": True}
 
 

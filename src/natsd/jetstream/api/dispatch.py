@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from natsd.jetstream.answer import API_TYPE_PREFIX, answer
 from natsd.jetstream.api.account import account_info
 from natsd.jetstream.api.consumers import (
     consumer_create,
@@ -59,9 +60,6 @@ from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
 __all__ = [
-    "API_TYPE_PREFIX",
-    "ERROR_EXTRAS",
-    "add_cluster_block",
     "handle",
     "lookup_verb",
     "make_api_callback",
@@ -70,8 +68,6 @@ __all__ = [
 
 # (account, subject tokens after the API verb, raw request body) -> response document
 Handler = Callable[[JsAccount, list[str], bytes], dict[str, Any]]
-
-API_TYPE_PREFIX = "io.nats.jetstream.api.v1."
 
 
 def subscribe_api(ja: JsAccount) -> list[Subscription]:
@@ -117,13 +113,10 @@ def handle(
     reply: bytes | None,
     data: bytes,
     hdr: bytes | None = None,
-    audit: bool = True,
     respond: Callable[[bytes], None] | None = None,
 ) -> None:
-    """Answer one API request. ``audit`` False: run it without counting it in the account's
-    API stats or sending its audit advisory (a replicated stream's replica applying a
-    request that its proposer counts and audits). ``respond`` takes the response instead
-    of ``reply`` (a replicated stream's leader answers once the group has the outcome)."""
+    """Answer one API request. ``respond`` takes the response instead of ``reply`` (a
+    replicated stream's leader answers once the group has the outcome)."""
     toks = subject.decode(errors="replace").split(".")[2:]
     if toks and toks[0] == "DIRECT":
         if reply:
@@ -155,83 +148,20 @@ def handle(
     if route is None:
         return  # nats-server does not answer unknown API subjects
     rtype, handler, args = route
-    api = ja.api
-    total, errors = api.total, api.errors
+    resp: dict[str, Any] | ApiError
     try:
         if refused and handler is not cluster_required:
             raise E.JSRequiredApiLevelErr()
         resp = handler(ja, args, data)
-        # nats-server reports totals that exclude the request being answered, and does not
-        # count successful message gets.
-        if handler is not msg_get:
-            ja.api.total += 1
     except ApiError as e:
-        ja.api.total += 1
-        ja.api.errors += 1
-        resp = {"error": e.to_json()}
-        resp.update(ERROR_EXTRAS.get(rtype, {}))
+        resp = e
     except StoreError as e:
         # A store that failed or was closed under the request (server shutting down): an
         # error answer, not an exception that would tear down the requester's connection.
-        ja.api.total += 1
-        ja.api.errors += 1
-        resp = {"error": E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__).to_json()}
-        resp.update(ERROR_EXTRAS.get(rtype, {}))
-    if ja.engine.cluster_info is not None and "error" not in resp:
-        # the stream a stream or consumer request names (every such verb's first argument)
-        add_cluster_block(rtype, resp, ja.engine.cluster_info(ja, args[0] if args else ""))
-    out = {"type": API_TYPE_PREFIX + rtype}
-    out.update(resp)
-    body = orjson.dumps(out)
-    if respond is not None:
-        respond(body)
-    elif reply:
-        ja.engine.send(ja, reply, body)
-    if audit:
-        ja.engine.api_audit(ja, subject, data, body)
-    else:
-        api.total, api.errors = total, errors
-
-
-_WITH_CLUSTER = frozenset(
-    {
-        "stream_create_response",
-        "stream_update_response",
-        "stream_info_response",
-        "consumer_create_response",
-        "consumer_info_response",
-    }
-)
-
-
-def add_cluster_block(rtype: str, resp: dict[str, Any], block: dict[str, Any]) -> None:
-    """On a cluster, stream and consumer infos carry a ``cluster`` block, placed before
-    ``ts`` as nats-server orders its fields."""
-    if rtype in _WITH_CLUSTER:
-        docs = [resp]
-    elif rtype in ("stream_list_response", "consumer_list_response"):
-        key = "streams" if rtype == "stream_list_response" else "consumers"
-        docs = [d for d in resp.get(key) or [] if isinstance(d, dict)]
-    else:
-        return
-    for d in docs:
-        ts = d.pop("ts", None)
-        d["cluster"] = dict(block)
-        if ts is not None:
-            d["ts"] = ts
-
-
-# Some error responses carry empty paging fields in nats-server.
-ERROR_EXTRAS: dict[str, dict[str, Any]] = {
-    "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
-    "stream_purge_response": {"purged": 0},
-    "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
-    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
-    "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
-    "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
-    "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
-    "stream_restore_response": {"deliver_subject": ""},
-}
+        resp = E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__)
+    # the stream a stream or consumer request names is every such verb's first argument
+    stream = args[0] if args else ""
+    answer(ja, subject, reply, data, rtype, resp, stream, respond, handler is not msg_get)
 
 
 # verb tokens -> (response type, handler, number of argument tokens). Like nats-server's

@@ -11,13 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from natsd.jetstream.config.stream_config import parse_stream_config_json
-from natsd.jetstream.config.stream_types import StorageType
 from natsd.jetstream.config.subject_mapping import overlaps
-from natsd.jetstream.engine import JsAccount, add_stream, delete_stream, update_stream
+from natsd.jetstream.engine import JsAccount, add_stream, delete_msg, delete_stream, update_stream
 from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
-from natsd.jetstream.wire.errors import ApiError
 from natsd.jetstream.wire.gotyped import (
     BOOL,
     INT,
@@ -39,8 +37,10 @@ __all__ = [
     "NAMES_LIMIT",
     "NAMES_REQUEST",
     "msg_delete",
+    "msg_delete_request",
     "msg_get",
     "optional_request",
+    "purge_request",
     "stream_create",
     "stream_delete",
     "stream_info",
@@ -191,7 +191,9 @@ def stream_list(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     return out
 
 
-def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+def purge_request(ja: JsAccount, args: list[str], data: bytes) -> tuple[Stream, str, int, int]:
+    """A purge request checked, as (stream, filter, seq, keep); ApiError for one refused.
+    A replicated stream's leader checks it here and puts the purge through its group."""
     r = optional_request(data, _PURGE)
     filt, seq, keep = r["filter"], r["seq"], r["keep"]
     if seq and keep:
@@ -201,8 +203,12 @@ def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
         raise E.JSStreamSealedErr()
     if stream.cfg.deny_purge:
         raise E.JSStreamPurgeFailedF(err="stream purge not permitted")
-    purged = stream.purge(filt, seq, keep)
-    return {"success": True, "purged": purged}
+    return stream, filt, seq, keep
+
+
+def stream_purge(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    stream, filt, seq, keep = purge_request(ja, args, data)
+    return {"success": True, "purged": stream.purge(filt, seq, keep)}
 
 
 def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
@@ -238,9 +244,12 @@ def msg_get(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     return {"message": out}
 
 
-def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+def msg_delete_request(ja: JsAccount, args: list[str], data: bytes) -> tuple[Stream, int, bool]:
+    """A message delete request checked, as (stream, seq, no_erase); ApiError for one
+    refused. A replicated stream's leader checks it here and puts the delete through its
+    group."""
     # Only a body that is empty or {} is a bad request: "null", "  " or "{} {}" decode to
-    # sequence 0, which is a miss (below).
+    # sequence 0, which is a miss (delete_msg).
     if is_empty_request(data):
         raise E.JSBadRequestErr()
     r = decode_request(data, _MSG_DELETE)
@@ -249,23 +258,10 @@ def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
         raise E.JSStreamSealedErr()
     if stream.cfg.deny_delete:
         raise E.JSStreamMsgDeleteFailedF(err="message delete not permitted")
-    seq = r["seq"]
-    ok = seq > 0 and (
-        stream.store.remove_msg(seq) if r["no_erase"] else stream.store.erase_msg(seq)
-    )
-    if not ok:
-        raise _delete_miss(stream, seq)
+    return stream, r["seq"], r["no_erase"]
+
+
+def msg_delete(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+    stream, seq, no_erase = msg_delete_request(ja, args, data)
+    delete_msg(stream, seq, no_erase)
     return {"success": True}
-
-
-def _delete_miss(stream: Stream, seq: int) -> ApiError:
-    """nats-server's answer depends on the store: the file store reports sequences outside
-    the stream as a failed delete ("no message found" below it, "stream store EOF" past
-    it); everything else is "sequence N not found"."""
-    if stream.cfg.storage != StorageType.MEMORY:
-        st = stream.store.state()
-        if seq == 0 or seq < st.first_seq:
-            return E.JSStreamMsgDeleteFailedF(err="no message found")
-        if seq > st.last_seq:
-            return E.JSStreamMsgDeleteFailedF(err="stream store EOF")
-    return E.JSSequenceNotFoundErrF(seq=seq)

@@ -84,7 +84,7 @@ class StateSaver:
                 return False
             return True
         if not self.persist or self._stream.replica is not None:
-            # a replicated stream's consumer reaches disk only as committed (cluster_consumers)
+            # a replicated stream's consumer reaches disk only as committed (cluster/consumers.py)
             return True
         stream = self._stream
         ctx = stream.ctx
@@ -125,7 +125,7 @@ class StateSaver:
     def save_meta(self, created_ns: int, cfg: ConsumerConfig) -> None:
         """Persist the consumer's name, creation time and config (file consumers only): at
         creation, on config updates and pauses. Raises OSError when the catalog cannot. A
-        replicated stream's consumer is saved when its group commits it (cluster_consumers),
+        replicated stream's consumer is saved when its group commits it (cluster/consumers.py),
         so a leader that fails before the commit leaves nothing on disk to come back."""
         if not self.persist or self._stream.replica is not None:
             return

@@ -127,7 +127,7 @@ class StreamListener(Protocol):
 
 class RetentionView(Protocol):
     """What a replicated stream's retention asks of a consumer: whether its committed state
-    still needs a message (``cluster_consumers``)."""
+    still needs a message (``cluster/consumers.py``)."""
 
     @property
     def name(self) -> str: ...

@@ -33,6 +33,7 @@ from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType, StreamConfig
 from natsd.jetstream.config.subject_mapping import subject_is_subset_match
 from natsd.jetstream.stream.context import RetentionView, StreamContext, StreamListener
+from natsd.jetstream.stream.entries import MsgEntry, encode_msg
 from natsd.jetstream.stream.headers import (
     FAST_BATCH_SUFFIX,
     H_BATCH_ID,
@@ -53,7 +54,7 @@ from natsd.jetstream.stream.headers import (
     set_header,
 )
 from natsd.jetstream.stream.queries import seq_from_time
-from natsd.jetstream.stream.replica import MsgEntry, Replica, encode_msg
+from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
 from natsd.router.publish import publish

@@ -2,16 +2,16 @@
 (design-clustering §4.5).
 
 Ownership: one ``ReplicatedConsumers`` per replicated stream on this server, held by the
-stream's member in ``cluster_streams``. It owns ``committed``: the durable consumers the
+stream's member in ``cluster/streams.py``. It owns ``committed``: the durable consumers the
 group has committed, each with its committed meta (name, creation time, config) and state.
 
 * The leader runs the durable consumers; every other replica holds them passive
   (``Consumer.start_passive``): config and committed state, nothing running.
-* Create, update, pause and reset (``change``): the leader runs the standalone handler,
-  which checks the request against the leader's own consumers (ephemeral ones included,
-  which only the leader has) and changes the consumer. The outcome goes through the group as
-  a ``CONSUMER`` entry (name, meta, state, reply, response), and the leader answers once it
-  is committed. An unpin changes only the leader's runtime (pinned clients), and is
+* Create, update, pause and reset: the API on the leader checks the request against the
+  leader's own consumers (ephemeral ones included, which only the leader has) and changes
+  the consumer (``api/replicated.py``); the outcome goes through the group as a typed
+  ``CONSUMER`` entry (name, meta, state, reply, response, ``commit``), and the leader
+  answers once it is committed. An unpin changes only the leader's runtime (pinned clients), and is
   answered there. Every replica then holds the consumer with that config. Running the
   handler on every replica instead would let their answers differ (ephemeral consumers
   count against ``max_consumers``, push interest differs per server).
@@ -19,8 +19,9 @@ group has committed, each with its committed meta (name, creation time, config) 
   proposes it as a ``CSTATE`` entry (``StateSaver.replicate``, ``STATE_FLUSH_DELAY`` after a
   change). Every replica saves it when it applies, the passive ones take it, and an
   ack-sync is answered once the entry that records its ack is committed.
-* Delete goes through the group as an ``API`` entry (``cluster_streams``): every replica
-  runs the handler (a passive consumer sends no advisory); ``prune`` then forgets it.
+* Delete goes through the group as a ``DELETE_CONSUMER`` entry (``cluster/streams.py``):
+  every replica deletes the consumer (a passive one sends no advisory); ``prune`` then
+  forgets it.
 * Leadership: a new leader starts each consumer from the state committed for it
   (``activate``); a replica that stops leading stops its consumers and holds them passive
   from the committed meta and state, and drops one whose ``CONSUMER`` entry never
@@ -36,17 +37,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
-from natsd.jetstream.api.dispatch import handle
 from natsd.jetstream.config.consumer_config import config_from_stored
 from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount, find_consumer
 from natsd.jetstream.stream.context import RetentionView
-from natsd.jetstream.stream.replica import (
+from natsd.jetstream.stream.entries import (
     OP_CONSUMER,
     OP_CSTATE,
     EntryError,
@@ -55,7 +55,7 @@ from natsd.jetstream.stream.replica import (
 )
 from natsd.jetstream.stream.stream import Stream
 
-__all__ = ["ReplicatedConsumers", "durable_target", "ephemeral_request"]
+__all__ = ["ReplicatedConsumers"]
 
 log: Final = logging.getLogger("natsd")
 
@@ -64,35 +64,6 @@ Committed = dict[str, tuple[bytes, bytes]]
 
 _LIMITS: Final = RetentionPolicy.LIMITS
 _WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
-
-
-def ephemeral_request(data: bytes) -> bool:
-    """Does this consumer create ask for an ephemeral consumer (no ``durable_name``)? One
-    lives and dies with the leader of its replicated stream, as nats-server's ephemerals are
-    R1; on a stream that keeps messages by limits its acks remove nothing, so the replicas
-    stay the same, and on an interest or workqueue stream it is refused (its acks would
-    remove messages on one replica)."""
-    try:
-        doc = orjson.loads(data) if data.strip() else {}
-    except orjson.JSONDecodeError:
-        return True  # the handler answers nats-server's "invalid JSON"
-    cfg = doc.get("config") if isinstance(doc, dict) else None
-    return not (isinstance(cfg, dict) and cfg.get("durable_name"))
-
-
-def durable_target(s: Stream, verb: list[str]) -> bool:
-    """Does this request name a durable consumer of ``s`` (info, delete, pause, unpin,
-    reset, leader stepdown)?"""
-    if len(verb) < 4 or verb[0] != "CONSUMER":
-        return False
-    if verb[1] in ("INFO", "DELETE", "PAUSE", "UNPIN", "RESET"):
-        name = verb[3]
-    elif verb[1:3] == ["LEADER", "STEPDOWN"] and len(verb) >= 5:
-        name = verb[4]
-    else:
-        return False
-    c = find_consumer(s, name)
-    return c is not None and bool(c.cfg.durable_name)
 
 
 class _View:
@@ -147,36 +118,14 @@ class ReplicatedConsumers:
         return list(self.views.values())
 
     # ------------------------------------------------------------------ as leader
-    def change(
-        self,
-        subject: bytes,
-        reply: bytes | None,
-        hdr: bytes | None,
-        data: bytes,
-        name: str = "",
-    ) -> None:
-        """A durable consumer's create, update, pause or reset, on the leader (module
-        docstring): the standalone handler runs here, and a success goes through the group
-        with the consumer's config and state before it is answered. ``name``: the consumer
-        the request names (a create's answer names it)."""
-        out: list[bytes] = []
-        handle(self.ja, subject, None, data, hdr, True, respond=out.append)
-        body = out[0] if out else b""
-        try:
-            doc: Any = orjson.loads(body) if body else {}
-        except orjson.JSONDecodeError:
-            doc = {}
-        ok = isinstance(doc, dict) and "error" not in doc
-        found = name or (doc.get("name") if ok else None)
-        c = find_consumer(self.stream, found) if ok and isinstance(found, str) else None
-        if c is None or c.passive:
-            if reply and body:
-                self.ja.engine.send(self.ja, reply, body)  # refused: nothing changed
-            return
+    def commit(self, c: Consumer, reply: bytes | None, body: bytes) -> None:
+        """The leader's durable consumer ``c`` was created, updated, paused or reset (the
+        API checked and did it, ``api/replicated.py``): its config and state go through
+        the group as a ``CONSUMER`` entry, and the request is answered with ``body`` once
+        it is committed. Not taken (leadership just moved): unanswered, the client retries,
+        and this replica drops the uncommitted consumer when it stops leading."""
         self.wire(c)
         fields = [c.name.encode(), _meta(c), c.state_doc(), reply or b"", body]
-        # not taken: leadership just moved; unanswered, the client retries, and this
-        # replica drops the uncommitted consumer when it stops leading
         self._propose(encode_fields(OP_CONSUMER, self.node_id, fields))
 
     def wire(self, c: Consumer) -> None:
@@ -291,7 +240,7 @@ class ReplicatedConsumers:
             self.views.pop(name, None)
 
     def install(self, snap: Committed) -> None:
-        """A snapshot from the leader (``cluster_catchup``) replaces what this replica had
+        """A snapshot from the leader (``cluster/catchup.py``) replaces what this replica had
         committed: the consumers it lists are held with its meta and state, the others
         were deleted while this replica was away. Saved durably: the snapshot is about to
         replace the log that would otherwise say so again after a restart."""

@@ -1,7 +1,7 @@
 """One replicated stream's membership on this server: its group, its leadership as this
 replica sees it, and the naming of groups.
 
-Split from cluster_streams.py; ``StreamGroups`` owns the members (one per replicated stream
+Split from cluster/streams.py; ``StreamGroups`` owns the members (one per replicated stream
 placed here), this module only describes one.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from natsd.cluster.group import RaftGroup
 from natsd.cluster.meta import StreamAssignment
-from natsd.jetstream.api.cluster_catchup import CatchupError, StreamSnapshot, decode_snapshot
-from natsd.jetstream.api.cluster_consumers import ReplicatedConsumers
+from natsd.jetstream.cluster.catchup import CatchupError, StreamSnapshot, decode_snapshot
+from natsd.jetstream.cluster.consumers import ReplicatedConsumers
 from natsd.jetstream.engine import JsAccount
 from natsd.jetstream.stream.stream import Stream
 from natsd.storage.wal import GroupLog

@@ -1,7 +1,7 @@
 """The cluster as clients see it, from the Raft state: the meta group as /jsz shows it
 (``meta_cluster``), and a replicated stream's ``cluster`` block.
 
-Split from cluster.py and cluster_streams.py: views computed on request, with no state of
+Split from the driver and cluster/streams.py: views computed on request, with no state of
 their own.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Final
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.core.clock import rfc3339
-from natsd.jetstream.api.cluster_member import group_name
+from natsd.jetstream.cluster.member import group_name
 from natsd.raft.state import StateType
 
 __all__ = ["ALIVE_FOR", "CURRENT_FOR", "OFFLINE_AFTER", "meta_cluster_info", "stream_cluster_block"]

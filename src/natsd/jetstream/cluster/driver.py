@@ -1,24 +1,15 @@
-"""JetStream on a cluster: the meta group, and which server answers which API request.
+"""JetStream on a cluster: this server's replica of the meta group, and what applying a meta
+entry means here (the meta driver).
 
 Design-clustering §4.4. Every JetStream server of the cluster runs the meta group
 (``cluster.meta``) on its node's ``RaftService``; its state says where every stream lives.
-Every server subscribes to ``$JS.API.>`` as a standalone one does, so every request reaches
-every server over the routes, and ``JsCluster.route`` decides which one answers:
-
-============================================  =========================================
-request                                       answered by
-============================================  =========================================
-``INFO``, ``STREAM.CREATE/UPDATE/DELETE``,    the meta leader (creates, updates and
-``STREAM.NAMES/LIST``                         deletes go through the meta group)
-stream-scoped (``STREAM.INFO``, ``PURGE``,    the server the stream is placed on; the
-``MSG.*``, ``CONSUMER.*``, ``DIRECT.GET``)    meta leader for a stream that does not exist
-============================================  =========================================
+Which server answers which API request is ``api/routing.py``'s; it reads this module.
 
 An R1 stream lives on one server, which creates it when the assignment applies and answers
 the CREATE, and its consumers live with it (their configs and state in that server's store,
 as on a standalone server). Only the owner subscribes to the stream's subjects, so a publish
 on another server reaches it over the routes. A replicated stream has a Raft group over its
-servers (``cluster_streams``): its leader takes the publishes and answers for it.
+servers (``cluster/streams.py``): its leader takes the publishes and answers for it.
 
 Bootstrap: with no meta group in the node log, the servers wait until the mesh holds every
 server their ``cluster.routes`` name (self included or not; see ``expected_size``) and then
@@ -50,32 +41,24 @@ from natsd.cluster.meta import (
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
-from natsd.jetstream.api.cluster_catchup import cut_lost
-from natsd.jetstream.api.cluster_handlers import MetaRequests
-from natsd.jetstream.api.cluster_info import CURRENT_FOR, meta_cluster_info
-from natsd.jetstream.api.cluster_local import LocalStreams
-from natsd.jetstream.api.cluster_servers import (
+from natsd.jetstream.answer import API_TYPE_PREFIX
+from natsd.jetstream.cluster.catchup import cut_lost
+from natsd.jetstream.cluster.info import CURRENT_FOR, meta_cluster_info
+from natsd.jetstream.cluster.local import LocalStreams
+from natsd.jetstream.cluster.servers import (
     PLACE_ALIVE,
     SystemRequests,
     removed_from,
     stepdown_target,
 )
-from natsd.jetstream.api.cluster_stream_api import OnApi, StreamApi
-from natsd.jetstream.api.cluster_streams import StreamGroups, unreplicated
-from natsd.jetstream.api.cluster_usage import USAGE_INTERVAL, UsageBook
-from natsd.jetstream.api.dispatch import (
-    API_TYPE_PREFIX,
-    make_api_callback,
-)
-from natsd.jetstream.api.domain import domain_subscriptions
+from natsd.jetstream.cluster.streams import StreamGroups
+from natsd.jetstream.cluster.usage import USAGE_INTERVAL, UsageBook
 from natsd.jetstream.config.stream_config import parse_stream_config
 from natsd.jetstream.config.stream_types import StorageType
 from natsd.jetstream.engine import (
     JetStream,
     JsAccount,
-    find_consumer,
 )
-from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
@@ -88,18 +71,6 @@ __all__ = ["JsCluster"]
 log = logging.getLogger("natsd")
 
 _CHECK_INTERVAL: Final = 0.1
-
-_META_VERBS: Final = frozenset(
-    {
-        ("INFO",),
-        ("STREAM", "CREATE"),
-        ("STREAM", "UPDATE"),
-        ("STREAM", "DELETE"),
-        ("STREAM", "NAMES"),
-        ("STREAM", "LIST"),
-        ("STREAM", "PEER"),
-    }
-)
 
 # The meta log is compacted into a snapshot of the meta state every this many entries.
 META_COMPACT: Final = 256
@@ -115,24 +86,12 @@ LEADERLESS: Final = 6.0
 # this after the meta state was recovered, and only once this server is current with the
 # meta leader (nats-server checks once, 30 s after its recovery, and deletes them).
 ORPHANS_AFTER: Final = 5.0
-_RESPONSE_TYPES: Final = {
-    ("INFO",): "account_info_response",
-    ("STREAM", "CREATE"): "stream_create_response",
-    ("STREAM", "UPDATE"): "stream_update_response",
-    ("STREAM", "DELETE"): "stream_delete_response",
-    ("STREAM", "NAMES"): "stream_names_response",
-    ("STREAM", "LIST"): "stream_list_response",
-    ("STREAM", "INFO"): "stream_info_response",
-    ("STREAM", "PEER"): "stream_remove_peer_response",
-}
-
-# Requests that come once per message read (direct gets, pull requests): routed by prefix.
-_PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
 
 
 class JsCluster:
     """One server's part of clustered JetStream: its meta group replica, its server row,
-    the routing of API requests, and what applying a meta entry means on this server."""
+    the replicated streams placed here (``StreamGroups``), and what applying a meta entry
+    means on this server."""
 
     def __init__(
         self,
@@ -180,7 +139,6 @@ class JsCluster:
         # META.LEADER.STEPDOWN, SERVER.REMOVE, SERVER.EVACUATE: system account requests
         self.system_requests = SystemRequests(self)
         self.tasks: set[asyncio.Task[None]] = set()  # account info and list gathers
-        self.requests = MetaRequests(self)
         # the Raft groups of the replicated streams placed here
         self.stream_groups = StreamGroups(
             raft,
@@ -191,7 +149,6 @@ class JsCluster:
             engine.domain,
             self.respond,
         )
-        self.stream_api = StreamApi(self.stream_groups, self._r1_stepdown)
         self.local = LocalStreams(
             engine,
             server_name,
@@ -343,7 +300,7 @@ class JsCluster:
         return ""
 
     def meta_info(self) -> dict[str, Any]:
-        """/jsz ``meta_cluster`` (cluster_info.py)."""
+        """/jsz ``meta_cluster`` (cluster/info.py)."""
         return meta_cluster_info(
             self.group,
             self.leader_name(),
@@ -627,77 +584,6 @@ class JsCluster:
         publish(sublist, reply.encode(), None, None, data)
         return data
 
-    # ---------------------------------------------------------------- routing
-    def subscribe_api(self, ja: JsAccount) -> list[Subscription]:
-        """The ``ApiSubscriber`` of a clustered engine: the standalone subscriptions, with
-        every request first routed by ``route``."""
-        local = make_api_callback(ja)
-
-        def on_api(
-            sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
-        ) -> None:
-            self.route(ja, local, sub, subject, reply, hdr, data)
-
-        subs = [Subscription(b"$JS.API.>", None, b"js-api", callback=on_api)]
-        if self.engine.domain:
-            subs.extend(domain_subscriptions(self.engine.domain, ja.account.sublist, on_api))
-        return subs
-
-    def route(
-        self,
-        ja: JsAccount,
-        local: OnApi,
-        sub: Subscription,
-        subject: bytes,
-        reply: bytes | None,
-        hdr: bytes | None,
-        data: bytes,
-    ) -> None:
-        for prefix in _PER_MESSAGE:
-            if subject.startswith(prefix):
-                # a KV get or a pull request: answered by the stream's server alone (or by
-                # nobody), decided without splitting the subject
-                end = subject.find(b".", len(prefix))
-                name = subject[len(prefix) : end if end >= 0 else len(subject)]
-                s = ja.streams.get(name.decode(errors="replace"))
-                if s is not None and (unreplicated(s) or self.stream_groups.leads(s)):
-                    local(sub, subject, reply, hdr, data)
-                return
-        toks = subject.decode(errors="replace").split(".")
-        # $JS.API.<verb...> or $JS.<domain>.API.<verb...>
-        api = 2 if len(toks) > 1 and toks[1] == "API" else 3
-        verb = toks[api:]
-        leader = self.is_leader()
-        if tuple(verb[:1]) in _META_VERBS or tuple(verb[:2]) in _META_VERBS:
-            if leader:
-                self.requests.handle(ja, verb, reply, hdr, data, subject)
-            elif reply and self.leaderless():
-                self._unavailable(ja, verb, reply)
-            return
-        stream = _stream_of(verb)
-        if stream is None:
-            if leader:
-                local(sub, subject, reply, hdr, data)  # unknown or account-wide: one answer
-            return
-        s = ja.streams.get(stream)
-        if s is not None and s.replica is not None:
-            if self.stream_groups.leads(s):
-                self.stream_api.request(ja, local, s, verb, sub, subject, reply, hdr, data)
-            elif verb[:2] == ["STREAM", "INFO"] and self.stream_groups.leaderless(s):
-                local(sub, subject, reply, hdr, data)  # every replica: its own state
-        elif s is not None:
-            if not unreplicated(s):
-                return  # replicated, not yet in its group (a restart): its leader answers
-            if verb[1:3] == ["LEADER", "STEPDOWN"] and reply:
-                self._r1_stepdown(ja, verb, stream, reply)
-            else:
-                local(sub, subject, reply, hdr, data)
-        elif leader and self.meta.stream(ja.account.name, stream) is None:
-            if verb[:3] != ["CONSUMER", "MSG", "NEXT"] and verb[:1] != ["DIRECT"]:
-                local(sub, subject, reply, hdr, data)  # nats-server's "stream not found"
-        elif reply and self.leaderless() and verb[:2] == ["STREAM", "INFO"]:
-            self._unavailable(ja, verb, reply)
-
     def leaderless(self) -> bool:
         """No meta leader known for LEADERLESS seconds (nats-server's ``isLeaderless``):
         requests that need one are answered 10008 instead of left unanswered."""
@@ -706,43 +592,3 @@ class JsCluster:
             self._leader_seen = asyncio.get_running_loop().time()
             return False
         return asyncio.get_running_loop().time() - self._leader_seen >= LEADERLESS
-
-    def _unavailable(self, ja: JsAccount, verb: list[str], reply: bytes) -> None:
-        rtype = _RESPONSE_TYPES.get(tuple(verb[:2]), "")
-        if verb[:3] == ["STREAM", "PEER", "EVACUATE"]:
-            rtype = "stream_evacuate_peer_response"
-        if rtype:
-            err = E.JSClusterNotAvailErr().to_json()
-            self.respond(ja, reply.decode(errors="replace"), rtype, {"error": err})
-
-    def _r1_stepdown(self, ja: JsAccount, verb: list[str], stream: str, reply: bytes) -> None:
-        # (also the consumers of a replicated stream, which are R1)
-        """A stream or consumer leader stepdown on an R1 stream: nats-server answers
-        success and changes nothing (there is no other replica to lead)."""
-        rep = reply.decode(errors="replace")
-        if verb[0] == "STREAM":
-            self.respond(ja, rep, "stream_leader_stepdown_response", {"success": True})
-            return
-        s = ja.streams[stream]
-        if len(verb) != 5 or find_consumer(s, verb[4]) is None:
-            err = E.JSConsumerNotFoundErr().to_json()
-            self.respond(ja, rep, "consumer_leader_stepdown_response", {"error": err})
-            return
-        self.respond(ja, rep, "consumer_leader_stepdown_response", {"success": True})
-
-
-def _stream_of(verb: list[str]) -> str | None:
-    """The stream a stream-scoped request names, None for one that names none."""
-    if not verb:
-        return None
-    head = verb[0]
-    if head == "STREAM" and len(verb) >= 3:
-        # STREAM.INFO.<s>, STREAM.PURGE.<s>, STREAM.MSG.GET.<s>, STREAM.LEADER.STEPDOWN.<s>...
-        return verb[3] if verb[1] in ("MSG", "LEADER", "PEER") and len(verb) >= 4 else verb[2]
-    if head == "CONSUMER" and len(verb) >= 3:
-        if verb[1] in ("MSG", "LEADER", "DURABLE"):
-            return verb[3] if len(verb) >= 4 else None
-        return verb[2]
-    if head == "DIRECT" and len(verb) >= 3:
-        return verb[2]
-    return None

@@ -19,7 +19,7 @@ from typing import Final
 
 import orjson
 
-from natsd.jetstream.api.cluster_gather import gather
+from natsd.jetstream.cluster.gather import gather
 from natsd.jetstream.engine import JetStream
 from natsd.router.account import Account
 from natsd.router.publish import publish

@@ -57,7 +57,7 @@ from typing import Final
 
 import orjson
 
-from natsd.jetstream.stream.replica import OP_MSG, EntryError, decode_entry, entry_op
+from natsd.jetstream.stream.entries import OP_MSG, EntryError, decode_msg, entry_op
 from natsd.jetstream.stream.stream import Stream
 from natsd.raft.types import Message
 from natsd.router.account import Account
@@ -120,7 +120,7 @@ def _first_logged_seq(log: GroupLog) -> int:
     for _index, _term, kind, data in log.entries:
         if kind == 0 and data and entry_op(data) == OP_MSG:
             try:
-                return decode_entry(data).seq
+                return decode_msg(data).seq
             except EntryError:
                 continue
     return 0

@@ -11,9 +11,9 @@ from typing import Any
 
 from natsd.cluster.group import GroupHost
 from natsd.cluster.meta import META_GROUP, MetaOp, MetaState, StreamAssignment, encode_op
-from natsd.jetstream.api.cluster_member import group_name
-from natsd.jetstream.api.cluster_streams import StreamGroups
-from natsd.jetstream.api.dispatch import add_cluster_block
+from natsd.jetstream.answer import add_cluster_block
+from natsd.jetstream.cluster.member import group_name
+from natsd.jetstream.cluster.streams import StreamGroups
 from natsd.jetstream.config.stream_config import parse_stream_config
 from natsd.jetstream.engine import (
     JetStream,
@@ -215,7 +215,7 @@ class LocalStreams:
                 if moved is not None and len(moved.peers) > 1 and group_name(moved) in wal.groups:
                     # removed from the stream's peers (PEER.REMOVE, EVACUATE) while it was
                     # down: its group may still count it a voter, and then needs it for its
-                    # majority until the swap (cluster_membership); it rejoins, and leaves
+                    # majority until the swap (cluster/membership.py); it rejoins, and leaves
                     # (deleting its copy) once its removal is committed
                     log.info("JetStream cluster: stream %s/%s was removed from this server;"
                              " its replica stays until its group removes it",

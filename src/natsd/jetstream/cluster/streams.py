@@ -10,7 +10,7 @@ Leadership is followed as soon as a Raft turn changes it (``RaftGroup.on_ready``
 ``_follow`` on the next loop iteration), not on the 100 ms check, which keeps the slower
 duties (leaving, repair, compaction, membership). The stream side of all this (the entries,
 the leader's shadow) is ``jetstream/stream/replica``; the API requests its leader answers
-are ``cluster_stream_api``. It sends the stream leader-elected advisories.
+are ``api/replicated.py``. It sends the stream leader-elected advisories.
 
 A group is named after the stream's account, name and creation time, so a stream deleted
 and created again gets a new group. Its voters are the assignment's peers.
@@ -31,7 +31,8 @@ from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
-from natsd.jetstream.api.cluster_catchup import (
+from natsd.jetstream.answer import answer
+from natsd.jetstream.cluster.catchup import (
     CatchUp,
     CatchupError,
     StreamSnapshot,
@@ -40,35 +41,44 @@ from natsd.jetstream.api.cluster_catchup import (
     encode_snapshot,
     report_lost,
 )
-from natsd.jetstream.api.cluster_consumers import (
+from natsd.jetstream.cluster.consumers import (
     ReplicatedConsumers,
 )
-from natsd.jetstream.api.cluster_handover import HandOver, publishes
-from natsd.jetstream.api.cluster_info import CURRENT_FOR, stream_cluster_block
-from natsd.jetstream.api.cluster_member import (
+from natsd.jetstream.cluster.handover import HandOver, publishes
+from natsd.jetstream.cluster.info import CURRENT_FOR, stream_cluster_block
+from natsd.jetstream.cluster.member import (
     Member,
     group_name,
     short_of,
     track_leader,
     unreplicated,
 )
-from natsd.jetstream.api.cluster_membership import LEAVE_AFTER, in_config, is_voter, next_change
-from natsd.jetstream.api.dispatch import handle
-from natsd.jetstream.engine import JsAccount, delete_stream
-from natsd.jetstream.stream.replica import (
+from natsd.jetstream.cluster.membership import LEAVE_AFTER, in_config, is_voter, next_change
+from natsd.jetstream.engine import JsAccount, delete_msg, delete_stream, find_consumer
+from natsd.jetstream.stream.entries import (
     OP_API,
     OP_CONSUMER,
     OP_CSTATE,
+    OP_DELETE_CONSUMER,
+    OP_DELETE_MSG,
+    OP_PURGE,
+    DeleteConsumer,
+    DeleteMsg,
     EntryError,
-    Replica,
+    Purge,
+    Request,
+    StreamOp,
     compact_index,
-    decode_api,
-    decode_entry,
-    encode_api,
+    decode_msg,
+    decode_op,
     encode_compact,
+    encode_op,
     entry_op,
 )
+from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.stream.stream import Stream
+from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError, StateType
 from natsd.router.account import Account
 from natsd.router.publish import publish
@@ -84,7 +94,7 @@ Respond = Callable[[JsAccount, str, str, dict[str, Any]], bytes]
 # The leader proposes a COMPACT entry once the log holds this many applied entries. It
 # keeps the entries a replica still needs unless that replica is more than KEEP_FOR_LAGGING
 # compactions behind: one that far behind (or away) catches up from the leader's store
-# instead (cluster_catchup), so the log stays bounded while a replica is away.
+# instead (cluster/catchup.py), so the log stays bounded while a replica is away.
 COMPACT_EVERY: Final = 4096
 # A leader without an answer from a majority of its group for this long stops answering
 # requests and delivering (cluster/group.has_lease): well under the election timeout
@@ -92,6 +102,14 @@ COMPACT_EVERY: Final = 4096
 # leader can be elected.
 LEASE: Final = 0.5
 KEEP_FOR_LAGGING: Final = 2
+
+# the typed operations (a legacy API entry decodes as one), and the answers they give
+_OPS: Final = frozenset({OP_API, OP_PURGE, OP_DELETE_MSG, OP_DELETE_CONSUMER})
+_RTYPE: Final[dict[type, str]] = {
+    Purge: "stream_purge_response",
+    DeleteMsg: "stream_msg_delete_response",
+    DeleteConsumer: "consumer_delete_response",
+}
 
 
 # nats-server's isGroupLeaderless: a replica answers STREAM.INFO itself when its group has
@@ -225,13 +243,13 @@ class StreamGroups:
                 return
             try:
                 op = entry_op(data)
-                if op == OP_API:
-                    self._apply_api(m, data)
+                if op in _OPS:
+                    self._apply_op(m, data)
                 elif op in (OP_CONSUMER, OP_CSTATE):
                     if m.consumers is not None:
                         m.consumers.apply(data)
                 else:
-                    stream.apply_entry(decode_entry(data))
+                    stream.apply_entry(decode_msg(data))
             except EntryError as e:
                 log.error("stream %s/%s: entry not applied: %s", a.account, a.name, e)
 
@@ -443,37 +461,74 @@ class StreamGroups:
             self.hand_over.add(group_name(m.assignment), rep.handed)
             rep.handed = []
 
-    def propose_api(
-        self, stream: Stream, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    def propose_purge(
+        self, stream: Stream, request: Request, filt: str, seq: int, keep: int
     ) -> bool:
-        """As leader: an API request that changes the store goes through the log (see
-        ``_apply_api``); False when the group did not take it."""
+        """As leader: a purge the API checked goes through the log (``_apply_op``); False
+        when the group did not take it."""
+        return self._propose_op(
+            stream, lambda r: Purge(r.node_id, r.clseq, request, filt, seq, keep)
+        )
+
+    def propose_delete_msg(
+        self, stream: Stream, request: Request, seq: int, no_erase: bool
+    ) -> bool:
+        """As leader: a message delete the API checked goes through the log."""
+        return self._propose_op(
+            stream, lambda r: DeleteMsg(r.node_id, r.clseq, request, seq, no_erase)
+        )
+
+    def propose_delete_consumer(self, stream: Stream, request: Request, name: str) -> bool:
+        """As leader: a durable consumer's delete the API checked goes through the log."""
+        return self._propose_op(stream, lambda r: DeleteConsumer(r.node_id, r.clseq, request, name))
+
+    def _propose_op(self, stream: Stream, make: Callable[[Replica], StreamOp]) -> bool:
         rep = stream.replica
         if rep is None or not rep.leading:
             return False
-        if not rep.propose(encode_api(rep.node_id, rep.clseq, subject, reply, hdr, data)):
+        if not rep.propose(encode_op(make(rep))):
             return False
         rep.inflight += 1  # publishes whose checks read the store wait for it
         return True
 
-    def _apply_api(self, m: Member, data: bytes) -> None:
-        """A committed API entry: every replica runs the standalone handler on the same
-        store, so each gets the same result; the one that proposed it answers."""
-        e = decode_api(data)
-        rep = m.stream.replica
-        mine = rep is not None and rep.leading and e.proposer == rep.node_id
+    def _apply_op(self, m: Member, data: bytes) -> None:
+        """A committed purge, message delete or consumer delete: every replica applies it
+        to its store and consumers in log order, so each gets the same result; the one
+        that proposed it answers the request."""
+        op = decode_op(data)
+        stream = m.stream
+        rep = stream.replica
+        mine = rep is not None and rep.leading and op.proposer == rep.node_id
         if mine and rep is not None:
             rep.applied(0, "")
-        if m.stream.store.last_seq() > e.as_of and b".CONSUMER." not in e.subject:
-            # a replay after a restart: the store holds what came after it. A consumer
-            # delete touches no message and runs again (its CONSUMER entry, earlier in the
-            # log, has just held the consumer again)
-            return
-        # only the proposer answers, counts and audits it (it was one client request)
-        handle(m.ja, e.subject, e.reply if mine and e.reply else None, e.data, e.hdr, mine)
-        m.stream.drain()
+        result: dict[str, Any] | ApiError
+        try:
+            if isinstance(op, DeleteConsumer):
+                # (touches no message: a replay applies it again, after the CONSUMER entry
+                # earlier in the log has just held the consumer again)
+                c = find_consumer(stream, op.name)
+                if c is None:
+                    result = E.JSConsumerNotFoundErr()
+                else:
+                    c.delete()  # (a passive consumer sends no advisory)
+                    result = {"success": True}
+            elif stream.store.last_seq() > op.as_of:
+                return  # a replay after a restart: the store holds what came after it
+            elif isinstance(op, Purge):
+                result = {"success": True, "purged": stream.purge(op.filter, op.seq, op.keep)}
+            else:
+                delete_msg(stream, op.seq, op.no_erase)
+                result = {"success": True}
+        except ApiError as e:
+            result = e
+        except StoreError as e:
+            result = E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__)
+        stream.drain()
         if m.consumers is not None:
             m.consumers.prune()  # a consumer delete
+        if mine:
+            r = op.request
+            answer(m.ja, r.subject, r.reply or None, r.body, _RTYPE[type(op)], result, stream.name)
 
     def _flush(self) -> None:
         """Propose every group's entries of this loop turn, each group's in one MsgProp. A
@@ -514,7 +569,7 @@ class StreamGroups:
 
     def _follow_peers(self, m: Member, g: RaftGroup) -> None:
         """As leader: the next Raft configuration change toward the assignment's peers
-        (``cluster_membership``)."""
+        (``cluster/membership.py``)."""
         step = next_change(g, {raft_id(p) for p in m.assignment.peers}, self.raft.host.id)
         snap_conf = g.storage.snapshot().metadata.conf_state
         if any(n not in snap_conf.learners and n not in snap_conf.voters for n in g.conf.learners):
@@ -566,7 +621,7 @@ class StreamGroups:
 
     def _leave(self, name: bytes, m: Member, g: RaftGroup, now: float) -> bool:
         """The meta group no longer places this replica here (its peer was removed): it
-        leaves once its removal is committed, a voter never before (``cluster_membership``);
+        leaves once its removal is committed, a voter never before (``cluster/membership.py``);
         True when it left."""
         if not m.leaving_since:
             m.leaving_since = now
@@ -604,7 +659,7 @@ class StreamGroups:
         """As leader: once the log holds COMPACT_EVERY applied entries, propose compacting
         it up to the lowest index every replica has, leaving out a replica more than
         KEEP_FOR_LAGGING compactions behind (away, or too slow): it will catch up from
-        the store (``cluster_catchup``), so the log never grows without bound."""
+        the store (``cluster/catchup.py``), so the log never grows without bound."""
         first = g.storage.first_index()
         every = self.compact_every
         if g.applied - first < every:
@@ -654,7 +709,7 @@ class StreamGroups:
         committed = m.consumers.committed if m.consumers is not None else {}
         # what a replica behind the log catches up to: the state now (at or past
         # ``index``; the entries after ``index`` apply again idempotently, see the
-        # cluster_catchup docstring)
+        # cluster/catchup.py docstring)
         data = encode_snapshot(first, st.last_seq, committed)
         self.raft.host.compact(name, index, data)
 
@@ -729,7 +784,7 @@ class StreamGroups:
 
     def passing_on(self) -> bool:
         """Publishes still on their way to new leaders, or still to be answered (lame
-        duck and shutdown wait for them, see cluster_handover)."""
+        duck and shutdown wait for them, see cluster/handover.py)."""
         self.check()  # a leadership just moved: what waited for it is handed over now
         if self.hand_over.pending():
             return True
@@ -766,7 +821,7 @@ class StreamGroups:
         return True
 
     def cluster_block(self, stream: Stream, cluster: str) -> dict[str, Any]:
-        """The ``cluster`` block of a replicated stream's info (``cluster_info``)."""
+        """The ``cluster`` block of a replicated stream's info (``cluster/info.py``)."""
         m = self.member(stream)
         if m is None or m.group is None:
             return {"name": cluster}

@@ -9,7 +9,7 @@ running as it was; the group's leader then walks it to the new peers, one change
 1. **Add the newcomers as learners.** A learner receives the log but neither votes nor
    counts for commits; the new server joined with an empty log (``GroupHost.join``), so the
    leader sends it its snapshot and it copies the stream from the leader's store
-   (``cluster_catchup``) before taking the entries that follow.
+   (``cluster/catchup.py``) before taking the entries that follow.
 2. **Swap**, once every wanted learner has the whole committed log: one joint change
    promotes the learners and removes the voters no longer wanted (Raft leaves the joint
    configuration by itself). A group never has fewer voters than before while a newcomer

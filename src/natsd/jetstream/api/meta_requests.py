@@ -27,10 +27,7 @@ import orjson
 
 from natsd.cluster.group import peer_hash
 from natsd.cluster.meta import MetaState, NoPeers, PendingPlacements, StreamAssignment, encode_op
-from natsd.jetstream.api.cluster_gather import gather
-from natsd.jetstream.api.cluster_servers import remap_op
-from natsd.jetstream.api.cluster_usage import UsageBook
-from natsd.jetstream.api.dispatch import ERROR_EXTRAS
+from natsd.jetstream.answer import ERROR_EXTRAS
 from natsd.jetstream.api.streams import (
     LIST_LIMIT,
     LIST_REQUEST,
@@ -38,6 +35,9 @@ from natsd.jetstream.api.streams import (
     NAMES_REQUEST,
     optional_request,
 )
+from natsd.jetstream.cluster.gather import gather
+from natsd.jetstream.cluster.servers import remap_op
+from natsd.jetstream.cluster.usage import UsageBook
 from natsd.jetstream.config.account_limits import check_stream_create, check_stream_update
 from natsd.jetstream.config.stream_config import (
     check_update,
@@ -158,7 +158,7 @@ class MetaRequests:
                     self.update(ja, verb[2], data, rep)
                 elif key == ("STREAM", "PEER"):
                     # REMOVE and EVACUATE both move the peer's replica to a free server
-                    # (a natsd group always migrates first: cluster_membership)
+                    # (a natsd group always migrates first: cluster/membership.py)
                     body = self.remove_peer(ja, verb[3], data)
                     ja.api.total += 1
                     self._answer(ja, rep, rtype, body, subject, data)
@@ -315,7 +315,7 @@ class MetaRequests:
         """The peers of a stream whose ``num_replicas`` an update changes: more servers
         placed as for a new stream (10005 when too few), or the first ones kept (the
         group's leader hands over first when it is not among them). The group follows by
-        configuration changes (``cluster_membership``): an R1 stream gets a group of its one
+        configuration changes (``cluster/membership.py``): an R1 stream gets a group of its one
         server, which the newcomers join; a group shrunk to one server ends, and the stream
         is R1 again."""
         want = cfg.num_replicas
@@ -342,7 +342,7 @@ class MetaRequests:
         as nats-server requires the replica count to stay. The new assignment goes through
         the meta group; the stream's group then changes its membership by Raft
         configuration changes (the new server joins as a learner, catches up from the
-        leader's store, and becomes a voter as the old one leaves: ``cluster_membership``).
+        leader's store, and becomes a voter as the old one leaves: ``cluster/membership.py``).
         Answered once proposed, as nats-server does. nats-server's REMOVE drops the peer at
         once and its EVACUATE migrates first; natsd always migrates first, which keeps the
         replica count while the newcomer catches up. An R1 stream is refused (10075) where

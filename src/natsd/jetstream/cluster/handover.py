@@ -30,7 +30,8 @@ from typing import Final
 
 from natsd.cluster.forward import Forwarder
 from natsd.cluster.group import RaftGroup
-from natsd.jetstream.stream.replica import OP_MSG, Waiting, decode_entry, entry_op
+from natsd.jetstream.stream.entries import OP_MSG, decode_msg, entry_op
+from natsd.jetstream.stream.replica import Waiting
 from natsd.jetstream.stream.stream import Stream
 
 __all__ = ["FOR", "POLL", "HandOver", "publishes"]
@@ -47,7 +48,7 @@ def publishes(datas: list[bytes]) -> list[Waiting]:
     out: list[Waiting] = []
     for d in datas:
         if entry_op(d) == OP_MSG:
-            e = decode_entry(d)
+            e = decode_msg(d)
             out.append((e.subject.encode(), e.reply or None, e.hdr, e.data))
     return out
 

@@ -16,7 +16,7 @@ Its stream replicas move, as nats-server's processRemovePeer moves them: the met
 replaces it in every replicated stream by a server holding no replica of that stream, or, with
 none free, leaves the stream one replica short (``remap_removed``; checked every second, so a
 meta leader elected meanwhile finishes the job). The groups then follow by configuration
-changes (``cluster_membership``). An R1 stream on the removed server cannot move without it
+changes (``cluster/membership.py``). An R1 stream on the removed server cannot move without it
 and stays assigned there, reported.
 
 The removed server, when it applies its own ``forget``, says so in its log; the meta group no
@@ -47,7 +47,7 @@ from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import MetaOp, MetaState, NoPeers, StreamAssignment, encode_op
 from natsd.cluster.raft_service import RaftService
 from natsd.core.goquote import go_quote
-from natsd.jetstream.api.cluster_membership import in_config
+from natsd.jetstream.cluster.membership import in_config
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.raft.state import RaftError
