@@ -219,7 +219,7 @@ async def test_r3_log_is_compacted_past_an_away_replica_which_catches_up_from_th
     away = next(n for n in trio.names if n != lead)
     await until(lambda: _asflr(trio, away, "C", "D") == 5)
     (m,) = trio.servers[away].js_cluster.stream_groups.members.values()
-    held = m.group.node.raft.raft_log.last_index()  # as far as its log went
+    held = m.group.node.last_index()  # as far as its log went
     await trio.stop(away)
     nc = await nats.connect(trio.url(lead))
     try:

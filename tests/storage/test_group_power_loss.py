@@ -43,7 +43,7 @@ import pytest
 from reliability.faultfs import Crash, FaultFS
 
 from natsd.cluster.group import GroupHost, decode_frame, raft_id
-from natsd.raft.state import ErrProposalDropped, StateLeader
+from natsd.raft.state import ErrProposalDropped
 from natsd.raft.types import MessageType
 from natsd.storage.wal import Wal, WalError
 
@@ -159,7 +159,7 @@ class Sim:
                 self.fail(f"{node.name} {group!r} applied {data!r} at {index}, others {seen!r}")
             host = node.host
             assert host is not None
-            if host.groups[group].node.raft.state == StateLeader:
+            if host.groups[group].node.is_leader():
                 self.acked[group].setdefault(data, index)
 
         def install(index: int, data: bytes) -> None:
@@ -290,11 +290,11 @@ class Sim:
         for node in self.up():
             assert node.host is not None
             for g in self.groups:
-                r = node.host.groups[g].node.raft
-                if r.state == StateLeader:
-                    was = self.leaders.setdefault((g, r.term), node.id)
+                r = node.host.groups[g].node
+                if r.is_leader():
+                    was = self.leaders.setdefault((g, r.term()), node.id)
                     if was != node.id:
-                        self.fail(f"{g!r} term {r.term}: two leaders, {was} and {node.id}")
+                        self.fail(f"{g!r} term {r.term()}: two leaders, {was} and {node.id}")
 
     def _check_acked_durable(self) -> None:
         """Every acknowledged entry is in the synced log, or the logged snapshot, of a
@@ -347,7 +347,7 @@ class Sim:
                 continue
             for node in self.up():
                 assert node.host is not None
-                if node.host.groups[g].node.raft.state != StateLeader:
+                if not node.host.groups[g].node.is_leader():
                     continue
                 for _ in range(self.rng.randint(1, 3)):
                     self.next_value += 1
@@ -484,7 +484,7 @@ class Sim:
                 return False
             if max(self.committed[g], default=0) > first[-1][0]:
                 return False
-            leaders = [nd for nd in up if nd.host.groups[g].node.raft.state == StateLeader]  # type: ignore[union-attr]
+            leaders = [nd for nd in up if nd.host.groups[g].node.is_leader()]  # type: ignore[union-attr]
             if len(leaders) != 1:
                 return False
         return True
@@ -574,8 +574,8 @@ def test_the_checks_catch_a_lost_ack_a_second_leader_and_a_changed_vote(tmp_path
         sim._check_acked_durable()
     del sim.acked[g][b"ghost"]
     # another node already led the current leader's term
-    leader = next(nd for nd in sim.up() if nd.host.groups[g].node.raft.state == StateLeader)  # type: ignore[union-attr]
-    term = leader.host.groups[g].node.raft.term  # type: ignore[union-attr]
+    leader = next(nd for nd in sim.up() if nd.host.groups[g].node.is_leader())  # type: ignore[union-attr]
+    term = leader.host.groups[g].node.term()  # type: ignore[union-attr]
     sim.leaders[(g, term)] = next(i for i in sim.nodes if i != leader.id)
     with pytest.raises(PowerLossFailure, match="two leaders"):
         sim._check_leaders()

@@ -343,3 +343,23 @@ def test_clustered_jetstream_has_its_own_package() -> None:
     assert JETSTREAM_RANK["cluster"] < JETSTREAM_RANK["api"]
     for path in (SRC / "jetstream" / "cluster").glob("*.py"):
         assert not [m for m in _all_imports(path) if m.startswith("natsd.jetstream.api")], path
+
+
+def test_nothing_outside_raft_reads_the_engine_inside_a_node() -> None:
+    """etcd keeps ``RawNode.raft`` private and offers Status()/BasicStatus(); natsd's code
+    asks a node through its methods (``is_leader``, ``leader``, ``matches``, ...), never
+    through its ``raft`` field."""
+    readers = []
+    for path in SRC.rglob("*.py"):
+        if path.is_relative_to(SRC / "raft"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "raft"
+                and isinstance(node.value, ast.Attribute | ast.Name)
+                and (node.value.attr if isinstance(node.value, ast.Attribute) else node.value.id)
+                == "node"
+            ):
+                readers.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert readers == []

@@ -32,6 +32,7 @@ async def test_a_cluster_written_by_the_previous_release_loads(tmp_path: Path) -
     trio = JsCluster3(tmp_path)
     await trio.start_all()
     try:
+
         def r3(name: str) -> list[int]:
             return sorted(seq for seq, *_ in stream_contents(trio, name, "R3"))
 

@@ -50,7 +50,7 @@ from natsd.raft.config import Config
 from natsd.raft.describe import is_local_msg
 from natsd.raft.logger import RaftPanic
 from natsd.raft.rawnode import RawNode, Ready, SnapshotFinish, new_raw_node
-from natsd.raft.state import RaftError, StateType
+from natsd.raft.state import RaftError
 from natsd.raft.storage import MemoryStorage
 from natsd.raft.types import (
     ConfState,
@@ -81,7 +81,7 @@ FRAME_VERSION: Final = 1
 # in which many groups catch a replica up (up to max_size_per_msg each) must not reach that.
 # A single message larger than this still goes, alone.
 FRAME_TARGET: Final = 4 << 20
-# The context a damaged group puts on its append rejections (see _forget_match).
+# The context a damaged group puts on its append rejections (see RawNode.lower_match).
 LOST_LOG: Final = b"lost-log"
 # The context of a member's word to a node its applied configuration no longer holds: a
 # rejected MsgHeartbeatResp whose index is the member's applied index (see _tell_removed).
@@ -190,7 +190,7 @@ class RaftGroup:
 
     @property
     def damaged(self) -> bool:
-        if self.repair_at and self.node.raft.raft_log.committed >= self.repair_at:
+        if self.repair_at and self.node.committed() >= self.repair_at:
             self.repair_at = 0  # a leader's log now vouches for everything it had
         return self.repair_at != 0
 
@@ -323,9 +323,8 @@ class GroupHost:
         )
         node = new_raw_node(cfg)
         if self._rand is not None:
-            node.raft.rand = self._rand
-            # the first timeout was drawn from the engine's own generator while it was built
-            node.raft.reset_randomized_election_timeout()
+            # (the first timeout was drawn from the engine's own generator while it was built)
+            node.use_rand(self._rand)
         g = RaftGroup(name, node, st, conf, apply, install)
         g.applied = cfg.applied
         if log.damaged:
@@ -376,12 +375,12 @@ class GroupHost:
             if g.repair_at and m.type in _VOTES and g.damaged:
                 continue  # a damaged group does not vote (§4.8)
             if m.type == MessageType.MsgAppResp and m.reject and m.context == LOST_LOG:
-                _forget_match(g, m)
+                g.node.lower_match(m.from_, m.term, m.reject_hint)
             if (
                 m.type == MessageType.MsgSnap
                 and g.hold_snapshot is not None
                 and m.snapshot is not None
-                and m.snapshot.metadata.index > g.node.raft.raft_log.committed
+                and m.snapshot.metadata.index > g.node.committed()
                 and g.hold_snapshot(m)
             ):
                 n += 1  # stepped once the state it stands for is here (step_held)
@@ -391,7 +390,7 @@ class GroupHost:
                 # damage cut this node's log short (or from a peer that lies) that is past
                 # its log, which the engine treats as a broken invariant. The leader learns
                 # the truth from the next append's rejection.
-                m.commit = min(m.commit, g.node.raft.raft_log.last_index())
+                m.commit = min(m.commit, g.node.last_index())
             try:
                 g.node.step(m)
             except RaftError:
@@ -402,7 +401,7 @@ class GroupHost:
                 log.error("raft group %s: message from %d dropped: %s", name, m.from_, e)
                 continue
             n += 1
-            if m.type in _ANSWERS and m.term == g.node.raft.term:
+            if m.type in _ANSWERS and m.term == g.node.term():
                 g.responded[m.from_] = time.monotonic()
             if m.from_ in g.conf.voters or m.from_ in g.conf.learners:
                 # a member's message reached its group: heard from (members' ids only,
@@ -605,7 +604,7 @@ def has_lease(g: RaftGroup, now: float, lease: float) -> bool:
     ``lease`` well below that no other leader can have been elected meanwhile. Without it,
     a leader cut off from the others believes it leads until its check-quorum runs (one to
     two election timeouts), and serves stale reads and deliveries meanwhile."""
-    me = g.node.raft.id
+    me = g.node.node_id()
     responded = g.responded
 
     def majority(voters: list[int]) -> bool:
@@ -619,23 +618,6 @@ def has_lease(g: RaftGroup, now: float, lease: float) -> bool:
 
     cs = g.conf
     return majority(cs.voters) and majority(cs.voters_outgoing)
-
-
-def _forget_match(g: RaftGroup, m: Message) -> None:
-    """A follower whose log damage cut it short rejects an append: as leader, stop believing
-    it holds what it once acknowledged. etcd's leader never lowers a follower's match (a
-    sound follower never loses acknowledged entries), so without this it would probe above
-    the follower's log for ever. Lowered to at most the commit index, the match cannot make
-    an uncommitted entry look replicated; the follower's rejects keep lowering it until
-    the log matching check passes, and then appends flow from there."""
-    raft = g.node.raft
-    if raft.state != StateType.StateLeader or m.term != raft.term:
-        return
-    pr = raft.trk.progress.get(m.from_)
-    if pr is None or m.reject_hint >= pr.match:
-        return
-    pr.match = min(m.reject_hint, raft.raft_log.committed)
-    pr.become_probe()
 
 
 def _contiguous(entries: list[WalEntry], snap_index: int) -> list[WalEntry]:

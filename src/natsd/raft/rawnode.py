@@ -29,6 +29,7 @@ from natsd.raft.state import (
     ErrStepPeerNotFound,
     RaftError,
     SoftState,
+    StateType,
 )
 from natsd.raft.status import BasicStatus, Status, get_basic_status, get_status
 from natsd.raft.tracker import Inflights, Progress
@@ -539,6 +540,92 @@ class RawNode:
             p = pr.copy()
             p.inflights = Inflights(0, 0)
             visitor(pid, typ, p)
+
+    # natsd: one field of BasicStatus or Status each, without building either. etcd's
+    # BasicStatus is a cheap value in Go; here it allocates, and a replicated stream asks
+    # "do I lead?" on every publish. Code outside raft/ reads the engine only through
+    # these, status() and basic_status(), never through ``raft``.
+    def is_leader(self) -> bool:
+        """BasicStatus().RaftState == StateLeader."""
+        return self.raft.state == StateType.StateLeader
+
+    def leader(self) -> int:
+        """BasicStatus().Lead: the leader this node knows of (0: none)."""
+        return self.raft.lead
+
+    def node_id(self) -> int:
+        """BasicStatus().ID."""
+        return self.raft.id
+
+    def term(self) -> int:
+        """BasicStatus().Term."""
+        return self.raft.term
+
+    def transferring(self) -> bool:
+        """BasicStatus().LeadTransferee != 0: a leadership transfer is under way."""
+        return self.raft.lead_transferee != NONE
+
+    def proposable(self) -> bool:
+        """Leader, and no transfer under way: a proposal would be taken."""
+        r = self.raft
+        return r.state == StateType.StateLeader and r.lead_transferee == NONE
+
+    def committed(self) -> int:
+        """Status().Commit."""
+        return self.raft.raft_log.committed
+
+    def last_index(self) -> int:
+        """The index of the last entry of this node's log."""
+        return self.raft.raft_log.last_index()
+
+    def conf_change_pending(self) -> bool:
+        """A configuration change is proposed and not applied yet (Raft takes one at a
+        time)."""
+        r = self.raft
+        return r.pending_conf_index > r.raft_log.applied
+
+    def committed_in_term(self) -> bool:
+        """The last committed entry is of the current term: as leader, everything before
+        its term is known committed (etcd's committedEntryInCurrentTerm)."""
+        r = self.raft
+        log_ = r.raft_log
+        return log_.zero_term_on_out_of_bounds(log_.committed) == r.term
+
+    def matches(self) -> dict[int, int]:
+        """As leader, every tracked node's match index (Status().Progress[id].Match,
+        without copying the progresses); empty on a follower."""
+        r = self.raft
+        if r.state != StateType.StateLeader:
+            return {}
+        return {pid: pr.match for pid, pr in r.trk.progress.items()}
+
+    def tracked(self) -> list[int]:
+        """The ids of the nodes this node's progress tracker holds (voters and learners of
+        the configuration it has applied)."""
+        return list(self.raft.trk.progress)
+
+    def use_rand(self, rand: Callable[[int], int]) -> None:
+        """natsd: draw election timeouts from ``rand`` (a seeded generator, for tests
+        that replay), the current one included."""
+        self.raft.rand = rand
+        self.raft.reset_randomized_election_timeout()
+
+    def lower_match(self, id: int, term: int, hint: int) -> None:
+        """natsd: a follower whose log damage cut it short rejected an append of ``term``
+        with ``hint``: as leader, stop believing it holds what it once acknowledged. etcd's
+        leader never lowers a follower's match (a sound follower never loses acknowledged
+        entries), so without this it would probe above the follower's log for ever. Lowered
+        to at most the commit index, the match cannot make an uncommitted entry look
+        replicated; the follower's rejects keep lowering it until the log matching check
+        passes, and then appends flow from there."""
+        r = self.raft
+        if r.state != StateType.StateLeader or term != r.term:
+            return
+        pr = r.trk.progress.get(id)
+        if pr is None or hint >= pr.match:
+            return
+        pr.match = min(hint, r.raft_log.committed)
+        pr.become_probe()
 
     def report_unreachable(self, id: int) -> None:
         """Reports the given node is not reachable for the last send."""

@@ -60,7 +60,7 @@ from natsd.jetstream.engine import (
     JsAccount,
 )
 from natsd.jetstream.wire.errors import ApiError
-from natsd.raft.state import RaftError, StateType
+from natsd.raft.state import RaftError
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
@@ -212,8 +212,8 @@ class JsCluster:
         now = loop.time()
         if self.group is None:
             self._maybe_bootstrap()
-        elif now < self._bootstrap_campaign and not self.group.node.raft.lead:
-            if self.group.node.raft.state != StateType.StateLeader:
+        elif now < self._bootstrap_campaign and not self.group.node.leader():
+            if not self.group.node.is_leader():
                 self.group.node.campaign()
                 self.raft.kick()
         elif (
@@ -269,13 +269,13 @@ class JsCluster:
     # ---------------------------------------------------------------- meta group
     def is_leader(self) -> bool:
         g = self.group
-        return g is not None and g.node.raft.lead == self.raft.host.id
+        return g is not None and g.node.leader() == self.raft.host.id
 
     def leader_name(self) -> str:
         g = self.group
-        if g is None or not g.node.raft.lead:
+        if g is None or not g.node.leader():
             return ""
-        return self.name_of(g.node.raft.lead)
+        return self.name_of(g.node.leader())
 
     def name_of(self, node_id: int) -> str:
         name = self._names.get(node_id)
@@ -290,7 +290,7 @@ class JsCluster:
     def health(self) -> str:
         """Why this server's JetStream is not current ("" when it is), in nats-server's
         words (/healthz)."""
-        if self.group is None or not self.group.node.raft.lead:
+        if self.group is None or not self.group.node.leader():
             return "JetStream has not established contact with a meta leader"
         if not self._reconciled:
             return "JetStream is still recovering meta layer"
@@ -481,13 +481,13 @@ class JsCluster:
         g = self.group
         if g is None or not self._reconciled:
             return False
-        raft = g.node.raft
-        committed = raft.raft_log.committed
-        if not raft.lead or committed == 0 or g.applied < committed:
+        lead = g.node.leader()
+        committed = g.node.committed()
+        if not lead or committed == 0 or g.applied < committed:
             return False
-        if raft.lead == self.raft.host.id:
+        if lead == self.raft.host.id:
             return True
-        return now - self.raft.last_heard.get(raft.lead, -1e9) <= CURRENT_FOR
+        return now - self.raft.last_heard.get(lead, -1e9) <= CURRENT_FOR
 
     # ---------------------------------------------------------------- leadership
     def _advise_leader_elected(self) -> None:
@@ -588,7 +588,7 @@ class JsCluster:
         """No meta leader known for LEADERLESS seconds (nats-server's ``isLeaderless``):
         requests that need one are answered 10008 instead of left unanswered."""
         g = self.group
-        if g is not None and g.node.raft.lead:
+        if g is not None and g.node.leader():
             self._leader_seen = asyncio.get_running_loop().time()
             return False
         return asyncio.get_running_loop().time() - self._leader_seen >= LEADERLESS

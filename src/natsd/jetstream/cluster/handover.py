@@ -57,9 +57,7 @@ def _new_term_committed(g: RaftGroup) -> bool:
     """Has this replica's log committed an entry of its leader's term (the new leader's
     first entry)? Until then, interest in the stream's subjects on the new leader's server
     is not yet the stream's own."""
-    raft = g.node.raft
-    log_ = raft.raft_log
-    return log_.zero_term_on_out_of_bounds(log_.committed) == raft.term
+    return g.node.committed_in_term()
 
 
 class HandOver:
@@ -97,7 +95,7 @@ class HandOver:
             rep = stream.replica
             if rep is None:
                 continue
-            lead = g.node.raft.lead
+            lead = g.node.leader()
             if lead == self.node_id:
                 if not rep.leading:
                     keep.append((group, items, deadline))  # until it takes publishes again

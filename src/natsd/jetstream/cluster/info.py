@@ -14,7 +14,6 @@ from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.core.clock import rfc3339
 from natsd.jetstream.cluster.member import group_name
-from natsd.raft.state import StateType
 
 __all__ = ["ALIVE_FOR", "CURRENT_FOR", "OFFLINE_AFTER", "meta_cluster_info", "stream_cluster_block"]
 
@@ -47,8 +46,8 @@ def meta_cluster_info(
         out["leader"] = lead
         out["peer"] = peer_hash(lead)
     voters = list(g.conf.voters) if g is not None else []
-    progress = g.node.raft.trk.progress if g is not None and is_leader else {}
-    last = g.node.raft.raft_log.last_index() if g is not None else 0
+    matches = g.node.matches() if g is not None and is_leader else {}
+    last = g.node.last_index() if g is not None else 0
     replicas = []
     for vid in voters:
         name = name_of(vid)
@@ -59,9 +58,9 @@ def meta_cluster_info(
         ago = now - heard if heard is not None else None
         if vid == me:
             rep["current"], rep["active"] = True, 0
-        elif progress:
-            pr = progress.get(vid)
-            rep["current"] = pr is not None and pr.match >= last
+        elif matches:
+            match = matches.get(vid)
+            rep["current"] = match is not None and match >= last
             rep["active"] = int((ago or 0.0) * 1e9)
         else:
             # a follower's view of another follower: they do not talk
@@ -70,9 +69,9 @@ def meta_cluster_info(
             rep["offline"] = True
         rep["peer"] = peer_hash(name)
         replicas.append(rep)
-    if lead and g is not None and g.node.raft.lead != me:
+    if lead and g is not None and g.node.leader() != me:
         # on a follower the leader is a replica too, current while it is heard
-        heard = last_heard.get(g.node.raft.lead)
+        heard = last_heard.get(g.node.leader())
         ago = now - heard if heard is not None else ALIVE_FOR + 1
         replicas.append(
             {
@@ -123,15 +122,15 @@ def stream_cluster_block(
     out: dict[str, Any] = {"name": cluster}
     kind = "M" if a.config.get("storage") == "memory" else "F"
     out["raft_group"] = f"S-R{len(a.peers)}{kind}-{peer_hash(group_name(a).decode())}"
-    raft = g.node.raft
-    lead = raft.lead
+    node = g.node
+    lead = node.leader()
     if lead:
         out["leader"] = name_of(lead)
         out["leader_since"] = rfc3339(leader_since)
     out["system_account"] = True
     out["traffic_account"] = traffic_account
-    last = raft.raft_log.last_index()
-    progress = raft.trk.progress if raft.state == StateType.StateLeader else {}
+    last = node.last_index()
+    matches = node.matches()  # (the leader's view; empty on a follower)
     replicas = []
     for peer in a.peers:
         vid = raft_id(peer)
@@ -139,14 +138,14 @@ def stream_cluster_block(
             continue
         heard = last_heard.get(vid)
         ago = 0.0 if vid == me else (now - heard if heard is not None else None)
-        pr = progress.get(vid)
+        match = matches.get(vid)
         current = (vid == me) or (
-            ago is not None and ago <= CURRENT_FOR and (pr is None or pr.match >= last)
+            ago is not None and ago <= CURRENT_FOR and (match is None or match >= last)
         )
         row: dict[str, Any] = {"name": peer, "current": current}
         row["active"] = int((ago if ago is not None else 0.0) * 1e9)
-        if pr is not None and last > pr.match:
-            row["lag"] = last - pr.match
+        if match is not None and last > match:
+            row["lag"] = last - match
         if ago is None or ago > OFFLINE_AFTER:
             row["offline"] = True
         row["peer"] = peer_hash(peer)

@@ -64,8 +64,8 @@ def next_change(g: RaftGroup, want: set[int], me: int) -> ConfChangeV2 | int | N
     """As the group's leader: the next configuration change toward the voters ``want``;
     an int: the voter to hand the leadership to first (this leader is to be removed);
     None: nothing to do now (done, or the previous change is not applied yet)."""
-    raft = g.node.raft
-    if raft.pending_conf_index > raft.raft_log.applied:
+    node = g.node
+    if node.conf_change_pending():
         return None  # one change at a time
     cs = g.conf
     if cs.voters_outgoing or cs.learners_next:
@@ -79,13 +79,13 @@ def next_change(g: RaftGroup, want: set[int], me: int) -> ConfChangeV2 | int | N
     drop = voters - want
     if me in drop:
         stay = voters & want
-        progress = raft.trk.progress
-        best = max(stay, key=lambda v: progress[v].match if v in progress else -1, default=0)
+        matches = node.matches()
+        best = max(stay, key=lambda v: matches.get(v, -1), default=0)
         return best or None
-    committed = raft.raft_log.committed
-    progress = raft.trk.progress
+    committed = node.committed()
+    matches = node.matches()
     joining = learners & want
-    if any(progress[n].match < committed if n in progress else True for n in joining):
+    if any(matches.get(n, -1) < committed for n in joining):
         return None  # a newcomer is still catching up
     changes = [ConfChangeSingle(_ADD, n) for n in sorted(joining)]
     changes += [ConfChangeSingle(_REMOVE, n) for n in sorted(drop | (learners - want))]

@@ -109,8 +109,7 @@ def remove_server(meta: MetaState, g: RaftGroup, name_of: Callable[[int], str], 
     change that takes the server out of the meta group; returns the server's name (the
     caller then proposes the ``forget`` entry). ApiError with nats-server's error."""
     found = find_member(meta, g, name_of, data)
-    raft = g.node.raft
-    if raft.pending_conf_index > raft.raft_log.applied or g.conf.voters_outgoing:
+    if g.node.conf_change_pending() or g.conf.voters_outgoing:
         raise E.JSClusterServerMemberChangeInflightErr()
     cc = ConfChangeV2(
         changes=[ConfChangeSingle(ConfChangeType.ConfChangeRemoveNode, raft_id(found))]
@@ -199,11 +198,11 @@ def stepdown_target(
             raise E.JSInvalidJSONErr(err=str(e)) from None
         raw = doc.get("placement") if isinstance(doc, dict) else None
         pl = raw if isinstance(raw, dict) else {}
-    me = g.node.raft.id
+    me = g.node.node_id()
     prefer = str(pl.get("preferred") or "")
     if prefer:
         # nats-server's getStepDownPreferredPlacement errors
-        members = {name_of(v) for v in g.node.raft.trk.progress}
+        members = {name_of(v) for v in g.node.tracked()}
         if prefer == server_name:
             raise E.JSClusterNoPeersErrF(
                 err=f"preferred server {go_quote(prefer)} is already leader"
@@ -213,7 +212,7 @@ def stepdown_target(
     tags = {str(t).lower() for t in pl.get("tags") or []}
     cluster = pl.get("cluster") or ""
     best, best_match = 0, -1
-    for vid, pr in g.node.raft.trk.progress.items():
+    for vid, match in g.node.matches().items():
         name = name_of(vid)
         row = meta.servers.get(name)
         if vid == me or not name or row is None:
@@ -224,8 +223,8 @@ def stepdown_target(
             continue
         if cluster and cluster != cluster_name:
             continue
-        if pr.match > best_match:
-            best, best_match = vid, pr.match
+        if match > best_match:
+            best, best_match = vid, match
     if not best:
         raise E.JSClusterNoPeersErrF(err="no suitable peers for placement")
     return best
@@ -236,7 +235,7 @@ def removed_from(meta: MetaState, g: RaftGroup | None, server_name: str) -> bool
     configuration of the meta group without it)?"""
     if server_name in meta.removed:
         return True
-    return g is not None and bool(g.conf.voters) and not in_config(g, g.node.raft.id)
+    return g is not None and bool(g.conf.voters) and not in_config(g, g.node.node_id())
 
 
 def evacuate_server(meta: MetaState, name: str, place_one: PlaceOne) -> list[StreamAssignment]:

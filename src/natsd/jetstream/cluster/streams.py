@@ -79,7 +79,7 @@ from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
-from natsd.raft.state import RaftError, StateType
+from natsd.raft.state import RaftError
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.storage.store import StoreError, StreamStore
@@ -191,7 +191,7 @@ class StreamGroups:
         def propose(data: bytes) -> bool:
             # queued, and proposed with the others of this loop turn in one MsgProp
             g = m.group
-            if g is None or g.node.raft.state != StateType.StateLeader:
+            if g is None or not g.node.is_leader():
                 return False
             batch = self._batches.get(name)
             if batch is None:
@@ -208,17 +208,13 @@ class StreamGroups:
             # and still in touch with a majority (has_lease): a leader cut off from the
             # others answers no request (a pull, a direct get) while another may lead
             g = m.group
-            return (
-                g is not None
-                and g.node.raft.state == StateType.StateLeader
-                and has_lease(g, time.monotonic(), LEASE)
-            )
+            return g is not None and g.node.is_leader() and has_lease(g, time.monotonic(), LEASE)
 
         rep.is_raft_leader = is_raft_leader
 
         def transferring() -> bool:
             g = m.group
-            return g is not None and g.node.raft.lead_transferee != 0
+            return g is not None and g.node.transferring()
 
         rep.transferring = transferring
 
@@ -226,8 +222,7 @@ class StreamGroups:
             g = m.group
             if g is None:
                 return False
-            raft = g.node.raft
-            return raft.state == StateType.StateLeader and raft.lead_transferee == 0
+            return g.node.proposable()
 
         rep.proposable = proposable
         m.consumers = ReplicatedConsumers(ja, stream, host.id, propose, lambda: rep.leading)
@@ -295,9 +290,9 @@ class StreamGroups:
             g = m.group
             if g is None:
                 return
-            raft = g.node.raft
-            leader = raft.state == StateType.StateLeader and raft.lead == me
-            if leader != rep.leading or raft.lead != m.leader or m.ready_at:
+            lead = g.node.leader()
+            leader = lead == me and g.node.is_leader()
+            if leader != rep.leading or lead != m.leader or m.ready_at:
                 self._wake(name)
 
         m.group.on_ready = on_ready
@@ -382,14 +377,13 @@ class StreamGroups:
             elif self._leave(name, m, g, now):
                 continue
             if m.repairing:
-                if g.node.raft.state == StateType.StateLeader:
+                if g.node.is_leader():
                     self.stepdown(m.stream)  # its store is not whole yet: it must not lead
                 continue
             if m.compact_to and not self.raft.busy:
                 self._compact(name, m, g)
             self._follow(m)
-            raft = g.node.raft
-            if rep.leading and raft.state == StateType.StateLeader and raft.lead == me:
+            if rep.leading and g.node.is_leader() and g.node.leader() == me:
                 self._keep_lease(m, g)
                 self._propose_compact(name, m, g)
                 self._follow_peers(m, g)
@@ -438,13 +432,13 @@ class StreamGroups:
         g = m.group
         if rep is None or g is None or m.repairing:
             return
-        raft = g.node.raft
-        track_leader(m, raft.lead)
-        if raft.state == StateType.StateLeader and raft.lead == self.raft.host.id:
+        node = g.node
+        track_leader(m, node.leader())
+        if node.is_leader() and node.leader() == self.raft.host.id:
             if rep.leading:
                 return
             if not m.ready_at:
-                m.ready_at = raft.raft_log.last_index()
+                m.ready_at = node.last_index()
             if g.applied >= m.ready_at:
                 m.ready_at = 0
                 rep.lead(m.stream.store.last_seq())
@@ -628,7 +622,7 @@ class StreamGroups:
             m.leaving_told = False
         me = self.raft.host.id
         a = m.assignment
-        if g.node.raft.state == StateType.StateLeader:
+        if g.node.is_leader():
             if self.removed():
                 self.stepdown(m.stream)  # (its peers still list it: _follow_peers will not)
             return False  # it hands the leadership over first
@@ -665,7 +659,7 @@ class StreamGroups:
         if g.applied - first < every:
             return
         floor = g.applied - KEEP_FOR_LAGGING * every
-        matches = [pr.match for pr in g.node.raft.trk.progress.values() if pr.match >= floor]
+        matches = [match for match in g.node.matches().values() if match >= floor]
         safe = min(min(matches, default=g.applied), g.applied)
         if safe - first < every // 2 or safe <= m.compact_proposed:
             return
@@ -727,7 +721,7 @@ class StreamGroups:
         m = self.member(s)
         if m is None or m.group is None:
             return False
-        lead = m.group.node.raft.lead
+        lead = m.group.node.leader()
         track_leader(m, lead)
         if lead:
             return False
@@ -777,10 +771,7 @@ class StreamGroups:
         return any([self.stepdown(m.stream, reachable) for m in list(self.members.values())])
 
     def leads_any(self) -> bool:
-        return any(
-            m.group is not None and m.group.node.raft.state == StateType.StateLeader
-            for m in self.members.values()
-        )
+        return any(m.group is not None and m.group.node.is_leader() for m in self.members.values())
 
     def passing_on(self) -> bool:
         """Publishes still on their way to new leaders, or still to be answered (lame
@@ -802,18 +793,19 @@ class StreamGroups:
         m = self.member(stream)
         if m is None or m.group is None:
             return False
-        raft = m.group.node.raft
-        if raft.state != StateType.StateLeader:
+        node = m.group.node
+        if not node.is_leader():
             return False
         now = asyncio.get_running_loop().time()
-        best, match = 0, -1
-        for vid, pr in raft.trk.progress.items():
-            if vid == raft.id or now - self.raft.last_heard.get(vid, -1e9) > CURRENT_FOR:
+        best, best_match = 0, -1
+        me = node.node_id()
+        for vid, match in node.matches().items():
+            if vid == me or now - self.raft.last_heard.get(vid, -1e9) > CURRENT_FOR:
                 continue
             if among is not None and vid not in among:
                 continue
-            if pr.match > match:
-                best, match = vid, pr.match
+            if match > best_match:
+                best, best_match = vid, match
         if not best:
             return False
         m.group.node.transfer_leader(best)
@@ -825,7 +817,7 @@ class StreamGroups:
         m = self.member(stream)
         if m is None or m.group is None:
             return {"name": cluster}
-        track_leader(m, m.group.node.raft.lead)
+        track_leader(m, m.group.node.leader())
         return stream_cluster_block(
             m.group, m.assignment, cluster, self.raft.host.id, self.traffic_account,
             m.leader_since, self.raft.last_heard, self._name_of,
