@@ -58,7 +58,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import nats
 from nats.aio.client import Client as NATS
@@ -104,6 +104,10 @@ class Run:
     log: list[str] = field(default_factory=list)
     ack_times: list[float] = field(default_factory=list)  # every PubAck's arrival, in order
     gaps: dict[str, list[float]] = field(default_factory=dict)  # fault -> longest ack gaps
+    # move cycles, and those whose peer was replaced (asked without an error, and the
+    # replaced server no longer holds the stream once the cycle healed)
+    moves: int = 0
+    moved: int = 0
 
     def note(self, what: str) -> None:
         line = f"{time.monotonic():.2f} {what}"
@@ -171,6 +175,7 @@ class Run:
                 end = min(first + epoch, self.cycles)
                 history = await self.run_epoch(first, end, rng, admin)
                 await self.check_offline(history, restart=end < self.cycles)
+            self.check_moves()
         finally:
             await quiet_close(admin)
             await c.close()
@@ -217,6 +222,16 @@ class Run:
                 await quiet_close(p.nc)
         return history
 
+    def check_moves(self) -> None:
+        """Most move cycles moved: a move refused or lost now and then (a meta election
+        under the request, a kill -9 during it) is a fault's aftermath, but a run whose
+        moves mostly did not happen has not tested membership changes at all."""
+        if self.moves:
+            self.note(f"moves: {self.moved} of {self.moves} replaced a peer")
+            assert 3 * self.moved >= 2 * self.moves, (
+                f"only {self.moved} of {self.moves} move cycles replaced a peer"
+            )
+
     async def check_offline(self, history: History, restart: bool) -> None:
         """Every server stopped gracefully and each replica's store checked offline
         (``check_stores``); with ``restart``, the servers started again afterwards."""
@@ -261,6 +276,7 @@ class Run:
         self.note(f"cycle {n}: {kind} (leader {leader}, hold {hold:.1f} s)")
         killed: list[str] = []
         stopped: list[str] = []
+        victim = ""  # a move: the peer asked to be replaced
         if kind in ("kill_leader", "kill_follower", "kill_two", "kill_all"):
             killed = {"kill_leader": [leader], "kill_follower": [rng.choice(followers)],
                       "kill_two": rng.sample(names, 2), "kill_all": list(names)}[kind]  # fmt: skip
@@ -281,7 +297,7 @@ class Run:
             c.partition(side, mode)
             await asyncio.sleep(hold)
         elif kind == "move":
-            killed = await self.move(rng, admin, leader)
+            killed, victim = await self.move(rng, admin, leader)
         elif kind == "flap":
             a, b = rng.sample(names, 2)
             end = time.monotonic() + hold
@@ -321,25 +337,29 @@ class Run:
         # after a move, the replaced server gone from the stream).
         t0 = time.monotonic()
         if kind == "move":
+            self.moves += 1
             await self.wait_holders()
+            if victim and not await self.holds(victim):
+                self.moved += 1
         await wait_healthy(admin, self.replicas, c.logs)
         self.note(f"  every replica current {time.monotonic() - t0:.2f} s later")
 
-    async def move(self, rng: random.Random, admin: NATS, leader: str) -> list[str]:
+    async def move(self, rng: random.Random, admin: NATS, leader: str) -> tuple[list[str], str]:
         """One of the stream's peers replaced; meanwhile one other server killed half of
-        the time. Returns the servers killed (restarted when the cycle heals)."""
+        the time. Returns the servers killed (restarted when the cycle heals) and the peer
+        asked to be replaced ("": none was, or the request was refused)."""
         c = self.cluster
         try:
             m = await admin.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=2.0)
             block = json.loads(m.data).get("cluster", {})
         except Exception as e:  # no leader to say: the cycle has nothing to move
             self.note(f"  move: no stream info ({e!r})")
-            return []
+            return [], ""
         peers = [block.get("leader"), *[r["name"] for r in block.get("replicas", [])]]
         peers = [p for p in peers if p]
         if len(peers) != self.replicas:
             self.note(f"  move: peers {peers}, skipped")
-            return []
+            return [], ""
         victim = rng.choice(peers)
         verb = rng.choice(("REMOVE", "EVACUATE"))
         body = json.dumps({"peer": victim}).encode()
@@ -357,7 +377,11 @@ class Run:
             self.note(f"  kill -9 {killed[0]} during the move")
             c.procs[killed[0]].kill9()
         await asyncio.sleep(rng.uniform(1.2, 2.5))
-        return killed
+        return killed, "" if "error" in answer else victim
+
+    async def holds(self, name: str) -> bool:
+        """Does server ``name`` hold the stream (it answers /jsz with it)?"""
+        return bool(await asyncio.to_thread(self.cluster.procs[name].stream_state, STREAM))
 
     async def wait_holders(self, timeout: float = 60.0) -> None:
         """Until exactly ``replicas`` servers hold the stream (the replaced one has left and
@@ -381,6 +405,22 @@ class Run:
         raise AssertionError(f"stream not on exactly {self.replicas} servers after {timeout} s "
                              "without progress: "
                              f"{last!r}\n{self.cluster.logs()}")  # fmt: skip
+
+
+# The schedules make test runs: the same every run, so a failure replays and a pass means
+# the same thing each time. The soak tier draws new ones.
+FIXED_SEED: Final = 20261129
+
+
+def fault_seed(fixed: int | None = FIXED_SEED) -> int:
+    """The seed of a fault run: ``NATSD_FAULT_SEED`` when set (``random``: a new one), else
+    ``fixed`` (None: a new one, as the soak tier wants). A failing run prints it."""
+    env = os.environ.get("NATSD_FAULT_SEED", "")
+    if env and env != "random":
+        return int(env)
+    if fixed is None or env == "random":
+        return random.randrange(1 << 32)
+    return fixed
 
 
 async def run_faults(

@@ -44,6 +44,7 @@ import pytest
 from embedded_cluster import JsCluster3, until
 from reliability.checker import History, Outcome
 
+from faults.run import FIXED_SEED, fault_seed
 from faults.workload import (
     STREAM,
     Publisher,
@@ -137,13 +138,10 @@ async def _run(tmp: Path, seed: int, rounds: int, target: str, compact: int) -> 
     return notes
 
 
-def _seed() -> int:
-    env = os.environ.get("NATSD_FAULT_SEED")
-    return int(env) if env else random.randrange(1 << 32)
-
-
-async def _checked(tmp: Path, rounds: int, target: str, compact: int) -> None:
-    seed = _seed()
+async def _checked(
+    tmp: Path, rounds: int, target: str, compact: int, seed: int | None = FIXED_SEED
+) -> None:
+    seed = fault_seed(seed)
     try:
         notes = await _run(tmp, seed, rounds, target, compact)
     except BaseException:
@@ -171,4 +169,4 @@ async def test_bit_flips_in_a_follower(tmp_path: Path, target: str, compact: int
 @pytest.mark.parametrize(("target", "compact"), CASES)
 async def test_bit_flips_soak(tmp_path: Path, target: str, compact: int) -> None:
     cycles = int(os.environ.get("NATSD_FAULT_CYCLES", "500"))
-    await _checked(tmp_path, cycles, target, compact)
+    await _checked(tmp_path, cycles, target, compact, seed=None)

@@ -36,6 +36,7 @@ from embedded_cluster import free_ports
 from reliability.checker import History, Outcome
 from reliability.faultfs import FaultFS
 
+from faults.run import FIXED_SEED, fault_seed
 from faults.workload import (
     STREAM,
     Publisher,
@@ -196,11 +197,6 @@ async def _run(tmp: Path, seed: int, cycles: int) -> list[str]:
     return notes
 
 
-def _seed() -> int:
-    env = os.environ.get("NATSD_FAULT_SEED")
-    return int(env) if env else random.randrange(1 << 32)
-
-
 class _TextTracebacks(logging.Filter):
     """pytest keeps every log record of a test, and a record's ``exc_info`` (or an
     exception among its arguments) holds a traceback's frames: a cut server's failures
@@ -219,8 +215,8 @@ class _TextTracebacks(logging.Filter):
         return True
 
 
-async def _checked(tmp: Path, cycles: int) -> None:
-    seed = _seed()
+async def _checked(tmp: Path, cycles: int, seed: int | None = FIXED_SEED) -> None:
+    seed = fault_seed(seed)
     loggers = [logging.getLogger(name) for name in ("natsd", "asyncio")]
     text = _TextTracebacks()
     for lg in loggers:
@@ -244,4 +240,4 @@ async def test_power_loss_r3(tmp_path: Path) -> None:
 @pytest.mark.soak
 @pytest.mark.timeout(4 * 3600)
 async def test_power_loss_r3_soak(tmp_path: Path) -> None:
-    await _checked(tmp_path, int(os.environ.get("NATSD_FAULT_CYCLES", "500")))
+    await _checked(tmp_path, int(os.environ.get("NATSD_FAULT_CYCLES", "500")), seed=None)

@@ -4,30 +4,25 @@ an R3 stream whose peers change), 1,500 in the soak tier (``make soak``, 500 of 
 of 100 cycles on a fresh stream: ``NATSD_FAULT_EPOCH``). What a run does and checks is in
 ``faults/run.py``.
 
-``NATSD_FAULT_SEED`` fixes the seed (a failing run prints its own).
+``make test`` runs fixed schedules (``faults.run.FIXED_SEED``), the soak tier new ones;
+``NATSD_FAULT_SEED`` replays one (``random``: a new one); a failing run prints its own.
 """
 
 from __future__ import annotations
 
 import os
-import random
 from pathlib import Path
 
 import pytest
 from tlscerts import make_certs
 
-from faults.run import run_faults
-
-
-def _seed() -> int:
-    env = os.environ.get("NATSD_FAULT_SEED")
-    return int(env) if env else random.randrange(1 << 32)
+from faults.run import fault_seed, run_faults
 
 
 @pytest.mark.timeout(600)
 async def test_r3_on_three_servers(tmp_path: Path) -> None:
     # two epochs of 15: the stream deleted and created again under faults' aftermath
-    run = await run_faults(tmp_path, servers=3, replicas=3, seed=_seed(), cycles=30, epoch=15)
+    run = await run_faults(tmp_path, servers=3, replicas=3, seed=fault_seed(), cycles=30, epoch=15)
     print("\n".join(run.log))
     print(run.summary())
 
@@ -38,7 +33,7 @@ async def test_r3_over_tls_routes(tmp_path: Path) -> None:
     stops, partitions and restarts each make new TLS sessions."""
     certs = make_certs(tmp_path / "certs")
     run = await run_faults(
-        tmp_path, servers=3, replicas=3, seed=_seed(), cycles=10,
+        tmp_path, servers=3, replicas=3, seed=fault_seed(), cycles=10,
         cluster_extra=certs.tls_block(verify=True),
     )  # fmt: skip
     print("\n".join(run.log))
@@ -47,7 +42,7 @@ async def test_r3_over_tls_routes(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(600)
 async def test_r5_on_five_servers(tmp_path: Path) -> None:
-    run = await run_faults(tmp_path, servers=5, replicas=5, seed=_seed(), cycles=20)
+    run = await run_faults(tmp_path, servers=5, replicas=5, seed=fault_seed(), cycles=20)
     print("\n".join(run.log))
     print(run.summary())
 
@@ -56,7 +51,7 @@ async def test_r5_on_five_servers(tmp_path: Path) -> None:
 async def test_r3_on_five_servers_changing_peers(tmp_path: Path) -> None:
     """Membership changes under faults: the R3 stream's peers are replaced (by PEER.REMOVE
     or PEER.EVACUATE, sometimes with a kill -9 during the move) among the other faults."""
-    run = await run_faults(tmp_path, servers=5, replicas=3, seed=_seed(), cycles=12)
+    run = await run_faults(tmp_path, servers=5, replicas=3, seed=fault_seed(), cycles=12)
     print("\n".join(run.log))
     print(run.summary())
 
@@ -67,5 +62,6 @@ async def test_r3_on_five_servers_changing_peers(tmp_path: Path) -> None:
 async def test_soak(tmp_path: Path, servers: int, replicas: int) -> None:
     cycles = int(os.environ.get("NATSD_FAULT_CYCLES", "500"))
     epoch = int(os.environ.get("NATSD_FAULT_EPOCH", "100"))
-    await run_faults(tmp_path, servers=servers, replicas=replicas, seed=_seed(), cycles=cycles,
+    seed = fault_seed(None)  # a new schedule each soak
+    await run_faults(tmp_path, servers=servers, replicas=replicas, seed=seed, cycles=cycles,
                      epoch=epoch)  # fmt: skip

@@ -157,7 +157,7 @@ class Report:
     lost_suffix: list[tuple[int, int]] = field(default_factory=list)
     corrupt: list[int] = field(default_factory=list)  # stream sequences
     unexpected: list[int] = field(default_factory=list)  # stream sequences
-    duplicated: dict[str, list[int]] = field(default_factory=dict)  # msg id -> sequences
+    duplicated: dict[str, list[int]] = field(default_factory=dict)  # message key -> sequences
     out_of_order: list[int] = field(default_factory=list)  # stream sequences
     seq_mismatch: list[tuple[int, int, int]] = field(default_factory=list)  # pub, acked, read
     failed_but_stored: list[tuple[int, int]] = field(default_factory=list)
@@ -210,16 +210,17 @@ def check(history: History, stored: Iterable[StoredMsg]) -> Report:
         unknown=history.count(Outcome.UNKNOWN),
     )
     found: dict[tuple[int, int], int] = {}  # (publisher, counter) -> first seq read
-    by_id: dict[str, list[int]] = defaultdict(list)
+    # every copy of each message by its key (the payload names it): a second copy is a
+    # duplicate whether or not it carries its Nats-Msg-Id header
+    by_key: dict[str, list[int]] = defaultdict(list)
     last_counter: dict[int, int] = {}
     for m in sorted(stored, key=lambda m: m.seq):
         rep.stored += 1
-        if m.msg_id is not None:
-            by_id[m.msg_id].append(m.seq)
         key = decode_payload(m.data)
         if key is None or (m.msg_id is not None and m.msg_id != msg_id(*key)):
             rep.corrupt.append(m.seq)
             continue
+        by_key[msg_id(*key)].append(m.seq)
         rec = history.records.get(key)
         if rec is None:
             rep.unexpected.append(m.seq)
@@ -231,7 +232,7 @@ def check(history: History, stored: Iterable[StoredMsg]) -> Report:
             rep.out_of_order.append(m.seq)
         else:
             last_counter[publisher] = counter
-    rep.duplicated = {k: v for k, v in by_id.items() if len(v) > 1}
+    rep.duplicated = {k: v for k, v in by_key.items() if len(v) > 1}
 
     acked: dict[int, list[int]] = defaultdict(list)
     for (publisher, counter), rec in history.records.items():

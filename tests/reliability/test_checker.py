@@ -120,7 +120,8 @@ def test_corrupt_unexpected_duplicated_out_of_order() -> None:
     assert rep.corrupt == [2, 3, 10]
     assert rep.lost_middle == [(0, 1), (0, 2)]
     assert rep.unexpected == [7]
-    assert rep.duplicated == {"p0-c4": [5, 8], "p0-c0": [1, 9], "p0-c3": [4, 10]}
+    # (seq 10 is corrupt, not a copy of anything: duplicates are counted by intact payloads)
+    assert rep.duplicated == {"p0-c4": [5, 8], "p0-c0": [1, 9]}
     assert rep.out_of_order == [8, 9]
     assert not rep.seq_mismatch
 
@@ -177,3 +178,16 @@ def test_checker_finds_exactly_the_injected_faults(
     assert rep.out_of_order == want_ooo
     assert not rep.corrupt and not rep.unexpected and not rep.seq_mismatch
     assert rep.ok == (not drop_keys and not dup_keys)
+
+
+def test_a_second_copy_without_its_msg_id_is_a_duplicate() -> None:
+    """A duplicate is counted by the message's key (its payload), so a second stored copy
+    that lost or never had its Nats-Msg-Id header is one too."""
+    rng = random.Random(7)
+    h = History()
+    h.record(1, 1, Outcome.ACKED, seq=1)
+    data = make_payload(1, 1, 64, rng)
+    rep = check(h, [StoredMsg(1, "s", data, msg_id(1, 1)), StoredMsg(2, "s", data, None)])
+    assert not rep.ok and rep.duplicated == {msg_id(1, 1): [1, 2]}
+    rep = check(h, [StoredMsg(1, "s", data, None), StoredMsg(2, "s", data, None)])
+    assert not rep.ok and rep.duplicated == {msg_id(1, 1): [1, 2]}
