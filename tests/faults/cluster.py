@@ -3,7 +3,9 @@ the test controls (issue 19's fault suite).
 
 Each ordered pair of servers (a dials b) has its own :class:`Link`: a TCP proxy in the test
 process in front of b's cluster port, listed in a's ``cluster.routes``. Cutting or
-black-holing the two links of a pair partitions those two servers and nothing else.
+black-holing the two links of a pair partitions those two servers and nothing else; holding
+what one server sends another (``hold_toward``) delays those bytes, in order, until they are
+released.
 
 Route gossip would route around the proxies (a server that accepts a route tells its other
 peers the dialer's address, and they dial it directly), so every server advertises a dead
@@ -30,12 +32,21 @@ class Link:
 
     ``cut()`` aborts every connection and refuses new ones (as a peer that is gone);
     ``blackhole()`` keeps the connections but drops every byte (as a silent network), and the
-    connections are aborted when the link heals, since their byte streams have holes."""
+    connections are aborted when the link heals, since their byte streams have holes.
+    ``hold(direction)`` keeps back the bytes going one way (``TO_TARGET``: what the dialer
+    sends; ``TO_DIALER``: what the target answers) as a slow network would, in order, until
+    ``release`` forwards them (all, or the first chunks a ``held()`` count names) or the link
+    heals."""
+
+    TO_TARGET = "to_target"
+    TO_DIALER = "to_dialer"
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = 0
         self.state = "open"  # open | cut | blackhole
+        self.holding: set[str] = set()  # TO_TARGET, TO_DIALER
+        self._held: dict[asyncio.StreamWriter, list[bytes]] = {}
         self._server: asyncio.Server | None = None
         self._conns: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -56,24 +67,49 @@ class Link:
         pair = (w, uw)
         self._conns.add(pair)
         try:
-            await asyncio.gather(self._pipe(r, uw), self._pipe(ur, w))
+            await asyncio.gather(
+                self._pipe(r, uw, self.TO_TARGET), self._pipe(ur, w, self.TO_DIALER)
+            )
         finally:
             self._conns.discard(pair)
             w.transport.abort()
             uw.transport.abort()
 
-    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter, way: str) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await r.read(1 << 16):
-                if self.state == "open":
-                    w.write(data)
-                    await w.drain()
+                if self.state != "open":
+                    continue
+                if way in self.holding or self._held.get(w):
+                    self._held.setdefault(w, []).append(data)  # (after what waits already)
+                    continue
+                w.write(data)
+                await w.drain()
         w.transport.abort()
 
     def _abort_all(self) -> None:
+        self._held.clear()
         for a, b in list(self._conns):
             a.transport.abort()
             b.transport.abort()
+
+    def hold(self, way: str) -> None:
+        self.holding.add(way)
+
+    def held(self) -> dict[asyncio.StreamWriter, int]:
+        """How many chunks wait, per connection: a mark for ``release``."""
+        return {w: len(q) for w, q in self._held.items()}
+
+    def release(self, upto: dict[asyncio.StreamWriter, int] | None = None) -> None:
+        """Forward what is held: everything, or (``upto``) the chunks that were held when
+        ``held()`` counted them, the rest still held."""
+        for w, q in list(self._held.items()):
+            n = len(q) if upto is None else upto.get(w, 0)
+            for data in q[:n]:
+                w.write(data)
+            del q[:n]
+            if not q:
+                del self._held[w]
 
     def cut(self) -> None:
         self.state = "cut"
@@ -86,6 +122,8 @@ class Link:
         if self.state == "blackhole":
             self._abort_all()
         self.state = "open"
+        self.holding.clear()
+        self.release()
 
     async def close(self) -> None:
         self._abort_all()
@@ -235,6 +273,22 @@ class FaultCluster:
     def heal_links(self) -> None:
         for link in self.links.values():
             link.heal()
+
+    def hold_toward(self, dest: str, sources: list[str]) -> None:
+        """Hold back every byte ``sources`` send ``dest`` on their routes (what ``dest``
+        sends them still flows), until ``release_held`` or ``heal_links``."""
+        for src in sources:
+            self.links[(dest, src)].hold(Link.TO_DIALER)
+            self.links[(src, dest)].hold(Link.TO_TARGET)
+
+    def held(self) -> dict[tuple[str, str], dict[asyncio.StreamWriter, int]]:
+        """What every link holds now: a mark for ``release_held``."""
+        return {key: link.held() for key, link in self.links.items()}
+
+    def release_held(self, mark: dict[tuple[str, str], dict[asyncio.StreamWriter, int]]) -> None:
+        """Forward what was held when ``held()`` made ``mark``; the rest stays held."""
+        for key, upto in mark.items():
+            self.links[key].release(upto)
 
     def set_pair(self, a: str, b: str, up: bool, mode: str = "cut") -> None:
         for key in ((a, b), (b, a)):

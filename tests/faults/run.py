@@ -20,6 +20,13 @@ connections kept, bytes dropped); a flapping link. Each fault holds for about an
 a half, then heals (restart, SIGCONT, links back), and the cycle ends when a publish is
 acknowledged again.
 
+``pause_leader`` is the SIGSTOP a resumed leader could mistake for a short one: what some
+followers (one short of a majority with the leader) send it is held back on the way from
+just before the stop, the others are cut off from it, and once it runs again (SIGCONT) it is
+given what was held up to the stop, the answers to what it sent before the pause. While its
+routes stay that way it must answer no request as the stream's leader (``probe_leader``): it
+has had no word from a majority since the pause (cluster/group.has_lease).
+
 **Membership** (an R3 stream on five servers, where two servers are free): ``move`` asks for
 one of the stream's peers (the leader or a follower) to be replaced, by ``STREAM.PEER.REMOVE``
 or ``STREAM.PEER.EVACUATE``, and while the newcomer joins and catches up kills -9 one other
@@ -77,6 +84,7 @@ from faults.workload import (
     create_stream,
     finish,
     holds_stream,
+    probe_leader,
     quiet_close,
     quiet_error,
     stream_leader,
@@ -86,8 +94,8 @@ from faults.workload import (
 # NATSD_FAULT_NOTES=<file>: every note is appended there as it is made (the run's log is
 # otherwise printed only when it fails), to follow a soak that runs for hours.
 NOTES = os.environ.get("NATSD_FAULT_NOTES", "")
-FAULTS_3 = ("kill_leader", "kill_follower", "stop_leader", "isolate_leader", "split", "flap",
-            "kill_all")  # fmt: skip
+FAULTS_3 = ("kill_leader", "kill_follower", "stop_leader", "pause_leader", "isolate_leader",
+            "split", "flap", "kill_all")  # fmt: skip
 FAULTS_5 = (*FAULTS_3, "kill_two", "split")
 # an R3 stream on five servers: its peers change too (twice as likely as another fault)
 FAULTS_5_R3 = (*FAULTS_5, "move", "move", "move", "move", "move", "move", "move", "move", "move")
@@ -101,6 +109,8 @@ class Run:
     cycles: int
     # Cycles per stream (0: one stream for the whole run): see ``replace_stream``.
     epoch: int = 0
+    # The faults to draw from (empty: every fault the cluster's shape allows).
+    kinds: tuple[str, ...] = ()
     log: list[str] = field(default_factory=list)
     ack_times: list[float] = field(default_factory=list)  # every PubAck's arrival, in order
     gaps: dict[str, list[float]] = field(default_factory=dict)  # fault -> longest ack gaps
@@ -205,6 +215,7 @@ class Run:
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
+            faults = self.kinds or faults
             for cycle in range(first, end):
                 kind = rng.choice(faults)
                 await self.cycle(cycle, kind, rng, admin, pubs)
@@ -287,6 +298,8 @@ class Run:
             stopped = [leader]
             c.procs[leader].sigstop()
             await asyncio.sleep(hold)
+        elif kind == "pause_leader":
+            await self.pause_leader(rng, leader, followers, hold)
         elif kind in ("isolate_leader", "split"):
             mode = rng.choice(("cut", "blackhole"))
             if kind == "isolate_leader":
@@ -343,6 +356,42 @@ class Run:
                 self.moved += 1
         await wait_healthy(admin, self.replicas, c.logs)
         self.note(f"  every replica current {time.monotonic() - t0:.2f} s later")
+
+    async def pause_leader(
+        self, rng: random.Random, leader: str, followers: list[str], hold: float
+    ) -> None:
+        """SIGSTOP of the leader with some followers' answers held back on the way and the
+        others cut off; resumed, it is given the held answers (to what it sent before the
+        pause) and must not answer as leader on their word. The cycle heals the links."""
+        c = self.cluster
+        held = rng.sample(followers, (len(c.names) - 1) // 2)
+        cut = [x for x in followers if x not in held]
+        self.note(f"  answers of {held} held back, {cut} cut off")
+        try:
+            probe = await nats.connect(c.procs[leader].url, allow_reconnect=False,
+                                       error_cb=quiet_error)  # fmt: skip
+        except Exception as e:  # the server is not up (a cycle's aftermath)
+            self.note(f"  pause_leader: no connection to {leader} ({e!r})")
+            return
+        try:
+            c.hold_toward(leader, held)
+            await asyncio.sleep(0.3)  # a heartbeat round or so, its answers held
+            c.procs[leader].sigstop()
+            mark = c.held()
+            for x in cut:
+                c.set_pair(leader, x, up=False)
+            await asyncio.sleep(hold)
+            c.procs[leader].sigcont()
+            c.release_held(mark)
+            stale = await probe_leader(probe, leader, 1.0)
+            if stale:
+                seqs = [a.get("state", {}).get("last_seq") for a in stale]
+                raise AssertionError(f"{leader}, resumed with only answers from before its "
+                                     f"pause, answered as the stream's leader {len(stale)} "
+                                     f"times (last_seq {seqs})\n{chr(10).join(self.log[-6:])}\n"
+                                     f"{c.logs()}")  # fmt: skip
+        finally:
+            await quiet_close(probe)
 
     async def move(self, rng: random.Random, admin: NATS, leader: str) -> tuple[list[str], str]:
         """One of the stream's peers replaced; meanwhile one other server killed half of
@@ -431,8 +480,9 @@ async def run_faults(
     cycles: int,
     epoch: int = 0,
     cluster_extra: str = "",
+    kinds: tuple[str, ...] = (),
 ) -> Run:
-    run = Run(FaultCluster(tmp, servers, cluster_extra), replicas, seed, cycles, epoch)
+    run = Run(FaultCluster(tmp, servers, cluster_extra), replicas, seed, cycles, epoch, kinds=kinds)
     try:
         await run.execute()
     except BaseException:

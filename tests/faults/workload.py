@@ -145,6 +145,30 @@ async def stream_leader(nc: NATS) -> str:
         return ""
 
 
+async def probe_leader(nc: NATS, server: str, window: float) -> list[dict[str, Any]]:
+    """``STREAM.INFO`` of the stream through ``nc``, a connection to ``server`` whose routes
+    are all cut or held back (so only ``server`` can answer), every 50 ms for ``window``
+    seconds: the answers ``server`` gave as the stream's leader. A server that has had no
+    word from its followers since before it was stopped must give none (has_lease)."""
+    subject = f"$JS.API.STREAM.INFO.{STREAM}"
+
+    async def ask() -> dict[str, Any] | None:
+        try:
+            m = await nc.request(subject, b"", timeout=0.3)
+        except Exception:  # unanswered: as it must be
+            return None
+        out: dict[str, Any] = json.loads(m.data)
+        return out
+
+    asks = []
+    end = time.monotonic() + window
+    while time.monotonic() < end:
+        asks.append(asyncio.create_task(ask()))
+        await asyncio.sleep(0.05)
+    answers = await asyncio.gather(*asks)
+    return [a for a in answers if a and a.get("cluster", {}).get("leader") == server]
+
+
 async def api(
     nc: NATS,
     subject: str,

@@ -6,12 +6,16 @@ groups on a node share one WAL sync per turn and one frame per peer per turn (pl
 the requests a leader sends while its WAL syncs); no append or vote response leaves a node
 before the WAL holds what it promises; a node restarted from its WAL (crash: the RawNode
 and memory are thrown away) rejoins and catches up without re-applying what it had; compaction
-frees WAL segments and a lagging node is brought back by snapshot; bad frames are refused.
+frees WAL segments and a lagging node is brought back by snapshot; bad frames are refused;
+the leader's lease counts an answer from the send time it carries back, not from its arrival
+(answers held back past the lease, as a paused leader reads them, are stale), and a forged
+time or a garbled one counts for nothing.
 """
 
 from __future__ import annotations
 
 import random
+import struct
 from pathlib import Path
 
 import pytest
@@ -19,11 +23,13 @@ import pytest
 from natsd.cluster.group import (
     FRAME_TARGET,
     FRAME_VERSION,
+    SENT,
     FrameError,
     GroupHost,
     _contiguous,
     decode_frame,
     frame_part,
+    has_lease,
     raft_id,
 )
 from natsd.raft.state import StateType
@@ -35,13 +41,18 @@ PROMISES = {MessageType.MsgAppResp, MessageType.MsgVoteResp, MessageType.MsgPreV
 
 
 class Net:
-    def __init__(self, tmp: Path, segment_size: int = 1 << 20) -> None:
+    def __init__(self, tmp: Path, segment_size: int = 1 << 20, now: float | None = None) -> None:
         self.tmp = tmp
+        # virtual seconds: every host's clock (None: the real monotonic clock)
+        self.now = now
         self.segment_size = segment_size
         self.ids = {n: raft_id(n) for n in NAMES}
         self.by_id = {v: k for k, v in self.ids.items()}
         self.queue: list[tuple[str, bytes]] = []
         self.down: set[str] = set()
+        # nodes whose frames are held back (in ``held``, in order) rather than delivered
+        self.holding: set[str] = set()
+        self.held: list[tuple[str, bytes]] = []
         self.hosts: dict[str, GroupHost] = {}
         self.applied: dict[str, dict[bytes, list[tuple[int, bytes]]]] = {n: {} for n in NAMES}
         self.frames_per_turn: list[int] = []
@@ -65,10 +76,15 @@ class Net:
             if peer in self.by_id:  # (to a node id no server has: lost, as on routes)
                 self.queue.append((self.by_id[peer], frame))
 
-        h = GroupHost(self.ids[name], wal, send, rand=random.Random(name).randrange)
+        kw = {} if self.now is None else {"clock": self.clock}
+        h = GroupHost(self.ids[name], wal, send, rand=random.Random(name).randrange, **kw)
         self.hosts[name] = h
         self.down.discard(name)
         return h
+
+    def clock(self) -> float:
+        assert self.now is not None
+        return self.now
 
     def crash(self, name: str) -> None:
         """Power stays on but the process dies: unsynced WAL writes would be lost (there
@@ -100,7 +116,9 @@ class Net:
         self.frames_per_turn.append(sum(h.frames_sent for h in self.hosts.values()) - before)
         q, self.queue = self.queue, []
         for dest, frame in q:
-            if dest in self.hosts:
+            if dest in self.holding:
+                self.held.append((dest, frame))
+            elif dest in self.hosts:
                 self.hosts[dest].receive(frame)
 
     def settle(self, rounds: int = 200, ticks: int = 0) -> None:
@@ -420,3 +438,153 @@ def test_a_damaged_wal_log_is_cut_at_its_first_hole() -> None:
     assert _contiguous(ents(3, 4), 1) == []
     assert _contiguous(ents(1, 2, 3, 4), 2) == ents(3, 4)
     assert _contiguous([], 5) == []
+
+
+LEASE = 0.5  # cluster_streams.LEASE
+TICK = 0.1  # raft_service.TICK
+
+
+def _sent(at: float) -> bytes:
+    return SENT + struct.pack("<q", int(at * 1e9))
+
+
+def _leased(tmp_path: Path) -> tuple[Net, str, list[str]]:
+    """Three nodes on virtual time, a 100 ms tick as the Raft service runs them: a leader
+    elected, and its lease held for two seconds of a normal exchange."""
+    net = Net(tmp_path, now=1000.0)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    g = net.hosts[lead].groups[b"G"]
+    for i in range(20):
+        net.now = net.clock() + TICK
+        if i % 4 == 0:
+            net.hosts[lead].propose(b"G", b"p%d" % i)  # appends too, not only heartbeats
+        net.step(ticks=1)
+        # once the first heartbeat round is answered, never lost while all answer in time
+        assert i < 2 or has_lease(g, net.clock(), LEASE), i
+    return net, lead, [n for n in NAMES if n != lead]
+
+
+def test_a_normal_exchange_keeps_the_lease_and_answers_carry_the_send_time(
+    tmp_path: Path,
+) -> None:
+    net, lead, followers = _leased(tmp_path)
+    g = net.hosts[lead].groups[b"G"]
+    term = g.node.raft.term
+    # what the followers credited: send times, none later than now, none lease-old
+    assert g.responded_term == term
+    for f in followers:
+        assert net.clock() - LEASE < g.responded[net.ids[f]] <= net.clock()
+    # every request the leader sends carries its send time; every answer carries one back
+    net.now = net.clock() + TICK
+    for h in net.hosts.values():
+        h.tick()
+        h.tick()  # a heartbeat round
+    net.hosts[lead].propose(b"G", b"x")
+    net.hosts[lead].turn()
+    requests = [m for _, f in net.queue for _, m in decode_frame(f)]
+    assert {m.type for m in requests} >= {MessageType.MsgApp, MessageType.MsgHeartbeat}
+    assert all(m.context == _sent(net.clock()) for m in requests)
+    net.step()  # delivered
+    net.now = net.clock() + 0.01
+    for f in followers:
+        net.hosts[f].turn()  # they answer, 10 ms later
+    answers = [(d, m) for d, f in net.queue for _, m in decode_frame(f)]
+    assert {m.type for d, m in answers if d == lead} >= {
+        MessageType.MsgAppResp,
+        MessageType.MsgHeartbeatResp,
+    }
+    assert all(m.context == _sent(net.clock() - 0.01) for d, m in answers if d == lead)
+
+
+def test_answers_delivered_after_a_pause_do_not_renew_the_lease(tmp_path: Path) -> None:
+    """The leader stops (SIGSTOP) just after a heartbeat round and resumes seconds later:
+    the followers answered at once, but their answers reach it only after the pause, and
+    meanwhile they elected another leader. It still believes it leads (it has heard of no
+    higher term yet), but the answers are to requests sent seconds ago: no lease."""
+    net, lead, followers = _leased(tmp_path)
+    old = net.hosts[lead]
+    g = old.groups[b"G"]
+    term = g.node.raft.term
+    for h in net.hosts.values():
+        h.tick()
+        h.tick()
+    old.propose(b"G", b"last")
+    net.holding.add(lead)
+    sent_at = net.clock()
+    net.step()  # the heartbeats and the append leave, and are delivered
+    net.now = net.clock() + 0.005
+    for f in followers:
+        net.hosts[f].turn()  # answered at once, the answers held back
+    # the pause: the leader does nothing; the others elect a leader among themselves, and
+    # what they send the paused node is held too
+    stopped = net.hosts.pop(lead)
+    new = ""
+    for _ in range(40):
+        net.now = net.clock() + TICK
+        net.step(ticks=1)
+        leads = {net.hosts[f].groups[b"G"].leader for f in followers}
+        if len(leads) == 1 and net.ids[lead] not in leads and 0 not in leads:
+            new = net.by_id[leads.pop()]
+            break
+    assert new in followers
+    assert net.hosts[new].groups[b"G"].node.raft.term > term
+    net.hosts[lead] = stopped
+    net.now = net.clock() + 0.5  # the pause ends
+    assert net.clock() - sent_at > 2.0
+    # resumed: it reads the answers it was sent before the pause, and nothing else yet
+    held, net.held = net.held, []
+    net.holding.clear()
+    stale = [f for _, f in held if all(m.term == term for _, m in decode_frame(f))]
+    answered = [m.type for f in stale for _, m in decode_frame(f)]
+    assert MessageType.MsgAppResp in answered and MessageType.MsgHeartbeatResp in answered
+    for frame in stale:
+        assert stopped.receive(frame)
+    assert g.node.raft.state == StateType.StateLeader and g.node.raft.term == term
+    assert not has_lease(g, net.clock(), LEASE)
+    # then the new leader's word: it follows
+    for _, frame in held:
+        stopped.receive(frame)
+    net.settle(rounds=50, ticks=1)
+    assert g.leader == net.ids[new]
+    assert g.node.raft.state == StateType.StateFollower
+
+
+def test_a_forged_or_garbled_send_time_is_not_credited(tmp_path: Path) -> None:
+    """A peer is as untrusted as a client: an answer carrying a time the leader's clock
+    has not reached, a garbled context, or none at all, extends no lease, and steps
+    without harm."""
+    net, lead, followers = _leased(tmp_path)
+    h = net.hosts[lead]
+    g = h.groups[b"G"]
+    term = g.node.raft.term
+    net.now = net.clock() + 1.0  # a second without a word: no lease
+    assert not has_lease(g, net.clock(), LEASE)
+    before = dict(g.responded)
+    contexts = [
+        _sent(net.clock() + 5.0),  # the future
+        _sent(net.clock() + 1e-6),
+        b"",  # no time at all: the arrival is no proof of anything
+        SENT + b"\x00" * 7,  # short
+        SENT + b"\x00" * 9,  # long
+        b"sEnT" + struct.pack("<q", int(net.clock() * 1e9)),  # not the tag
+        struct.pack("<q", int(net.clock() * 1e9)),  # no tag
+        SENT + struct.pack("<q", -5),  # before time began
+        b"\xff" * 12,
+        b"removed",
+        b"lost-log",
+    ]
+    rng = random.Random(7)
+    contexts += [rng.randbytes(rng.randrange(1, 20)) for _ in range(50)]
+    for ctx in contexts:
+        for f in followers:
+            for t in (MessageType.MsgHeartbeatResp, MessageType.MsgAppResp):
+                m = Message(type=t, to=h.id, from_=net.ids[f], term=term, context=ctx,
+                            index=g.node.raft.raft_log.last_index())  # fmt: skip
+                h.receive(bytes([FRAME_VERSION]) + frame_part(b"G", m))
+                assert not has_lease(g, net.clock(), LEASE), ctx
+    assert g.responded == before
+    # the leader is unharmed: it leads, and a real answer renews its lease
+    assert g.node.raft.state == StateType.StateLeader
+    net.settle(rounds=20, ticks=1)
+    assert has_lease(g, net.clock(), LEASE)

@@ -86,6 +86,17 @@ LOST_LOG: Final = b"lost-log"
 # The context of a member's word to a node its applied configuration no longer holds: a
 # rejected MsgHeartbeatResp whose index is the member's applied index (see _tell_removed).
 REMOVED: Final = b"removed"
+# The lease's pairing of answers with requests (has_lease): a leader's appends and
+# heartbeats carry SENT and its send time (little-endian signed nanoseconds on the host's
+# clock) as their context; a follower's answers to that leader, in that term, carry back the
+# latest such time it had received when it answered. A leader credits an answer with the
+# time it carries, never with the time it arrived: answers read after a pause (SIGSTOP)
+# speak of requests sent before it. (etcd's followers echo a heartbeat's context anyway; no
+# ReadIndex runs here, whose heartbeats carry a context of their own and are left as they
+# are.)
+SENT: Final = b"sent"
+_SENT_AT: Final = struct.Struct("<q")
+_SENT_LEN: Final = len(SENT) + _SENT_AT.size
 log: Final = logging.getLogger("natsd")
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _U16: Final = struct.Struct("<H")
@@ -98,6 +109,8 @@ HEARTBEAT_TICK: Final = 2
 _VOTES: Final = (MessageType.MsgVote, MessageType.MsgPreVote)
 # A follower's answers to its leader's appends and heartbeats: the leader's lease (has_lease).
 _ANSWERS: Final = (MessageType.MsgAppResp, MessageType.MsgHeartbeatResp)
+# What a leader stamps with its send time (SENT).
+_REQUESTS: Final = (MessageType.MsgApp, MessageType.MsgHeartbeat)
 # Messages that acknowledge this node's unstable state (etcd's msgsAfterAppend): they leave
 # only once the WAL sync covering that state is done. Everything else may leave before it.
 _AFTER_SYNC: Final = frozenset(
@@ -145,6 +158,8 @@ class RaftGroup:
         "removed",
         "repair_at",
         "responded",
+        "responded_term",
+        "sent_by_leader",
         "storage",
     )
 
@@ -170,9 +185,13 @@ class RaftGroup:
         # entries, was handled: the state machine follows leadership at once rather than
         # on its next periodic check
         self.on_ready: Callable[[], None] | None = None
-        # as leader: when each member last answered an append or heartbeat of this term
-        # (monotonic seconds), for has_lease
+        # as leader: per member, the send time (the host's clock, seconds) of the latest
+        # request of term ``responded_term`` it has answered, for has_lease
         self.responded: dict[int, float] = {}
+        self.responded_term = 0
+        # as follower: (leader, term, SENT time in ns) of the latest stamped request that
+        # leader sent this node in that term: what this node's answers to it carry back
+        self.sent_by_leader: tuple[int, int, int] | None = None
         self.applied = 0
         # Damaged (the WAL found damage before its tail in this group's records, §4.8):
         # one past the last index the log had. Until a leader has committed up to it, the
@@ -210,6 +229,7 @@ class GroupHost:
         max_inflight_msgs: int = 256,
         max_uncommitted: int = 64 << 20,
         rand: Callable[[int], int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.id = node_id
         self.wal = wal
@@ -217,6 +237,9 @@ class GroupHost:
         self._send = send
         self._cfg = (pre_vote, check_quorum, max_size_per_msg, max_inflight_msgs, max_uncommitted)
         self._rand = rand
+        # seconds, never going back nor below 0: the send times of requests (SENT), and
+        # the ``now`` of has_lease for this host's groups
+        self.clock = clock
         self.groups: dict[bytes, RaftGroup] = {}
         self.frames_sent = 0
         # the member whose frame ``receive`` last stepped (0: none); liveness for /jsz
@@ -391,6 +414,13 @@ class GroupHost:
                 # its log, which the engine treats as a broken invariant. The leader learns
                 # the truth from the next append's rejection.
                 m.commit = min(m.commit, g.node.last_index())
+            sent = -1
+            if m.type in _ANSWERS or m.type in _REQUESTS:
+                sent = _sent_at(m.context)
+                if sent >= 0 and m.type != MessageType.MsgHeartbeat:
+                    # the engine's ReadIndex bookkeeping would take an answer's context for
+                    # a read's position (a heartbeat's the engine echoes: etcd's way)
+                    m.context = b""
             try:
                 g.node.step(m)
             except RaftError:
@@ -401,13 +431,50 @@ class GroupHost:
                 log.error("raft group %s: message from %d dropped: %s", name, m.from_, e)
                 continue
             n += 1
-            if m.type in _ANSWERS and m.term == g.node.term():
-                g.responded[m.from_] = time.monotonic()
+            if sent >= 0:
+                self._note_sent(g, m, sent)
             if m.from_ in g.conf.voters or m.from_ in g.conf.learners:
                 # a member's message reached its group: heard from (members' ids only,
                 # so frames naming other senders cannot grow the liveness table)
                 self.last_sender = m.from_
         return n
+
+    def _note_sent(self, g: RaftGroup, m: Message, sent: int) -> None:
+        """A stepped message carried a send time (SENT). An answer of this term: the member
+        heard from this node at ``sent`` (a time this node's clock has not reached yet is a
+        lie, and ignored). A request from this node's leader: the time its answers to that
+        leader carry back from now on."""
+        if m.term != g.node.term():
+            return
+        if m.type in _ANSWERS:
+            now = self.clock()
+            at = sent / 1e9
+            if at > now:
+                return
+            if g.responded_term != m.term:
+                g.responded.clear()
+                g.responded_term = m.term
+            if at > g.responded.get(m.from_, -1.0e18):
+                g.responded[m.from_] = at
+        elif g.node.leader() == m.from_:
+            last = g.sent_by_leader
+            if last is None or last[:2] != (m.from_, m.term) or sent > last[2]:
+                g.sent_by_leader = (m.from_, m.term, sent)
+
+    def _stamp(self, g: RaftGroup, m: Message, now: int) -> None:
+        """An outgoing message's SENT context: a leader's request gets its send time
+        ``now`` (ns; a request carrying a context of its own keeps it), an answer to this
+        node's leader the latest time heard from it (see SENT)."""
+        t = m.type
+        if t in _REQUESTS:
+            if not m.context:
+                m.context = SENT + _SENT_AT.pack(now)
+        elif t in _ANSWERS:
+            last = g.sent_by_leader
+            if last is None or last[0] != m.to or last[1] != m.term:
+                return
+            if not m.context or 0 <= _sent_at(m.context) < last[2]:
+                m.context = SENT + _SENT_AT.pack(last[2])
 
     def step_held(self, name: bytes, m: Message) -> bool:
         """Step a MsgSnap that ``hold_snapshot`` held back (the state machine now holds
@@ -441,6 +508,7 @@ class GroupHost:
         and calls ``finish``; meanwhile peer frames and proposals may still be stepped, but
         no other ``prepare`` may run."""
         work = [(g, g.node.ready()) for g in self.groups.values() if g.node.has_ready()]
+        now = int(self.clock() * 1e9)
         wal = self.wal
         needs_sync = False
         early: dict[int, list[bytes]] = {}
@@ -466,6 +534,7 @@ class GroupHost:
                     if m.type in _AFTER_SYNC:
                         late.append(m)
                         continue
+                    self._stamp(g, m, now)
                     early.setdefault(m.to, []).append(frame_part(g.name, m))
                     if m.type == MessageType.MsgSnap:
                         snaps_sent.append((g, m.to))
@@ -507,6 +576,7 @@ class GroupHost:
             raise RuntimeError("finish before the WAL sync")  # a vote would leave unsynced
         out: dict[int, list[bytes]] = {}
         snaps_sent: list[tuple[RaftGroup, int]] = []
+        now = int(self.clock() * 1e9)
         for g, rd in work:
             st = g.storage
             snap = rd.snapshot
@@ -522,6 +592,7 @@ class GroupHost:
             for m in rd.messages:
                 if lost and m.type == MessageType.MsgAppResp and m.reject:
                     m.context = LOST_LOG
+                self._stamp(g, m, now)
                 out.setdefault(m.to, []).append(frame_part(g.name, m))
                 if m.type == MessageType.MsgSnap:
                     snaps_sent.append((g, m.to))
@@ -599,13 +670,19 @@ def conf_holds(cs: ConfState, node: int) -> bool:
 
 def has_lease(g: RaftGroup, now: float, lease: float) -> bool:
     """As leader: has a majority of the group's voters (of both configurations when
-    joint) answered this term's appends or heartbeats within ``lease`` seconds? A follower
-    grants no vote for ``ELECTION_TICK`` ticks after it last heard from its leader, so with
-    ``lease`` well below that no other leader can have been elected meanwhile. Without it,
-    a leader cut off from the others believes it leads until its check-quorum runs (one to
-    two election timeouts), and serves stale reads and deliveries meanwhile."""
+    joint) answered an append or heartbeat of this term that this node sent within
+    ``lease`` seconds of ``now`` (the host's clock)? A follower grants no vote for
+    ``ELECTION_TICK`` ticks after it last heard from its leader, so with ``lease`` well
+    below that no other leader can have been elected meanwhile. Without it, a leader cut
+    off from the others believes it leads until its check-quorum runs (one to two election
+    timeouts), and serves stale reads and deliveries meanwhile.
+
+    An answer counts from the send time it carries back (SENT), not from when it arrived:
+    a leader stopped (SIGSTOP) and resumed reads the answers to what it sent before the
+    pause, while the others may have elected a leader since. Answers carrying no time
+    count for nothing."""
     me = g.node.node_id()
-    responded = g.responded
+    responded = g.responded if g.responded_term == g.node.term() else {}
 
     def majority(voters: list[int]) -> bool:
         if not voters:
@@ -634,6 +711,14 @@ def _contiguous(entries: list[WalEntry], snap_index: int) -> list[WalEntry]:
             return entries[start:n]
         expect += 1
     return entries[start:]
+
+
+def _sent_at(context: bytes) -> int:
+    """The send time (ns) a SENT context carries; -1 for any other context."""
+    if len(context) != _SENT_LEN or not context.startswith(SENT):
+        return -1
+    (at,) = _SENT_AT.unpack_from(context, len(SENT))
+    return int(at) if at >= 0 else -1
 
 
 def frame_part(name: bytes, m: Message) -> bytes:

@@ -96,8 +96,9 @@ Respond = Callable[[JsAccount, str, str, dict[str, Any]], bytes]
 # compactions behind: one that far behind (or away) catches up from the leader's store
 # instead (cluster/catchup.py), so the log stays bounded while a replica is away.
 COMPACT_EVERY: Final = 4096
-# A leader without an answer from a majority of its group for this long stops answering
-# requests and delivering (cluster/group.has_lease): well under the election timeout
+# A leader without an answer from a majority of its group to a request it sent within this
+# long stops answering requests and delivering (cluster/group.has_lease; heartbeats go every
+# 200 ms, so a healthy group keeps it with room to spare): well under the election timeout
 # (1 s), less the 100 ms check that stops the consumers, so it has stopped before another
 # leader can be elected.
 LEASE: Final = 0.5
@@ -208,7 +209,11 @@ class StreamGroups:
             # and still in touch with a majority (has_lease): a leader cut off from the
             # others answers no request (a pull, a direct get) while another may lead
             g = m.group
-            return g is not None and g.node.is_leader() and has_lease(g, time.monotonic(), LEASE)
+            return (
+                g is not None
+                and g.node.is_leader()
+                and has_lease(g, self.raft.host.clock(), LEASE)
+            )
 
         rep.is_raft_leader = is_raft_leader
 
@@ -400,7 +405,7 @@ class StreamGroups:
         c = m.consumers
         if c is None:
             return
-        lease = has_lease(g, time.monotonic(), LEASE)
+        lease = has_lease(g, self.raft.host.clock(), LEASE)
         if not lease and not m.suspended:
             m.suspended = True
             c.passivate()
