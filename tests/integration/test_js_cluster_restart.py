@@ -21,7 +21,7 @@ from nats.errors import NoRespondersError, TimeoutError
 
 from natsd.jetstream.cluster import catchup as cluster_catchup
 from natsd.jetstream.cluster import driver as cluster_mod
-from natsd.jetstream.cluster import member as cluster_member
+from natsd.jetstream.cluster import replica as cluster_replica
 from natsd.server import Server
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,7 +48,7 @@ async def test_a_stream_deleted_while_a_server_was_down_is_set_aside_there(
     else:
         victim = next(n for n in trio.names if n != _leader(trio, "GONE"))
     other = next(n for n in trio.names if n != victim)
-    name = cluster_member.group_name(a)
+    name = cluster_replica.group_name(a)
     wal = trio.servers[victim].js_cluster.raft.host.wal
     assert (name in wal.groups) == (replicas > 1)
     await until(lambda: len(_contents(trio, victim, "GONE")) == 5)

@@ -148,6 +148,7 @@ class JsCluster:
             cluster_name,
             engine.domain,
             self.respond,
+            self._removed,
         )
         self.local = LocalStreams(
             engine,
@@ -160,7 +161,6 @@ class JsCluster:
             self.cluster_block,
         )
         engine.cluster_info = self.cluster_block
-        self.stream_groups.removed = self._removed
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
