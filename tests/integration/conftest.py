@@ -524,3 +524,16 @@ async def trio(tmp_path: Path) -> AsyncIterator[JsCluster3]:
         yield t
     finally:
         await t.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def _replica_states_hold(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """No in-process replicated stream moved outside its state table during the test
+    (``jetstream/cluster/replica.py`` reports such a move instead of raising)."""
+    yield
+    bad = [
+        r.getMessage()
+        for r in caplog.get_records("call")
+        if "is not a transition" in r.getMessage()
+    ]
+    assert not bad, bad
