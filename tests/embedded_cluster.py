@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,6 +18,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
+from ports import free_ports
 
 from natsd.config.cluster import parse_go_url
 from natsd.config.options import ClusterOptions
@@ -27,43 +26,6 @@ from natsd.server import Server
 
 CLUSTER = "jsc"
 EDGE = "edge"
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports below Linux's ephemeral range (32768+): they stay fixed in
-    the servers' configs across restarts, so the kernel must not hand one out meanwhile as
-    the local port of an outgoing route or client connection."""
-    out: list[int] = []
-    while len(out) < n:
-        port = random.randrange(20000, 32000)
-        if port in out:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        out.append(port)
-    return out
-
-
-def free_port_run(n: int) -> int:
-    """The first of ``n`` consecutive free ports below the ephemeral range (``natsd --workers
-    N -m P`` gives worker i the monitor port P + i, so P..P+N must all stay free)."""
-    while True:
-        first = random.randrange(20000, 32000 - n)
-        try:
-            socks = []
-            for port in range(first, first + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
 
 
 def spawn_natsd(conf: Path, log_path: Path) -> subprocess.Popen[bytes]:

@@ -35,8 +35,8 @@ from typing import Any
 
 import nats
 from components import nats_server_binary, require_nats_server
-from embedded_cluster import free_ports
 from nats.aio.client import Client as NATS
+from ports import free_ports
 
 from differential.harness import HOST, ServerStartError, _wait_ready, natsd_command
 

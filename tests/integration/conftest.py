@@ -54,12 +54,6 @@ MONITOR_RE = re.compile(r"Starting http monitor on (\S+):(\d+)")
 
 
 # --------------------------------------------------------------------------- helpers
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def server_cmd() -> list[str]:
     """The command line prefix that runs the server under test as a process."""
     if REAL:

@@ -19,8 +19,9 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import free_ports, spawn_natsd
+from embedded_cluster import spawn_natsd
 from nats.aio.client import Client as NATS
+from ports import free_ports
 
 pytestmark = pytest.mark.timeout(180)
 NAMES = ("n1", "n2", "n3")

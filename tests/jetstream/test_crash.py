@@ -30,7 +30,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -44,6 +43,7 @@ import nats
 import pytest
 from nats.js.api import StorageType
 from nats.js.errors import NotFoundError
+from ports import free_port
 
 NATSD = [sys.executable, "-m", "natsd"]
 STREAM = "CRASH"
@@ -106,12 +106,6 @@ def check_payload(data: bytes) -> str | None:
 
 
 # ----------------------------------------------------------------------------- process
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class NatsdProcess:
     """natsd as a child process with its stderr in a log file; one instance per start."""
 
