@@ -62,9 +62,11 @@ async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
     return loop.time() - t0
 
 
-class JsCluster3:
+class EmbeddedJsCluster:
     """Three JetStream servers n1..n3 (``size`` of them: n1..n<size>), and ``edge`` when
-    asked, on loopback."""
+    asked, on loopback: natsd ``Server`` objects on the test's event loop. The clusters of
+    processes are ``differential.process_js_cluster.ProcessJsCluster`` (natsd or nats-server)
+    and ``NatsdProcessCluster`` of tests/integration/test_js_cluster_process.py."""
 
     def __init__(self, tmp: Path, edge: bool = False, size: int = 3, **server_kw: Any) -> None:
         self.tmp = tmp
@@ -124,7 +126,7 @@ class JsCluster3:
         return {s for ja in js.accounts.values() for s in ja.streams} if js else set()
 
 
-def replica_leader(trio: JsCluster3, stream: str) -> str:
+def replica_leader(trio: EmbeddedJsCluster, stream: str) -> str:
     """The server whose replica of replicated stream ``stream`` takes publishes ("": none)."""
     for name, srv in trio.servers.items():
         js = srv.jetstream
@@ -170,7 +172,9 @@ async def publish_acked(
             await asyncio.sleep(0.05)
 
 
-def stream_contents(trio: JsCluster3, name: str, stream: str) -> list[tuple[int, str, bytes, int]]:
+def stream_contents(
+    trio: EmbeddedJsCluster, name: str, stream: str
+) -> list[tuple[int, str, bytes, int]]:
     js = trio.servers[name].jetstream
     assert js is not None
     s = js.accounts["$G"].streams.get(stream) if "$G" in js.accounts else None
@@ -186,7 +190,7 @@ def stream_contents(trio: JsCluster3, name: str, stream: str) -> list[tuple[int,
     return out
 
 
-def log_first(trio: JsCluster3, name: str) -> int:
+def log_first(trio: EmbeddedJsCluster, name: str) -> int:
     """The first index the stream group's log still holds on server ``name``."""
     groups = trio.servers[name].js_cluster.stream_groups
     (m,) = groups.members.values()
@@ -194,7 +198,11 @@ def log_first(trio: JsCluster3, name: str) -> int:
 
 
 async def stream_with(
-    trio: JsCluster3, cfg: dict[str, Any], subject: str, payloads: list[bytes], via: str = "n1"
+    trio: EmbeddedJsCluster,
+    cfg: dict[str, Any],
+    subject: str,
+    payloads: list[bytes],
+    via: str = "n1",
 ) -> None:
     """Create the stream ``cfg`` through server ``via`` and publish ``payloads`` on
     ``subject``, each acknowledged."""

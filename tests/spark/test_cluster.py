@@ -39,7 +39,7 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 
 
-class Cluster:
+class SparkCluster:
     """A standalone master and ``workers`` workers; ``stop()`` kills every JVM."""
 
     def __init__(self, workers: int = 2) -> None:
@@ -146,9 +146,9 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
+def cluster() -> Iterator[SparkCluster]:
     require_java()
-    c = Cluster(workers=2)
+    c = SparkCluster(workers=2)
     # Also on SIGTERM (a CI timeout) or an interpreter exit that skips the teardown.
     atexit.register(c.stop)
     prev = signal.getsignal(signal.SIGTERM)
@@ -168,7 +168,7 @@ def cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
-def cluster_spark(cluster: Cluster) -> Iterator[SparkSession]:
+def cluster_spark(cluster: SparkCluster) -> Iterator[SparkSession]:
     from pyspark import SparkContext
 
     # Another module's local session must be gone: getOrCreate would hand it back.
@@ -205,7 +205,7 @@ def cluster_spark(cluster: Cluster) -> Iterator[SparkSession]:
 
 
 def test_cluster_round_trip(
-    cluster: Cluster, cluster_spark: SparkSession, natsd_server: ServerProc
+    cluster: SparkCluster, cluster_spark: SparkSession, natsd_server: ServerProc
 ) -> None:
     """Read a stream on two executors, transform, write to another stream, read it back."""
     spark, srv = cluster_spark, natsd_server
