@@ -564,7 +564,7 @@ async def test_publishes_during_a_leadership_transfer_are_answered_at_once(
     for rnd in range(3):
         acked += await _stepdown_under_load(trio, rnd)
     assert sorted(acked) == list(range(1, len(acked) + 1))  # each once, none missing
-    passed = sum(s.js_cluster.stream_groups.hand_over.passed for s in trio.servers.values())
+    passed = sum(s.js_cluster.stream_groups.relay.passed for s in trio.servers.values())
     assert passed > 0  # the transfers did meet publishes
     await until(lambda: all(len(_contents(trio, n, "T")) == len(acked) for n in trio.names))
     ref = _contents(trio, "n1", "T")
@@ -637,7 +637,7 @@ async def test_a_follower_never_forwards_a_stream_proposal(trio: EmbeddedJsClust
     proposal forwarding): they would commit with sequences the new leader gives out again,
     and a retried message id would be stored twice (the fault soak caught that). The
     follower refuses them (ErrProposalDropped); the stream passes the publishes on itself
-    (cluster/handover.py)."""
+    (cluster/relay.py)."""
     nc = await nats.connect(trio.url("n1"))
     try:
         cfg = {"name": "F", "subjects": ["f.>"], "num_replicas": 3}

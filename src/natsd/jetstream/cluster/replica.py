@@ -177,7 +177,7 @@ class ReplicaOwner(Protocol):
         """A MsgSnap from the leader: True when the catch-up holds it back (``CatchUp``)."""
 
     def pass_on(self, name: bytes, items: list[Waiting]) -> None:
-        """Publishes that waited when leadership went, for the new leader (``HandOver``)."""
+        """Publishes that waited when leadership went, for the new leader (``PublishRelay``)."""
 
     def advise_leader(self, replica: StreamReplica) -> None:
         """The stream leader-elected advisory, as this replica takes over."""

@@ -35,9 +35,9 @@ from natsd.jetstream.cluster.catchup import (
     encode_snapshot,
     report_lost,
 )
-from natsd.jetstream.cluster.handover import HandOver, publishes
 from natsd.jetstream.cluster.info import CURRENT_FOR, stream_cluster_block
 from natsd.jetstream.cluster.membership import LEAVE_AFTER, in_config, is_voter, next_change
+from natsd.jetstream.cluster.relay import PublishRelay, publishes
 from natsd.jetstream.cluster.replica import StreamReplica, group_name, short_of, unreplicated
 from natsd.jetstream.engine import JsAccount, delete_stream
 from natsd.jetstream.stream.entries import (
@@ -110,7 +110,7 @@ class StreamGroups:
         self._wake_scheduled = False
         self.compact_every = COMPACT_EVERY
         # publishes that reached a replica as it stopped leading, for the new leader
-        self.hand_over = HandOver(raft.host.id, self._member_stream, name_of)
+        self.relay = PublishRelay(raft.host.id, self._member_stream, name_of)
         # has this server been removed from the cluster (SERVER.REMOVE)? Its replicas then
         # leave their groups
         self.removed = removed
@@ -181,7 +181,7 @@ class StreamGroups:
         return self.catchup.offer(name, replica.stream.store, m)
 
     def pass_on(self, name: bytes, items: list[Waiting]) -> None:
-        self.hand_over.add(name, items)
+        self.relay.add(name, items)
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -534,9 +534,9 @@ class StreamGroups:
 
     def passing_on(self) -> bool:
         """Publishes still on their way to new leaders, or still to be answered (lame
-        duck and shutdown wait for them, see cluster/handover.py)."""
+        duck and shutdown wait for them, see cluster/relay.py)."""
         self.check()  # a leadership just moved: what waited for it is handed over now
-        if self.hand_over.pending():
+        if self.relay.pending():
             return True
         # and entries this replica proposed as leader, not applied yet: it answers them
         # when they commit (Replica.acks_through), which it learns over its routes

@@ -6,7 +6,7 @@ made clients wait was the publishes that met the old leader meanwhile: Raft take
 proposal during a transfer, and after it the old leader no longer leads, so they were
 dropped and their clients waited out a request timeout.
 
-Ownership: ``HandOver`` (one per server, held by ``StreamGroups``) owns the publishes being
+Ownership: ``PublishRelay`` (one per server, held by ``StreamGroups``) owns the publishes being
 passed on. The replica holds a publish instead of proposing it while its group transfers
 its leadership or has just lost it (``Stream.process``); when the replica stops leading,
 what it held comes here (``Replica.handed``), and so do the MSG entries of a batch the group
@@ -34,7 +34,7 @@ from natsd.jetstream.stream.entries import OP_MSG, decode_msg, entry_op
 from natsd.jetstream.stream.replica import Waiting
 from natsd.jetstream.stream.stream import Stream
 
-__all__ = ["FOR", "POLL", "HandOver", "publishes"]
+__all__ = ["FOR", "POLL", "PublishRelay", "publishes"]
 
 FOR: Final = 2.0
 POLL: Final = 0.002
@@ -60,7 +60,7 @@ def _new_term_committed(g: RaftGroup) -> bool:
     return g.node.committed_in_term()
 
 
-class HandOver:
+class PublishRelay:
     """The publishes this server's former stream leaders are passing on (module docstring)."""
 
     def __init__(self, node_id: int, lookup: Lookup, name_of: Callable[[int], str]) -> None:
