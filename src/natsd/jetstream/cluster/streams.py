@@ -15,9 +15,7 @@ and created again gets a new group. Its voters are the assignment's peers.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -28,6 +26,7 @@ from natsd.cluster.meta import StreamAssignment
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
+from natsd.core.scheduler import Clock, Scheduler
 from natsd.jetstream.cluster.catchup import (
     CatchUp,
     StreamSnapshot,
@@ -88,8 +87,12 @@ class StreamGroups:
         domain: str,
         respond: Respond,
         removed: Callable[[], bool],
+        clock: Clock,
+        scheduler: Scheduler,
     ) -> None:
         self.raft = raft
+        self.clock = clock
+        self.scheduler = scheduler
         self.server_name = server_name
         # the account the groups' traffic goes through, and their advisories' second home
         self.system = system
@@ -97,7 +100,7 @@ class StreamGroups:
         self._cluster_name = cluster_name
         self._domain = domain
         self.respond = respond
-        self._started = asyncio.get_running_loop().time()
+        self._started = self.clock.monotonic()
         self.leaderless_after = LEADERLESS_AFTER
         self._nuid = Nuid()
         self._name_of = name_of
@@ -110,12 +113,12 @@ class StreamGroups:
         self._wake_scheduled = False
         self.compact_every = COMPACT_EVERY
         # publishes that reached a replica as it stopped leading, for the new leader
-        self.relay = PublishRelay(raft.host.id, self._member_stream, name_of)
+        self.relay = PublishRelay(raft.host.id, self._member_stream, name_of, clock, scheduler)
         # has this server been removed from the cluster (SERVER.REMOVE)? Its replicas then
         # leave their groups
         self.removed = removed
         # replicas catching up from a leader's store, and this server's stores as a source
-        self.catchup = CatchUp(raft.host.id, system, self._source, self._caught_up)
+        self.catchup = CatchUp(raft.host.id, system, self._source, self._caught_up, clock)
 
     def start(self) -> None:
         self.catchup.start()
@@ -174,7 +177,7 @@ class StreamGroups:
             batch = self._batches[name] = []
             if not self._flush_scheduled:
                 self._flush_scheduled = True
-                asyncio.get_running_loop().call_soon(self._flush)
+                self.scheduler.call_soon(self._flush)
         batch.append(data)
 
     def offer_snapshot(self, name: bytes, replica: StreamReplica, m: Message) -> bool:
@@ -184,7 +187,7 @@ class StreamGroups:
         self.relay.add(name, items)
 
     def now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return self.clock.monotonic()
 
     def reassigned(self, a: StreamAssignment) -> None:
         """The meta group changed the stream's peers without a group to attach: it left
@@ -215,13 +218,13 @@ class StreamGroups:
             # a repair: the consumers as of its own snapshot, then the entries that waited
             m.consumers.install(t.snap.consumers)
             m.repaired()
-            m.stream.rebuild_dedupe(time.time_ns())
+            m.stream.rebuild_dedupe(self.clock.time_ns())
             return
         if m.group.applied < t.held_index:
             # (a log that got past the snapshot meanwhile, from a new leader that still had
             # the entries, holds newer consumer states than the snapshot)
             m.consumers.install(t.snap.consumers)
-        m.stream.rebuild_dedupe(time.time_ns())
+        m.stream.rebuild_dedupe(self.clock.time_ns())
         self.raft.host.step_held(t.group, t.held)
         self.raft.kick()
 
@@ -238,7 +241,7 @@ class StreamGroups:
         """Every 100 ms: leave, repair, compact, walk the membership, and follow leadership
         (which ``_follow`` also does at once when a Raft turn changed it)."""
         me = self.raft.host.id
-        now = asyncio.get_running_loop().time()
+        now = self.clock.monotonic()
         if self.catchup.transfers:
             self.catchup.tick(now)
         for name, m in list(self.members.items()):
@@ -271,7 +274,7 @@ class StreamGroups:
         self._woken.add(name)
         if not self._wake_scheduled:
             self._wake_scheduled = True
-            asyncio.get_running_loop().call_soon(self._follow_woken)
+            self.scheduler.call_soon(self._follow_woken)
 
     def _follow_woken(self) -> None:
         self._wake_scheduled = False
@@ -555,7 +558,7 @@ class StreamGroups:
         node = m.group.node
         if not node.is_leader():
             return False
-        now = asyncio.get_running_loop().time()
+        now = self.clock.monotonic()
         best, best_match = 0, -1
         me = node.node_id()
         for vid, match in node.matches().items():
@@ -580,5 +583,5 @@ class StreamGroups:
         return stream_cluster_block(
             m.group, m.assignment, cluster, self.raft.host.id, self.traffic_account,
             m.leader_since, self.raft.last_heard, self._name_of,
-            asyncio.get_running_loop().time(),
+            self.clock.monotonic(),
         )  # fmt: skip
