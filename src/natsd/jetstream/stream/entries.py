@@ -150,10 +150,7 @@ def entry_op(b: bytes) -> int:
 
 def encode_fields(op: int, proposer: int, fields: list[bytes]) -> bytes:
     """An entry of ``op`` made of length-prefixed fields (the consumers' entries)."""
-    parts = [_FIELDS_HEAD.pack(ENTRY_VERSION, op, proposer)]
-    for f in fields:
-        parts += [_U32.pack(len(f)), f]
-    return b"".join(parts)
+    return b"".join([_FIELDS_HEAD.pack(ENTRY_VERSION, op, proposer), *_pack_fields(fields)])
 
 
 def decode_fields(b: bytes) -> tuple[int, int, list[bytes]]:
@@ -164,18 +161,7 @@ def decode_fields(b: bytes) -> tuple[int, int, list[bytes]]:
         raise EntryError(f"bad stream entry: {e}") from None
     if version != ENTRY_VERSION:
         raise EntryError(f"unknown stream entry (version {version}, op {op})")
-    pos, end = _FIELDS_HEAD.size, len(b)
-    fields: list[bytes] = []
-    while pos < end:
-        if pos + 4 > end:
-            raise EntryError("truncated stream entry")
-        (n,) = _U32.unpack_from(b, pos)
-        pos += 4
-        if pos + n > end:
-            raise EntryError("truncated stream entry")
-        fields.append(b[pos : pos + n])
-        pos += n
-    return op, proposer, fields
+    return op, proposer, _unpack_fields(b, _FIELDS_HEAD.size)
 
 
 def encode_compact(index: int) -> bytes:
