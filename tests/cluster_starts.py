@@ -34,7 +34,8 @@ from typing import Any
 
 import nats
 from components import require_nats_server
-from embedded_cluster import free_ports, spawn_natsd
+from embedded_cluster import spawn_natsd
+from ports import free_ports
 
 HOST = "127.0.0.1"
 

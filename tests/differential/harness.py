@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from components import nats_server_binary
+from ports import free_port
 
 HOST = "127.0.0.1"
 
@@ -108,12 +109,6 @@ class ServerPair:
 
     def __iter__(self) -> Iterator[ServerProcess]:
         return iter((self.ref, self.impl))
-
-
-def free_port(host: str = HOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], host: str, port: int, timeout: float) -> None:

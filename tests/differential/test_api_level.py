@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 from components import require_nats_server
+from ports import free_port
 
 from natsd.version import API_LEVEL, SERVER_VERSION
 
 from .harness import (
     ServerPair,
     ServerProcess,
-    free_port,
     run_client,
     start_server,
 )

@@ -29,8 +29,9 @@ import pytest
 from components import require_nats_server
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from ports import free_port
 
-from differential.harness import HOST, ServerProcess, free_port, start_server
+from differential.harness import HOST, ServerProcess, start_server
 
 pytestmark = pytest.mark.timeout(120)
 

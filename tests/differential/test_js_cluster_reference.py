@@ -25,12 +25,12 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from differential.js_cluster import (
+from differential.process_js_cluster import (
     CLUSTER_NAME,
-    JSCluster,
-    js_cluster,
+    ProcessJsCluster,
     js_request,
     peer_hash,
+    process_js_cluster,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,16 +48,16 @@ UNAVAILABLE = {
 @pytest.fixture(scope="module", params=KINDS)
 def shared(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[JSCluster]:
+) -> Iterator[ProcessJsCluster]:
     """One cluster per kind for the tests that leave every server running."""
-    with js_cluster(request.param, tmp_path_factory.mktemp("jsc"), tags=TAGS) as c:
+    with process_js_cluster(request.param, tmp_path_factory.mktemp("jsc"), tags=TAGS) as c:
         yield c
 
 
 @pytest.fixture(params=KINDS)
-def own(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JSCluster]:
+def own(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcessJsCluster]:
     """A cluster of its own, for a test that kills servers."""
-    with js_cluster(request.param, tmp_path, tags=TAGS) as c:
+    with process_js_cluster(request.param, tmp_path, tags=TAGS) as c:
         yield c
 
 
@@ -74,11 +74,11 @@ async def _no_answer(nc: NATS, subject: str, body: Any = b"", wait: float = 2.0)
     return False
 
 
-def _kind(c: JSCluster) -> str:
+def _kind(c: ProcessJsCluster) -> str:
     return c[0].kind
 
 
-def test_r1_stream_cluster_block_and_routing(shared: JSCluster) -> None:
+def test_r1_stream_cluster_block_and_routing(shared: ProcessJsCluster) -> None:
     """An R1 stream on server 0, created, read, fed and consumed through servers 1 and 2."""
     owner = f"{_kind(shared)}-0"
     block = {"name": CLUSTER_NAME, "leader": owner}
@@ -197,7 +197,7 @@ async def _pub(nc: NATS, subject: str, data: bytes, timeout: float = 10.0) -> di
             await asyncio.sleep(0.05)
 
 
-def test_r3_stream(shared: JSCluster) -> None:
+def test_r3_stream(shared: ProcessJsCluster) -> None:
     """An R3 stream: its cluster block, publishes through any server, purge, message
     delete and a leader stepdown, as nats-server answers them."""
     names = {s.name for s in shared}
@@ -266,7 +266,7 @@ def test_r3_stream(shared: JSCluster) -> None:
     asyncio.run(run())
 
 
-def test_r3_durable_consumer(shared: JSCluster) -> None:
+def test_r3_durable_consumer(shared: ProcessJsCluster) -> None:
     """A durable pull consumer of an R3 stream: created, fetched from, acknowledged with
     ack-sync, stepped down and deleted through another server, as nats-server answers."""
     names = {s.name for s in shared}
@@ -336,7 +336,7 @@ def test_r3_durable_consumer(shared: JSCluster) -> None:
     asyncio.run(run())
 
 
-def test_r3_workqueue_consumer(shared: JSCluster) -> None:
+def test_r3_workqueue_consumer(shared: ProcessJsCluster) -> None:
     """A workqueue R3 stream: what its durable consumer acknowledges leaves the stream, and
     the stream info through another server says so, as nats-server answers."""
 
@@ -405,7 +405,7 @@ def test_r3_workqueue_consumer(shared: JSCluster) -> None:
     ids=["R5", "unknown-tag", "two-servers-tags", "unknown-cluster"],
 )
 def test_placement_errors(
-    shared: JSCluster, request_body: dict[str, Any], description: str
+    shared: ProcessJsCluster, request_body: dict[str, Any], description: str
 ) -> None:
     async def run() -> dict[str, Any]:
         nc = await shared.connect(2)
@@ -424,7 +424,7 @@ def test_placement_errors(
     assert (answer["error"]["code"], answer["error"]["err_code"]) == (400, 10005)
 
 
-def test_placement_tags_are_case_insensitive(shared: JSCluster) -> None:
+def test_placement_tags_are_case_insensitive(shared: ProcessJsCluster) -> None:
     async def run() -> dict[str, Any]:
         nc = await shared.connect(2)
         try:
@@ -438,7 +438,7 @@ def test_placement_tags_are_case_insensitive(shared: JSCluster) -> None:
     assert asyncio.run(run())["cluster"] == {"name": CLUSTER_NAME, "leader": f"{_kind(shared)}-1"}
 
 
-def test_jsz_meta_cluster_and_healthz(shared: JSCluster) -> None:
+def test_jsz_meta_cluster_and_healthz(shared: ProcessJsCluster) -> None:
     leader = shared.meta_leader()
     follower = next(s for s in shared if s is not leader)
     for s in shared:
@@ -470,7 +470,7 @@ def test_jsz_meta_cluster_and_healthz(shared: JSCluster) -> None:
     assert status == 200 and body["meta_cluster"]["leader"] == leader.name
 
 
-def test_meta_leader_stepdown_needs_the_system_account(shared: JSCluster) -> None:
+def test_meta_leader_stepdown_needs_the_system_account(shared: ProcessJsCluster) -> None:
     before = shared.meta_leader()
     asker = next(s for s in shared if s is not before).index
 
@@ -508,7 +508,7 @@ async def _until(what: str, check: Any, timeout: float = 30.0) -> Any:
         await asyncio.sleep(0.2)
 
 
-def test_losing_servers(own: JSCluster) -> None:
+def test_losing_servers(own: ProcessJsCluster) -> None:
     """The stream's server dies and comes back; then the meta leader dies; then two of three."""
     kind = _kind(own)
     leader = own.meta_leader()
@@ -642,7 +642,7 @@ async def _unavailable(nc: NATS) -> bool:
 
 
 @pytest.mark.parametrize("verb", ["REMOVE", "EVACUATE"])
-def test_r3_peer_remove_refusals(shared: JSCluster, verb: str) -> None:
+def test_r3_peer_remove_refusals(shared: ProcessJsCluster, verb: str) -> None:
     """``STREAM.PEER.REMOVE`` where it cannot be done: on three servers an R3 stream's
     peer has no free server to take its place, and nats-server refuses rather than shrink
     the stream (as natsd does); a bad request, a server that is not a peer, a missing

@@ -20,6 +20,7 @@ from typing import Any
 import nats
 import pytest
 from components import require_nats_server
+from ports import free_port
 
 from natsd.protocol.route_encode import (
     ROUTE_PING,
@@ -46,7 +47,7 @@ from natsd.protocol.route_parser import (
     RouteParser,
 )
 
-from .harness import HOST, ServerProcess, free_port, start_server, write_config
+from .harness import HOST, ServerProcess, start_server, write_config
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(60)]
 

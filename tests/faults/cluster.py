@@ -24,7 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from embedded_cluster import free_ports, spawn_natsd
+from embedded_cluster import spawn_natsd
+from ports import free_ports
 
 
 class Link:

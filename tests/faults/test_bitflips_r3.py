@@ -41,7 +41,7 @@ from pathlib import Path
 
 import nats
 import pytest
-from embedded_cluster import JsCluster3, until
+from embedded_cluster import EmbeddedJsCluster, until
 from reliability.checker import History, Outcome
 
 from faults.run import FIXED_SEED, fault_seed
@@ -83,7 +83,7 @@ def _damage(root: Path, rng: random.Random, target: str) -> str:
     return f"{f.name}: {flips} bits flipped in {len(data)} bytes"
 
 
-def _last_seq(t: JsCluster3, name: str) -> int:
+def _last_seq(t: EmbeddedJsCluster, name: str) -> int:
     js = t.servers[name].jetstream
     assert js is not None
     return js.accounts["$G"].streams[STREAM].store.state().last_seq
@@ -92,7 +92,7 @@ def _last_seq(t: JsCluster3, name: str) -> int:
 async def _run(tmp: Path, seed: int, rounds: int, target: str, compact: int) -> list[str]:
     rng = random.Random(seed)
     notes: list[str] = []
-    t = JsCluster3(tmp)
+    t = EmbeddedJsCluster(tmp)
     await t.start_all()
     urls = [t.url(n) for n in t.names]
     admin = await nats.connect(servers=urls, max_reconnect_attempts=-1,

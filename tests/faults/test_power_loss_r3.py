@@ -32,7 +32,7 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import free_ports
+from ports import free_ports
 from reliability.checker import History, Outcome
 from reliability.faultfs import FaultFS
 

@@ -34,7 +34,7 @@ from typing import Any
 import nats
 import pytest
 from components import require_nats_server
-from embedded_cluster import JsCluster3
+from embedded_cluster import EmbeddedJsCluster
 from nats.aio.client import Client as NATS
 
 import natsd
@@ -54,12 +54,6 @@ MONITOR_RE = re.compile(r"Starting http monitor on (\S+):(\d+)")
 
 
 # --------------------------------------------------------------------------- helpers
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def server_cmd() -> list[str]:
     """The command line prefix that runs the server under test as a process."""
     if REAL:
@@ -515,12 +509,25 @@ async def raw() -> AsyncIterator[Callable[..., Awaitable[RawClient]]]:
 
 
 @pytest.fixture
-async def trio(tmp_path: Path) -> AsyncIterator[JsCluster3]:
+async def trio(tmp_path: Path) -> AsyncIterator[EmbeddedJsCluster]:
     """Three embedded JetStream servers n1..n3, started, with a meta leader (a module may
     define its own ``trio``, which then takes precedence)."""
-    t = JsCluster3(tmp_path)
+    t = EmbeddedJsCluster(tmp_path)
     try:
         await t.start_all()
         yield t
     finally:
         await t.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def _replica_states_hold(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """No in-process replicated stream moved outside its state table during the test
+    (``jetstream/cluster/replica.py`` reports such a move instead of raising)."""
+    yield
+    bad = [
+        r.getMessage()
+        for r in caplog.get_records("call")
+        if "is not a transition" in r.getMessage()
+    ]
+    assert not bad, bad

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,14 +26,9 @@ from typing import Any
 import nats
 from components import require_nats_server
 from nats.aio.client import Client as NATS
+from ports import free_port
 
 KINDS = ("natsd", "nats-server")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Restartable:
@@ -45,7 +39,7 @@ class Restartable:
         self.kind = kind
         natsd_argv = [sys.executable, "-m", "natsd"]
         self.argv = [require_nats_server()] if kind == "nats-server" else natsd_argv
-        self.port = _free_port()
+        self.port = free_port()
         self.store = os.path.join(workdir, kind, "store")
         self.log_path = os.path.join(workdir, f"{kind}.log")
         self.extra = list(extra)

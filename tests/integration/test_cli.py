@@ -13,11 +13,11 @@ from pathlib import Path
 
 import nats.errors
 import pytest
+from ports import free_port
 
 from .conftest import (
     LISTEN_RE,
     RawClient,
-    free_port,
     get_json,
     only_natsd,
     server_cmd,

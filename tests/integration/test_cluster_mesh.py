@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from ports import free_port
 
 from natsd.config.cluster import parse_go_url
 from natsd.config.options import ClusterOptions
@@ -55,12 +55,6 @@ async def _until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
 def _meshed(servers: list[Server]) -> bool:
     n = len(servers) - 1
     return all(s.mesh is not None and len(s.mesh.routes) == n for s in servers)
-
-
-def _free_port() -> int:
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        return int(sk.getsockname()[1])
 
 
 def _route_url(s: Server) -> str:
@@ -131,7 +125,7 @@ async def test_seed_config_becomes_full_mesh(trio: list[Server]) -> None:
 
 async def test_every_server_listing_all_routes_self_included() -> None:
     # Fixed ports so each config can list all three, itself included.
-    ports = [_free_port() for _ in range(3)]
+    ports = [free_port() for _ in range(3)]
     urls = [f"nats-route://127.0.0.1:{p}" for p in ports]
     servers = [_server(urls, port=p) for p in ports]
     for s in servers:

@@ -16,7 +16,7 @@ import nats
 import pytest
 from embedded_cluster import (
     CLUSTER,
-    JsCluster3,
+    EmbeddedJsCluster,
     until,
 )
 from embedded_cluster import api_request as _req
@@ -24,11 +24,10 @@ from embedded_cluster import api_request as _req
 from natsd.server import Server
 
 pytestmark = pytest.mark.timeout(90)
-Trio = JsCluster3
 _until = until
 
 
-async def test_stream_lives_on_one_server_and_is_used_from_all(trio: Trio) -> None:
+async def test_stream_lives_on_one_server_and_is_used_from_all(trio: EmbeddedJsCluster) -> None:
     ncs = [await nats.connect(trio.url(n)) for n in trio.names]
     try:
         created = await _req(
@@ -93,7 +92,7 @@ def _streams(s: Server) -> set[str]:
     return {name for ja in s.jetstream.accounts.values() for name in ja.streams}
 
 
-async def test_cluster_errors(trio: Trio) -> None:
+async def test_cluster_errors(trio: EmbeddedJsCluster) -> None:
     nc = await nats.connect(trio.url("n2"))
     try:
         r5 = await _req(nc, "$JS.API.STREAM.CREATE.R5", {"name": "R5", "num_replicas": 5})
@@ -129,7 +128,7 @@ async def test_cluster_errors(trio: Trio) -> None:
         await nc.close()
 
 
-async def test_meta_leader_loss_and_whole_cluster_restart(trio: Trio) -> None:
+async def test_meta_leader_loss_and_whole_cluster_restart(trio: EmbeddedJsCluster) -> None:
     nc = await nats.connect(trio.url("n1"))
     created = await _req(nc, "$JS.API.STREAM.CREATE.S1", {"name": "S1", "subjects": ["s1"]})
     owner = created["cluster"]["leader"]
@@ -179,7 +178,7 @@ async def test_meta_log_is_compacted_and_a_late_server_catches_up_by_snapshot(
     import natsd.jetstream.cluster.driver as jsc
 
     monkeypatch.setattr(jsc, "META_COMPACT", 8)
-    t = JsCluster3(tmp_path)
+    t = EmbeddedJsCluster(tmp_path)
     try:
         await t.start_all()
         late = next(n for n in t.names if n != t.leader())
@@ -216,7 +215,7 @@ async def test_meta_log_is_compacted_and_a_late_server_catches_up_by_snapshot(
         await t.stop_all()
 
 
-async def test_a_stream_goes_to_its_creators_server_among_equals(trio: Trio) -> None:
+async def test_a_stream_goes_to_its_creators_server_among_equals(trio: EmbeddedJsCluster) -> None:
     """Placement's tie-break: the server the creating client is on (found by who subscribes
     to the request's reply subject), so a client that creates its own stream gets a local
     one when the servers are equally loaded."""
@@ -232,7 +231,7 @@ async def test_a_stream_goes_to_its_creators_server_among_equals(trio: Trio) -> 
     assert placed == {"A": "n2", "B": "n3", "C": "n1"}
 
 
-async def test_meta_stepdown_targets(trio: Trio) -> None:
+async def test_meta_stepdown_targets(trio: EmbeddedJsCluster) -> None:
     """META.LEADER.STEPDOWN's choice of the next leader, with nats-server's refusals."""
     from natsd.jetstream.wire.errors import ApiError
 
@@ -262,7 +261,7 @@ async def test_meta_stepdown_targets(trio: Trio) -> None:
     assert jsc.name_of(jsc.stepdown_target(b"")) in set(trio.names) - {lead}
 
 
-def _heard(trio: Trio, lead: str) -> list[tuple[float, float]]:
+def _heard(trio: EmbeddedJsCluster, lead: str) -> list[tuple[float, float]]:
     jsc = trio.servers[lead].js_cluster
     now = asyncio.get_running_loop().time()
     return [(now, t) for t in jsc.raft.last_heard.values()] or [(now, -1.0)]

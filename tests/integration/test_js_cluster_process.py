@@ -19,8 +19,9 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import free_ports, spawn_natsd
+from embedded_cluster import spawn_natsd
 from nats.aio.client import Client as NATS
+from ports import free_ports
 
 pytestmark = pytest.mark.timeout(180)
 NAMES = ("n1", "n2", "n3")
@@ -87,7 +88,10 @@ class Proc:
         return self.log_path.read_text(errors="replace")[-4000:]
 
 
-class Cluster:
+class NatsdProcessCluster:
+    """Three natsd processes n1..n3 (for signals: the in-process harness is
+    ``embedded_cluster.EmbeddedJsCluster``)."""
+
     def __init__(self, tmp: Path) -> None:
         ports = free_ports(9)
         routes = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in ports[3:6])
@@ -121,8 +125,8 @@ class Cluster:
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(tmp_path)
+async def cluster(tmp_path: Path) -> AsyncIterator[NatsdProcessCluster]:
+    c = NatsdProcessCluster(tmp_path)
     for p in c.procs.values():
         p.start()
     try:
@@ -160,7 +164,7 @@ async def _connect(url: str) -> NATS:
     return await nats.connect(url, max_reconnect_attempts=2, reconnect_time_wait=0.2)
 
 
-async def test_meta_leader_kill_and_sigstop(cluster: Cluster) -> None:
+async def test_meta_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -> None:
     old = await cluster.leader()
     others = [n for n in NAMES if n != old]
     nc = await _connect(cluster.procs[others[0]].url)
@@ -213,7 +217,7 @@ async def test_meta_leader_kill_and_sigstop(cluster: Cluster) -> None:
         await nc.close()
 
 
-async def test_stream_server_kill_keeps_its_messages(cluster: Cluster) -> None:
+async def test_stream_server_kill_keeps_its_messages(cluster: NatsdProcessCluster) -> None:
     leader = await cluster.leader()
     nc = await _connect(cluster.procs[leader].url)
     try:
@@ -296,7 +300,7 @@ async def _publish_acked(nc: NATS, subject: str, msg_id: str, deadline: float) -
     raise AssertionError(f"{msg_id} not acknowledged: {last!r}")
 
 
-async def test_r3_stream_leader_kill_and_sigstop(cluster: Cluster) -> None:
+async def test_r3_stream_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -> None:
     """kill -9, then SIGSTOP, of an R3 stream's leader: the next publish is acknowledged
     through a new leader, every acknowledged message is on every replica exactly once."""
     await cluster.leader()
@@ -348,7 +352,7 @@ async def test_r3_stream_leader_kill_and_sigstop(cluster: Cluster) -> None:
         await asyncio.sleep(0.2)
 
 
-async def test_r3_stream_leader_sigterm_hands_over(cluster: Cluster) -> None:
+async def test_r3_stream_leader_sigterm_hands_over(cluster: NatsdProcessCluster) -> None:
     """SIGTERM of an R3 stream's leader (a rolling restart): it hands its leadership over
     and passes on the publishes that meet it, so the publish a client sends through another
     server right after the signal is stored once and answered well within an election

@@ -11,7 +11,7 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import JsCluster3, stream_with, until
+from embedded_cluster import EmbeddedJsCluster, stream_with, until
 from embedded_cluster import api_request as _req
 from embedded_cluster import log_first as _log_first
 from embedded_cluster import publish_acked as _publish
@@ -21,7 +21,7 @@ from nats.errors import NoRespondersError, TimeoutError
 
 from natsd.jetstream.cluster import catchup as cluster_catchup
 from natsd.jetstream.cluster import driver as cluster_mod
-from natsd.jetstream.cluster import member as cluster_member
+from natsd.jetstream.cluster import replica as cluster_replica
 from natsd.server import Server
 
 pytestmark = pytest.mark.timeout(120)
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.mark.parametrize("replicas", [1, 3])
 async def test_a_stream_deleted_while_a_server_was_down_is_set_aside_there(
-    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch, replicas: int
+    trio: EmbeddedJsCluster, monkeypatch: pytest.MonkeyPatch, replicas: int
 ) -> None:
     """A server that was down when a stream placed on it was deleted, and that the meta
     leader then brings up to date with its snapshot (its log was compacted meanwhile), not
@@ -48,7 +48,7 @@ async def test_a_stream_deleted_while_a_server_was_down_is_set_aside_there(
     else:
         victim = next(n for n in trio.names if n != _leader(trio, "GONE"))
     other = next(n for n in trio.names if n != victim)
-    name = cluster_member.group_name(a)
+    name = cluster_replica.group_name(a)
     wal = trio.servers[victim].js_cluster.raft.host.wal
     assert (name in wal.groups) == (replicas > 1)
     await until(lambda: len(_contents(trio, victim, "GONE")) == 5)
@@ -94,7 +94,7 @@ async def test_a_stream_deleted_while_a_server_was_down_is_set_aside_there(
 
 
 async def test_a_catch_up_cut_by_a_restart_resumes_where_it_stopped(
-    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+    trio: EmbeddedJsCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A replica that was away copies what it missed in batches; stopped in the middle of
     the copy and started again, it keeps what it had copied and asks only for the rest."""
@@ -138,7 +138,7 @@ async def test_a_catch_up_cut_by_a_restart_resumes_where_it_stopped(
 
 
 async def test_a_delete_committed_but_not_applied_before_a_stop_is_applied_at_restart(
-    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+    trio: EmbeddedJsCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The meta log replays at restart without redoing what the stores already show; a
     delete entry committed just before the server stopped, and never applied there, must
@@ -198,7 +198,7 @@ async def _standalone_stream(store: Path, name: str, subject: str, n: int) -> No
         await srv.shutdown()
 
 
-async def _orphan_set_aside(trio: JsCluster3, name: str, stream: str, subject: str) -> None:
+async def _orphan_set_aside(trio: EmbeddedJsCluster, name: str, stream: str, subject: str) -> None:
     """``stream`` leaves service on server ``name`` and its files are kept in set-aside;
     its name is free in the cluster: created again, it is a new stream, empty."""
     await until(lambda: stream not in trio.streams(name))
@@ -228,7 +228,7 @@ async def test_streams_from_before_the_cluster_are_set_aside(
     a stream no other server knew."""
     monkeypatch.setattr(cluster_mod, "ORPHANS_AFTER", 0.2)
     await _standalone_stream(tmp_path / "n1", "OLD", "old.x", 3)
-    trio = JsCluster3(tmp_path)
+    trio = EmbeddedJsCluster(tmp_path)
     try:
         await trio.start_all()
         await _orphan_set_aside(trio, "n1", "OLD", "old.x")
@@ -237,7 +237,7 @@ async def test_streams_from_before_the_cluster_are_set_aside(
 
 
 async def test_a_stream_the_meta_group_does_not_know_is_set_aside_at_restart(
-    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+    trio: EmbeddedJsCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A restarted server whose store holds a stream the meta group's state does not place
     there (here: copied in while it was down) sets it aside once it is current."""

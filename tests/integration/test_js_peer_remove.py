@@ -17,7 +17,7 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import JsCluster3, take_and_ack, until
+from embedded_cluster import EmbeddedJsCluster, take_and_ack, until
 from embedded_cluster import api_request as _req
 from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
@@ -33,8 +33,8 @@ RTYPE = "io.nats.jetstream.api.v1.stream_remove_peer_response"
 
 
 @pytest.fixture
-async def quad(tmp_path: Path) -> AsyncIterator[JsCluster3]:
-    t = JsCluster3(tmp_path, size=4)
+async def quad(tmp_path: Path) -> AsyncIterator[EmbeddedJsCluster]:
+    t = EmbeddedJsCluster(tmp_path, size=4)
     try:
         await t.start_all()
         yield t
@@ -42,14 +42,14 @@ async def quad(tmp_path: Path) -> AsyncIterator[JsCluster3]:
         await t.stop_all()
 
 
-def _peers(t: JsCluster3, stream: str) -> list[str]:
+def _peers(t: EmbeddedJsCluster, stream: str) -> list[str]:
     srv = t.servers[t.leader()]
     a = srv.js_cluster.meta.stream("$G", stream)
     assert a is not None
     return list(a.peers)
 
 
-def _contents(t: JsCluster3, name: str, stream: str) -> list[tuple[int, str, bytes]]:
+def _contents(t: EmbeddedJsCluster, name: str, stream: str) -> list[tuple[int, str, bytes]]:
     js = t.servers[name].jetstream
     assert js is not None
     s = js.accounts["$G"].streams.get(stream)
@@ -64,13 +64,13 @@ def _contents(t: JsCluster3, name: str, stream: str) -> list[tuple[int, str, byt
     return out
 
 
-def _placed_on(t: JsCluster3, name: str, stream: str) -> bool:
+def _placed_on(t: EmbeddedJsCluster, name: str, stream: str) -> bool:
     """Does ``name``'s own meta state place a replica of ``stream`` on it?"""
     a = t.servers[name].js_cluster.meta.stream("$G", stream)
     return a is not None and name in a.peers
 
 
-def _voters(t: JsCluster3, stream: str) -> set[int]:
+def _voters(t: EmbeddedJsCluster, stream: str) -> set[int]:
     """The voters of the stream group's configuration, as its leader applied it."""
     lead = _leader(t, stream)
     if not lead:
@@ -96,13 +96,11 @@ def _hold_membership_walk(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     it) while the returned flag is true."""
     held = [True]
     walk = cluster_streams.next_change
-    monkeypatch.setattr(
-        cluster_streams, "next_change", lambda *a: None if held[0] else walk(*a)
-    )
+    monkeypatch.setattr(cluster_streams, "next_change", lambda *a: None if held[0] else walk(*a))
     return held
 
 
-async def _r3_with_20_messages(t: JsCluster3, nc: NATS, name: str) -> tuple[str, str, str]:
+async def _r3_with_20_messages(t: EmbeddedJsCluster, nc: NATS, name: str) -> tuple[str, str, str]:
     """An R3 stream ``name`` holding 20 messages; its leader and its two followers."""
     cfg = {"name": name, "subjects": [f"{name.lower()}.>"], "num_replicas": 3}
     assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg)
@@ -113,7 +111,7 @@ async def _r3_with_20_messages(t: JsCluster3, nc: NATS, name: str) -> tuple[str,
     return lead, b, c
 
 
-async def _moved(t: JsCluster3, stream: str, gone: str, count: int) -> list[str]:
+async def _moved(t: EmbeddedJsCluster, stream: str, gone: str, count: int) -> list[str]:
     """Wait until ``gone`` holds nothing of ``stream`` and the three replicas hold the same
     ``count`` messages, with a group of exactly those three voters; returns them."""
     await until(lambda: gone not in _peers(t, stream))  # (answered once proposed)
@@ -127,7 +125,7 @@ async def _moved(t: JsCluster3, stream: str, gone: str, count: int) -> list[str]
     return peers
 
 
-async def test_a_removed_peer_is_replaced_by_a_free_server(quad: JsCluster3) -> None:
+async def test_a_removed_peer_is_replaced_by_a_free_server(quad: EmbeddedJsCluster) -> None:
     nc = await nats.connect(quad.url("n1"))
     try:
         cfg = {"name": "P", "subjects": ["p.>"], "num_replicas": 3, "storage": "file"}
@@ -170,7 +168,7 @@ async def test_a_removed_peer_is_replaced_by_a_free_server(quad: JsCluster3) -> 
 
 
 @pytest.mark.parametrize("verb", ["REMOVE", "EVACUATE"])
-async def test_peer_remove_refusals(quad: JsCluster3, verb: str) -> None:
+async def test_peer_remove_refusals(quad: EmbeddedJsCluster, verb: str) -> None:
     """The same checks and errors for both verbs, as nats-server's jsStreamRemapPeerRequest."""
     rtype = f"io.nats.jetstream.api.v1.stream_{verb.lower()}_peer_response"
     nc = await nats.connect(quad.url("n2"))
@@ -201,11 +199,11 @@ async def test_peer_remove_refusals(quad: JsCluster3, verb: str) -> None:
         await nc.close()
 
 
-def _holders(t: JsCluster3, stream: str) -> list[str]:
+def _holders(t: EmbeddedJsCluster, stream: str) -> list[str]:
     return sorted(n for n in t.servers if stream in t.streams(n))
 
 
-async def test_scaling_a_stream_between_r1_and_r3(quad: JsCluster3) -> None:
+async def test_scaling_a_stream_between_r1_and_r3(quad: EmbeddedJsCluster) -> None:
     """An update of ``num_replicas``: R1 to R3 gives the stream's one server a group that
     two placed servers join (they copy the stream from its store), R3 to R1 keeps the first
     peer, which runs the stream unreplicated again once the others have left."""
@@ -264,7 +262,9 @@ async def test_scaling_a_stream_between_r1_and_r3(quad: JsCluster3) -> None:
         await nc.close()
 
 
-async def _system_request(t: JsCluster3, via: str, subject: str, body: Any) -> dict[str, Any]:
+async def _system_request(
+    t: EmbeddedJsCluster, via: str, subject: str, body: Any
+) -> dict[str, Any]:
     """A request in the system account, published on server ``via`` (as a system user's
     client would; the routes carry it to the meta leader), and its answer."""
     srv = t.servers[via]
@@ -287,7 +287,7 @@ async def _system_request(t: JsCluster3, via: str, subject: str, body: Any) -> d
         system.sublist.remove(sub)
 
 
-async def test_server_remove(quad: JsCluster3) -> None:
+async def test_server_remove(quad: EmbeddedJsCluster) -> None:
     """``$JS.API.SERVER.REMOVE`` takes a server out of the meta group for good: its stream
     replicas move to the free server, it is never placed on again; nats-server's refusals."""
     nc = await nats.connect(quad.url("n1"))
@@ -330,7 +330,7 @@ async def test_server_remove(quad: JsCluster3) -> None:
         await nc.close()
 
 
-async def test_stream_peer_evacuate_moves_the_replica(quad: JsCluster3) -> None:
+async def test_stream_peer_evacuate_moves_the_replica(quad: EmbeddedJsCluster) -> None:
     """``STREAM.PEER.EVACUATE``: the replica moves to the free server (natsd migrates first
     for both verbs: the newcomer catches up before the evacuated replica leaves)."""
     nc = await nats.connect(quad.url("n1"))
@@ -350,7 +350,7 @@ async def test_stream_peer_evacuate_moves_the_replica(quad: JsCluster3) -> None:
         await nc.close()
 
 
-async def test_server_evacuate(quad: JsCluster3) -> None:
+async def test_server_evacuate(quad: EmbeddedJsCluster) -> None:
     """``$JS.API.SERVER.EVACUATE`` (nats-server 2.15): the server's replicas move to free
     servers and it stays a member of the meta group, placeable again. A server holding an
     R1 stream is refused (10075) before anything moves: natsd cannot move an R1 stream."""
@@ -389,7 +389,7 @@ async def test_server_evacuate(quad: JsCluster3) -> None:
 
 
 async def test_a_removed_voter_stays_until_its_replacement_takes_over_and_can_be_put_back(
-    quad: JsCluster3, monkeypatch: pytest.MonkeyPatch
+    quad: EmbeddedJsCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A removed replica whose replacement cannot catch up (it is down) stays a voter of
     its group, its copy kept, however long that takes (``cluster/membership.py``: leaving while
@@ -437,7 +437,7 @@ async def test_two_overlapping_moves_keep_the_group_s_majority(
     seed 1044104139)."""
     monkeypatch.setattr(cluster_streams, "LEAVE_AFTER", 1.0)
     held = _hold_membership_walk(monkeypatch)
-    t = JsCluster3(tmp_path, size=5)
+    t = EmbeddedJsCluster(tmp_path, size=5)
     await t.start_all()
     nc = await nats.connect(t.url("n1"))
     try:
@@ -479,7 +479,7 @@ async def test_two_overlapping_moves_keep_the_group_s_majority(
 
 
 async def test_a_removed_voter_restarted_before_the_swap_rejoins_its_group(
-    quad: JsCluster3, monkeypatch: pytest.MonkeyPatch
+    quad: EmbeddedJsCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """R3 on {a, b, c}: c is removed, and restarts before the swap (the membership walk is
     held still, as a slow catch-up holds it). Its group still counts it, so it rejoins as

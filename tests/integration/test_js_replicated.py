@@ -18,7 +18,7 @@ import nats
 import pytest
 from embedded_cluster import (
     CLUSTER,
-    JsCluster3,
+    EmbeddedJsCluster,
     stream_with,
     take_and_ack,
     until,
@@ -37,7 +37,7 @@ from natsd.raft.state import RaftError
 pytestmark = pytest.mark.timeout(120)
 
 
-async def test_r3_stream_replicates_every_publish(trio: JsCluster3) -> None:
+async def test_r3_stream_replicates_every_publish(trio: EmbeddedJsCluster) -> None:
     nc = await nats.connect(trio.url("n2"))
     try:
         cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3, "duplicate_window": 60 * 10**9}
@@ -108,7 +108,7 @@ async def test_r3_stream_replicates_every_publish(trio: JsCluster3) -> None:
         await nc.close()
 
 
-async def test_r3_leader_loss_and_whole_cluster_restart(trio: JsCluster3) -> None:
+async def test_r3_leader_loss_and_whole_cluster_restart(trio: EmbeddedJsCluster) -> None:
     cfg = {"name": "F", "subjects": ["f.>"], "num_replicas": 3, "storage": "file"}
     nc = await nats.connect(trio.url("n1"))
     try:
@@ -155,7 +155,7 @@ async def test_r3_leader_loss_and_whole_cluster_restart(trio: JsCluster3) -> Non
     assert ref == _contents(trio, "n2", "F") == _contents(trio, "n3", "F")
 
 
-async def test_r3_stream_delete_and_stepdown(trio: JsCluster3) -> None:
+async def test_r3_stream_delete_and_stepdown(trio: EmbeddedJsCluster) -> None:
     nc = await nats.connect(trio.url("n3"))
     try:
         cfg = {"name": "D", "subjects": ["d.>"], "num_replicas": 3}
@@ -187,7 +187,7 @@ async def test_r3_stream_delete_and_stepdown(trio: JsCluster3) -> None:
         await nc.close()
 
 
-def _asflr(trio: JsCluster3, name: str, stream: str, consumer: str) -> int:
+def _asflr(trio: EmbeddedJsCluster, name: str, stream: str, consumer: str) -> int:
     js = trio.servers[name].jetstream
     assert js is not None
     c = js.accounts["$G"].streams[stream].consumers.get(consumer)
@@ -195,7 +195,7 @@ def _asflr(trio: JsCluster3, name: str, stream: str, consumer: str) -> int:
 
 
 async def test_r3_log_is_compacted_past_an_away_replica_which_catches_up_from_the_store(
-    trio: JsCluster3,
+    trio: EmbeddedJsCluster,
 ) -> None:
     """Design-clustering §4.6: the leader keeps its log short even while a replica is away;
     back, the replica gets a snapshot and copies what it stands for from the leader's store
@@ -280,7 +280,7 @@ async def _retry(fn: Any, within: float = 15.0) -> Any:
             await asyncio.sleep(0.1)
 
 
-async def test_kv_and_object_store_on_r3_buckets(trio: JsCluster3) -> None:
+async def test_kv_and_object_store_on_r3_buckets(trio: EmbeddedJsCluster) -> None:
     """nats-py's KV and Object Store, unchanged, on R3 buckets: writes replicated, reads and
     watchers served by the leader (watchers are ephemeral ordered consumers), and the
     bucket usable again through a new leader after the old one stops."""
@@ -330,7 +330,7 @@ async def test_kv_and_object_store_on_r3_buckets(trio: JsCluster3) -> None:
         await nc.close()
 
 
-async def test_r3_purge_is_not_replayed_over_later_messages(trio: JsCluster3) -> None:
+async def test_r3_purge_is_not_replayed_over_later_messages(trio: EmbeddedJsCluster) -> None:
     """A restart applies the log after the last compaction again: a purge in it must not
     remove the messages stored after it (every replica keeps 6 and 7)."""
     cfg = {"name": "P", "subjects": ["p.>"], "num_replicas": 3, "storage": "file"}
@@ -358,7 +358,7 @@ async def test_catch_up_larger_than_the_client_max_payload(tmp_path: Path) -> No
     """A replica that was away is caught up by appends far larger than the clients'
     ``max_payload``: routes do not apply the clients' limit (nats-server's have none), or
     every catch-up frame would close the route with 'maximum payload exceeded'."""
-    t = JsCluster3(tmp_path, max_payload=4096)
+    t = EmbeddedJsCluster(tmp_path, max_payload=4096)
     await t.start_all()
     try:
         cfg = {"name": "B", "subjects": ["b"], "num_replicas": 3, "storage": "file"}
@@ -383,7 +383,7 @@ async def test_catch_up_larger_than_the_client_max_payload(tmp_path: Path) -> No
         await t.stop_all()
 
 
-async def test_leaderless_r3_stream_info_answered_by_its_replica(trio: JsCluster3) -> None:
+async def test_leaderless_r3_stream_info_answered_by_its_replica(trio: EmbeddedJsCluster) -> None:
     """Two of three servers gone: the stream has no leader, and its remaining replica
     answers STREAM.INFO from its own store, with no leader in the cluster block and every
     peer listed (nats-server's isGroupLeaderless), instead of leaving it unanswered."""
@@ -418,7 +418,7 @@ async def test_leaderless_r3_stream_info_answered_by_its_replica(trio: JsCluster
         await nc.close()
 
 
-async def test_replicated_purge_counted_and_audited_once(trio: JsCluster3) -> None:
+async def test_replicated_purge_counted_and_audited_once(trio: EmbeddedJsCluster) -> None:
     """Every replica runs a purge through the group, but it was one client request: only
     the replica that proposed it counts it in the API stats and sends its audit advisory."""
     cfg = {"name": "P", "subjects": ["p"], "num_replicas": 3, "storage": "file"}
@@ -456,7 +456,9 @@ _HANDED_OVER = 0.8
 
 
 @pytest.mark.parametrize("how", ["shutdown", "lame_duck"])
-async def test_a_stopping_server_hands_its_leaderships_over(trio: JsCluster3, how: str) -> None:
+async def test_a_stopping_server_hands_its_leaderships_over(
+    trio: EmbeddedJsCluster, how: str
+) -> None:
     """As nats-server's lame duck mode (transferRaftLeaders), and on shutdown too: a server
     that leads a stream's group and the meta group moves both to a live member before it
     stops, so the others lead at once instead of after an election timeout."""
@@ -497,7 +499,7 @@ async def test_a_stopping_server_hands_its_leaderships_over(trio: JsCluster3, ho
         await nc.close()
 
 
-async def _stepdown_under_load(trio: JsCluster3, rnd: int) -> list[int]:
+async def _stepdown_under_load(trio: EmbeddedJsCluster, rnd: int) -> list[int]:
     """One stepdown of T's leader while eight publishers on the leader's own server keep
     publishing (each publish in flight at the transfer meets the old leader); returns the
     sequences acknowledged, asserting none timed out."""
@@ -544,7 +546,7 @@ async def _stepdown_under_load(trio: JsCluster3, rnd: int) -> list[int]:
 
 
 async def test_publishes_during_a_leadership_transfer_are_answered_at_once(
-    trio: JsCluster3,
+    trio: EmbeddedJsCluster,
 ) -> None:
     """A stepdown hands the stream's leadership over while clients keep publishing
     through the old leader's server: every publish gets its PubAck within 0.4 s (the old
@@ -562,14 +564,14 @@ async def test_publishes_during_a_leadership_transfer_are_answered_at_once(
     for rnd in range(3):
         acked += await _stepdown_under_load(trio, rnd)
     assert sorted(acked) == list(range(1, len(acked) + 1))  # each once, none missing
-    passed = sum(s.js_cluster.stream_groups.hand_over.passed for s in trio.servers.values())
+    passed = sum(s.js_cluster.stream_groups.relay.passed for s in trio.servers.values())
     assert passed > 0  # the transfers did meet publishes
     await until(lambda: all(len(_contents(trio, n, "T")) == len(acked) for n in trio.names))
     ref = _contents(trio, "n1", "T")
     assert ref == _contents(trio, "n2", "T") == _contents(trio, "n3", "T")
 
 
-async def test_r3_stream_update_applies_on_every_replica(trio: JsCluster3) -> None:
+async def test_r3_stream_update_applies_on_every_replica(trio: EmbeddedJsCluster) -> None:
     """A config update of a replicated stream reaches every replica (each applies the meta
     group's update with more than one replica allowed) and its new limit holds on all."""
     nc = await nats.connect(trio.url("n2"))
@@ -599,7 +601,7 @@ async def test_r3_stream_update_applies_on_every_replica(trio: JsCluster3) -> No
         await nc.close()
 
 
-async def test_memory_r3_replica_refills_its_store_after_a_restart(trio: JsCluster3) -> None:
+async def test_memory_r3_replica_refills_its_store_after_a_restart(trio: EmbeddedJsCluster) -> None:
     """A memory stream's replica comes back from a restart with an empty store and a log
     compacted past most of the messages: it fetches what its snapshot stands for from the
     other replicas before it applies its log again (CatchUp.repair), so it ends identical,
@@ -629,13 +631,13 @@ async def test_memory_r3_replica_refills_its_store_after_a_restart(trio: JsClust
     assert len(_contents(trio, away, "M")) == 105
 
 
-async def test_a_follower_never_forwards_a_stream_proposal(trio: JsCluster3) -> None:
+async def test_a_follower_never_forwards_a_stream_proposal(trio: EmbeddedJsCluster) -> None:
     """A stream entry carries the sequence its leader gave it, so a replica that has just
     lost leadership must not pass its queued proposals on to the new leader (Raft's
     proposal forwarding): they would commit with sequences the new leader gives out again,
     and a retried message id would be stored twice (the fault soak caught that). The
     follower refuses them (ErrProposalDropped); the stream passes the publishes on itself
-    (cluster/handover.py)."""
+    (cluster/relay.py)."""
     nc = await nats.connect(trio.url("n1"))
     try:
         cfg = {"name": "F", "subjects": ["f.>"], "num_replicas": 3}
@@ -655,7 +657,7 @@ async def test_a_follower_never_forwards_a_stream_proposal(trio: JsCluster3) -> 
 
 
 async def test_a_leader_out_of_touch_with_its_group_stops_serving_within_its_lease(
-    trio: JsCluster3,
+    trio: EmbeddedJsCluster,
 ) -> None:
     """A leader cut off from its group believes it leads until its check-quorum runs, one
     to two election timeouts later; meanwhile another leader may be elected and see acks
@@ -690,7 +692,7 @@ async def test_a_leader_out_of_touch_with_its_group_stops_serving_within_its_lea
 
 
 async def test_the_wal_stays_bounded_beside_quiet_groups(
-    trio: JsCluster3, monkeypatch: pytest.MonkeyPatch
+    trio: EmbeddedJsCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One WAL holds every group of a node, and a segment goes only once no group needs
     it: the meta group and an idle stream, a few entries each above their compaction
@@ -741,7 +743,7 @@ async def test_the_wal_stays_bounded_beside_quiet_groups(
         assert _contents(trio, victim, name) == _contents(trio, lead, name)
 
 
-async def test_no_puback_before_a_majority_holds_the_message(trio: JsCluster3) -> None:
+async def test_no_puback_before_a_majority_holds_the_message(trio: EmbeddedJsCluster) -> None:
     """A PubAck says the message is in the node logs of a majority: a leader whose Raft
     frames reach no follower proposes a publish it is sent (it still holds its lease) but
     never answers it. ``make mutants`` plants a leader that answers at propose time."""
@@ -766,7 +768,7 @@ async def test_no_puback_before_a_majority_holds_the_message(trio: JsCluster3) -
 
 
 async def test_a_new_leader_knows_the_message_ids_it_applied_as_a_follower(
-    trio: JsCluster3,
+    trio: EmbeddedJsCluster,
 ) -> None:
     """Every replica keeps the Nats-Msg-Id window of the entries it applies, so a publish
     retried after the leader changed is answered as a duplicate by the new leader, not

@@ -15,7 +15,7 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import JsCluster3, until
+from embedded_cluster import EmbeddedJsCluster, until
 from embedded_cluster import api_request as _req
 from embedded_cluster import replica_leader as _leader
 from nats.aio.client import Client as NATS
@@ -33,7 +33,7 @@ DURABLE = {
 }
 
 
-def _consumer(trio: JsCluster3, server: str, stream: str, name: str) -> Consumer | None:
+def _consumer(trio: EmbeddedJsCluster, server: str, stream: str, name: str) -> Consumer | None:
     js = trio.servers[server].jetstream
     s = js.accounts["$G"].streams.get(stream) if js is not None else None
     c = s.consumers.get(name) if s is not None else None
@@ -81,7 +81,7 @@ async def _fetch(nc: NATS, batch: int, expires: float = 1.0) -> list[Any]:
 
 
 async def test_durable_consumer_on_every_replica_and_through_leader_loss(
-    trio: JsCluster3,
+    trio: EmbeddedJsCluster,
 ) -> None:
     nc = await nats.connect(trio.url("n1"))
     try:
@@ -147,7 +147,7 @@ async def test_durable_consumer_on_every_replica_and_through_leader_loss(
     )
 
 
-async def test_durable_consumer_survives_whole_cluster_restart(trio: JsCluster3) -> None:
+async def test_durable_consumer_survives_whole_cluster_restart(trio: EmbeddedJsCluster) -> None:
     nc = await nats.connect(trio.url("n2"))
     try:
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
@@ -176,7 +176,7 @@ async def test_durable_consumer_survives_whole_cluster_restart(trio: JsCluster3)
         await nc.close()
 
 
-async def test_durable_consumer_update_delete_and_refusals(trio: JsCluster3) -> None:
+async def test_durable_consumer_update_delete_and_refusals(trio: EmbeddedJsCluster) -> None:
     nc = await nats.connect(trio.url("n3"))
     try:
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
@@ -247,7 +247,9 @@ async def test_durable_consumer_update_delete_and_refusals(trio: JsCluster3) -> 
         await nc.close()
 
 
-async def test_deleted_durable_consumer_stays_deleted_after_restart(trio: JsCluster3) -> None:
+async def test_deleted_durable_consumer_stays_deleted_after_restart(
+    trio: EmbeddedJsCluster,
+) -> None:
     """The log replays the consumer's creation after a restart; its delete replays too, even
     with messages stored after it (which makes a purge's replay a no-op)."""
     nc = await nats.connect(trio.url("n1"))
@@ -275,7 +277,7 @@ async def test_deleted_durable_consumer_stays_deleted_after_restart(trio: JsClus
         await nc.close()
 
 
-async def test_durable_push_consumer_through_leader_loss(trio: JsCluster3) -> None:
+async def test_durable_push_consumer_through_leader_loss(trio: EmbeddedJsCluster) -> None:
     """A push consumer's deliveries resume on the new leader, from the committed state."""
     nc = await nats.connect(trio.url("n1"))
     got: list[int] = []
@@ -329,7 +331,7 @@ async def test_durable_push_consumer_through_leader_loss(trio: JsCluster3) -> No
         await sub_nc.close()
 
 
-def _seqs(trio: JsCluster3, server: str, stream: str) -> list[int]:
+def _seqs(trio: EmbeddedJsCluster, server: str, stream: str) -> list[int]:
     js = trio.servers[server].jetstream
     assert js is not None
     store = js.accounts["$G"].streams[stream].store
@@ -337,7 +339,7 @@ def _seqs(trio: JsCluster3, server: str, stream: str) -> list[int]:
     return [s for s in range(st.first_seq, st.last_seq + 1) if store.load_msg(s) is not None]
 
 
-async def test_workqueue_and_interest_retention_on_every_replica(trio: JsCluster3) -> None:
+async def test_workqueue_and_interest_retention_on_every_replica(trio: EmbeddedJsCluster) -> None:
     """An acknowledged message leaves a workqueue stream, and an interest stream once every
     consumer acknowledged it, on every replica: the removal follows the committed consumer
     state, so all stores stay identical."""
@@ -390,7 +392,7 @@ async def test_workqueue_and_interest_retention_on_every_replica(trio: JsCluster
         await nc.close()
 
 
-async def test_uncommitted_consumer_leaves_nothing_behind(trio: JsCluster3) -> None:
+async def test_uncommitted_consumer_leaves_nothing_behind(trio: EmbeddedJsCluster) -> None:
     """A create the group never commits (its leader lost the proposal) is not answered and
     leaves nothing on any disk: the consumer cannot come back after a restart on one
     replica only, holding interest there."""
@@ -419,7 +421,7 @@ async def test_uncommitted_consumer_leaves_nothing_behind(trio: JsCluster3) -> N
     assert all(_consumer(trio, n, "C", "D") is None for n in trio.names)
 
 
-async def test_damaged_consumer_entries_are_refused_not_raised(trio: JsCluster3) -> None:
+async def test_damaged_consumer_entries_are_refused_not_raised(trio: EmbeddedJsCluster) -> None:
     """A consumer entry that does not parse is an EntryError (logged, the log goes on),
     whatever is wrong inside it."""
     nc = await nats.connect(trio.url("n1"))
@@ -446,7 +448,7 @@ async def test_damaged_consumer_entries_are_refused_not_raised(trio: JsCluster3)
     assert _consumer(trio, "n2", "C", "D") is None
 
 
-async def _with_durable(trio: JsCluster3, nc: NATS, n: int) -> str:
+async def _with_durable(trio: EmbeddedJsCluster, nc: NATS, n: int) -> str:
     """Stream C with ``n`` messages and durable D; returns the stream's leader."""
     assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.C", STREAM)
     await until(lambda: _leader(trio, "C") != "")
@@ -475,7 +477,7 @@ async def _take_all(nc: NATS, seqs: set[int], within: float = 20) -> list[int]:
 
 
 async def test_a_leader_whose_proposal_is_dropped_holds_its_consumers_passive(
-    trio: JsCluster3,
+    trio: EmbeddedJsCluster,
 ) -> None:
     """A leader whose proposal the engine drops (here: during a leadership transfer) stops
     leading the way a lost election does: its consumers are held passive, and take every
@@ -523,7 +525,7 @@ async def test_a_leader_whose_proposal_is_dropped_holds_its_consumers_passive(
 
 
 async def test_a_consumer_found_running_at_activation_restarts_from_committed_state(
-    trio: JsCluster3,
+    trio: EmbeddedJsCluster,
 ) -> None:
     """The guard behind the test above: a replica that comes to lead and finds a consumer
     already running does not trust it (it may have missed committed states), and runs it

@@ -24,7 +24,7 @@ import nats
 import nats.errors
 import nats.js.errors as jse
 import pytest
-from embedded_cluster import EDGE, JsCluster3
+from embedded_cluster import EDGE, EmbeddedJsCluster
 from nats.aio.client import Client as NATS
 from nats.js.api import (
     AckPolicy,
@@ -56,7 +56,7 @@ async def js_url(
     a fourth server without JetStream, so every bucket lives on another server (issue 18)."""
     store = os.path.join(tmp_dir, "jetstream")
     if request.param == "cluster":
-        cluster = JsCluster3(Path(store), edge=True)
+        cluster = EmbeddedJsCluster(Path(store), edge=True)
         try:
             await cluster.start_all()
             yield cluster.url(EDGE)

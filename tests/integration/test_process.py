@@ -6,8 +6,9 @@ import asyncio
 import signal
 
 import pytest
+from ports import free_port
 
-from .conftest import RawClient, free_port, wait_for
+from .conftest import RawClient, wait_for
 
 
 async def test_client_reconnects_after_kill_and_restart(spawn, connect) -> None:

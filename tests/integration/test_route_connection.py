@@ -19,7 +19,8 @@ from typing import Any
 import nats
 import pytest
 from components import require_nats_server
-from differential.harness import HOST, ServerProcess, free_port, start_server, write_config
+from differential.harness import HOST, ServerProcess, start_server, write_config
+from ports import free_port
 
 from natsd.connection.flusher import Flusher
 from natsd.connection.route import RouteCloseReason, RouteConnection, RouteSettings

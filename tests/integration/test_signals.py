@@ -23,6 +23,7 @@ import nats
 import pytest
 from components import require_nats_server
 from nats.aio.client import Client as NATS
+from ports import free_port
 
 KINDS = ["natsd", "nats-server"]
 RELOADED = "Reloaded server configuration"
@@ -35,12 +36,6 @@ def _command(kind: str) -> list[str]:
     return [require_nats_server()]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Proc:
     """A server started with ``-c <file>``; its port is in the file, not on the command
     line (command-line flags override the file on reload, in both servers)."""
@@ -48,7 +43,7 @@ class Proc:
     def __init__(self, kind: str, directory: Path, config: str, *args: str) -> None:
         self.kind = kind
         self.dir = directory
-        self.port = _free_port()
+        self.port = free_port()
         self.conf = directory / "server.conf"
         self.write(config)
         self.stderr = directory / "stderr.log"
@@ -306,7 +301,7 @@ async def test_refused_reload_keeps_the_old_configuration(kind: str, server: Any
     a = await Client().connect(srv.url, "a")
     try:
         # The port cannot change at run time; nothing else in the file is applied either.
-        other = _free_port()
+        other = free_port()
         after = "authorization { users = [ {user: z, password: pw} ] }\nmax_payload: 2000\n"
         lines = await srv.reload(after, port=other)
         refused = [ln for ln in lines.splitlines() if FAILED in ln]
@@ -456,7 +451,7 @@ async def test_flags_still_win_after_reload(kind: str, server: Any) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_reload_without_a_configuration_file(kind: str, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     stderr = tmp_path / "stderr.log"
     with open(stderr, "wb") as out:
         proc = subprocess.Popen(

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from embedded_cluster import free_port_run
 from nats.aio.client import Client as NATS
+from ports import free_port, free_port_run
 
-from .conftest import ServerProcess, free_port, http_get, only_natsd, wait_for
+from .conftest import ServerProcess, http_get, only_natsd, wait_for
 
 pytestmark = only_natsd
 

@@ -30,7 +30,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -44,6 +43,7 @@ import nats
 import pytest
 from nats.js.api import StorageType
 from nats.js.errors import NotFoundError
+from ports import free_port
 
 NATSD = [sys.executable, "-m", "natsd"]
 STREAM = "CRASH"
@@ -106,12 +106,6 @@ def check_payload(data: bytes) -> str | None:
 
 
 # ----------------------------------------------------------------------------- process
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class NatsdProcess:
     """natsd as a child process with its stderr in a log file; one instance per start."""
 
@@ -176,7 +170,7 @@ class NatsdProcess:
 
 
 @dataclass
-class Cluster:
+class RestartedServer:
     """One store dir and port, restarted as many times as a test likes."""
 
     store: Path
@@ -191,8 +185,8 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path / "store", free_port(), tmp_path / "natsd.log")
+def restarted(tmp_path: Path) -> Iterator[RestartedServer]:
+    c = RestartedServer(tmp_path / "store", free_port(), tmp_path / "natsd.log")
     try:
         yield c
     finally:
@@ -419,11 +413,13 @@ async def publish_more(srv: NatsdProcess, acked: Acked, pid: int, n: int) -> Non
 
 
 # ----------------------------------------------------------------------------- kill -9
-async def run_crash_cycles(cluster: Cluster, cycles: int, seed: int, full_every: int) -> None:
+async def run_crash_cycles(
+    restarted: RestartedServer, cycles: int, seed: int, full_every: int
+) -> None:
     print(f"crash cycles: seed={seed}")  # shown by pytest when the test fails
     rng = random.Random(seed)
     acked = Acked()
-    srv = await cluster.start()
+    srv = await restarted.start()
     await create_stream(srv)
     total_unacked_present = 0
     for cycle in range(cycles):
@@ -431,7 +427,7 @@ async def run_crash_cycles(cluster: Cluster, cycles: int, seed: int, full_every:
         pids = [cycle * 100 + i for i in range(rng.randint(4, 8))]
         got = await flood_and_kill(srv, acked, pids, rng, min_acks=rng.randint(20, 400))
         assert got > 0
-        srv = await cluster.start()
+        srv = await restarted.start()
         # Every cycle checks what it published; every full_every-th cycle (and the last)
         # re-reads the whole stream, so early messages are also checked after later crashes.
         full = (cycle + 1) % full_every == 0 or cycle == cycles - 1
@@ -446,20 +442,20 @@ async def run_crash_cycles(cluster: Cluster, cycles: int, seed: int, full_every:
     await verify(srv, acked)
     srv.stop()
     # A clean restart after all that still has everything.
-    srv = await cluster.start()
+    srv = await restarted.start()
     await verify(srv, acked)
     srv.stop()
 
 
 @pytest.mark.timeout(60)
-async def test_kill9_mid_flood_keeps_every_acked_message(cluster: Cluster) -> None:
-    await run_crash_cycles(cluster, cycles=3, seed=random.randrange(1 << 30), full_every=1)
+async def test_kill9_mid_flood_keeps_every_acked_message(restarted: RestartedServer) -> None:
+    await run_crash_cycles(restarted, cycles=3, seed=random.randrange(1 << 30), full_every=1)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-async def test_kill9_mid_flood_30_cycles(cluster: Cluster) -> None:
-    await run_crash_cycles(cluster, cycles=30, seed=random.randrange(1 << 30), full_every=5)
+async def test_kill9_mid_flood_30_cycles(restarted: RestartedServer) -> None:
+    await run_crash_cycles(restarted, cycles=30, seed=random.randrange(1 << 30), full_every=5)
 
 
 # ----------------------------------------------------------------------------- damaged blocks
@@ -478,7 +474,7 @@ class Template:
 
 
 async def _fill_template(root: Path) -> Template:
-    c = Cluster(root / "store", free_port(), root / "natsd.log")
+    c = RestartedServer(root / "store", free_port(), root / "natsd.log")
     try:
         srv = await c.start()
         await create_stream(srv)
@@ -520,13 +516,13 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
         return ex.submit(asyncio.run, _fill_template(root)).result()
 
 
-async def _damaged_copy(template: Template, cluster: Cluster, how: str) -> list[Path]:
+async def _damaged_copy(template: Template, restarted: RestartedServer, how: str) -> list[Path]:
     """Copy the template store for this test; "sigkill" also leaves it as a crash would
     (started once and killed: no clean-shutdown state). Returns the block files."""
-    shutil.copytree(template.store, cluster.store)
+    shutil.copytree(template.store, restarted.store)
     if how == "sigkill":
-        (await cluster.start()).kill9()
-    blocks = block_files(cluster.store)
+        (await restarted.start()).kill9()
+    blocks = block_files(restarted.store)
     assert len(blocks) >= 2, f"expected several blocks, got {blocks}"
     return blocks
 
@@ -538,10 +534,10 @@ def _reported_in_log(log: str, seq: int) -> bool:
 
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 async def test_flipped_byte_loses_exactly_one_message(
-    template: Template, cluster: Cluster, how: str
+    template: Template, restarted: RestartedServer, how: str
 ) -> None:
     n, by_seq = template.n, template.acked.by_seq()
-    blocks = await _damaged_copy(template, cluster, how)
+    blocks = await _damaged_copy(template, restarted, how)
     target = max(blocks, key=lambda p: p.stat().st_size)
     size = target.stat().st_size
     with open(target, "r+b") as f:
@@ -550,7 +546,7 @@ async def test_flipped_byte_loses_exactly_one_message(
         f.seek(size // 2)
         f.write(bytes([b[0] ^ 0xFF]))
 
-    srv = await cluster.start()
+    srv = await restarted.start()
     async with connect(srv.url) as nc:
         js = nc.jetstream()
         si = await js.stream_info(STREAM)
@@ -580,16 +576,16 @@ async def test_flipped_byte_loses_exactly_one_message(
 @pytest.mark.parametrize("cut", [7, 3000])
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 async def test_truncated_last_block_keeps_earlier_messages(
-    template: Template, cluster: Cluster, how: str, cut: int
+    template: Template, restarted: RestartedServer, how: str, cut: int
 ) -> None:
     n, by_seq = template.n, template.acked.by_seq()
-    blocks = await _damaged_copy(template, cluster, how)
+    blocks = await _damaged_copy(template, restarted, how)
     last = blocks[-1]
     size = last.stat().st_size
     assert size > cut
     os.truncate(last, size - cut)
 
-    srv = await cluster.start()
+    srv = await restarted.start()
     async with connect(srv.url) as nc:
         js = nc.jetstream()
         si = await js.stream_info(STREAM)
@@ -617,14 +613,14 @@ async def test_truncated_last_block_keeps_earlier_messages(
 
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 async def test_truncated_earlier_block_reports_every_lost_message(
-    template: Template, cluster: Cluster, how: str
+    template: Template, restarted: RestartedServer, how: str
 ) -> None:
     n, by_seq = template.n, template.acked.by_seq()
-    blocks = await _damaged_copy(template, cluster, how)
+    blocks = await _damaged_copy(template, restarted, how)
     first = blocks[0]
     os.truncate(first, first.stat().st_size - 5000)
 
-    srv = await cluster.start()
+    srv = await restarted.start()
     async with connect(srv.url) as nc:
         js = nc.jetstream()
         si = await js.stream_info(STREAM)

@@ -23,8 +23,9 @@ from typing import Any
 
 import nats
 import pytest
+from ports import free_port
 
-from .test_crash import NatsdProcess, free_port
+from .test_crash import NatsdProcess
 
 pytestmark = pytest.mark.timeout(60)
 

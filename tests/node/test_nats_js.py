@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from components import require_nats_server, require_node_modules
+from ports import free_port
 
 import natsd
 
@@ -46,9 +47,7 @@ def node_modules() -> Path:
     return require_node_modules()
 
 
-async def run_node_script(
-    script: Path, url: str, timeout: float = NODE_TIMEOUT
-) -> tuple[int, str]:
+async def run_node_script(script: Path, url: str, timeout: float = NODE_TIMEOUT) -> tuple[int, str]:
     """Run ``node <script> <url>`` here; (exit status, output), -1 when it timed out."""
     proc = await asyncio.create_subprocess_exec(
         "node",
@@ -88,16 +87,10 @@ async def test_nats_js_streams_natsd(node_modules: Path, tmp_path: Path) -> None
 # ------------------------------------------------------------------ reference server
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def nats_server(tmp_path: Path) -> Iterator[str]:
     binary = require_nats_server()
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "nats-server.log"
     with open(log, "wb") as logf:
         proc = subprocess.Popen(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from components import require_node_modules
-from embedded_cluster import EDGE, JsCluster3
+from embedded_cluster import EDGE, EmbeddedJsCluster
 
 from .test_nats_js import HERE, NODE_TIMEOUT, node_modules, run_node_script  # noqa: F401
 
@@ -34,7 +34,7 @@ async def test_nats_js_scripts_on_a_cluster(
 ) -> None:
     if script in ("kv_os_v3", "r3"):
         require_node_modules("@nats-io/kv", "@nats-io/obj", "@nats-io/transport-node")
-    cluster = JsCluster3(tmp_path, edge=True)
+    cluster = EmbeddedJsCluster(tmp_path, edge=True)
     try:
         await cluster.start_all()
         rc, out = await run_node_script(SCRIPTS[script], cluster.url(EDGE), NODE_TIMEOUT)

@@ -1,7 +1,8 @@
-"""Where the Raft conformance scripts are: $NATSD_RAFT_SCRIPTS, else the project's shared
-folder ``shared/raft-conformance``, found in the nearest ancestor of the repository that has
-it (``/work/main/../shared`` for the main checkout, and the same folder for a worktree under
-``/work/wt/*``, whose parent has no ``shared``).
+"""The Raft conformance scripts (etcd-io/raft's datadriven files) are a reference component:
+``components.raft_scripts_dir()`` says where (``$NATSD_RAFT_SCRIPTS``, else
+``../shared/raft-conformance`` relative to the repository root, nothing else). When a
+module's ``SCRIPT_SUBDIR`` has no scripts there, its script test fails under CI=true and
+skips elsewhere (``components.missing``); the other tests of the module still run.
 
 Under NATSD_EXPECT_COMPILED the engine's modules must be the mypyc-compiled ones."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import components
 import pytest
 from datadriven import script_files
 
@@ -33,38 +35,36 @@ import natsd.raft.storage
 import natsd.raft.tracker
 import natsd.raft.types
 
-REPO = Path(__file__).resolve().parents[2]
-MACHINE_SHARED = Path("/work/shared/raft-conformance")
-
-
-def scripts_dir() -> Path:
-    env = os.environ.get("NATSD_RAFT_SCRIPTS")
-    if env:
-        return Path(env)
-    for parent in REPO.parents:
-        candidate = parent / "shared" / "raft-conformance"
-        if candidate.is_dir():
-            return candidate
-    # A clone elsewhere on this machine (CI clones main into a fresh directory).
-    if MACHINE_SHARED.is_dir():
-        return MACHINE_SHARED
-    # Where it would be for the main checkout; the tests then fail saying it is missing.
-    return REPO.parent / "shared" / "raft-conformance"
-
-
-SCRIPTS = scripts_dir()
+SCRIPTS = components.raft_scripts_dir()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test taking ``script`` runs once per file of its module's ``SCRIPT_SUBDIR`` (one
-    pytest item per script, named after it, as datadriven.Walk names its subtests)."""
+    pytest item per script, named after it, as datadriven.Walk names its subtests). Without
+    scripts it runs once, as ``scripts-missing``, and the ``script`` fixture fails or skips."""
     if "script" not in metafunc.fixturenames:
         return
     sub = getattr(metafunc.module, "SCRIPT_SUBDIR")  # noqa: B009 (a module constant)
-    files = script_files(SCRIPTS / sub)
-    if not files:
-        raise FileNotFoundError(f"no scripts in {SCRIPTS / sub}")
-    metafunc.parametrize("script", files, ids=[p.stem for p in files])
+    directory = SCRIPTS / sub
+    files = script_files(directory) if directory.is_dir() else []
+    if files:
+        metafunc.parametrize("script", files, ids=[p.stem for p in files], indirect=True)
+    else:
+        metafunc.parametrize("script", [directory], ids=["scripts-missing"], indirect=True)
+
+
+@pytest.fixture
+def script(request: pytest.FixtureRequest) -> Path:
+    """A script file; for the ``scripts-missing`` placeholder (its directory), fail under
+    CI=true and skip elsewhere."""
+    path: Path = request.param
+    if not path.is_file():
+        components.missing(
+            "Raft conformance scripts",
+            f"no scripts in {path} (put etcd-io/raft's scripts in ../shared/raft-conformance "
+            "beside the repository, or set NATSD_RAFT_SCRIPTS)",
+        )
+    return path
 
 
 if os.environ.get("NATSD_EXPECT_COMPILED"):

@@ -26,9 +26,9 @@ final newline. A directive runs through a handler that returns the actual output
 mismatch fails with a unified diff, as ``go test`` does.
 
 ``NATSD_RAFT_REWRITE=1`` is the rewrite mode (datadriven's ``-rewrite``): every directive
-runs, the file is rewritten with the actual outputs into a copy under
-``/tmp/natsd-raft-rewrite/``, and the unified diff between the script and that copy is
-printed; the test still fails if they differ.
+runs, the file is rewritten with the actual outputs into a copy under ``natsd-raft-rewrite/``
+in the temporary directory (``tempfile.gettempdir()``, /tmp on Linux), and the unified diff
+between the script and that copy is printed; the test still fails if they differ.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ import difflib
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-REWRITE_DIR = Path("/tmp/natsd-raft-rewrite")
+REWRITE_DIR = Path(tempfile.gettempdir()) / "natsd-raft-rewrite"
 
 
 class DataDrivenError(Exception):
@@ -398,8 +399,9 @@ def run_text(
 
 def run_test(path: Path, f: Callable[[TestData], str]) -> int:
     """RunTest on a file. In rewrite mode (NATSD_RAFT_REWRITE=1) every directive runs, the
-    rewritten file goes under /tmp/natsd-raft-rewrite, and its diff against the script is
-    printed (and fails the test). Returns the number of directives run."""
+    rewritten file goes under REWRITE_DIR (natsd-raft-rewrite in the temporary directory), and
+    its diff against the script is printed (and fails the test). Returns the number of
+    directives run."""
     text = path.read_text()
     rewrite = rewrite_mode()
     n, new = run_text(str(path), text, f, rewrite=rewrite)

@@ -25,8 +25,8 @@ SEEDS = 300
 BATCHES = 10
 SOAK_SEEDS = 3000
 SOAK_BATCHES = 30
-# Seeds found to break the engine (see /work/wt/notes/sim17-engine-bugs.md): excluded from
-# the default run, each replayed by its own test_found_bug_seed_<n>.
+# Seeds found to break the engine (the sim17-engine-bugs notes, not in the repository):
+# excluded from the default run, each replayed by its own test_found_bug_seed_<n>.
 KNOWN_BAD: frozenset[int] = frozenset()
 
 

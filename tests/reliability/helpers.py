@@ -12,7 +12,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,12 +22,6 @@ from nats.aio.client import Client as NATS
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTEN_RE = re.compile(r"Listening for client connections on (\S+):(\d+)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServerProc:

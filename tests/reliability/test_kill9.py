@@ -36,9 +36,10 @@ import nats.js.errors
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
+from ports import free_port
 
 from .checker import History, Outcome, check, drain, make_payload, msg_id, random_size
-from .helpers import ServerProc, close_quietly, connect, free_port
+from .helpers import ServerProc, close_quietly, connect
 
 STREAM = "REL"
 CONSUMER = "C"

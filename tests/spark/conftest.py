@@ -23,6 +23,7 @@ import nats
 import pytest
 from components import require_java, require_module, require_nats_server
 from nats.aio.client import Client
+from ports import free_port
 
 # Here, not in each test module: this conftest is imported before any module of tests/spark.
 require_module("pyspark")
@@ -34,12 +35,6 @@ from natsd_spark import JetStreamDataSource  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServerProc:
@@ -98,8 +93,9 @@ def make_stream(url: str, name: str, subjects: list[str], **cfg: Any) -> None:
             await js.delete_stream(name)
         except Exception:
             pass
-        await js.add_stream(name=name, subjects=subjects, allow_direct=cfg.pop("allow_direct",
-                                                                             True), **cfg)
+        await js.add_stream(
+            name=name, subjects=subjects, allow_direct=cfg.pop("allow_direct", True), **cfg
+        )
 
     run_js(url, go)
 
@@ -151,7 +147,8 @@ def go_server() -> Iterator[ServerProc]:
 
 # The same tests against the reference server are marked slow (``-m "not slow"`` skips them).
 @pytest.fixture(
-    scope="module", params=["natsd", pytest.param("nats-server", marks=pytest.mark.slow)])
+    scope="module", params=["natsd", pytest.param("nats-server", marks=pytest.mark.slow)]
+)
 def server(request: pytest.FixtureRequest) -> ServerProc:
     name = "natsd_server" if request.param == "natsd" else "go_server"
     srv: ServerProc = request.getfixturevalue(name)

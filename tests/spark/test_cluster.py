@@ -25,12 +25,13 @@ from pathlib import Path
 import pyspark
 import pytest
 from components import require_java
+from ports import free_port
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from natsd_spark import JetStreamDataSource
 
-from .conftest import ServerProc, fetch_all, free_port, make_stream, publish
+from .conftest import ServerProc, fetch_all, make_stream, publish
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 
 
-class Cluster:
+class SparkCluster:
     """A standalone master and ``workers`` workers; ``stop()`` kills every JVM."""
 
     def __init__(self, workers: int = 2) -> None:
@@ -47,24 +48,44 @@ class Cluster:
         self.port = free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.env = dict(os.environ)
-        self.env.update({
-            "SPARK_HOME": str(SPARK_HOME),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_DAEMON_MEMORY": "256m",
-            "SPARK_LOG_DIR": str(self.dir),
-            "SPARK_WORKER_DIR": str(self.dir / "work"),
-            "PYSPARK_PYTHON": sys.executable,
-        })
+        self.env.update(
+            {
+                "SPARK_HOME": str(SPARK_HOME),
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "SPARK_DAEMON_MEMORY": "256m",
+                "SPARK_LOG_DIR": str(self.dir),
+                "SPARK_WORKER_DIR": str(self.dir / "work"),
+                "PYSPARK_PYTHON": sys.executable,
+            }
+        )
         try:
-            self._start("master", "org.apache.spark.deploy.master.Master",
-                        "--host", "127.0.0.1", "--port", str(self.port),
-                        "--webui-port", str(free_port()))
+            self._start(
+                "master",
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(free_port()),
+            )
             self._wait_port(self.port, "master")
             for i in range(workers):
-                self._start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", self.url,
-                            "--host", "127.0.0.1", "--cores", "1", "--memory", "768m",
-                            "--webui-port", str(free_port()),
-                            "--work-dir", str(self.dir / f"work{i}"))
+                self._start(
+                    f"worker{i}",
+                    "org.apache.spark.deploy.worker.Worker",
+                    self.url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "768m",
+                    "--webui-port",
+                    str(free_port()),
+                    "--work-dir",
+                    str(self.dir / f"work{i}"),
+                )
         except BaseException:
             self.stop()
             raise
@@ -73,8 +94,13 @@ class Cluster:
         log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - owned by the process
         try:
             proc = subprocess.Popen(
-                [str(SPARK_CLASS), cls, *args], stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+                [str(SPARK_CLASS), cls, *args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+            )
         finally:
             log.close()
         self.procs.append(proc)
@@ -87,8 +113,10 @@ class Cluster:
             for p in self.procs:
                 if p.poll() is not None:
                     raise RuntimeError(f"spark {what} exited:\n{self.logs()}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", port), timeout=0.5):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), timeout=0.5),
+            ):
                 return
             time.sleep(0.2)
         raise RuntimeError(f"spark {what} not listening after {timeout}s:\n{self.logs()}")
@@ -118,9 +146,9 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
+def cluster() -> Iterator[SparkCluster]:
     require_java()
-    c = Cluster(workers=2)
+    c = SparkCluster(workers=2)
     # Also on SIGTERM (a CI timeout) or an interpreter exit that skips the teardown.
     atexit.register(c.stop)
     prev = signal.getsignal(signal.SIGTERM)
@@ -140,7 +168,7 @@ def cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
-def cluster_spark(cluster: Cluster) -> Iterator[SparkSession]:
+def cluster_spark(cluster: SparkCluster) -> Iterator[SparkSession]:
     from pyspark import SparkContext
 
     # Another module's local session must be gone: getOrCreate would hand it back.
@@ -177,43 +205,60 @@ def cluster_spark(cluster: Cluster) -> Iterator[SparkSession]:
 
 
 def test_cluster_round_trip(
-    cluster: Cluster, cluster_spark: SparkSession, natsd_server: ServerProc
+    cluster: SparkCluster, cluster_spark: SparkSession, natsd_server: ServerProc
 ) -> None:
     """Read a stream on two executors, transform, write to another stream, read it back."""
     spark, srv = cluster_spark, natsd_server
     assert spark.sparkContext.master == cluster.url
     make_stream(srv.url, "CSRC", ["csrc.>"])
     make_stream(srv.url, "CDST", ["cdst.>"], duplicate_window=60.0)
-    msgs = [(f"csrc.{i % 4}", f"m{i}".encode() * (1 + i % 3), {"n": str(i)} if i % 5 == 0
-             else None) for i in range(600)]
+    msgs = [
+        (f"csrc.{i % 4}", f"m{i}".encode() * (1 + i % 3), {"n": str(i)} if i % 5 == 0 else None)
+        for i in range(600)
+    ]
     publish(srv.url, msgs)
 
-    src = (spark.read.format("jetstream").option("servers", srv.url).option("stream", "CSRC")
-           .option("minPartitions", 4).option("includeHeaders", "true").load())
+    src = (
+        spark.read.format("jetstream")
+        .option("servers", srv.url)
+        .option("stream", "CSRC")
+        .option("minPartitions", 4)
+        .option("includeHeaders", "true")
+        .load()
+    )
     assert src.rdd.getNumPartitions() == 4
     out = src.select(
         F.concat(F.lit("cdst."), F.element_at(F.split("subject", r"\."), 2)).alias("subject"),
         F.concat(F.col("data"), F.lit(b"!")).alias("data"),
         F.concat(F.lit("c-"), F.col("seq").cast("string")).alias("msg_id"),
     )
-    out.write.format("jetstream").option("servers", srv.url).option("stream", "CDST") \
-        .mode("append").save()
+    out.write.format("jetstream").option("servers", srv.url).option("stream", "CDST").mode(
+        "append"
+    ).save()
 
     stored = fetch_all(srv.url, "CDST")
     assert len(stored) == 600
-    want = sorted((f"cdst.{i % 4}", d + b"!", f"c-{i + 1}") for i, (_, d, _) in
-                  enumerate(msgs))
+    want = sorted((f"cdst.{i % 4}", d + b"!", f"c-{i + 1}") for i, (_, d, _) in enumerate(msgs))
     assert sorted((s, d, (h or {})["Nats-Msg-Id"]) for _, s, d, h in stored) == want
 
-    back = (spark.read.format("jetstream").option("servers", srv.url)
-            .option("stream", "CDST").option("minPartitions", 3).load())
-    rows = back.groupBy("subject").agg(F.count("*").alias("n"),
-                                       F.sum(F.length("data")).alias("size")).collect()
+    back = (
+        spark.read.format("jetstream")
+        .option("servers", srv.url)
+        .option("stream", "CDST")
+        .option("minPartitions", 3)
+        .load()
+    )
+    rows = (
+        back.groupBy("subject")
+        .agg(F.count("*").alias("n"), F.sum(F.length("data")).alias("size"))
+        .collect()
+    )
     sizes = {f"cdst.{k}": 0 for k in range(4)}
     for i, (_, d, _) in enumerate(msgs):
         sizes[f"cdst.{i % 4}"] += len(d) + 1
     assert sorted((r.subject, r.n, r.size) for r in rows) == [
-        (k, 150, v) for k, v in sorted(sizes.items())]
+        (k, 150, v) for k, v in sorted(sizes.items())
+    ]
 
 
 def test_two_executors_run_python(cluster_spark: SparkSession) -> None:

@@ -28,19 +28,35 @@ EXAMPLES = ROOT / "examples"
 def run_example(script: str, *args: str, cwd: Path, timeout: float = 240) -> str:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
-        timeout=timeout, env=env, cwd=cwd)
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+    )
     assert proc.returncode == 0, (
         f"{script} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n"
-        f"--- stderr\n{proc.stderr[-4000:]}")
+        f"--- stderr\n{proc.stderr[-4000:]}"
+    )
     return proc.stdout
 
 
 @pytest.mark.timeout(300)
 def test_orders_pipeline(natsd_server: ServerProc, tmp_path: Path) -> None:
     url = natsd_server.url
-    out = run_example("orders_pipeline.py", "--servers", url, "--orders", "150",
-                      "--minutes", "3", "--batch", "250", cwd=tmp_path)
+    out = run_example(
+        "orders_pipeline.py",
+        "--servers",
+        url,
+        "--orders",
+        "150",
+        "--minutes",
+        "3",
+        "--batch",
+        "250",
+        cwd=tmp_path,
+    )
     assert "all checks passed" in out, out
     # ~430 events at most 250 per micro-batch: the aggregates are updated more than once
     batches = re.search(r"query order_stats: (\d+) micro-batch", out)
@@ -49,11 +65,12 @@ def test_orders_pipeline(natsd_server: ServerProc, tmp_path: Path) -> None:
     async def inspect(nc: Client) -> tuple[dict[str, Any], dict[str, str], int, int]:
         js = nc.jetstream()
         stats_kv = await js.key_value("order_stats")
-        stats = {k: json.loads((await stats_kv.get(k)).value or b"")
-                 for k in await stats_kv.keys()}
+        stats = {k: json.loads((await stats_kv.get(k)).value or b"") for k in await stats_kv.keys()}
         status_kv = await js.key_value("order_status")
-        status = {k: json.loads((await status_kv.get(k)).value or b"")["status"]
-                  for k in await status_kv.keys()}
+        status = {
+            k: json.loads((await status_kv.get(k)).value or b"")["status"]
+            for k in await status_kv.keys()
+        }
         events = (await js.stream_info("ORDERS")).state.messages
         changelog = (await js.stream_info("ORDER_STATS")).state.messages
         return stats, status, events, changelog
@@ -76,8 +93,9 @@ def test_orders_pipeline(natsd_server: ServerProc, tmp_path: Path) -> None:
 @pytest.mark.timeout(300)
 def test_parquet_roundtrip_embedded_server(tmp_path: Path) -> None:
     outdir = tmp_path / "lake"
-    out = run_example("parquet_roundtrip.py", "--messages", "300", "--out", str(outdir),
-                      cwd=tmp_path)
+    out = run_example(
+        "parquet_roundtrip.py", "--messages", "300", "--out", str(outdir), cwd=tmp_path
+    )
     assert "started embedded natsd" in out, out
     assert "counts: stream 300, exported 300, parquet 300, replayed 300" in out, out
     assert "all checks passed" in out, out
@@ -90,32 +108,45 @@ def test_parquet_roundtrip_embedded_server(tmp_path: Path) -> None:
 def test_orders_pipeline_against_a_tls_only_server(tmp_path: Path) -> None:
     """The same pipeline against a natsd that takes TLS clients only and verifies their
     certificates: the driver and every executor connect with the client certificate."""
-    import socket
     import time
 
+    from ports import free_port
     from tlscerts import make_certs
 
     certs = make_certs(tmp_path / "certs")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     conf = tmp_path / "tls.conf"
     conf.write_text(
         f'host: "127.0.0.1"\nport: {port}\njetstream {{ store_dir: "{tmp_path / "js"}" }}\n'
         + certs.tls_block(verify=True)
     )
     log = open(tmp_path / "natsd.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "natsd", "-c", str(conf)], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "natsd", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.monotonic() + 30
         while "Server is ready" not in (tmp_path / "natsd.log").read_text(errors="replace"):
             assert proc.poll() is None and time.monotonic() < deadline, "natsd did not start"
             time.sleep(0.05)
         out = run_example(
-            "orders_pipeline.py", "--servers", f"tls://localhost:{port}", "--orders", "40",
-            "--minutes", "2", "--batch", "500", "--tls-ca", str(certs.ca),
-            "--tls-cert", str(certs.alice_cert), "--tls-key", str(certs.alice_key), cwd=tmp_path)
+            "orders_pipeline.py",
+            "--servers",
+            f"tls://localhost:{port}",
+            "--orders",
+            "40",
+            "--minutes",
+            "2",
+            "--batch",
+            "500",
+            "--tls-ca",
+            str(certs.ca),
+            "--tls-cert",
+            str(certs.alice_cert),
+            "--tls-key",
+            str(certs.alice_key),
+            cwd=tmp_path,
+        )
         assert "all checks passed" in out, out
         # Nothing reached the server in plaintext, and every connection showed a certificate.
         text = (tmp_path / "natsd.log").read_text(errors="replace")

@@ -15,12 +15,13 @@ import nats.js.errors
 import pyarrow as pa
 import pytest
 from nats.aio.client import Client
+from ports import free_port
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 from natsd_spark import JetStreamKVDataSource
 from natsd_spark.kv_sink import KVWriter, invalid_key_reason, parse_kv_write_options
 
-from .conftest import ServerProc, free_port, make_stream, publish, run_js
+from .conftest import ServerProc, make_stream, publish, run_js
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -84,7 +85,8 @@ def test_put_delete_purge(spark: SparkSession, server: ServerProc) -> None:
 
     changes = spark.createDataFrame(
         [("user.1", bytearray(b"\x00\xff")), ("user.2", None), ("a/b=c_d-e", bytearray(b""))],
-        "key string, value binary").coalesce(1)
+        "key string, value binary",
+    ).coalesce(1)
     kv_writer(changes, server, "MV").mode("append").save()
     got = kv_state(server.url, "MV", ["user.1", "user.2", "a/b=c_d-e", "user.3"])
     assert got == {"user.1": b"\x00\xff", "user.2": "DEL", "a/b=c_d-e": b"", "user.3": b"v3"}
@@ -103,7 +105,8 @@ def test_create_bucket_and_missing_bucket(spark: SparkSession, natsd_server: Ser
         kv_writer(df, srv, "NEW").mode("append").save()
     kv_writer(df, srv, "NEW", createBucket="true", history=3).mode("append").save()
     kv_writer(df.selectExpr("key", "'2' AS value"), srv, "NEW", createBucket="true").mode(
-        "append").save()
+        "append"
+    ).save()
 
     async def status(nc: Client) -> tuple[int, int]:
         st = await (await nc.jetstream().key_value("NEW")).status()
@@ -158,12 +161,16 @@ def test_invalid_key_fails_the_write(spark: SparkSession, natsd_server: ServerPr
     ],
 )
 def test_bad_options_and_columns(
-    spark: SparkSession, natsd_server: ServerProc, opts: dict[str, str], schema: str,
+    spark: SparkSession,
+    natsd_server: ServerProc,
+    opts: dict[str, str],
+    schema: str,
     message: str,
 ) -> None:
     n = len(schema.split(","))
     df = spark.createDataFrame([tuple(["1"] * n)], schema.replace("int", "string")).selectExpr(
-        *[f"CAST({c.split()[0]} AS {c.split()[1]})" for c in schema.split(", ")])
+        *[f"CAST({c.split()[0]} AS {c.split()[1]})" for c in schema.split(", ")]
+    )
     w = df.write.format("jetstream-kv").option("servers", natsd_server.url)
     for k, v in opts.items():
         w = w.option(k, v)
@@ -176,7 +183,7 @@ def test_save_modes(spark: SparkSession, natsd_server: ServerProc) -> None:
     df = spark.createDataFrame([("k", "v")], "key string, value string")
     with pytest.raises(Exception, match=r"'overwrite' is not supported.*mode\('append'\)"):
         kv_writer(df, natsd_server, "MODES").mode("overwrite").save()
-    with pytest.raises(Exception, match="cannot be written in the \"ErrorIfExists\" mode"):
+    with pytest.raises(Exception, match='cannot be written in the "ErrorIfExists" mode'):
         kv_writer(df, natsd_server, "MODES").save()  # Spark refuses before asking us
 
 
@@ -187,7 +194,8 @@ def test_retried_write_does_not_rewind(natsd_server: ServerProc) -> None:
     opts = {"servers": srv.url, "bucket": "RETRY", "maxPendingAcks": "4"}
     first = KVWriter(parse_kv_write_options(opts))
     batch = pa.RecordBatch.from_pydict(
-        {"key": [f"k{i}" for i in range(20)], "value": [b"old"] * 20})
+        {"key": [f"k{i}" for i in range(20)], "value": [b"old"] * 20}
+    )
     assert first.write(iter([batch])).puts == 20
     newer = pa.RecordBatch.from_pydict({"key": ["k3"], "value": [b"new"]})
     KVWriter(parse_kv_write_options(opts)).write(iter([newer]))
@@ -206,13 +214,24 @@ def test_stream_to_kv_latest_per_subject(spark: SparkSession, server: ServerProc
     ck = Path(tempfile.mkdtemp())
 
     def run() -> list[int]:
-        df = (spark.readStream.format("jetstream").option("servers", server.url)
-              .option("stream", "DEV").option("startingOffsets", "earliest").load()
-              # one partition keeps each subject's puts in stream order
-              .coalesce(1).selectExpr("subject AS key", "data AS value"))
-        q = (df.writeStream.format("jetstream-kv").option("servers", server.url)
-             .option("bucket", "LATEST").option("checkpointLocation", str(ck))
-             .trigger(availableNow=True).start())
+        df = (
+            spark.readStream.format("jetstream")
+            .option("servers", server.url)
+            .option("stream", "DEV")
+            .option("startingOffsets", "earliest")
+            .load()
+            # one partition keeps each subject's puts in stream order
+            .coalesce(1)
+            .selectExpr("subject AS key", "data AS value")
+        )
+        q = (
+            df.writeStream.format("jetstream-kv")
+            .option("servers", server.url)
+            .option("bucket", "LATEST")
+            .option("checkpointLocation", str(ck))
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination(120)
         assert not q.isActive and q.exception() is None
         return [int(p["numInputRows"]) for p in q.recentProgress if p["numInputRows"]]
@@ -220,7 +239,8 @@ def test_stream_to_kv_latest_per_subject(spark: SparkSession, server: ServerProc
     assert run() == [20]
     keys = [f"dev.{i}" for i in range(4)]
     assert kv_state(server.url, "LATEST", keys) == {
-        f"dev.{j}": f"r{16 + j}".encode() for j in range(4)}
+        f"dev.{j}": f"r{16 + j}".encode() for j in range(4)
+    }
     publish(server.url, [("dev.1", b"later", None)])
     assert run() == [1]  # resumed from the checkpoint: only the new message
     assert kv_state(server.url, "LATEST", ["dev.1"]) == {"dev.1": b"later"}
@@ -232,13 +252,25 @@ def test_complete_mode_is_refused(spark: SparkSession, natsd_server: ServerProc)
     make_stream(srv.url, "AGG", ["agg.>"])
     make_bucket(srv.url, "AGGKV")
     publish(srv.url, [("agg.a", b"1", None)])
-    counts = (spark.readStream.format("jetstream").option("servers", srv.url)
-              .option("stream", "AGG").option("startingOffsets", "earliest").load()
-              .groupBy("subject").count()
-              .selectExpr("subject AS key", "CAST(count AS STRING) AS value"))
-    q = (counts.writeStream.format("jetstream-kv").option("servers", srv.url)
-         .option("bucket", "AGGKV").outputMode("complete")
-         .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
+    counts = (
+        spark.readStream.format("jetstream")
+        .option("servers", srv.url)
+        .option("stream", "AGG")
+        .option("startingOffsets", "earliest")
+        .load()
+        .groupBy("subject")
+        .count()
+        .selectExpr("subject AS key", "CAST(count AS STRING) AS value")
+    )
+    q = (
+        counts.writeStream.format("jetstream-kv")
+        .option("servers", srv.url)
+        .option("bucket", "AGGKV")
+        .outputMode("complete")
+        .option("checkpointLocation", tempfile.mkdtemp())
+        .trigger(availableNow=True)
+        .start()
+    )
     with pytest.raises(Exception, match="output mode 'complete' is not supported"):
         q.awaitTermination(120)
 
@@ -249,9 +281,25 @@ def auth_url() -> Iterator[str]:
     port = free_port()
     store = tempfile.mkdtemp(prefix="kv-auth-")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "natsd", "-js", "-sd", store, "-p", str(port), "-a", "127.0.0.1",
-         "--user", "spark", "--pass", "s3cret"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "natsd",
+            "-js",
+            "-sd",
+            store,
+            "-p",
+            str(port),
+            "-a",
+            "127.0.0.1",
+            "--user",
+            "spark",
+            "--pass",
+            "s3cret",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 20
     while True:
         try:

@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from natsd.core.scheduler import SYSTEM_CLOCK
 from natsd.jetstream.cluster import catchup as cc
 from natsd.jetstream.cluster.catchup import (
     CatchUp,
@@ -93,7 +94,9 @@ def test_bad_input_from_a_peer_is_counted_and_dropped() -> None:
             refused += 1
     assert refused >= len(samples) - 5
     # through the subscription: counted, nothing raised, nothing started
-    node = CatchUp(REPLICA, Account("$SYS"), lambda g, who, index: None, lambda t: None)
+    node = CatchUp(
+        REPLICA, Account("$SYS"), lambda g, who, index: None, lambda t: None, SYSTEM_CLOCK
+    )
     for b in samples:
         node._on_msg(node._sub, b"", None, None, b)
     assert node.bad == refused and not node.transfers
@@ -127,9 +130,13 @@ async def test_a_replica_catches_up_in_batches_and_never_past_the_snapshot(
         src.remove_msg(seq)
     finished: list[Transfer] = []
     source = CatchUp(
-        SOURCE, system, lambda g, who, index: src if who == REPLICA else None, finished.append
+        SOURCE,
+        system,
+        lambda g, who, index: src if who == REPLICA else None,
+        finished.append,
+        SYSTEM_CLOCK,
     )
-    replica = CatchUp(REPLICA, system, lambda g, who, index: None, finished.append)
+    replica = CatchUp(REPLICA, system, lambda g, who, index: None, finished.append, SYSTEM_CLOCK)
     source.start()
     replica.start()
     # the snapshot stands for the store up to 950; the source has taken more since
@@ -148,9 +155,13 @@ async def test_a_stranger_is_not_served() -> None:
     src.store_msg("c.a", None, b"secret")
     finished: list[Transfer] = []
     source = CatchUp(
-        SOURCE, system, lambda g, who, index: src if who == REPLICA else None, finished.append
+        SOURCE,
+        system,
+        lambda g, who, index: src if who == REPLICA else None,
+        finished.append,
+        SYSTEM_CLOCK,
     )
-    stranger = CatchUp(STRANGER, system, lambda g, who, index: None, finished.append)
+    stranger = CatchUp(STRANGER, system, lambda g, who, index: None, finished.append, SYSTEM_CLOCK)
     source.start()
     stranger.start()
     mine = _store()
@@ -168,8 +179,8 @@ async def test_a_source_behind_the_snapshot_is_not_taken_for_a_gap() -> None:
     for i in range(1, 301):
         src.store_msg("c.a", None, b"%d" % i)
     finished: list[Transfer] = []
-    source = CatchUp(SOURCE, system, lambda g, who, index: src, finished.append)
-    replica = CatchUp(REPLICA, system, lambda g, who, index: None, finished.append)
+    source = CatchUp(SOURCE, system, lambda g, who, index: src, finished.append, SYSTEM_CLOCK)
+    replica = CatchUp(REPLICA, system, lambda g, who, index: None, finished.append, SYSTEM_CLOCK)
     source.start()
     replica.start()
     rep = _store()

@@ -88,7 +88,14 @@ def test_config_version_help_test_flags() -> None:
 
 
 def test_ignored_compat_flags_accepted() -> None:
-    parse_args(["-T", "-s", "--logtime=false", "--syslog"])
+    """-T, -s, --logtime and --syslog parse (scripts pass them) and change nothing."""
+    p = parse_args(["-T", "-s", "--logtime=false", "--syslog"])
+    assert p.config_file == ""
+    assert not (p.show_help or p.show_version or p.test_config or p.signal)
+    assert set(p.explicit) <= {"ignored_bool"}
+    opts, warnings = build_options(p)
+    assert warnings == []
+    assert opts == ServerOptions()
 
 
 @pytest.mark.parametrize(

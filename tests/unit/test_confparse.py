@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from components import require_nats_server
+from ports import free_port
 
 from natsd.config.parse import ConfigError, parse, parse_file
 
@@ -546,16 +547,9 @@ def nats_server() -> str:
     return require_nats_server()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.mark.parametrize("size", ["2MB", "1k", "3KiB", "1M", "512kb"])
 def test_size_suffixes_match_nats_server_info(nats_server: str, tmp_path: Path, size: str) -> None:
-    port = _free_port()
+    port = free_port()
     conf = tmp_path / "size.conf"
     conf.write_text(f"listen: 127.0.0.1:{port}\nmax_payload: {size}\n")
     proc = subprocess.Popen(

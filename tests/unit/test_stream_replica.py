@@ -69,8 +69,24 @@ def test_damaged_entries_raise_entry_error_only() -> None:
         decode_msg(encode_msg(3, 0, 1, 2, "s", None, None, "", "", b""))  # no sequence
 
 
+class _NoGroup:
+    """A group that takes nothing (the ReplicaGroup a shadow is built with)."""
+
+    def propose(self, data: bytes) -> bool:
+        return False
+
+    def is_raft_leader(self) -> bool:
+        return False
+
+    def transferring(self) -> bool:
+        return False
+
+    def proposable(self) -> bool:
+        return False
+
+
 def test_leader_shadow() -> None:
-    r = Replica(9)
+    r = Replica(9, _NoGroup())
     r.lead(10)
     assert (r.leading, r.clseq, r.inflight) == (True, 10, 0)
     r.clseq, r.inflight, r.inflight_ids["a"] = 12, 2, 12
@@ -81,7 +97,7 @@ def test_leader_shadow() -> None:
     r.waiting.append((b"s", None, None, b""))
     r.follow()
     assert (r.leading, r.inflight, list(r.waiting)) == (False, 0, [])
-    assert r.propose(b"x") is False  # not wired to a group
+    assert r.group.propose(b"x") is False
 
 
 REQ = Request(b"$JS.API.STREAM.PURGE.S", b"_INBOX.r", b'{"filter":"a"}')
@@ -166,7 +182,7 @@ def test_a_former_leader_answers_its_own_entries_up_to_where_it_stopped() -> Non
     """``Replica.follow`` keeps the last sequence this replica gave out as leader: it
     answers its own entries up to there when they commit after it stepped down (their
     clients wait for those PubAcks), and nothing past it or proposed by another."""
-    rep = Replica(7)
+    rep = Replica(7, _NoGroup())
     rep.lead(10)
     rep.clseq = 14  # four in flight
     rep.waiting.append((b"s", b"r", None, b"held"))

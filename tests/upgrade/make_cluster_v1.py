@@ -6,6 +6,9 @@ made; run it with that release's sources first on the path::
     NATSD_PURE=1 PYTHONPATH=/tmp/v1/src:/tmp/v1/tests python tests/upgrade/make_cluster_v1.py \
         tests/upgrade/cluster_v1.tar.gz
 
+(``JsCluster3`` is that release's name for the in-process cluster harness, since renamed
+``EmbeddedJsCluster``.)
+
 What the files hold (``test_upgrade.py`` checks each after the upgrade):
 
 * stream ``R3`` (3 replicas, file): 20 messages on ``r3.a`` (odd sequences) and ``r3.b``

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nats
 import pytest
-from embedded_cluster import JsCluster3, api_request, stream_contents, take_and_ack, until
+from embedded_cluster import EmbeddedJsCluster, api_request, stream_contents, take_and_ack, until
 
 from natsd.jetstream.consumer.consumer import Consumer
 
@@ -29,7 +29,7 @@ R3_SEQS = [*range(2, 21, 2), 17, *range(21, 26)]
 async def test_a_cluster_written_by_the_previous_release_loads(tmp_path: Path) -> None:
     with tarfile.open(FIXTURE) as tar:
         tar.extractall(tmp_path, filter="data")
-    trio = JsCluster3(tmp_path)
+    trio = EmbeddedJsCluster(tmp_path)
     await trio.start_all()
     try:
 

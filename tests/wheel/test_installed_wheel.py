@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -21,6 +20,12 @@ from nats.js.api import StreamConfig
 
 import natsd
 from natsd.core.build import BUILD
+
+# tests/wheel runs apart from the suite (its own rootdir, no root conftest.py putting tests/
+# on sys.path): the suite's port helper comes from tests/ by path. tests/ holds no natsd
+# sources, so the package under test stays the installed one.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ports import free_port
 
 SITE = Path(sysconfig.get_paths()["platlib"]).resolve()
 BIN = Path(sys.executable).parent
@@ -35,14 +40,8 @@ def test_the_installed_package_is_compiled() -> None:
     assert out.returncode == 0 and out.stdout.strip().endswith(", compiled)"), out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_the_natsd_command_serves_jetstream(tmp_path: Path) -> None:
-    port, http = _free_port(), _free_port()
+    port, http = free_port(), free_port()
     cmd = [BIN / "natsd", "-js", "-sd", str(tmp_path), "-a", "127.0.0.1", "-p", str(port),
            "-m", str(http)]  # fmt: skip
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)

@@ -171,6 +171,8 @@ class RaftGroup:
         conf: ConfState,
         apply: Apply,
         install: Install | None = None,
+        hold_snapshot: HoldSnapshot | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self.node = node
@@ -180,11 +182,11 @@ class RaftGroup:
         self.install = install
         # design-clustering §4.6: a stream replica fetches the messages a snapshot stands
         # for from the leader's store before the snapshot replaces its log
-        self.hold_snapshot: HoldSnapshot | None = None
+        self.hold_snapshot = hold_snapshot
         # called after a Ready that changed the node's role or leader, or committed
         # entries, was handled: the state machine follows leadership at once rather than
         # on its next periodic check
-        self.on_ready: Callable[[], None] | None = None
+        self.on_ready = on_ready
         # as leader: per member, the send time (the host's clock, seconds) of the latest
         # request of term ``responded_term`` it has answered, for has_lease
         self.responded: dict[int, float] = {}
@@ -255,6 +257,9 @@ class GroupHost:
         apply: Apply,
         install: Install | None = None,
         forwarding: bool = True,
+        *,
+        hold_snapshot: HoldSnapshot | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> RaftGroup:
         """A new group with these voters (every member creates it the same way). Its
         membership is logged as a snapshot at index 1, so the log starts at 2 (etcd's advice
@@ -266,10 +271,19 @@ class GroupHost:
         cs = ConfState(voters=sorted(voters))
         self.wal.append_snapshot(name, 1, 1, encode_conf_state(cs), b"", replace=True)
         self.wal.commit()
-        return self._start(name, self.wal.groups[name], apply, 0, install, forwarding)
+        return self._start(
+            name, self.wal.groups[name], apply, 0, install, forwarding, hold_snapshot, on_ready
+        )
 
     def join(
-        self, name: bytes, apply: Apply, install: Install | None = None, forwarding: bool = True
+        self,
+        name: bytes,
+        apply: Apply,
+        install: Install | None = None,
+        forwarding: bool = True,
+        *,
+        hold_snapshot: HoldSnapshot | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> RaftGroup:
         """Join an existing group that is adding this node: an empty log and no members
         (etcd's way for a node added by a configuration change). The leader finds the log
@@ -278,7 +292,9 @@ class GroupHost:
             raise ValueError(f"group {name!r} exists")
         self.wal.append_snapshot(name, 0, 0, encode_conf_state(ConfState()), b"", replace=True)
         self.wal.commit()
-        g = self._start(name, self.wal.groups[name], apply, 0, install, forwarding)
+        g = self._start(
+            name, self.wal.groups[name], apply, 0, install, forwarding, hold_snapshot, on_ready
+        )
         # The node may have been a member before (removed, its copy deleted, added again)
         # and the leader may still believe it holds what it acknowledged then: its
         # rejections say the log was lost (LOST_LOG) until it holds a committed entry, or
@@ -294,13 +310,16 @@ class GroupHost:
         applied: int = 0,
         install: Install | None = None,
         forwarding: bool = True,
+        *,
+        hold_snapshot: HoldSnapshot | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> RaftGroup:
         """A group found in the WAL at start-up; ``applied`` is what its state machine
         already holds (committed entries up to it are not applied again)."""
         log = self.wal.groups.get(name)
         if log is None:
             raise KeyError(name)
-        return self._start(name, log, apply, applied, install, forwarding)
+        return self._start(name, log, apply, applied, install, forwarding, hold_snapshot, on_ready)
 
     def _start(
         self,
@@ -310,6 +329,8 @@ class GroupHost:
         applied: int,
         install: Install | None,
         forwarding: bool = True,
+        hold_snapshot: HoldSnapshot | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> RaftGroup:
         st = MemoryStorage()
         conf = decode_conf_state(log.snap_conf) if log.snap_conf else ConfState()
@@ -348,7 +369,7 @@ class GroupHost:
         if self._rand is not None:
             # (the first timeout was drawn from the engine's own generator while it was built)
             node.use_rand(self._rand)
-        g = RaftGroup(name, node, st, conf, apply, install)
+        g = RaftGroup(name, node, st, conf, apply, install, hold_snapshot, on_ready)
         g.applied = cfg.applied
         if log.damaged:
             # past its own log: only a leader's commit can get there

@@ -243,9 +243,9 @@ class Handoff:
                 route.send_sub(acct, s, None, 1)
         self._send(route, {"op": "switched", "id": mid, "from": self.host.server_id})
         c.flush()
-        self._task(self._hand_over(mid))
+        self._task(self._relay(mid))
 
-    async def _hand_over(self, mid: int) -> None:
+    async def _relay(self, mid: int) -> None:
         m = self._out[mid]
         c, route = m.client, m.route
         t = c.transport

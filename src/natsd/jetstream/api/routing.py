@@ -28,7 +28,7 @@ from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.api.meta_requests import MetaRequests
 from natsd.jetstream.api.replicated import OnApi, StreamApi
 from natsd.jetstream.cluster.driver import JsCluster
-from natsd.jetstream.cluster.member import unreplicated
+from natsd.jetstream.cluster.replica import unreplicated
 from natsd.jetstream.engine import JsAccount, find_consumer
 from natsd.jetstream.wire import errors as E
 from natsd.router.subscription import Subscription

@@ -10,11 +10,11 @@ the API's (``api/routing.py``, ``api/meta_requests.py``, ``api/replicated.py``).
 ``local``        what a meta stream entry means on this server (create, update, delete, reconcile)
 ``servers``      the meta members, SERVER.REMOVE / EVACUATE and META.LEADER.STEPDOWN
 ``streams``      ``StreamGroups``: every replicated stream's group, leadership, applying entries
-``member``       one replicated stream's membership here (its group, its leader as seen here)
+``replica``      one replicated stream's replica here: its group, shadow, consumers, states
 ``membership``   a stream group walked to its assignment's peers by Raft configuration changes
 ``consumers``    durable consumers of a replicated stream, sharing its group
 ``catchup``      a replica catching up from the leader's store (snapshots without messages)
-``handover``     publishes that met a replica as it stopped leading, passed to the new leader
+``relay``        publishes that met a replica as it stopped leading, passed to the new leader
 ``info``         the cluster as clients see it (/jsz ``meta_cluster``, a stream's ``cluster``)
 ``usage``        each server's JetStream usage, summed for the meta leader's account info
 ``gather``       ask other servers and wait for their answers (STREAM.LIST, account INFO)

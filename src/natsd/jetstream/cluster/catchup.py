@@ -48,7 +48,6 @@ data)``; kind 4 says the source does not serve that group.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from typing import Final
 
 import orjson
 
+from natsd.core.scheduler import Clock
 from natsd.jetstream.stream.entries import OP_MSG, EntryError, decode_msg, entry_op
 from natsd.jetstream.stream.stream import Stream
 from natsd.raft.types import Message
@@ -333,8 +333,11 @@ class CatchUp:
     """Owns the catch-up transfers under way on this server, and answers the requests of
     peers catching up from stores here."""
 
-    def __init__(self, node_id: int, system: Account, source: Source, finish: Finish) -> None:
+    def __init__(
+        self, node_id: int, system: Account, source: Source, finish: Finish, clock: Clock
+    ) -> None:
         self.node_id = node_id
+        self.clock = clock
         self.system = system
         self._source = source
         self._finish = finish
@@ -399,7 +402,7 @@ class CatchUp:
         peer = sources[0] if sources else 0
         t = Transfer(group, store, None, index, snap, peer, first, store.last_seq())
         t.sources = list(sources)
-        t.progress_at = asyncio.get_running_loop().time()
+        t.progress_at = self.clock.monotonic()
         self.transfers[group] = t
         log.warning(
             "stream group %s: store holds %d..%d of what its snapshot stands for (up to %d);"
@@ -433,7 +436,7 @@ class CatchUp:
         if t.start > t.snap.last_seq:
             self._complete(t)
             return
-        t.sent_at = asyncio.get_running_loop().time()
+        t.sent_at = self.clock.monotonic()
         data = encode_request(
             self.node_id, t.group, t.start, t.snap.last_seq, t.have_last, t.held_index
         )
@@ -466,10 +469,10 @@ class CatchUp:
         except StoreError as e:
             # this replica's own disk: it stays behind and asks again later
             log.error("stream group %s: catch-up batch not stored: %s", t.group, e)
-            t.sent_at = asyncio.get_running_loop().time()
+            t.sent_at = self.clock.monotonic()
             return
         t.start = max(t.start, p.b + 1)
-        t.progress_at = asyncio.get_running_loop().time()
+        t.progress_at = self.clock.monotonic()
         self._request(t)
 
     def _reconcile(self, t: Transfer, p: Packet) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
@@ -41,6 +40,7 @@ from natsd.cluster.meta import (
 from natsd.cluster.raft_service import RaftService
 from natsd.core.clock import rfc3339
 from natsd.core.ids import Nuid
+from natsd.core.scheduler import Cancellable
 from natsd.jetstream.answer import API_TYPE_PREFIX
 from natsd.jetstream.cluster.catchup import cut_lost
 from natsd.jetstream.cluster.info import CURRENT_FOR, meta_cluster_info
@@ -106,6 +106,9 @@ class JsCluster:
         reply_servers: Callable[[str, bytes], list[str]] | None = None,
     ) -> None:
         self.engine = engine
+        # the engine's clock and scheduler (virtual in a test): every time and timer here
+        self.clock = engine.clock
+        self.scheduler = engine.scheduler
         self.raft = raft
         self.system = system
         self.server_name = server_name
@@ -120,13 +123,13 @@ class JsCluster:
         self.meta = MetaState()
         self.pending = PendingPlacements()  # the leader's creates in flight
         self.group: RaftGroup | None = None
-        self._leader_seen = asyncio.get_running_loop().time()
+        self._leader_seen = self.clock.monotonic()
         self._bootstrap_campaign = 0.0  # until when the first member re-campaigns
         self._replay_until = 0  # meta entries up to here were applied before a restart
         self._reconciled = False
         self._orphans_at = 0.0  # when to look for orphans (0: not due)
         self._row_proposed_at = -1e9
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Cancellable | None = None
         self._usage_at = 0.0
         self.usage = UsageBook(engine, system, server_name, self.alive, self.is_member)
         self._nuid = Nuid()
@@ -148,6 +151,9 @@ class JsCluster:
             cluster_name,
             engine.domain,
             self.respond,
+            self._removed,
+            self.clock,
+            self.scheduler,
         )
         self.local = LocalStreams(
             engine,
@@ -160,7 +166,6 @@ class JsCluster:
             self.cluster_block,
         )
         engine.cluster_info = self.cluster_block
-        self.stream_groups.removed = self._removed
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -187,7 +192,7 @@ class JsCluster:
         self.stream_groups.start()
         self.system_requests.start()
         self.raft.start()
-        self._timer = asyncio.get_running_loop().call_later(_CHECK_INTERVAL, self._check)
+        self._timer = self.scheduler.call_later(_CHECK_INTERVAL, self._check)
 
     def stop(self) -> None:
         if self._timer is not None:
@@ -208,8 +213,7 @@ class JsCluster:
     def _check(self) -> None:
         """Every 100 ms: bootstrap when the mesh is complete, keep our server row current,
         report our usage."""
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = self.clock.monotonic()
         if self.group is None:
             self._maybe_bootstrap()
         elif now < self._bootstrap_campaign and not self.group.node.leader():
@@ -246,7 +250,7 @@ class JsCluster:
             self._bound_wal()
             if self.is_leader():
                 self.system_requests.tick(now)
-        self._timer = loop.call_later(_CHECK_INTERVAL, self._check)
+        self._timer = self.scheduler.call_later(_CHECK_INTERVAL, self._check)
 
     def _maybe_bootstrap(self) -> None:
         names = sorted({*self._peers(), self.server_name})
@@ -262,7 +266,7 @@ class JsCluster:
             # a new cluster need not wait out an election timeout: the first name asks for
             # votes at once, and again on every check until there is a leader (the others
             # drop its requests until they have created the group too)
-            self._bootstrap_campaign = asyncio.get_running_loop().time() + BOOTSTRAP_CAMPAIGN
+            self._bootstrap_campaign = self.clock.monotonic() + BOOTSTRAP_CAMPAIGN
             self.group.node.campaign()
         self.raft.kick()
 
@@ -309,7 +313,7 @@ class JsCluster:
             self.is_leader(),
             self.raft.last_heard,
             self.name_of,
-            asyncio.get_running_loop().time(),
+            self.clock.monotonic(),
         )
 
     def propose(self, data: bytes) -> bool:
@@ -338,7 +342,7 @@ class JsCluster:
         """The servers a new stream may go to: ourselves and the peers our routes reach
         whose Raft traffic we heard within ``PLACE_ALIVE`` (a stopped process keeps its
         route open for a while, but stops answering heartbeats)."""
-        now = asyncio.get_running_loop().time()
+        now = self.clock.monotonic()
         heard = self.raft.last_heard
         fresh = [p for p in self._peers() if now - heard.get(raft_id(p), -1e9) <= PLACE_ALIVE]
         return sorted({self.server_name, *fresh})
@@ -380,7 +384,7 @@ class JsCluster:
             )
             return used + max_bytes <= limit
 
-        pending = self.pending.peers(time.monotonic())
+        pending = self.pending.peers(self.clock.monotonic())
         alive = [n for n in self.alive() if not exclude or n not in exclude]
         return place(self.meta, alive, replicas, tags, room, prefer=prefer, pending=pending)
 
@@ -472,7 +476,7 @@ class JsCluster:
         self._orphans_due()
 
     def _orphans_due(self) -> None:
-        self._orphans_at = asyncio.get_running_loop().time() + ORPHANS_AFTER
+        self._orphans_at = self.clock.monotonic() + ORPHANS_AFTER
 
     def _meta_current(self, now: float) -> bool:
         """This server's meta state is the cluster's, as far as it can tell (nats-server's
@@ -549,7 +553,7 @@ class JsCluster:
         assert self.group is not None
         return stepdown_target(
             data, self.group, self.server_name, self.cluster_name(), self.meta,
-            self.name_of, self.raft.last_heard, asyncio.get_running_loop().time(),
+            self.name_of, self.raft.last_heard, self.clock.monotonic(),
         )  # fmt: skip
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -589,6 +593,6 @@ class JsCluster:
         requests that need one are answered 10008 instead of left unanswered."""
         g = self.group
         if g is not None and g.node.leader():
-            self._leader_seen = asyncio.get_running_loop().time()
+            self._leader_seen = self.clock.monotonic()
             return False
-        return asyncio.get_running_loop().time() - self._leader_seen >= LEADERLESS
+        return self.clock.monotonic() - self._leader_seen >= LEADERLESS

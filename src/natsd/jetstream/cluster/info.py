@@ -13,7 +13,7 @@ from typing import Any, Final
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
 from natsd.core.clock import rfc3339
-from natsd.jetstream.cluster.member import group_name
+from natsd.jetstream.cluster.replica import group_name
 
 __all__ = ["ALIVE_FOR", "CURRENT_FOR", "OFFLINE_AFTER", "meta_cluster_info", "stream_cluster_block"]
 

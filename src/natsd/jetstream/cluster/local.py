@@ -12,7 +12,7 @@ from typing import Any
 from natsd.cluster.group import GroupHost
 from natsd.cluster.meta import META_GROUP, MetaOp, MetaState, StreamAssignment, encode_op
 from natsd.jetstream.answer import add_cluster_block
-from natsd.jetstream.cluster.member import group_name
+from natsd.jetstream.cluster.replica import group_name
 from natsd.jetstream.cluster.streams import StreamGroups
 from natsd.jetstream.config.stream_config import parse_stream_config
 from natsd.jetstream.engine import (

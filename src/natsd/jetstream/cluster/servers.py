@@ -35,7 +35,6 @@ success with the R1 streams left behind.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -47,6 +46,7 @@ from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import MetaOp, MetaState, NoPeers, StreamAssignment, encode_op
 from natsd.cluster.raft_service import RaftService
 from natsd.core.goquote import go_quote
+from natsd.core.scheduler import Clock
 from natsd.jetstream.cluster.membership import in_config
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
@@ -273,6 +273,7 @@ class MetaLeader(Protocol):
     raft: RaftService
     system: Account
     server_name: str
+    clock: Clock
 
     def is_leader(self) -> bool: ...
     def propose(self, data: bytes) -> bool: ...
@@ -377,7 +378,7 @@ class SystemRequests:
                 if not h.propose(remap_op(a, a.peers, h.server_name)):
                     raise E.JSClusterNotAvailErr()
                 # not remapped again by remap_removed while this entry is in flight
-                self._remapped[(a.account, a.name)] = asyncio.get_running_loop().time()
+                self._remapped[(a.account, a.name)] = h.clock.monotonic()
         except ApiError as e:
             h.reply_system(rep, RTYPE, {"error": e.to_json()})
             return

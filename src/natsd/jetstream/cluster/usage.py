@@ -13,7 +13,6 @@ untrusted as a client's (junk is dropped).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Final
 
@@ -91,7 +90,7 @@ class UsageBook:
             return ""
         if not isinstance(server, str) or not self._member(server) or len(accounts) > 100_000:
             return ""
-        self.reports[server] = (asyncio.get_running_loop().time(), accounts)
+        self.reports[server] = (self.engine.clock.monotonic(), accounts)
         return server
 
     async def refresh(self) -> None:

@@ -36,17 +36,28 @@ encoded) are ``entries.py``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from typing import Protocol
 
-__all__ = ["Replica", "Waiting"]
-
-
-def _unwired(_entry: bytes) -> bool:
-    return False
+__all__ = ["Replica", "ReplicaGroup", "Waiting"]
 
 
-def _never() -> bool:
-    return False
+class ReplicaGroup(Protocol):
+    """The group a replica proposes to (the cluster layer's ``StreamReplica``), handed to
+    it at construction."""
+
+    def propose(self, data: bytes) -> bool:
+        """Propose an entry (False: dropped, e.g. leadership just moved)."""
+
+    def is_raft_leader(self) -> bool:
+        """The group still has this replica as its leader, in touch with a majority."""
+
+    def transferring(self) -> bool:
+        """The group is handing its leadership over (Raft takes no proposals meanwhile):
+        publishes wait, and go to the new leader (``handed``) if it takes over."""
+
+    def proposable(self) -> bool:
+        """Both at once, on the publish path (one call per publish): Raft leader, and no
+        transfer under way."""
 
 
 # A publish waiting for the in-flight entries to apply: (subject, reply, hdr, data).
@@ -55,42 +66,30 @@ Waiting = tuple[bytes, bytes | None, bytes | None, bytes]
 
 class Replica:
     """The stream side of one replica: whether it leads (takes publishes), and as leader
-    the shadow of what is in flight. The cluster layer flips ``leading`` and supplies
-    ``propose`` (False: the engine dropped the proposal, e.g. leadership just moved)."""
+    the shadow of what is in flight. The cluster layer's replica (``group``) flips
+    ``leading`` through ``lead`` and ``follow``."""
 
     __slots__ = (
         "acks_through",
         "clseq",
+        "group",
         "handed",
         "inflight",
         "inflight_ids",
-        "is_raft_leader",
         "leading",
         "node_id",
-        "proposable",
-        "propose",
-        "transferring",
         "waiting",
     )
 
-    def __init__(self, node_id: int) -> None:
+    def __init__(self, node_id: int, group: ReplicaGroup) -> None:
         self.node_id = node_id
+        self.group = group
         self.leading = False
         self.clseq = 0
         self.inflight = 0
         # Nats-Msg-Id -> sequence of the in-flight entry carrying it
         self.inflight_ids: dict[str, int] = {}
         self.waiting: deque[Waiting] = deque()
-        # set by the cluster layer: proposes an entry to the group (False: dropped), and
-        # whether the group still has this replica as its leader
-        self.propose: Callable[[bytes], bool] = _unwired
-        self.is_raft_leader: Callable[[], bool] = _never
-        # the group is handing its leadership over (Raft takes no proposals meanwhile):
-        # publishes wait, and go to the new leader (``handed``) if it takes over
-        self.transferring: Callable[[], bool] = _never
-        # both at once, on the publish path (one call per publish): Raft leader, and no
-        # transfer under way
-        self.proposable: Callable[[], bool] = _never
         # as a former leader: the entries it proposed up to this sequence may still commit,
         # and it sends their PubAcks when they do (the client waits for them)
         self.acks_through = 0

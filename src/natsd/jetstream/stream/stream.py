@@ -205,7 +205,7 @@ class Stream:
         if rep is not None:
             if not rep.leading:
                 return  # only the leader takes publishes (it alone subscribes)
-            if rep.waiting or not rep.proposable():
+            if rep.waiting or not rep.group.proposable():
                 # behind one that waits, or until a leadership transfer ends; or Raft has
                 # just moved the leadership and the cluster layer is yet to notice: it
                 # passes these on to the new leader (Replica.follow)
@@ -354,7 +354,7 @@ class Stream:
         seq = rep.clseq + 1
         entry = encode_msg(rep.node_id, seq, self._now_ns(), ttl, subject, reply, hdr, msg_id,
                            rollup, data)  # fmt: skip
-        if not rep.propose(entry):
+        if not rep.group.propose(entry):
             # Leadership moved before this replica noticed: no answer, as nats-server's
             # processClusteredInboundMsg (NotLeader, dropped); the client retries with its
             # Nats-Msg-Id and reaches the new leader. An error here would end a publish
@@ -424,7 +424,7 @@ class Stream:
         rep = self.replica
         if rep is None or not rep.leading or rep.inflight or not rep.waiting:
             return
-        if rep.transferring():
+        if rep.group.transferring():
             return  # the group's check drains them if the transfer fails
         items = list(rep.waiting)
         rep.waiting.clear()

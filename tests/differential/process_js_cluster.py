@@ -1,12 +1,13 @@
-"""A three-server JetStream cluster on loopback, for differential tests of clustered JetStream.
+"""A three-server JetStream cluster of processes on loopback, for differential tests of
+clustered JetStream (the in-process harness is ``embedded_cluster.EmbeddedJsCluster``).
 
-:func:`js_cluster` starts three servers of one kind ("nats-server" or "natsd") from config
-files that carry everything (client, monitor and route ports, ``server_name``, ``jetstream {
-store_dir }``, optional ``server_tags``, and an account block with a system account ``SYS``
-and a JetStream account ``A``), waits until JetStream answers, and yields a
-:class:`JSCluster`. The ports live in the config rather than on the command line so that
-:meth:`JSCluster.restart` brings a server back on the same ports and store directory, as an
-operator restarting a machine would.
+:func:`process_js_cluster` starts three servers of one kind ("nats-server" or "natsd") from
+config files that carry everything (client, monitor and route ports, ``server_name``,
+``jetstream { store_dir }``, optional ``server_tags``, and an account block with a system
+account ``SYS`` and a JetStream account ``A``), waits until JetStream answers, and yields a
+:class:`ProcessJsCluster` of :class:`ProcessJsServer`. The ports live in the config rather
+than on the command line so that :meth:`ProcessJsCluster.restart` brings a server back on the
+same ports and store directory, as an operator restarting a machine would.
 
 Users: ``a``/``a`` in account ``A`` (JetStream enabled), ``sys``/``sys`` in ``SYS``.
 
@@ -35,8 +36,8 @@ from typing import Any
 
 import nats
 from components import nats_server_binary, require_nats_server
-from embedded_cluster import free_ports
 from nats.aio.client import Client as NATS
+from ports import free_ports
 
 from differential.harness import HOST, ServerStartError, _wait_ready, natsd_command
 
@@ -48,7 +49,7 @@ CLUSTER_NAME = "jsc"
 
 
 @dataclasses.dataclass
-class JSServer:
+class ProcessJsServer:
     """One server of the cluster; the ports stay fixed across restarts."""
 
     kind: str
@@ -163,7 +164,7 @@ def peer_hash(server_name: str) -> str:
 
 
 def _config(
-    s: JSServer, routes: Sequence[int], tags: Sequence[str], extra: str, system_account: bool
+    s: ProcessJsServer, routes: Sequence[int], tags: Sequence[str], extra: str, system_account: bool
 ) -> str:
     route_list = ", ".join(f'"nats-route://{HOST}:{p}"' for p in routes)
     tag_line = f"server_tags: [{', '.join(json.dumps(t) for t in tags)}]\n" if tags else ""
@@ -187,19 +188,19 @@ def _config(
 
 
 @dataclasses.dataclass
-class JSCluster:
-    servers: list[JSServer]
+class ProcessJsCluster:
+    servers: list[ProcessJsServer]
 
-    def __getitem__(self, i: int) -> JSServer:
+    def __getitem__(self, i: int) -> ProcessJsServer:
         return self.servers[i]
 
-    def __iter__(self) -> Iterator[JSServer]:
+    def __iter__(self) -> Iterator[ProcessJsServer]:
         return iter(self.servers)
 
-    def by_name(self, name: str) -> JSServer:
+    def by_name(self, name: str) -> ProcessJsServer:
         return next(s for s in self.servers if s.name == name)
 
-    def meta_leader(self, timeout: float = 20.0) -> JSServer:
+    def meta_leader(self, timeout: float = 20.0) -> ProcessJsServer:
         """The server that every live server agrees is meta leader (waits for agreement)."""
         end = time.monotonic() + timeout
         seen: set[str | None] = set()
@@ -259,10 +260,10 @@ def build_cluster(
     tags: Sequence[Sequence[str]] = ((), (), ()),
     extra: str = "",
     system_account: bool = True,
-) -> JSCluster:
+) -> ProcessJsCluster:
     """Configure (not start) three servers of ``kind``; ``tags[i]`` are server i's tags,
     ``extra`` is appended to each config, and ``system_account=False`` leaves out the ``SYS``
-    account (then :meth:`JSCluster.connect` with ``system=True`` cannot log in)."""
+    account (then :meth:`ProcessJsCluster.connect` with ``system=True`` cannot log in)."""
     servers = []
     # fixed across restarts, below the ephemeral range, all distinct
     flat = free_ports(9)
@@ -270,15 +271,15 @@ def build_cluster(
     for i, (p, hp, cp) in enumerate(ports):
         store = tmp / f"store-{i}"
         store.mkdir(parents=True, exist_ok=True)
-        s = JSServer(kind, i, f"{kind}-{i}", p, hp, cp, tmp / f"{kind}-{i}.conf", store, tmp)
+        s = ProcessJsServer(kind, i, f"{kind}-{i}", p, hp, cp, tmp / f"{kind}-{i}.conf", store, tmp)
         routes = [c for _, _, c in ports]
         s.config_path.write_text(_config(s, routes, tags[i], extra, system_account))
         servers.append(s)
-    return JSCluster(servers)
+    return ProcessJsCluster(servers)
 
 
 @contextlib.contextmanager
-def js_cluster(
+def process_js_cluster(
     kind: str,
     tmp: Path,
     *,
@@ -286,7 +287,7 @@ def js_cluster(
     extra: str = "",
     system_account: bool = True,
     ready_timeout: float = 30.0,
-) -> Iterator[JSCluster]:
+) -> Iterator[ProcessJsCluster]:
     """Start three JetStream servers of ``kind`` joined by routes and wait until JetStream
     answers through each; stop them all on exit."""
     if kind == "nats-server":

@@ -6,7 +6,7 @@ made clients wait was the publishes that met the old leader meanwhile: Raft take
 proposal during a transfer, and after it the old leader no longer leads, so they were
 dropped and their clients waited out a request timeout.
 
-Ownership: ``HandOver`` (one per server, held by ``StreamGroups``) owns the publishes being
+Ownership: ``PublishRelay`` (one per server, held by ``StreamGroups``) owns the publishes being
 passed on. The replica holds a publish instead of proposing it while its group transfers
 its leadership or has just lost it (``Stream.process``); when the replica stops leading,
 what it held comes here (``Replica.handed``), and so do the MSG entries of a batch the group
@@ -24,17 +24,17 @@ and also retried by its client is stored once.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Final
 
 from natsd.cluster.forward import Forwarder
 from natsd.cluster.group import RaftGroup
+from natsd.core.scheduler import Clock, Scheduler
 from natsd.jetstream.stream.entries import OP_MSG, decode_msg, entry_op
 from natsd.jetstream.stream.replica import Waiting
 from natsd.jetstream.stream.stream import Stream
 
-__all__ = ["FOR", "POLL", "HandOver", "publishes"]
+__all__ = ["FOR", "POLL", "PublishRelay", "publishes"]
 
 FOR: Final = 2.0
 POLL: Final = 0.002
@@ -60,11 +60,20 @@ def _new_term_committed(g: RaftGroup) -> bool:
     return g.node.committed_in_term()
 
 
-class HandOver:
+class PublishRelay:
     """The publishes this server's former stream leaders are passing on (module docstring)."""
 
-    def __init__(self, node_id: int, lookup: Lookup, name_of: Callable[[int], str]) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        lookup: Lookup,
+        name_of: Callable[[int], str],
+        clock: Clock,
+        scheduler: Scheduler,
+    ) -> None:
         self.node_id = node_id
+        self.clock = clock
+        self.scheduler = scheduler
         self._lookup = lookup
         self._name_of = name_of
         # (group name, publishes, until when)
@@ -76,16 +85,14 @@ class HandOver:
         return bool(self._pending)
 
     def add(self, group: bytes, items: list[Waiting]) -> None:
-        loop = asyncio.get_running_loop()
-        self._pending.append((group, list(items), loop.time() + FOR))
+        self._pending.append((group, list(items), self.clock.monotonic() + FOR))
         if not self._scheduled:
             self._scheduled = True
-            loop.call_later(POLL, self._pass_on)
+            self.scheduler.call_later(POLL, self._pass_on)
 
     def _pass_on(self) -> None:
         self._scheduled = False
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = self.clock.monotonic()
         keep: list[tuple[bytes, list[Waiting], float]] = []
         for group, items, deadline in self._pending:
             found = self._lookup(group)
@@ -114,4 +121,4 @@ class HandOver:
         self._pending = keep
         if keep:
             self._scheduled = True
-            loop.call_later(POLL, self._pass_on)
+            self.scheduler.call_later(POLL, self._pass_on)
