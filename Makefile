@@ -15,7 +15,7 @@ HOT := $(shell find src/natsd -name '*.py') setup.py
 # NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
 PURE := NATSD_PURE=1
 
-.PHONY: run run-pure test test-compiled wheel-smoke node-modules lint typecheck unit soak bench bench-quick bench-spark bench-spark-quick compile clean
+.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules lint typecheck unit soak bench bench-quick bench-spark bench-spark-quick compile clean
 
 # The dependencies, and natsd in place without compiling (the compile is $(FAST)'s, since
 # it must follow every change of a source). --no-build-isolation: the build uses this
@@ -42,17 +42,25 @@ run: $(FAST)
 run-pure: $(STAMP)
 	$(PURE) $(BIN)/natsd -js -sd ./data -p 4222 -m 8222
 
-## test: lint, type-check, the whole suite on pure Python (NATSD_PURE=1), then
-## unit+integration compiled, and the replicated-stream fault suite (tests/faults) on the
-## compiled servers only: it runs real multi-process clusters through 50 fault cycles, and
-## once is enough; then the wheel, built and installed as a user would (wheel-smoke)
+## test: lint, type-check, the whole suite on pure Python (NATSD_PURE=1), then the
+## mutation check of the fault suite (mutants), then unit+integration compiled, and the
+## replicated-stream fault suite (tests/faults) on the compiled servers only: it runs real
+## multi-process clusters through 50 fault cycles, and once is enough; then the wheel,
+## built and installed as a user would (wheel-smoke)
 test: lint typecheck node-modules
 	$(PURE) $(PYTEST) --ignore=tests/faults --ignore=tests/wheel
+	$(MAKE) mutants
 	$(MAKE) test-compiled
 	$(MAKE) wheel-smoke
 
 test-compiled: $(FAST)
 	NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/upgrade tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
+
+## mutants: plant known bugs (tests/mutants/run.py: a minority commit, a WAL sync that does
+## not sync, a PubAck before the commit, ...) one at a time in a copy of src/, run the same
+## short kill suite against each (pure Python), and fail unless every one is caught
+mutants: $(STAMP)
+	$(BIN)/python tests/mutants/run.py
 
 ## wheel-smoke: build the wheel as a user's pip does (isolated build, compiled), install it
 ## into a fresh virtual environment, and run tests/wheel there against the installed package

@@ -741,3 +741,55 @@ async def test_the_wal_stays_bounded_beside_quiet_groups(
         await until(lambda name=name, n=n: len(_contents(trio, victim, name)) == n, timeout=30)
         lead = _leader(trio, name)
         assert _contents(trio, victim, name) == _contents(trio, lead, name)
+
+
+async def test_no_puback_before_a_majority_holds_the_message(trio: EmbeddedJsCluster) -> None:
+    """A PubAck says the message is in the node logs of a majority: a leader whose Raft
+    frames reach no follower proposes a publish it is sent (it still holds its lease) but
+    never answers it. ``make mutants`` plants a leader that answers at propose time."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "Q", "subjects": ["q.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.Q", cfg)
+        assert (await _publish(nc, "q.a", b"1"))["seq"] == 1
+    finally:
+        await nc.close()
+    lead = _leader(trio, "Q")
+    host = trio.servers[lead].js_cluster.raft.host
+    send = host._send
+    nc = await nats.connect(trio.url(lead))
+    try:
+        host._send = lambda to, frame: None  # type: ignore[method-assign]
+        with pytest.raises(TimeoutError):
+            await nc.request("q.a", b"2", timeout=1.0)
+    finally:
+        host._send = send  # type: ignore[method-assign]
+        await nc.close()
+
+
+async def test_a_new_leader_knows_the_message_ids_it_applied_as_a_follower(
+    trio: EmbeddedJsCluster,
+) -> None:
+    """Every replica keeps the Nats-Msg-Id window of the entries it applies, so a publish
+    retried after the leader changed is answered as a duplicate by the new leader, not
+    stored again (``make mutants`` plants a follower that skips it)."""
+    cfg = {"name": "D", "subjects": ["d.>"], "num_replicas": 3, "duplicate_window": 60 * 10**9}
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.D", cfg)
+        first = await _publish(nc, "d.a", b"once", {"Nats-Msg-Id": "id-1"})
+        assert first["seq"] == 1, first
+    finally:
+        await nc.close()
+    await until(lambda: all(len(_contents(trio, n, "D")) == 1 for n in trio.names))
+    old = _leader(trio, "D")
+    await trio.stop(old)
+    left = [n for n in trio.names if n != old]
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        again = await _publish(nc, "d.a", b"once", {"Nats-Msg-Id": "id-1"}, within=15)
+        assert _leader(trio, "D") in left
+        assert again == {"stream": "D", "seq": 1, "duplicate": True}, again
+    finally:
+        await nc.close()
+    assert all(len(_contents(trio, n, "D")) == 1 for n in left)
