@@ -28,8 +28,11 @@ seed; ``NATSD_FAULT_SEED`` replays it.
 
 Not covered yet, because it fails today:
 
-* a WAL cut short by more than a torn tail: indistinguishable from a torn tail, so the
-  group is not marked damaged and the leader never learns what the follower lost.
+* a WAL cut short by more than a torn tail *after a crash*: indistinguishable from a torn
+  tail, so the group is not marked damaged and the leader never learns what the follower
+  lost. After a clean close the WAL's clean-close record tells them apart (the groups
+  that lost records come back damaged: ``storage/wal.py``; the meta group's case is
+  ``test_meta_damage.py``).
 """
 
 from __future__ import annotations

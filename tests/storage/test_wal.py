@@ -284,3 +284,172 @@ def test_power_loss_keeps_everything_committed(tmp_path: Path, seed: int) -> Non
     wal_dir = image / "wal"
     got = _view(Wal.open(str(wal_dir))) if wal_dir.exists() else {}
     assert got in views[committed:], (seed, committed, len(views))
+
+
+# ---------------------------------------------------------------- damage: cuts, runs, drops
+
+
+def _two_groups_then_a_tail(d: Path) -> tuple[Path, list[int]]:
+    """A and B with three entries each, then A's entries 4 and 5 and a hard state at 5:
+    the log's tail is A's alone. Closed cleanly; returns the segment and record starts."""
+    wal = Wal.open(str(d))
+    for i in range(1, 4):
+        for name in (b"A", b"B"):
+            wal.append_entries(name, [(i, 1, 0, name * i)])
+    wal.append_entries(b"A", [(4, 1, 0, b"four")])
+    wal.append_entries(b"A", [(5, 1, 0, b"five")])
+    wal.append_hard_state(b"A", 1, 1, 5)
+    wal.close()
+    seg, _data, starts = _records(d)
+    return seg, starts
+
+
+def test_a_log_cut_short_after_a_clean_close_marks_the_groups_that_lost_records(
+    tmp_path: Path,
+) -> None:
+    """After a clean close a short log is not a torn tail: acknowledged records are gone.
+    Only the group whose records went is damaged, with how far its log had reached, and
+    it stays damaged across clean restarts until a commit passes that."""
+    d = tmp_path / "wal"
+    seg, starts = _two_groups_then_a_tail(d)
+    data = seg.read_bytes()
+    seg.write_bytes(data[: starts[6] + 5])  # inside A's entry 4
+    wal = Wal.open(str(d))
+    a, b = wal.groups[b"A"], wal.groups[b"B"]
+    assert (a.damaged, a.held, a.last_index()) == (True, 5, 3) and not b.damaged
+    assert "cut off after the log was closed cleanly" in a.notes[0], a.notes
+    assert wal.cut_after_close is not None and wal.cut_after_close[1] == len(data)
+    # unrepaired, closed and opened again: still damaged, still held at 5
+    wal.close()
+    wal = Wal.open(str(d))
+    a = wal.groups[b"A"]
+    assert (a.damaged, a.held) == (True, 5) and "not repaired" in a.notes[0], a.notes
+    # a leader commits past it: repaired, and a later open agrees
+    wal.append_entries(b"A", [(4, 2, 0, b"4"), (5, 2, 0, b"5"), (6, 2, 0, b"6")])
+    wal.append_hard_state(b"A", 2, 0, 5)
+    assert wal.groups[b"A"].damaged  # (5 is what it held: not past it)
+    wal.append_hard_state(b"A", 2, 0, 6)
+    assert not wal.groups[b"A"].damaged
+    wal.close()
+    assert not any(g.damaged for g in Wal.open(str(d)).groups.values())
+
+
+def test_without_a_clean_close_a_short_log_is_a_torn_tail(tmp_path: Path) -> None:
+    """No clean-close record (a crash), or one that does not check out: the cut is a torn
+    tail, as before."""
+    for variant in ("crash", "garbled"):
+        d = tmp_path / variant / "wal"
+        seg, starts = _two_groups_then_a_tail(d)
+        closed = d / "closed"
+        if variant == "crash":
+            closed.unlink()
+        else:
+            raw = bytearray(closed.read_bytes())
+            raw[-1] ^= 0x01
+            closed.write_bytes(bytes(raw))
+        seg.write_bytes(seg.read_bytes()[: starts[6] + 5])
+        wal = Wal.open(str(d))
+        assert not any(g.damaged for g in wal.groups.values()), variant
+        assert wal.groups[b"A"].last_index() == 3 and wal.cut_after_close is None
+        assert not closed.exists()  # taken, and removed before any append
+
+
+def test_a_group_whose_every_record_was_cut_comes_back_empty_and_damaged(tmp_path: Path) -> None:
+    d = tmp_path / "wal"
+    wal = Wal.open(str(d))
+    wal.append_entries(b"A", [(1, 1, 0, b"a")])
+    wal.commit()
+    wal.append_entries(b"LATE", [(1, 1, 0, b"x"), (2, 1, 0, b"y")])
+    wal.close()
+    seg, _data, starts = _records(d)
+    seg.write_bytes(seg.read_bytes()[: starts[1]])
+    wal = Wal.open(str(d))
+    late = wal.groups[b"LATE"]
+    assert (late.damaged, late.held, late.entries) == (True, 2, [])
+    assert not wal.groups[b"A"].damaged
+
+
+def test_damage_running_to_the_end_of_a_segment_marks_every_group(tmp_path: Path) -> None:
+    """A segment that is not the last, cut short inside a record: whatever followed the
+    cut in it is gone, of any group, so every group is damaged (those first seen in a
+    later segment too), not only the cut record's."""
+    d = tmp_path / "wal"
+    wal = Wal.open(str(d), segment_size=200)
+    for i in range(1, 6):
+        wal.append_entries(b"A", [(i, 1, 0, b"a" * 30)])
+        wal.append_entries(b"B", [(i, 1, 0, b"b" * 30)])
+    wal.append_entries(b"C", [(1, 1, 0, b"c")])
+    wal.close()
+    first = d / "00000000000000000001.wal"
+    assert len(sorted(d.glob("*.wal"))) > 2
+    raw = first.read_bytes()
+    first.write_bytes(raw[: len(raw) - 10])
+    (d / "closed").unlink()  # (even after a crash: a segment that is not the last)
+    wal = Wal.open(str(d), segment_size=200)
+    assert all(g.damaged for g in wal.groups.values()), {
+        n: g.damaged for n, g in wal.groups.items()
+    }
+
+
+def test_a_burst_over_two_records_marks_both_groups(tmp_path: Path) -> None:
+    d = tmp_path / "wal"
+    _three_groups(d)
+    seg, data, starts = _records(d)
+    bad = bytearray(data)
+    bad[starts[3] + 20] ^= 0x10  # A's second record, body
+    bad[starts[4] + 20] ^= 0x10  # B's second record, body
+    seg.write_bytes(bytes(bad))
+    wal = Wal.open(str(d))
+    assert {n: g.damaged for n, g in wal.groups.items()} == {b"A": True, b"B": True, b"C": False}
+    assert wal.groups[b"A"].held == 3
+
+
+def test_a_missing_segment_between_two_marks_every_group(tmp_path: Path) -> None:
+    d = tmp_path / "wal"
+    wal = Wal.open(str(d), segment_size=200)
+    for i in range(1, 8):
+        wal.append_entries(b"A", [(i, 1, 0, b"a" * 40)])
+    wal.close()
+    (d / "closed").unlink()
+    (d / "00000000000000000002.wal").unlink()
+    wal = Wal.open(str(d), segment_size=200)
+    assert wal.groups[b"A"].damaged and "missing" in wal.groups[b"A"].notes[0]
+
+
+def test_a_dropped_group_is_listed_and_a_new_one_of_its_name_is_sound(tmp_path: Path) -> None:
+    """A group dropped after damage of unknown group, then created again: the damage was
+    before the drop and is not the new group's (the meta group an operator dropped to
+    rejoin it, jetstream/cluster/rejoin.py). Damage after the drop is."""
+    d = tmp_path / "wal"
+    _three_groups(d)
+    seg, data, starts = _records(d)
+    bad = bytearray(data)
+    bad[starts[1] + 9] ^= 0x01  # a header: group unknown
+    seg.write_bytes(bytes(bad))
+    wal = Wal.open(str(d))
+    assert wal.groups[b"B"].damaged
+    wal.append_drop(b"B")
+    wal.close()
+    wal = Wal.open(str(d))
+    assert b"B" not in wal.groups and wal.dropped == {b"B"}
+    wal.append_entries(b"B", [(1, 1, 0, b"new")])
+    wal.append_entries(b"NEW", [(1, 1, 0, b"n")])
+    wal.close()
+    wal = Wal.open(str(d))
+    assert not wal.groups[b"B"].damaged and wal.dropped == set()
+    assert wal.groups[b"NEW"].damaged  # (first seen after the damage: it may have been its)
+
+
+def test_a_group_created_after_the_open_is_sound(tmp_path: Path) -> None:
+    """Damage of unknown group marks the groups recovery finds (and those it finds after
+    it), never one created once the log is open."""
+    d = tmp_path / "wal"
+    _three_groups(d)
+    seg, data, starts = _records(d)
+    bad = bytearray(data)
+    bad[starts[1] + 9] ^= 0x01
+    seg.write_bytes(bytes(bad))
+    wal = Wal.open(str(d))
+    assert all(g.damaged for g in wal.groups.values())
+    wal.append_entries(b"FRESH", [(1, 1, 0, b"f")])
+    assert not wal.groups[b"FRESH"].damaged

@@ -588,3 +588,44 @@ def test_a_forged_or_garbled_send_time_is_not_credited(tmp_path: Path) -> None:
     assert g.node.raft.state == StateType.StateLeader
     net.settle(rounds=20, ticks=1)
     assert has_lease(g, net.clock(), LEASE)
+
+
+def test_a_damaged_majority_elects_nobody_until_an_operator_rejoins_one(tmp_path: Path) -> None:
+    """Two of three members damaged: they vote for no one, so the sound one cannot be
+    elected (and they never campaign). One of them, its log of the group dropped and
+    joined again with ``votes_damaged`` (what jetstream/cluster/rejoin.py leads to), votes
+    for the sound one; it leads, and repairs both."""
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    for i in range(10):
+        net.hosts[lead].propose(b"G", b"m%d" % i)
+    net.settle()
+    healthy = "n1"
+    damaged = ["n2", "n3"]
+    for n in NAMES:
+        net.crash(n)
+    groups = {}
+    for n in NAMES:
+        h = net.start(n)
+        if n in damaged:
+            h.wal.groups[b"G"].damaged = True  # as Wal.open marks it
+        net.applied[n][b"G"] = []
+        groups[n] = h.restore(b"G", net.collector(n, b"G"))
+    for _ in range(300):
+        net.step(ticks=1)
+    assert {g.leader for g in groups.values()} == {0}
+    # the operator drops n2's log of the group; it joins again, and may vote
+    net.crash("n2")
+    h = net.start("n2")
+    h.wal.append_drop(b"G")
+    net.applied["n2"][b"G"] = []
+    g2 = h.join(b"G", net.collector("n2", b"G"), lost=True)
+    g2.votes_damaged = True
+    assert g2.damaged
+    assert net.leader(b"G") == healthy
+    net.hosts[healthy].propose(b"G", b"after")
+    net.settle(rounds=300, ticks=1)
+    assert not g2.damaged and not groups["n3"].damaged
+    want = [d for _, d in net.applied[healthy][b"G"]]
+    assert [d for _, d in net.applied["n2"][b"G"]] == want and want[-1] == b"after"

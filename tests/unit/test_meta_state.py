@@ -75,6 +75,16 @@ def test_bad_entries_change_nothing(entry: bytes) -> None:
     assert st.snapshot() == before
 
 
+def test_a_noop_changes_nothing_but_the_applied_index() -> None:
+    """The barrier a server whose meta records were damaged proposes (driver.py)."""
+    st = _state("n1")
+    _assign(st, "S", ["n1"])
+    before = MetaState.from_snapshot(st.snapshot())
+    op = st.apply(9, encode_op("noop", origin="n1", barrier="X"))
+    assert op.op == "noop" and op.doc["barrier"] == "X" and st.applied == 9
+    assert (st.servers, st.streams, st.removed) == (before.servers, before.streams, before.removed)
+
+
 def test_snapshot_round_trip() -> None:
     st = _state("n1", "n2", tags={"n2": ["ssd"]})
     _assign(st, "S1", ["n1"], max_bytes=100)

@@ -161,6 +161,7 @@ class RaftGroup:
         "responded_term",
         "sent_by_leader",
         "storage",
+        "votes_damaged",
     )
 
     def __init__(
@@ -200,6 +201,11 @@ class RaftGroup:
         # group neither campaigns nor votes, since what it once acknowledged may be gone;
         # 0: sound.
         self.repair_at = 0
+        # An operator dropped this node's log of the group to have it rejoin (the meta
+        # group's, jetstream/cluster/rejoin.py): it votes while damaged, since without its
+        # vote no leader may be elected (most members damaged), and whatever it had
+        # acknowledged the operator chose to give up. It still campaigns for nothing.
+        self.votes_damaged = False
         # A member told this node it is out: a configuration that no longer holds it is
         # committed (the member applied it, and had applied at least as much as this node).
         # A removed voter learns it this way, since the leader stops sending to it.
@@ -284,14 +290,19 @@ class GroupHost:
         *,
         hold_snapshot: HoldSnapshot | None = None,
         on_ready: Callable[[], None] | None = None,
+        lost: bool = False,
     ) -> RaftGroup:
         """Join an existing group that is adding this node: an empty log and no members
         (etcd's way for a node added by a configuration change). The leader finds the log
-        empty and sends its snapshot, which brings the membership with it."""
+        empty and sends its snapshot, which brings the membership with it. ``lost``: the
+        node was a member and its log of the group is gone (damage): the WAL keeps the
+        group damaged across restarts until a leader's commit repairs it."""
         if name in self.groups or name in self.wal.groups:
             raise ValueError(f"group {name!r} exists")
         self.wal.append_snapshot(name, 0, 0, encode_conf_state(ConfState()), b"", replace=True)
         self.wal.commit()
+        if lost:
+            self.wal.groups[name].damaged = True
         g = self._start(
             name, self.wal.groups[name], apply, 0, install, forwarding, hold_snapshot, on_ready
         )
@@ -372,8 +383,9 @@ class GroupHost:
         g = RaftGroup(name, node, st, conf, apply, install, hold_snapshot, on_ready)
         g.applied = cfg.applied
         if log.damaged:
-            # past its own log: only a leader's commit can get there
-            g.repair_at = max(log.last_index(), log.commit) + 1
+            # past all its log held (``held``: what it reached before a cut, or before a
+            # restart left it unrepaired): only a leader's commit can get there
+            g.repair_at = max(log.last_index(), log.commit, log.held) + 1
         self.groups[name] = g
         return g
 
@@ -416,7 +428,7 @@ class GroupHost:
                 continue
             if g.applied and g.conf.voters and not conf_holds(g.conf, m.from_):
                 self._tell_removed(g, m.from_)  # e.g. a removed voter's (pre-)vote requests
-            if g.repair_at and m.type in _VOTES and g.damaged:
+            if g.repair_at and m.type in _VOTES and not g.votes_damaged and g.damaged:
                 continue  # a damaged group does not vote (§4.8)
             if m.type == MessageType.MsgAppResp and m.reject and m.context == LOST_LOG:
                 g.node.lower_match(m.from_, m.term, m.reject_hint)

@@ -15,6 +15,11 @@ Operations (one JSON object per entry; the field ``op`` names it):
   stream to ``peers`` (server names; one for R1), or update an assigned one's config (same
   peers). ``config`` is the stream config as nats-server's JSON.
 - ``delete``: ``{"account", "stream", "reply", "origin"}`` -- the stream is gone.
+- ``forget``: ``{"name", "reply", "origin"}`` -- a server removed from the cluster.
+- ``noop``: ``{"origin", "barrier"}`` -- changes nothing. A server whose meta records were
+  damaged proposes one, and trusts its meta state again once it applies it: everything
+  committed before (all it had ever applied among it) has been applied by then
+  (``jetstream/cluster/driver.py``).
 
 ``reply`` is the API reply subject of the request that led to the entry and ``origin`` the
 server that proposed it; they let the server that must answer do so once the entry applies.
@@ -144,7 +149,7 @@ def decode_op(data: bytes) -> MetaOp:
     if not isinstance(doc, dict):
         raise MetaError("meta entry is not an object")
     op = doc.get("op")
-    if op not in ("server", "stream", "delete", "forget"):
+    if op not in ("server", "stream", "delete", "forget", "noop"):
         raise MetaError(f"unknown meta operation {op!r}")
     return MetaOp(op, doc)
 
@@ -176,7 +181,9 @@ class MetaState:
         fit the state (it changes nothing: every server skips it the same way)."""
         op = decode_op(data)
         doc = op.doc
-        if op.op == "forget":
+        if op.op == "noop":
+            pass
+        elif op.op == "forget":
             name = _str(doc, "name")
             self.servers.pop(name, None)
             self.removed.add(name)

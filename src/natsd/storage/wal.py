@@ -41,9 +41,27 @@ when its header is damaged, by resynchronising on the next record that checks ou
 Recovery (``Wal.open``): a record that fails its checks with nothing valid after it is a
 torn append of the last write (it was never acknowledged: acks wait for the sync): the
 segment is cut there and appends continue. A bad record *followed by* a valid one is
-damage: the groups it touches (all groups, when its header cannot be trusted) come back
-``damaged`` and must stay out of elections until repaired (§4.8). Nothing is deleted
-because of damage.
+damage: the groups it touches (all groups, when its header cannot be trusted, or when the
+bad bytes run to the end of a segment that is not the last: what followed there is gone)
+come back ``damaged`` and must stay out of elections until repaired (§4.8). Nothing is
+deleted because of damage.
+
+A torn tail and a log cut short by damage look alike, except after a clean close:
+``close`` leaves ``closed`` beside the segments (written after the last sync, through a
+synced rename) with the last segment's number and size and, per group, how far its log
+reached (``GroupLog.reach``) and, when it was still damaged, how far it had reached
+before the damage (``held``). ``open`` reads it and
+removes it (durably, before anything is appended: a crash later must not pass for a clean
+close). A group that now reaches less than it did at the close lost acknowledged records
+to a cut (or a deleted segment): it is damaged as for a bad record, and ``held`` says how
+far its log had reached. A group still damaged at the close stays so until a hard state
+whose commit passes ``held`` is appended (the leader committed past all it had held), so
+that a restart does not forget unrepaired damage whose record went with its segment.
+Without the file (a crash, or a log older than it) a short tail is a torn tail, as before::
+
+    closed      <4sI      magic b"\x89NWC", crc32 of what follows
+                <QQI      last segment number, its size, group count
+                per group <H name length, name, <QQ reach, held (0: not damaged)
 
 Segments rotate at ``segment_size``; ``delete_obsolete`` removes a leading segment once every
 group it holds records for has compacted past it, dropped, or written a later hard state and
@@ -76,6 +94,9 @@ __all__ = [
 
 SEG_MAGIC: Final = b"\x89NWL"
 REC_MAGIC: Final = b"\xf1NWR"
+CLOSED_MAGIC: Final = b"\x89NWC"
+# the clean-close record (see the module docstring)
+CLOSED: Final = "closed"
 VERSION: Final = 1
 DEFAULT_SEGMENT_SIZE: Final = 64 * 1024 * 1024
 
@@ -98,6 +119,13 @@ _U32: Final = struct.Struct("<I")
 _U64: Final = struct.Struct("<Q")
 _HARD: Final = struct.Struct("<QQQ")
 _SNAP: Final = struct.Struct("<QQB")
+_CLOSED_HDR: Final = struct.Struct("<4sIQQI")
+_CLOSED_GROUP: Final = struct.Struct("<QQ")
+_U16: Final = struct.Struct("<H")
+_KIND_NAMES: Final = {ENTRIES: "entries", HARDSTATE: "hard state", SNAPSHOT: "snapshot",
+                      COMPACT: "compaction", DROP: "drop"}  # fmt: skip
+# At most this many notes of damage are kept per group (what the server logs).
+MAX_NOTES: Final = 8
 # A group name is at most this long (nats-server's stream names are shorter still).
 MAX_GROUP: Final = 1024
 _crc32: Final = zlib.crc32
@@ -129,12 +157,25 @@ class GroupLog:
     compacted: int = 0
     # damage before the tail touched this group (§4.8): it must not vote or campaign
     damaged: bool = False
+    # a damaged group: how far its log reached before the damage (its repair point: a
+    # leader's commit past it vouches for everything it held); 0 for a sound group
+    held: int = 0
+    # what the damage was, in words, for the log (at most MAX_NOTES)
+    notes: list[str] = field(default_factory=list)
 
     def first_index(self) -> int:
         return self.entries[0][0] if self.entries else self.compacted + 1
 
     def last_index(self) -> int:
         return self.entries[-1][0] if self.entries else max(self.compacted, self.snap_index)
+
+    def reach(self) -> int:
+        """How far the log reaches: its last index or its commit, whichever is higher."""
+        return max(self.last_index(), self.commit)
+
+    def note(self, what: str) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(what)
 
     def _append(self, ents: list[WalEntry]) -> None:
         if not ents:
@@ -174,6 +215,32 @@ def encode_record(kind: int, group: bytes, body: bytes) -> bytes:
     fields = _FIELDS.pack(REC_OVERHEAD + len(group) + len(body), kind, len(group))
     rec = b"".join((_PREFIX.pack(REC_MAGIC, _crc32(fields)), fields, group, body))
     return rec + _TRAILER.pack(record_crc(rec))
+
+
+def _decode_closed(raw: bytes) -> tuple[int, int, dict[bytes, tuple[int, int]]] | None:
+    """The clean-close record's (last segment, its size, group -> (reach, held)),
+    None when it does not check out (then it is as if there were none)."""
+    if len(raw) < _CLOSED_HDR.size:
+        return None
+    magic, crc, seg, size, n = _CLOSED_HDR.unpack_from(raw, 0)
+    if magic != CLOSED_MAGIC or crc != _crc32(raw[8:]):
+        return None
+    groups: dict[bytes, tuple[int, int]] = {}
+    pos = _CLOSED_HDR.size
+    try:
+        for _ in range(n):
+            (nlen,) = _U16.unpack_from(raw, pos)
+            pos += 2
+            name = raw[pos : pos + nlen]
+            pos += nlen
+            reach, held = _CLOSED_GROUP.unpack_from(raw, pos)
+            pos += _CLOSED_GROUP.size
+            groups[name] = (int(reach), int(held))
+    except struct.error:
+        return None
+    if pos != len(raw):
+        return None
+    return int(seg), int(size), groups
 
 
 def _seg_header(number: int) -> bytes:
@@ -230,19 +297,20 @@ def _check_record(buf: memoryview, pos: int) -> tuple[int, int, int] | None:
     return length, kind, glen
 
 
-def _header_group(buf: memoryview, pos: int) -> bytes | None:
-    """The group of a record whose header checks out but whose body does not (None when
-    the header itself is damaged: the record could belong to any group)."""
+def _header(buf: memoryview, pos: int) -> tuple[int, int, bytes] | None:
+    """(length, kind, group) of a record whose header checks out but whose body does not
+    (None when the header itself is damaged: the record could belong to any group, and
+    its length cannot be trusted)."""
     if pos + REC_HDR_SIZE > len(buf):
         return None
     magic, hcrc = _PREFIX.unpack_from(buf, pos)
     if magic != REC_MAGIC or _crc32(buf[pos + 8 : pos + REC_HDR_SIZE]) != hcrc:
         return None
-    _length, _kind, glen = _FIELDS.unpack_from(buf, pos + 8)
+    length, kind, glen = _FIELDS.unpack_from(buf, pos + 8)
     start = pos + REC_HDR_SIZE
-    if start + glen > len(buf):
+    if kind not in _KINDS or length < REC_OVERHEAD + glen or start + glen > len(buf):
         return None
-    return bytes(buf[start : start + glen])
+    return length, kind, bytes(buf[start : start + glen])
 
 
 class _Segment:
@@ -287,9 +355,20 @@ class Wal:
         self._latest: dict[bytes, list[int]] = {}
         self.dirty = False  # written since the last sync
         self.syncs = 0  # fdatasyncs made (what a batch costs)
-        self._all_damaged = False  # a record of unknown group was damaged
+        # records of unknown group found damaged so far, and per group dropped since: the
+        # count when its DROP was replayed (a group created later is damaged only when
+        # such damage came after its drop)
+        self._unknown_damage = 0
+        self._dropped_at: dict[bytes, int] = {}
+        self._unknown_notes: list[str] = []
+        # groups whose last record is a DROP (the meta group's: an operator's, see
+        # jetstream/cluster/rejoin.py)
+        self.dropped: set[bytes] = set()
         self.damaged_records = 0
         self.cut_bytes = 0  # torn tail removed by recovery
+        # the log ends before where it ended at its clean close: (segment, size) then
+        # and now; None when it does not, or nothing says where it ended
+        self.cut_after_close: tuple[int, int, int, int] | None = None
 
     # ---------------------------------------------------------------- recovery
     @classmethod
@@ -307,8 +386,30 @@ class Wal:
                 numbers.append(int(n[:-4]))
             except ValueError:
                 raise WalError(f"unexpected file {n!r} in {directory}") from None
+        closed_at = os.path.join(directory, CLOSED)
+        closed = io.read_file(closed_at) if io.exists(closed_at) else None
         for i, number in enumerate(numbers):
+            if i and number != numbers[i - 1] + 1:
+                # segments go only from the front (delete_obsolete): one missing between
+                # two others held records of any group
+                missing = (f"the log (segments {_seg_name(numbers[i - 1] + 1)} to"
+                           f" {_seg_name(number - 1)} are missing)")  # fmt: skip
+                wal._mark_damaged({}, True, missing)
             wal._recover_segment(number, last=i == len(numbers) - 1)
+        if closed is not None:
+            found = _decode_closed(closed)
+            if found is not None:
+                wal._check_closed(*found)
+            # gone before anything is appended: a crash from now on is not a clean close
+            io.unlink(closed_at)
+            io.fsync_dir(directory)
+        for g in wal.groups.values():
+            if g.damaged:
+                g.held = max(g.held, g.reach())
+        # a group created from now on is new: no damage found here can have been its
+        wal._unknown_damage = 0
+        wal._dropped_at.clear()
+        wal._unknown_notes.clear()
         if wal.segments:
             last = wal.segments[-1]
             wal._fd = io.open(
@@ -349,26 +450,34 @@ class Wal:
         self.segments.append(seg)
         pos = SEG_HDR_SIZE
         end = len(buf)
+        name = _seg_name(number)
         bad_at = -1  # start of the damaged run we are skipping
-        bad_group: bytes | None = None
-        bad_any = False
+        # the groups (and record kinds) of the damaged run's records whose headers check out
+        bad_groups: dict[bytes, list[int]] = {}
+        bad_any = False  # a record of the run could belong to any group
         while pos < end:
             rec = _check_record(buf, pos)
             if rec is None:
                 if bad_at < 0:
                     bad_at = pos
-                    g = _header_group(buf, pos)
-                    if g is None:
-                        bad_any = True
-                    else:
-                        bad_group = g
-                nxt = raw.find(REC_MAGIC, pos + 1)
-                pos = nxt if nxt >= 0 else end
+                hdr = _header(buf, pos)
+                if hdr is None:
+                    bad_any = True
+                    nxt = raw.find(REC_MAGIC, pos + 1)
+                    pos = nxt if nxt >= 0 else end
+                    continue
+                length, kind, group = hdr
+                bad_groups.setdefault(group, []).append(kind)
+                if pos + length > end:
+                    bad_any = True  # it runs past the end: whatever followed it is gone
+                    pos = end
+                else:
+                    pos += length  # skipped by its own length
                 continue
             if bad_at >= 0:
                 # a valid record after a damaged run: that is damage, not a torn tail
-                self._mark_damaged(bad_group, bad_any)
-                bad_at, bad_group, bad_any = -1, None, False
+                self._mark_damaged(bad_groups, bad_any, f"{name} at byte {bad_at}")
+                bad_at, bad_groups, bad_any = -1, {}, False
             length, kind, glen = rec
             self._replay(seg, buf, pos, length, kind, glen)
             pos += length
@@ -384,26 +493,77 @@ class Wal:
                 self.cut_bytes += end - bad_at
                 seg.size = bad_at
             else:
-                # later segments hold valid records: this was acknowledged data
-                self._mark_damaged(bad_group, bad_any)
+                # later segments hold valid records: this was acknowledged data, and so
+                # was whatever followed the damage in this segment, of any group
+                self._mark_damaged(bad_groups, True, f"{name} from byte {bad_at} to its end")
 
-    def _mark_damaged(self, group: bytes | None, any_group: bool) -> None:
+    def _mark_damaged(self, groups: dict[bytes, list[int]], any_group: bool, where: str) -> None:
         self.damaged_records += 1
-        if any_group or group is None:
+        for group, kinds in groups.items():
+            g = self._group(group)
+            g.damaged = True
+            what = "/".join(sorted({_KIND_NAMES.get(k, "?") for k in kinds}))
+            g.note(f"a damaged {what} record in {where}")
+        if any_group:
+            note = f"a damaged record of unknown group in {where}"
             for g in self.groups.values():
                 g.damaged = True
+                g.note(note)
             # the record could have belonged to a group that appears only later, too
-            self._all_damaged = True
-        else:
-            self._group(group).damaged = True
+            self._unknown_damage += 1
+            if len(self._unknown_notes) < MAX_NOTES:
+                self._unknown_notes.append(note)
 
     def _group(self, name: bytes) -> GroupLog:
         g = self.groups.get(name)
         if g is None:
             g = self.groups[name] = GroupLog()
-            if self._all_damaged:
+            self.dropped.discard(name)
+            if self._unknown_damage > self._dropped_at.get(name, 0):
                 g.damaged = True
+                for note in self._unknown_notes:
+                    g.note(note)
         return g
+
+    # ---------------------------------------------------------------- clean close
+    def _check_closed(self, seg: int, size: int, reach: dict[bytes, tuple[int, int]]) -> None:
+        """Compare the recovered log with what it was at its clean close (see the module
+        docstring)."""
+        last = self.segments[-1] if self.segments else None
+        now = (last.number, last.size) if last is not None else (0, 0)
+        if now < (seg, size):
+            self.cut_after_close = (seg, size, now[0], now[1])
+        for name, (was, held) in reach.items():
+            g = self.groups.get(name)
+            if g is None:
+                g = self._group(name)  # every record of it is gone
+            if g.reach() < was:
+                g.damaged = True
+                g.held = max(g.held, was)
+                g.note(f"its records up to index {was} were cut off after the log was"
+                       f" closed cleanly (it now reaches {g.reach()}; the log ended at"
+                       f" {_seg_name(seg)} byte {size}, now at {_seg_name(now[0])} byte"
+                       f" {now[1]})")  # fmt: skip
+            if held:
+                if not g.damaged:
+                    g.note(f"damage found before the last clean close, not repaired since"
+                           f" (its log had reached index {held})")  # fmt: skip
+                g.damaged = True
+                g.held = max(g.held, held)
+
+    def _write_closed(self) -> None:
+        last = self.segments[-1]
+        parts = [b""]
+        for name, g in self.groups.items():
+            parts.append(_U16.pack(len(name)))
+            parts.append(name)
+            held = max(g.held, g.reach()) if g.damaged else 0
+            parts.append(_CLOSED_GROUP.pack(g.reach(), held))
+        body = b"".join(parts)
+        head = _CLOSED_HDR.pack(CLOSED_MAGIC, 0, last.number, last.size, len(self.groups))
+        crc = _crc32(head[8:] + body)
+        data = _CLOSED_HDR.pack(CLOSED_MAGIC, crc, last.number, last.size, len(self.groups))
+        self.io.write_file_atomic(os.path.join(self.directory, CLOSED), data + body)
 
     def _replay(
         self, seg: _Segment, buf: memoryview, pos: int, length: int, kind: int, glen: int
@@ -415,7 +575,8 @@ class Wal:
             last_index = self._apply(name, kind, body)
         except (ValueError, struct.error):
             # checksums held but the body does not parse: written by a broken writer
-            self._mark_damaged(name, False)
+            where = f"{_seg_name(seg.number)} at byte {pos} (it does not parse)"
+            self._mark_damaged({name: [kind]}, False, where)
             return
         seg.note(name, kind, last_index)
         self._note_latest(name, kind, seg.number)
@@ -425,6 +586,8 @@ class Wal:
         if kind == DROP:
             self.groups.pop(name, None)
             self._latest.pop(name, None)
+            self.dropped.add(name)
+            self._dropped_at[name] = self._unknown_damage
             return 0
         g = self._group(name)
         if kind == ENTRIES:
@@ -470,6 +633,9 @@ class Wal:
         self._add(group, HARDSTATE, _HARD.pack(term, vote, commit), 0)
         g = self._group(group)
         g.term, g.vote, g.commit = term, vote, commit
+        if g.damaged and commit > g.held:
+            # a leader committed past all the damaged log had held: repaired
+            g.damaged, g.held = False, 0
 
     def append_snapshot(
         self,
@@ -502,6 +668,7 @@ class Wal:
     def append_drop(self, group: bytes) -> None:
         self._add(group, DROP, b"", 0)
         self.groups.pop(group, None)
+        self.dropped.add(group)
 
     def _add(self, group: bytes, kind: int, body: bytes, last_index: int) -> None:
         if not group or len(group) > MAX_GROUP:
@@ -625,7 +792,9 @@ class Wal:
         return sum(s.size for s in self.segments) + self._buf_size
 
     def close(self) -> None:
+        """Sync and close; then leave the clean-close record (see the module docstring)."""
         if self._fd >= 0:
             self.commit()
             self.io.close(self._fd)
             self._fd = -1
+            self._write_closed()

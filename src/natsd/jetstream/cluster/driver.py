@@ -15,12 +15,41 @@ Bootstrap: with no meta group in the node log, the servers wait until the mesh h
 server their ``cluster.routes`` name (self included or not; see ``expected_size``) and then
 each creates the group with the same voters, computed from the same server names; nothing
 needs to be exchanged. A restart restores the group from the node log.
+
+Damage (Jepsen lost a whole stream to a meta snapshot damaged on two of five nodes of
+nats-server, #7556). The meta state says which streams this server holds; one rebuilt from
+records that damage cut short (a flipped bit, a log cut short after a clean close, a
+snapshot that does not decode: ``storage/wal.py``) lacks streams it holds, and acting on it
+would set those aside as orphans, drop their Raft logs, or, with the damage on most
+servers, elect a leader whose log lost them and take them from every server. So a server
+whose meta records are damaged (or gone, while its log holds other groups):
+
+* logs an error at start saying what is damaged and what to do (``_damage_text``), and
+  again every DAMAGE_REMIND while it knows no meta leader;
+* does not act on its meta state (``_repairing``): every meta entry it applies is applied
+  as a replay (the meta state changes, this server's streams do not), no reconciliation,
+  no orphan set aside, no Raft log dropped, no meta snapshot taken; its replicated streams
+  wait, unattached; its R1 streams serve as they are;
+* takes no part in meta elections (``RaftGroup.damaged``: neither votes nor campaigns)
+  until a leader's commit passes all its log had held;
+* once it knows a leader, proposes a ``noop`` barrier every BARRIER_EVERY, and trusts its
+  meta state again when it applies its own: every entry committed before it, all it had
+  ever applied among them, has been applied by then. It then reconciles as after a
+  restart.
+
+With the damage on a minority this ends by itself within a second or so. On a majority no
+leader can be elected (the damaged servers vote for no one): JetStream stays unavailable
+and every server keeps its streams as they are, until an operator restores a damaged
+server's store from a backup, or drops its meta records (``jetstream/cluster/rejoin.py``).
+A server whose meta records an operator dropped rejoins the group with an empty log and
+votes (``RaftGroup.votes_damaged``), and repairs as above from the leader it helps elect.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
@@ -86,6 +115,10 @@ LEADERLESS: Final = 6.0
 # this after the meta state was recovered, and only once this server is current with the
 # meta leader (nats-server checks once, 30 s after its recovery, and deletes them).
 ORPHANS_AFTER: Final = 5.0
+# A server whose meta group is damaged and that knows no meta leader says so again this
+# often; one that knows a leader proposes its barrier this often until it applies one.
+DAMAGE_REMIND: Final = 30.0
+BARRIER_EVERY: Final = 1.0
 
 
 class JsCluster:
@@ -127,6 +160,13 @@ class JsCluster:
         self._bootstrap_campaign = 0.0  # until when the first member re-campaigns
         self._replay_until = 0  # meta entries up to here were applied before a restart
         self._reconciled = False
+        # the meta records were damaged: the meta state is not acted on until this
+        # server applies its barrier (see the module docstring)
+        self._repairing = False
+        self._barrier = ""
+        self._barrier_at = -1e9
+        self._damage_said_at = 0.0
+        self._damage_notes: list[str] = []
         self._orphans_at = 0.0  # when to look for orphans (0: not due)
         self._row_proposed_at = -1e9
         self._timer: Cancellable | None = None
@@ -177,17 +217,47 @@ class JsCluster:
             for s in ja.streams.values():
                 if s.cfg.num_replicas > 1:
                     cut_lost(s)
-        wal = self.raft.host.wal
+        host = self.raft.host
+        wal = host.wal
+        self._say_wal_damage()
         log_ = wal.groups.get(META_GROUP)
         if log_ is not None:
+            damage = list(log_.notes) if log_.damaged else []
             self._replay_until = log_.commit
             if log_.snap_data:
                 # the meta state as of the last compaction; entries after it replay
-                self.meta = MetaState.from_snapshot(log_.snap_data)
-            self.group = self.raft.host.restore(META_GROUP, self._apply, install=self._install)
-            log.info("JetStream cluster: meta group restored (%d entries to replay)", log_.commit)
-            if self._replay_until <= self.group.applied:
-                self._reconcile()
+                try:
+                    self.meta = MetaState.from_snapshot(log_.snap_data)
+                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                    # checksums held, yet it does not decode: the log built on it is of no
+                    # use; it goes, and the leader sends the whole state again
+                    damage.append(f"its snapshot at index {log_.snap_index} does not decode"
+                                  f" ({e})")  # fmt: skip
+                    wal.append_drop(META_GROUP)
+                    log_ = None
+            if log_ is not None:
+                self.group = host.restore(META_GROUP, self._apply, install=self._install)
+                log.info("JetStream cluster: meta group restored (%d entries to replay)",
+                         log_.commit)  # fmt: skip
+                if damage or self.group.repair_at:
+                    self._repair(damage or ["damage found before, not repaired yet"])
+                elif self._replay_until <= self.group.applied:
+                    self._reconcile()
+            else:
+                self.meta = MetaState()
+                self.group = host.join(META_GROUP, self._apply, self._install, lost=True)
+                self._repair(damage)
+        elif META_GROUP in wal.dropped:
+            # an operator dropped its meta records (rejoin.py): it rejoins, and votes
+            self.group = host.join(META_GROUP, self._apply, self._install, lost=True)
+            self.group.votes_damaged = True
+            self._repair([], rejoin=True)
+        elif wal.groups or wal.dropped or wal.damaged_records or wal.cut_after_close:
+            # The log holds other groups (streams'), or damage: this server was in a
+            # cluster, and damage took every meta record. It must not bootstrap a new meta
+            # group (an empty state that would vote at once); it joins the cluster's.
+            self.group = host.join(META_GROUP, self._apply, self._install, lost=True)
+            self._repair(["no record of it is left (the log holds other groups' records)"])
         self.usage.start()
         self.stream_groups.start()
         self.system_requests.start()
@@ -210,12 +280,102 @@ class JsCluster:
             finally:
                 self.raft.host.wal.close()
 
+    # ---------------------------------------------------------------- damage
+    def _say_wal_damage(self) -> None:
+        """The node log's damage, one warning per damaged group (the meta group's own
+        error follows from ``start``)."""
+        wal = self.raft.host.wal
+        for name, g in wal.groups.items():
+            if g.damaged and name != META_GROUP:
+                log.warning("JetStream cluster: Raft group %s: damaged in the node log (%s):"
+                            " %s; it neither votes nor campaigns until its leader repairs it",
+                            name.decode(errors="replace"), wal.directory,
+                            "; ".join(g.notes) or "damage")  # fmt: skip
+
+    def _store_dir(self) -> str:
+        """The JetStream store directory (the node log is ``<it>/jetstream/_cluster/wal``)."""
+        d = self.raft.host.wal.directory.rstrip(os.sep)
+        return os.path.dirname(os.path.dirname(os.path.dirname(d))) or "."
+
+    def _damage_text(self) -> str:
+        store = self._store_dir()
+        return (
+            f"JetStream cluster: the meta group's records in this server's node log"
+            f" ({self.raft.host.wal.directory}) are damaged: {'; '.join(self._damage_notes)}."
+            " Until a meta leader of the cluster has brought it up to date this server keeps"
+            " every stream it holds as it is (none is created, set aside or deleted because"
+            " of its meta state), its replicated streams wait, and it takes no part in meta"
+            " leader elections; while the other servers have a meta leader this happens by"
+            " itself. If most servers of the cluster log this error, no meta leader can be"
+            " elected and JetStream stays unavailable: stop one damaged server, then either"
+            f" restore its store directory ({store}) from a backup taken while it was"
+            " stopped, or, if a server that logs no such error holds the whole meta state,"
+            " drop the damaged server's meta records with `python -m"
+            f" natsd.jetstream.cluster.rejoin {store}` and start it again: it then votes for"
+            " a healthy server and takes the meta state from it (meta entries that only the"
+            " damaged servers held are lost). Do not copy another server's store directory"
+            " over this one."
+        )
+
+    def _repair(self, notes: list[str], rejoin: bool = False) -> None:
+        """Start-up found the meta records damaged (or dropped by an operator): say so, and
+        act on the meta state no more until this server's barrier applies."""
+        self._repairing = True
+        self._reconciled = False
+        self._barrier = self._nuid.next()
+        self._damage_notes = notes
+        self._damage_said_at = self.clock.monotonic()
+        if rejoin:
+            log.warning("JetStream cluster: this server's meta records were dropped by an"
+                        " operator: it rejoins the meta group with an empty log, votes for"
+                        " a leader and takes the meta state from it; meanwhile it keeps"
+                        " every stream it holds as it is")  # fmt: skip
+        else:
+            log.error("%s", self._damage_text())
+
+    def _repair_check(self, now: float) -> None:
+        """While repairing: propose the barrier to the leader (a noop, past the barrier),
+        or say again that there is none to repair this server."""
+        g = self.group
+        if g is None:
+            return
+        if g.node.leader():
+            if now - self._barrier_at >= BARRIER_EVERY:
+                self._barrier_at = now
+                self.propose(encode_op("noop", origin=self.server_name, barrier=self._barrier))
+        elif now - self._damage_said_at >= DAMAGE_REMIND:
+            self._damage_said_at = now
+            if self._damage_notes:
+                log.error("%s (still no meta leader)", self._damage_text())
+            else:
+                log.warning("JetStream cluster: rejoining the meta group: no meta leader yet")
+
+    def _repaired(self, index: int) -> None:
+        self._repairing = False
+        self._replay_until = max(self._replay_until, index)
+        log.warning("JetStream cluster: the meta group is repaired: this server holds the"
+                    " meta leader's state as of entry %d", index)  # fmt: skip
+
+    def _maybe_reconcile(self) -> None:
+        """Bring the streams here in line with the meta state once the replay that
+        follows a restart is done, never while the meta state is not trusted."""
+        g = self.group
+        if self._reconciled or self._repairing or g is None:
+            return
+        if g.applied >= self._replay_until:
+            self._reconcile()
+
     def _check(self) -> None:
         """Every 100 ms: bootstrap when the mesh is complete, keep our server row current,
         report our usage."""
         now = self.clock.monotonic()
         if self.group is None:
             self._maybe_bootstrap()
+        elif self._repairing or (self.group.repair_at and self.group.damaged):
+            # (a meta state trusted again may leave the group out of elections still: the
+            # leader's log was shorter than the damaged one's, whose tail was never
+            # committed; noops commit past it)
+            self._repair_check(now)
         elif now < self._bootstrap_campaign and not self.group.node.leader():
             if not self.group.node.is_leader():
                 self.group.node.campaign()
@@ -234,11 +394,9 @@ class JsCluster:
             if leading:
                 log.info("JetStream cluster: this server is the meta leader")
                 self._advise_leader_elected()
-        g = self.group
-        if not self._reconciled and g is not None and g.applied >= self._replay_until:
-            # the replay ended on an entry with nothing to apply (a new leader's empty
-            # entry), which _apply never sees
-            self._reconcile()
+        # the replay may have ended on an entry with nothing to apply (a new leader's empty
+        # entry), which _apply never sees
+        self._maybe_reconcile()
         if self._orphans_at and now >= self._orphans_at and self._meta_current(now):
             self._orphans_at = 0.0
             self.local.set_aside_orphans()
@@ -389,14 +547,18 @@ class JsCluster:
         return place(self.meta, alive, replicas, tags, room, prefer=prefer, pending=pending)
 
     def _apply(self, index: int, data: bytes) -> None:
-        replay = index <= self._replay_until
+        # (while repairing, every entry is a replay: this server does not act on them)
+        replay = self._repairing or index <= self._replay_until
         try:
             op = self.meta.apply(index, data)
         except MetaError as e:
             log.error("JetStream cluster: meta entry %d skipped: %s", index, e)
             return
         try:
-            if op.op == "stream":
+            if op.op == "noop":
+                if self._repairing and op.doc.get("barrier") == self._barrier:
+                    self._repaired(index)
+            elif op.op == "stream":
                 if op.assignment is not None:
                     self.pending.done(op.assignment.account, op.assignment.name)
                 self.local.applied_stream(op, replay)
@@ -405,12 +567,12 @@ class JsCluster:
             elif op.op == "forget":
                 self.system_requests.applied_forget(op, replay)
         finally:
-            if not self._reconciled and index >= self._replay_until:
-                self._reconcile()
+            self._maybe_reconcile()
 
     def _install(self, index: int, data: bytes) -> None:
         """The leader sent its meta state (this server was behind its log): take it, and
-        bring this server's streams in line with it as after a restart."""
+        bring this server's streams in line with it as after a restart (while repairing,
+        once the barrier applies)."""
         if not data:
             return
         old = self.meta
@@ -419,6 +581,8 @@ class JsCluster:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             log.error("JetStream cluster: meta snapshot at %d unreadable: %s", index, e)
             return
+        if self._repairing:
+            return  # streams it deleted meanwhile are orphans once the state is trusted
         self.local.gone(old, self.meta)
         self._reconcile()
 
@@ -483,7 +647,7 @@ class JsCluster:
         ``Healthy``): it has applied everything it knows committed, and leads or heard
         the leader within CURRENT_FOR."""
         g = self.group
-        if g is None or not self._reconciled:
+        if g is None or not self._reconciled or self._repairing:
             return False
         lead = g.node.leader()
         committed = g.node.committed()

@@ -161,9 +161,12 @@ class LocalStreams:
         if ja is None or self.server_name not in a.peers:
             return
         local = ja.streams.get(a.name)
-        if replay and (local is None or local.created_ns != a.created):
-            # (a later stream of the name, or none: this delete was applied before)
-            return
+        if local is not None and local.created_ns != a.created:
+            # a later stream of the name: this delete is of an earlier one, applied before
+            # (an entry applied again after its record was lost to damage, or as a replay)
+            local = None
+        if replay and local is None:
+            return  # (this delete was applied before)
         # on a replay: the entry was committed and the server stopped before applying
         # it, or before the files went
         self.stream_groups.detach(a)
