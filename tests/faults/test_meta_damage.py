@@ -49,7 +49,7 @@ from pathlib import Path
 
 import nats
 import pytest
-from embedded_cluster import JsCluster3, publish_acked, replica_leader, until
+from embedded_cluster import EmbeddedJsCluster, publish_acked, replica_leader, until
 from embedded_cluster import api_request as req
 
 from faults.run import FIXED_SEED, fault_seed
@@ -127,7 +127,7 @@ def damage(root: Path, how: str, rng: random.Random) -> str:
     return f"{target.path.name}: {flips} bits flipped in the meta {kind} record at {target.offset}"
 
 
-async def _stream(t: JsCluster3, via: str, name: str, replicas: int) -> None:
+async def _stream(t: EmbeddedJsCluster, via: str, name: str, replicas: int) -> None:
     """A stream created through ``via`` (an R1 stream is placed there: the requester's
     server comes first among equals), with MSGS messages and a durable consumer."""
     nc = await nats.connect(t.url(via))
@@ -146,7 +146,7 @@ async def _stream(t: JsCluster3, via: str, name: str, replicas: int) -> None:
         await nc.close()
 
 
-async def _lead_from(t: JsCluster3, name: str) -> None:
+async def _lead_from(t: EmbeddedJsCluster, name: str) -> None:
     """Make ``name`` the leader of the meta group and of the R3 stream's group."""
     me = raft_id(name)
     await until(lambda: t.leader() != "" and replica_leader(t, R3) != "")
@@ -180,7 +180,7 @@ async def _lead_from(t: JsCluster3, name: str) -> None:
     await until(settled)
 
 
-async def populate(t: JsCluster3, compact: bool) -> None:
+async def populate(t: EmbeddedJsCluster, compact: bool) -> None:
     await _stream(t, "n1", R3, 3)
     await _lead_from(t, "n1")
     for name in t.names:
@@ -194,14 +194,14 @@ async def populate(t: JsCluster3, compact: bool) -> None:
         await _stream(t, "n2", "Bn2", 1)  # and an entry after it
 
 
-def _held(t: JsCluster3, name: str) -> Held:
+def _held(t: EmbeddedJsCluster, name: str) -> Held:
     js = t.servers[name].jetstream
     assert js is not None
     ja = js.accounts["$G"]
     return {n: (s.store.state().msgs, sorted(s.consumers)) for n, s in ja.streams.items()}
 
 
-def _meta_streams(t: JsCluster3, name: str) -> dict[str, list[str]]:
+def _meta_streams(t: EmbeddedJsCluster, name: str) -> dict[str, list[str]]:
     meta = t.servers[name].js_cluster.meta
     return {n: sorted(a.peers) for n, a in meta.streams.get("$G", {}).items()}
 
@@ -215,18 +215,18 @@ def _errors(caplog: pytest.LogCaptureFixture) -> list[str]:
             if r.levelno >= logging.ERROR and "meta group" in r.getMessage()]  # fmt: skip
 
 
-async def _before(t: JsCluster3) -> dict[str, Held]:
+async def _before(t: EmbeddedJsCluster) -> dict[str, Held]:
     """What every server holds once the R3 replicas have converged."""
     await until(lambda: len({str(_held(t, n).get(R3)) for n in t.names}) == 1, timeout=15)
     return {n: _held(t, n) for n in t.names}
 
 
-async def _check_intact(t: JsCluster3, before: dict[str, Held]) -> None:
+async def _check_intact(t: EmbeddedJsCluster, before: dict[str, Held]) -> None:
     for name, streams in before.items():
         await until(lambda n=name, s=streams: _held(t, n) == s, timeout=20)  # type: ignore[misc]
 
 
-async def _publish_everywhere(t: JsCluster3, before: dict[str, Held]) -> None:
+async def _publish_everywhere(t: EmbeddedJsCluster, before: dict[str, Held]) -> None:
     """Every stream takes a publish again, at the sequence after its last message."""
     nc = await nats.connect(t.url("n1"))
     try:
@@ -237,7 +237,7 @@ async def _publish_everywhere(t: JsCluster3, before: dict[str, Held]) -> None:
         await nc.close()
 
 
-async def _stop_all(t: JsCluster3) -> None:
+async def _stop_all(t: EmbeddedJsCluster) -> None:
     for name in ("n3", "n2", "n1"):
         if name in t.servers:
             await t.stop(name)
@@ -245,13 +245,13 @@ async def _stop_all(t: JsCluster3) -> None:
 
 async def _setup(
     tmp: Path, monkeypatch: pytest.MonkeyPatch, how: str
-) -> tuple[JsCluster3, random.Random, dict[str, Held], dict[str, list[str]]]:
+) -> tuple[EmbeddedJsCluster, random.Random, dict[str, Held], dict[str, list[str]]]:
     # orphans are set aside half a second after the meta state is current (not 5 s), so
     # that a wrong one would show within the test
     monkeypatch.setattr(driver_mod, "ORPHANS_AFTER", 0.5)
     seed = fault_seed(FIXED_SEED)
     print(f"seed={seed} (replay: NATSD_FAULT_SEED={seed})")
-    t = JsCluster3(tmp)
+    t = EmbeddedJsCluster(tmp)
     await t.start_all()
     await populate(t, compact=how == "snapshot")
     before = await _before(t)
