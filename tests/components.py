@@ -154,6 +154,32 @@ def require_java() -> str:
 
 def raft_scripts_dir() -> Path:
     """etcd-io/raft's datadriven scripts: ``$NATSD_RAFT_SCRIPTS``, else
-    ``../shared/raft-conformance`` relative to the repository root; nothing else."""
+    ``../shared/raft-conformance`` relative to the repository root, or, for a clone (CI
+    tests a clean clone of the working repository, wherever it puts it), relative to the
+    repository it was cloned from when that is a local directory; nothing else."""
     env = os.environ.get("NATSD_RAFT_SCRIPTS")
-    return Path(env) if env else ROOT.parent / "shared" / "raft-conformance"
+    if env:
+        return Path(env)
+    beside = ROOT.parent / "shared" / "raft-conformance"
+    if beside.is_dir():
+        return beside
+    origin = _local_origin()
+    if origin is not None and (origin.parent / "shared" / "raft-conformance").is_dir():
+        return origin.parent / "shared" / "raft-conformance"
+    return beside
+
+
+def _local_origin() -> Path | None:
+    """The directory this repository was cloned from, when its ``origin`` is a local path
+    (None: no git, no origin, or a remote one)."""
+    try:
+        url = subprocess.run(
+            ["git", "-C", str(ROOT), "remote", "get-url", "origin"],
+            capture_output=True, text=True, timeout=10, check=False,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if url.startswith("file://"):
+        url = url[len("file://") :]
+    path = Path(url)
+    return path if url and path.is_absolute() and path.is_dir() else None
