@@ -205,8 +205,11 @@ class StreamApi:
             else:
                 _s, seq, no_erase = msg_delete_request(ja, args, data)
                 taken = groups.propose_delete_msg(s, request, seq, no_erase)
-        except (ApiError, StoreError) as e:
-            err = e if isinstance(e, ApiError) else E.JSStreamGeneralErrorF(err=str(e))
+        except ApiError as e:
+            answer(ja, subject, reply, data, rtype, e, s.name)
+            return
+        except StoreError as e:  # (as dispatch.handle answers one)
+            err = E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__)
             answer(ja, subject, reply, data, rtype, err, s.name)
             return
         if not taken and reply:
