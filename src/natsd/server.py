@@ -40,6 +40,7 @@ from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
 from natsd.connection.flusher import Flusher
 from natsd.connection.limits import ConnectionLimits
+from natsd.connection.route_net import RouteNet
 from natsd.connection.tls import ClientTls
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
@@ -147,6 +148,8 @@ class Server:
         file_io: FileIO = DEFAULT_IO,
         clock: Clock = SYSTEM_CLOCK,
         scheduler: Scheduler | None = None,
+        route_net: RouteNet | None = None,
+        rng: random.Random | None = None,
         **kw: Any,
     ) -> None:
         opts = options or ServerOptions()
@@ -157,6 +160,10 @@ class Server:
         # passes natsd.testing.TestClock as both, and moves time forward
         self.js_clock = clock
         self.js_scheduler = scheduler
+        # Where routes come from (TCP unless a simulation passes its network) and the
+        # randomness of route back-offs and Raft election timeouts (seeded in a simulation).
+        self.route_net = route_net
+        self.rng = rng if rng is not None else random.Random()
         js_kw = {k: kw.pop(k) for k in list(kw) if k in _JS_KW}
         if kw:
             opts = replace(opts, **kw)
@@ -199,6 +206,8 @@ class Server:
                 self._route_info_fields,
                 self._cluster_urls_changed,
                 trace=opts.trace,
+                net=route_net,
+                rng=self.rng,
             )
             for acct in self.accounts.values():
                 self.mesh.attach(acct)
@@ -535,7 +544,13 @@ class Server:
         assert mesh is not None
         wal = Wal.open(os.path.join(store_dir, "jetstream", "_cluster", "wal"), io=self.file_io)
         system = self.accounts[self.system_account_name]
-        raft = RaftService.open(self.server_name, wal, system)
+        raft = RaftService.open(
+            self.server_name,
+            wal,
+            system,
+            clock=self.js_clock.monotonic,
+            rand=self.rng.randrange,
+        )
         return JsCluster(
             engine,
             raft,

@@ -286,6 +286,23 @@ def test_power_loss_keeps_everything_committed(tmp_path: Path, seed: int) -> Non
     assert got in views[committed:], (seed, committed, len(views))
 
 
+def test_a_wal_in_new_nested_directories_survives_a_power_loss(tmp_path: Path) -> None:
+    """The server's WAL is ``jetstream/_cluster/wal``: Wal.open may create more than one
+    directory, and each must be made durable in its parent, or a power loss takes the
+    whole log with a name (the deterministic tier's seed 51 lost a meta log that way)."""
+    root = tmp_path / "disk"
+    root.mkdir()
+    fs = FaultFS(root)
+    wal = Wal.open(str(root / "jetstream" / "_cluster" / "wal"), io=fs)
+    wal.append_entries(b"A", [(2, 1, 0, b"two")])
+    wal.commit()
+    assert fs.unsynced(root) == []
+    image = tmp_path / "image"
+    fs.materialize(image, random.Random(1), torn=True)
+    got = Wal.open(str(image / "jetstream" / "_cluster" / "wal"))
+    assert [e[3] for e in got.groups[b"A"].entries] == [b"two"]
+
+
 # ---------------------------------------------------------------- damage: cuts, runs, drops
 
 

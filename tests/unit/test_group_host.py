@@ -629,3 +629,36 @@ def test_a_damaged_majority_elects_nobody_until_an_operator_rejoins_one(tmp_path
     assert not g2.damaged and not groups["n3"].damaged
     want = [d for _, d in net.applied[healthy][b"G"]]
     assert [d for _, d in net.applied["n2"][b"G"]] == want and want[-1] == b"after"
+
+
+def test_a_member_that_lost_its_log_unawares_is_probed_down_not_looped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A follower whose whole WAL vanished (a directory a power loss took: the
+    deterministic tier's seed 51) starts the group again as new and rejects the append
+    after the entries it had acknowledged, saying nothing of a lost log. etcd's leader,
+    probing, sends that same append again at once, for ever; here the leader takes the
+    rejection for the lost log it is, brings the match down and the follower catches up."""
+    import shutil
+
+    net = Net(tmp_path)
+    net.create(b"G")
+    lead = net.leader(b"G")
+    for i in range(8):
+        net.hosts[lead].propose(b"G", b"a%d" % i)
+    net.settle()
+    victim = next(n for n in NAMES if n != lead)
+    net.crash(victim)
+    shutil.rmtree(tmp_path / victim)
+    net.applied[victim] = {}
+    h = net.start(victim)
+    h.create(b"G", sorted(net.ids.values()), net.collector(victim, b"G"))
+    # (the leader sends it nothing but heartbeats until there is something new to append)
+    net.hosts[lead].propose(b"G", b"a8")
+    for _ in range(50):
+        net.step(ticks=1)
+    # (without the fix: the same append and rejection on every one of the 50 turns, the
+    # follower's log never growing)
+    assert [d for _, d in net.applied[victim][b"G"]] == [b"a%d" % i for i in range(9)]
+    lost = [r for r in caplog.records if "it had acknowledged" in r.getMessage()]
+    assert len(lost) == 1, [r.getMessage() for r in caplog.records]

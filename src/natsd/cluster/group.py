@@ -254,6 +254,8 @@ class GroupHost:
         self.last_sender = 0
         # the last prepare() wrote something that must be synced before finish()
         self.needs_sync = False
+        # (group, member, term) already reported as having lost acknowledged entries
+        self._lost_said: set[tuple[bytes, int, int]] = set()
 
     # ---------------------------------------------------------------- groups
     def create(
@@ -430,8 +432,11 @@ class GroupHost:
                 self._tell_removed(g, m.from_)  # e.g. a removed voter's (pre-)vote requests
             if g.repair_at and m.type in _VOTES and not g.votes_damaged and g.damaged:
                 continue  # a damaged group does not vote (§4.8)
-            if m.type == MessageType.MsgAppResp and m.reject and m.context == LOST_LOG:
-                g.node.lower_match(m.from_, m.term, m.reject_hint)
+            if m.type == MessageType.MsgAppResp and m.reject:
+                if m.context == LOST_LOG:
+                    g.node.lower_match(m.from_, m.term, m.reject_hint)
+                elif m.index <= g.node.matches().get(m.from_, -1) and m.term == g.node.term():
+                    self._lost_unsaid(name, g, m)
             if (
                 m.type == MessageType.MsgSnap
                 and g.hold_snapshot is not None
@@ -471,6 +476,25 @@ class GroupHost:
                 # so frames naming other senders cannot grow the liveness table)
                 self.last_sender = m.from_
         return n
+
+    def _lost_unsaid(self, name: bytes, g: RaftGroup, m: Message) -> None:
+        """A member rejected an entry it had acknowledged, without saying its log was lost
+        (LOST_LOG): its disk lost what it promised to keep and it does not know (a
+        directory whose creation was never made durable, a wiped store), or it lies. etcd's
+        leader, probing, would send the same append again at once, for ever: a loop at full
+        speed between two servers (the deterministic tier found it, tests/sim). Taken as
+        the lost log it is: the match comes down and the probe goes on from there."""
+        key = (name, m.from_, m.term)
+        if key not in self._lost_said:
+            self._lost_said.add(key)
+            log.error(
+                "raft group %s: member %016x rejects entry %d it had acknowledged: "
+                "its log lost entries it promised to keep",
+                name.decode(errors="replace"),
+                m.from_,
+                m.index,
+            )
+        g.node.lower_match(m.from_, m.term, m.reject_hint)
 
     def _note_sent(self, g: RaftGroup, m: Message, sent: int) -> None:
         """A stepped message carried a send time (SENT). An answer of this term: the member

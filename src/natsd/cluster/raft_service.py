@@ -16,6 +16,8 @@ in flight at a time; whatever arrives meanwhile shares the next turn's sync (gro
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Final
 
 from natsd.cluster.group import FrameError, GroupHost, RaftGroup, raft_id
@@ -53,10 +55,27 @@ class RaftService:
         self.last_heard: dict[int, float] = {}
 
     @classmethod
-    def open(cls, server_name: str, wal: Wal, system: Account, tick: float = TICK) -> RaftService:
-        """The service of the server named ``server_name`` (its Raft id), over ``wal``."""
+    def open(
+        cls,
+        server_name: str,
+        wal: Wal,
+        system: Account,
+        tick: float = TICK,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rand: Callable[[int], int] | None = None,
+    ) -> RaftService:
+        """The service of the server named ``server_name`` (its Raft id), over ``wal``.
+        ``clock`` (monotonic seconds: the loop's clock) times the lease; ``rand`` draws the
+        randomized election timeouts (a deterministic simulation passes a seeded one)."""
         box: list[RaftService] = []
-        host = GroupHost(raft_id(server_name), wal, lambda peer, frame: box[0].send(peer, frame))
+        host = GroupHost(
+            raft_id(server_name),
+            wal,
+            lambda peer, frame: box[0].send(peer, frame),
+            rand=rand,
+            clock=clock,
+        )
         box.append(cls(host, system, tick))
         return box[0]
 

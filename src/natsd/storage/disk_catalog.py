@@ -119,20 +119,7 @@ class DiskCatalog(StreamCatalog):
 
     def _mkdirs(self, path: Path) -> bool:
         """Create ``path`` and its missing parents, each made durable in its parent."""
-        io = self.io
-        made: list[Path] = []
-        p = path
-        while not io.isdir(p):
-            made.append(p)
-            if p.parent == p:
-                break
-            p = p.parent
-        if not made:
-            return False
-        io.makedirs(path)
-        for d in made:
-            io.fsync_dir(d.parent)
-        return True
+        return self.io.makedirs_durable(path)
 
     def _subdirs(self, path: Path) -> list[Path]:
         try:

@@ -84,6 +84,24 @@ class FileIO:
             return False
         return True
 
+    def makedirs_durable(self, path: StrPath) -> bool:
+        """``mkdir -p`` that survives a power loss: every directory it creates is made
+        durable in its parent (a directory's new entry is on disk only once the directory
+        is fsynced). True when ``path`` was created."""
+        made: list[str] = []
+        p = os.fspath(path).rstrip(os.sep) or os.sep
+        while not self.isdir(p):
+            made.append(p)
+            parent = os.path.dirname(p)
+            if not parent or parent == p:
+                break
+            p = parent
+        if not made or not self.makedirs(path):
+            return False
+        for d in made:
+            self.fsync_dir(os.path.dirname(d) or ".")
+        return True
+
     def read_file(self, path: StrPath) -> bytes:
         fd = self.open(path, os.O_RDONLY | O_CLOEXEC)
         try:

@@ -377,8 +377,10 @@ class Wal:
     ) -> Wal:
         """Open (creating it if needed) and recover the log in ``directory``."""
         wal = cls(directory, io, segment_size)
-        if io.makedirs(directory):
-            io.fsync_dir(os.path.dirname(directory.rstrip(os.sep)) or ".")
+        # every directory made here durable in its parent, not only the last one: a WAL in
+        # a directory whose own name a power loss can take is lost whole (the
+        # deterministic tier's seed 51 lost a server's meta log that way)
+        io.makedirs_durable(directory)
         names = sorted(n for n in io.listdir(directory) if n.endswith(".wal"))
         numbers = []
         for n in names:

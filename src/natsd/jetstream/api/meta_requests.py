@@ -19,7 +19,6 @@ owner (``$JS.API.STREAM.INFO.<s>`` on a private inbox) and answers with what cam
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
@@ -27,6 +26,7 @@ import orjson
 
 from natsd.cluster.group import peer_hash
 from natsd.cluster.meta import MetaState, NoPeers, PendingPlacements, StreamAssignment, encode_op
+from natsd.core.scheduler import Clock
 from natsd.jetstream.answer import ERROR_EXTRAS
 from natsd.jetstream.api.streams import (
     LIST_LIMIT,
@@ -72,6 +72,7 @@ class MetaHost(Protocol):
     pending: PendingPlacements
     server_name: str
     usage: UsageBook
+    clock: Clock  # the engine's (virtual in a simulation)
 
     def cluster_name(self) -> str: ...
 
@@ -176,8 +177,9 @@ class MetaRequests:
         self._answer(ja, rep, rtype, body, subject, data)
 
     async def _when_rows(self, again: Callable[[], None]) -> None:
-        deadline = time.monotonic() + ROWS_WAIT
-        while self.c.rows_pending() and time.monotonic() < deadline:
+        clock = self.c.clock
+        deadline = clock.monotonic() + ROWS_WAIT
+        while self.c.rows_pending() and clock.monotonic() < deadline:
             await asyncio.sleep(0.05)
         again()
 
@@ -283,7 +285,7 @@ class MetaRequests:
         if not self.c.propose(op):
             raise E.JSClusterNotAvailErr()
         if existing is None:
-            self.c.pending.add(ja.account.name, cfg.name, peers, time.monotonic())
+            self.c.pending.add(ja.account.name, cfg.name, peers, self.c.clock.monotonic())
 
     def update(self, ja: JsAccount, name: str, data: bytes, reply: str) -> None:
         cfg = parse_stream_config_json(

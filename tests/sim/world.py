@@ -1,0 +1,372 @@
+"""Whole natsd JetStream clusters in one process, on virtual time, replayable from a seed.
+
+A ``JsWorld`` runs three or five unchanged ``natsd.server.Server`` objects in one
+``VirtualLoop`` (sim/vloop.py), their routes and clients on a ``SimNetwork`` (sim/net.py),
+each server's files on a ``FaultFS`` (a real directory plus a model of what a power loss
+would leave). Every random choice (link delays, start order, election timeouts, route
+back-offs, server ids, faults and their timing) comes from the seed, so a seed names one
+schedule, callback for callback; ``fingerprint`` says which.
+
+Faults (``Nemesis``):
+
+* ``crash``: a server loses power: its connections reset, and it comes back later from the
+  disk a power loss leaves (``FaultFS.materialize``, torn writes included half the time);
+* ``restart``: a graceful stop and start (lame-duck leader transfer included);
+* ``isolate``: every link of one server cut (the stream leader, half of the time);
+* ``split``: a random minority cut off from the majority (five servers);
+* ``slow``: one server's links slowed by 50-800 ms (a slow follower or leader);
+* ``move``: one of the stream's peers replaced with ``STREAM.PEER.REMOVE`` (five servers).
+
+Workload: publishers with ``Nats-Msg-Id`` that retry a publish until it is acknowledged
+(``reliability.checker``'s self-describing payloads). Checks, once every fault has healed
+and the replicas converged: the stream's copy on every replica holds every acknowledged
+message once, in order, at the sequence its PubAck named, and the replicas are identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reliability.checker import History, Outcome, Report, StoredMsg, check, make_payload, msg_id
+
+from natsd.config.cluster import parse_go_url
+from natsd.config.options import ClusterOptions
+from natsd.core import ids
+from natsd.server import Server
+from natsd.testing.faultfs import FaultFS
+from sim.client import NoResponders, SimClient
+from sim.net import Endpoint, SimNetwork
+
+__all__ = ["JsWorld", "LoopClock", "SimFailure", "seeded_ids"]
+
+CLUSTER = "sim"
+STREAM = "SIM"
+ROUTE_PORT = 6200
+CLIENT_PORT = 4200
+_EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
+
+
+class SimFailure(AssertionError):
+    """What a schedule broke, with the seed that replays it."""
+
+
+class LoopClock:
+    """The ``Clock`` of a server on the virtual loop: wall and monotonic time from it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def time_ns(self) -> int:
+        return _EPOCH_NS + int(self.loop.time() * 1e9)
+
+    def monotonic(self) -> float:
+        return self.loop.time()
+
+
+class _SeededSecrets:
+    """``secrets``' two functions natsd's ids use, drawn from a seeded generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def choice(self, seq: Any) -> Any:
+        return self.rng.choice(seq)
+
+    def randbelow(self, n: int) -> int:
+        return self.rng.randrange(n)
+
+
+@contextlib.contextmanager
+def seeded_ids(seed: int) -> Iterator[None]:
+    """Server ids and NUIDs from ``seed`` (they decide duplicate-route resolution), and the
+    ``random`` module seeded too (consumer back-off jitter, generated names)."""
+    saved = ids.secrets
+    state = random.getstate()
+    ids.secrets = _SeededSecrets(random.Random(seed ^ 0x5EED))  # type: ignore[assignment]
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        ids.secrets = saved  # type: ignore[assignment]
+        random.setstate(state)
+
+
+@dataclass
+class Incarnation:
+    """One server object: a restart makes the next one, on the disk the last one left."""
+
+    name: str
+    gen: int
+    server: Server
+    ep: Endpoint
+    fs: FaultFS
+    store: Path
+
+
+@dataclass
+class JsWorld:
+    tmp: Path
+    seed: int
+    size: int = 3
+    log: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.rng = random.Random(self.seed)
+        self.net = SimNetwork(self.loop, random.Random(self.rng.getrandbits(64)))
+        self.clock = LoopClock(self.loop)
+        self.names = [f"n{i}" for i in range(1, self.size + 1)]
+        self.live: dict[str, Incarnation] = {}
+        self.gens: dict[str, int] = dict.fromkeys(self.names, 0)
+        self.burials: list[asyncio.Task[None]] = []
+        self.history = History()
+        self.publishing = False
+
+    # ---------------------------------------------------------------- servers
+    def say(self, what: str) -> None:
+        self.log.append(f"{self.loop.time():9.3f} {what}")
+
+    def route_port(self, name: str) -> int:
+        return ROUTE_PORT + self.names.index(name)
+
+    def client_port(self, name: str) -> int:
+        return CLIENT_PORT + self.names.index(name)
+
+    async def start(self, name: str, store: Path | None = None) -> Server:
+        gen = self.gens[name] + 1
+        self.gens[name] = gen
+        store = store if store is not None else self.tmp / f"{name}.{gen}"
+        store.mkdir(parents=True, exist_ok=True)
+        fs = FaultFS(store)
+        ep = self.net.endpoint(name, f"{name}#{gen}")
+        routes = [parse_go_url(f"nats-route://127.0.0.1:{self.route_port(n)}") for n in self.names]
+        cluster = ClusterOptions(
+            name=CLUSTER, host="127.0.0.1", port=self.route_port(name), routes=routes
+        )
+        srv = Server(
+            host="127.0.0.1",
+            port=0,
+            server_name=name,
+            cluster=cluster,
+            http_port=-1,
+            jetstream=True,
+            store_dir=str(store),
+            file_io=fs,
+            clock=self.clock,
+            route_net=self.net.route_net(ep),
+            rng=random.Random(self.rng.getrandbits(64)),
+        )
+        await srv.start()
+        self.net.listeners[self.client_port(name)] = (ep, srv.new_client)
+        self.live[name] = Incarnation(name, gen, srv, ep, fs, store)
+        self.say(f"start {ep}")
+        return srv
+
+    async def start_all(self) -> None:
+        """Every server, in a seeded order, a seeded few milliseconds apart."""
+        order = list(self.names)
+        self.rng.shuffle(order)
+        for name in order:
+            await self.start(name)
+            await asyncio.sleep(self.rng.random() * 0.05)
+        await self.until(lambda: self.meta_leader() != "", 20.0, "no meta leader")
+        await self.until(
+            lambda: all(
+                len(i.server.js_cluster.meta.servers) == self.size for i in self.live.values()
+            ),
+            20.0,
+            "servers do not all see each other",
+        )
+
+    def crash(self, name: str) -> None:
+        """Power loss: the network forgets the server at once; what its disk holds now
+        (torn writes half of the time) is where it starts again."""
+        inc = self.live.pop(name)
+        self.net.crash(inc.ep)
+        image = self.tmp / f"{name}.{inc.gen + 1}"
+        torn = self.rng.random() < 0.5
+        inc.fs.materialize(image, random.Random(self.rng.getrandbits(64)), torn)
+        self.say(f"crash {inc.ep} (torn={torn})")
+        # the old object still holds timers and tasks: stop it, out of everyone's reach
+        self.burials.append(self.loop.create_task(self._bury(inc)))
+
+    async def _bury(self, inc: Incarnation) -> None:
+        with contextlib.suppress(Exception):
+            await inc.server.shutdown()
+        shutil.rmtree(inc.store, ignore_errors=True)
+
+    async def revive(self, name: str) -> None:
+        await asyncio.gather(*self.burials)
+        self.burials.clear()
+        await self.start(name, self.tmp / f"{name}.{self.gens[name] + 1}")
+
+    async def restart(self, name: str) -> None:
+        inc = self.live.pop(name)
+        self.say(f"stop {inc.ep}")
+        await inc.server.shutdown()
+        await self.start(name, inc.store)
+
+    async def stop_all(self) -> None:
+        for name in list(self.live):
+            await self.live.pop(name).server.shutdown()
+        await asyncio.gather(*self.burials)
+
+    # ---------------------------------------------------------------- who is who
+    def meta_leader(self) -> str:
+        for name, inc in self.live.items():
+            jc = inc.server.js_cluster
+            if jc is not None and jc.is_leader():
+                return name
+        return ""
+
+    def stream(self, name: str) -> Any:
+        inc = self.live.get(name)
+        js = inc.server.jetstream if inc is not None else None
+        if js is None or "$G" not in js.accounts:
+            return None
+        return js.accounts["$G"].streams.get(STREAM)
+
+    def stream_leader(self) -> str:
+        for name in self.live:
+            s = self.stream(name)
+            if s is not None and s.replica is not None and s.replica.leading:
+                return name
+        return ""
+
+    def stream_peers(self) -> list[str]:
+        """The stream's peers in the meta leader's assignment (all servers' when none)."""
+        ml = self.meta_leader()
+        if ml:
+            a = self.live[ml].server.js_cluster.meta.stream("$G", STREAM)
+            if a is not None:
+                return list(a.peers)
+        return [n for n in self.names if self.stream(n) is not None]
+
+    async def until(self, cond: Callable[[], Any], within: float, what: str) -> None:
+        deadline = self.loop.time() + within
+        while not cond():
+            if self.loop.time() > deadline:
+                raise SimFailure(f"seed {self.seed}: {what} within {within}s")
+            await asyncio.sleep(0.02)
+
+    # ---------------------------------------------------------------- clients
+    async def client(self, tag: str, server: str | None = None) -> SimClient:
+        """A connected client of ``server`` (a random live one by default)."""
+        for _ in range(50):
+            name = server if server is not None else self.rng.choice(sorted(self.live))
+            if name not in self.live:
+                await asyncio.sleep(0.1)
+                continue
+            c = SimClient(tag)
+            ep = self.net.endpoint(f"client-{tag}", f"{tag}>{name}")
+            # (a refused dial leaves ``connected`` unresolved: the wait below gives up)
+            self.net.connect(ep, self.client_port(name), lambda c=c: c, 1.0, _ignore)
+            try:
+                await asyncio.wait_for(asyncio.shield(c.connected), 1.0)
+                return c
+            except (ConnectionError, TimeoutError):
+                c.close()
+                await asyncio.sleep(0.1)
+        raise SimFailure(f"seed {self.seed}: client {tag} could not connect")
+
+    async def api(self, c: SimClient, subject: str, body: Any = None) -> dict[str, Any]:
+        data = b"" if body is None else json.dumps(body).encode()
+        out: dict[str, Any] = json.loads(await c.request(subject, data, timeout=3.0))
+        return out
+
+    # ---------------------------------------------------------------- workload
+    async def publisher(self, pid: int, count: int) -> None:
+        """Publish ``count`` messages, each retried with its Nats-Msg-Id until acknowledged
+        (or the run stops publishing: then it is unknown)."""
+        rng = random.Random(self.rng.getrandbits(64))
+        c: SimClient | None = None
+        for counter in range(count):
+            data = make_payload(pid, counter, rng.randint(16, 600), rng)
+            hdr = {"Nats-Msg-Id": msg_id(pid, counter)}
+            outcome, seq = Outcome.UNKNOWN, None
+            while self.publishing:
+                if c is None or c.closed:
+                    c = await self.client(f"p{pid}")
+                try:
+                    reply = json.loads(
+                        await c.request(f"sim.{pid}", data, hdr, timeout=rng.uniform(0.5, 2.0))
+                    )
+                except (TimeoutError, NoResponders, ConnectionError):
+                    await asyncio.sleep(rng.uniform(0.01, 0.2))
+                    continue
+                if "error" in reply:
+                    await asyncio.sleep(rng.uniform(0.01, 0.2))
+                    continue
+                outcome, seq = Outcome.ACKED, int(reply["seq"])
+                break
+            self.history.record(pid, counter, outcome, seq)
+            if outcome is not Outcome.ACKED:
+                return
+            await asyncio.sleep(rng.random() * 0.02)
+        if c is not None:
+            c.close()
+
+    # ---------------------------------------------------------------- checks
+    def contents(self, name: str) -> list[tuple[int, str, bytes, int, bytes]]:
+        s = self.stream(name)
+        if s is None:
+            return []
+        store = s.store
+        st = store.state()
+        out = []
+        for seq in range(st.first_seq, st.last_seq + 1):
+            m = store.load_msg(seq)
+            if m is not None:
+                out.append((m.seq, m.subject, bytes(m.data), m.ts, bytes(m.hdr or b"")))
+        return out
+
+    def converged(self, peers: list[str]) -> bool:
+        states = []
+        for n in peers:
+            s = self.stream(n)
+            if s is None:
+                return False
+            st = s.store.state()
+            states.append((st.msgs, st.first_seq, st.last_seq))
+        return len(set(states)) == 1
+
+    def check_replicas(self, peers: list[str]) -> Report:
+        first = self.contents(peers[0])
+        for n in peers[1:]:
+            other = self.contents(n)
+            if other != first:
+                diff = next(
+                    (a, b) for a, b in zip([*first, None], [*other, None], strict=False) if a != b
+                )
+                raise SimFailure(
+                    f"seed {self.seed}: replicas {peers[0]} and {n} differ "
+                    f"({len(first)} vs {len(other)} messages; first difference {diff!r:.200})"
+                )
+        stored = [StoredMsg(seq, subj, data, _msg_id(hdr)) for seq, subj, data, _ts, hdr in first]
+        return check(self.history, stored)
+
+
+def _ignore(proto: Any, why: str) -> None:
+    return None
+
+
+def _msg_id(hdr: bytes) -> str | None:
+    for line in hdr.split(b"\r\n"):
+        if line.lower().startswith(b"nats-msg-id:"):
+            return line.split(b":", 1)[1].strip().decode()
+    return None
+
+
+def fresh_tmp(base: Path, seed: int) -> Path:
+    d = base / f"seed-{seed}"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    return d
