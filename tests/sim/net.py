@@ -38,6 +38,8 @@ BASE_DELAY = 0.0002
 JITTER = 0.0008
 # A dial across a cut gets no answer: it fails when its timeout runs out (at most this).
 CUT_DIAL_TIMEOUT = 2.0
+# The least time between two arrivals on one direction of a pipe (they stay in order).
+_TICK = 1e-6
 
 
 class Endpoint:
@@ -250,12 +252,19 @@ class SimNetwork:
             + self.extra.get(b.name, 0.0)
         )
 
+    def due(self, pipe: Pipe, to: int, delay: float) -> float:
+        """When a write (or close) towards side ``to`` arrives: after its delay, and
+        strictly after the one before it (asyncio orders timers due at the same instant
+        arbitrarily: equal due times would reorder the byte stream)."""
+        due = max(self.loop.time() + delay, pipe.due[to] + _TICK)
+        pipe.due[to] = due
+        return due
+
     def send(self, pipe: Pipe, to: int, data: bytes) -> None:
         src, dst = pipe.ends[1 - to], pipe.ends[to]
         if pipe.broken or not src.alive:
             return
-        due = max(self.loop.time() + self.delay(src, dst), pipe.due[to])
-        pipe.due[to] = due
+        due = self.due(pipe, to, self.delay(src, dst))
         self.loop.call_at(due, pipe.deliver, to, data)
 
     def finish(self, pipe: Pipe, side: int) -> None:
@@ -265,8 +274,7 @@ class SimNetwork:
         if pipe.broken or not pipe.ends[side].alive:
             return
         to = 1 - side
-        due = max(loop.time() + self.delay(pipe.ends[side], pipe.ends[to]), pipe.due[to])
-        pipe.due[to] = due
+        due = self.due(pipe, to, self.delay(pipe.ends[side], pipe.ends[to]))
         loop.call_at(due, self._fin, pipe, to)
 
     def _fin(self, pipe: Pipe, side: int) -> None:

@@ -95,6 +95,9 @@ REMOVED: Final = b"removed"
 # ReadIndex runs here, whose heartbeats carry a context of their own and are left as they
 # are.)
 SENT: Final = b"sent"
+# Rejections in a row of entries a member had acknowledged, no acceptance between, that
+# make its leader take its log as lost (_lost_unsaid).
+LOST_AFTER: Final = 3
 _SENT_AT: Final = struct.Struct("<q")
 _SENT_LEN: Final = len(SENT) + _SENT_AT.size
 log: Final = logging.getLogger("natsd")
@@ -256,6 +259,9 @@ class GroupHost:
         self.needs_sync = False
         # (group, member, term) already reported as having lost acknowledged entries
         self._lost_said: set[tuple[bytes, int, int]] = set()
+        # (group, member): its rejections of entries it had acknowledged since its last
+        # accepting answer (see _lost_unsaid)
+        self._below_match: dict[tuple[bytes, int], int] = {}
 
     # ---------------------------------------------------------------- groups
     def create(
@@ -432,8 +438,10 @@ class GroupHost:
                 self._tell_removed(g, m.from_)  # e.g. a removed voter's (pre-)vote requests
             if g.repair_at and m.type in _VOTES and not g.votes_damaged and g.damaged:
                 continue  # a damaged group does not vote (§4.8)
-            if m.type == MessageType.MsgAppResp and m.reject:
-                if m.context == LOST_LOG:
+            if m.type == MessageType.MsgAppResp:
+                if not m.reject:
+                    self._below_match.pop((name, m.from_), None)
+                elif m.context == LOST_LOG:
                     g.node.lower_match(m.from_, m.term, m.reject_hint)
                 elif m.index <= g.node.matches().get(m.from_, -1) and m.term == g.node.term():
                     self._lost_unsaid(name, g, m)
@@ -484,6 +492,13 @@ class GroupHost:
         leader, probing, would send the same append again at once, for ever: a loop at full
         speed between two servers (the deterministic tier found it, tests/sim). Taken as
         the lost log it is: the match comes down and the probe goes on from there."""
+        # One such rejection may be stale, overtaken by the acceptance of the same index
+        # (Raft allows messages to be reordered); a lost log sends them one after another
+        # with no acceptance between.
+        n = self._below_match.get((name, m.from_), 0) + 1
+        self._below_match[(name, m.from_)] = n
+        if n < LOST_AFTER:
+            return
         key = (name, m.from_, m.term)
         if key not in self._lost_said:
             self._lost_said.add(key)
