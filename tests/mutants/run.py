@@ -6,7 +6,7 @@ each entry is one small textual edit of one source file (``old`` -> ``new``, ``o
 occur exactly once in that file) that plants a bug the suite exists to catch: a commit on a
 minority, a WAL sync that does not sync, a PubAck before its entry commits, a follower that
 ignores the consumer state it is sent, a leader lease that never expires, a catch-up that
-drops a batch, and a few more.
+drops a batch, a WAL whose directories a power loss can take, and a few more.
 
 How a run goes:
 
@@ -23,8 +23,10 @@ How a run goes:
 
 The kill suite (``KILL_SUITE``) is one fixed list of pytest selections, the same for every
 mutant, cheapest and deterministic first: the seeded in-process Raft/WAL power-loss
-simulation and unit tests (seconds), then in-process cluster tests (a few seconds each),
-then one short real-process fault run with a fixed seed. The tests run from this
+simulation and unit tests (seconds), then the deterministic cluster tier (``SIM_SCHEDULES``
+seeds of tests/sim: whole servers on virtual time, a third of a second each), then
+in-process cluster tests (a few seconds each), then one short real-process fault run with a
+fixed seed. The tests run from this
 repository's ``tests/`` with ``PYTHONPATH`` set to the copy's ``src``; the server processes
 the fault run starts inherit it, so they run the mutant too. Every mutant of the table is
 caught before the last tier today (the baseline runs it whole); the real-process run is the
@@ -143,6 +145,25 @@ MUTANTS: tuple[Mutant, ...] = (
         "a leader commits by counting replicas of an entry from an earlier term (Raft "
         "paper figure 8): a committed entry can be overwritten",
     ),
+    Mutant(
+        "wal-dir-not-durable",
+        "natsd/storage/wal.py",
+        "        io.makedirs_durable(directory)\n",
+        # the code before the fix: only the innermost new directory made durable
+        "        if io.makedirs(directory):\n"
+        '            io.fsync_dir(os.path.dirname(directory.rstrip(os.sep)) or ".")\n',
+        "the node WAL's new directories are not made durable in their parents: a power "
+        "loss can take the whole log, acknowledged entries included (found by the "
+        "deterministic tier, seed 51)",
+    ),
+    Mutant(
+        "leader-loops-on-lost-log",
+        "natsd/cluster/group.py",
+        "                    self._lost_unsaid(name, g, m)\n",
+        "                    pass\n",
+        "a leader whose follower lost its log unawares sends it the same append again at "
+        "once, for ever (found by the deterministic tier, seed 51)",
+    ),
 )
 
 _REPLICATED = "tests/integration/test_js_replicated.py"
@@ -159,6 +180,9 @@ KILL_SUITE: tuple[tuple[str, str], ...] = (
     ("deterministic", "tests/unit/test_catchup.py"),
     ("deterministic", "tests/storage/test_group_power_loss.py::test_power_loss_seeds[0]"),
     ("deterministic", "tests/storage/test_wal.py"),
+    # the deterministic cluster tier: whole servers on virtual time, SIM_SCHEDULES seeds
+    # (tests/sim; about a third of a second each)
+    ("simulated", "tests/sim/test_sim_cluster.py::test_schedule"),
     # in-process three-server clusters: a few seconds each
     (
         "in-process",
@@ -190,8 +214,11 @@ _CLEARED = (
     "NATSD_PL_SEED",
     "NATSD_PL_CUTS",
     "NATSD_EXPECT_COMPILED",
+    "NATSD_SIM_SCHEDULES",
     "PYTEST_ADDOPTS",
 )
+# How many seeds of the deterministic cluster tier each run of the kill suite takes.
+SIM_SCHEDULES = 24
 _SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)")
 RUN_TIMEOUT = 900.0  # one pytest run (pytest-timeout bounds each test well below this)
 
@@ -262,6 +289,7 @@ def _env(src: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
     env["PYTHONPATH"] = str(src)
     env["NATSD_PURE"] = "1"
+    env["NATSD_SIM_SCHEDULES"] = str(SIM_SCHEDULES)
     return env
 
 

@@ -13,7 +13,12 @@ from mutants.run import KILL_SUITE, MUTANTS, Mutant, TableError, check_table, mu
 def test_every_mutant_applies_and_every_kill_suite_test_exists() -> None:
     check_table()
     assert len(MUTANTS) >= 6
-    assert {tier for tier, _ in KILL_SUITE} == {"deterministic", "in-process", "real-process"}
+    assert {tier for tier, _ in KILL_SUITE} == {
+        "deterministic",
+        "simulated",
+        "in-process",
+        "real-process",
+    }
 
 
 def test_a_mutant_whose_text_moved_is_refused() -> None:
