@@ -92,7 +92,7 @@ typecheck: $(STAMP)
 
 ## soak: the long fault-injection tier (kill -9 x1000 and friends), not part of make test
 soak: $(FAST)
-	$(PYTEST) -m soak tests/reliability tests/raft tests/storage/test_group_power_loss.py tests/faults
+	$(PYTEST) -m soak tests/reliability tests/raft tests/storage/test_group_power_loss.py tests/faults tests/sim
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit
