@@ -180,13 +180,17 @@ def stream_contents(
     s = js.accounts["$G"].streams.get(stream) if "$G" in js.accounts else None
     if s is None:
         return []  # (not there yet: a restarted server creates it as its log replays)
-    store = s.store
+    return [(seq, subj, data, ts) for seq, subj, data, ts, _hdr in store_messages(s.store)]
+
+
+def store_messages(store: Any) -> list[tuple[int, str, bytes, int, bytes]]:
+    """Every message a stream store holds: (sequence, subject, data, timestamp, headers)."""
     st = store.state()
     out = []
     for seq in range(st.first_seq, st.last_seq + 1):
         m = store.load_msg(seq)
         if m is not None:
-            out.append((m.seq, m.subject, bytes(m.data), m.ts))
+            out.append((m.seq, m.subject, bytes(m.data), m.ts, bytes(m.hdr or b"")))
     return out
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from embedded_cluster import store_messages
 from reliability.checker import History, Outcome, Report, StoredMsg, check, make_payload, msg_id
 
 from natsd.config.cluster import parse_go_url
@@ -317,16 +318,7 @@ class JsWorld:
     # ---------------------------------------------------------------- checks
     def contents(self, name: str) -> list[tuple[int, str, bytes, int, bytes]]:
         s = self.stream(name)
-        if s is None:
-            return []
-        store = s.store
-        st = store.state()
-        out = []
-        for seq in range(st.first_seq, st.last_seq + 1):
-            m = store.load_msg(seq)
-            if m is not None:
-                out.append((m.seq, m.subject, bytes(m.data), m.ts, bytes(m.hdr or b"")))
-        return out
+        return [] if s is None else store_messages(s.store)
 
     def converged(self, peers: list[str]) -> bool:
         states = []

@@ -129,6 +129,16 @@ class Net:
             ):
                 return
 
+    def led_with(self, group: bytes, datas: list[bytes]) -> tuple[str, str]:
+        """A new group whose elected leader proposed ``datas``, settled: (leader, a
+        follower)."""
+        self.create(group)
+        lead = self.leader(group)
+        for d in datas:
+            self.hosts[lead].propose(group, d)
+        self.settle()
+        return lead, next(n for n in NAMES if n != lead)
+
     def leader(self, group: bytes) -> str:
         for _ in range(200):
             self.step(ticks=1)
@@ -374,12 +384,7 @@ def test_a_damaged_group_neither_campaigns_nor_votes_until_repaired(tmp_path: Pa
     acknowledged, so it stays out of elections until a leader has committed past
     everything it had."""
     net = Net(tmp_path)
-    net.create(b"G")
-    lead = net.leader(b"G")
-    for i in range(10):
-        net.hosts[lead].propose(b"G", b"m%d" % i)
-    net.settle()
-    victim = next(n for n in NAMES if n != lead)
+    lead, victim = net.led_with(b"G", [b"m%d" % i for i in range(10)])
     other = next(n for n in NAMES if n not in (lead, victim))
     had = list(net.applied[victim][b"G"])
     net.crash(victim)
@@ -642,12 +647,7 @@ def test_a_member_that_lost_its_log_unawares_is_probed_down_not_looped(
     import shutil
 
     net = Net(tmp_path)
-    net.create(b"G")
-    lead = net.leader(b"G")
-    for i in range(8):
-        net.hosts[lead].propose(b"G", b"a%d" % i)
-    net.settle()
-    victim = next(n for n in NAMES if n != lead)
+    lead, victim = net.led_with(b"G", [b"a%d" % i for i in range(8)])
     net.crash(victim)
     shutil.rmtree(tmp_path / victim)
     net.applied[victim] = {}
