@@ -440,7 +440,8 @@ class GroupHost:
                 continue  # a damaged group does not vote (§4.8)
             if m.type == MessageType.MsgAppResp:
                 if not m.reject:
-                    self._below_match.pop((name, m.from_), None)
+                    if self._below_match:  # (empty but for a member that lost its log)
+                        self._below_match.pop((name, m.from_), None)
                 elif m.context == LOST_LOG:
                     g.node.lower_match(m.from_, m.term, m.reject_hint)
                 elif m.index <= g.node.matches().get(m.from_, -1) and m.term == g.node.term():
