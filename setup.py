@@ -102,6 +102,7 @@ HOT_MODULES = [
     "natsd/raft/rawnode.py",
     "natsd/storage/wal.py",
     "natsd/cluster/group.py",
+    "natsd/cluster/frames.py",
 ]
 
 

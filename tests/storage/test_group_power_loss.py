@@ -42,7 +42,8 @@ from pathlib import Path
 import pytest
 from reliability.faultfs import Crash, FaultFS
 
-from natsd.cluster.group import GroupHost, decode_frame, raft_id
+from natsd.cluster.frames import decode_frame
+from natsd.cluster.group import GroupHost, raft_id
 from natsd.raft.state import ErrProposalDropped
 from natsd.raft.types import MessageType
 from natsd.storage.wal import Wal, WalError

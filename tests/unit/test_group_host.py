@@ -15,20 +15,24 @@ time or a garbled one counts for nothing.
 from __future__ import annotations
 
 import random
+import shutil
 import struct
 from pathlib import Path
 
 import pytest
 
-from natsd.cluster.group import (
+from natsd.cluster.frames import (
     FRAME_TARGET,
     FRAME_VERSION,
     SENT,
     FrameError,
-    GroupHost,
-    _contiguous,
     decode_frame,
     frame_part,
+    sent_context,
+)
+from natsd.cluster.group import (
+    GroupHost,
+    _contiguous,
     has_lease,
     raft_id,
 )
@@ -450,7 +454,7 @@ TICK = 0.1  # raft_service.TICK
 
 
 def _sent(at: float) -> bytes:
-    return SENT + struct.pack("<q", int(at * 1e9))
+    return sent_context(int(at * 1e9))
 
 
 def _leased(tmp_path: Path) -> tuple[Net, str, list[str]]:
@@ -644,8 +648,6 @@ def test_a_member_that_lost_its_log_unawares_is_probed_down_not_looped(
     after the entries it had acknowledged, saying nothing of a lost log. etcd's leader,
     probing, sends that same append again at once, for ever; here the leader takes the
     rejection for the lost log it is, brings the match down and the follower catches up."""
-    import shutil
-
     net = Net(tmp_path)
     lead, victim = net.led_with(b"G", [b"a%d" % i for i in range(8)])
     net.crash(victim)

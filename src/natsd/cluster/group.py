@@ -19,9 +19,8 @@ every group's Ready at once (design-clustering §4.3):
 4. apply the committed entries (membership changes to the RawNode, the rest to the group's
    state machine callback) and advance.
 
-The wire frame to a peer is ``[u8 version]`` then per message ``[u16 group length][group]
-[u32 length][message]`` (``raft.codec`` for the message). Raft node ids are the first eight
-bytes of the sha256 of the server name (``raft_id``).
+The wire frame to a peer and the send times it carries are ``cluster.frames``. Raft node ids
+are the first eight bytes of the sha256 of the server name (``raft_id``).
 
 This module does no I/O of its own beyond the WAL's and no waiting: the owner calls
 ``tick`` on a timer, ``receive`` with each peer frame, and ``turn`` once per loop turn (the
@@ -32,17 +31,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import struct
 import time
 from collections.abc import Callable
 from typing import Final
 
+from natsd.cluster.frames import (
+    FRAME_TARGET,
+    FRAME_VERSION,
+    decode_frame,
+    frame_part,
+    sent_at,
+    sent_context,
+)
 from natsd.raft.codec import (
-    CodecError,
     decode_conf_state,
-    decode_message,
     encode_conf_state,
-    encode_message,
     unmarshal_conf_change,
     unmarshal_conf_change_v2,
 )
@@ -65,45 +68,23 @@ from natsd.raft.types import (
 from natsd.storage.wal import GroupLog, Wal, WalEntry
 
 __all__ = [
-    "FRAME_VERSION",
-    "FrameError",
     "GroupHost",
     "RaftGroup",
     "conf_holds",
-    "decode_frame",
-    "frame_part",
     "peer_hash",
     "raft_id",
 ]
 
-FRAME_VERSION: Final = 1
-# A peer frame closes once it holds this much: routes take payloads up to 64 MB, and a turn
-# in which many groups catch a replica up (up to max_size_per_msg each) must not reach that.
-# A single message larger than this still goes, alone.
-FRAME_TARGET: Final = 4 << 20
 # The context a damaged group puts on its append rejections (see RawNode.lower_match).
 LOST_LOG: Final = b"lost-log"
 # The context of a member's word to a node its applied configuration no longer holds: a
 # rejected MsgHeartbeatResp whose index is the member's applied index (see _tell_removed).
 REMOVED: Final = b"removed"
-# The lease's pairing of answers with requests (has_lease): a leader's appends and
-# heartbeats carry SENT and its send time (little-endian signed nanoseconds on the host's
-# clock) as their context; a follower's answers to that leader, in that term, carry back the
-# latest such time it had received when it answered. A leader credits an answer with the
-# time it carries, never with the time it arrived: answers read after a pause (SIGSTOP)
-# speak of requests sent before it. (etcd's followers echo a heartbeat's context anyway; no
-# ReadIndex runs here, whose heartbeats carry a context of their own and are left as they
-# are.)
-SENT: Final = b"sent"
 # Rejections in a row of entries a member had acknowledged, no acceptance between, that
 # make its leader take its log as lost (_lost_unsaid).
 LOST_AFTER: Final = 3
-_SENT_AT: Final = struct.Struct("<q")
-_SENT_LEN: Final = len(SENT) + _SENT_AT.size
 log: Final = logging.getLogger("natsd")
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_U16: Final = struct.Struct("<H")
-_U32: Final = struct.Struct("<I")
 # nats-server's NRG values (design-clustering §4.3): a 100 ms tick, elections after 10 of
 # them (randomized to 1-2 s by the engine), heartbeats every 2.
 ELECTION_TICK: Final = 10
@@ -128,10 +109,6 @@ Install = Callable[[int, bytes], None]
 # A MsgSnap from the leader, offered before it is stepped: True when the state machine
 # holds it back to fetch the state first (it steps it later with ``GroupHost.step_held``).
 HoldSnapshot = Callable[[Message], bool]
-
-
-class FrameError(ValueError):
-    """A peer frame that does not decode (the peer is as untrusted as a client)."""
 
 
 def peer_hash(server_name: str) -> str:
@@ -463,7 +440,7 @@ class GroupHost:
                 m.commit = min(m.commit, g.node.last_index())
             sent = -1
             if m.type in _ANSWERS or m.type in _REQUESTS:
-                sent = _sent_at(m.context)
+                sent = sent_at(m.context)
                 if sent >= 0 and m.type != MessageType.MsgHeartbeat:
                     # the engine's ReadIndex bookkeeping would take an answer's context for
                     # a read's position (a heartbeat's the engine echoes: etcd's way)
@@ -541,13 +518,13 @@ class GroupHost:
         t = m.type
         if t in _REQUESTS:
             if not m.context:
-                m.context = SENT + _SENT_AT.pack(now)
+                m.context = sent_context(now)
         elif t in _ANSWERS:
             last = g.sent_by_leader
             if last is None or last[0] != m.to or last[1] != m.term:
                 return
-            if not m.context or 0 <= _sent_at(m.context) < last[2]:
-                m.context = SENT + _SENT_AT.pack(last[2])
+            if not m.context or 0 <= sent_at(m.context) < last[2]:
+                m.context = sent_context(last[2])
 
     def step_held(self, name: bytes, m: Message) -> bool:
         """Step a MsgSnap that ``hold_snapshot`` held back (the state machine now holds
@@ -784,39 +761,3 @@ def _contiguous(entries: list[WalEntry], snap_index: int) -> list[WalEntry]:
             return entries[start:n]
         expect += 1
     return entries[start:]
-
-
-def _sent_at(context: bytes) -> int:
-    """The send time (ns) a SENT context carries; -1 for any other context."""
-    if len(context) != _SENT_LEN or not context.startswith(SENT):
-        return -1
-    (at,) = _SENT_AT.unpack_from(context, len(SENT))
-    return int(at) if at >= 0 else -1
-
-
-def frame_part(name: bytes, m: Message) -> bytes:
-    body = encode_message(m)
-    return b"".join((_U16.pack(len(name)), name, _U32.pack(len(body)), body))
-
-
-def decode_frame(frame: bytes) -> list[tuple[bytes, Message]]:
-    """Every (group, message) of a peer frame; FrameError if anything does not check out."""
-    if not frame or frame[0] != FRAME_VERSION:
-        raise FrameError("unknown raft frame version")
-    out: list[tuple[bytes, Message]] = []
-    pos, end = 1, len(frame)
-    try:
-        while pos < end:
-            (glen,) = _U16.unpack_from(frame, pos)
-            pos += 2
-            name = frame[pos : pos + glen]
-            pos += glen
-            (mlen,) = _U32.unpack_from(frame, pos)
-            pos += 4
-            if not name or pos + mlen > end:
-                raise FrameError("truncated raft frame")
-            out.append((bytes(name), decode_message(frame[pos : pos + mlen])))
-            pos += mlen
-    except (struct.error, CodecError) as e:
-        raise FrameError(f"bad raft frame: {e}") from None
-    return out

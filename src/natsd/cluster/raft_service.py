@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from natsd.cluster.group import FrameError, GroupHost, RaftGroup, raft_id
+from natsd.cluster.frames import FrameError
+from natsd.cluster.group import GroupHost, RaftGroup, raft_id
 from natsd.raft.rawnode import Ready
 from natsd.router.account import Account
 from natsd.router.publish import publish
