@@ -548,7 +548,10 @@ class Server:
             self.server_name,
             wal,
             system,
-            clock=self.js_clock.monotonic,
+            # the loop's clock and timers, not JetStream's: a test that moves JetStream's
+            # time (natsd.testing.TestClock) must not move the lease or start elections
+            scheduler=asyncio.get_running_loop(),
+            clock=asyncio.get_running_loop().time,
             rand=self.rng.randrange,
         )
         return JsCluster(

@@ -11,6 +11,10 @@ frame, a proposal, a tick): ``GroupHost.prepare`` writes every group's Ready to 
 ``fdatasync`` runs on a worker thread (as the stream Committer's does) while the loop serves
 clients and steps arriving frames, then ``GroupHost.finish`` sends and applies. One turn is
 in flight at a time; whatever arrives meanwhile shares the next turn's sync (group commit).
+
+Ticks and turns run on the ``Scheduler`` it is given (the server's event loop, not
+JetStream's clock, which a test may move) and the lease on that scheduler's clock; only the
+fsync hand-off uses the running loop directly: that is I/O, not time.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Final
 
 from natsd.cluster.frames import FrameError
 from natsd.cluster.group import GroupHost, RaftGroup, raft_id
+from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.raft.rawnode import Ready
 from natsd.router.account import Account
 from natsd.router.publish import publish
@@ -41,12 +46,20 @@ def raft_subject(node_id: int) -> bytes:
 class RaftService:
     """Owns the loop side of one node's GroupHost: its subscription, timer and turns."""
 
-    def __init__(self, host: GroupHost, system: Account, tick: float = TICK) -> None:
+    def __init__(
+        self,
+        host: GroupHost,
+        system: Account,
+        tick: float = TICK,
+        scheduler: Scheduler | None = None,
+    ) -> None:
         self.host = host
+        # ticks and turns: the running loop unless given (its clock is the host's)
+        self._sched = scheduler
         self.system = system
         self.tick_interval = tick
         self._sub = Subscription(raft_subject(host.id), None, b"raft", callback=self._on_frame)
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Cancellable | None = None
         self._turn_pending = False
         self._in_flight = False  # a prepare() waits for its sync
         self.failed: BaseException | None = None
@@ -63,12 +76,14 @@ class RaftService:
         system: Account,
         tick: float = TICK,
         *,
+        scheduler: Scheduler | None = None,
         clock: Callable[[], float] = time.monotonic,
         rand: Callable[[int], int] | None = None,
     ) -> RaftService:
         """The service of the server named ``server_name`` (its Raft id), over ``wal``.
-        ``clock`` (monotonic seconds: the loop's clock) times the lease; ``rand`` draws the
-        randomized election timeouts (a deterministic simulation passes a seeded one)."""
+        ``scheduler`` runs the ticks and turns and ``clock`` (monotonic seconds, the
+        scheduler's) times the lease and the liveness table; ``rand`` draws the randomized
+        election timeouts (a deterministic simulation passes a seeded one)."""
         box: list[RaftService] = []
         host = GroupHost(
             raft_id(server_name),
@@ -77,13 +92,17 @@ class RaftService:
             rand=rand,
             clock=clock,
         )
-        box.append(cls(host, system, tick))
+        box.append(cls(host, system, tick, scheduler))
         return box[0]
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self._sched if self._sched is not None else asyncio.get_running_loop()
 
     def start(self) -> None:
         self.system.sublist.insert(self._sub)
         self.running = True
-        self._timer = asyncio.get_running_loop().call_later(self.tick_interval, self._tick)
+        self._timer = self.scheduler.call_later(self.tick_interval, self._tick)
 
     def stop(self) -> None:
         self.running = False
@@ -113,7 +132,7 @@ class RaftService:
         """Something changed: run a turn before the loop next waits."""
         if not self._turn_pending and self.running:
             self._turn_pending = True
-            asyncio.get_running_loop().call_soon(self._turn)
+            self.scheduler.call_soon(self._turn)
 
     def _turn(self) -> None:
         self._turn_pending = False
@@ -160,7 +179,7 @@ class RaftService:
             return
         self.host.tick()
         self.kick()
-        self._timer = asyncio.get_running_loop().call_later(self.tick_interval, self._tick)
+        self._timer = self.scheduler.call_later(self.tick_interval, self._tick)
 
     def _on_frame(
         self,
@@ -173,7 +192,7 @@ class RaftService:
         try:
             self.host.receive(payload)
             if self.host.last_sender:
-                self.last_heard[self.host.last_sender] = asyncio.get_running_loop().time()
+                self.last_heard[self.host.last_sender] = self.host.clock()
         except FrameError:
             self.bad_frames += 1  # a peer is as untrusted as a client: drop, count
             return
