@@ -192,9 +192,14 @@ class JetStream:
         self._expiry_timer: Cancellable | None = None
         self._nuid = Nuid()
         # On a cluster: the ``cluster`` block of the infos of a stream (by name) and its
-        # consumers (set by the clustered API, ``jetstream/cluster/driver.py``); None when
-        # standalone.
+        # consumers (``join_cluster``); None when standalone.
         self.cluster_info: Callable[[JsAccount, str], dict[str, Any]] | None = None
+
+    def join_cluster(self, cluster_info: Callable[[JsAccount, str], dict[str, Any]]) -> None:
+        """This engine runs on a cluster (``jetstream/cluster/driver.py`` calls it once, before
+        anything is restored): its replicated streams wait for their groups, and infos
+        carry the ``cluster`` block ``cluster_info`` gives."""
+        self.cluster_info = cluster_info
 
     def start(self) -> None:
         """Start background work: age and TTL expiry every ``EXPIRE_INTERVAL`` seconds."""

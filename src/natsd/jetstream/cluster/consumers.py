@@ -136,7 +136,7 @@ class ReplicatedConsumers:
         def replicate(doc: bytes, replies: list[bytes]) -> bool:
             return self._propose(encode_fields(OP_CSTATE, node, [key, doc, *replies]))
 
-        c.saver.replicate = replicate
+        c.saver.replicate_through(replicate)
 
     # ------------------------------------------------------------------ every replica
     def apply(self, data: bytes) -> None:

@@ -205,7 +205,7 @@ class JsCluster:
             self.propose,
             self.cluster_block,
         )
-        engine.cluster_info = self.cluster_block
+        engine.join_cluster(self.cluster_block)
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:

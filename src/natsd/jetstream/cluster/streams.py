@@ -375,7 +375,7 @@ class StreamGroups:
         for c in stream.consumers.values():
             saver = getattr(c, "saver", None)
             if saver is not None:
-                saver.replicate = None
+                saver.stop_replicating()
         stream.subscribe()
         log.info("stream %s/%s: one replica left; it runs unreplicated", m.assignment.account,
                  m.assignment.name)  # fmt: skip

@@ -16,10 +16,11 @@ Rules kept here (:class:`StateSaver`):
   arriving in one loop turn share one save.
 * After ``stop()`` no timer is armed and no reply is confirmed. Memory consumers never
   write; their replies go out at once.
-* A durable consumer of a replicated stream, on the stream's leader, has ``replicate``
-  set: its state goes through the stream's Raft group instead of to disk (every replica,
-  this one included, saves it when the entry applies), and its ack-sync replies travel
-  with the entry and go out once it is committed.
+* A durable consumer of a replicated stream, on the stream's leader, replicates
+  (``replicate_through``, until ``stop_replicating``): its state goes through the
+  stream's Raft group instead of to disk (every replica, this one included, saves it
+  when the entry applies), and its ack-sync replies travel with the entry and go out
+  once it is committed.
 
 Everything runs on the event loop; the writes are the consumer's only blocking calls.
 """
@@ -61,8 +62,17 @@ class StateSaver:
         self._flush_tmr: Cancellable | None = None
         # Ack-sync replies waiting for the save that records their acks.
         self._sync_replies: list[bytes] = []
-        # set on a replicated stream's leader (module docstring)
-        self.replicate: Replicate | None = None
+        # a replicated stream's leader's (module docstring); None: saved here
+        self._replicate: Replicate | None = None
+
+    def replicate_through(self, replicate: Replicate) -> None:
+        """From now on the state goes through the stream's group: ``replicate`` proposes it
+        (on the leader of a replicated stream, ``cluster/consumers.py``)."""
+        self._replicate = replicate
+
+    def stop_replicating(self) -> None:
+        """The stream runs unreplicated again (its last other replica left): saved here."""
+        self._replicate = None
 
     def mark_dirty(self) -> None:
         if self.dirty:
@@ -78,8 +88,8 @@ class StateSaver:
         if not self.dirty and not durable:
             return True
         self.dirty = False
-        if self.replicate is not None:
-            if not self.replicate(self._doc(), []):
+        if self._replicate is not None:
+            if not self._replicate(self._doc(), []):
                 self.dirty = True
                 return False
             return True
@@ -101,7 +111,7 @@ class StateSaver:
     def ack_reply(self, reply: bytes) -> None:
         """Answer an ack-sync, for a file consumer once the state recording the ack is on
         disk (see the module docstring)."""
-        if not self.persist and self.replicate is None:
+        if not self.persist and self._replicate is None:
             publish(self._stream.sublist, reply, None, None, b"")
             return
         if not self._sync_replies:
@@ -110,11 +120,11 @@ class StateSaver:
 
     def _flush_for_replies(self) -> None:
         replies, self._sync_replies = self._sync_replies, []
-        if self.replicate is not None:
+        if self._replicate is not None:
             if not self._stopped:
                 # answered by the replica that proposed it, once the entry commits
                 self.dirty = False
-                self.replicate(self._doc(), replies)
+                self._replicate(self._doc(), replies)
             return
         if self._stopped or not self.flush(durable=True):
             return  # not recorded: no confirmation; the client's retry finds the state
