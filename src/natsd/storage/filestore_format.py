@@ -192,6 +192,8 @@ class BlockScan:
     # (offset, corrected record) for records restored by single-bit correction; the opener
     # writes them back so later reads see good bytes.
     fixes: list[tuple[int, bytes]] = field(default_factory=list)
+    # Valid records that are neither messages nor tombstones (unknown flags): skipped.
+    skipped: int = 0
 
 
 def _check_header(buf: bytes, name_first: int, scan: BlockScan) -> None:
@@ -324,6 +326,7 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
             continue
         if flags & ~_KNOWN_FLAGS:
             scan.notes.append(f"record at offset {pos} has unknown flags {flags:#x}; skipped")
+            scan.skipped += 1
         elif flags & FLAG_TOMBSTONE:
             if reclen != TOMB_SIZE or slen or hlen:
                 scan.notes.append(f"malformed tombstone at offset {pos}; skipped")

@@ -20,7 +20,8 @@ import struct
 import threading
 import time
 import zlib
-from bisect import bisect_left, bisect_right
+from array import array
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Final
@@ -32,14 +33,14 @@ from natsd.storage.filestore_format import (
     FLAG_TOMBSTONE,
     REC_FIELDS,
     REC_HDR_SIZE,
+    REC_MAGIC,
     REC_OVERHEAD,
-    REC_TRAILER,
     SEQ_MASK,
     block_header,
     block_name,
     encode_tombstone,
 )
-from natsd.storage.filestore_index import Block, Entry, SubjState
+from natsd.storage.filestore_index import GROUP, GROUP_SHIFT, Block, SubjState
 from natsd.storage.filestore_query import QueryMixin
 from natsd.storage.filestore_recovery import recover
 from natsd.storage.store import (
@@ -63,11 +64,19 @@ _RANGE_WINDOW: Final = 1024 * 1024
 # its trailer in one call.
 _CRC_RESIDUE: Final = 0x2144DF1C
 
+# A walk over a group's record headers reads this much at a time.
+_GROUP_READ: Final = 16 * 1024
+_GROUP_MASK: Final = GROUP - 1
+_BUF_AHEAD: Final = 256
+# Decoded subjects kept for reuse (``_name``) before the table starts over.
+_NAMES: Final = 4096
+_EMPTY: Final = array("I")
+
 _crc32: Final = zlib.crc32
 _unpack_fields: Final = REC_FIELDS.unpack_from
-_unpack_trailer: Final = REC_TRAILER.unpack_from
-# Sequence (with flags), subject length and headers length of REC_FIELDS, from its byte 4.
-_unpack_seq_lens: Final = struct.Struct("<Q8xHI").unpack_from
+_unpack_hcrc: Final = struct.Struct("<I").unpack_from
+# Record length and sequence (with flags) of REC_FIELDS.
+_unpack_len_seq: Final = struct.Struct("<IQ").unpack_from
 
 
 class BlockStore(QueryMixin):
@@ -127,7 +136,7 @@ class BlockStore(QueryMixin):
         self._lost: LostData | None = r.lost
         self._blocks: list[Block] = r.blocks
         self._firsts: list[int] = [b.first for b in r.blocks]
-        self._msgs: dict[int, Entry] = r.msgs
+        self._nlive = r.nlive  # live messages
         self._subjects: dict[str, SubjState] = r.subjects
         self._ttl_heap: list[tuple[int, int]] = r.ttl_heap
         self._bytes = r.bytes
@@ -135,11 +144,16 @@ class BlockStore(QueryMixin):
         self._first_ts = r.first_ts
         self._last_seq = r.last_seq
         self._last_ts = r.last_ts
+        # The record positions of the last group a read walked (Block docstring).
+        self._gcache: tuple[Block, int, array[int], array[int]] | None = None
+        # Subjects decoded from records, shared (bounded: cleared when it grows past _NAMES).
+        self._names: dict[bytes, str] = {}
         for seq in r.redelete:
             self._add_tomb_range(seq, seq, r.last_ts)
 
-    def _remove(self, seq: int, tomb: bool = True, notify: bool = True) -> Entry | None:
-        """Take one message out of the index (the subclass's stream semantics)."""
+    def _remove(self, seq: int, tomb: bool = True, notify: bool = True) -> int:
+        """Take one message out of the index (the subclass's stream semantics); its size,
+        or -1 when it was not live."""
         raise NotImplementedError
 
     def _add_tomb_range(self, first: int, last: int, ts: int) -> None:
@@ -151,6 +165,8 @@ class BlockStore(QueryMixin):
             tombs.append([first, last, ts])
 
     def _roll(self, first: int) -> Block:
+        if self._blocks:
+            self._blocks[-1].settle()
         blk = Block(first, os.path.join(self._mdir, block_name(first)))
         blk.buf = bytearray(block_header(first))
         self._blocks.append(blk)
@@ -187,6 +203,8 @@ class BlockStore(QueryMixin):
             self._unflushed.remove(blk)
         if self._rwin is not None and self._rwin[0] is blk:
             self._rwin = None
+        if self._gcache is not None and self._gcache[0] is blk:
+            self._gcache = None
         blk.buf = bytearray()
         if blk.on_disk:
             if self._unlink_now:
@@ -309,6 +327,7 @@ class BlockStore(QueryMixin):
         """Undo a failed flush: files back to their pre-flush size, buffered messages out of
         the index with their sequences burned (tombstoned by the next good flush)."""
         burned: list[int] = []
+        cuts: list[tuple[Block, int]] = []
         for blk in blocks:
             if blk.fd >= 0:
                 try:
@@ -322,22 +341,27 @@ class BlockStore(QueryMixin):
             keep = BLOCK_HDR_SIZE if blk.flushed == 0 else 0
             buf = bytes(blk.buf)
             pos = keep
+            n = 0
             while pos + REC_HDR_SIZE <= len(buf):
                 reclen, seqf, *_ = _unpack_fields(buf, pos + 8)
                 if not seqf & FLAG_TOMBSTONE:
                     burned.append(seqf & SEQ_MASK)
-                    blk.nrec -= 1
+                    n += 1
                 pos += reclen
-            blk.buf = bytearray(buf[:keep])
-        self._unflushed = [b for b in blocks if b.buf]
+            cuts.append((blk, blk.nrec - n))
         self._pending_tombs = saved_tombs
+        # Out of the index while the records can still be read (the buffers hold them).
         for seq in burned:
-            if self._remove(seq) is None:
+            if self._remove(seq) < 0:
                 # Already deleted (its tombstone is among saved_tombs) or erased.
                 self._add_tomb_range(seq, seq, self._now_ns())
-        msgs = self._msgs
-        for blk in blocks:
-            blk.seqs = [s for s in blk.seqs if s in msgs]
+        for blk, n in cuts:
+            keep = BLOCK_HDR_SIZE if blk.flushed == 0 else 0
+            blk.buf = bytearray(blk.buf[:keep])
+            blk.cut(n)
+        self._unflushed = [b for b in blocks if b.buf]
+        self._gcache = None
+        self._rwin = None
 
     def sync(self) -> None:
         """fsync what flush wrote, then the directory, then unlink dropped blocks.
@@ -427,43 +451,147 @@ class BlockStore(QueryMixin):
         if self._closed:
             raise ErrStoreClosed()
 
-    def _read(self, blk: Block, off: int, length: int) -> tuple[bytes, int]:
-        """(buffer, start) holding ``length`` bytes of ``blk`` at ``off``."""
+    # ------------------------------------------------------------------ reading records
+    def _read(self, blk: Block, off: int, length: int, ahead: int = 0) -> tuple[bytes, int]:
+        """(buffer, start) holding ``length`` bytes of ``blk`` at ``off`` (fewer when the
+        file was cut: callers check). ``ahead``: read at least this much and keep it as the
+        window for the next reads."""
         fl = blk.flushed
         if off >= fl:
             start = off - fl
-            return bytes(blk.buf[start : start + length]), 0
+            # (a little past ``length`` when asked to look ahead: a header and its subject)
+            return bytes(blk.buf[start : start + length + (_BUF_AHEAD if ahead else 0)]), 0
         w = self._rwin
         if w is not None and w[0] is blk and w[1] <= off and off + length <= w[1] + len(w[2]):
             self._read_end = (blk, off + length)
             return w[2], off - w[1]
         fd = self._ensure_fd(blk)
         sequential = self._read_end[0] is blk and self._read_end[1] == off
-        want = max(length, min(_READAHEAD, fl - off)) if sequential else length
-        # May come back short if the file was cut: callers check.
+        if sequential:
+            ahead = max(ahead, _READAHEAD)
+        want = max(length, min(ahead, fl - off))
         data = self._io.pread(fd, want, off)
         self._read_end = (blk, off + length)
         if want > length:
             self._rwin = (blk, off, data)
         return data, 0
 
-    def _load(self, seq: int) -> StoredMsg | None:
-        e = self._msgs.get(seq)
-        if e is None:
-            return None
-        reclen = e[3]
+    def _group(self, blk: Block, j: int) -> tuple[array[int], array[int]]:
+        """Offsets and lengths of the records at positions ``GROUP*j ..`` of ``blk``."""
+        lo = j << GROUP_SHIFT
+        hi = min(lo + GROUP, blk.nrec)
+        offs = blk.offs
+        if offs is not None:
+            return offs[lo:hi], blk.lens[lo:hi]  # type: ignore[index]
+        g = self._gcache
+        if g is not None and g[0] is blk and g[1] == j:
+            return g[2], g[3]
+        goffs = array("I")
+        glens = array("I")
+        n = hi - lo
+        off = blk.marks[j]
+        end = blk.size
         try:
-            raw, base = self._read(e[1], e[2], reclen)
+            while len(goffs) < n and off + REC_HDR_SIZE <= end:
+                raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
+                if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
+                    break
+                reclen, seqf = _unpack_len_seq(raw, b + 8)
+                if reclen < REC_OVERHEAD:
+                    break
+                if not seqf & FLAG_TOMBSTONE:
+                    goffs.append(off)
+                    glens.append(reclen)
+                off += reclen
         except OSError as exc:
-            raise ErrStoreIO(f"read seq {seq}: {exc}") from exc
-        if base + reclen <= len(raw):
-            (crc,) = _unpack_trailer(raw, base + reclen - 4)
-            _r, seqf, ts, slen, hlen, ttl = _unpack_fields(raw, base + 8)
-            if seqf == seq and record_crc(memoryview(raw)[base : base + reclen - 4]) == crc:
-                p = base + REC_HDR_SIZE + slen
-                hdr = raw[p : p + hlen] if hlen else None
-                return StoredMsg(e[0], seq, ts, hdr, raw[p + hlen : base + reclen - 4], ttl)
-        self._mark_lost(seq, e)
+            raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
+        while len(goffs) < n:
+            # Unreadable from here (damaged since open): reads of these fail their checks.
+            goffs.append(0)
+            glens.append(0)
+        self._gcache = (blk, j, goffs, glens)
+        return goffs, glens
+
+    def _rec(self, blk: Block, k: int) -> tuple[int, int]:
+        """(offset, length) of the record at position ``k``."""
+        offs = blk.offs
+        if offs is not None:
+            return offs[k], blk.lens[k]  # type: ignore[index]
+        goffs, glens = self._group(blk, k >> GROUP_SHIFT)
+        i = k & _GROUP_MASK
+        return goffs[i], glens[i]
+
+    def _where(self, seq: int) -> tuple[Block, int] | None:
+        """The block and position of live message ``seq``."""
+        i = bisect_right(self._firsts, seq) - 1
+        if i < 0:
+            return None
+        blk = self._blocks[i]
+        k = blk.pos(seq)
+        if k < 0 or not blk.alive[k]:
+            return None
+        return blk, k
+
+    def _name(self, sb: bytes) -> str:
+        names = self._names
+        name = names.get(sb)
+        if name is None:
+            if len(names) >= _NAMES:
+                names.clear()
+            name = names[sb] = sb.decode("utf-8", "surrogateescape")
+        return name
+
+    def _head(self, blk: Block, k: int) -> tuple[str, int, int, int] | None:
+        """(subject, size, ts, ttl) of the record at position ``k`` from its header; None
+        when the header cannot be read or does not check out."""
+        off, reclen = self._rec(blk, k)
+        if reclen < REC_OVERHEAD:
+            return None
+        try:
+            raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
+            if len(raw) - b < REC_HDR_SIZE:
+                return None
+            _r, _seqf, ts, slen, hlen, ttl = _unpack_fields(raw, b + 8)
+            if _crc32(memoryview(raw)[b + 8 : b + REC_HDR_SIZE]) != _unpack_hcrc(raw, b + 4)[0]:
+                return None
+            if len(raw) - b < REC_HDR_SIZE + slen:
+                raw, b = self._read(blk, off, REC_HDR_SIZE + slen)
+                if len(raw) - b < REC_HDR_SIZE + slen:
+                    return None
+        except OSError as exc:
+            raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
+        p = b + REC_HDR_SIZE
+        dlen = reclen - REC_OVERHEAD - slen - hlen
+        size = 30 + slen + dlen + (4 + hlen if hlen else 0)
+        return self._name(raw[p : p + slen]), size, ts, ttl
+
+    def _subject(self, blk: Block, k: int) -> str | None:
+        h = self._head(blk, k)
+        return None if h is None else h[0]
+
+    def _load(self, seq: int) -> StoredMsg | None:
+        w = self._where(seq)
+        if w is None:
+            return None
+        return self._load_at(w[0], w[1], seq)
+
+    def _load_at(self, blk: Block, k: int, seq: int) -> StoredMsg | None:
+        off, reclen = self._rec(blk, k)
+        if reclen >= REC_OVERHEAD:
+            try:
+                raw, base = self._read(blk, off, reclen)
+            except OSError as exc:
+                raise ErrStoreIO(f"read seq {seq}: {exc}") from exc
+            end = base + reclen
+            if end <= len(raw) and record_crc(memoryview(raw)[base:end]) == _CRC_RESIDUE:
+                _r, seqf, ts, slen, hlen, ttl = _unpack_fields(raw, base + 8)
+                if seqf == seq:
+                    p = base + REC_HDR_SIZE
+                    subj = self._name(raw[p : p + slen])
+                    p += slen
+                    hdr = raw[p : p + hlen] if hlen else None
+                    return StoredMsg(subj, seq, ts, hdr, raw[p + hlen : end - 4], ttl)
+        self._mark_lost(seq, blk, k)
         return None
 
     def live_seqs(self, start: int, end: int, limit: int) -> list[int]:
@@ -478,13 +606,12 @@ class BlockStore(QueryMixin):
         return out
 
     def load_range(self, start: int, max_msgs: int, max_bytes: int = 0) -> list[StoredMsg]:
-        """``_load`` for a run of messages: walks each block's live sequences and reads its
+        """``_load`` for a run of messages: walks each block's live positions and reads its
         records from one growing window instead of a lookup and a read per message. Same
         checks (sequence and body crc) and the same handling of a record gone bad."""
         self._check_open()
         out: list[StoredMsg] = []
-        msgs = self._msgs
-        if max_msgs <= 0 or not msgs:
+        if max_msgs <= 0 or not self._nlive:
             return out
         if start < self._first_seq:
             start = self._first_seq
@@ -498,8 +625,8 @@ class BlockStore(QueryMixin):
         want = _READAHEAD
         for bk in range(bi, len(blocks)):
             blk = blocks[bk]
-            seqs = blk.seqs  # _remove replaces the list, never edits it: safe to walk
-            j = bisect_left(seqs, start) if seqs and seqs[0] < start else 0
+            alive = blk.alive
+            k = blk.pos_from(start)
             # The window: bytes [woff, woff + len(win)) of the block.
             win = b""
             woff = 0
@@ -508,13 +635,22 @@ class BlockStore(QueryMixin):
                 woff = w[1]
                 win = w[2]
             view = memoryview(win)
-            for k in range(j, len(seqs)):
-                s = seqs[k]
-                e = msgs.get(s)
-                if e is None:
-                    continue
-                off = e[2]
-                reclen = e[3]
+            gj = -1
+            goffs: array[int] = _EMPTY
+            glens: array[int] = _EMPTY
+            while True:
+                k = alive.find(1, k)
+                if k < 0:
+                    break
+                j = k >> GROUP_SHIFT
+                if j != gj:
+                    goffs, glens = self._group(blk, j)
+                    gj = j
+                i = k & _GROUP_MASK
+                off = goffs[i]
+                reclen = glens[i]
+                s = blk.seq_at(k)
+                k += 1
                 b = off - woff
                 if b < 0 or b + reclen > len(win):
                     fl = blk.flushed
@@ -536,17 +672,14 @@ class BlockStore(QueryMixin):
                         want *= 2
                 end = b + reclen
                 # crc32 over a record and its stored crc (little-endian) is a constant.
-                if end <= len(win) and record_crc(view[b:end]) == _CRC_RESIDUE:
-                    # The index entry was made from this record: its subject, time and ttl
-                    # are the record's (as _load takes the subject).
-                    seqf: int
-                    slen: int
-                    hlen: int
-                    seqf, slen, hlen = _unpack_seq_lens(win, b + 12)
+                if reclen and end <= len(win) and record_crc(view[b:end]) == _CRC_RESIDUE:
+                    _r, seqf, ts, slen, hlen, ttl = _unpack_fields(win, b + 8)
                     if seqf == s:
-                        p = b + REC_HDR_SIZE + slen
+                        p = b + REC_HDR_SIZE
+                        subj = self._name(win[p : p + slen])
+                        p += slen
                         hdr = win[p : p + hlen] if hlen else None
-                        out.append(StoredMsg(e[0], s, e[4], hdr, win[p + hlen : end - 4], e[5]))
+                        out.append(StoredMsg(subj, s, ts, hdr, win[p + hlen : end - 4], ttl))
                         if len(out) >= max_msgs:
                             return out
                         if max_bytes > 0:
@@ -554,35 +687,81 @@ class BlockStore(QueryMixin):
                             if total >= max_bytes:
                                 return out
                         continue
-                self._mark_lost(s, e)
+                self._mark_lost(s, blk, k - 1)
         return out
 
-    def _mark_lost(self, seq: int, e: Entry) -> None:
+    def _mark_lost(self, seq: int, blk: Block, k: int) -> None:
         """A record that was fine at open is not now (media error, file cut): report it and
         drop it from the index. No tombstone: the next open judges the bytes again, so a
         real loss is reported again and a transient read error heals."""
         self.recovery_report.append(
-            f"block {e[1].first}: record seq {seq} failed its checksum on read; message lost"
+            f"block {blk.first}: record seq {seq} failed its checksum on read; message lost"
         )
         if self._lost is None:
             self._lost = LostData()
         self._lost.msgs.append(seq)
-        self._lost.bytes += e[6]
+        h = self._head(blk, k)
+        self._lost.bytes += h[1] if h is not None else 0
         self._remove(seq, tomb=False)
 
     def _iter_live(self, lo: int, hi: int) -> Iterator[int]:
-        return _iter_live(self._blocks, self._firsts, self._msgs, lo, hi)
+        """Live sequences from ``lo`` to ``hi``, ascending (a removal while iterating is
+        fine: positions are only ever marked dead in place)."""
+        blocks = self._blocks  # replaced, never edited, when blocks go
+        i = bisect_right(self._firsts, lo) - 1
+        if i < 0:
+            i = 0
+        for bi in range(i, len(blocks)):
+            blk = blocks[bi]
+            if blk.first > hi:
+                return
+            alive = blk.alive
+            k = blk.pos_from(lo)
+            kend = blk.pos_upto(hi) + 1
+            while k < kend:
+                k = alive.find(1, k, kend)
+                if k < 0:
+                    break
+                yield blk.seq_at(k)
+                k += 1
 
     def _iter_live_rev(self, hi: int, lo: int) -> Iterator[int]:
-        return _iter_live_rev(self._blocks, self._firsts, self._msgs, hi, lo)
+        blocks = self._blocks
+        i = bisect_right(self._firsts, hi) - 1
+        for bi in range(min(i, len(blocks) - 1), -1, -1):
+            blk = blocks[bi]
+            alive = blk.alive
+            k = blk.pos_upto(hi)
+            klo = blk.pos_from(lo)
+            while k >= klo:
+                k = alive.rfind(1, klo, k + 1)
+                if k < 0:
+                    break
+                yield blk.seq_at(k)
+                k -= 1
+            if blk.first <= lo:
+                return
+
+    def _iter_subjects(self, lo: int, hi: int, rev: bool = False) -> Iterator[tuple[int, str]]:
+        """(sequence, subject) of the live messages from ``lo`` to ``hi`` (read from their
+        records; one that cannot be read is reported lost and skipped)."""
+        it = self._iter_live_rev(hi, lo) if rev else self._iter_live(lo, hi)
+        for s in it:
+            w = self._where(s)
+            if w is None:
+                continue
+            subj = self._subject(w[0], w[1])
+            if subj is None:
+                self._mark_lost(s, w[0], w[1])
+                continue
+            yield s, subj
 
     def _fresh(self, subject: str, ss: SubjState) -> None:
         """Recompute a subject's first/last after removals (lazily, like nats-server)."""
-        msgs = self._msgs
         if ss.first_stale:
             hi = self._last_seq if ss.last_stale else ss.last
-            for s in self._iter_live(ss.first + 1, hi):
-                if msgs[s][0] == subject:
+            for s, subj in self._iter_subjects(ss.first + 1, hi):
+                if subj == subject:
                     ss.first = s
                     break
             ss.first_stale = False
@@ -590,8 +769,8 @@ class BlockStore(QueryMixin):
                 ss.last = ss.first
                 ss.last_stale = False
         if ss.last_stale:
-            for s in self._iter_live_rev(ss.last - 1, ss.first):
-                if msgs[s][0] == subject:
+            for s, subj in self._iter_subjects(ss.first, ss.last - 1, rev=True):
+                if subj == subject:
                     ss.last = s
                     break
             ss.last_stale = False
@@ -600,20 +779,18 @@ class BlockStore(QueryMixin):
         """Replace ``blk`` with its live records <= seq plus tombstones for every dead
         sequence from the first block up to ``seq`` (deletions recorded in blocks about to go
         must survive them)."""
-        msgs = self._msgs
         parts: list[bytes] = [block_header(blk.first)]
-        pos = BLOCK_HDR_SIZE
-        moved: list[tuple[int, Entry]] = []
-        for s in blk.seqs:
-            e = msgs.get(s)
-            if e is None or s > seq:
+        moved: list[tuple[int, int]] = []  # (seq, record length)
+        for s in self._iter_live(blk.first, seq):
+            k = blk.pos(s)
+            if k < 0:
                 continue
-            raw, base = self._read(blk, e[2], e[3])
-            if len(raw) - base < e[3]:
-                raise OSError(errno.EIO, f"short read in block {blk.first} at {e[2]}")
-            parts.append(bytes(raw[base : base + e[3]]))
-            moved.append((s, e))
-            pos += e[3]
+            off, reclen = self._rec(blk, k)
+            raw, base = self._read(blk, off, reclen)
+            if reclen < REC_OVERHEAD or len(raw) - base < reclen:
+                raise OSError(errno.EIO, f"short read in block {blk.first} at {off}")
+            parts.append(bytes(raw[base : base + reclen]))
+            moved.append((s, reclen))
         lo = self._blocks[0].first
         prev = lo - 1
         now = self._last_ts
@@ -641,51 +818,22 @@ class BlockStore(QueryMixin):
             self._dirty.pop(blk, None)
         self._open_fds[blk] = None
         self._rwin = None
+        self._gcache = None
         blk.flushed = len(data)
         blk.buf = bytearray()
         if blk in self._unflushed:
             self._unflushed.remove(blk)
-        # Entries point at the new offsets.
+        # The positions are the new file's.
+        fresh = Block(blk.first, blk.path)
         pos = BLOCK_HDR_SIZE
-        seqs: list[int] = []
-        for s, e in moved:
-            msgs[s] = (e[0], blk, pos, e[3], e[4], e[5], e[6])
-            pos += e[3]
-            seqs.append(s)
-        blk.seqs = seqs
-        blk.nrec = len(seqs)
-
-
-def _iter_live(
-    blocks: list[Block], firsts: list[int], msgs: dict[int, Entry], lo: int, hi: int
-) -> Iterator[int]:
-    i = bisect_right(firsts, lo) - 1
-    if i < 0:
-        i = 0
-    for bi in range(i, len(blocks)):
-        blk = blocks[bi]
-        if blk.first > hi:
-            return
-        seqs = blk.seqs
-        j = bisect_left(seqs, lo) if seqs and seqs[0] < lo else 0
-        for k in range(j, len(seqs)):
-            s = seqs[k]
-            if s > hi:
-                return
-            if s in msgs:
-                yield s
-
-
-def _iter_live_rev(
-    blocks: list[Block], firsts: list[int], msgs: dict[int, Entry], hi: int, lo: int
-) -> Iterator[int]:
-    i = bisect_right(firsts, hi) - 1
-    for bi in range(min(i, len(blocks) - 1), -1, -1):
-        seqs = blocks[bi].seqs
-        j = bisect_right(seqs, hi) - 1
-        for k in range(j, -1, -1):
-            s = seqs[k]
-            if s < lo:
-                return
-            if s in msgs:
-                yield s
+        for s, reclen in moved:
+            fresh.add(s, pos, reclen)
+            pos += reclen
+        blk.nrec = fresh.nrec
+        blk.live = fresh.live
+        blk.alive = fresh.alive
+        blk.seq0 = fresh.seq0
+        blk.seqs = fresh.seqs
+        blk.marks = fresh.marks
+        blk.offs = fresh.offs
+        blk.lens = fresh.lens

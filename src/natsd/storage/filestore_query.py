@@ -1,20 +1,20 @@
-"""The read side of FileStore: loads, state and per-subject queries over the in-memory index.
+"""The read side of FileStore: loads, state and per-subject queries over the block index.
 
 Kept apart from the write path (``filestore``) so each module stays readable; ``FileStore``
 supplies the index attributes and the primitives declared at the top of ``QueryMixin``.
 Strategy, as in nats-server's memstore: answer from per-subject state when it suffices and
-fall back to a scan of the live sequences (which walks records, never sequence gaps).
+fall back to a scan of the live sequences (which walks records, never sequence gaps; a
+subject is read from its record).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Final
 
 from natsd.storage.filestore_index import (
     Block,
-    Entry,
     SubjState,
     is_all,
     is_literal,
@@ -37,7 +37,7 @@ _LINEAR_SCAN_MAX_SUBJECTS: Final = 256
 
 
 class QueryMixin(StreamStore):
-    _msgs: dict[int, Entry]
+    _nlive: int
     _subjects: dict[str, SubjState]
     _blocks: list[Block]
     _firsts: list[int]
@@ -59,6 +59,9 @@ class QueryMixin(StreamStore):
         raise NotImplementedError
 
     def _iter_live_rev(self, hi: int, lo: int) -> Iterator[int]:
+        raise NotImplementedError
+
+    def _iter_subjects(self, lo: int, hi: int, rev: bool = False) -> Iterator[tuple[int, str]]:
         raise NotImplementedError
 
     def _fresh(self, subject: str, ss: SubjState) -> None:
@@ -103,11 +106,10 @@ class QueryMixin(StreamStore):
         self._check_open()
         start = max(start, self._first_seq)
         last = self._last_seq
-        if start > last or not self._msgs:
+        if start > last or not self._nlive:
             return None
         if is_all(filter):
             return self._first_loadable(self._iter_live(start, last))
-        msgs = self._msgs
         if is_literal(filter):
             ss = self._subjects.get(filter)
             if ss is None:
@@ -117,8 +119,8 @@ class QueryMixin(StreamStore):
                 return None
             # Explicit loops, not generator expressions: mypyc builds those eagerly, which
             # made every call walk the whole range (a filtered consumer went quadratic).
-            for s in self._iter_live(max(start, ss.first), ss.last):
-                if msgs[s][0] == filter:
+            for s, subj in self._iter_subjects(max(start, ss.first), ss.last):
+                if subj == filter:
                     m = self._load(s)
                     if m is not None:
                         return m
@@ -133,8 +135,8 @@ class QueryMixin(StreamStore):
                     m = cache[subj] = subject_matches(subj, filter)
                 return m
 
-            for s in self._iter_live(start, last):
-                if match(msgs[s][0]):
+            for s, subj in self._iter_subjects(start, last):
+                if match(subj):
                     m = self._load(s)
                     if m is not None:
                         return m
@@ -144,8 +146,8 @@ class QueryMixin(StreamStore):
             return None
         lo = max(start, min(ss.first for ss in matched.values()))
         hi = max(ss.last for ss in matched.values())
-        for s in self._iter_live(lo, hi):
-            if msgs[s][0] in matched:
+        for s, subj in self._iter_subjects(lo, hi):
+            if subj in matched:
                 m = self._load(s)
                 if m is not None:
                     return m
@@ -153,7 +155,7 @@ class QueryMixin(StreamStore):
 
     def load_last_msg(self, subject: str) -> StoredMsg | None:
         self._check_open()
-        if not self._msgs:
+        if not self._nlive:
             return None
         if is_all(subject):
             return self._first_loadable(self._iter_live_rev(self._last_seq, self._first_seq))
@@ -165,7 +167,7 @@ class QueryMixin(StreamStore):
 
     def load_prev_msg(self, start: int) -> StoredMsg | None:
         self._check_open()
-        if not self._msgs or start < self._first_seq:
+        if not self._nlive or start < self._first_seq:
             return None
         return self._first_loadable(self._iter_live_rev(min(start, self._last_seq), 1))
 
@@ -175,7 +177,7 @@ class QueryMixin(StreamStore):
 
     def state(self, with_deleted: bool = False) -> StreamState:
         self._check_open()
-        n = len(self._msgs)
+        n = self._nlive
         first, last = self._first_seq, self._last_seq
         st = StreamState(
             msgs=n,
@@ -207,39 +209,31 @@ class QueryMixin(StreamStore):
         i = max(bisect_right(self._firsts, seq) - 1, 0)
         count = 0
         first = 0
-        msgs = self._msgs
         for bi in range(i, len(blocks)):
             blk = blocks[bi]
-            if blk.first >= seq:
+            if not blk.live:
+                continue
+            alive = blk.alive
+            k = blk.pos_from(seq)
+            if k == 0:
                 count += blk.live
-                if not first and blk.live:
-                    first = next((s for s in blk.seqs if s in msgs), 0)
-                continue
-            seqs = blk.seqs
-            j = bisect_left(seqs, seq)
-            if blk.live == len(seqs):
-                # No dead entries left in the list: every one from j on is live.
-                count += len(seqs) - j
-                if not first and j < len(seqs):
-                    first = seqs[j]
-                continue
-            for k in range(j, len(seqs)):
-                s = seqs[k]
-                if s in msgs:
-                    count += 1
-                    if not first:
-                        first = s
+            else:
+                count += alive.count(1, k)
+            if not first:
+                k = alive.find(1, k)
+                if k >= 0:
+                    first = blk.seq_at(k)
         return count, first
 
     def filtered_state(self, seq: int, subject: str) -> SimpleState:
         self._check_open()
         seq = max(seq, self._first_seq)
-        if seq > self._last_seq or not self._msgs:
+        if seq > self._last_seq or not self._nlive:
             return SimpleState()
         last_live = next(self._iter_live_rev(self._last_seq, seq), 0)
         if is_all(subject):
             if seq <= self._first_seq:
-                return SimpleState(len(self._msgs), self._first_seq, last_live)
+                return SimpleState(self._nlive, self._first_seq, last_live)
             count, first = self._count_live_from(seq)
             return SimpleState(count, first, last_live if count else 0)
         total = 0
@@ -256,10 +250,9 @@ class QueryMixin(StreamStore):
                 partial[subj] = ss
                 last = max(last, ss.last)
         if partial:
-            msgs = self._msgs
             hi = max(ss.last for ss in partial.values())
-            for s in self._iter_live(seq, hi):
-                if msgs[s][0] in partial:
+            for s, subj in self._iter_subjects(seq, hi):
+                if subj in partial:
                     total += 1
                     if first == 0 or s < first:
                         first = s
@@ -287,19 +280,18 @@ class QueryMixin(StreamStore):
 
     def multi_last_seqs(self, filters: list[str], max_seq: int, max_allowed: int) -> list[int]:
         self._check_open()
-        if not self._msgs:
+        if not self._nlive:
             return []
         if max_seq <= 0:
             max_seq = self._last_seq
-        msgs = self._msgs
         seen: set[int] = set()
         for filter in filters:
             for subj, ss in self._matching(filter):
                 if ss.last <= max_seq:
                     seen.add(ss.last)
                 elif ss.first <= max_seq:
-                    for s in self._iter_live_rev(max_seq, ss.first):
-                        if msgs[s][0] == subj:
+                    for s, name in self._iter_subjects(ss.first, max_seq, rev=True):
+                        if name == subj:
                             seen.add(s)
                             break
             if max_allowed > 0 and len(seen) > max_allowed:

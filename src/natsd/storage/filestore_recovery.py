@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import zlib
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Final
@@ -41,7 +42,7 @@ from natsd.storage.filestore_format import (
     parse_block_name,
     scan_block,
 )
-from natsd.storage.filestore_index import Block, Entry, SubjState
+from natsd.storage.filestore_index import Block, SubjState
 from natsd.storage.store import LostData, StoreError
 
 __all__ = [
@@ -65,7 +66,7 @@ _MAX_LOST_LISTED: Final = 1_000_000
 @dataclass(slots=True)
 class Recovered:
     blocks: list[Block] = field(default_factory=list)
-    msgs: dict[int, Entry] = field(default_factory=dict)
+    nlive: int = 0
     subjects: dict[str, SubjState] = field(default_factory=dict)
     ttl_heap: list[tuple[int, int]] = field(default_factory=list)
     bytes: int = 0
@@ -267,82 +268,167 @@ def _repair(
         report.append(f"block {name}: {note}")
 
 
+class _Found:
+    """What one block's records said, kept while the blocks after it are read: per
+    position, the subject (an index into the store's subject names), message size,
+    timestamp and ttl (arrays: a few bytes per record, freed once the index is built)."""
+
+    __slots__ = ("sids", "sizes", "ts", "ttls")
+
+    def __init__(self) -> None:
+        self.sids = array("I")
+        self.sizes = array("I")
+        self.ts = array("q")
+        self.ttls = array("q")
+
+
+def _is_live(blocks: list[Block], firsts: list[int], seq: int) -> bool:
+    i = bisect_right(firsts, seq) - 1
+    if i < 0:
+        return False
+    blk = blocks[i]
+    k = blk.pos(seq)
+    return k >= 0 and bool(blk.alive[k])
+
+
+def _index_block(
+    blk: Block,
+    scan: BlockScan,
+    upto: int | None,
+    names: dict[str, int],
+    report: list[str],
+) -> _Found:
+    """The positions of ``blk``'s records (every non-erased one live for now: tombstones
+    are applied once every block is read), from ``scan``, whose records are then let go."""
+    bfirst = blk.first
+    accepted: list[tuple[int, int, int, int, int, str, int, bool]] = []
+    ordered = True
+    prev = bfirst - 1
+    for m in scan.msgs:
+        seq = m[0]
+        if seq < bfirst or (upto is not None and seq >= upto):
+            report.append(f"block {bfirst}: unexpected record for seq {seq}; ignored")
+            ordered = False
+            continue
+        if seq <= prev:
+            ordered = False
+        prev = max(prev, seq)
+        accepted.append(m)
+    irregular = not ordered or bool(scan.bad) or scan.skipped > 0
+    if irregular:
+        # Positions by sequence (first copy wins); offsets kept for every one of them.
+        seen: set[int] = set()
+        uniq = []
+        for m in accepted:
+            if m[0] in seen:
+                report.append(f"block {bfirst}: unexpected record for seq {m[0]}; ignored")
+                continue
+            seen.add(m[0])
+            uniq.append(m)
+        accepted = sorted(uniq)
+        blk.irregular = True
+    found = _Found()
+    for seq, off, reclen, ts, ttl, subj, size, erased in accepted:
+        blk.add(seq, off, reclen, not erased)
+        sid = names.get(subj)
+        if sid is None:
+            sid = names[subj] = len(names)
+        found.sids.append(sid)
+        found.sizes.append(size)
+        found.ts.append(ts)
+        found.ttls.append(ttl)
+    scan.msgs = []
+    return found
+
+
+def _kill_range(blocks: list[Block], firsts: list[int], lo: int, hi: int) -> None:
+    """Mark every position with a sequence in [lo, hi] dead."""
+    i = max(bisect_right(firsts, lo) - 1, 0)
+    for bi in range(i, len(blocks)):
+        blk = blocks[bi]
+        if blk.first > hi:
+            return
+        a = blk.pos_from(lo)
+        b = blk.pos_upto(hi) + 1
+        if a < b:
+            blk.alive[a:b] = bytes(b - a)
+
+
 def _rebuild(
     rec: Recovered, scans: list[tuple[Block, BlockScan]], manifest: dict[str, object] | None
 ) -> None:
     report = rec.report
     tomb_ranges = [t for _b, s in scans for t in s.tombs]
     tombs = _Tombs(tomb_ranges)
-    msgs = rec.msgs
     subjects = rec.subjects
     ttl_heap = rec.ttl_heap
     last_seq = 0
     last_ts = 0
     last_is_msg = False
-    nbytes = 0
-    in_order = True  # message sequences ascending across blocks (always, unless damaged)
-    prev = 0
     for a_b in tomb_ranges:
         if a_b[1] > last_seq:
             last_seq, last_ts, last_is_msg = a_b[1], a_b[2], False
-    # Tombstones can only delete sequences up to the highest one they name.
-    tomb_max = max((t[1] for t in tomb_ranges), default=0)
     # After a clean shutdown the manifest says which records were live: one that is not
     # (and no tombstone says so) lost its deletion record to damage; it stays deleted.
     dead = _manifest_dead(scans, manifest, tombs)
-    for blk, scan in scans:
+    names: dict[str, int] = {}
+    found: list[_Found] = []
+    for i, (blk, scan) in enumerate(scans):
         if blk.first - 1 > last_seq:
             last_seq, last_ts, last_is_msg = blk.first - 1, 0, False
         if scan.seen_max > last_seq:
             # A damaged last record still used its sequence.
             last_seq, last_ts, last_is_msg = scan.seen_max, 0, False
-        seqs: list[int] = []
-        bfirst = blk.first
-        for seq, off, reclen, ts, ttl, subj, size, erased in scan.msgs:
-            if seq >= last_seq:
-                if seq > last_seq or not last_is_msg:
-                    last_seq, last_ts, last_is_msg = seq, ts, True
-            if erased or (seq <= tomb_max and seq in tombs):
-                continue
-            if seq in dead:
-                rec.redelete.append(seq)
-                continue
-            if seq < bfirst or seq in msgs:
-                report.append(f"block {bfirst}: unexpected record for seq {seq}; ignored")
-                continue
-            msgs[seq] = (subj, blk, off, reclen, ts, ttl, size)
-            if seq < prev:
-                in_order = False
-            prev = seq
-            seqs.append(seq)
-            nbytes += size
-            if ttl > 0:
-                ttl_heap.append((ts + ttl * 1_000_000_000, seq))
-            ss = subjects.get(subj)
-            if ss is None:
-                subjects[subj] = SubjState(seq)
-            else:
-                ss.msgs += 1
-                ss.last = seq
-        if not in_order:
-            seqs.sort()
-        blk.seqs = seqs
-        blk.live = len(seqs)
-        blk.nrec = len(scan.msgs)
+        for m in scan.msgs:
+            seq, ts = m[0], m[3]
+            if seq >= last_seq and (seq > last_seq or not last_is_msg):
+                last_seq, last_ts, last_is_msg = seq, ts, True
+        upto = scans[i + 1][0].first if i + 1 < len(scans) else None
+        found.append(_index_block(blk, scan, upto, names, report))
         rec.blocks.append(blk)
-    rec.bytes = nbytes
-    if not in_order:
-        # Only a damaged store gets here: rebuild per-subject state in sequence order.
-        subjects.clear()
-        for seq in sorted(msgs):
-            subj = msgs[seq][0]
+    blocks = rec.blocks
+    firsts = [b.first for b in blocks]
+    for a, b in zip(tombs.starts, tombs.ends, strict=True):
+        _kill_range(blocks, firsts, a, b)
+    for seq in sorted(dead):
+        if _is_live(blocks, firsts, seq):
+            _kill_range(blocks, firsts, seq, seq)
+            rec.redelete.append(seq)
+    # Per-subject state, sizes and ttls of the live messages, in sequence order.
+    sname = list(names)
+    nbytes = 0
+    nlive = 0
+    for blk, f in zip(blocks, found, strict=True):
+        alive = blk.alive
+        blk.live = alive.count(1)
+        nlive += blk.live
+        k = alive.find(1)
+        while k >= 0:
+            seq = blk.seq_at(k)
+            if not rec.first_seq:
+                rec.first_seq = seq
+                rec.first_ts = f.ts[k]
+            nbytes += f.sizes[k]
+            ttl = f.ttls[k]
+            if ttl > 0:
+                ttl_heap.append((f.ts[k] + ttl * 1_000_000_000, seq))
+            subj = sname[f.sids[k]]
             ss = subjects.get(subj)
             if ss is None:
                 subjects[subj] = SubjState(seq)
             else:
                 ss.msgs += 1
                 ss.last = seq
+            k = alive.find(1, k + 1)
+    found.clear()
+    for blk in blocks[:-1]:
+        blk.settle()
+    rec.bytes = nbytes
+    rec.nlive = nlive
     heapq.heapify(rec.ttl_heap)
+
+    def live(seq: int) -> bool:
+        return _is_live(blocks, firsts, seq)
 
     lost: set[int] = set()
     lost_bytes = 0
@@ -356,7 +442,7 @@ def _rebuild(
                         f"block {name}: damaged tombstone at offset {bad.offset} (first seq "
                         f"{bad.seq}); messages it deleted may have reappeared"
                     )
-                elif bad.seq in tombs or bad.seq in msgs:
+                elif bad.seq in tombs or live(bad.seq):
                     report.append(
                         f"block {name}: damaged record of deleted seq {bad.seq} at offset "
                         f"{bad.offset}; nothing lost"
@@ -376,7 +462,7 @@ def _rebuild(
                 hi = scans[i + 1][0].first if i + 1 < len(scans) else last_seq + 1
             cand: list[int] = []
             if hi is not None and hi - bad.prev_seq - 1 <= _MAX_LOST_LISTED:
-                cand = [s for s in range(bad.prev_seq + 1, hi) if s not in tombs and s not in msgs]
+                cand = [s for s in range(bad.prev_seq + 1, hi) if s not in tombs and not live(s)]
             lost.update(cand)
             lost_bytes += bad.length
             what = f"seqs {_fmt_seqs(cand)}" if cand else "no live sequences identified"
@@ -410,12 +496,9 @@ def _rebuild(
 
     rec.last_seq = last_seq
     rec.last_ts = last_ts
-    if msgs:
-        first = min(msgs) if not in_order else next(iter(msgs))
-        rec.first_seq = first
-        rec.first_ts = msgs[first][4]
-    else:
+    if not nlive:
         rec.first_seq = last_seq + 1 if (rec.blocks or last_seq) else 0
+        rec.first_ts = 0
     if lost:
         rec.lost = LostData(msgs=sorted(lost), bytes=lost_bytes)
 
@@ -441,6 +524,7 @@ def _check_manifest(
         )
         last_seq = m_last
     have = {b.first: b for b in rec.blocks}
+    firsts = [b.first for b in rec.blocks]
     for first, size, runs in blocks:
         blk = have.get(first)
         if blk is None:
@@ -450,7 +534,10 @@ def _check_manifest(
                 f"block {first} is {blk.flushed} bytes, was {size} at the last clean shutdown"
             )
         missing = [
-            s for a, b in runs for s in range(a, b + 1) if s not in rec.msgs and s not in tombs
+            s
+            for a, b in runs
+            for s in range(a, b + 1)
+            if not _is_live(rec.blocks, firsts, s) and s not in tombs
         ]
         new = [s for s in missing if s not in lost]
         if new:
@@ -513,7 +600,7 @@ def _parse_manifest(
 
 def manifest_doc(
     blocks: list[Block],
-    msgs: dict[int, Entry],
+    nlive: int,
     first_seq: int,
     last_seq: int,
     nbytes: int,
@@ -522,10 +609,30 @@ def manifest_doc(
         "version": 1,
         "first_seq": first_seq,
         "last_seq": last_seq,
-        "msgs": len(msgs),
+        "msgs": nlive,
         "bytes": nbytes,
-        "blocks": [
-            {"first": b.first, "size": b.flushed, "live": _runs([s for s in b.seqs if s in msgs])}
-            for b in blocks
-        ],
+        "blocks": [{"first": b.first, "size": b.flushed, "live": _live_runs(b)} for b in blocks],
     }
+
+
+def _live_runs(blk: Block) -> list[list[int]]:
+    """The block's live sequences as [first, last] runs."""
+    out: list[list[int]] = []
+    alive = blk.alive
+    k = alive.find(1)
+    if blk.seqs is None:
+        while k >= 0:
+            e = alive.find(0, k)
+            if e < 0:
+                e = blk.nrec
+            out.append([blk.seq0 + k, blk.seq0 + e - 1])
+            k = alive.find(1, e)
+        return out
+    while k >= 0:
+        s = blk.seq_at(k)
+        if out and out[-1][1] + 1 == s:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+        k = alive.find(1, k + 1)
+    return out
