@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import gc
 import logging
 import os
@@ -527,6 +528,7 @@ class Server:
             if acfg.jetstream is not None:
                 engine.enable_account(self.accounts[name], acfg.jetstream)
         engine.restore(self.accounts)
+        _release_free_heap()
         engine.start()
         if self.js_cluster is not None:
             self.js_cluster.start()
@@ -930,3 +932,17 @@ def tune_allocator() -> None:
         m_trim_threshold, m_mmap_threshold = -1, -3
         libc.mallopt(m_mmap_threshold, 16 * 1024 * 1024)
         libc.mallopt(m_trim_threshold, 64 * 1024 * 1024)
+
+
+def _release_free_heap() -> None:
+    """Hand the C heap's free pages back to the system after the stores were read.
+
+    Opening a store parses its blocks in large transient buffers; glibc keeps what they
+    freed in the process (its mmap threshold grows with the first large free), so a
+    restarted server would look as big as its start-up peak. ``malloc_trim`` returns it.
+    Elsewhere than glibc this does nothing."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)

@@ -30,6 +30,7 @@ import os
 import zlib
 from array import array
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -42,7 +43,7 @@ from natsd.storage.filestore_format import (
     parse_block_name,
     scan_block,
 )
-from natsd.storage.filestore_index import Block, SubjState
+from natsd.storage.filestore_index import GROUP, Block, SubjState
 from natsd.storage.store import LostData, StoreError
 
 __all__ = [
@@ -328,15 +329,33 @@ def _index_block(
         accepted = sorted(uniq)
         blk.irregular = True
     found = _Found()
-    for seq, off, reclen, ts, ttl, subj, size, erased in accepted:
-        blk.add(seq, off, reclen, not erased)
+    n = len(accepted)
+    if not irregular and n and accepted[-1][0] - accepted[0][0] == n - 1:
+        # Dense and regular (the usual block): its positions in bulk.
+        offs = array("I", [m[1] for m in accepted])
+        blk.seq0 = accepted[0][0]
+        blk.nrec = n
+        blk.offs = offs
+        blk.lens = array("I", [m[2] for m in accepted])
+        blk.marks = offs[::GROUP]
+        blk.alive = bytearray(b"\x01") * n
+        for k, m in enumerate(accepted):
+            if m[7]:
+                blk.alive[k] = 0
+    else:
+        for seq, off, reclen, _ts, _ttl, _subj, _size, erased in accepted:
+            blk.add(seq, off, reclen, not erased)
+    sids: list[int] = []
+    for m in accepted:
+        subj = m[5]
         sid = names.get(subj)
         if sid is None:
             sid = names[subj] = len(names)
-        found.sids.append(sid)
-        found.sizes.append(size)
-        found.ts.append(ts)
-        found.ttls.append(ttl)
+        sids.append(sid)
+    found.sids = array("I", sids)
+    found.sizes = array("I", [m[6] for m in accepted])
+    found.ts = array("q", [m[3] for m in accepted])
+    found.ttls = array("q", [m[4] for m in accepted])
     scan.msgs = []
     return found
 
@@ -402,6 +421,32 @@ def _rebuild(
         alive = blk.alive
         blk.live = alive.count(1)
         nlive += blk.live
+        if blk.live and blk.live == blk.nrec and not any(f.ttls):
+            # Every record live, none with a ttl (the usual block): per subject in bulk.
+            if not rec.first_seq:
+                rec.first_seq = blk.seq_at(0)
+                rec.first_ts = f.ts[0]
+            nbytes += sum(f.sizes)
+            sids = f.sids
+            counts = Counter(sids)
+            last_k: dict[int, int] = {}
+            for k in range(len(sids) - 1, -1, -1):
+                if sids[k] not in last_k:
+                    last_k[sids[k]] = k
+                    if len(last_k) == len(counts):
+                        break
+            for sid, cnt in counts.items():
+                subj = sname[sid]
+                fseq = blk.seq_at(sids.index(sid))
+                lseq = blk.seq_at(last_k[sid])
+                ss = subjects.get(subj)
+                if ss is None:
+                    ss = subjects[subj] = SubjState(fseq)
+                    ss.msgs = cnt
+                else:
+                    ss.msgs += cnt
+                ss.last = lseq
+            continue
         k = alive.find(1)
         while k >= 0:
             seq = blk.seq_at(k)
@@ -533,6 +578,8 @@ def _check_manifest(
             report.append(
                 f"block {first} is {blk.flushed} bytes, was {size} at the last clean shutdown"
             )
+        if blk is not None and [list(r) for r in runs] == _live_runs(blk):
+            continue  # every message live then is live now (the usual case: no per-seq walk)
         missing = [
             s
             for a, b in runs
