@@ -67,16 +67,33 @@ _CRC_RESIDUE: Final = 0x2144DF1C
 # A walk over a group's record headers reads this much at a time.
 _GROUP_READ: Final = 16 * 1024
 _GROUP_MASK: Final = GROUP - 1
+# A group whose records span at most this many bytes is read in one go.
+_GROUP_REGION: Final = 256 * 1024
+# Groups whose record places are kept (about 600 bytes each).
+_GROUPS_KEPT: Final = 1024
 _BUF_AHEAD: Final = 256
 # Decoded subjects kept for reuse (``_name``) before the table starts over.
 _NAMES: Final = 4096
-_EMPTY: Final = array("I")
+# A run of dead positions longer than this is jumped over through the marks, not walked.
+_WALK_GAP: Final = 16
 
 _crc32: Final = zlib.crc32
 _unpack_fields: Final = REC_FIELDS.unpack_from
 _unpack_hcrc: Final = struct.Struct("<I").unpack_from
 # Record length and sequence (with flags) of REC_FIELDS.
 _unpack_len_seq: Final = struct.Struct("<IQ").unpack_from
+
+
+class _Range:
+    """What one ``load_range`` call has taken so far."""
+
+    __slots__ = ("max_bytes", "max_msgs", "total", "want")
+
+    def __init__(self, max_msgs: int, max_bytes: int) -> None:
+        self.max_msgs = max_msgs
+        self.max_bytes = max_bytes
+        self.total = 0
+        self.want = _READAHEAD
 
 
 class BlockStore(QueryMixin):
@@ -144,8 +161,9 @@ class BlockStore(QueryMixin):
         self._first_ts = r.first_ts
         self._last_seq = r.last_seq
         self._last_ts = r.last_ts
-        # The record positions of the last group a read walked (Block docstring).
-        self._gcache: tuple[Block, int, array[int], array[int]] | None = None
+        # Record offsets and lengths of the groups reads walked lately (Block docstring),
+        # by (block, group): at most _GROUPS_KEPT, the oldest going first.
+        self._groups: dict[tuple[Block, int], tuple[array[int], array[int]]] = {}
         # Subjects decoded from records, shared (bounded: cleared when it grows past _NAMES).
         self._names: dict[bytes, str] = {}
         for seq in r.redelete:
@@ -203,8 +221,7 @@ class BlockStore(QueryMixin):
             self._unflushed.remove(blk)
         if self._rwin is not None and self._rwin[0] is blk:
             self._rwin = None
-        if self._gcache is not None and self._gcache[0] is blk:
-            self._gcache = None
+        self._groups.clear()
         blk.buf = bytearray()
         if blk.on_disk:
             if self._unlink_now:
@@ -360,7 +377,7 @@ class BlockStore(QueryMixin):
             blk.buf = bytearray(blk.buf[:keep])
             blk.cut(n)
         self._unflushed = [b for b in blocks if b.buf]
-        self._gcache = None
+        self._groups.clear()
         self._rwin = None
 
     def sync(self) -> None:
@@ -483,34 +500,56 @@ class BlockStore(QueryMixin):
         offs = blk.offs
         if offs is not None:
             return offs[lo:hi], blk.lens[lo:hi]  # type: ignore[index]
-        g = self._gcache
-        if g is not None and g[0] is blk and g[1] == j:
-            return g[2], g[3]
+        groups = self._groups
+        g = groups.get((blk, j))
+        if g is not None:
+            return g
         goffs = array("I")
         glens = array("I")
         n = hi - lo
         off = blk.marks[j]
-        end = blk.size
+        end = blk.marks[j + 1] if j + 1 < len(blk.marks) else blk.size
         try:
-            while len(goffs) < n and off + REC_HDR_SIZE <= end:
-                raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
-                if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
-                    break
-                reclen, seqf = _unpack_len_seq(raw, b + 8)
-                if reclen < REC_OVERHEAD:
-                    break
-                if not seqf & FLAG_TOMBSTONE:
-                    goffs.append(off)
-                    glens.append(reclen)
-                off += reclen
+            if end - off <= _GROUP_REGION and (end <= blk.flushed or off >= blk.flushed):
+                # The group's bytes in one read, kept as the window for the record reads
+                # that follow.
+                raw, b = self._read(blk, off, end - off)
+                if off < blk.flushed and not b:
+                    self._rwin = (blk, off, raw)
+                p = b
+                stop = min(len(raw), b + end - off)
+                while len(goffs) < n and p + REC_HDR_SIZE <= stop:
+                    reclen, seqf = _unpack_len_seq(raw, p + 8)
+                    if reclen < REC_OVERHEAD or raw[p : p + 4] != REC_MAGIC:
+                        break
+                    if not seqf & FLAG_TOMBSTONE:
+                        goffs.append(off + p - b)
+                        glens.append(reclen)
+                    p += reclen
+            else:
+                while len(goffs) < n and off + REC_HDR_SIZE <= end:
+                    raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
+                    if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
+                        break
+                    reclen, seqf = _unpack_len_seq(raw, b + 8)
+                    if reclen < REC_OVERHEAD:
+                        break
+                    if not seqf & FLAG_TOMBSTONE:
+                        goffs.append(off)
+                        glens.append(reclen)
+                    off += reclen
         except OSError as exc:
             raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
-        while len(goffs) < n:
+        if len(goffs) < n:
             # Unreadable from here (damaged since open): reads of these fail their checks.
-            goffs.append(0)
-            glens.append(0)
-        self._gcache = (blk, j, goffs, glens)
-        return goffs, glens
+            # Not kept: the next read looks again.
+            goffs.extend(bytes(n - len(goffs)))
+            glens.extend(bytes(n - len(glens)))
+            return goffs, glens
+        if len(groups) >= _GROUPS_KEPT:
+            del groups[next(iter(groups))]
+        g = groups[(blk, j)] = (goffs, glens)
+        return g
 
     def _rec(self, blk: Block, k: int) -> tuple[int, int]:
         """(offset, length) of the record at position ``k``."""
@@ -606,8 +645,8 @@ class BlockStore(QueryMixin):
         return out
 
     def load_range(self, start: int, max_msgs: int, max_bytes: int = 0) -> list[StoredMsg]:
-        """``_load`` for a run of messages: walks each block's live positions and reads its
-        records from one growing window instead of a lookup and a read per message. Same
+        """``_load`` for a run of messages: walks each block's records in file order and
+        reads them from one growing window instead of a lookup and a read per message. Same
         checks (sequence and body crc) and the same handling of a record gone bad."""
         self._check_open()
         out: list[StoredMsg] = []
@@ -621,74 +660,133 @@ class BlockStore(QueryMixin):
         bi = bisect_right(self._firsts, start) - 1
         if bi < 0:
             bi = 0
-        total = 0
-        want = _READAHEAD
+        rng = _Range(max_msgs, max_bytes)
         for bk in range(bi, len(blocks)):
             blk = blocks[bk]
-            alive = blk.alive
-            k = blk.pos_from(start)
-            # The window: bytes [woff, woff + len(win)) of the block.
-            win = b""
-            woff = 0
-            w = self._rwin
-            if w is not None and w[0] is blk:
-                woff = w[1]
-                win = w[2]
-            view = memoryview(win)
-            gj = -1
-            goffs: array[int] = _EMPTY
-            glens: array[int] = _EMPTY
-            while True:
-                k = alive.find(1, k)
-                if k < 0:
-                    break
-                j = k >> GROUP_SHIFT
-                if j != gj:
-                    goffs, glens = self._group(blk, j)
-                    gj = j
-                i = k & _GROUP_MASK
-                off = goffs[i]
-                reclen = glens[i]
-                s = blk.seq_at(k)
-                k += 1
+            if blk.live and self._range_block(blk, blk.pos_from(start), out, rng):
+                break
+        return out
+
+    def _range_block(self, blk: Block, k: int, out: list[StoredMsg], rng: _Range) -> bool:
+        """Append ``blk``'s live messages from position ``k`` on to ``out``; True once the
+        range is full. Walks the records in file order (tombstones skipped, a run of dead
+        positions jumped over); a record that does not check out is reported lost."""
+        alive = blk.alive
+        nrec = blk.nrec
+        k = alive.find(1, k)
+        if k < 0:
+            return False
+        seqs = blk.seqs
+        seq0 = blk.seq0
+        names = self._names
+        walk = blk.offs is None  # (a block with every offset known never walks)
+        off, _len = self._rec(blk, k)
+        # The window: bytes [woff, woff + len(win)) of the block.
+        win = b""
+        woff = 0
+        w = self._rwin
+        if w is not None and w[0] is blk:
+            woff = w[1]
+            win = w[2]
+        while k < nrec:
+            s = seq0 + k if seqs is None else seqs[k]
+            b = off - woff
+            if b < 0 or b + REC_HDR_SIZE > len(win):
+                win = self._range_read(blk, off, REC_HDR_SIZE, rng, s)
+                woff = off
+                b = 0
+            if len(win) - b >= REC_HDR_SIZE:
+                reclen, seqf, ts, slen, hlen, ttl = _unpack_fields(win, b + 8)
+            else:
+                reclen = seqf = ts = slen = hlen = ttl = 0
+            if reclen >= REC_OVERHEAD and seqf & FLAG_TOMBSTONE:
+                off += reclen
+                continue
+            end = b + reclen
+            if end > len(win) and reclen >= REC_OVERHEAD:
+                win = self._range_read(blk, off, reclen, rng, s)
+                woff = off
+                b = 0
+                end = reclen
+            # crc32 over a record and its stored crc (little-endian) is a constant.
+            if (
+                seqf == s
+                and reclen >= REC_OVERHEAD
+                and end <= len(win)
+                and record_crc(memoryview(win)[b:end]) == _CRC_RESIDUE
+            ):
+                p = b + REC_HDR_SIZE
+                sb = win[p : p + slen]
+                subj = names.get(sb)
+                if subj is None:
+                    subj = self._name(sb)
+                p += slen
+                hdr = win[p : p + hlen] if hlen else None
+                out.append(StoredMsg(subj, s, ts, hdr, win[p + hlen : end - 4], ttl))
+                if len(out) >= rng.max_msgs:
+                    return True
+                if rng.max_bytes > 0:
+                    rng.total += reclen - REC_OVERHEAD
+                    if rng.total >= rng.max_bytes:
+                        return True
+            else:
+                at, _len = self._rec(blk, k)
+                if at != off:
+                    # The walk lost its footing (bytes changed since open): from the mark.
+                    off = at
+                    continue
+                self._mark_lost(s, blk, k)
+            k += 1
+            off += reclen
+            if k < nrec and alive[k]:
+                if not walk:
+                    off, _len = self._rec(blk, k)
+                continue
+            nk = alive.find(1, k)
+            if nk < 0:
+                return False
+            if not walk or nk - k > _WALK_GAP:
+                k = nk
+                off, _len = self._rec(blk, k)
+                continue
+            while k < nk:
+                # dead positions in between: step over their records
                 b = off - woff
-                if b < 0 or b + reclen > len(win):
-                    fl = blk.flushed
-                    try:
-                        if off >= fl:
-                            # The write buffer (records never straddle it and the file).
-                            lo = off - fl
-                            win = bytes(blk.buf[lo : lo + max(reclen, want)])
-                        else:
-                            fd = self._ensure_fd(blk)
-                            win = self._io.pread(fd, max(reclen, min(want, fl - off)), off)
-                            self._rwin = (blk, off, win)
-                    except OSError as exc:
-                        raise ErrStoreIO(f"read seq {s}: {exc}") from exc
+                if b < 0 or b + REC_HDR_SIZE > len(win):
+                    win = self._range_read(blk, off, REC_HDR_SIZE, rng, s)
                     woff = off
                     b = 0
-                    view = memoryview(win)
-                    if want < _RANGE_WINDOW:
-                        want *= 2
-                end = b + reclen
-                # crc32 over a record and its stored crc (little-endian) is a constant.
-                if reclen and end <= len(win) and record_crc(view[b:end]) == _CRC_RESIDUE:
-                    _r, seqf, ts, slen, hlen, ttl = _unpack_fields(win, b + 8)
-                    if seqf == s:
-                        p = b + REC_HDR_SIZE
-                        subj = self._name(win[p : p + slen])
-                        p += slen
-                        hdr = win[p : p + hlen] if hlen else None
-                        out.append(StoredMsg(subj, s, ts, hdr, win[p + hlen : end - 4], ttl))
-                        if len(out) >= max_msgs:
-                            return out
-                        if max_bytes > 0:
-                            total += reclen - REC_OVERHEAD
-                            if total >= max_bytes:
-                                return out
-                        continue
-                self._mark_lost(s, blk, k - 1)
-        return out
+                if len(win) - b < REC_HDR_SIZE:
+                    break
+                rl, sf = _unpack_len_seq(win, b + 8)
+                if rl < REC_OVERHEAD:
+                    break
+                off += rl
+                if not sf & FLAG_TOMBSTONE:
+                    k += 1
+            if k != nk:
+                k = nk
+                off, _len = self._rec(blk, k)
+        return False
+
+    def _range_read(self, blk: Block, off: int, need: int, rng: _Range, seq: int) -> bytes:
+        """The window for ``load_range`` at ``off`` (at least ``need`` bytes when there are),
+        growing from _READAHEAD to _RANGE_WINDOW per read."""
+        fl = blk.flushed
+        want = rng.want
+        if want < _RANGE_WINDOW:
+            rng.want = want * 2
+        try:
+            if off >= fl:
+                # The write buffer (records never straddle it and the file).
+                lo = off - fl
+                return bytes(blk.buf[lo : lo + max(need, want)])
+            fd = self._ensure_fd(blk)
+            win = self._io.pread(fd, max(need, min(want, fl - off)), off)
+        except OSError as exc:
+            raise ErrStoreIO(f"read seq {seq}: {exc}") from exc
+        self._rwin = (blk, off, win)
+        return win
 
     def _mark_lost(self, seq: int, blk: Block, k: int) -> None:
         """A record that was fine at open is not now (media error, file cut): report it and
@@ -818,7 +916,7 @@ class BlockStore(QueryMixin):
             self._dirty.pop(blk, None)
         self._open_fds[blk] = None
         self._rwin = None
-        self._gcache = None
+        self._groups.clear()
         blk.flushed = len(data)
         blk.buf = bytearray()
         if blk in self._unflushed:
