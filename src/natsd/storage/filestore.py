@@ -43,6 +43,7 @@ from typing import Final
 
 from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import DEFAULT_IO, FileIO
+from natsd.storage.filestore_checkpoint import CHECKPOINT_VERSION, checkpoint_doc, file_sum_of
 from natsd.storage.filestore_format import (
     REC_FIELDS,
     REC_HDR_SIZE,
@@ -318,6 +319,7 @@ class FileStore(BlockStore):
             except OSError as exc:
                 raise ErrStoreIO(f"erase seq {seq}: {exc}") from exc
             self._rwin = None
+            blk.fsum = -1
             with self._lock:
                 self._dirty[blk] = None
         # The index entry goes with the subject and size the record had.
@@ -592,16 +594,34 @@ class FileStore(BlockStore):
             err = err or exc
         if err is None and self._failed is None:
             try:
-                doc = manifest_doc(
-                    self._blocks, self._nlive, self._first_seq, self._last_seq, self._bytes
-                )
-                write_manifest(self._mdir, doc, self._io)
+                write_manifest(self._mdir, self._shutdown_doc(), self._io)
             except OSError:
                 pass  # only a cache
         self._close_fds()
         self._closed = True
         if err is not None:
             raise err
+
+    def _shutdown_doc(self) -> dict[str, object]:
+        """The manifest with the clean-shutdown index (``filestore_checkpoint``)."""
+        for blk in self._blocks:
+            if blk.fsum < 0:
+                blk.fsum = file_sum_of(self._io, self._ensure_fd(blk), blk.flushed)
+        doc = manifest_doc(self._blocks, self._nlive, self._first_seq, self._last_seq, self._bytes)
+        doc.update(
+            checkpoint_doc(
+                self._blocks,
+                self._subjects,
+                self._ttl_heap,
+                self._lost,
+                {
+                    "version": CHECKPOINT_VERSION,
+                    "first_ts": self._first_ts,
+                    "last_ts": self._last_ts,
+                },
+            )
+        )
+        return doc
 
     def delete(self) -> None:
         if not self._closed:

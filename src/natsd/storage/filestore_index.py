@@ -61,6 +61,7 @@ class Block:
         "fd",
         "first",
         "flushed",
+        "fsum",
         "irregular",
         "lens",
         "live",
@@ -93,6 +94,9 @@ class Block:
         # Found at open with unreadable bytes or stray records between its records: the
         # offsets stay (a walk over its headers could not count positions).
         self.irregular = False
+        # checksum (``file_sum``) of the file's ``flushed`` bytes as written; -1 when not
+        # known (the clean-shutdown index computes it then, ``filestore_checkpoint``)
+        self.fsum = 1
 
     @property
     def size(self) -> int:

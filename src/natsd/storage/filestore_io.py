@@ -28,6 +28,7 @@ from typing import Final
 
 from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
+from natsd.storage.filestore_checkpoint import file_sum
 from natsd.storage.filestore_format import (
     BLOCK_HDR_SIZE,
     FLAG_TOMBSTONE,
@@ -305,6 +306,8 @@ class BlockStore(QueryMixin):
             raise ErrStoreIO(f"flush failed: {exc}") from exc
         for blk in blocks:
             blk.flushed += len(blk.buf)
+            if blk.fsum >= 0:
+                blk.fsum = file_sum(blk.buf, blk.fsum)
             blk.buf = bytearray()
         self._unflushed.clear()
         with self._lock:
@@ -918,6 +921,7 @@ class BlockStore(QueryMixin):
         self._rwin = None
         self._groups.clear()
         blk.flushed = len(data)
+        blk.fsum = file_sum(data)
         blk.buf = bytearray()
         if blk in self._unflushed:
             self._unflushed.remove(blk)

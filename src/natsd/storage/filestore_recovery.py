@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import os
 import zlib
 from array import array
@@ -34,7 +33,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
 
+import orjson
+
 from natsd.storage.fileio import DEFAULT_IO, O_CLOEXEC, FileIO
+from natsd.storage.filestore_checkpoint import Checkpoint, file_sum, load_checkpoint
 from natsd.storage.filestore_format import (
     BLOCK_HDR_SIZE,
     BlockScan,
@@ -121,7 +123,7 @@ def _fmt_seqs(seqs: list[int]) -> str:
 
 def write_manifest(mdir: str, doc: dict[str, object], io: FileIO = DEFAULT_IO) -> None:
     """Atomically write the clean-shutdown manifest (tmp, fsync, rename, fsync dir)."""
-    body = json.dumps(doc, separators=(",", ":")).encode()
+    body = orjson.dumps(doc)
     data = _MANIFEST_MAGIC + b"%08x\n" % zlib.crc32(body) + body
     io.write_file_atomic(os.path.join(mdir, MANIFEST), data)
 
@@ -143,7 +145,7 @@ def read_manifest(
         body = raw[len(_MANIFEST_MAGIC) + 9 :]
         try:
             if int(crc_hex, 16) == zlib.crc32(body):
-                doc = json.loads(body)
+                doc = orjson.loads(body)
         except ValueError:
             doc = None
     if not isinstance(doc, dict):
@@ -184,6 +186,11 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
         elif name != MANIFEST:
             report.append(f"ignored unknown file {name}")
     named.sort()
+    if manifest is not None and clean:
+        cp = load_checkpoint(manifest, mdir, named, io)
+        if cp is not None:
+            _from_checkpoint(rec, cp)
+            return rec
 
     interned: dict[bytes, str] = {}
     scans: list[tuple[Block, BlockScan]] = []
@@ -199,6 +206,9 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
             except BlockVersionError as e:
                 raise StoreError(f"{e}; this natsd cannot read it") from e
             _repair(io, fd, blk, scan, size, is_last=i == len(named) - 1, report=report)
+            # the checksum of what the file now holds (the clean-shutdown index records it)
+            unchanged = scan.header_ok and not scan.fixes
+            blk.fsum = file_sum(memoryview(data)[: blk.flushed]) if unchanged else -1
         finally:
             io.close(fd)
         scans.append((blk, scan))
@@ -213,6 +223,20 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
     if any(s.tail is not None or not s.header_ok or s.fixes for _b, s in scans):
         io.fsync_dir(mdir)
     return rec
+
+
+def _from_checkpoint(rec: Recovered, cp: Checkpoint) -> None:
+    rec.blocks = cp.blocks
+    rec.subjects = cp.subjects
+    rec.ttl_heap = cp.ttl_heap
+    heapq.heapify(rec.ttl_heap)
+    rec.lost = cp.lost
+    rec.nlive = cp.nlive
+    rec.bytes = cp.bytes
+    rec.first_seq = cp.first_seq
+    rec.first_ts = cp.first_ts
+    rec.last_seq = cp.last_seq
+    rec.last_ts = cp.last_ts
 
 
 def _repair(
