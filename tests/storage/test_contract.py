@@ -807,3 +807,25 @@ def test_subject_last_after_removing_the_last_then_storing(kit: StoreKit) -> Non
     assert (st.msgs, st.first, st.last) == (3, 1, 7)
     assert s.purge_ex("a", 0, 0) == 3
     assert [m is None for m in (s.load_msg(1), s.load_msg(3), s.load_msg(7))] == [True] * 3
+
+
+def test_load_with_headers_passes_over_the_rest(kit: StoreKit) -> None:
+    """What rebuilding the message-id window reads: the messages with headers among the
+    next ``max_msgs`` live ones, and where to go on from."""
+    s = kit.make()
+    hdr = b"NATS/1.0\r\nNats-Msg-Id: %d\r\n\r\n"
+    for i in range(1, 41):
+        s.store_msg("a", hdr % i if i % 7 == 0 else None, b"p%d" % i)
+    s.remove_msg(14)  # a deleted message with headers is not returned
+    s.remove_msg(15)
+    got: list[int] = []
+    seq = 1
+    calls = 0
+    while seq:
+        batch, seq = s.load_with_headers(seq, 6)
+        got += [m.seq for m in batch]
+        assert all(m.hdr == hdr % m.seq and m.data == b"p%d" % m.seq for m in batch)
+        calls += 1
+    assert got == [7, 21, 28, 35]
+    assert calls == 7  # 38 live messages, 6 at a time, then the empty answer
+    assert s.load_with_headers(41, 6) == ([], 0)

@@ -86,13 +86,17 @@ _unpack_len_seq: Final = struct.Struct("<IQ").unpack_from
 
 
 class _Range:
-    """What one ``load_range`` call has taken so far."""
+    """What one ``load_range`` call has taken so far (``hdrs_only``: ``load_with_headers``,
+    which counts every live message it passes in ``seen``)."""
 
-    __slots__ = ("max_bytes", "max_msgs", "total", "want")
+    __slots__ = ("hdrs_only", "max_bytes", "max_msgs", "next", "seen", "total", "want")
 
-    def __init__(self, max_msgs: int, max_bytes: int) -> None:
+    def __init__(self, max_msgs: int, max_bytes: int, hdrs_only: bool = False) -> None:
         self.max_msgs = max_msgs
         self.max_bytes = max_bytes
+        self.hdrs_only = hdrs_only
+        self.seen = 0
+        self.next = 0
         self.total = 0
         self.want = _READAHEAD
 
@@ -670,6 +674,21 @@ class BlockStore(QueryMixin):
                 break
         return out
 
+    def load_with_headers(self, start: int, max_msgs: int) -> tuple[list[StoredMsg], int]:
+        self._check_open()
+        out: list[StoredMsg] = []
+        if max_msgs <= 0 or not self._nlive or start > self._last_seq:
+            return out, 0
+        start = max(start, self._first_seq)
+        blocks = self._blocks
+        bi = max(bisect_right(self._firsts, start) - 1, 0)
+        rng = _Range(max_msgs, 0, hdrs_only=True)
+        for bk in range(bi, len(blocks)):
+            blk = blocks[bk]
+            if blk.live and self._range_block(blk, blk.pos_from(start), out, rng):
+                return out, rng.next
+        return out, 0
+
     def _range_block(self, blk: Block, k: int, out: list[StoredMsg], rng: _Range) -> bool:
         """Append ``blk``'s live messages from position ``k`` on to ``out``; True once the
         range is full. Walks the records in file order (tombstones skipped, a run of dead
@@ -705,6 +724,27 @@ class BlockStore(QueryMixin):
             if reclen >= REC_OVERHEAD and seqf & FLAG_TOMBSTONE:
                 off += reclen
                 continue
+            if rng.hdrs_only:
+                rng.seen += 1
+                rng.next = s + 1
+                if rng.seen >= rng.max_msgs:
+                    if hlen and seqf == s:
+                        self._range_take(blk, k, s, out)
+                    return True
+                if not hlen and seqf == s and reclen >= REC_OVERHEAD:
+                    # no headers, no message id: passed over unread
+                    k += 1
+                    off += reclen
+                    if k < nrec and alive[k]:
+                        if not walk:
+                            off, _len = self._rec(blk, k)
+                        continue
+                    nk = alive.find(1, k)
+                    if nk < 0:
+                        return False
+                    k = nk
+                    off, _len = self._rec(blk, k)
+                    continue
             end = b + reclen
             if end > len(win) and reclen >= REC_OVERHEAD:
                 win = self._range_read(blk, off, reclen, rng, s)
@@ -726,7 +766,7 @@ class BlockStore(QueryMixin):
                 p += slen
                 hdr = win[p : p + hlen] if hlen else None
                 out.append(StoredMsg(subj, s, ts, hdr, win[p + hlen : end - 4], ttl))
-                if len(out) >= rng.max_msgs:
+                if len(out) >= rng.max_msgs and not rng.hdrs_only:
                     return True
                 if rng.max_bytes > 0:
                     rng.total += reclen - REC_OVERHEAD
@@ -771,6 +811,11 @@ class BlockStore(QueryMixin):
                 k = nk
                 off, _len = self._rec(blk, k)
         return False
+
+    def _range_take(self, blk: Block, k: int, seq: int, out: list[StoredMsg]) -> None:
+        m = self._load_at(blk, k, seq)
+        if m is not None:
+            out.append(m)
 
     def _range_read(self, blk: Block, off: int, need: int, rng: _Range, seq: int) -> bytes:
         """The window for ``load_range`` at ``off`` (at least ``need`` bytes when there are),

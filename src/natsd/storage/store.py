@@ -232,6 +232,15 @@ class StreamStore(ABC):
                     break
         return out
 
+    def load_with_headers(self, start: int, max_msgs: int) -> tuple[list[StoredMsg], int]:
+        """Of the next ``max_msgs`` live messages from ``start`` on, those that carry headers
+        (what rebuilding the Nats-Msg-Id window reads), and the sequence to go on from
+        (0: none left). The file store skips the others without checking their bodies."""
+        batch = self.load_range(start, max_msgs)
+        if not batch:
+            return [], 0
+        return [m for m in batch if m.hdr], batch[-1].seq + 1 if len(batch) == max_msgs else 0
+
     def live_seqs(self, start: int, end: int, limit: int) -> list[int]:
         """The sequences of the live messages in [``start``, ``end``], ascending, at most
         ``limit`` of them, without reading the messages (what a replica catching up

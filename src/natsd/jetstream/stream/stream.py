@@ -521,7 +521,7 @@ class Stream:
         short window costs a binary search and the window's messages. Entries keep their
         stored timestamps, so they leave the window when they would have without the
         restart. The id of the last message is restored too (Nats-Expected-Last-Msg-Id)
-        when that message is in the window. Returns the number of messages read."""
+        when that message is in the window. Returns the number of messages with headers read."""
         window = self.cfg.duplicate_window
         if window <= 0:
             return 0
@@ -530,10 +530,9 @@ class Stream:
         seq = seq_from_time(store, now_ns - window)
         d = self._dedup
         n = 0
-        while seq <= last:
-            batch = store.load_range(seq, _REBUILD_BATCH)
-            if not batch:
-                break
+        while 0 < seq <= last:
+            # (messages without headers carry no id: the store passes over them unread)
+            batch, seq = store.load_with_headers(seq, _REBUILD_BATCH)
             for m in batch:
                 msg_id = msg_id_of(m.hdr) if m.hdr else ""
                 if msg_id:
@@ -544,7 +543,6 @@ class Stream:
                 if m.seq == last:
                     self._last_msg_id = msg_id
             n += len(batch)
-            seq = batch[-1].seq + 1
         return n
 
     # ------------------------------------------------------------------ expiry
