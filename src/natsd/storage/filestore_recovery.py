@@ -1,5 +1,8 @@
 """Opening a file store: read every block, verify it, rebuild the index, report what was lost.
 
+After a clean shutdown whose blocks are byte for byte as it left them, the index comes from
+``index.cache`` instead and no record is parsed (``filestore_checkpoint``). Otherwise:
+
 Rules (and why):
 
 - Every record is checked (header crc, lengths, body crc). A damaged record costs only
@@ -14,8 +17,9 @@ Rules (and why):
   they were deleted anyway. Blocks and streams are never deleted because of damage.
 - A block whose own header is damaged is salvaged (its records carry their own checksums)
   and the header is rewritten from the file name.
-- ``index.cache`` (the manifest ``FileStore.stop`` writes) is only a cross-check: after a
-  clean shutdown it says which sequences were live and how big each block was, which catches
+- ``index.cache`` (the manifest ``FileStore.stop`` writes), when the blocks changed since,
+  is only a cross-check: it says which sequences were live and how big each block was, which
+  catches
   what per-record checksums cannot (a block file gone, a block cut short, a last record
   damaged beyond recognition). It is deleted at open so a stale one is never trusted, and a
   missing or unreadable one costs nothing.
