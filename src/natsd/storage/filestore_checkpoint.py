@@ -29,7 +29,7 @@ from array import array
 from typing import Any, Final
 
 from natsd.storage.fileio import FileIO
-from natsd.storage.filestore_index import Block, SubjState
+from natsd.storage.filestore_index import GROUP, GROUP_SHIFT, Block, SubjState
 from natsd.storage.store import LostData
 
 __all__ = [
@@ -190,7 +190,7 @@ def _load(
         blk.live = alive.count(1)
         blk.seqs = _dec("Q", ent["seqs"])
         marks = _dec("I", ent["marks"])
-        if marks is None or len(marks) != (nrec + 63) // 64:
+        if marks is None or len(marks) != (nrec + GROUP - 1) >> GROUP_SHIFT:
             return None
         blk.marks = marks
         blk.offs = _dec("I", ent["offs"])

@@ -20,7 +20,6 @@ import struct
 import threading
 import time
 import zlib
-from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -70,8 +69,6 @@ _GROUP_READ: Final = 16 * 1024
 _GROUP_MASK: Final = GROUP - 1
 # A group whose records span at most this many bytes is read in one go.
 _GROUP_REGION: Final = 256 * 1024
-# Groups whose record places are kept (about 600 bytes each).
-_GROUPS_KEPT: Final = 1024
 _BUF_AHEAD: Final = 256
 # Decoded subjects kept for reuse (``_name``) before the table starts over.
 _NAMES: Final = 4096
@@ -166,9 +163,6 @@ class BlockStore(QueryMixin):
         self._first_ts = r.first_ts
         self._last_seq = r.last_seq
         self._last_ts = r.last_ts
-        # Record offsets and lengths of the groups reads walked lately (Block docstring),
-        # by (block, group): at most _GROUPS_KEPT, the oldest going first.
-        self._groups: dict[tuple[Block, int], tuple[array[int], array[int]]] = {}
         # Subjects decoded from records, shared (bounded: cleared when it grows past _NAMES).
         self._names: dict[bytes, str] = {}
         for seq in r.redelete:
@@ -226,7 +220,6 @@ class BlockStore(QueryMixin):
             self._unflushed.remove(blk)
         if self._rwin is not None and self._rwin[0] is blk:
             self._rwin = None
-        self._groups.clear()
         blk.buf = bytearray()
         if blk.on_disk:
             if self._unlink_now:
@@ -384,7 +377,6 @@ class BlockStore(QueryMixin):
             blk.buf = bytearray(blk.buf[:keep])
             blk.cut(n)
         self._unflushed = [b for b in blocks if b.buf]
-        self._groups.clear()
         self._rwin = None
 
     def sync(self) -> None:
@@ -500,72 +492,52 @@ class BlockStore(QueryMixin):
             self._rwin = (blk, off, data)
         return data, 0
 
-    def _group(self, blk: Block, j: int) -> tuple[array[int], array[int]]:
-        """Offsets and lengths of the records at positions ``GROUP*j ..`` of ``blk``."""
-        lo = j << GROUP_SHIFT
-        hi = min(lo + GROUP, blk.nrec)
-        offs = blk.offs
-        if offs is not None:
-            return offs[lo:hi], blk.lens[lo:hi]  # type: ignore[index]
-        groups = self._groups
-        g = groups.get((blk, j))
-        if g is not None:
-            return g
-        goffs = array("I")
-        glens = array("I")
-        n = hi - lo
-        off = blk.marks[j]
-        end = blk.marks[j + 1] if j + 1 < len(blk.marks) else blk.size
-        try:
-            if end - off <= _GROUP_REGION and (end <= blk.flushed or off >= blk.flushed):
-                # The group's bytes in one read, kept as the window for the record reads
-                # that follow.
-                raw, b = self._read(blk, off, end - off)
-                if off < blk.flushed and not b:
-                    self._rwin = (blk, off, raw)
-                p = b
-                stop = min(len(raw), b + end - off)
-                while len(goffs) < n and p + REC_HDR_SIZE <= stop:
-                    reclen, seqf = _unpack_len_seq(raw, p + 8)
-                    if reclen < REC_OVERHEAD or raw[p : p + 4] != REC_MAGIC:
-                        break
-                    if not seqf & FLAG_TOMBSTONE:
-                        goffs.append(off + p - b)
-                        glens.append(reclen)
-                    p += reclen
-            else:
-                while len(goffs) < n and off + REC_HDR_SIZE <= end:
-                    raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
-                    if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
-                        break
-                    reclen, seqf = _unpack_len_seq(raw, b + 8)
-                    if reclen < REC_OVERHEAD:
-                        break
-                    if not seqf & FLAG_TOMBSTONE:
-                        goffs.append(off)
-                        glens.append(reclen)
-                    off += reclen
-        except OSError as exc:
-            raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
-        if len(goffs) < n:
-            # Unreadable from here (damaged since open): reads of these fail their checks.
-            # Not kept: the next read looks again.
-            goffs.extend(bytes(n - len(goffs)))
-            glens.extend(bytes(n - len(glens)))
-            return goffs, glens
-        if len(groups) >= _GROUPS_KEPT:
-            del groups[next(iter(groups))]
-        g = groups[(blk, j)] = (goffs, glens)
-        return g
-
     def _rec(self, blk: Block, k: int) -> tuple[int, int]:
-        """(offset, length) of the record at position ``k``."""
+        """(offset, length) of the record at position ``k``: kept for the block being
+        written (and irregular ones); otherwise found by walking the record headers from
+        the mark before it (at most GROUP - 1 of them, one read). (0, 0) when they cannot
+        be walked (bytes changed since open): a read of it fails its checks."""
         offs = blk.offs
         if offs is not None:
             return offs[k], blk.lens[k]  # type: ignore[index]
-        goffs, glens = self._group(blk, k >> GROUP_SHIFT)
-        i = k & _GROUP_MASK
-        return goffs[i], glens[i]
+        j = k >> GROUP_SHIFT
+        n = k & _GROUP_MASK
+        off = blk.marks[j]
+        marks = blk.marks
+        end = marks[j + 1] if j + 1 < len(marks) else blk.size
+        try:
+            if end - off <= _GROUP_REGION and (end <= blk.flushed or off >= blk.flushed):
+                # the group's bytes in one read (the window for the record read that follows)
+                raw, b = self._read(blk, off, end - off)
+                if off < blk.flushed and not b:
+                    self._rwin = (blk, off, raw)
+                stop = min(len(raw), b + end - off)
+                while b + REC_HDR_SIZE <= stop:
+                    reclen, seqf = _unpack_len_seq(raw, b + 8)
+                    if reclen < REC_OVERHEAD or raw[b : b + 4] != REC_MAGIC:
+                        break
+                    if not seqf & FLAG_TOMBSTONE:
+                        if not n:
+                            return off, reclen
+                        n -= 1
+                    off += reclen
+                    b += reclen
+                return 0, 0
+            while off + REC_HDR_SIZE <= end:
+                raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
+                if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
+                    break
+                reclen, seqf = _unpack_len_seq(raw, b + 8)
+                if reclen < REC_OVERHEAD:
+                    break
+                if not seqf & FLAG_TOMBSTONE:
+                    if not n:
+                        return off, reclen
+                    n -= 1
+                off += reclen
+        except OSError as exc:
+            raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
+        return 0, 0
 
     def _where(self, seq: int) -> tuple[Block, int] | None:
         """The block and position of live message ``seq``."""
@@ -964,7 +936,6 @@ class BlockStore(QueryMixin):
             self._dirty.pop(blk, None)
         self._open_fds[blk] = None
         self._rwin = None
-        self._groups.clear()
         blk.flushed = len(data)
         blk.fsum = file_sum(data)
         blk.buf = bytearray()
