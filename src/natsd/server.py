@@ -482,6 +482,7 @@ class Server:
         # Concrete storage classes are chosen here and only here, and so is the API that
         # answers $JS.API (the engine never imports it).
         from natsd.jetstream.api import subscribe_api
+        from natsd.jetstream.api.dispatch import make_api_callback
         from natsd.jetstream.engine import JetStream
         from natsd.storage.disk_catalog import DiskCatalog
 
@@ -515,6 +516,7 @@ class Server:
             clock=self.js_clock,
             scheduler=self.js_scheduler or asyncio.get_running_loop(),
             api=api,
+            direct=make_api_callback,
         )
         if self.mesh is not None:
             from natsd.jetstream.api.routing import ApiRouter

@@ -66,7 +66,7 @@ from natsd.jetstream.wire.errors import ErrorDef
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
-from natsd.router.subscription import Subscription
+from natsd.router.subscription import InternalCallback, Subscription
 from natsd.storage.catalog import ConsumerRecord, StreamCatalog
 from natsd.storage.store import StoreError, StreamStore, file_msg_size, mem_msg_size
 
@@ -117,6 +117,9 @@ class JsAccount:
 
 # Given a JetStream account, the subscriptions that serve its API (not yet inserted).
 ApiSubscriber = Callable[[JsAccount], list[Subscription]]
+# The callback that answers ``$JS.API.DIRECT.GET.<stream>[.>]`` for an account (the API's):
+# what a replicated stream's replicas subscribe with (``Stream.serve_direct``).
+DirectAnswerer = Callable[[JsAccount], InternalCallback]
 
 
 class StreamHost:
@@ -134,6 +137,9 @@ class StreamHost:
         "scheduler",
         "sublist",
     )
+
+    def direct_answerer(self) -> InternalCallback | None:
+        return self._engine.direct_answerer(self._ja)
 
     def __init__(self, engine: JetStream, ja: JsAccount) -> None:
         self._engine = engine
@@ -174,6 +180,7 @@ class JetStream:
         clock: Clock = SYSTEM_CLOCK,
         scheduler: Scheduler | None = None,
         api: ApiSubscriber | None = None,
+        direct: DirectAnswerer | None = None,
     ) -> None:
         # Every stream and consumer of this engine reads time from ``clock`` and sets its
         # timers on ``scheduler`` (the running loop unless a test passes a virtual one).
@@ -189,11 +196,16 @@ class JetStream:
         self.committer = Committer(self.scheduler, sync_interval, sync_always)
         # None: no $JS.API subscriptions (an engine driven directly, without its API).
         self._api = api
+        self._direct = direct
         self._expiry_timer: Cancellable | None = None
         self._nuid = Nuid()
         # On a cluster: the ``cluster`` block of the infos of a stream (by name) and its
         # consumers (``join_cluster``); None when standalone.
         self.cluster_info: Callable[[JsAccount, str], dict[str, Any]] | None = None
+
+    def direct_answerer(self, ja: JsAccount) -> InternalCallback | None:
+        """What answers a DIRECT.GET of ``ja``'s streams (None: an engine without its API)."""
+        return self._direct(ja) if self._direct is not None else None
 
     def join_cluster(self, cluster_info: Callable[[JsAccount, str], dict[str, Any]]) -> None:
         """This engine runs on a cluster (``jetstream/cluster/driver.py`` calls it once, before

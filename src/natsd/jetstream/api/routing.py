@@ -13,6 +13,8 @@ stream-scoped (``STREAM.INFO``, ``PURGE``,    the server the stream is placed on
 ``MSG.*``, ``CONSUMER.*``, ``DIRECT.GET``)    stream's, or a replicated stream's leader:
                                               ``replicated``); the meta leader for a
                                               stream that does not exist
+``DIRECT.GET`` of a replicated stream with    one of its current replicas, leader or
+``allow_direct``                              follower (their queue group: not here)
 ============================================  =========================================
 
 The clustered JetStream it routes for (the meta group's replica, the stream groups) is
@@ -59,7 +61,8 @@ _RESPONSE_TYPES: Final = {
 }
 
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
-_PER_MESSAGE: Final = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
+_DIRECT: Final = b"$JS.API.DIRECT.GET."
+_PER_MESSAGE: Final = (_DIRECT, b"$JS.API.CONSUMER.MSG.NEXT.")
 
 
 class ApiRouter:
@@ -106,7 +109,13 @@ class ApiRouter:
                 end = subject.find(b".", len(prefix))
                 name = subject[len(prefix) : end if end >= 0 else len(subject)]
                 s = ja.streams.get(name.decode(errors="replace"))
-                if s is not None and (unreplicated(s) or self.cluster.stream_groups.leads(s)):
+                if s is None:
+                    return
+                if unreplicated(s):
+                    local(sub, subject, reply, hdr, data)
+                elif prefix is _DIRECT and s.cfg.allow_direct:
+                    return  # its replicas' queue group answers (Stream.serve_direct)
+                elif self.cluster.stream_groups.leads(s):
                     local(sub, subject, reply, hdr, data)
                 return
         toks = subject.decode(errors="replace").split(".")

@@ -270,6 +270,7 @@ class StreamReplica:
         """It leaves the group: no more publishes, nothing running."""
         self.shadow.follow()
         self.stream.unsubscribe()
+        self.stream.serve_direct(False)
         self._enter(S.STOPPED)
 
     # ---------------------------------------------------------------- the shadow's group
@@ -390,6 +391,26 @@ class StreamReplica:
         if shadow.handed:
             self.owner.pass_on(self.name, shadow.handed)
             shadow.handed = []
+        self._serve_reads(g)
+
+    def _serve_reads(self, g: RaftGroup) -> None:
+        """A stream that allows direct gets answers them from every replica that is current,
+        as nats-server does: the leader, and a follower once it knows a leader and has
+        applied at least 90% of what it knows is committed (under a steady load a follower
+        is never exactly caught up). Once serving it stays so, as there, until it stops,
+        repairs or the config turns direct gets off."""
+        stream = self.stream
+        if not stream.cfg.allow_direct or self.state in (S.REPAIRING, S.STOPPED):
+            stream.serve_direct(False)
+            return
+        if stream.direct_subs:
+            return
+        if self.state in LEADS:
+            stream.serve_direct(True)
+            return
+        committed = g.node.committed()
+        if self.state is S.FOLLOWING and self.leader and g.applied * 10 >= committed * 9:
+            stream.serve_direct(True)
 
     def _lead(self) -> None:
         self.ready_at = 0

@@ -372,6 +372,7 @@ class StreamGroups:
         self.detach(m.assignment)
         stream.replica = None
         stream.retention_views = None
+        stream.serve_direct(False)  # the API's own subscription answers an R1 stream
         for c in stream.consumers.values():
             saver = getattr(c, "saver", None)
             if saver is not None:

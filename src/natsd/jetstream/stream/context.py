@@ -25,7 +25,7 @@ from natsd.core.scheduler import Clock, Scheduler
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.wire.errors import ErrorDef
 from natsd.router.sublist import Sublist
-from natsd.router.subscription import Subscription
+from natsd.router.subscription import InternalCallback, Subscription
 from natsd.storage.catalog import StreamCatalog
 
 __all__ = ["StreamContext", "StreamListener"]
@@ -77,6 +77,11 @@ class StreamContext(Protocol):
 
     def limits_set(self) -> bool:
         """Whether publishes must check server or account storage limits at all."""
+        ...
+
+    def direct_answerer(self) -> InternalCallback | None:
+        """What answers DIRECT.GET requests in the account (the API's), for a replica that
+        serves them (``Stream.serve_direct``); None without the API."""
         ...
 
     def storage_exceeded(

@@ -76,6 +76,9 @@ __all__ = ["Stream"]
 log: Final = logging.getLogger("natsd")
 
 _ZERO_TIME: Final = "0001-01-01T00:00:00Z"
+# The queue group of the replicas that answer a stream's DIRECT.GET (nats-server's
+# ``dgetGroup``, its system group "_sys_").
+DIRECT_QUEUE: Final = b"_sys_"
 
 # Policy members compared per message, bound once: on Python 3.11 `RetentionPolicy.INTEREST`
 # is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
@@ -109,6 +112,8 @@ class Stream:
         # Bound once: the duplicate window reads the clock for every message with an id.
         self._now_ns: Callable[[], int] = self.clock.time_ns
         self.subs: list[Subscription] = []
+        # A replicated stream's replica that answers DIRECT.GET (``serve_direct``).
+        self.direct_subs: list[Subscription] = []
         # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._last_msg_id = ""
@@ -171,6 +176,29 @@ class Stream:
     def resubscribe(self) -> None:
         self.unsubscribe()
         self.subscribe()
+
+    def serve_direct(self, on: bool) -> None:
+        """Answer (or stop answering) ``$JS.API.DIRECT.GET.<name>[.>]`` from this replica's
+        store, in the queue group every replica of the stream shares, so each request goes
+        to one of them cluster-wide (nats-server's ``subscribeToDirect``: the leader and
+        each follower once it is current). Only for a replicated stream: on a standalone
+        server or an R1 stream the API's own subscription answers."""
+        if on == bool(self.direct_subs):
+            return
+        sublist = self.sublist
+        if not on:
+            for sub in self.direct_subs:
+                sublist.remove(sub)
+            self.direct_subs = []
+            return
+        answer = self.ctx.direct_answerer()
+        if answer is None:
+            return
+        base = b"$JS.API.DIRECT.GET." + self._name_b
+        for i, subj in enumerate((base, base + b".>")):
+            sub = Subscription(subj, DIRECT_QUEUE, b"js-direct-%d" % i, callback=answer)
+            sublist.insert(sub)
+            self.direct_subs.append(sub)
 
     # ------------------------------------------------------------------ publish path
     def _on_msg(
