@@ -395,21 +395,21 @@ class StreamReplica:
 
     def _serve_reads(self, g: RaftGroup) -> None:
         """A stream that allows direct gets answers them from every replica that is current,
-        as nats-server does: the leader, and a follower once it knows a leader and has
-        applied at least 90% of what it knows is committed (under a steady load a follower
-        is never exactly caught up). Once serving it stays so, as there, until it stops,
-        repairs or the config turns direct gets off."""
+        as nats-server does: the leader while it holds its lease, and a follower that knows
+        a leader once it has applied 90% of what it knows is committed (under a steady load
+        a follower is never exactly caught up). A follower stays serving while it has a
+        leader; an out-of-touch leader, a follower that lost its leader, a repairing or
+        stopped replica, or direct gets turned off in the config, stop it."""
         stream = self.stream
-        if not stream.cfg.allow_direct or self.state in (S.REPAIRING, S.STOPPED):
+        state = self.state
+        leading = state is S.LEADING or state is S.HANDING_OVER
+        following = state is S.FOLLOWING and bool(self.leader)
+        if not stream.cfg.allow_direct or not (leading or following):
             stream.serve_direct(False)
             return
         if stream.direct_subs:
             return
-        if self.state in LEADS:
-            stream.serve_direct(True)
-            return
-        committed = g.node.committed()
-        if self.state is S.FOLLOWING and self.leader and g.applied * 10 >= committed * 9:
+        if leading or g.applied * 10 >= g.node.committed() * 9:
             stream.serve_direct(True)
 
     def _lead(self) -> None:
@@ -451,6 +451,9 @@ class StreamReplica:
         elif lease and self.state is S.OUT_OF_TOUCH:
             self._enter(S.LEADING)
             self.consumers.activate()
+        else:
+            return
+        self._serve_reads(g)  # (an out-of-touch leader answers no direct get either)
 
     def leads(self) -> bool:
         """Does this replica answer for its stream? It takes publishes and its group still
