@@ -60,6 +60,7 @@ HOT_MODULES = [
     "natsd/storage/filestore_format.py",
     "natsd/storage/filestore_index.py",
     "natsd/storage/filestore_io.py",
+    "natsd/storage/filestore_read.py",
     "natsd/storage/filestore_recovery.py",
     "natsd/storage/filestore_query.py",
     "natsd/jetstream/stream/stream.py",

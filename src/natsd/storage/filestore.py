@@ -1,8 +1,10 @@
 """FileStore: a stream's messages in append-only block files (nats-server ``filestore.go``).
 
-Modules: ``filestore_format`` (bytes on disk), ``filestore_recovery`` (open, verify, report),
-``filestore_io`` (blocks, buffers, flush, sync, reads), ``filestore_query`` (read-side queries),
-this one (stream semantics: limits, removal, purge, compaction, truncation, expiry).
+Modules: ``filestore_format`` (bytes on disk), ``filestore_index`` (what memory keeps),
+``filestore_recovery`` (open, verify, report), ``filestore_checkpoint`` (the clean-shutdown
+index), ``filestore_io`` (blocks, buffers, flush, sync), ``filestore_read`` (record reads),
+``filestore_query`` (read-side queries), this one (stream semantics: limits, removal,
+purge, compaction, truncation, expiry).
 
 Ownership and threads. One thread (the server's event loop) owns the store and calls every
 method except ``sync``, which may run on a worker thread at the same time (group commit);

@@ -1,0 +1,529 @@
+"""The read side of the file store's blocks: where a record is, reading it, walking them.
+
+``RecordReader`` finds a live message's block and position (``_where``), the record's
+offset (``_rec``: kept for the block being written, walked from the mark before it
+otherwise, ``filestore_index``), and reads records through a window (``_read``) that
+sequential readers grow. ``load_range`` walks a block's records in file order; the
+per-subject scans read each record's header (``_iter_subjects``). Every read checks the
+record's crc32 and sequence; one that fails is reported lost (``_mark_lost``) and leaves
+the index until the next open judges its bytes again.
+
+``BlockStore`` (``filestore_io``) owns the files, buffers and descriptors this reads
+through; the queries over it are ``QueryMixin``'s (``filestore_query``).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from bisect import bisect_right
+from collections.abc import Iterator
+from typing import Final
+
+from natsd.core.crc import crc32 as record_crc
+from natsd.storage.fileio import FileIO
+from natsd.storage.filestore_format import (
+    FLAG_TOMBSTONE,
+    REC_FIELDS,
+    REC_HDR_SIZE,
+    REC_MAGIC,
+    REC_OVERHEAD,
+)
+from natsd.storage.filestore_index import GROUP, GROUP_SHIFT, Block, SubjState
+from natsd.storage.filestore_query import QueryMixin
+from natsd.storage.store import ErrStoreClosed, ErrStoreIO, LostData, StoredMsg
+
+__all__ = ["READAHEAD", "RecordReader"]
+
+# A sequential reader gets this much read-ahead per pread.
+READAHEAD: Final = 64 * 1024
+# load_range's window starts at READAHEAD and doubles per read up to this.
+_RANGE_WINDOW: Final = 1024 * 1024
+# zlib.crc32 of any bytes followed by their own crc32 (little-endian): checks a record and
+# its trailer in one call.
+_CRC_RESIDUE: Final = 0x2144DF1C
+
+# A walk over a group's record headers reads this much at a time.
+_GROUP_READ: Final = 16 * 1024
+_GROUP_MASK: Final = GROUP - 1
+# A group whose records span at most this many bytes is read in one go.
+_GROUP_REGION: Final = 256 * 1024
+_BUF_AHEAD: Final = 256
+# Decoded subjects kept for reuse (``_name``) before the table starts over.
+_NAMES: Final = 4096
+# A run of dead positions longer than this is jumped over through the marks, not walked.
+_WALK_GAP: Final = 16
+
+_crc32: Final = zlib.crc32
+_unpack_fields: Final = REC_FIELDS.unpack_from
+_unpack_hcrc: Final = struct.Struct("<I").unpack_from
+# Record length and sequence (with flags) of REC_FIELDS.
+_unpack_len_seq: Final = struct.Struct("<IQ").unpack_from
+
+
+class _Range:
+    """What one ``load_range`` call has taken so far (``hdrs_only``: ``load_with_headers``,
+    which counts every live message it passes in ``seen``)."""
+
+    __slots__ = ("hdrs_only", "max_bytes", "max_msgs", "next", "seen", "total", "want")
+
+    def __init__(self, max_msgs: int, max_bytes: int, hdrs_only: bool = False) -> None:
+        self.max_msgs = max_msgs
+        self.max_bytes = max_bytes
+        self.hdrs_only = hdrs_only
+        self.seen = 0
+        self.next = 0
+        self.total = 0
+        self.want = READAHEAD
+
+
+class RecordReader(QueryMixin):
+    """Record reads over the blocks ``BlockStore`` keeps (module docstring)."""
+
+    _io: FileIO
+    _closed: bool
+    _lost: LostData | None
+    # The last read window: (block, its offset, the bytes), and where the last read ended
+    # (a read starting there is sequential and reads ahead).
+    _rwin: tuple[Block, int, bytes] | None
+    _read_end: tuple[Block | None, int]
+    # Subjects decoded from records, shared (bounded: cleared when it grows past _NAMES).
+    _names: dict[bytes, str]
+    recovery_report: list[str]
+
+    # Primitives BlockStore and FileStore provide.
+    def _ensure_fd(self, blk: Block) -> int:
+        raise NotImplementedError
+
+    def _remove(self, seq: int, tomb: bool = True, notify: bool = True) -> int:
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ErrStoreClosed()
+
+    # ------------------------------------------------------------------ reading records
+    def _read(self, blk: Block, off: int, length: int, ahead: int = 0) -> tuple[bytes, int]:
+        """(buffer, start) holding ``length`` bytes of ``blk`` at ``off`` (fewer when the
+        file was cut: callers check). ``ahead``: read at least this much and keep it as the
+        window for the next reads."""
+        fl = blk.flushed
+        if off >= fl:
+            start = off - fl
+            # (a little past ``length`` when asked to look ahead: a header and its subject)
+            return bytes(blk.buf[start : start + length + (_BUF_AHEAD if ahead else 0)]), 0
+        w = self._rwin
+        if w is not None and w[0] is blk and w[1] <= off and off + length <= w[1] + len(w[2]):
+            self._read_end = (blk, off + length)
+            return w[2], off - w[1]
+        fd = self._ensure_fd(blk)
+        sequential = self._read_end[0] is blk and self._read_end[1] == off
+        if sequential:
+            ahead = max(ahead, READAHEAD)
+        want = max(length, min(ahead, fl - off))
+        data = self._io.pread(fd, want, off)
+        self._read_end = (blk, off + length)
+        if want > length:
+            self._rwin = (blk, off, data)
+        return data, 0
+
+    def _rec(self, blk: Block, k: int) -> tuple[int, int]:
+        """(offset, length) of the record at position ``k``: kept for the block being
+        written (and irregular ones); otherwise found by walking the record headers from
+        the mark before it (at most GROUP - 1 of them, one read). (0, 0) when they cannot
+        be walked (bytes changed since open): a read of it fails its checks."""
+        offs = blk.offs
+        if offs is not None:
+            return offs[k], blk.lens[k]  # type: ignore[index]
+        j = k >> GROUP_SHIFT
+        n = k & _GROUP_MASK
+        off = blk.marks[j]
+        marks = blk.marks
+        end = marks[j + 1] if j + 1 < len(marks) else blk.size
+        try:
+            if end - off <= _GROUP_REGION and (end <= blk.flushed or off >= blk.flushed):
+                # the group's bytes in one read (the window for the record read that follows)
+                raw, b = self._read(blk, off, end - off)
+                if off < blk.flushed and not b:
+                    self._rwin = (blk, off, raw)
+                stop = min(len(raw), b + end - off)
+                while b + REC_HDR_SIZE <= stop:
+                    reclen, seqf = _unpack_len_seq(raw, b + 8)
+                    if reclen < REC_OVERHEAD or raw[b : b + 4] != REC_MAGIC:
+                        break
+                    if not seqf & FLAG_TOMBSTONE:
+                        if not n:
+                            return off, reclen
+                        n -= 1
+                    off += reclen
+                    b += reclen
+                return 0, 0
+            while off + REC_HDR_SIZE <= end:
+                raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
+                if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
+                    break
+                reclen, seqf = _unpack_len_seq(raw, b + 8)
+                if reclen < REC_OVERHEAD:
+                    break
+                if not seqf & FLAG_TOMBSTONE:
+                    if not n:
+                        return off, reclen
+                    n -= 1
+                off += reclen
+        except OSError as exc:
+            raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
+        return 0, 0
+
+    def _where(self, seq: int) -> tuple[Block, int] | None:
+        """The block and position of live message ``seq``."""
+        i = bisect_right(self._firsts, seq) - 1
+        if i < 0:
+            return None
+        blk = self._blocks[i]
+        k = blk.pos(seq)
+        if k < 0 or not blk.alive[k]:
+            return None
+        return blk, k
+
+    def _name(self, sb: bytes) -> str:
+        names = self._names
+        name = names.get(sb)
+        if name is None:
+            if len(names) >= _NAMES:
+                names.clear()
+            name = names[sb] = sb.decode("utf-8", "surrogateescape")
+        return name
+
+    def _head(self, blk: Block, k: int) -> tuple[str, int, int, int] | None:
+        """(subject, size, ts, ttl) of the record at position ``k`` from its header; None
+        when the header cannot be read or does not check out."""
+        off, reclen = self._rec(blk, k)
+        if reclen < REC_OVERHEAD:
+            return None
+        try:
+            raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
+            if len(raw) - b < REC_HDR_SIZE:
+                return None
+            _r, _seqf, ts, slen, hlen, ttl = _unpack_fields(raw, b + 8)
+            if _crc32(memoryview(raw)[b + 8 : b + REC_HDR_SIZE]) != _unpack_hcrc(raw, b + 4)[0]:
+                return None
+            if len(raw) - b < REC_HDR_SIZE + slen:
+                raw, b = self._read(blk, off, REC_HDR_SIZE + slen)
+                if len(raw) - b < REC_HDR_SIZE + slen:
+                    return None
+        except OSError as exc:
+            raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
+        p = b + REC_HDR_SIZE
+        dlen = reclen - REC_OVERHEAD - slen - hlen
+        size = 30 + slen + dlen + (4 + hlen if hlen else 0)
+        return self._name(raw[p : p + slen]), size, ts, ttl
+
+    def _subject(self, blk: Block, k: int) -> str | None:
+        h = self._head(blk, k)
+        return None if h is None else h[0]
+
+    def _load(self, seq: int) -> StoredMsg | None:
+        w = self._where(seq)
+        if w is None:
+            return None
+        return self._load_at(w[0], w[1], seq)
+
+    def _load_at(self, blk: Block, k: int, seq: int) -> StoredMsg | None:
+        off, reclen = self._rec(blk, k)
+        if reclen >= REC_OVERHEAD:
+            try:
+                raw, base = self._read(blk, off, reclen)
+            except OSError as exc:
+                raise ErrStoreIO(f"read seq {seq}: {exc}") from exc
+            end = base + reclen
+            if end <= len(raw) and record_crc(memoryview(raw)[base:end]) == _CRC_RESIDUE:
+                _r, seqf, ts, slen, hlen, ttl = _unpack_fields(raw, base + 8)
+                if seqf == seq:
+                    p = base + REC_HDR_SIZE
+                    subj = self._name(raw[p : p + slen])
+                    p += slen
+                    hdr = raw[p : p + hlen] if hlen else None
+                    return StoredMsg(subj, seq, ts, hdr, raw[p + hlen : end - 4], ttl)
+        self._mark_lost(seq, blk, k)
+        return None
+
+    def live_seqs(self, start: int, end: int, limit: int) -> list[int]:
+        self._check_open()
+        out: list[int] = []
+        if limit <= 0:
+            return out
+        for s in self._iter_live(max(start, self._first_seq), min(end, self._last_seq)):
+            out.append(s)
+            if len(out) >= limit:
+                break
+        return out
+
+    def load_range(self, start: int, max_msgs: int, max_bytes: int = 0) -> list[StoredMsg]:
+        """``_load`` for a run of messages: walks each block's records in file order and
+        reads them from one growing window instead of a lookup and a read per message. Same
+        checks (sequence and body crc) and the same handling of a record gone bad."""
+        self._check_open()
+        out: list[StoredMsg] = []
+        if max_msgs <= 0 or not self._nlive:
+            return out
+        if start < self._first_seq:
+            start = self._first_seq
+        if start > self._last_seq:
+            return out
+        blocks = self._blocks
+        bi = bisect_right(self._firsts, start) - 1
+        if bi < 0:
+            bi = 0
+        rng = _Range(max_msgs, max_bytes)
+        for bk in range(bi, len(blocks)):
+            blk = blocks[bk]
+            if blk.live and self._range_block(blk, blk.pos_from(start), out, rng):
+                break
+        return out
+
+    def load_with_headers(self, start: int, max_msgs: int) -> tuple[list[StoredMsg], int]:
+        self._check_open()
+        out: list[StoredMsg] = []
+        if max_msgs <= 0 or not self._nlive or start > self._last_seq:
+            return out, 0
+        start = max(start, self._first_seq)
+        blocks = self._blocks
+        bi = max(bisect_right(self._firsts, start) - 1, 0)
+        rng = _Range(max_msgs, 0, hdrs_only=True)
+        for bk in range(bi, len(blocks)):
+            blk = blocks[bk]
+            if blk.live and self._range_block(blk, blk.pos_from(start), out, rng):
+                return out, rng.next
+        return out, 0
+
+    def _range_block(self, blk: Block, k: int, out: list[StoredMsg], rng: _Range) -> bool:
+        """Append ``blk``'s live messages from position ``k`` on to ``out``; True once the
+        range is full. Walks the records in file order (tombstones skipped, a run of dead
+        positions jumped over); a record that does not check out is reported lost."""
+        alive = blk.alive
+        nrec = blk.nrec
+        k = alive.find(1, k)
+        if k < 0:
+            return False
+        seqs = blk.seqs
+        seq0 = blk.seq0
+        names = self._names
+        walk = blk.offs is None  # (a block with every offset known never walks)
+        off, _len = self._rec(blk, k)
+        # The window: bytes [woff, woff + len(win)) of the block.
+        win = b""
+        woff = 0
+        w = self._rwin
+        if w is not None and w[0] is blk:
+            woff = w[1]
+            win = w[2]
+        while k < nrec:
+            s = seq0 + k if seqs is None else seqs[k]
+            b = off - woff
+            if b < 0 or b + REC_HDR_SIZE > len(win):
+                win = self._range_read(blk, off, REC_HDR_SIZE, rng, s)
+                woff = off
+                b = 0
+            if len(win) - b >= REC_HDR_SIZE:
+                reclen, seqf, ts, slen, hlen, ttl = _unpack_fields(win, b + 8)
+            else:
+                reclen = seqf = ts = slen = hlen = ttl = 0
+            if reclen >= REC_OVERHEAD and seqf & FLAG_TOMBSTONE:
+                off += reclen
+                continue
+            if rng.hdrs_only:
+                rng.seen += 1
+                rng.next = s + 1
+                if rng.seen >= rng.max_msgs:
+                    if hlen and seqf == s:
+                        self._range_take(blk, k, s, out)
+                    return True
+                if not hlen and seqf == s and reclen >= REC_OVERHEAD:
+                    # no headers, no message id: passed over unread
+                    k += 1
+                    off += reclen
+                    if k < nrec and alive[k]:
+                        if not walk:
+                            off, _len = self._rec(blk, k)
+                        continue
+                    nk = alive.find(1, k)
+                    if nk < 0:
+                        return False
+                    k = nk
+                    off, _len = self._rec(blk, k)
+                    continue
+            end = b + reclen
+            if end > len(win) and reclen >= REC_OVERHEAD:
+                win = self._range_read(blk, off, reclen, rng, s)
+                woff = off
+                b = 0
+                end = reclen
+            # crc32 over a record and its stored crc (little-endian) is a constant.
+            if (
+                seqf == s
+                and reclen >= REC_OVERHEAD
+                and end <= len(win)
+                and record_crc(memoryview(win)[b:end]) == _CRC_RESIDUE
+            ):
+                p = b + REC_HDR_SIZE
+                sb = win[p : p + slen]
+                subj = names.get(sb)
+                if subj is None:
+                    subj = self._name(sb)
+                p += slen
+                hdr = win[p : p + hlen] if hlen else None
+                out.append(StoredMsg(subj, s, ts, hdr, win[p + hlen : end - 4], ttl))
+                if len(out) >= rng.max_msgs and not rng.hdrs_only:
+                    return True
+                if rng.max_bytes > 0:
+                    rng.total += reclen - REC_OVERHEAD
+                    if rng.total >= rng.max_bytes:
+                        return True
+            else:
+                at, _len = self._rec(blk, k)
+                if at != off:
+                    # The walk lost its footing (bytes changed since open): from the mark.
+                    off = at
+                    continue
+                self._mark_lost(s, blk, k)
+            k += 1
+            off += reclen
+            if k < nrec and alive[k]:
+                if not walk:
+                    off, _len = self._rec(blk, k)
+                continue
+            nk = alive.find(1, k)
+            if nk < 0:
+                return False
+            if not walk or nk - k > _WALK_GAP:
+                k = nk
+                off, _len = self._rec(blk, k)
+                continue
+            while k < nk:
+                # dead positions in between: step over their records
+                b = off - woff
+                if b < 0 or b + REC_HDR_SIZE > len(win):
+                    win = self._range_read(blk, off, REC_HDR_SIZE, rng, s)
+                    woff = off
+                    b = 0
+                if len(win) - b < REC_HDR_SIZE:
+                    break
+                rl, sf = _unpack_len_seq(win, b + 8)
+                if rl < REC_OVERHEAD:
+                    break
+                off += rl
+                if not sf & FLAG_TOMBSTONE:
+                    k += 1
+            if k != nk:
+                k = nk
+                off, _len = self._rec(blk, k)
+        return False
+
+    def _range_take(self, blk: Block, k: int, seq: int, out: list[StoredMsg]) -> None:
+        m = self._load_at(blk, k, seq)
+        if m is not None:
+            out.append(m)
+
+    def _range_read(self, blk: Block, off: int, need: int, rng: _Range, seq: int) -> bytes:
+        """The window for ``load_range`` at ``off`` (at least ``need`` bytes when there are),
+        growing from READAHEAD to _RANGE_WINDOW per read."""
+        fl = blk.flushed
+        want = rng.want
+        if want < _RANGE_WINDOW:
+            rng.want = want * 2
+        try:
+            if off >= fl:
+                # The write buffer (records never straddle it and the file).
+                lo = off - fl
+                return bytes(blk.buf[lo : lo + max(need, want)])
+            fd = self._ensure_fd(blk)
+            win = self._io.pread(fd, max(need, min(want, fl - off)), off)
+        except OSError as exc:
+            raise ErrStoreIO(f"read seq {seq}: {exc}") from exc
+        self._rwin = (blk, off, win)
+        return win
+
+    def _mark_lost(self, seq: int, blk: Block, k: int) -> None:
+        """A record that was fine at open is not now (media error, file cut): report it and
+        drop it from the index. No tombstone: the next open judges the bytes again, so a
+        real loss is reported again and a transient read error heals."""
+        self.recovery_report.append(
+            f"block {blk.first}: record seq {seq} failed its checksum on read; message lost"
+        )
+        if self._lost is None:
+            self._lost = LostData()
+        self._lost.msgs.append(seq)
+        h = self._head(blk, k)
+        self._lost.bytes += h[1] if h is not None else 0
+        self._remove(seq, tomb=False)
+
+    def _iter_live(self, lo: int, hi: int) -> Iterator[int]:
+        """Live sequences from ``lo`` to ``hi``, ascending (a removal while iterating is
+        fine: positions are only ever marked dead in place)."""
+        blocks = self._blocks  # replaced, never edited, when blocks go
+        i = bisect_right(self._firsts, lo) - 1
+        if i < 0:
+            i = 0
+        for bi in range(i, len(blocks)):
+            blk = blocks[bi]
+            if blk.first > hi:
+                return
+            alive = blk.alive
+            k = blk.pos_from(lo)
+            kend = blk.pos_upto(hi) + 1
+            while k < kend:
+                k = alive.find(1, k, kend)
+                if k < 0:
+                    break
+                yield blk.seq_at(k)
+                k += 1
+
+    def _iter_live_rev(self, hi: int, lo: int) -> Iterator[int]:
+        blocks = self._blocks
+        i = bisect_right(self._firsts, hi) - 1
+        for bi in range(min(i, len(blocks) - 1), -1, -1):
+            blk = blocks[bi]
+            alive = blk.alive
+            k = blk.pos_upto(hi)
+            klo = blk.pos_from(lo)
+            while k >= klo:
+                k = alive.rfind(1, klo, k + 1)
+                if k < 0:
+                    break
+                yield blk.seq_at(k)
+                k -= 1
+            if blk.first <= lo:
+                return
+
+    def _iter_subjects(self, lo: int, hi: int, rev: bool = False) -> Iterator[tuple[int, str]]:
+        """(sequence, subject) of the live messages from ``lo`` to ``hi`` (read from their
+        records; one that cannot be read is reported lost and skipped)."""
+        it = self._iter_live_rev(hi, lo) if rev else self._iter_live(lo, hi)
+        for s in it:
+            w = self._where(s)
+            if w is None:
+                continue
+            subj = self._subject(w[0], w[1])
+            if subj is None:
+                self._mark_lost(s, w[0], w[1])
+                continue
+            yield s, subj
+
+    def _fresh(self, subject: str, ss: SubjState) -> None:
+        """Recompute a subject's first/last after removals (lazily, like nats-server)."""
+        if ss.first_stale:
+            hi = self._last_seq if ss.last_stale else ss.last
+            for s, subj in self._iter_subjects(ss.first + 1, hi):
+                if subj == subject:
+                    ss.first = s
+                    break
+            ss.first_stale = False
+            if ss.msgs == 1:
+                ss.last = ss.first
+                ss.last_stale = False
+        if ss.last_stale:
+            for s, subj in self._iter_subjects(ss.first, ss.last - 1, rev=True):
+                if subj == subject:
+                    ss.last = s
+                    break
+            ss.last_stale = False
