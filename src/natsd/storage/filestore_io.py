@@ -122,6 +122,7 @@ class BlockStore(RecordReader):
         self._last_ts = r.last_ts
         # Subjects decoded from records, shared (bounded: cleared when it grows past _NAMES).
         self._names: dict[bytes, str] = {}
+        self._glast: tuple[Block, int, list[int], list[int]] | None = None
         for seq in r.redelete:
             self._add_tomb_range(seq, seq, r.last_ts)
 
@@ -172,6 +173,7 @@ class BlockStore(RecordReader):
             self._unflushed.remove(blk)
         if self._rwin is not None and self._rwin[0] is blk:
             self._rwin = None
+        self._glast = None
         blk.buf = bytearray()
         if blk.on_disk:
             if self._unlink_now:
@@ -330,6 +332,7 @@ class BlockStore(RecordReader):
             blk.cut(n)
         self._unflushed = [b for b in blocks if b.buf]
         self._rwin = None
+        self._glast = None
 
     def sync(self) -> None:
         """fsync what flush wrote, then the directory, then unlink dropped blocks.
@@ -458,6 +461,7 @@ class BlockStore(RecordReader):
             self._dirty.pop(blk, None)
         self._open_fds[blk] = None
         self._rwin = None
+        self._glast = None
         blk.flushed = len(data)
         blk.fsum = file_sum(data)
         blk.buf = bytearray()

@@ -58,6 +58,12 @@ class QueryMixin(StreamStore):
     def _iter_live(self, lo: int, hi: int) -> Iterator[int]:
         raise NotImplementedError
 
+    def _next_live(self, lo: int) -> tuple[Block, int, int] | None:
+        raise NotImplementedError
+
+    def _load_at(self, blk: Block, k: int, seq: int) -> StoredMsg | None:
+        raise NotImplementedError
+
     def _iter_live_rev(self, hi: int, lo: int) -> Iterator[int]:
         raise NotImplementedError
 
@@ -109,7 +115,15 @@ class QueryMixin(StreamStore):
         if start > last or not self._nlive:
             return None
         if is_all(filter):
-            return self._first_loadable(self._iter_live(start, last))
+            # (what a consumer without a filter reads for every message)
+            while True:
+                w = self._next_live(start)
+                if w is None:
+                    return None
+                m = self._load_at(w[0], w[1], w[2])
+                if m is not None:
+                    return m
+                start = w[2] + 1
         if is_literal(filter):
             ss = self._subjects.get(filter)
             if ss is None:

@@ -89,6 +89,9 @@ class RecordReader(QueryMixin):
     _read_end: tuple[Block | None, int]
     # Subjects decoded from records, shared (bounded: cleared when it grows past _NAMES).
     _names: dict[bytes, str]
+    # The record places of the last group ``_rec`` walked: (block, group, offsets, lengths);
+    # None after anything that moves records (a rewrite, a rollback, a block retired).
+    _glast: tuple[Block, int, list[int], list[int]] | None
     recovery_report: list[str]
 
     # Primitives BlockStore and FileStore provide.
@@ -129,50 +132,79 @@ class RecordReader(QueryMixin):
 
     def _rec(self, blk: Block, k: int) -> tuple[int, int]:
         """(offset, length) of the record at position ``k``: kept for the block being
-        written (and irregular ones); otherwise found by walking the record headers from
-        the mark before it (at most GROUP - 1 of them, one read). (0, 0) when they cannot
-        be walked (bytes changed since open): a read of it fails its checks."""
+        written (and irregular ones); otherwise read from the record headers of its group,
+        walked from the mark before it in one read, the last group walked kept (so reading
+        on through a group walks it once). (0, 0) when they cannot be walked (bytes changed
+        since open): a read of it fails its checks."""
         offs = blk.offs
         if offs is not None:
             return offs[k], blk.lens[k]  # type: ignore[index]
         j = k >> GROUP_SHIFT
-        n = k & _GROUP_MASK
-        off = blk.marks[j]
+        i = k & _GROUP_MASK
+        g = self._glast
+        if g is None or g[0] is not blk or g[1] != j:
+            g = self._walk_group(blk, j)
+        if i < len(g[2]):
+            return g[2][i], g[3][i]
+        return 0, 0
+
+    def _walk_group(self, blk: Block, j: int) -> tuple[Block, int, list[int], list[int]]:
+        """The record places of group ``j`` of settled block ``blk`` (fewer than it holds
+        when its headers cannot be walked to the end); kept as ``_glast`` when complete."""
+        n = min(GROUP, blk.nrec - (j << GROUP_SHIFT))
+        goffs: list[int] = []
+        glens: list[int] = []
         marks = blk.marks
+        off = marks[j]
         end = marks[j + 1] if j + 1 < len(marks) else blk.size
         try:
             if end - off <= _GROUP_REGION and (end <= blk.flushed or off >= blk.flushed):
-                # the group's bytes in one read (the window for the record read that follows)
+                # the group's bytes in one read (the window for the record reads that follow)
                 raw, b = self._read(blk, off, end - off)
                 if off < blk.flushed and not b:
                     self._rwin = (blk, off, raw)
                 stop = min(len(raw), b + end - off)
-                while b + REC_HDR_SIZE <= stop:
+                while len(goffs) < n and b + REC_HDR_SIZE <= stop:
                     reclen, seqf = _unpack_len_seq(raw, b + 8)
                     if reclen < REC_OVERHEAD or raw[b : b + 4] != REC_MAGIC:
                         break
                     if not seqf & FLAG_TOMBSTONE:
-                        if not n:
-                            return off, reclen
-                        n -= 1
+                        goffs.append(off)
+                        glens.append(reclen)
                     off += reclen
                     b += reclen
-                return 0, 0
-            while off + REC_HDR_SIZE <= end:
-                raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
-                if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
-                    break
-                reclen, seqf = _unpack_len_seq(raw, b + 8)
-                if reclen < REC_OVERHEAD:
-                    break
-                if not seqf & FLAG_TOMBSTONE:
-                    if not n:
-                        return off, reclen
-                    n -= 1
-                off += reclen
+            else:
+                while len(goffs) < n and off + REC_HDR_SIZE <= end:
+                    raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
+                    if len(raw) - b < REC_HDR_SIZE or raw[b : b + 4] != REC_MAGIC:
+                        break
+                    reclen, seqf = _unpack_len_seq(raw, b + 8)
+                    if reclen < REC_OVERHEAD:
+                        break
+                    if not seqf & FLAG_TOMBSTONE:
+                        goffs.append(off)
+                        glens.append(reclen)
+                    off += reclen
         except OSError as exc:
             raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
-        return 0, 0
+        g = (blk, j, goffs, glens)
+        if len(goffs) == n:
+            self._glast = g
+        return g
+
+    def _next_live(self, lo: int) -> tuple[Block, int, int] | None:
+        """The block, position and sequence of the first live message from ``lo`` on."""
+        blocks = self._blocks
+        i = bisect_right(self._firsts, lo) - 1
+        if i < 0:
+            i = 0
+        for bi in range(i, len(blocks)):
+            blk = blocks[bi]
+            if blk.live:
+                k = blk.alive.find(1, blk.pos_from(lo))
+                if k >= 0:
+                    return blk, k, blk.seq_at(k)
+        return None
 
     def _where(self, seq: int) -> tuple[Block, int] | None:
         """The block and position of live message ``seq``."""
