@@ -100,7 +100,11 @@ def checkpoint_doc(
     """The index part of the clean-shutdown file (merged into the manifest document).
     Every block's ``fsum`` must be known (``FileStore.stop`` computes the unknown ones)."""
     out: list[dict[str, Any]] = []
+    last = blocks[-1] if blocks else None
     for blk in blocks:
+        # every record's place only where it is kept for good: the block being written
+        # and an irregular one (a settled block a reader expanded goes back to its marks)
+        full = blk is last or blk.irregular
         out.append(
             {
                 "first": blk.first,
@@ -110,8 +114,8 @@ def checkpoint_doc(
                 "alive": _alive_runs(blk),
                 "seqs": _enc(blk.seqs),
                 "marks": _enc(blk.marks),
-                "offs": _enc(blk.offs),
-                "lens": _enc(blk.lens),
+                "offs": _enc(blk.offs) if full else None,
+                "lens": _enc(blk.lens) if full else None,
                 "irregular": blk.irregular,
             }
         )

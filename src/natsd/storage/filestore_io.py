@@ -123,6 +123,7 @@ class BlockStore(RecordReader):
         # Subjects decoded from records, shared (bounded: cleared when it grows past _NAMES).
         self._names: dict[bytes, str] = {}
         self._glast: tuple[Block, int, list[int], list[int]] | None = None
+        self._expanded: list[Block] = []
         for seq in r.redelete:
             self._add_tomb_range(seq, seq, r.last_ts)
 
@@ -174,6 +175,8 @@ class BlockStore(RecordReader):
         if self._rwin is not None and self._rwin[0] is blk:
             self._rwin = None
         self._glast = None
+        if blk in self._expanded:
+            self._expanded.remove(blk)
         blk.buf = bytearray()
         if blk.on_disk:
             if self._unlink_now:
