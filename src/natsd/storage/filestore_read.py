@@ -415,35 +415,23 @@ class RecordReader(QueryMixin):
             if reclen >= REC_OVERHEAD and seqf & FLAG_TOMBSTONE:
                 off += reclen
                 continue
-            if rng.hdrs_only:
+            take = True
+            if rng.hdrs_only and seqf == s and reclen >= REC_OVERHEAD:
+                # load_with_headers: every live message counts, one without headers (no
+                # message id) is passed over unread
                 rng.seen += 1
                 rng.next = s + 1
-                if rng.seen >= rng.max_msgs:
-                    if hlen and seqf == s:
-                        self._range_take(blk, k, s, out)
-                    return True
-                if not hlen and seqf == s and reclen >= REC_OVERHEAD:
-                    # no headers, no message id: passed over unread
-                    k += 1
-                    off += reclen
-                    if k < nrec and alive[k]:
-                        if not walk:
-                            off, _len = self._rec(blk, k)
-                        continue
-                    nk = alive.find(1, k)
-                    if nk < 0:
-                        return False
-                    k = nk
-                    off, _len = self._rec(blk, k)
-                    continue
+                take = hlen > 0
             end = b + reclen
-            if end > len(win) and reclen >= REC_OVERHEAD:
+            if take and end > len(win) and reclen >= REC_OVERHEAD:
                 win = self._range_read(blk, off, reclen, rng, s)
                 woff = off
                 b = 0
                 end = reclen
             # crc32 over a record and its stored crc (little-endian) is a constant.
-            if (
+            if not take:
+                pass
+            elif (
                 seqf == s
                 and reclen >= REC_OVERHEAD
                 and end <= len(win)
@@ -470,6 +458,8 @@ class RecordReader(QueryMixin):
                     off = at
                     continue
                 self._mark_lost(s, blk, k)
+            if rng.hdrs_only and rng.seen >= rng.max_msgs:
+                return True
             k += 1
             off += reclen
             if k < nrec and alive[k]:
@@ -502,11 +492,6 @@ class RecordReader(QueryMixin):
                 k = nk
                 off, _len = self._rec(blk, k)
         return False
-
-    def _range_take(self, blk: Block, k: int, seq: int, out: list[StoredMsg]) -> None:
-        m = self._load_at(blk, k, seq)
-        if m is not None:
-            out.append(m)
 
     def _range_read(self, blk: Block, off: int, need: int, rng: _Range, seq: int) -> bytes:
         """The window for ``load_range`` at ``off`` (at least ``need`` bytes when there are),
