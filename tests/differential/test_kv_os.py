@@ -458,7 +458,7 @@ async def test_object_store_through_nats_py(js_pair: ServerPair) -> None:
 
 
 # ------------------------------------------------------------------ watcher consumers
-_ACK = re.compile(r"^(\$JS\.ACK\.[^.]+\.[^.]+\.\d+\.\d+\.\d+\.)\d+(\.\d+)$")
+_ACK = re.compile(r"^(\$JS\.ACK\.[^.]+\.[^.]+\.\d+\.\d+\.\d+\.)\d+\.(\d+)$")
 
 
 async def _watch(
@@ -470,14 +470,18 @@ async def _watch(
 ) -> None:
     """Create a push consumer on a fixed deliver subject, then publish ``later``; record the
     create answer and the first ``expect`` deliveries (subject, reply with the timestamp
-    masked, headers, data)."""
+    masked, headers, data). When messages are published after the create, the pending count
+    a delivery carries depends on whether the next publish was stored before the delivery
+    left (a race on both servers: nats-server delivers from its own goroutine), so it is
+    masked too."""
     nc = js.nc
     deliver = f"_WATCH.{label.replace(' ', '_')}"
     got: list[Any] = []
     done = asyncio.Event()
 
     async def cb(msg: Any) -> None:
-        reply = _ACK.sub(r"\1<ts>\2", msg.reply or "")
+        pending = "<pending>" if later else r"\2"
+        reply = _ACK.sub(r"\1<ts>." + pending, msg.reply or "")
         hdrs = {k: v for k, v in (msg.headers or {}).items() if k != "Nats-Time-Stamp"}
         got.append([msg.subject, reply, hdrs, msg.data.decode()])
         if len(got) >= expect:
