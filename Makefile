@@ -48,13 +48,13 @@ run-pure: $(STAMP)
 ## multi-process clusters through 50 fault cycles, and once is enough; then the wheel,
 ## built and installed as a user would (wheel-smoke)
 test: lint typecheck node-modules
-	$(PURE) $(PYTEST) --ignore=tests/faults --ignore=tests/wheel
+	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel
 	$(MAKE) mutants
 	$(MAKE) test-compiled
 	$(MAKE) wheel-smoke
 
 test-compiled: $(FAST)
-	NATSD_EXPECT_COMPILED=1 $(PYTEST) tests/unit tests/integration tests/upgrade tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
+	NATSD_EXPECT_COMPILED=1 $(PYTEST) --durations=15 tests/unit tests/integration tests/upgrade tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
 
 ## mutants: plant known bugs (tests/mutants/run.py: a minority commit, a WAL sync that does
 ## not sync, a PubAck before the commit, ...) one at a time in a copy of src/, run the same
