@@ -15,7 +15,7 @@ HOT := $(shell find src/natsd -name '*.py') setup.py
 # NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
 PURE := NATSD_PURE=1
 
-.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules lint typecheck unit soak bench bench-quick bench-scale bench-spark bench-spark-quick compile clean
+.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
 
 # The dependencies, and natsd in place without compiling (the compile is $(FAST)'s, since
 # it must follow every change of a source). --no-build-isolation: the build uses this
@@ -107,6 +107,10 @@ bench-quick: $(FAST)
 ## bench-scale: memory, restart time and disk as a file stream grows (natsd beside nats-server)
 bench-scale: $(FAST)
 	$(BIN)/python bench/scale.py --sizes 10k,100k,1M,10M --pure
+
+## bench-curve: consumers, idle connections, KV (1M keys) and stream growth (natsd beside nats-server)
+bench-curve: $(FAST)
+	$(BIN)/python bench/curve.py --kv-keys 1M
 
 ## bench-spark: the Spark connector against natsd and nats-server (1M messages, ~6 min)
 bench-spark: $(FAST)
