@@ -57,7 +57,7 @@ from natsd.storage.filestore_format import (
 )
 from natsd.storage.filestore_index import SubjState
 from natsd.storage.filestore_io import BlockStore
-from natsd.storage.filestore_recovery import manifest_doc, write_manifest
+from natsd.storage.filestore_recovery import manifest_doc, write_checkpoint, write_manifest
 from natsd.storage.store import (
     DiscardPolicy,
     ErrMaxBytes,
@@ -75,6 +75,11 @@ from natsd.storage.store import (
 __all__ = ["DEFAULT_BLOCK_SIZE", "FileStore"]
 
 DEFAULT_BLOCK_SIZE: Final = 8 * 1024 * 1024
+# The running checkpoint (``filestore_resume``): written after a flush once a block was
+# started since the last one, at most every CHECKPOINT_EVERY seconds and never more often
+# than CHECKPOINT_COST times what writing the last one took (its cost stays under ~2%).
+CHECKPOINT_EVERY: Final = 10.0
+CHECKPOINT_COST: Final = 50.0
 _crc32: Final = zlib.crc32
 _pack_fields: Final = REC_FIELDS.pack
 _pack_prefix: Final = REC_PREFIX.pack
@@ -95,6 +100,10 @@ class FileStore(BlockStore):
     ) -> None:
         super().__init__(directory, cfg, block_size, io, now_ns)
         self._cb: StorageUpdate | None = None
+        self._ckpt_rolls = self._rolls  # blocks started when the last checkpoint was written
+        self._ckpt_next = time.monotonic() + CHECKPOINT_EVERY  # none before (monotonic)
+        self.checkpoint_every = CHECKPOINT_EVERY
+        self.checkpoint_cost = CHECKPOINT_COST
         self._apply_limits_cfg(cfg)
         if self._created and cfg.first_seq > 0:
             # A new stream that starts at first_seq: an empty block named first_seq says so,
@@ -604,6 +613,25 @@ class FileStore(BlockStore):
         if err is not None:
             raise err
 
+    def flush(self) -> int:
+        seq = super().flush()
+        if self._rolls != self._ckpt_rolls and not self._pending_tombs:
+            now = time.monotonic()
+            if now >= self._ckpt_next:
+                self._running_checkpoint(now)
+        return seq
+
+    def _running_checkpoint(self, now: float) -> None:
+        """Write the running checkpoint: everything is flushed, so the index describes
+        exactly the bytes in the files (synced or not: opening checks them)."""
+        self._ckpt_rolls = self._rolls
+        try:
+            write_checkpoint(self._mdir, self._shutdown_doc(), self._io)
+        except (OSError, StoreError):
+            pass  # only a shortcut for the next open after a crash
+        took = time.monotonic() - now
+        self._ckpt_next = now + max(self.checkpoint_every, self.checkpoint_cost * took)
+
     def _shutdown_doc(self) -> dict[str, object]:
         """The manifest with the clean-shutdown index (``filestore_checkpoint``)."""
         for blk in self._blocks:
@@ -614,7 +642,8 @@ class FileStore(BlockStore):
             checkpoint_doc(
                 self._blocks,
                 self._subjects,
-                self._ttl_heap,
+                # (entries of messages deleted since are dropped lazily at runtime)
+                [e for e in self._ttl_heap if self._where(e[1]) is not None],
                 self._lost,
                 {
                     "version": CHECKPOINT_VERSION,

@@ -149,32 +149,40 @@ class Checkpoint:
 
 
 def load_checkpoint(
-    doc: dict[str, object], mdir: str, named: list[tuple[int, str]], io: FileIO
+    doc: dict[str, object],
+    mdir: str,
+    named: list[tuple[int, str]],
+    io: FileIO,
+    *,
+    grown_last: bool = False,
 ) -> Checkpoint | None:
     """The state ``doc`` describes, when the block files ``named`` (first, file name) are
-    exactly the ones it lists with their sizes and checksums; otherwise None (full scan)."""
+    exactly the ones it lists with their sizes and checksums; otherwise None (full scan).
+    ``grown_last``: the last block may have grown since (a running checkpoint): only the
+    bytes it had are compared."""
     if doc.get("version") != CHECKPOINT_VERSION or doc.get("byteorder") != sys.byteorder:
         return None
     try:
-        return _load(doc, mdir, named, io)
+        return _load(doc, mdir, named, io, grown_last)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         return None  # not what this code writes: the blocks are the truth
 
 
 def _load(
-    doc: dict[str, Any], mdir: str, named: list[tuple[int, str]], io: FileIO
+    doc: dict[str, Any], mdir: str, named: list[tuple[int, str]], io: FileIO, grown_last: bool
 ) -> Checkpoint | None:
     index = doc["index"]
     listed = doc["blocks"]
     if len(index) != len(named) or len(listed) != len(named):
         return None
     cp = Checkpoint()
-    for (first, name), ent, lst in zip(named, index, listed, strict=True):
+    for i, ((first, name), ent, lst) in enumerate(zip(named, index, listed, strict=True)):
         if int(ent["first"]) != first or int(lst["first"]) != first:
             return None
         size = int(lst["size"])
         path = os.path.join(mdir, name)
-        if not _same_bytes(path, size, int(ent["sum"]), io):
+        prefix = grown_last and i == len(named) - 1
+        if not _same_bytes(path, size, int(ent["sum"]), io, prefix=prefix):
             return None
         blk = Block(first, path)
         blk.on_disk = True
@@ -232,14 +240,16 @@ def _load(
     return cp
 
 
-def _same_bytes(path: str, size: int, fsum: int, io: FileIO) -> bool:
-    """Whether the file at ``path`` is ``size`` bytes with ``file_sum`` ``fsum``."""
+def _same_bytes(path: str, size: int, fsum: int, io: FileIO, *, prefix: bool = False) -> bool:
+    """Whether the file at ``path`` is ``size`` bytes with ``file_sum`` ``fsum`` (``prefix``:
+    its first ``size`` bytes; it may be longer)."""
     try:
         fd = io.open(path, os.O_RDONLY)
     except OSError:
         return False
     try:
-        if io.fsize(fd) != size:
+        have = io.fsize(fd)
+        if have != size and not (prefix and have > size):
             return False
         return file_sum_of(io, fd, size) == fsum
     except OSError:

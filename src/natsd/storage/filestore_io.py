@@ -39,6 +39,7 @@ from natsd.storage.filestore_format import (
 from natsd.storage.filestore_index import Block, SubjState
 from natsd.storage.filestore_read import RecordReader
 from natsd.storage.filestore_recovery import recover
+from natsd.storage.filestore_resume import resume
 from natsd.storage.store import (
     ErrStoreClosed,
     ErrStoreIO,
@@ -90,6 +91,7 @@ class BlockStore(RecordReader):
         self._read_end: tuple[Block | None, int] = (None, -1)
         self._unlink_now = False  # truncate unlinks at once instead of at the next sync
         self._reclaiming = False  # inside _reclaim_dropped (no recursion)
+        self._rolls = 0  # blocks started (the running checkpoint follows them)
 
         created = not io.isdir(self._mdir)
         if created:
@@ -107,7 +109,9 @@ class BlockStore(RecordReader):
             for d in made:
                 io.fsync_dir(os.path.dirname(d) or ".")
         self._created = created
-        r = recover(self._mdir, io, created)
+        # after a crash, the running checkpoint and what was written since when they check
+        # out; otherwise (and after a clean stop) recovery proper
+        r = (None if created else resume(self._mdir, io)) or recover(self._mdir, io, created)
         self.recovery_report: list[str] = r.report
         self._lost: LostData | None = r.lost
         self._blocks: list[Block] = r.blocks
@@ -136,6 +140,7 @@ class BlockStore(RecordReader):
             tombs.append([first, last, ts])
 
     def _roll(self, first: int) -> Block:
+        self._rolls += 1
         if self._blocks:
             self._blocks[-1].settle()
         blk = Block(first, os.path.join(self._mdir, block_name(first)))

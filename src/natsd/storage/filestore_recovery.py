@@ -53,16 +53,21 @@ from natsd.storage.filestore_index import GROUP, Block, SubjState
 from natsd.storage.store import LostData, StoreError
 
 __all__ = [
+    "CHECKPOINT",
     "MANIFEST",
     "UNCLEAN",
     "Recovered",
     "manifest_doc",
     "read_manifest",
     "recover",
+    "repair_block",
+    "write_checkpoint",
     "write_manifest",
 ]
 
 MANIFEST: Final = "index.cache"
+# The running checkpoint (``filestore_resume``); a clean open renames the manifest to it.
+CHECKPOINT: Final = "index.ckpt"
 # First words of the report line for a store that was not stopped cleanly.
 UNCLEAN: Final = "unclean shutdown"
 _MANIFEST_MAGIC: Final = b"NDSC1\n"
@@ -125,23 +130,41 @@ def _fmt_seqs(seqs: list[int]) -> str:
 # ------------------------------------------------------------------------------ manifest
 
 
+def _encode(doc: dict[str, object]) -> bytes:
+    body = orjson.dumps(doc)
+    return _MANIFEST_MAGIC + b"%08x\n" % zlib.crc32(body) + body
+
+
 def write_manifest(mdir: str, doc: dict[str, object], io: FileIO = DEFAULT_IO) -> None:
     """Atomically write the clean-shutdown manifest (tmp, fsync, rename, fsync dir)."""
-    body = orjson.dumps(doc)
-    data = _MANIFEST_MAGIC + b"%08x\n" % zlib.crc32(body) + body
-    io.write_file_atomic(os.path.join(mdir, MANIFEST), data)
+    io.write_file_atomic(os.path.join(mdir, MANIFEST), _encode(doc))
+
+
+def write_checkpoint(mdir: str, doc: dict[str, object], io: FileIO = DEFAULT_IO) -> None:
+    """Replace the running checkpoint: a temporary file renamed over it, no fsync (its
+    checksum tells a torn or lost write; losing it costs a full scan, never a wrong state)."""
+    path = os.path.join(mdir, CHECKPOINT)
+    tmp = path + ".tmp"
+    fd = io.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, 0o644)
+    try:
+        io.write_all(fd, _encode(doc))
+    finally:
+        io.close(fd)
+    io.replace(tmp, path)
 
 
 def read_manifest(
-    mdir: str, report: list[str], io: FileIO = DEFAULT_IO
+    mdir: str, report: list[str], io: FileIO = DEFAULT_IO, name: str = MANIFEST
 ) -> dict[str, object] | None:
-    path = os.path.join(mdir, MANIFEST)
+    """The manifest (or, ``name``, the running checkpoint) document; None when absent or
+    damaged (said in ``report``)."""
+    path = os.path.join(mdir, name)
     try:
         raw = io.read_file(path)
     except FileNotFoundError:
         return None
     except OSError as e:
-        report.append(f"{MANIFEST}: unreadable ({e}); ignored, blocks are the truth")
+        report.append(f"{name}: unreadable ({e}); ignored, blocks are the truth")
         return None
     doc: object = None
     if raw.startswith(_MANIFEST_MAGIC) and len(raw) >= len(_MANIFEST_MAGIC) + 9:
@@ -153,7 +176,7 @@ def read_manifest(
         except ValueError:
             doc = None
     if not isinstance(doc, dict):
-        report.append(f"{MANIFEST}: damaged; ignored, index rebuilt from the blocks")
+        report.append(f"{name}: damaged; ignored, index rebuilt from the blocks")
         return None
     return doc
 
@@ -169,9 +192,10 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
     manifest = read_manifest(mdir, report, io)
     clean = io.exists(os.path.join(mdir, MANIFEST))
     if manifest is not None or clean:
-        # A manifest describes one clean shutdown; once we start writing it is stale.
+        # A manifest describes one clean shutdown; once we start writing it is stale as
+        # that, but still a good running checkpoint (checked against the blocks like any).
         try:
-            io.unlink(os.path.join(mdir, MANIFEST))
+            io.replace(os.path.join(mdir, MANIFEST), os.path.join(mdir, CHECKPOINT))
             # Durably: a manifest that came back after a crash would describe a past state.
             io.fsync_dir(mdir)
         except FileNotFoundError:
@@ -187,7 +211,7 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
             # so the original file is intact and this copy is garbage by construction.
             io.unlink(os.path.join(mdir, name))
             report.append(f"removed leftover temporary file {name}")
-        elif name != MANIFEST:
+        elif name not in (MANIFEST, CHECKPOINT):
             report.append(f"ignored unknown file {name}")
     named.sort()
     if manifest is not None and clean:
@@ -209,7 +233,7 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
                 scan = scan_block(data, first, interned)
             except BlockVersionError as e:
                 raise StoreError(f"{e}; this natsd cannot read it") from e
-            _repair(io, fd, blk, scan, size, is_last=i == len(named) - 1, report=report)
+            repair_block(io, fd, blk, scan, size, is_last=i == len(named) - 1, report=report)
             # the checksum of what the file now holds (the clean-shutdown index records it)
             unchanged = scan.header_ok and not scan.fixes
             blk.fsum = file_sum(memoryview(data)[: blk.flushed]) if unchanged else -1
@@ -243,7 +267,7 @@ def _from_checkpoint(rec: Recovered, cp: Checkpoint) -> None:
     rec.last_ts = cp.last_ts
 
 
-def _repair(
+def repair_block(
     io: FileIO,
     fd: int,
     blk: Block,
