@@ -70,8 +70,11 @@ def resume(mdir: str, io: FileIO) -> Recovered | None:
         elif name.endswith(".tmp") or name != CHECKPOINT:
             return None  # the full scan deals with (and reports) anything else
     named.sort()
+    index = doc.get("index")
+    if not isinstance(index, list):
+        return None
     try:
-        firsts = [int(e["first"]) for e in doc["index"]]  # type: ignore[index, union-attr]
+        firsts = [int(e["first"]) for e in index]
     except (KeyError, TypeError, ValueError):
         return None
     if not firsts:
