@@ -9,9 +9,11 @@ For every server (``natsd``, compiled as installed; ``natsd-pure`` with ``NATSD_
    reply subject (stored without a PubAck), a flush every 10k, and every 100k a STREAM.INFO
    that must be within ``--window`` of what was sent; messages a server dropped are sent
    again until STREAM.INFO shows exactly N;
-3. measure: VmRSS of the server 1 s after the fill, the store directory's size, the time from
-   SIGTERM to exit; start it again on the same directory and time spawn -> the first
-   STREAM.INFO that reports N messages ("restart to ready"), then VmRSS 1 s later; stop it.
+3. measure: VmRSS of the server 1 s after the fill and the store directory's size; kill -9 it
+   and start it again on the same directory: spawn -> the first STREAM.INFO that reports N
+   messages ("restart after kill -9", recovery after a crash); then the time from SIGTERM to
+   exit, start it again and time the same ("restart to ready", after a clean stop), then
+   VmRSS 1 s later; stop it.
 
 Then one table per size (servers side by side, ratio natsd / nats-server) and the slopes
 between the two largest sizes (bytes per message, seconds per million) with the projection
@@ -110,6 +112,7 @@ class Run:
     disk_full_alloc: int = 0
     stop_s: float = 0.0
     disk_stopped: int = 0
+    crash_ready_s: float = 0.0
     restart_info_s: float = 0.0
     restart_ready_s: float = 0.0
     restart_cpu_s: float = 0.0
@@ -377,35 +380,22 @@ async def measure(kind: Kind, n: int, work: Path, args: Any) -> Run:
         run.rss_full, run.hwm_fill = st["VmRSS"], st["VmHWM"]
         run.cpu_fill_s = srv.cpu_s()
         run.disk_full, run.disk_full_alloc = disk_usage(store)
+
+        # A crash: kill -9, start again on the same directory.
+        srv.kill()
+        srv = Server(kind, store, log_file)
+        run.crash_ready_s = await ready(srv, n, time.monotonic() + args.timeout)
         run.stop_s = srv.stop(args.timeout)
         run.disk_stopped = disk_usage(store)[0]
         srv = None
 
-        # Restart on the same directory.
+        # A clean restart on the same directory.
         srv = Server(kind, store, log_file)
         deadline = time.monotonic() + args.timeout
         await wait_info(srv, deadline)
         run.restart_info_s = srv.since_spawn()
-        nc = await connect(srv, deadline)
-        try:
-            js = nc.jetstream(timeout=2)
-            while True:
-                try:
-                    count = await stored(js)
-                except (TimeoutError, nats.errors.Error):
-                    count = -1  # no JetStream answer yet, or the stream not loaded yet
-                if count == n:
-                    run.restart_ready_s = srv.since_spawn()
-                    break
-                if count > n:
-                    raise RuntimeError(f"after restart the stream holds {count:,} > {n:,}")
-                srv.check_alive()
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"not ready after {args.timeout} s (last count {count})")
-                await asyncio.sleep(0.01)
-            run.restart_cpu_s = srv.cpu_s()
-        finally:
-            await nc.close()
+        run.restart_ready_s = await ready(srv, n, deadline)
+        run.restart_cpu_s = srv.cpu_s()
         await asyncio.sleep(args.settle)
         st = srv.status()
         run.rss_restart, run.hwm_restart = st["VmRSS"], st["VmHWM"]
@@ -413,6 +403,7 @@ async def measure(kind: Kind, n: int, work: Path, args: Any) -> Run:
         srv = None
         log(
             f"  {kind.name:12s} N={n:>11,}  RSS {run.rss_full / MB:,.1f} MB, "
+            f"restart after kill -9 {run.crash_ready_s:.2f} s, "
             f"restart {run.restart_ready_s:.2f} s, RSS after {run.rss_restart / MB:,.1f} MB, "
             f"disk {run.disk_full / MB:,.1f} MB"
         )
@@ -421,6 +412,29 @@ async def measure(kind: Kind, n: int, work: Path, args: Any) -> Run:
         if srv is not None:
             srv.kill()
         shutil.rmtree(store, ignore_errors=True)
+
+
+async def ready(srv: Server, n: int, deadline: float) -> float:
+    """Seconds from spawn until STREAM.INFO reports ``n`` messages."""
+    await wait_info(srv, deadline)
+    nc = await connect(srv, deadline)
+    try:
+        js = nc.jetstream(timeout=2)
+        while True:
+            try:
+                count = await stored(js)
+            except (TimeoutError, nats.errors.Error):
+                count = -1  # no JetStream answer yet, or the stream not loaded yet
+            if count == n:
+                return srv.since_spawn()
+            if count > n:
+                raise RuntimeError(f"after restart the stream holds {count:,} > {n:,}")
+            srv.check_alive()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not ready after restart (last count {count})")
+            await asyncio.sleep(0.01)
+    finally:
+        await nc.close()
 
 
 def src_digest() -> str:
@@ -457,6 +471,7 @@ ROWS = [
     Row("resident after restart (MB)", lambda r: r.rss_restart / MB, "{:,.1f}"),
     Row("restart to ready (s)", lambda r: r.restart_ready_s, "{:,.2f}"),
     Row("  of which to first INFO (s)", lambda r: r.restart_info_s, "{:,.2f}"),
+    Row("restart after kill -9 to ready (s)", lambda r: r.crash_ready_s, "{:,.2f}"),
     Row("disk, full and running (MB)", lambda r: r.disk_full / MB, "{:,.1f}"),
     Row("disk after stop (MB)", lambda r: r.disk_stopped / MB, "{:,.1f}"),
     Row("stop, SIGTERM to exit (s)", lambda r: r.stop_s, "{:,.2f}"),
@@ -469,6 +484,7 @@ SLOPES: list[tuple[str, Callable[[Run], float], float, str, float, str]] = [
     ("resident memory full", lambda r: r.rss_full, 1, "B/msg", 1e9, "GB"),
     ("resident after restart", lambda r: r.rss_restart, 1, "B/msg", 1e9, "GB"),
     ("restart to ready", lambda r: r.restart_ready_s, 1e6, "s per 1M msgs", 1, "s"),
+    ("restart after kill -9", lambda r: r.crash_ready_s, 1e6, "s per 1M msgs", 1, "s"),
     ("disk", lambda r: r.disk_full, 1, "B/msg", 1e9, "GB"),
 ]
 

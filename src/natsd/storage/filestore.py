@@ -75,10 +75,13 @@ from natsd.storage.store import (
 __all__ = ["DEFAULT_BLOCK_SIZE", "FileStore"]
 
 DEFAULT_BLOCK_SIZE: Final = 8 * 1024 * 1024
-# The running checkpoint (``filestore_resume``): written after a flush once a block was
-# started since the last one, at most every CHECKPOINT_EVERY seconds and never more often
-# than CHECKPOINT_COST times what writing the last one took (its cost stays under ~2%).
+# The running checkpoint (``filestore_resume``): written after a flush once blocks were
+# started since the last one, either 1/CHECKPOINT_SHARE of the store's blocks or any after
+# CHECKPOINT_EVERY seconds (what a crash makes the next open parse stays under both), and
+# never sooner than CHECKPOINT_COST times what writing the last one took (under ~2% of the
+# store's time).
 CHECKPOINT_EVERY: Final = 10.0
+CHECKPOINT_SHARE: Final = 16
 CHECKPOINT_COST: Final = 50.0
 _crc32: Final = zlib.crc32
 _pack_fields: Final = REC_FIELDS.pack
@@ -101,7 +104,8 @@ class FileStore(BlockStore):
         super().__init__(directory, cfg, block_size, io, now_ns)
         self._cb: StorageUpdate | None = None
         self._ckpt_rolls = self._rolls  # blocks started when the last checkpoint was written
-        self._ckpt_next = time.monotonic() + CHECKPOINT_EVERY  # none before (monotonic)
+        self._ckpt_at = time.monotonic()  # when it was written (monotonic)
+        self._ckpt_next = 0.0  # none before (the cost of the last one)
         self.checkpoint_every = CHECKPOINT_EVERY
         self.checkpoint_cost = CHECKPOINT_COST
         self._apply_limits_cfg(cfg)
@@ -615,9 +619,13 @@ class FileStore(BlockStore):
 
     def flush(self) -> int:
         seq = super().flush()
-        if self._rolls != self._ckpt_rolls and not self._pending_tombs:
+        rolled = self._rolls - self._ckpt_rolls
+        if rolled and not self._pending_tombs:
             now = time.monotonic()
-            if now >= self._ckpt_next:
+            if now >= self._ckpt_next and (
+                rolled * CHECKPOINT_SHARE >= len(self._blocks)
+                or now >= self._ckpt_at + self.checkpoint_every
+            ):
                 self._running_checkpoint(now)
         return seq
 
@@ -630,7 +638,8 @@ class FileStore(BlockStore):
         except (OSError, StoreError):
             pass  # only a shortcut for the next open after a crash
         took = time.monotonic() - now
-        self._ckpt_next = now + max(self.checkpoint_every, self.checkpoint_cost * took)
+        self._ckpt_at = now
+        self._ckpt_next = now + self.checkpoint_cost * took
 
     def _shutdown_doc(self) -> dict[str, object]:
         """The manifest with the clean-shutdown index (``filestore_checkpoint``)."""
