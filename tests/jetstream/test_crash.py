@@ -455,7 +455,10 @@ async def test_kill9_mid_flood_keeps_every_acked_message(restarted: RestartedSer
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_kill9_mid_flood_30_cycles(restarted: RestartedServer) -> None:
-    await run_crash_cycles(restarted, cycles=30, seed=random.randrange(1 << 30), full_every=5)
+    # 30 on the compiled build (make test-compiled); 12 in the pure-Python tier, which runs
+    # the same recovery code about 1.3x slower and would spend 2.5 minutes of CI on it
+    cycles = 12 if os.environ.get("NATSD_PURE") else 30
+    await run_crash_cycles(restarted, cycles=cycles, seed=random.randrange(1 << 30), full_every=5)
 
 
 # ----------------------------------------------------------------------------- damaged blocks
