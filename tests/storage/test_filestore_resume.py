@@ -229,3 +229,29 @@ def test_random_histories_resume_as_the_full_scan_recovers(tmp_path: Path, seed:
     crash(fs)
     a, b = both(tmp_path / "s", tmp_path)
     assert snapshot(a) == snapshot(b) == want
+
+
+def test_no_running_checkpoint_past_its_subject_bound(tmp_path: Path) -> None:
+    """Past CHECKPOINT_MAX_SUBJECTS the index would stall the loop: it is not written again
+    (and a crash then reads the store whole)."""
+    from natsd.storage.filestore import CHECKPOINT_MAX_SUBJECTS
+    from natsd.storage.filestore_recovery import read_manifest
+
+    fs = open_store(tmp_path / "s")
+    msgs = tmp_path / "s" / "msgs"
+    for i in range(CHECKPOINT_MAX_SUBJECTS + 1):
+        fs.store_msg(f"k.{i}", None, b"v")
+        if i % 500 == 0:
+            fs.flush()
+    fs.flush()
+    doc = read_manifest(str(msgs), [], fs._io, CHECKPOINT)
+    assert doc is not None
+    last = doc["last_seq"]
+    assert isinstance(last, int) and 0 < last <= CHECKPOINT_MAX_SUBJECTS
+    fill(fs, 200, 0)  # new blocks, but past the bound
+    doc = read_manifest(str(msgs), [], fs._io, CHECKPOINT)
+    assert doc is not None and doc["last_seq"] == last
+    want = snapshot(fs)
+    crash(fs)
+    a, b = both(tmp_path / "s", tmp_path)
+    assert snapshot(a) == snapshot(b) == want

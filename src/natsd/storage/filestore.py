@@ -83,6 +83,11 @@ DEFAULT_BLOCK_SIZE: Final = 8 * 1024 * 1024
 CHECKPOINT_EVERY: Final = 10.0
 CHECKPOINT_SHARE: Final = 16
 CHECKPOINT_COST: Final = 50.0
+# It is the whole index, written on the event loop: about 1.5 us per subject and 5 ns per
+# message (measured, compiled), so past these it would stall the server for more than
+# ~40 ms each time and is not written (such a store is read whole after a crash).
+CHECKPOINT_MAX_SUBJECTS: Final = 20_000
+CHECKPOINT_MAX_MSGS: Final = 8_000_000
 _crc32: Final = zlib.crc32
 _pack_fields: Final = REC_FIELDS.pack
 _pack_prefix: Final = REC_PREFIX.pack
@@ -620,7 +625,12 @@ class FileStore(BlockStore):
     def flush(self) -> int:
         seq = super().flush()
         rolled = self._rolls - self._ckpt_rolls
-        if rolled and not self._pending_tombs:
+        if (
+            rolled
+            and not self._pending_tombs
+            and len(self._subjects) <= CHECKPOINT_MAX_SUBJECTS
+            and self._nlive <= CHECKPOINT_MAX_MSGS
+        ):
             now = time.monotonic()
             if now >= self._ckpt_next and (
                 rolled * CHECKPOINT_SHARE >= len(self._blocks)
