@@ -122,14 +122,61 @@ def checkpoint_doc(
     return {
         "byteorder": sys.byteorder,
         "index": out,
-        "subjects": {
-            s: [ss.msgs, ss.first, ss.last, ss.first_stale, ss.last_stale]
-            for s, ss in subjects.items()
-        },
+        "subjects": _subjects_doc(subjects),
         "ttl": [x for pair in ttl_heap for x in pair],
         "lost": None if lost is None else {"msgs": lost.msgs, "bytes": lost.bytes},
         **counters,
     }
+
+
+def _subjects_doc(subjects: dict[str, SubjState]) -> dict[str, Any]:
+    """Per-subject state in columns: the names joined by newlines (a subject never holds
+    whitespace), counts, first and last sequences and stale flags as arrays. A dict of small
+    lists costs about 1.5 us per subject to write and, loaded, left hundreds of MB of
+    fragmented heap behind for a million KV keys; columns cost a fraction of both."""
+    names = list(subjects)
+    msgs = array("Q")
+    firsts = array("Q")
+    lasts = array("Q")
+    flags = array("B")
+    for ss in subjects.values():
+        msgs.append(ss.msgs)
+        firsts.append(ss.first)
+        lasts.append(ss.last)
+        flags.append(int(ss.first_stale) | int(ss.last_stale) << 1)
+    return {
+        "names": "\n".join(names),
+        "msgs": _enc(msgs),
+        "first": _enc(firsts),
+        "last": _enc(lasts),
+        "flags": _enc(flags),
+    }
+
+
+def _load_subjects(doc: dict[str, Any], out: dict[str, SubjState]) -> bool:
+    """``_subjects_doc`` read back into ``out``; False when it does not add up."""
+    text = doc["names"]
+    if not isinstance(text, str):
+        return False
+    names = text.split("\n") if text else []
+    msgs = _dec("Q", doc["msgs"])
+    firsts = _dec("Q", doc["first"])
+    lasts = _dec("Q", doc["last"])
+    flags = _dec("B", doc["flags"])
+    n = len(names)
+    if msgs is None or firsts is None or lasts is None or flags is None:
+        return False
+    if not len(msgs) == len(firsts) == len(lasts) == len(flags) == n:
+        return False
+    for i in range(n):
+        ss = SubjState(firsts[i])
+        ss.msgs = msgs[i]
+        ss.last = lasts[i]
+        f = flags[i]
+        ss.first_stale = bool(f & 1)
+        ss.last_stale = bool(f & 2)
+        out[names[i]] = ss
+    return len(out) == n
 
 
 class Checkpoint:
@@ -217,13 +264,19 @@ def _load(
         cp.blocks.append(blk)
     if cp.blocks and cp.blocks[-1].offs is None:
         return None  # the block being written keeps every offset
-    for name, (msgs, first, last, fstale, lstale) in doc["subjects"].items():
-        ss = SubjState(int(first))
-        ss.msgs = int(msgs)
-        ss.last = int(last)
-        ss.first_stale = bool(fstale)
-        ss.last_stale = bool(lstale)
-        cp.subjects[str(name)] = ss
+    subjects = doc["subjects"]
+    if isinstance(subjects.get("names"), str):
+        if not _load_subjects(subjects, cp.subjects):
+            return None
+    else:
+        # the form of earlier versions: {subject: [msgs, first, last, first_stale, last_stale]}
+        for name, (msgs, first, last, fstale, lstale) in subjects.items():
+            ss = SubjState(int(first))
+            ss.msgs = int(msgs)
+            ss.last = int(last)
+            ss.first_stale = bool(fstale)
+            ss.last_stale = bool(lstale)
+            cp.subjects[str(name)] = ss
     ttl = doc["ttl"]
     cp.ttl_heap = [(int(ttl[i]), int(ttl[i + 1])) for i in range(0, len(ttl), 2)]
     lost = doc["lost"]
