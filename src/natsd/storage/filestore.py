@@ -627,6 +627,7 @@ class FileStore(BlockStore):
         rolled = self._rolls - self._ckpt_rolls
         if (
             rolled
+            and len(self._blocks) > 1  # (one block is read as fast as a checkpoint)
             and not self._pending_tombs
             and len(self._subjects) <= CHECKPOINT_MAX_SUBJECTS
             and self._nlive <= CHECKPOINT_MAX_MSGS
@@ -641,9 +642,13 @@ class FileStore(BlockStore):
 
     def _running_checkpoint(self, now: float) -> None:
         """Write the running checkpoint: everything is flushed, so the index describes
-        exactly the bytes in the files (synced or not: opening checks them)."""
+        exactly the bytes in the files. They are synced first: the checkpoint's own fsync of
+        the directory must not make a new block's name durable before the data of the
+        blocks before it (a power loss could then keep later messages and lose earlier
+        ones)."""
         self._ckpt_rolls = self._rolls
         try:
+            self.sync()
             write_checkpoint(self._mdir, self._shutdown_doc(), self._io)
         except (OSError, StoreError):
             pass  # only a shortcut for the next open after a crash

@@ -141,16 +141,10 @@ def write_manifest(mdir: str, doc: dict[str, object], io: FileIO = DEFAULT_IO) -
 
 
 def write_checkpoint(mdir: str, doc: dict[str, object], io: FileIO = DEFAULT_IO) -> None:
-    """Replace the running checkpoint: a temporary file renamed over it, no fsync (its
-    checksum tells a torn or lost write; losing it costs a full scan, never a wrong state)."""
-    path = os.path.join(mdir, CHECKPOINT)
-    tmp = path + ".tmp"
-    fd = io.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, 0o644)
-    try:
-        io.write_all(fd, _encode(doc))
-    finally:
-        io.close(fd)
-    io.replace(tmp, path)
+    """Replace the running checkpoint atomically (tmp, fsync, rename, fsync dir), like the
+    manifest: the store keeps its rule that nothing it wrote is unsynced when it
+    acknowledges (its checksums would catch a torn one anyway)."""
+    io.write_file_atomic(os.path.join(mdir, CHECKPOINT), _encode(doc))
 
 
 def read_manifest(

@@ -18,9 +18,9 @@ After a crash (no clean-shutdown index), ``resume`` tries it before the full sca
 
 Anything else (a deletion since the checkpoint, a rewritten or missing block, damage, a
 checkpoint that does not parse) returns None and the full scan (``filestore_recovery``)
-runs with its checks and reports. The file carries a crc32 of its body, so a torn or
-stale write of it is never taken for a good one; it is written without fsync for the same
-reason (its loss costs a full scan, never a wrong state).
+runs with its checks and reports. The file carries a crc32 of its body, so a torn write
+of it is never taken for a good one, and is replaced atomically and fsynced like every
+other file of the store.
 """
 
 from __future__ import annotations
