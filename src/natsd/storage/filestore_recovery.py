@@ -57,6 +57,7 @@ __all__ = [
     "MANIFEST",
     "UNCLEAN",
     "Recovered",
+    "from_checkpoint",
     "manifest_doc",
     "read_manifest",
     "recover",
@@ -211,7 +212,7 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
     if manifest is not None and clean:
         cp = load_checkpoint(manifest, mdir, named, io)
         if cp is not None:
-            _from_checkpoint(rec, cp)
+            from_checkpoint(rec, cp)
             return rec
 
     interned: dict[bytes, str] = {}
@@ -247,7 +248,8 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
     return rec
 
 
-def _from_checkpoint(rec: Recovered, cp: Checkpoint) -> None:
+def from_checkpoint(rec: Recovered, cp: Checkpoint) -> None:
+    """``rec`` takes the state ``cp`` holds."""
     rec.blocks = cp.blocks
     rec.subjects = cp.subjects
     rec.ttl_heap = cp.ttl_heap

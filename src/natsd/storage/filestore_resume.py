@@ -44,6 +44,7 @@ from natsd.storage.filestore_recovery import (
     MANIFEST,
     UNCLEAN,
     Recovered,
+    from_checkpoint,
     read_manifest,
     repair_block,
 )
@@ -155,17 +156,8 @@ def _since(
         report.append(f"block {name}: retired before the crash (no live message); removed")
     if retired:
         io.fsync_dir(mdir)
+    from_checkpoint(rec, cp)
     rec.blocks = blocks
-    rec.subjects = cp.subjects
-    rec.ttl_heap = cp.ttl_heap
-    heapq.heapify(rec.ttl_heap)
-    rec.lost = cp.lost
-    rec.nlive = cp.nlive
-    rec.bytes = cp.bytes
-    rec.first_seq = cp.first_seq
-    rec.first_ts = cp.first_ts
-    rec.last_seq = cp.last_seq
-    rec.last_ts = cp.last_ts
     _add_counts(rec, scans, known)
     first_new = scans[0][0].first if len(scans) > 1 else cpblk.first
     report.append(
