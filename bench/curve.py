@@ -49,9 +49,7 @@ import random
 import resource
 import shlex
 import shutil
-import signal
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -64,13 +62,10 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, StorageType
 from scale import (
-    _LIVE,
     MB,
     Kind,
     Server,
     _git,
-    _kill,
-    _on_sigterm,
     _ratio,
     _version,
     connect,
@@ -79,6 +74,7 @@ from scale import (
     parse_size,
     parse_sizes,
     ratio_pairs,
+    run_in_workdir,
     src_digest,
     table,
     wait_info,
@@ -667,18 +663,7 @@ def main() -> int:
     arg("--api-timeout", type=float, default=30.0, help="JetStream API request limit (s)")
     arg("--store-dir", help="parent of the store directories (default: temp dir)")
     ap.set_defaults(pure=False, pure_max=None)  # for scale.kinds
-    args = ap.parse_args()
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    work = Path(tempfile.mkdtemp(prefix="natsd-curve-", dir=args.store_dir))
-    try:
-        return asyncio.run(amain(args, work))
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
-    finally:
-        for proc in list(_LIVE):
-            _kill(proc)
-        shutil.rmtree(work, ignore_errors=True)
+    return run_in_workdir(ap.parse_args(), amain, "natsd-curve-")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
@@ -764,9 +764,14 @@ def main() -> int:
         help="limit of a JetStream API request while filling (s)",
     )
     ap.add_argument("--store-dir", help="parent of the store directories (default: temp dir)")
-    args = ap.parse_args()
+    return run_in_workdir(ap.parse_args(), amain, "natsd-scale-")
+
+
+def run_in_workdir(args: Any, amain: Callable[[Any, Path], Awaitable[int]], prefix: str) -> int:
+    """``amain(args, work)`` in a fresh temporary directory under ``--store-dir``; every
+    server still running and the directory go at the end, also on SIGTERM or Ctrl-C."""
     signal.signal(signal.SIGTERM, _on_sigterm)
-    work = Path(tempfile.mkdtemp(prefix="natsd-scale-", dir=args.store_dir))
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=args.store_dir))
     try:
         return asyncio.run(amain(args, work))
     except KeyboardInterrupt:

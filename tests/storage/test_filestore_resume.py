@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from natsd.storage import filestore_format, filestore_resume
-from natsd.storage.filestore import FileStore
-from natsd.storage.filestore_recovery import CHECKPOINT, MANIFEST, UNCLEAN
+from natsd.storage.filestore import CHECKPOINT_MAX_SUBJECTS, FileStore
+from natsd.storage.filestore_recovery import CHECKPOINT, MANIFEST, UNCLEAN, read_manifest
 
 from .test_filestore_checkpoint import HDR, cfg
 from .test_filestore_checkpoint import snapshot as _snapshot
@@ -238,9 +238,6 @@ def test_random_histories_resume_as_the_full_scan_recovers(tmp_path: Path, seed:
 def test_no_running_checkpoint_past_its_subject_bound(tmp_path: Path) -> None:
     """Past CHECKPOINT_MAX_SUBJECTS the index would stall the loop: it is not written again
     (and a crash then reads the store whole)."""
-    from natsd.storage.filestore import CHECKPOINT_MAX_SUBJECTS
-    from natsd.storage.filestore_recovery import read_manifest
-
     fs = open_store(tmp_path / "s")
     msgs = tmp_path / "s" / "msgs"
     for i in range(CHECKPOINT_MAX_SUBJECTS + 1):
