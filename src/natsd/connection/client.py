@@ -427,8 +427,14 @@ class ClientConnection(Sink):
         bin_ = 0
         nout = 0
         bout = 0
+        hlen: int
+        size: int
+        tail: bytes
+        subject: bytes
+        reply: bytes | None
         for ev in events:
-            op = ev[0]
+            # Typed locals: compiled, the tag and sizes are unboxed once, compared natively.
+            op: int = ev[0]
             if op == OP_PUB or op == OP_HPUB:
                 # (OP_PUB, subject, reply, size, tail) / (OP_HPUB, subject, reply, hlen, size, tail)
                 if op == OP_PUB:
