@@ -1,11 +1,14 @@
 """One schedule of the deterministic tier: a seed decides everything.
 
 ``run_schedule(seed, base)`` builds a ``JsWorld`` of three or five servers (the seed's
-choice unless ``size`` says), creates an R3 stream, starts publishers, lets the nemesis
-inject one to three faults (each held for a while, then healed), waits for every publish to
-be acknowledged and the replicas to converge, and checks the stream on every replica. It
-returns a ``Result`` (the faults, the virtual time it took, the network fingerprint) or
-raises ``SimFailure`` naming the seed, the faults and the world's log.
+choice unless ``size`` says), creates an R3 stream and, in two schedules of five (the
+seed's choice unless ``consumer`` says), a durable pull consumer that reads it throughout,
+starts publishers, lets the nemesis inject one to three faults (each held for a while, then
+healed; while a cut holds, reads go through every server it leaves without a majority of
+the stream's peers), waits for every publish to be acknowledged and the replicas to
+converge, and checks the stream on every replica, then the consumer. It returns a
+``Result`` (the faults, the virtual time it took, the network fingerprint) or raises
+``SimFailure`` naming the seed, the faults and the world's log.
 
 Replay: ``python tests/sim/schedule.py SEED`` runs one schedule and prints its log.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import shutil
 import sys
 import tempfile
@@ -26,12 +30,17 @@ if __name__ == "__main__":  # run as a script: the tests directory is the import
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.client import NoResponders
+from sim.consumer import SimConsumer
 from sim.vloop import Stalled, run_virtual
 from sim.world import STREAM, JsWorld, SimFailure, fresh_tmp, seeded_ids
 
-__all__ = ["FAULTS", "Result", "run_schedule"]
+__all__ = ["FAULTS", "Result", "run_schedule", "with_consumer"]
 
 FAULTS = ("crash", "restart", "isolate", "split", "slow", "move")
+# The share of seeds whose schedule has a consumer (with_consumer): a consumer costs about a
+# third more wall time per schedule (0.1 s), so 2 in 5 keeps `make test`'s 200 seeds near a
+# minute. (Seeds 1-24, the mutants' kill suite, have 9 with a consumer.)
+CONSUMER_SHARE = 0.4
 # the faults that need five servers (a minority of two; a free server to move to)
 _FIVE = ("split", "move")
 
@@ -47,6 +56,8 @@ class Result:
     fingerprint: str = ""
     log: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # what the servers logged as errors
+    consumer: bool = False  # the schedule has a durable pull consumer (with_consumer)
+    deliveries: int = 0  # its deliveries
 
 
 # An error a server may never log, whatever the faults: it means a disk lost what it had
@@ -64,9 +75,22 @@ class _Errors(logging.Handler):
 
 
 class Nemesis:
-    def __init__(self, w: JsWorld) -> None:
+    def __init__(self, w: JsWorld, consumer: bool) -> None:
         self.w = w
         self.rng = w.rng
+        self.consumer = consumer
+
+    async def hold_cut(self, hold: float) -> None:
+        """Hold the cuts just made for ``hold`` seconds, reading meanwhile through every
+        server they leave without a majority of the stream's peers (``JsWorld.probe``),
+        then heal."""
+        w = self.w
+        end = w.loop.time() + hold - 0.05
+        probes = [asyncio.ensure_future(w.probe(n, end, self.consumer)) for n in w.cut_off()]
+        await asyncio.sleep(hold)
+        w.net.heal()
+        w.say("heal")
+        await asyncio.gather(*probes)
 
     def target(self, kind: str) -> str:
         """The stream leader half of the time, else any live server."""
@@ -92,9 +116,7 @@ class Nemesis:
             for other in w.names:
                 if other != name:
                     w.net.cut(name, other)
-            await asyncio.sleep(hold)
-            w.net.heal()
-            w.say("heal")
+            await self.hold_cut(hold)
         elif kind == "split":
             side = rng.sample(w.names, len(w.names) // 2)
             w.say(f"split {sorted(side)} for {hold:.2f}s")
@@ -102,9 +124,7 @@ class Nemesis:
                 for b in w.names:
                     if b not in side:
                         w.net.cut(a, b)
-            await asyncio.sleep(hold)
-            w.net.heal()
-            w.say("heal")
+            await self.hold_cut(hold)
         elif kind == "slow":
             name = self.target(kind)
             delay = rng.uniform(0.05, 0.8)
@@ -170,12 +190,18 @@ async def _schedule(w: JsWorld, res: Result) -> None:
     rng = w.rng
     await w.start_all()
     await _create_stream(w)
+    reader: SimConsumer | None = None
+    reading: asyncio.Future[None] | None = None
+    if res.consumer:
+        reader = SimConsumer(w, random.Random(w.seed ^ 0xC0_5E))
+        await reader.create()
+        reading = asyncio.ensure_future(reader.run())
     w.publishing = True
     pubs = [
         asyncio.ensure_future(w.publisher(pid, rng.randint(20, 60)))
         for pid in range(1, rng.randint(2, 3) + 1)
     ]
-    nemesis = Nemesis(w)
+    nemesis = Nemesis(w, res.consumer)
     kinds = [k for k in FAULTS if w.size == 5 or k not in _FIVE]
     for _ in range(rng.randint(1, 3)):
         await asyncio.sleep(rng.uniform(0.05, 1.0))
@@ -193,15 +219,29 @@ async def _schedule(w: JsWorld, res: Result) -> None:
     peers = w.stream_peers()
     await w.until(lambda: w.converged(peers), 30.0, f"replicas {peers} converge")
     rep = w.check_replicas(peers)
+    w.say(f"{res.acked} publishes acknowledged; replicas {peers} converged")
     if not rep.ok:
         raise SimFailure(f"seed {w.seed}: {rep.summary()}")
+    if reader is not None and reading is not None:
+        stored = {seq: data for seq, _subj, data, _ts, _hdr in w.contents(peers[0])}
+        await reader.drain(reading, stored)
+        await reader.check_replicas(peers)
+        res.deliveries = reader.deliveries
 
 
-def run_schedule(seed: int, base: Path, size: int | None = None) -> Result:
+def with_consumer(seed: int) -> bool:
+    """Does the schedule of ``seed`` have a consumer? (A generator of its own: the world's
+    draws nothing for it.)"""
+    return random.Random(seed ^ 0xC0_0C).random() < CONSUMER_SHARE
+
+
+def run_schedule(
+    seed: int, base: Path, size: int | None = None, consumer: bool | None = None
+) -> Result:
     t0 = time.perf_counter()
     tmp = fresh_tmp(base, seed)
     box: list[JsWorld] = []
-    res = Result(seed, 0)
+    res = Result(seed, 0, consumer=with_consumer(seed) if consumer is None else consumer)
     logger = logging.getLogger("natsd")
     handler = _Errors(res.errors)
     saved = logger.level, logger.propagate
@@ -256,5 +296,6 @@ if __name__ == "__main__":
             print("\n".join(r.log))
             print(
                 f"seed {s}: {r.size} servers, faults {r.faults}, {r.acked} publishes, "
+                f"{'a consumer: ' + str(r.deliveries) + ' deliveries, ' if r.consumer else ''}"
                 f"{r.virtual_s:.1f}s virtual in {r.wall_s:.2f}s, {r.fingerprint}"
             )

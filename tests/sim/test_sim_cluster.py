@@ -4,8 +4,12 @@ clients on a simulated network, their disks on FaultFS (sim/world.py, sim/schedu
 
 Each seed is one schedule of faults (power loss with torn writes, graceful restart,
 isolation, minority/majority split, a slow server, a peer move) under publishers that
-retry until acknowledged; every acknowledged message must be on every replica once, in
-order, at its PubAck's sequence, and the replicas identical. ``make test`` runs
+retry until acknowledged, and in two seeds of five a durable pull consumer acknowledging
+each message with ack-sync; every acknowledged message must be on every replica once, in
+order, at its PubAck's sequence, and the replicas identical; no message may come back to
+the consumer after its ack-sync was answered, it must confirm every message, and its state
+must agree on every replica; a server cut off from a majority of the stream's peers must
+answer no read as the stream's leader once its lease has run out. ``make test`` runs
 ``NATSD_SIM_SCHEDULES`` seeds (200 by default); the soak tier runs thousands from a random
 base it prints. A failure names its seed: ``python tests/sim/schedule.py SEED`` replays it.
 """
@@ -28,14 +32,17 @@ SCHEDULES = int(os.environ.get("NATSD_SIM_SCHEDULES", "200"))
 def test_schedule(tmp_path: Path, seed: int) -> None:
     r = run_schedule(seed, tmp_path)
     assert r.faults and r.acked >= 40, (r.faults, r.acked)
+    assert not r.consumer or r.deliveries >= r.acked, (r.acked, r.deliveries)
 
 
 def test_a_seed_replays_callback_for_callback(tmp_path: Path) -> None:
     """Same seed, same run: the network's delivery fingerprint (every delivery's time,
-    endpoints and length, in order) and the world's log match; another seed differs."""
+    endpoints and length, in order) and the world's log match; another seed differs. (Seed
+    7 has a consumer and an isolated server read through.)"""
     a = run_schedule(7, tmp_path)
     b = run_schedule(7, tmp_path)
     c = run_schedule(8, tmp_path)
+    assert a.consumer and a.deliveries and "probe" in "\n".join(a.log)
     assert (a.fingerprint, a.log) == (b.fingerprint, b.log)
     assert a.fingerprint != c.fingerprint
     assert a.virtual_s > 2.0 and a.wall_s < a.virtual_s

@@ -18,9 +18,13 @@ Faults (``Nemesis``):
 * ``move``: one of the stream's peers replaced with ``STREAM.PEER.REMOVE`` (five servers).
 
 Workload: publishers with ``Nats-Msg-Id`` that retry a publish until it is acknowledged
-(``reliability.checker``'s self-describing payloads). Checks, once every fault has healed
-and the replicas converged: the stream's copy on every replica holds every acknowledged
-message once, in order, at the sequence its PubAck named, and the replicas are identical.
+(``reliability.checker``'s self-describing payloads); in two schedules of five a durable
+pull consumer that acknowledges every message with ack-sync (sim/consumer.py). Checks, once
+every fault has healed and the replicas converged: the stream's copy on every replica holds
+every acknowledged message once, in order, at the sequence its PubAck named, and the
+replicas are identical; the consumer's rules (sim/consumer.py). And while a cut leaves a
+server with at most half of the stream's peers, reads through a client of that server
+(``probe``): once its lease has run out it answers none as the stream's leader.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from reliability.checker import History, Outcome, Report, StoredMsg, check, make
 from natsd.config.cluster import parse_go_url
 from natsd.config.options import ClusterOptions
 from natsd.core import ids
+from natsd.jetstream.cluster.replica import LEASE
 from natsd.server import Server
 from natsd.testing.faultfs import FaultFS
 from sim.client import NoResponders, SimClient
@@ -50,6 +55,7 @@ __all__ = ["JsWorld", "LoopClock", "SimFailure", "seeded_ids"]
 
 CLUSTER = "sim"
 STREAM = "SIM"
+CONSUMER = "W"
 ROUTE_PORT = 6200
 CLIENT_PORT = 4200
 _EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
@@ -251,6 +257,9 @@ class JsWorld:
                 return list(a.peers)
         return [n for n in self.names if self.stream(n) is not None]
 
+    def failure(self, what: str) -> SimFailure:
+        return SimFailure(f"seed {self.seed}: {what}")
+
     async def until(self, cond: Callable[[], Any], within: float, what: str) -> None:
         deadline = self.loop.time() + within
         while not cond():
@@ -259,10 +268,16 @@ class JsWorld:
             await asyncio.sleep(0.02)
 
     # ---------------------------------------------------------------- clients
-    async def client(self, tag: str, server: str | None = None) -> SimClient:
-        """A connected client of ``server`` (a random live one by default)."""
+    async def client(
+        self, tag: str, server: str | None = None, rng: random.Random | None = None
+    ) -> SimClient:
+        """A connected client of ``server`` (by default a live one drawn from ``rng``, the
+        world's generator unless given)."""
         for _ in range(50):
-            name = server if server is not None else self.rng.choice(sorted(self.live))
+            if server is None and not self.live:
+                await asyncio.sleep(0.1)
+                continue
+            name = server if server is not None else (rng or self.rng).choice(sorted(self.live))
             if name not in self.live:
                 await asyncio.sleep(0.1)
                 continue
@@ -315,6 +330,68 @@ class JsWorld:
         if c is not None:
             c.close()
 
+    # ---------------------------------------------------------------- reads through a cut
+    def cut_off(self) -> list[str]:
+        """The live servers that the cuts leave with at most half of the stream's peers
+        (themselves included): none of them can hold a leader's lease."""
+        peers = set(self.stream_peers())
+        out = []
+        for n in sorted(self.live):
+            reach = {p for p in peers if p == n or not self.net.is_cut(n, p)}
+            if 2 * len(reach) <= len(peers):
+                out.append(n)
+        return out
+
+    async def probe(self, name: str, until: float, consumer: bool) -> None:
+        """Reads through a client of ``name``, cut off from a majority of the stream's
+        peers since now, every 0.1 s until ``until``: ``STREAM.INFO``, ``STREAM.MSG.GET``
+        and (with a consumer) ``CONSUMER.INFO``. Only the stream's leader answers the last
+        two, and only while it holds its lease: an answer from a majority of its group to
+        a request it sent within ``LEASE`` (cluster/group.has_lease). None can reach it
+        now, so for a read sent ``LEASE`` after the cut it answers none of them, and no
+        ``STREAM.INFO`` naming itself leader (a replica whose group has had no leader for a
+        while answers one from its own store, naming no leader)."""
+        loop = self.loop
+        expired = loop.time() + LEASE + 0.02
+        reads = [
+            ("info", f"$JS.API.STREAM.INFO.{STREAM}", b""),
+            ("get", f"$JS.API.STREAM.MSG.GET.{STREAM}", b'{"seq":1}'),
+        ]
+        if consumer:
+            reads.append(("consumer", f"$JS.API.CONSUMER.INFO.{STREAM}.{CONSUMER}", b""))
+        c = await self.client(f"probe-{name}", server=name)
+
+        async def ask(kind: str, subject: str, body: bytes) -> tuple[str, float, Any]:
+            sent = loop.time()
+            try:
+                return kind, sent, json.loads(await c.request(subject, body, timeout=0.3))
+            except (TimeoutError, NoResponders, ConnectionError):
+                return kind, sent, None
+
+        asks: list[asyncio.Future[tuple[str, float, Any]]] = []
+        while loop.time() < until:
+            asks.extend(asyncio.ensure_future(ask(*r)) for r in reads)
+            await asyncio.sleep(0.1)
+        answers = await asyncio.gather(*asks)
+        c.close()
+        as_leader = [
+            (kind, sent, a)
+            for kind, sent, a in answers
+            if a is not None and (kind != "info" or (a.get("cluster") or {}).get("leader") == name)
+        ]
+        late = [(k, t, a) for k, t, a in as_leader if t >= expired]
+        self.say(
+            f"probe {name}: {len(answers)} reads, {len(as_leader) - len(late)} answered as "
+            f"leader within the lease, {len(late)} after it"
+        )
+        if late:
+            kind, sent, a = late[0]
+            raise self.failure(
+                f"{name}, cut off since {expired - LEASE - 0.02:.3f}, answered {len(late)} "
+                f"reads as the stream's leader after its lease ran out; the first, a {kind} "
+                f"sent at {sent:.3f}: {_gist(a)}"
+            )
+
     # ---------------------------------------------------------------- checks
     def contents(self, name: str) -> list[tuple[int, str, bytes, int, bytes]]:
         s = self.stream(name)
@@ -344,6 +421,12 @@ class JsWorld:
                 )
         stored = [StoredMsg(seq, subj, data, _msg_id(hdr)) for seq, subj, data, _ts, hdr in first]
         return check(self.history, stored)
+
+
+def _gist(answer: dict[str, Any]) -> str:
+    """What an API answer says about the stream or consumer (not its config)."""
+    keys = ("error", "cluster", "state", "message", "delivered", "ack_floor", "num_pending")
+    return json.dumps({k: answer[k] for k in keys if k in answer})[:500]
 
 
 def _ignore(proto: Any, why: str) -> None:
