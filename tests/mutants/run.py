@@ -181,7 +181,9 @@ KILL_SUITE: tuple[tuple[str, str], ...] = (
     ("deterministic", "tests/storage/test_group_power_loss.py::test_power_loss_seeds[0]"),
     ("deterministic", "tests/storage/test_wal.py"),
     # the deterministic cluster tier: whole servers on virtual time, SIM_SCHEDULES seeds
-    # (tests/sim; about a third of a second each)
+    # (tests/sim; about a third of a second each). Alone as the kill suite it catches seven
+    # of the ten: not commit-old-term, nor the two that seed 51 found (wal-dir-not-durable
+    # is caught by that seed's own test, not among these)
     ("simulated", "tests/sim/test_sim_cluster.py::test_schedule"),
     # in-process three-server clusters: a few seconds each
     (
