@@ -185,8 +185,16 @@ def test_remove_queue_member_keeps_group() -> None:
 def test_iteration_yields_all_subs() -> None:
     sl: Sublist[Sub] = Sublist()
     subs = [
-        Sub(b"a"), Sub(b"a.b"), Sub(b"a.*"), Sub(b"a.>"), Sub(b">"), Sub(b"*"),
-        Sub(b"a.b", b"q"), Sub(b"a.b", b"q"), Sub(b"x.y.z", b"r"), Sub(b"*.*.>"),
+        Sub(b"a"),
+        Sub(b"a.b"),
+        Sub(b"a.*"),
+        Sub(b"a.>"),
+        Sub(b">"),
+        Sub(b"*"),
+        Sub(b"a.b", b"q"),
+        Sub(b"a.b", b"q"),
+        Sub(b"x.y.z", b"r"),
+        Sub(b"*.*.>"),
     ]
     for s in subs:
         sl.insert(s)
@@ -207,8 +215,15 @@ def _level_empty(level: object) -> bool:
 def test_remove_prunes_all_nodes() -> None:
     sl: Sublist[Sub] = Sublist()
     subs = [
-        Sub(b"a.b.c"), Sub(b"a.b"), Sub(b"a.*.c"), Sub(b"a.>"), Sub(b"*.>"), Sub(b">"),
-        Sub(b"x.y.z.w", b"q"), Sub(b"*"), Sub(b"a.b.c"),
+        Sub(b"a.b.c"),
+        Sub(b"a.b"),
+        Sub(b"a.*.c"),
+        Sub(b"a.>"),
+        Sub(b"*.>"),
+        Sub(b">"),
+        Sub(b"x.y.z.w", b"q"),
+        Sub(b"*"),
+        Sub(b"a.b.c"),
     ]
     for s in subs:
         sl.insert(s)
@@ -359,10 +374,11 @@ def test_wildcard_churn_with_a_large_cache() -> None:
 def test_counters() -> None:
     sl: Sublist[Sub] = Sublist()
     a = Sub(b"a")
+    sl.insert(Sub(b"b"))  # (a literal at the level "a" is looked up at: no shape)
     sl.insert(a)
     sl.remove(a)
     sl.remove(a)
-    assert sl.inserts == 1
+    assert sl.inserts == 2
     assert sl.removes == 1
     sl.match(b"a")
     sl.match(b"a")
@@ -375,7 +391,8 @@ def test_one_off_subjects_are_not_cached() -> None:
     # Reply inboxes are matched once each: they are noted, never cached, and cannot evict
     # the subjects that repeat.
     sl: Sublist[Sub] = Sublist()
-    inbox, orders = Sub(b"_INBOX.abc.*"), Sub(b"orders.*")
+    # (a literal subscription: "orders.new" is then a subject the cache holds, not a shape)
+    inbox, orders = Sub(b"_INBOX.abc.*"), Sub(b"orders.new")
     sl.insert(inbox)
     sl.insert(orders)
     sl.match(b"orders.new")
@@ -469,9 +486,7 @@ def test_random_large_model() -> None:
         else:
             subject = b".".join(rng.choice(toks[:4]) for _ in range(rng.randint(1, 5)))
             exp = {
-                id(s)
-                for s in present
-                if s.queue is None and subject_matches(subject, s.subject)
+                id(s) for s in present if s.queue is None and subject_matches(subject, s.subject)
             }
             assert psubs(sl, subject) == exp
 
@@ -480,7 +495,7 @@ def test_jetstream_ack_subjects_are_matched_but_not_cached() -> None:
     # Ack subjects embed delivery sequences: each is seen once, so caching them would only
     # evict subjects that repeat. They still match like any other subject.
     sl: Sublist = Sublist()
-    ack, other = Sub(b"$JS.ACK.S.C.>"), Sub(b"orders.*")
+    ack, other = Sub(b"$JS.ACK.S.C.>"), Sub(b"orders.new")
     sl.insert(ack)
     sl.insert(other)
     for i in range(1, 50):
@@ -491,3 +506,39 @@ def test_jetstream_ack_subjects_are_matched_but_not_cached() -> None:
     assert sl.cache_size == 1
     sl.remove(ack)
     assert psubs(sl, b"$JS.ACK.S.C.1.1.1.1700000000.0") == set()
+
+
+def test_a_reply_inbox_family_is_matched_once_by_its_shape() -> None:
+    # `_INBOX.abc.<n>` under `_INBOX.abc.*`: the walk looks up no literal at the last
+    # level, so one shape entry answers every n (and a match is a walk only once).
+    sl: Sublist[Sub] = Sublist()
+    inbox, other = Sub(b"_INBOX.abc.*"), Sub(b"_INBOX.xyz.*")
+    sl.insert(inbox)
+    sl.insert(other)
+    for i in range(1000):
+        assert psubs(sl, b"_INBOX.abc.%d" % i) == ids(inbox)
+    assert sl.matches == 1
+    # The same prefix with another token count is another shape.
+    assert psubs(sl, b"_INBOX.abc.1.2") == set()
+    # A literal subscription under the prefix changes the answer for one n: the shapes
+    # go, and the walk now looks the last token up (no shape for this family any more).
+    one = Sub(b"_INBOX.abc.7")
+    sl.insert(one)
+    assert psubs(sl, b"_INBOX.abc.7") == ids(inbox) | ids(one)
+    assert psubs(sl, b"_INBOX.abc.8") == ids(inbox)
+    sl.remove(one)
+    assert psubs(sl, b"_INBOX.abc.7") == ids(inbox)
+    sl.remove(inbox)
+    assert psubs(sl, b"_INBOX.abc.9") == set()
+
+
+def test_ack_subjects_share_their_consumers_shape() -> None:
+    sl: Sublist[Sub] = Sublist()
+    c1, c2 = Sub(b"$JS.ACK.S.C1.>"), Sub(b"$JS.ACK.S.C2.>")
+    sl.insert(c1)
+    sl.insert(c2)
+    for i in range(1, 200):
+        assert psubs(sl, b"$JS.ACK.S.C1.1.%d.%d.1700000000.0" % (i, i)) == ids(c1)
+        assert psubs(sl, b"$JS.ACK.S.C2.1.%d.%d.1700000000.%d" % (i, i, i)) == ids(c2)
+    assert sl.matches == 2
+    assert sl.cache_size == 0

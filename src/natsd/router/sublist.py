@@ -12,9 +12,13 @@ Not thread-safe: one event loop owns a Sublist.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from natsd.core.subjects import subject_matches
+
+if TYPE_CHECKING:
+    # Machine integers under mypyc; plain ints when interpreted (annotations only).
+    from mypy_extensions import i64
 
 __all__ = ["EMPTY_RESULT", "ChangeListener", "Forward", "MatchResult", "SubLike", "Sublist"]
 
@@ -35,6 +39,9 @@ INVALIDATE_SCAN_MAX: Final = 128
 # caching them only churns the cache and evicts subjects that do repeat (measured: 15% of
 # the CPU of a push consumer with acks, bench/micro_consumer.py --push).
 _UNIQUE_PREFIX: Final = b"$JS.ACK."
+# The empty lists of a result that matched nothing of a kind; shared, so never written.
+_NO_SUBS: Final[list[Any]] = []
+_NO_QSUBS: Final[list[Any]] = []
 
 
 class SubLike(Protocol):
@@ -51,6 +58,8 @@ EMPTY_RESULT: tuple[list[SubLike], list[list[SubLike]]] = ([], [])
 # Told (subject, queue, +1 | -1) after each insert and each successful remove: how a server
 # with routes keeps its interest table (router/interest.py) in step with its subscriptions.
 ChangeListener = Callable[[bytes, bytes | None, int], None]
+
+
 # The cluster's publish path for this Sublist's account, set while routes are up:
 # (subject, reply, tail, size, hlen, psubs, qsubs, publisher) -> local deliveries, or -1 when
 # nobody in the cluster has interest. Typed loosely: the router's Subscription and Sink live
@@ -127,6 +136,8 @@ class Sublist(Generic[S]):
         "_count",
         "_root",
         "_seen",
+        "_shape_depth",
+        "_shapes",
         "cache_hits",
         "forward",
         "inserts",
@@ -139,6 +150,11 @@ class Sublist(Generic[S]):
         self._root: _Level[S] = _Level()
         self._cache: dict[bytes, MatchResult[S]] = {}
         self._seen: dict[bytes, None] = {}  # subjects missed once (see match)
+        # Results that do not depend on a subject's last tokens (see match): by the subject
+        # cut after the tokens the result depends on, with the subject's token count.
+        self._shapes: dict[bytes, tuple[int, MatchResult[S]]] = {}
+        # token count -> where the last shape stored for it was cut (in tokens)
+        self._shape_depth: dict[int, int] = {}
         self._count = 0
         self.matches = 0
         self.cache_hits = 0
@@ -236,6 +252,9 @@ class Sublist(Generic[S]):
         return True
 
     def _invalidate(self, pattern: bytes) -> None:
+        if self._shapes:
+            # A shape stands for every subject of a prefix: any change may touch one.
+            self._shapes.clear()
         cache = self._cache
         if not cache:
             return
@@ -254,11 +273,34 @@ class Sublist(Generic[S]):
         if res is not None:
             self.cache_hits += 1
             return res
+        shapes = self._shapes
+        if shapes:
+            ntok = _count_tokens(subject)
+            depth = self._shape_depth.get(ntok)
+            if depth is not None:
+                shape = shapes.get(subject[: _cut_at(subject, depth)])
+                if shape is not None and shape[0] == ntok:
+                    self.cache_hits += 1
+                    return shape[1]
         self.matches += 1
         acc: _Acc[S] = _Acc()
-        _match_level(self._root, subject.split(b"."), 0, acc)
+        toks = subject.split(b".")
+        _match_level(self._root, toks, 0, acc)
         qmap = acc.qmap
-        res = (acc.psubs, list(qmap.values()) if qmap is not None else acc.no_qsubs)
+        res = (acc.psubs, list(qmap.values()) if qmap is not None else _NO_QSUBS)
+        ntok = len(toks)
+        depth = acc.depth
+        if depth < ntok:
+            # The walk looked up none of the tokens from ``depth`` on (their levels held
+            # only wildcards), so every subject with these first tokens and this many of
+            # them matches the same: a reply inbox under its client's ``_INBOX.<id>.*``,
+            # an ack under its consumer's ``$JS.ACK.<stream>.<consumer>.>``. One entry
+            # serves them all, where the subject cache would miss every time.
+            if len(shapes) >= CACHE_MAX:
+                shapes.clear()
+            shapes[subject[: _cut_at(subject, depth)]] = (ntok, res)
+            self._shape_depth[ntok] = depth
+            return res
         if subject.startswith(_UNIQUE_PREFIX):
             return res
         # Admission: a subject is cached on its second miss. Reply inboxes and other
@@ -313,13 +355,15 @@ class _Acc(Generic[S]):
     a change replaces ``plist`` rather than mutating it.
     """
 
-    __slots__ = ("no_qsubs", "owned", "psubs", "qmap")
+    __slots__ = ("depth", "owned", "psubs", "qmap")
 
     def __init__(self) -> None:
-        self.psubs: list[S] = []
-        self.no_qsubs: list[list[S]] = []
+        self.psubs: list[S] = _NO_SUBS  # (shared and never written: replaced, see collect)
         self.owned = False  # psubs is our own list (not a node's plist)
         self.qmap: dict[bytes, list[S]] | None = None
+        # 1 + the deepest token index looked up among literal tokens: the result does not
+        # depend on the tokens from here on (only on how many there are).
+        self.depth = 0
 
     def collect(self, node: _Node[S]) -> None:
         if node.psubs:
@@ -345,6 +389,34 @@ class _Acc(Generic[S]):
                     lst.extend(grp)
 
 
+def _count_tokens(subject: bytes) -> int:
+    """How many tokens ``subject.split(b".")`` gives (compiled: a scan on machine ints)."""
+    n: i64 = len(subject)
+    dots: i64 = 0
+    i: i64 = 0
+    while i < n:
+        if subject[i] == 46:
+            dots += 1
+        i += 1
+    return dots + 1
+
+
+def _cut_at(subject: bytes, depth: int) -> int:
+    """Where ``subject``'s first ``depth`` tokens end (0 for none)."""
+    if depth <= 0:
+        return 0
+    n: i64 = len(subject)
+    left: i64 = depth
+    i: i64 = 0
+    while i < n:
+        if subject[i] == 46:
+            left -= 1
+            if left == 0:
+                return i
+        i += 1
+    return n
+
+
 def _match_level(level: _Level[S], toks: list[bytes], i: int, acc: _Acc[S]) -> None:
     last = len(toks) - 1
     while True:
@@ -356,7 +428,12 @@ def _match_level(level: _Level[S], toks: list[bytes], i: int, acc: _Acc[S]) -> N
                 acc.collect(pwc)
             elif pwc.next is not None:
                 _match_level(pwc.next, toks, i + 1, acc)
-        node = level.nodes.get(toks[i])
+        nodes = level.nodes
+        if not nodes:
+            return
+        if i >= acc.depth:
+            acc.depth = i + 1
+        node = nodes.get(toks[i])
         if node is None:
             return
         if i == last:
