@@ -292,8 +292,12 @@ class RouteParser(FrameBuffer):
                 if not body:
                     return self._fail(ev, ("INFO" if is_info else "CONNECT") + " has no body")
                 ev.append((R_INFO if is_info else R_CONNECT, body))
-            elif up.startswith(b"LS+") or up.startswith(b"LS-") or up.startswith(b"LMSG"):
-                # Sent only to a peer that announced lnoc (leafnode origin cluster).
+            elif (up.startswith(b"LS+") or up.startswith(b"LS-") or up.startswith(b"LMSG")) and (
+                _verb_ends(line)
+            ):
+                # Sent only to a peer that announced lnoc (leafnode origin cluster). Without
+                # its separator ("LS+RMSG") the verb is unknown, as it is while unfinished
+                # (_could_be_verb), so a split never changes the verdict.
                 return self._fail(ev, up[:4].strip().decode() + " is not supported (no lnoc)")
             else:
                 return self._fail(ev, "unknown protocol operation")
@@ -355,8 +359,15 @@ def _size(b: bytes) -> int:
 
 
 def _verb_ends(line: bytes) -> bool:
-    """INFO/CONNECT must be followed by a separator, not more letters."""
-    k = 4 if line[:1] in b"Ii" else 7
+    """The verb is followed by a separator, not more letters (INFO, CONNECT, LS+, LS-,
+    LMSG)."""
+    up = line[:4].upper()
+    if up.startswith(b"LS"):
+        k = 3
+    elif up == b"INFO" or up == b"LMSG":
+        k = 4
+    else:
+        k = 7
     return len(line) > k and line[k] in b" \t"
 
 
