@@ -28,6 +28,8 @@ TABLE: tuple[Scenario, ...] = (
     Pull("js-pull-ack-file", "file", acked=True, aliases=("pull-ack-file",), opt_in=True),
     Pull("js-pull-none", "memory", acked=False, aliases=("pull-none",)),
     Push(),
+    # a durable file stream (by name, --only consumers or js, like js-pull-ack-file)
+    Push("js-push-file", "file", ("push-file",), opt_in=True),
     PubToPull(),
     KvPut(sync=True),
     KvPut(sync=False),

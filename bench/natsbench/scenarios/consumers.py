@@ -255,11 +255,18 @@ class Pull(_Consume):
 class Push(_Consume):
     """A durable push consumer (the worker creates it) acking every message."""
 
-    def __init__(self) -> None:
-        super().__init__("js-push", "memory", ("push",), opt_in=False)
+    def __init__(
+        self,
+        name: str = "js-push",
+        storage: str = "memory",
+        aliases: tuple[str, ...] = ("push",),
+        opt_in: bool = False,
+    ) -> None:
+        super().__init__(name, storage, aliases, opt_in=opt_in)
 
     def rows(self, cfg: Config) -> list[Row]:
-        return [Row("js push ack mem", self.name, "rate", "tput")]
+        store = "mem" if self.storage == "memory" else self.storage
+        return [Row(f"js push ack {store}", self.name, "rate", "tput")]
 
     def is_exact(self, warmup: bool) -> bool:
         return not warmup  # a push consumer sends ahead of the reader
@@ -370,6 +377,5 @@ class PubToPull(Scenario):
     def report(self, m: dict[str, float]) -> str:
         cpu = f"cpu: server {m['server_cpu']:.0%} client {m['cons_cpu']:.0%}"
         return (
-            f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  ({m['count']:,.0f} msgs)"
-            f"  {cpu}"
+            f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  ({m['count']:,.0f} msgs)  {cpu}"
         )
