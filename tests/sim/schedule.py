@@ -32,7 +32,7 @@ if __name__ == "__main__":  # run as a script: the tests directory is the import
 from sim.client import NoResponders
 from sim.consumer import SimConsumer
 from sim.vloop import Stalled, run_virtual
-from sim.world import STREAM, JsWorld, SimFailure, fresh_tmp, seeded_ids
+from sim.world import STREAM, JsWorld, SimFailure, fresh_tmp, seeded_ids, virtual_cpu
 
 __all__ = ["FAULTS", "Result", "run_schedule", "with_consumer"]
 
@@ -265,7 +265,7 @@ def run_schedule(
                 await w.stop_all()
 
     try:
-        with seeded_ids(seed):
+        with seeded_ids(seed), virtual_cpu():
             run_virtual(main)
     except (SimFailure, Stalled, Exception) as e:
         w = box[0] if box else None

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import random
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +53,7 @@ from natsd.testing.faultfs import FaultFS
 from sim.client import NoResponders, SimClient
 from sim.net import Endpoint, SimNetwork
 
-__all__ = ["JsWorld", "LoopClock", "SimFailure", "seeded_ids"]
+__all__ = ["JsWorld", "LoopClock", "SimFailure", "seeded_ids", "virtual_cpu"]
 
 CLUSTER = "sim"
 STREAM = "SIM"
@@ -104,6 +106,50 @@ def seeded_ids(seed: int) -> Iterator[None]:
     finally:
         ids.secrets = saved  # type: ignore[assignment]
         random.setstate(state)
+
+
+# natsd modules that read the CPU clock (``time.perf_counter``) to decide what runs when:
+# connection/fairness.py and the client read path size a client's input slices by what
+# reading took, and defer the rest of a read to a later loop turn once a turn has used 2 ms
+# (or a read is more than 1 ms of measured work). On a loaded machine that cut reads at
+# different places from one run to the next, and one seed ran two schedules.
+_CPU_CLOCK_READERS = ("natsd.connection.fairness", "natsd.connection.client")
+
+
+class _VirtualCpuTime:
+    """The ``time`` module as those modules see it in a simulation: ``perf_counter`` is the
+    running loop's clock, which stands still within a callback (the simulated CPU takes
+    no time, as the loop's clock says), the rest is the real module."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    @staticmethod
+    def perf_counter() -> float:
+        try:
+            return asyncio.get_running_loop().time()
+        except RuntimeError:  # (not on the loop: no simulated server runs there)
+            return time.perf_counter()
+
+
+@contextlib.contextmanager
+def virtual_cpu() -> Iterator[None]:
+    """Within: ``_CPU_CLOCK_READERS`` read the loop's clock as their CPU clock, so no read
+    is cut by how long processing took on this machine. A module that no longer reads
+    ``time`` as a module attribute fails the run rather than leave it to the machine's
+    load. (Compiled modules keep their own reference: this tier runs pure Python.)"""
+    mods = [importlib.import_module(m) for m in _CPU_CLOCK_READERS]
+    for m in mods:
+        if getattr(m, "time", None) is not time:
+            raise RuntimeError(f"{m.__name__} has no module attribute time: update sim/world.py")
+    fake = _VirtualCpuTime()
+    for m in mods:
+        m.time = fake  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for m in mods:
+            m.time = time  # type: ignore[attr-defined]
 
 
 @dataclass
