@@ -4,7 +4,7 @@ clients on a simulated network, their disks on FaultFS (sim/world.py, sim/schedu
 
 Each seed is one schedule of faults (power loss with torn writes, graceful restart,
 isolation, minority/majority split, a slow server, a peer move) under publishers that
-retry until acknowledged, and in two seeds of five a durable pull consumer acknowledging
+retry until acknowledged, and in three seeds of ten a durable pull consumer acknowledging
 each message with ack-sync; every acknowledged message must be on every replica once, in
 order, at its PubAck's sequence, and the replicas identical; no message may come back to
 the consumer after its ack-sync was answered, it must confirm every message, and its state

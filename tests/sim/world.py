@@ -18,7 +18,7 @@ Faults (``Nemesis``):
 * ``move``: one of the stream's peers replaced with ``STREAM.PEER.REMOVE`` (five servers).
 
 Workload: publishers with ``Nats-Msg-Id`` that retry a publish until it is acknowledged
-(``reliability.checker``'s self-describing payloads); in two schedules of five a durable
+(``reliability.checker``'s self-describing payloads); in three schedules of ten a durable
 pull consumer that acknowledges every message with ack-sync (sim/consumer.py). Checks, once
 every fault has healed and the replicas converged: the stream's copy on every replica holds
 every acknowledged message once, in order, at the sequence its PubAck named, and the
