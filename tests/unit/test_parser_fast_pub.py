@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_parser import _split
 
 import natsd.protocol.parser as compiled_parser
 from natsd.protocol.parser import OP_PUB, Parser
@@ -66,16 +67,6 @@ def _events(p: object, chunks: list[bytes]) -> tuple[list[tuple[object, ...]], b
     for c in chunks:
         out.extend(p.feed(c))  # type: ignore[attr-defined]
     return out, bool(p.dead)  # type: ignore[attr-defined]
-
-
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    out, prev = [], 0
-    for c in points:
-        out.append(data[prev:c])
-        prev = c
-    out.append(data[prev:])
-    return out
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
