@@ -322,6 +322,17 @@ async def _setup(tmp: Path, compact: bool) -> tuple[FaultCluster, random.Random,
     return c, random.Random(seed), h, others, before
 
 
+async def _publishes_and_sets_nothing_aside(
+    tmp_path: Path, c: FaultCluster, before: Any, leader: str, current_at: Any
+) -> None:
+    """The end of both cases: every stream takes a publish, and after the driver's wait
+    nothing was set aside."""
+    await _publish_everywhere(c, before, leader)
+    _phase("intact, and every stream took a publish")
+    await _no_orphan_set_aside(tmp_path, c, current_at)
+    _phase("nothing set aside")
+
+
 async def test_meta_snapshot_damaged_on_a_minority_is_repaired_from_the_leader(
     tmp_path: Path,
 ) -> None:
@@ -348,10 +359,7 @@ async def test_meta_snapshot_damaged_on_a_minority_is_repaired_from_the_leader(
         assert "snapshot record" in errors[victim][0], errors[victim][0]
         assert all(not errors[n] for n in (h, others[0])), errors
         print(errors[victim][0])
-        await _publish_everywhere(c, before, h)
-        _phase("intact, and every stream took a publish")
-        await _no_orphan_set_aside(tmp_path, c, current_at)
-        _phase("nothing set aside")
+        await _publishes_and_sets_nothing_aside(tmp_path, c, before, h, current_at)
     finally:
         await c.close()
 
@@ -428,9 +436,6 @@ async def test_meta_wal_cut_short_on_a_majority_is_refused_until_the_operator_re
         current_at = await _all_current(c, h)
         _phase("recovered: every server current with the meta leader")
         await _check_intact(c, before)
-        await _publish_everywhere(c, before, h)
-        _phase("intact, and every stream took a publish")
-        await _no_orphan_set_aside(tmp_path, c, current_at)
-        _phase("nothing set aside")
+        await _publishes_and_sets_nothing_aside(tmp_path, c, before, h, current_at)
     finally:
         await c.close()
