@@ -20,24 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import nats
-from components import require_nats_server
-from embedded_cluster import spawn_natsd
-from ports import free_ports
-
-HOST = "127.0.0.1"
+from proc_cluster import ProcCluster
 
 
 @dataclass
@@ -57,33 +49,6 @@ class StartRun:
         return "; ".join(self.problems)
 
 
-@dataclass
-class _Member:
-    name: str
-    kind: str  # "natsd" (with JetStream) or "nats-server" (without)
-    port: int
-    cport: int
-    http: int
-    conf: Path
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-
-def _get(port: int, path: str) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(f"http://{HOST}:{port}{path}", timeout=2) as r:
-            out: dict[str, Any] = json.loads(r.read())
-            return out
-    except (OSError, ValueError):
-        return None
-
-
-def _peers(routez: dict[str, Any] | None) -> set[str]:
-    if routez is None:
-        return set()
-    return {str(r.get("remote_name") or r.get("remote_id")) for r in routez.get("routes") or []}
-
-
 @contextlib.contextmanager
 def cpu_hog(on: bool) -> Iterator[None]:
     """A process that spins on one core for as long as the block runs."""
@@ -96,99 +61,44 @@ def cpu_hog(on: bool) -> Iterator[None]:
             hog.wait()
 
 
-def _members(tmp: Path, natsd: int, others: int, cluster_extra: str = "") -> list[_Member]:
-    n = natsd + others
-    ports = free_ports(3 * n)
-    out = []
-    for i in range(n):
-        kind = "natsd" if i < natsd else "nats-server"
-        name = f"n{i + 1}" if kind == "natsd" else f"g{i + 1 - natsd}"
-        m = _Member(
-            name,
-            kind,
-            ports[i],
-            ports[n + i],
-            ports[2 * n + i],
-            tmp / f"{name}.conf",
-            tmp / f"{name}.log",
-        )
-        out.append(m)
-    js_routes = ", ".join(f'"nats-route://{HOST}:{m.cport}"' for m in out if m.kind == "natsd")
-    all_routes = ", ".join(f'"nats-route://{HOST}:{m.cport}"' for m in out)
-    for m in out:
-        text = f"server_name: {m.name}\nport: {m.port}\nhost: {HOST}\nhttp_port: {m.http}\n"
-        if m.kind == "natsd":
-            store = json.dumps(str(tmp / m.name))
-            text += f"jetstream {{ store_dir: {store} }}\n"
-            routes = js_routes
-        else:
-            routes = all_routes
-        text += (
-            f"cluster {{ name: starts, listen: {HOST}:{m.cport}, routes: [{routes}]\n"
-            f"{cluster_extra}}}\n"
-        )
-        m.conf.write_text(text)
-    return out
-
-
-def _spawn(m: _Member) -> subprocess.Popen[bytes]:
-    if m.kind == "natsd":
-        return spawn_natsd(m.conf, m.log)
-    binary = require_nats_server()
-    with open(m.log, "ab") as logf:
-        return subprocess.Popen(
-            [binary, "-c", str(m.conf)],
-            stdin=subprocess.DEVNULL,
-            stdout=logf,
-            stderr=logf,
-            start_new_session=True,
-        )
-
-
 async def start_together(
     tmp: Path, natsd: int, others: int = 0, bound: float = 20.0, cluster_extra: str = ""
 ) -> StartRun:
-    """Start ``natsd`` natsd JetStream servers and ``others`` nats-server ones at once and
-    check that the cluster comes up whole within ``bound`` seconds (see the module).
-    ``cluster_extra`` goes into every server's ``cluster {}`` (a ``tls {}`` block)."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    members = _members(tmp, natsd, others, cluster_extra)
+    """Start ``natsd`` natsd JetStream servers (n1, n2, ...) and ``others`` nats-server ones
+    (g1, g2, ...) at once and check that the cluster comes up whole within ``bound`` seconds
+    (see the module). ``cluster_extra`` goes into every server's ``cluster {}`` (a ``tls {}``
+    block)."""
+    n = natsd + others
+    names = [f"n{i + 1}" for i in range(natsd)] + [f"g{i + 1}" for i in range(others)]
+    cluster = ProcCluster(tmp, n, kinds=["natsd"] * natsd + ["nats-server"] * others,
+                          names=names, jetstream=[i < natsd for i in range(n)],
+                          cluster_extra=cluster_extra, cluster_name="starts")  # fmt: skip
     run = StartRun()
     t0 = time.monotonic()
-    for m in members:
-        m.proc = _spawn(m)
+    for s in cluster:
+        s.wait_ready = False  # all at once: nobody waits for anybody
+        s.start()
     try:
-        await _check(members, run, t0, bound)
+        await _check(cluster, run, t0, bound)
     finally:
-        for m in members:
-            if m.proc is not None and m.proc.poll() is None:
-                m.proc.send_signal(signal.SIGTERM)
-        for m in members:
-            if m.proc is not None:
-                try:
-                    m.proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    m.proc.kill()
-                    m.proc.wait()
+        await cluster.close()
     if not run.ok:
-        run.logs = "\n".join(
-            f"--- {m.name} ({m.kind})\n{m.log.read_text(errors='replace')[-6000:]}" for m in members
-        )
+        run.logs = "\n".join(f"--- {s.name} ({s.kind})\n{s.log_tail(6000)}" for s in cluster)
     return run
 
 
-async def _check(members: list[_Member], run: StartRun, t0: float, bound: float) -> None:
-    names = {m.name for m in members}
-    js = [m for m in members if m.kind == "natsd"]
+async def _check(cluster: ProcCluster, run: StartRun, t0: float, bound: float) -> None:
+    names = {s.name for s in cluster}
+    js = [s for s in cluster if s.jetstream]
     deadline = t0 + bound
     seen: dict[str, set[str]] = {}
     while True:
-        for m in members:
-            if m.proc is not None and m.proc.poll() is not None:
-                run.problems.append(f"{m.name} exited with {m.proc.returncode}")
+        for s in cluster:
+            if s.proc is not None and s.proc.poll() is not None:
+                run.problems.append(f"{s.name} exited with {s.proc.returncode}")
                 return
-        seen = {m.name: _peers(await asyncio.to_thread(_get, m.http, "/routez")) for m in members}
-        if all(seen[m.name] >= names - {m.name} for m in members):
+        seen = {s.name: await asyncio.to_thread(s.route_names) for s in cluster}
+        if all(seen[s.name] >= names - {s.name} for s in cluster):
             break
         if time.monotonic() > deadline:
             missing = {k: sorted(names - {k} - v) for k, v in seen.items() if names - {k} - v}
@@ -198,8 +108,7 @@ async def _check(members: list[_Member], run: StartRun, t0: float, bound: float)
     run.mesh_s = time.monotonic() - t0
     leaders: set[str] = set()
     while True:
-        jsz = [await asyncio.to_thread(_get, m.http, "/jsz") for m in js]
-        leaders = {str(((j or {}).get("meta_cluster") or {}).get("leader") or "") for j in jsz}
+        leaders = {await asyncio.to_thread(s.seen_leader) for s in js}
         if len(leaders) == 1 and "" not in leaders:
             break
         if time.monotonic() > deadline:
@@ -207,8 +116,8 @@ async def _check(members: list[_Member], run: StartRun, t0: float, bound: float)
             return
         await asyncio.sleep(0.05)
     run.leader_s = time.monotonic() - t0
-    via = random.choice(members)
-    nc = await nats.connect(f"nats://{HOST}:{via.port}", allow_reconnect=False)
+    via = random.choice(cluster.servers)
+    nc = await nats.connect(via.url, allow_reconnect=False)
     try:
         jsc = nc.jetstream(timeout=10)
         for name, replicas in (("R1", 1), ("R3", 3)):

@@ -64,17 +64,31 @@ async def until(cond: Callable[[], Any], timeout: float = 15.0) -> float:
 
 class EmbeddedJsCluster:
     """Three JetStream servers n1..n3 (``size`` of them: n1..n<size>), and ``edge`` when
-    asked, on loopback: natsd ``Server`` objects on the test's event loop. The clusters of
-    processes are ``differential.process_js_cluster.ProcessJsCluster`` (natsd or nats-server)
-    and ``NatsdProcessCluster`` of tests/integration/test_js_cluster_process.py."""
+    asked, on loopback: natsd ``Server`` objects on the test's event loop. Clients' ports are
+    the kernel's choice, or (``fixed_ports``) fixed, so that a restarted server comes back
+    where its clients reconnect. A subclass gives a server more options (``options``: a
+    disk model, say). The clusters of processes are ``proc_cluster.ProcCluster``."""
 
-    def __init__(self, tmp: Path, edge: bool = False, size: int = 3, **server_kw: Any) -> None:
+    def __init__(
+        self, tmp: Path, edge: bool = False, size: int = 3, fixed_ports: bool = False,
+        **server_kw: Any,
+    ) -> None:  # fmt: skip
         self.tmp = tmp
         self.server_kw = server_kw  # more options for every server
         self.names = [f"n{i}" for i in range(1, size + 1)]
         self.cports = free_ports(size + 1)
+        self.client_ports = free_ports(size + 1) if fixed_ports else [0] * (size + 1)
         self.servers: dict[str, Server] = {}
         self.with_edge = edge
+
+    def options(self, name: str) -> dict[str, Any]:
+        """Server ``name``'s own options, over ``server_kw``."""
+        return {"jetstream": True, "store_dir": str(self.tmp / name)}
+
+    @property
+    def urls(self) -> list[str]:
+        """The JetStream servers' client URLs (fixed ports only: a port 0 has none yet)."""
+        return [f"nats://127.0.0.1:{p}" for p in self.client_ports[: len(self.names)]]
 
     async def start(self, name: str) -> Server:
         size = len(self.names)
@@ -83,8 +97,9 @@ class EmbeddedJsCluster:
         c = ClusterOptions(name=CLUSTER, host="127.0.0.1", port=self.cports[i], routes=routes)
         kw: dict[str, Any] = dict(self.server_kw)
         if name != EDGE:
-            kw |= {"jetstream": True, "store_dir": str(self.tmp / name)}
-        srv = Server(host="127.0.0.1", port=0, server_name=name, cluster=c, http_port=-1, **kw)
+            kw |= self.options(name)
+        srv = Server(host="127.0.0.1", port=self.client_ports[i], server_name=name, cluster=c,
+                     http_port=-1, **kw)  # fmt: skip
         await srv.start()
         self.servers[name] = srv
         return srv

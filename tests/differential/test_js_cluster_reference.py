@@ -24,18 +24,12 @@ import nats.errors
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-
-from differential.process_js_cluster import (
-    CLUSTER_NAME,
-    ProcessJsCluster,
-    js_request,
-    peer_hash,
-    process_js_cluster,
-)
+from proc_cluster import ProcCluster, ServerProc, js_request, peer_hash, running
 
 pytestmark = pytest.mark.timeout(120)
 
 KINDS = ["nats-server", "natsd"]
+CLUSTER_NAME = "jsc"
 TAGS = (["n:0"], ["n:1"], ["n:2"])
 NO_PEERS = "no suitable peers for placement"
 UNAVAILABLE = {
@@ -48,17 +42,30 @@ UNAVAILABLE = {
 @pytest.fixture(scope="module", params=KINDS)
 def shared(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ProcessJsCluster]:
+) -> Iterator[ProcCluster]:
     """One cluster per kind for the tests that leave every server running."""
-    with process_js_cluster(request.param, tmp_path_factory.mktemp("jsc"), tags=TAGS) as c:
+    with running(_cluster(request.param, tmp_path_factory.mktemp("jsc"))) as c:
         yield c
 
 
 @pytest.fixture(params=KINDS)
-def own(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcessJsCluster]:
+def own(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcCluster]:
     """A cluster of its own, for a test that kills servers."""
-    with process_js_cluster(request.param, tmp_path, tags=TAGS) as c:
+    with running(_cluster(request.param, tmp_path)) as c:
         yield c
+
+
+def _cluster(kind: str, tmp: Path) -> ProcCluster:
+    """Three servers of ``kind`` named ``<kind>-<i>`` and tagged ``n:<i>``, with accounts
+    ``A`` (JetStream) and ``SYS``."""
+    names = [f"{kind}-{i}" for i in range(3)]
+    return ProcCluster(tmp, 3, kinds=kind, names=names, tags=TAGS, auth=True,
+                       system_account=True, cluster_name=CLUSTER_NAME)  # fmt: skip
+
+
+def _leader(c: ProcCluster) -> ServerProc:
+    """The server every live server names as meta leader (waits for agreement)."""
+    return c[asyncio.run(c.meta_leader())]
 
 
 def _stream(name: str, on: int, **extra: Any) -> dict[str, Any]:
@@ -74,11 +81,11 @@ async def _no_answer(nc: NATS, subject: str, body: Any = b"", wait: float = 2.0)
     return False
 
 
-def _kind(c: ProcessJsCluster) -> str:
+def _kind(c: ProcCluster) -> str:
     return c[0].kind
 
 
-def test_r1_stream_cluster_block_and_routing(shared: ProcessJsCluster) -> None:
+def test_r1_stream_cluster_block_and_routing(shared: ProcCluster) -> None:
     """An R1 stream on server 0, created, read, fed and consumed through servers 1 and 2."""
     owner = f"{_kind(shared)}-0"
     block = {"name": CLUSTER_NAME, "leader": owner}
@@ -197,7 +204,7 @@ async def _pub(nc: NATS, subject: str, data: bytes, timeout: float = 10.0) -> di
             await asyncio.sleep(0.05)
 
 
-def test_r3_stream(shared: ProcessJsCluster) -> None:
+def test_r3_stream(shared: ProcCluster) -> None:
     """An R3 stream: its cluster block, publishes through any server, purge, message
     delete and a leader stepdown, as nats-server answers them."""
     names = {s.name for s in shared}
@@ -266,7 +273,7 @@ def test_r3_stream(shared: ProcessJsCluster) -> None:
     asyncio.run(run())
 
 
-def test_r3_durable_consumer(shared: ProcessJsCluster) -> None:
+def test_r3_durable_consumer(shared: ProcCluster) -> None:
     """A durable pull consumer of an R3 stream: created, fetched from, acknowledged with
     ack-sync, stepped down and deleted through another server, as nats-server answers."""
     names = {s.name for s in shared}
@@ -289,14 +296,7 @@ def test_r3_durable_consumer(shared: ProcessJsCluster) -> None:
             block = created["cluster"]
             assert block["name"] == CLUSTER_NAME and block["leader"] in names, block
             assert sorted(r["name"] for r in block["replicas"]) == sorted(names - {block["leader"]})
-            inbox = nc.new_inbox()
-            sub = await nc.subscribe(inbox)
-            await nc.publish(
-                "$JS.API.CONSUMER.MSG.NEXT.RDC.D",
-                b'{"batch": 2, "expires": 2000000000}',
-                reply=inbox,
-            )
-            got = [await sub.next_msg(timeout=5) for _ in range(2)]
+            got = await _pull(nc, "RDC", "D", 2)
             assert [m.data for m in got] == [b"0", b"1"]
             assert (await nc.request(got[0].reply, b"+ACK", timeout=5)).data == b""
             info = await js_request(nc, "$JS.API.CONSUMER.INFO.RDC.D")
@@ -336,7 +336,7 @@ def test_r3_durable_consumer(shared: ProcessJsCluster) -> None:
     asyncio.run(run())
 
 
-def test_r3_workqueue_consumer(shared: ProcessJsCluster) -> None:
+def test_r3_workqueue_consumer(shared: ProcCluster) -> None:
     """A workqueue R3 stream: what its durable consumer acknowledges leaves the stream, and
     the stream info through another server says so, as nats-server answers."""
 
@@ -354,14 +354,7 @@ def test_r3_workqueue_consumer(shared: ProcessJsCluster) -> None:
             assert created["name"] == "W", created
             for i in range(5):
                 assert (await _pub(nc, "rwq.a", b"%d" % i))["seq"] == i + 1
-            inbox = nc.new_inbox()
-            sub = await nc.subscribe(inbox)
-            await nc.publish(
-                "$JS.API.CONSUMER.MSG.NEXT.RWQ.W", b'{"batch": 3, "expires": 2000000000}',
-                reply=inbox,
-            )  # fmt: skip
-            for _ in range(3):
-                m = await sub.next_msg(timeout=5)
+            for m in await _pull(nc, "RWQ", "W", 3):
                 assert (await nc.request(m.reply, b"+ACK", timeout=5)).data == b""
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 10
@@ -405,7 +398,7 @@ def test_r3_workqueue_consumer(shared: ProcessJsCluster) -> None:
     ids=["R5", "unknown-tag", "two-servers-tags", "unknown-cluster"],
 )
 def test_placement_errors(
-    shared: ProcessJsCluster, request_body: dict[str, Any], description: str
+    shared: ProcCluster, request_body: dict[str, Any], description: str
 ) -> None:
     async def run() -> dict[str, Any]:
         nc = await shared.connect(2)
@@ -424,7 +417,7 @@ def test_placement_errors(
     assert (answer["error"]["code"], answer["error"]["err_code"]) == (400, 10005)
 
 
-def test_placement_tags_are_case_insensitive(shared: ProcessJsCluster) -> None:
+def test_placement_tags_are_case_insensitive(shared: ProcCluster) -> None:
     async def run() -> dict[str, Any]:
         nc = await shared.connect(2)
         try:
@@ -438,8 +431,8 @@ def test_placement_tags_are_case_insensitive(shared: ProcessJsCluster) -> None:
     assert asyncio.run(run())["cluster"] == {"name": CLUSTER_NAME, "leader": f"{_kind(shared)}-1"}
 
 
-def test_jsz_meta_cluster_and_healthz(shared: ProcessJsCluster) -> None:
-    leader = shared.meta_leader()
+def test_jsz_meta_cluster_and_healthz(shared: ProcCluster) -> None:
+    leader = _leader(shared)
     follower = next(s for s in shared if s is not leader)
     for s in shared:
         meta = s.jsz()["meta_cluster"]
@@ -470,8 +463,8 @@ def test_jsz_meta_cluster_and_healthz(shared: ProcessJsCluster) -> None:
     assert status == 200 and body["meta_cluster"]["leader"] == leader.name
 
 
-def test_meta_leader_stepdown_needs_the_system_account(shared: ProcessJsCluster) -> None:
-    before = shared.meta_leader()
+def test_meta_leader_stepdown_needs_the_system_account(shared: ProcCluster) -> None:
+    before = _leader(shared)
     asker = next(s for s in shared if s is not before).index
 
     async def run() -> dict[str, Any]:
@@ -480,7 +473,7 @@ def test_meta_leader_stepdown_needs_the_system_account(shared: ProcessJsCluster)
         try:
             # An ordinary account gets no answer at all, not an error document.
             assert await _no_answer(nc, "$JS.API.META.LEADER.STEPDOWN")
-            assert shared.meta_leader() is before
+            assert shared[await shared.meta_leader()] is before
             answer: dict[str, Any] = await js_request(sysc, "$JS.API.META.LEADER.STEPDOWN")
             return answer
         finally:
@@ -491,8 +484,28 @@ def test_meta_leader_stepdown_needs_the_system_account(shared: ProcessJsCluster)
         "type": "io.nats.jetstream.api.v1.meta_leader_stepdown_response",
         "success": True,
     }
-    assert shared.meta_leader() is not before
+    assert _leader(shared) is not before
     asyncio.run(shared.wait_js_ready())
+
+
+async def _pull(nc: NATS, stream: str, consumer: str, batch: int) -> list[Msg]:
+    """A pull of ``batch`` messages that are there to take. The request is sent again when
+    nothing at all comes back: the consumer was just created, and its leader's interest in
+    pull requests may not have crossed the routes to the client's server yet (nats-server
+    drops such a request silently); a request that had arrived would be answered at once."""
+    sub = await nc.subscribe(nc.new_inbox())
+    body = json.dumps({"batch": batch, "expires": 2 * 10**9}).encode()
+    try:
+        for _attempt in range(5):
+            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", body, sub.subject)
+            try:
+                first = await sub.next_msg(timeout=1.5)
+            except nats.errors.TimeoutError:
+                continue
+            return [first] + [await sub.next_msg(timeout=5) for _ in range(batch - 1)]
+        raise AssertionError(f"no answer to a pull from {stream}.{consumer}")
+    finally:
+        await sub.unsubscribe()
 
 
 async def _until(what: str, check: Any, timeout: float = 30.0) -> Any:
@@ -508,10 +521,10 @@ async def _until(what: str, check: Any, timeout: float = 30.0) -> Any:
         await asyncio.sleep(0.2)
 
 
-def test_losing_servers(own: ProcessJsCluster) -> None:
+def test_losing_servers(own: ProcCluster) -> None:
     """The stream's server dies and comes back; then the meta leader dies; then two of three."""
     kind = _kind(own)
-    leader = own.meta_leader()
+    leader = _leader(own)
     # The stream's server and the client's server are both meta followers.
     owner, client = (s for s in own if s is not leader)
     stream = _stream("LOST", owner.index)
@@ -556,7 +569,7 @@ def test_losing_servers(own: ProcessJsCluster) -> None:
             # and the system account hears who leads now (by peer id).
             leader.kill()
             await _until("create after failover", lambda: _created(nc, "AFTER"))
-            new_leader = own.meta_leader()
+            new_leader = own[await own.meta_leader()]
             assert new_leader is not leader
             await _until("leader advisory", lambda: _true(bool(elected)))
             assert elected[-1]["type"] == "io.nats.jetstream.advisory.v1.domain_leader_elected"
@@ -565,7 +578,7 @@ def test_losing_servers(own: ProcessJsCluster) -> None:
             leader.start()
             await own.wait_js_ready()
             # The old leader is back as a follower of the new one.
-            assert own.meta_leader() is new_leader
+            assert own[await own.meta_leader()] is new_leader
 
             # Two of three gone: no meta leader, 10008 for what needs one, /healthz 503.
             for s in own:
@@ -642,7 +655,7 @@ async def _unavailable(nc: NATS) -> bool:
 
 
 @pytest.mark.parametrize("verb", ["REMOVE", "EVACUATE"])
-def test_r3_peer_remove_refusals(shared: ProcessJsCluster, verb: str) -> None:
+def test_r3_peer_remove_refusals(shared: ProcCluster, verb: str) -> None:
     """``STREAM.PEER.REMOVE`` where it cannot be done: on three servers an R3 stream's
     peer has no free server to take its place, and nats-server refuses rather than shrink
     the stream (as natsd does); a bad request, a server that is not a peer, a missing

@@ -1,5 +1,5 @@
 """The fault suite's runner: publishers with ``Nats-Msg-Id`` against a replicated stream on a
-:class:`~faults.cluster.FaultCluster`, a nemesis injecting one fault per cycle, then the
+:class:`~proc_cluster.ProcCluster` (proxied), a nemesis injecting one fault per cycle, then the
 checks (issue 19).
 
 **Publishers.** Each publisher has its own connection (to its own server, the others as
@@ -69,9 +69,9 @@ from typing import Any, Final
 
 import nats
 from nats.aio.client import Client as NATS
+from proc_cluster import ProcCluster
 from reliability.checker import History, Outcome
 
-from faults.cluster import FaultCluster
 from faults.workload import (
     CONSUMER,
     STREAM,
@@ -103,7 +103,7 @@ FAULTS_5_R3 = (*FAULTS_5, "move", "move", "move", "move", "move", "move", "move"
 
 @dataclass
 class Run:
-    cluster: FaultCluster
+    cluster: ProcCluster
     replicas: int
     seed: int
     cycles: int
@@ -138,11 +138,11 @@ class Run:
     async def diagnose(self, admin: NATS) -> str:
         """Each server's view (meta leader, the stream's state) and the stream's info."""
         out = []
-        for name, p in self.cluster.procs.items():
+        for p in self.cluster:
             jsz = await asyncio.to_thread(p.get, "/jsz")
             meta = (jsz or {}).get("meta_cluster", {}).get("leader")
             st = await asyncio.to_thread(p.stream_state, STREAM)
-            out.append(f"  {name}: running={p.running} meta_leader={meta} stream={st}")
+            out.append(f"  {p.name}: alive={p.alive} meta_leader={meta} stream={st}")
         try:
             m = await admin.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=1.0)
             out.append(f"  info: {m.data[:600]!r}")
@@ -158,8 +158,7 @@ class Run:
 
     async def _every_state(self) -> list[dict[str, Any] | None]:
         """Each server's state of the stream ({}: it holds none; None: unreachable)."""
-        procs = self.cluster.procs.values()
-        return [await asyncio.to_thread(p.stream_state, STREAM) for p in procs]
+        return [await asyncio.to_thread(p.stream_state, STREAM) for p in self.cluster]
 
     def _holders(self, out: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
         if self.replicas == len(out) or None in out:
@@ -171,7 +170,6 @@ class Run:
         c = self.cluster
         rng = random.Random(self.seed)
         await c.start()
-        await c.meta_leader()
         admin = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
                                    reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
         try:
@@ -205,7 +203,7 @@ class Run:
             consumer = AckingConsumer(cnc)
             tasks.append(asyncio.create_task(consumer.run()))
             for i in range(3):
-                own = c.procs[names[i % len(names)]].url
+                own = c[names[i % len(names)]].url
                 nc = await nats.connect(servers=[own, *[u for u in c.urls if u != own]],
                                         max_reconnect_attempts=-1, reconnect_time_wait=0.1,
                                         dont_randomize=True, error_cb=quiet_error)  # fmt: skip
@@ -247,13 +245,13 @@ class Run:
         """Every server stopped gracefully and each replica's store checked offline
         (``check_stores``); with ``restart``, the servers started again afterwards."""
         c = self.cluster
-        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in c.procs.values()))
-        held = [(nm, p.store_dir) for nm, p in c.procs.items() if holds_stream(p.store_dir)]
+        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in c))
+        held = [(p.name, p.store_dir) for p in c if holds_stream(p.store_dir)]
         assert len(held) == self.replicas, f"the stream is on {[nm for nm, _ in held]}"
         n = check_stores(history, held)
         self.note(f"replicas identical: {n} messages on each of {[nm for nm, _ in held]}")
         if restart:
-            for p in c.procs.values():
+            for p in c:
                 p.start()
             await c.meta_leader()
 
@@ -292,11 +290,11 @@ class Run:
             killed = {"kill_leader": [leader], "kill_follower": [rng.choice(followers)],
                       "kill_two": rng.sample(names, 2), "kill_all": list(names)}[kind]  # fmt: skip
             for x in killed:
-                c.procs[x].kill9()
+                c[x].kill()
             await asyncio.sleep(hold)
         elif kind == "stop_leader":
             stopped = [leader]
-            c.procs[leader].sigstop()
+            c[leader].pause()
             await asyncio.sleep(hold)
         elif kind == "pause_leader":
             await self.pause_leader(rng, leader, followers, hold)
@@ -324,9 +322,9 @@ class Run:
         # heal
         c.heal_links()
         for x in stopped:
-            c.procs[x].sigcont()
+            c[x].resume()
         for x in killed:
-            c.procs[x].start()
+            c[x].start()
         before = sum(p.acked for p in pubs)
         healed = time.monotonic()
         slow = False
@@ -368,7 +366,7 @@ class Run:
         cut = [x for x in followers if x not in held]
         self.note(f"  answers of {held} held back, {cut} cut off")
         try:
-            probe = await nats.connect(c.procs[leader].url, allow_reconnect=False,
+            probe = await nats.connect(c[leader].url, allow_reconnect=False,
                                        error_cb=quiet_error)  # fmt: skip
         except Exception as e:  # the server is not up (a cycle's aftermath)
             self.note(f"  pause_leader: no connection to {leader} ({e!r})")
@@ -376,12 +374,12 @@ class Run:
         try:
             c.hold_toward(leader, held)
             await asyncio.sleep(0.3)  # a heartbeat round or so, its answers held
-            c.procs[leader].sigstop()
+            c[leader].pause()
             mark = c.held()
             for x in cut:
                 c.set_pair(leader, x, up=False)
             await asyncio.sleep(hold)
-            c.procs[leader].sigcont()
+            c[leader].resume()
             c.release_held(mark)
             stale = await probe_leader(probe, leader, 1.0)
             if stale:
@@ -424,13 +422,13 @@ class Run:
             others = [x for x in c.names if x != victim]
             killed = [rng.choice(others)]
             self.note(f"  kill -9 {killed[0]} during the move")
-            c.procs[killed[0]].kill9()
+            c[killed[0]].kill()
         await asyncio.sleep(rng.uniform(1.2, 2.5))
         return killed, "" if "error" in answer else victim
 
     async def holds(self, name: str) -> bool:
         """Does server ``name`` hold the stream (it answers /jsz with it)?"""
-        return bool(await asyncio.to_thread(self.cluster.procs[name].stream_state, STREAM))
+        return bool(await asyncio.to_thread(self.cluster[name].stream_state, STREAM))
 
     async def wait_holders(self, timeout: float = 60.0) -> None:
         """Until exactly ``replicas`` servers hold the stream (the replaced one has left and
@@ -482,7 +480,9 @@ async def run_faults(
     cluster_extra: str = "",
     kinds: tuple[str, ...] = (),
 ) -> Run:
-    run = Run(FaultCluster(tmp, servers, cluster_extra), replicas, seed, cycles, epoch, kinds=kinds)
+    cluster = ProcCluster(tmp, servers, cluster_extra=cluster_extra, cluster_name="fc",
+                          proxied=True)  # fmt: skip
+    run = Run(cluster, replicas, seed, cycles, epoch, kinds=kinds)
     try:
         await run.execute()
     except BaseException:

@@ -1,6 +1,6 @@
 """The meta group under damage, as real ``natsd`` processes on loopback: the two cases of
 ``test_meta_damage.py`` (three embedded servers) that matter most, on the fault suite's
-cluster of processes (``faults.cluster.FaultCluster``) driven by nats-py over sockets.
+cluster of processes (``proc_cluster.ProcCluster``) driven by nats-py over sockets.
 
 Each case builds the cluster as the embedded test does: an R3 stream created through the
 meta leader (its first replica, so it leads the stream's group too: the healthy server
@@ -55,8 +55,8 @@ import nats
 import pytest
 from embedded_cluster import api_request as req
 from embedded_cluster import publish_acked
+from proc_cluster import ProcCluster, ServerProc
 
-from faults.cluster import FaultCluster, Proc
 from faults.run import FIXED_SEED, fault_seed
 from faults.test_meta_damage import MSGS, R3, damage
 from natsd.jetstream.cluster.driver import META_COMPACT, ORPHANS_AFTER
@@ -75,7 +75,7 @@ def _phase(what: str) -> None:
 Held = dict[str, dict[str, Any]]
 
 
-async def _poll(what: str, check: Callable[[], Awaitable[Any]], c: FaultCluster,
+async def _poll(what: str, check: Callable[[], Awaitable[Any]], c: ProcCluster,
                 timeout: float = 20.0) -> Any:  # fmt: skip
     """``check()`` until it returns something truthy; the servers' logs when it never does."""
     deadline = time.monotonic() + timeout
@@ -88,11 +88,11 @@ async def _poll(what: str, check: Callable[[], Awaitable[Any]], c: FaultCluster,
         await asyncio.sleep(0.1)
 
 
-async def _get(p: Proc, path: str) -> dict[str, Any] | None:
+async def _get(p: ServerProc, path: str) -> dict[str, Any] | None:
     return await asyncio.to_thread(p.get, path)
 
 
-async def _held(p: Proc) -> Held | None:
+async def _held(p: ServerProc) -> Held | None:
     """The streams this server holds (its replicas), from its /jsz; None: no answer."""
     doc = await _get(p, "/jsz?accounts=true&streams=true")
     if doc is None:
@@ -104,22 +104,21 @@ async def _held(p: Proc) -> Held | None:
     return out
 
 
-async def _leader_seen(p: Proc) -> str:
-    doc = await _get(p, "/jsz")
-    return str(((doc or {}).get("meta_cluster") or {}).get("leader") or "")
+async def _leader_seen(p: ServerProc) -> str:
+    return await asyncio.to_thread(p.seen_leader)
 
 
-async def _healthy(p: Proc) -> bool:
+async def _healthy(p: ServerProc) -> bool:
     return await _get(p, "/healthz") == {"status": "ok"}
 
 
-def _log_from(p: Proc, at: int) -> str:
+def _log_from(p: ServerProc, at: int) -> str:
     with open(p.log_path, "rb") as f:
         f.seek(at)
         return f.read().decode(errors="replace")
 
 
-def _log_size(p: Proc) -> int:
+def _log_size(p: ServerProc) -> int:
     return p.log_path.stat().st_size if p.log_path.exists() else 0
 
 
@@ -127,18 +126,18 @@ def _meta_errors(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if "[ERR]" in ln and "meta group" in ln]
 
 
-def _set_aside(tmp: Path, c: FaultCluster) -> list[str]:
+def _set_aside(tmp: Path, c: ProcCluster) -> list[str]:
     dirs = [str(p) for p in sorted(tmp.rglob("set-aside/*"))]
     # (the damage error's own text says that nothing is set aside: these are the set-aside's)
-    lines = [ln for p in c.procs.values() for ln in p.log_tail(1 << 30).splitlines()
+    lines = [ln for p in c for ln in p.log_tail(1 << 30).splitlines()
              if "files here are set aside" in ln or "could not be set aside" in ln]  # fmt: skip
     return dirs + lines
 
 
-async def _stream(c: FaultCluster, via: str, name: str, replicas: int) -> None:
+async def _stream(c: ProcCluster, via: str, name: str, replicas: int) -> None:
     """A stream created through ``via`` (an R1 stream is placed there), with MSGS messages
     and a durable consumer D."""
-    nc = await nats.connect(c.procs[via].url)
+    nc = await nats.connect(c[via].url)
     try:
         cfg = {"name": name, "subjects": [f"{name.lower()}.>"], "num_replicas": replicas}
         out = await req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg, timeout=10)
@@ -163,12 +162,12 @@ async def _r3_leader(nc: Any) -> str:
     return str((info.get("cluster") or {}).get("leader") or "")
 
 
-async def _compact_meta(c: FaultCluster, via: str) -> None:
+async def _compact_meta(c: ProcCluster, via: str) -> None:
     """Give the meta group META_COMPACT stream updates (of the R1 stream on ``via``), so that
     every server compacts its meta log into a SNAPSHOT record (``driver._maybe_compact``, on
     the next usage tick), and wait until each has."""
     name = f"A{via}"
-    nc = await nats.connect(c.procs[via].url)
+    nc = await nats.connect(c[via].url)
     try:
         base = {"name": name, "subjects": [f"{name.lower()}.>"], "num_replicas": 1}
         for start in range(0, META_COMPACT + 4, 65):
@@ -185,7 +184,7 @@ async def _compact_meta(c: FaultCluster, via: str) -> None:
     async def compacted() -> bool:
         # (the followers had the entries before the leader answered: a follower that did
         # not compact holds them all, > META_COMPACT; one that did, the few after it)
-        for p in c.procs.values():
+        for p in c:
             doc = await _get(p, "/jsz")
             snap = ((doc or {}).get("meta_cluster") or {}).get("snapshot") or {}
             if snap.get("pending_entries", META_COMPACT) >= 64:
@@ -195,14 +194,14 @@ async def _compact_meta(c: FaultCluster, via: str) -> None:
     await _poll("every server compacted its meta log", compacted, c)
 
 
-async def _populate(c: FaultCluster, compact: bool) -> tuple[str, list[str]]:
+async def _populate(c: ProcCluster, compact: bool) -> tuple[str, list[str]]:
     """The streams of the module docstring; returns H (the meta leader, which leads the R3
     stream too) and the two other servers."""
     h = await c.meta_leader()
     others = [n for n in c.names if n != h]
     _phase(f"meta leader {h}")
     await _stream(c, h, R3, 3)
-    nc = await nats.connect(c.procs[h].url)
+    nc = await nats.connect(c[h].url)
     try:
         lead = await _poll("the R3 stream has a leader", lambda: _r3_leader(nc), c)
         for _ in range(6):  # (created through H, H is its first replica and campaigns at once)
@@ -226,11 +225,11 @@ async def _populate(c: FaultCluster, compact: bool) -> tuple[str, list[str]]:
     return h, others
 
 
-async def _before(c: FaultCluster) -> dict[str, Held]:
+async def _before(c: ProcCluster) -> dict[str, Held]:
     """What every server holds once the R3 replicas have converged."""
 
     async def converged() -> dict[str, Held] | None:
-        held = {n: await _held(p) for n, p in c.procs.items()}
+        held = {p.name: await _held(p) for p in c}
         if any(h is None or R3 not in h for h in held.values()):
             return None
         if len({str(h[R3]) for h in held.values() if h is not None}) != 1:
@@ -241,21 +240,21 @@ async def _before(c: FaultCluster) -> dict[str, Held]:
     return out
 
 
-async def _check_intact(c: FaultCluster, before: dict[str, Held]) -> None:
+async def _check_intact(c: ProcCluster, before: dict[str, Held]) -> None:
     for name, streams in before.items():
-        p = c.procs[name]
+        p = c[name]
 
-        async def same(p: Proc = p, streams: Held = streams) -> bool:
+        async def same(p: ServerProc = p, streams: Held = streams) -> bool:
             return await _held(p) == streams
 
         await _poll(f"{name} holds every stream it held, as it was", same, c)
 
 
-async def _publish_everywhere(c: FaultCluster, before: dict[str, Held], via: str) -> None:
+async def _publish_everywhere(c: ProcCluster, before: dict[str, Held], via: str) -> None:
     """Every stream takes a publish again, at the sequence after its last message, every
     replica holds it, and its durable consumer is there."""
     streams = sorted({s for held in before.values() for s in held})
-    nc = await nats.connect(c.procs[via].url)
+    nc = await nats.connect(c[via].url)
     try:
         for s in streams:
             ack = await publish_acked(nc, f"{s.lower()}.x", b"after", within=20)
@@ -265,9 +264,9 @@ async def _publish_everywhere(c: FaultCluster, before: dict[str, Held], via: str
     finally:
         await nc.close()
     for name, held in before.items():
-        p = c.procs[name]
+        p = c[name]
 
-        async def all_there(p: Proc = p, held: Held = held) -> bool:
+        async def all_there(p: ServerProc = p, held: Held = held) -> bool:
             now = await _held(p)
             return now is not None and all(
                 s in now and now[s]["last_seq"] == MSGS + 1 and now[s]["messages"] == MSGS + 1
@@ -278,17 +277,17 @@ async def _publish_everywhere(c: FaultCluster, before: dict[str, Held], via: str
         await _poll(f"every replica on {name} took the publish", all_there, c)
 
 
-async def _stop(c: FaultCluster, order: list[str]) -> None:
+async def _stop(c: ProcCluster, order: list[str]) -> None:
     for name in order:
-        await asyncio.to_thread(c.procs[name].stop)
+        await asyncio.to_thread(c[name].stop)
 
 
-async def _all_current(c: FaultCluster, leader: str) -> float:
+async def _all_current(c: ProcCluster, leader: str) -> float:
     """Every server names ``leader`` and says (/healthz) it is current with it; the time
     it was so."""
 
     async def current() -> bool:
-        for p in c.procs.values():
+        for p in c:
             if await _leader_seen(p) != leader or not await _healthy(p):
                 return False
         return True
@@ -297,19 +296,19 @@ async def _all_current(c: FaultCluster, leader: str) -> float:
     return time.monotonic()
 
 
-async def _no_orphan_set_aside(tmp: Path, c: FaultCluster, since: float) -> None:
+async def _no_orphan_set_aside(tmp: Path, c: ProcCluster, since: float) -> None:
     """The orphan check has run on every server (ORPHANS_AFTER after it was current) and set
     nothing aside."""
     await asyncio.sleep(max(0.0, since + ORPHANS_AFTER + 0.5 - time.monotonic()))
     assert _set_aside(tmp, c) == [], c.logs()
 
 
-async def _setup(tmp: Path, compact: bool) -> tuple[FaultCluster, random.Random, str, list[str],
+async def _setup(tmp: Path, compact: bool) -> tuple[ProcCluster, random.Random, str, list[str],
                                                    dict[str, Held]]:  # fmt: skip
     _t0[0] = time.monotonic()
     seed = fault_seed(FIXED_SEED)
     print(f"seed={seed} (replay: NATSD_FAULT_SEED={seed})")
-    c = FaultCluster(tmp, 3)
+    c = ProcCluster(tmp, 3, cluster_name="fc", proxied=True)
     await c.start()
     try:
         h, others = await _populate(c, compact)
@@ -323,7 +322,7 @@ async def _setup(tmp: Path, compact: bool) -> tuple[FaultCluster, random.Random,
 
 
 async def _publishes_and_sets_nothing_aside(
-    tmp_path: Path, c: FaultCluster, before: Any, leader: str, current_at: Any
+    tmp_path: Path, c: ProcCluster, before: Any, leader: str, current_at: Any
 ) -> None:
     """The end of both cases: every stream takes a publish, and after the driver's wait
     nothing was set aside."""
@@ -340,21 +339,21 @@ async def test_meta_snapshot_damaged_on_a_minority_is_repaired_from_the_leader(
     victim = others[1]
     try:
         await _stop(c, [victim, others[0], h])
-        print(victim, damage(c.procs[victim].store_dir, "snapshot", rng))
-        at = {n: _log_size(p) for n, p in c.procs.items()}
+        print(victim, damage(c[victim].store_dir, "snapshot", rng))
+        at = {p.name: _log_size(p) for p in c}
         _phase("stopped and damaged")
-        for p in c.procs.values():
+        for p in c:
             p.start()
         assert await c.meta_leader() in (h, others[0]), c.logs()
 
         async def repaired() -> bool:
-            return "the meta group is repaired" in _log_from(c.procs[victim], at[victim])
+            return "the meta group is repaired" in _log_from(c[victim], at[victim])
 
         await _poll(f"{victim} says its meta group is repaired", repaired, c)
         current_at = await _all_current(c, await c.meta_leader())
         _phase("repaired: every server current with the meta leader")
         await _check_intact(c, before)
-        errors = {n: _meta_errors(_log_from(p, at[n])) for n, p in c.procs.items()}
+        errors = {p.name: _meta_errors(_log_from(p, at[p.name])) for p in c}
         assert errors[victim] and all("are damaged" in e for e in errors[victim]), errors
         assert "snapshot record" in errors[victim][0], errors[victim][0]
         assert all(not errors[n] for n in (h, others[0])), errors
@@ -371,8 +370,8 @@ async def test_meta_wal_cut_short_on_a_majority_is_refused_until_the_operator_re
     try:
         await _stop(c, [*damaged, h])
         for name in damaged:
-            print(name, damage(c.procs[name].store_dir, "truncate", rng))
-        at = {n: _log_size(p) for n, p in c.procs.items()}
+            print(name, damage(c[name].store_dir, "truncate", rng))
+        at = {p.name: _log_size(p) for p in c}
         _phase("stopped and damaged")
         # the damaged servers come back first, the healthy one a while later; no server may
         # name a meta leader meanwhile. Each window is timed from when the servers in it
@@ -385,30 +384,30 @@ async def test_meta_wal_cut_short_on_a_majority_is_refused_until_the_operator_re
         async def watch(up: list[str], seconds: float) -> None:
             async def routed() -> bool:
                 for n in up:
-                    doc = await _get(c.procs[n], "/routez")
+                    doc = await _get(c[n], "/routez")
                     if (doc or {}).get("num_routes", 0) < len(up) - 1:
                         return False
-                    leaders.add(await _leader_seen(c.procs[n]))
+                    leaders.add(await _leader_seen(c[n]))
                 return True
 
             await _poll(f"{up} up and routed", routed, c)
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 for n in up:
-                    leaders.add(await _leader_seen(c.procs[n]))
+                    leaders.add(await _leader_seen(c[n]))
                 await asyncio.sleep(0.2)
 
         for name in damaged:
-            c.procs[name].start()
+            c[name].start()
         await watch(damaged, 2.2)
-        c.procs[h].start()
+        c[h].start()
         await watch(c.names, 2.2)
         _phase("no meta leader while the majority is damaged")
         assert leaders == {""}, f"a meta leader was elected: {leaders}\n{c.logs()}"
         assert _set_aside(tmp_path, c) == [], c.logs()
         for name in c.names:
-            assert await _held(c.procs[name]) == before[name], (name, c.logs())
-        errors = {n: _meta_errors(_log_from(p, at[n])) for n, p in c.procs.items()}
+            assert await _held(c[name]) == before[name], (name, c.logs())
+        errors = {p.name: _meta_errors(_log_from(p, at[p.name])) for p in c}
         for name in damaged:
             assert len(errors[name]) == 1, (name, errors)
             e = errors[name][0]
@@ -418,7 +417,7 @@ async def test_meta_wal_cut_short_on_a_majority_is_refused_until_the_operator_re
 
         # what the error says to do: stop one damaged server, drop its meta records with the
         # command the error names, start it again
-        op = c.procs[damaged[0]]
+        op = c[damaged[0]]
         await asyncio.to_thread(op.stop)
         m = re.search(r"`(python -m natsd\.jetstream\.cluster\.rejoin [^`]+)`", errors[op.name][0])
         assert m, errors[op.name][0]

@@ -32,7 +32,7 @@ from typing import Any
 
 import nats
 import pytest
-from ports import free_ports
+from embedded_cluster import EmbeddedJsCluster
 from reliability.checker import History, Outcome
 from reliability.faultfs import FaultFS
 
@@ -48,9 +48,6 @@ from faults.workload import (
     quiet_error,
     wait_healthy,
 )
-from natsd.config.cluster import parse_go_url
-from natsd.config.options import ClusterOptions
-from natsd.server import Server
 
 NAMES = ("n1", "n2", "n3")
 SYNC_TIME = 0.003  # an fsync on a worker thread takes this long, as on a real disk
@@ -67,36 +64,24 @@ class SlowSyncFS(FaultFS):
         super()._sync_fd(fd)
 
 
-class PowerCluster:
+class PowerCluster(EmbeddedJsCluster):
+    """Three embedded servers on fixed ports, each on its own disk model; a server started
+    after a cut runs from the image the cut left, in a directory of its own (a generation)."""
+
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        ports = free_ports(2 * len(NAMES))
-        self.ports = dict(zip(NAMES, ports[: len(NAMES)], strict=True))
-        self.cports = ports[len(NAMES) :]
+        super().__init__(tmp, fixed_ports=True)
         self.gen = dict.fromkeys(NAMES, 0)
         self.fs: dict[str, SlowSyncFS] = {}
-        self.servers: dict[str, Server] = {}
         self.cuts = 0
 
     def root(self, name: str) -> Path:
         return self.tmp / name / f"g{self.gen[name]}"
 
-    @property
-    def urls(self) -> list[str]:
-        return [f"nats://127.0.0.1:{self.ports[n]}" for n in NAMES]
-
-    async def start(self, name: str) -> None:
+    def options(self, name: str) -> dict[str, Any]:
         root = self.root(name)
         root.mkdir(parents=True, exist_ok=True)
-        fs = SlowSyncFS(root)
-        routes = [parse_go_url(f"nats-route://127.0.0.1:{p}") for p in self.cports]
-        c = ClusterOptions(name="pc", host="127.0.0.1", port=self.cports[NAMES.index(name)],
-                           routes=routes)  # fmt: skip
-        srv = Server(host="127.0.0.1", port=self.ports[name], server_name=name, cluster=c,
-                     http_port=-1, jetstream=True, store_dir=str(root), file_io=fs)  # fmt: skip
-        await srv.start()
-        self.fs[name] = fs
-        self.servers[name] = srv
+        self.fs[name] = SlowSyncFS(root)
+        return {"jetstream": True, "store_dir": str(root), "file_io": self.fs[name]}
 
     async def cut(self, names: list[str], rng: random.Random) -> None:
         """Power loss on ``names`` at one instant; their disks become the images."""
@@ -113,10 +98,6 @@ class PowerCluster:
                 await asyncio.wait_for(srv.shutdown(), 10)
             except BaseException:  # Crash: its disk is gone, as intended
                 pass
-
-    async def stop_all(self) -> None:
-        for name in list(self.servers):
-            await self.servers.pop(name).shutdown()
 
     async def states(self) -> list[dict[str, Any] | None]:
         out: list[dict[str, Any] | None] = []

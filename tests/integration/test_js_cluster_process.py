@@ -1,140 +1,37 @@
 """A three-server natsd JetStream cluster as real processes on loopback: kill -9 and SIGSTOP of
 the meta leader and of a stream's server (issue 18).
 
-Each server is ``python -m natsd -c nX.conf`` with every server in ``cluster.routes``; the meta
-leader is read from ``/jsz`` (``meta_cluster.leader``), as an operator would.
+Each server is ``python -m natsd -c nX.conf`` with every server in ``cluster.routes``
+(``proc_cluster.ProcCluster``); the meta leader is read from ``/jsz``
+(``meta_cluster.leader``), as an operator would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import signal
-import subprocess
 import time
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import spawn_natsd
 from nats.aio.client import Client as NATS
-from ports import free_ports
+from proc_cluster import ProcCluster
 
 pytestmark = pytest.mark.timeout(180)
 NAMES = ("n1", "n2", "n3")
 
 
-class Proc:
-    def __init__(self, name: str, tmp: Path, port: int, cport: int, http: int, routes: str) -> None:
-        self.name = name
-        self.port = port
-        self.http = http
-        self.conf = tmp / f"{name}.conf"
-        self.log_path = tmp / f"{name}.log"
-        self.conf.write_text(
-            f"server_name: {name}\nport: {port}\nhost: 127.0.0.1\nhttp_port: {http}\n"
-            f"jetstream {{ store_dir: {json.dumps(str(tmp / name))} }}\n"
-            f"cluster {{ name: pc, listen: 127.0.0.1:{cport}, routes: [{routes}] }}\n"
-        )
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.proc = spawn_natsd(self.conf, self.log_path)
-
-    def signal(self, sig: int) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def jsz(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/jsz", timeout=2) as r:
-            out: dict[str, Any] = json.loads(r.read())
-            return out
-
-    def leader(self) -> str:
-        try:
-            return str(self.jsz().get("meta_cluster", {}).get("leader", ""))
-        except OSError:
-            return ""
-
-    def routes(self) -> int:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/routez", timeout=2) as r:
-                return int(json.loads(r.read()).get("num_routes", 0))
-        except OSError:
-            return 0
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-
-class NatsdProcessCluster:
-    """Three natsd processes n1..n3 (for signals: the in-process harness is
-    ``embedded_cluster.EmbeddedJsCluster``)."""
-
-    def __init__(self, tmp: Path) -> None:
-        ports = free_ports(9)
-        routes = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in ports[3:6])
-        self.procs = {
-            n: Proc(n, tmp, ports[i], ports[3 + i], ports[6 + i], routes)
-            for i, n in enumerate(NAMES)
-        }
-
-    async def leader(self, among: list[str] | None = None, timeout: float = 20.0) -> str:
-        """The meta leader all the running servers named agree on."""
-        names = among or list(self.procs)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            seen = {await asyncio.to_thread(self.procs[n].leader) for n in names}
-            if len(seen) == 1 and "" not in seen:
-                return seen.pop()
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"no agreed meta leader among {names}:\n{self.logs()}")
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {n}\n{p.log()}" for n, p in self.procs.items())
-
-    async def routed(self, name: str, timeout: float = 20.0) -> None:
-        """``name`` has its routes to every other server (a restarted server answers for
-        what the others hold only once they are up)."""
-        deadline = time.monotonic() + timeout
-        while await asyncio.to_thread(self.procs[name].routes) < len(self.procs) - 1:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{name} has not routed to every peer:\n{self.logs()}")
-            await asyncio.sleep(0.1)
-
-
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[NatsdProcessCluster]:
-    c = NatsdProcessCluster(tmp_path)
-    for p in c.procs.values():
-        p.start()
+async def cluster(tmp_path: Path) -> AsyncIterator[ProcCluster]:
+    c = ProcCluster(tmp_path, 3)
     try:
-        await c.leader()
+        await c.start()
         yield c
     finally:
-        for p in c.procs.values():
-            p.stop()
+        await c.close()
 
 
 async def _req(nc: NATS, subject: str, body: Any = None, timeout: float = 2.0) -> dict[str, Any]:
@@ -164,27 +61,27 @@ async def _connect(url: str) -> NATS:
     return await nats.connect(url, max_reconnect_attempts=2, reconnect_time_wait=0.2)
 
 
-async def test_meta_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -> None:
-    old = await cluster.leader()
+async def test_meta_leader_kill_and_sigstop(cluster: ProcCluster) -> None:
+    old = await cluster.meta_leader()
     others = [n for n in NAMES if n != old]
-    nc = await _connect(cluster.procs[others[0]].url)
+    nc = await _connect(cluster[others[0]].url)
     try:
         await _create_until_ok(nc, "BEFORE", time.monotonic() + 10)
         for i in range(10):
             await nc.request("before", b"%d" % i, timeout=5)
         # kill -9 of the meta leader: creates work again through another server
         t0 = time.monotonic()
-        cluster.procs[old].kill()
+        cluster[old].kill()
         took = await _create_until_ok(nc, "AFTERKILL", t0 + 15) - t0
         print(f"meta leader kill -9 -> next stream create ok after {took:.2f} s")
-        new = await cluster.leader(others)
+        new = await cluster.meta_leader(others)
         assert new in others
         # it comes back as a follower with nothing lost
-        cluster.procs[old].start()
+        cluster[old].start()
         await asyncio.sleep(0.5)
-        assert await cluster.leader() == new
+        assert await cluster.meta_leader() == new
         await cluster.routed(old)
-        nc_old = await _connect(cluster.procs[old].url)
+        nc_old = await _connect(cluster[old].url)
         try:
             names = await _req(nc_old, "$JS.API.STREAM.NAMES", timeout=5)
             assert sorted(names["streams"]) == ["AFTERKILL", "BEFORE"]
@@ -198,17 +95,17 @@ async def test_meta_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -> Non
         # SIGSTOP of the (new) meta leader for longer than an election
         stopped = new
         rest = [n for n in NAMES if n != stopped]
-        nc2 = await _connect(cluster.procs[rest[0]].url)
+        nc2 = await _connect(cluster[rest[0]].url)
         try:
             t0 = time.monotonic()
-            cluster.procs[stopped].signal(signal.SIGSTOP)
+            cluster[stopped].pause()
             took = await _create_until_ok(nc2, "AFTERSTOP", t0 + 15) - t0
             print(f"meta leader SIGSTOP -> next stream create ok after {took:.2f} s")
-            third = await cluster.leader(rest)
+            third = await cluster.meta_leader(rest)
             assert third in rest
-            cluster.procs[stopped].signal(signal.SIGCONT)
+            cluster[stopped].resume()
             # the old leader learns of the higher term and follows; all three agree
-            assert await cluster.leader() == third
+            assert await cluster.meta_leader() == third
             names = await _req(nc2, "$JS.API.STREAM.NAMES", timeout=5)
             assert sorted(names["streams"]) == ["AFTERKILL", "AFTERSTOP", "BEFORE"]
         finally:
@@ -217,9 +114,9 @@ async def test_meta_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -> Non
         await nc.close()
 
 
-async def test_stream_server_kill_keeps_its_messages(cluster: NatsdProcessCluster) -> None:
-    leader = await cluster.leader()
-    nc = await _connect(cluster.procs[leader].url)
+async def test_stream_server_kill_keeps_its_messages(cluster: ProcCluster) -> None:
+    leader = await cluster.meta_leader()
+    nc = await _connect(cluster[leader].url)
     try:
         # create streams until one lands on a server that is not the meta leader
         owner, name = "", ""
@@ -236,13 +133,13 @@ async def test_stream_server_kill_keeps_its_messages(cluster: NatsdProcessCluste
             assert ack["seq"] == i + 1
         # SIGSTOP of the stream's server: its route stays, so a publish times out rather
         # than finding no responders, and it is stored once the server runs again
-        cluster.procs[owner].signal(signal.SIGSTOP)
+        cluster[owner].pause()
         with pytest.raises(nats.errors.TimeoutError):
             await nc.request(name.lower(), b"while stopped", timeout=1)
-        cluster.procs[owner].signal(signal.SIGCONT)
+        cluster[owner].resume()
         info = await _req(nc, f"$JS.API.STREAM.INFO.{name}", timeout=5)
         assert info["state"]["messages"] == 21
-        cluster.procs[owner].kill()
+        cluster[owner].kill()
         # its stream has no server now: a publish finds nobody to store it
         with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
             await nc.request(name.lower(), b"lost?", timeout=1)
@@ -250,7 +147,7 @@ async def test_stream_server_kill_keeps_its_messages(cluster: NatsdProcessCluste
         await _create_until_ok(nc, "OTHER", time.monotonic() + 10)
         other = await _req(nc, "$JS.API.STREAM.INFO.OTHER", timeout=5)
         assert other["cluster"]["leader"] != owner
-        cluster.procs[owner].start()
+        cluster[owner].start()
         deadline = time.monotonic() + 20
         info = {}
         while time.monotonic() < deadline:
@@ -264,23 +161,6 @@ async def test_stream_server_kill_keeps_its_messages(cluster: NatsdProcessCluste
         assert ack["seq"] == 22
     finally:
         await nc.close()
-
-
-def _stream_state(p: Proc, stream: str) -> dict[str, Any] | None:
-    """The state of ``stream`` on server ``p`` (its replica), from ``/jsz``."""
-    try:
-        with urllib.request.urlopen(
-            f"http://127.0.0.1:{p.http}/jsz?accounts=true&streams=true", timeout=2
-        ) as r:
-            doc = json.loads(r.read())
-    except OSError:
-        return None
-    for acc in doc.get("account_details") or []:
-        for sd in acc.get("stream_detail") or []:
-            if sd["name"] == stream:
-                state: dict[str, Any] = sd["state"]
-                return state
-    return None
 
 
 async def _publish_acked(nc: NATS, subject: str, msg_id: str, deadline: float) -> dict[str, Any]:
@@ -300,11 +180,11 @@ async def _publish_acked(nc: NATS, subject: str, msg_id: str, deadline: float) -
     raise AssertionError(f"{msg_id} not acknowledged: {last!r}")
 
 
-async def test_r3_stream_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -> None:
+async def test_r3_stream_leader_kill_and_sigstop(cluster: ProcCluster) -> None:
     """kill -9, then SIGSTOP, of an R3 stream's leader: the next publish is acknowledged
     through a new leader, every acknowledged message is on every replica exactly once."""
-    await cluster.leader()
-    ncs = {n: await _connect(p.url) for n, p in cluster.procs.items()}
+    await cluster.meta_leader()
+    ncs = {n: await _connect(p.url) for n, p in ((s.name, s) for s in cluster)}
     try:
         cfg = {"name": "R", "subjects": ["r"], "num_replicas": 3, "storage": "file"}
         deadline = time.monotonic() + 10
@@ -318,23 +198,23 @@ async def test_r3_stream_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -
         other = next(n for n in NAMES if n != lead)
         nc = ncs[other]
         t0 = time.monotonic()
-        cluster.procs[lead].kill()
+        cluster[lead].kill()
         acks.append(await _publish_acked(nc, "r", "k0", t0 + 15))
         print(f"R3 stream leader kill -9 -> next publish acknowledged after "
               f"{time.monotonic() - t0:.2f} s")  # fmt: skip
         acks += [await _publish_acked(nc, "r", f"k{i}", time.monotonic() + 10)
                  for i in range(1, 10)]  # fmt: skip
-        cluster.procs[lead].start()
+        cluster[lead].start()
         # SIGSTOP of the new leader for longer than an election
         info = await _req(nc, "$JS.API.STREAM.INFO.R", timeout=5)
         lead2 = info["cluster"]["leader"]
         other2 = next(n for n in NAMES if n not in (lead2, lead))
         t0 = time.monotonic()
-        cluster.procs[lead2].signal(signal.SIGSTOP)
+        cluster[lead2].pause()
         acks.append(await _publish_acked(ncs[other2], "r", "s0", t0 + 15))
         print(f"R3 stream leader SIGSTOP -> next publish acknowledged after "
               f"{time.monotonic() - t0:.2f} s")  # fmt: skip
-        cluster.procs[lead2].signal(signal.SIGCONT)
+        cluster[lead2].resume()
         acks += [await _publish_acked(ncs[other2], "r", f"s{i}", time.monotonic() + 10)
                  for i in range(1, 10)]  # fmt: skip
         seqs = [a["seq"] for a in acks]
@@ -345,14 +225,14 @@ async def test_r3_stream_leader_kill_and_sigstop(cluster: NatsdProcessCluster) -
     # every replica, the killed one included, ends with the same 40 messages
     deadline = time.monotonic() + 20
     while True:
-        states = [await asyncio.to_thread(_stream_state, p, "R") for p in cluster.procs.values()]
+        states = [await asyncio.to_thread(p.stream_state, "R") for p in cluster]
         if all(s is not None and s["messages"] == 40 and s["last_seq"] == 40 for s in states):
             break
         assert time.monotonic() < deadline, states
         await asyncio.sleep(0.2)
 
 
-async def test_r3_stream_leader_sigterm_hands_over(cluster: NatsdProcessCluster) -> None:
+async def test_r3_stream_leader_sigterm_hands_over(cluster: ProcCluster) -> None:
     """SIGTERM of an R3 stream's leader (a rolling restart): it hands its leadership over
     and passes on the publishes that meet it, so the publish a client sends through another
     server right after the signal is stored once and answered well within an election
@@ -360,8 +240,8 @@ async def test_r3_stream_leader_sigterm_hands_over(cluster: NatsdProcessCluster)
     (as nats-server loses it) and the client's retry, with the same Nats-Msg-Id, gets the
     answer: a loaded machine widens that window (2 runs in 12 beside a CPU hog). How long
     the gap is, is bench/micro_r3.py's to measure (``--handovers``)."""
-    await cluster.leader()
-    nc1 = await _connect(cluster.procs["n1"].url)
+    await cluster.meta_leader()
+    nc1 = await _connect(cluster["n1"].url)
     try:
         cfg = {"name": "G", "subjects": ["g"], "num_replicas": 3, "storage": "file"}
         deadline = time.monotonic() + 10
@@ -372,16 +252,16 @@ async def test_r3_stream_leader_sigterm_hands_over(cluster: NatsdProcessCluster)
     finally:
         await nc1.close()
     for i in range(2):
-        nc = await _connect(cluster.procs["n1"].url)
+        nc = await _connect(cluster["n1"].url)
         try:
             lead = (await _req(nc, "$JS.API.STREAM.INFO.G", timeout=5))["cluster"]["leader"]
         finally:
             await nc.close()
         other = next(n for n in NAMES if n != lead)
-        nc = await _connect(cluster.procs[other].url)
+        nc = await _connect(cluster[other].url)
         try:
             t0 = time.monotonic()
-            cluster.procs[lead].signal(signal.SIGTERM)
+            cluster[lead].terminate()
             waited: list[str] = []
             while True:
                 try:
@@ -400,8 +280,8 @@ async def test_r3_stream_leader_sigterm_hands_over(cluster: NatsdProcessCluster)
             }, (ack, waited)
             assert gap < 3.0, f"publish after SIGTERM answered after {gap:.2f} s ({waited})"
             print(f"R3 stream leader SIGTERM -> next publish acknowledged after {gap:.2f} s")
-            await asyncio.to_thread(cluster.procs[lead].proc.wait, 15)  # type: ignore[union-attr]
+            await asyncio.to_thread(cluster[lead].proc.wait, 15)  # type: ignore[union-attr]
         finally:
             await nc.close()
-        cluster.procs[lead].start()
-        await cluster.leader()
+        cluster[lead].start()
+        await cluster.meta_leader()

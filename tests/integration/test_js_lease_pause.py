@@ -5,7 +5,7 @@ elected a leader and stored a message it does not have. Those answers are to old
 the resumed leader must not take them for a majority's word (cluster/group.has_lease) and
 answer as the stream's leader from its stale store.
 
-The routes go through the proxies of tests/faults/cluster.py, so the test decides what
+The routes go through the proxies of tests/route_links.py, so the test decides what
 reaches the paused server and when.
 """
 
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import nats
 import pytest
-from faults.cluster import FaultCluster
 from faults.workload import (
     STREAM,
     create_stream,
@@ -28,6 +27,7 @@ from faults.workload import (
     stream_leader,
 )
 from nats.aio.client import Client as NATS
+from proc_cluster import ProcCluster
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,11 +57,10 @@ async def _connect(url: str | list[str], reconnect: bool = True) -> NATS:
 async def test_a_resumed_leader_does_not_serve_on_answers_to_its_requests_from_before_the_pause(
     tmp_path: Path,
 ) -> None:
-    c = FaultCluster(tmp_path, 3)
+    c = ProcCluster(tmp_path, 3, cluster_name="fc", proxied=True)
     conns: list[NATS] = []
-    await c.start()
     try:
-        await c.meta_leader()
+        await c.start()
         admin = await _connect(c.urls)
         conns.append(admin)
         await create_stream(admin, 3)
@@ -72,7 +71,7 @@ async def test_a_resumed_leader_does_not_serve_on_answers_to_its_requests_from_b
             lead = await stream_leader(admin)
         held, cut = sorted(n for n in c.names if n != lead)
         # a connection to the leader alone: what it answers, it answers itself
-        probe = await _connect(c.procs[lead].url, reconnect=False)
+        probe = await _connect(c[lead].url, reconnect=False)
         conns.append(probe)
         assert await probe_leader(probe, lead, 0.3), "the observable: it answers as leader"
 
@@ -80,19 +79,19 @@ async def test_a_resumed_leader_does_not_serve_on_answers_to_its_requests_from_b
         # through ``cut`` meanwhile
         c.hold_toward(lead, [held])
         await asyncio.sleep(0.4)  # two heartbeat rounds: answers from ``held`` wait
-        c.procs[lead].sigstop()
+        c[lead].pause()
         t0 = time.monotonic()
         mark = c.held()  # the answers to what it sent before the pause
         assert any(sum(m.values()) for m in mark.values())
         c.set_pair(lead, cut, up=False)  # the new leader's word cannot reach it
         # the two others elect a leader, which stores a sixth message
-        other = await _connect(c.procs[cut].url)
+        other = await _connect(c[cut].url)
         conns.append(other)
         assert await _publish(other, b"while paused", t0 + 15) == 6
         new = await stream_leader(other)
         assert new in (held, cut)
         await asyncio.sleep(max(0.0, t0 + 3.0 - time.monotonic()))
-        c.procs[lead].sigcont()
+        c[lead].resume()
         await asyncio.sleep(0.2)
         # resumed: it reads those old answers (and nothing newer: no word of the new term)
         c.release_held(mark)
@@ -105,7 +104,7 @@ async def test_a_resumed_leader_does_not_serve_on_answers_to_its_requests_from_b
         # healed: it follows the new leader and catches up
         c.heal_links()
         deadline = time.monotonic() + 20
-        while (st := await asyncio.to_thread(c.procs[lead].stream_state, STREAM)) is None or (
+        while (st := await asyncio.to_thread(c[lead].stream_state, STREAM)) is None or (
             st.get("last_seq") != 6
         ):
             assert time.monotonic() < deadline, st
