@@ -13,7 +13,8 @@ What a test may choose:
 * ``auth``: accounts ``A`` (JetStream, user ``a``/``a``) and, with ``system_account``, ``SYS``
   (user ``sys``/``sys``) instead of the global account;
 * ``tags`` (per server), ``extra`` (appended to each config), ``cluster_extra`` (inside each
-  ``cluster {}``, a ``tls {}`` block for example);
+  ``cluster {}``, a ``tls {}`` block for example), ``cluster_name`` ("": none, so that the
+  servers must agree on one they make up);
 * ``proxied``: every route goes through a :class:`route_links.Link` the test controls
   (partitions, black holes, held bytes). Route gossip would route around the proxies (a
   server that accepts a route tells its other peers the dialer's address, and they dial it
@@ -93,6 +94,10 @@ class ServerProc:
     @property
     def url(self) -> str:
         return f"nats://{HOST}:{self.port}"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (HOST, self.port)
 
     @property
     def monitor_url(self) -> str:
@@ -447,8 +452,9 @@ def _config(
         s.store_dir.mkdir(parents=True, exist_ok=True)
         text += f"jetstream {{ store_dir: {json.dumps(str(s.store_dir))} }}\n"
     gossip = f'advertise: "{HOST}:{dead_port}", connect_retries: 1, ' if dead_port else ""
+    named = f"name: {cluster_name}, " if cluster_name else ""  # "": each server makes one up
     text += (
-        f"cluster {{ name: {cluster_name}, listen: {HOST}:{s.cluster_port}, {gossip}"
+        f"cluster {{ {named}listen: {HOST}:{s.cluster_port}, {gossip}"
         f"routes: [{urls}]\n{cluster_extra}}}\n"
     )
     if auth:

@@ -29,9 +29,7 @@ import pytest
 from components import require_nats_server
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from ports import free_port
-
-from differential.harness import HOST, ServerProcess, start_server
+from proc_cluster import ProcCluster, ServerProc, running
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,30 +43,15 @@ KINDS = {
 }
 
 
-def _cluster(kinds: list[str], tmp: Path, name: str = "diff") -> Iterator[list[ServerProcess]]:
-    if "nats-server" in kinds:
-        require_nats_server()
-    ports = [free_port() for _ in range(3)]
-    routes = ", ".join(f'"nats-route://{HOST}:{p}"' for p in ports)
-    servers: list[ServerProcess] = []
-    try:
-        for i, (kind, p) in enumerate(zip(kinds, ports, strict=True)):
-            conf = tmp / f"{kind}-{i}.conf"
-            conf.write_text(
-                f"server_name: {kind}-{i}\n"
-                "cluster {\n"
-                + (f"  name: {name}\n" if name else "")
-                + f"  listen: {HOST}:{p}\n  routes: [{routes}]\n}}\n"
-            )
-            servers.append(start_server(kind, config_path=conf, log_dir=tmp))
-        yield servers
-    finally:
-        for s in servers:
-            s.stop()
+def _cluster(kinds: list[str], tmp: Path, name: str = "diff") -> Iterator[ProcCluster]:
+    names = [f"{kind}-{i}" for i, kind in enumerate(kinds)]
+    c = ProcCluster(tmp, 3, kinds=kinds, names=names, jetstream=[False] * 3, cluster_name=name)
+    with running(c, wait="") as started:
+        yield started
 
 
 @pytest.fixture(params=list(KINDS))
-def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[ServerProcess]]:
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcCluster]:
     yield from _cluster(KINDS[request.param], tmp_path)
 
 
@@ -94,7 +77,7 @@ async def _sync(pub: NATS, sub: NATS, tag: str, timeout: float = 10.0) -> None:
     await sub.flush()
 
 
-async def _meshed(s: ServerProcess, n: int, timeout: float = 10.0) -> None:
+async def _meshed(s: ServerProc, n: int, timeout: float = 10.0) -> None:
     """Wait until ``s`` advertises ``n`` client URLs (its own and each peer's, learned as
     each route comes up). A server is ready for clients before its routes are: the last
     one started may not have reached the others when the scenario begins. nats-py keeps
@@ -110,7 +93,7 @@ async def _meshed(s: ServerProcess, n: int, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def _scenario(servers: list[ServerProcess]) -> dict[str, Any]:
+async def _scenario(servers: ProcCluster) -> dict[str, Any]:
     for s in servers:
         await _meshed(s, len(servers))
     a, b, c = [await nats.connect(s.url, allow_reconnect=False) for s in servers]
@@ -260,12 +243,12 @@ EXPECTED = {
 }
 
 
-def test_three_server_cluster_matches_nats_server(cluster: list[ServerProcess]) -> None:
+def test_three_server_cluster_matches_nats_server(cluster: ProcCluster) -> None:
     out = asyncio.run(_scenario(cluster))
     assert out == EXPECTED, "\n".join(s.log()[-3000:] for s in cluster)
 
 
-async def _failover(servers: list[ServerProcess]) -> dict[str, Any]:
+async def _failover(servers: ProcCluster) -> dict[str, Any]:
     """A client given only the first server's URL; that server is killed with SIGKILL."""
     b = await nats.connect(servers[1].url)
     reconnected = asyncio.Event()
@@ -289,7 +272,7 @@ async def _failover(servers: list[ServerProcess]) -> dict[str, Any]:
 
         await b.subscribe("after.kill", cb=cb)
         await b.flush()
-        servers[0].proc.kill()
+        servers[0].kill()
         t0 = loop.time()
         await asyncio.wait_for(reconnected.wait(), 10)
         took = loop.time() - t0
@@ -314,12 +297,12 @@ async def _failover(servers: list[ServerProcess]) -> dict[str, Any]:
         await b.close()
 
 
-def test_client_fails_over_through_connect_urls(cluster: list[ServerProcess]) -> None:
+def test_client_fails_over_through_connect_urls(cluster: ProcCluster) -> None:
     out = asyncio.run(_failover(cluster))
     assert out == {"pool": 3, "fast": True, "url": True, "got": [b"still here"]}
 
 
-async def _info_cluster(s: ServerProcess) -> str:
+async def _info_cluster(s: ServerProc) -> str:
     reader, writer = await asyncio.open_connection(*s.address)
     try:
         line = await asyncio.wait_for(reader.readline(), 5)
@@ -328,7 +311,7 @@ async def _info_cluster(s: ServerProcess) -> str:
     return str(json.loads(line[5:])["cluster"])
 
 
-async def _unnamed(servers: list[ServerProcess]) -> dict[str, Any]:
+async def _unnamed(servers: ProcCluster) -> dict[str, Any]:
     """No server names its cluster: each generates a name, and they must settle on one."""
     loop = asyncio.get_running_loop()
     end = loop.time() + 15
@@ -369,49 +352,6 @@ def test_unnamed_cluster_settles_on_one_name(kinds: str, tmp_path: Path) -> None
         servers.close()
 
 
-class _Cutter:
-    """A TCP relay in front of a route port that can cut every connection through it."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.pairs: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
-        self.server: asyncio.Server | None = None
-        self.port = 0
-
-    async def start(self) -> None:
-        self.server = await asyncio.start_server(self._relay, HOST, 0)
-        self.port = int(self.server.sockets[0].getsockname()[1])
-
-    async def _relay(self, r1: asyncio.StreamReader, w1: asyncio.StreamWriter) -> None:
-        try:
-            r2, w2 = await asyncio.open_connection(HOST, self.target)
-        except OSError:
-            w1.close()
-            return
-        self.pairs.append((w1, w2))
-
-        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError, ConnectionError):
-                while data := await r.read(65536):
-                    w.write(data)
-                    await w.drain()
-            w.close()
-
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(pipe(r1, w2), pipe(r2, w1))
-
-    def cut(self) -> None:
-        for w1, w2 in self.pairs:
-            for w in (w1, w2):
-                w.transport.abort()
-        self.pairs.clear()
-
-    def close(self) -> None:
-        self.cut()
-        if self.server is not None:
-            self.server.close()
-
-
 def _routez(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(url + "/routez?subs=1", timeout=5) as r:
         doc: dict[str, Any] = json.loads(r.read())
@@ -436,9 +376,9 @@ async def _route_ids(url: str) -> list[int]:
 FLAPS = 100
 
 
-async def _flapping(
-    natsd: ServerProcess, ref: ServerProcess, cutters: list[_Cutter], mon: dict[str, str]
-) -> dict[str, Any]:
+async def _flapping(c: ProcCluster) -> dict[str, Any]:
+    natsd, ref = c["natsd"], c["ref"]
+    mon = {"natsd": natsd.monitor_url, "ref": ref.monitor_url}
     n = await nats.connect(natsd.url, allow_reconnect=False)
     r = await nats.connect(ref.url, allow_reconnect=False)
     try:
@@ -451,8 +391,9 @@ async def _flapping(
         loop = asyncio.get_running_loop()
         for _ in range(FLAPS):
             old = await _route_ids(mon["natsd"])
-            for c in cutters:
-                c.cut()
+            for link in c.links.values():  # every connection through it aborted, then open
+                link.cut()
+                link.heal()
             end = loop.time() + 10
             while True:
                 await asyncio.sleep(0.01)
@@ -475,41 +416,22 @@ async def _flapping(
 
 
 def test_route_flapping_against_nats_server_leaks_no_interest(tmp_path: Path) -> None:
-    """natsd and a nats-server peer joined through relays (natsd dials nats-server through
-    one and advertises the other, so nats-server's own dials pass one too) that cut the
-    route 100 times; each side's view of the other's interest (``/routez?subs=1``) is
-    what it was before, and messages still cross both ways."""
+    """natsd and a nats-server peer joined through proxies (each dials the other through
+    one) that cut the route 100 times; each side's view of the other's interest
+    (``/routez?subs=1``) is what it was before, and messages still cross both ways."""
     require_nats_server()
-    mon_ports = {"natsd": free_port(), "ref": free_port()}
-    ref_cluster = free_port()
-    (tmp_path / "ref.conf").write_text(
-        f"http_port: {mon_ports['ref']}\ncluster {{ name: flap, listen: {HOST}:{ref_cluster} }}\n"
-    )
-    ref = start_server("nats-server", config_path=tmp_path / "ref.conf", log_dir=tmp_path)
+    c = ProcCluster(tmp_path, 2, kinds=["natsd", "nats-server"], names=["natsd", "ref"],
+                    jetstream=[False, False], cluster_name="flap", proxied=True)  # fmt: skip
 
     async def main() -> dict[str, Any]:
-        natsd_cluster = free_port()
-        to_ref, to_natsd = _Cutter(ref_cluster), _Cutter(natsd_cluster)
-        await to_ref.start()
-        await to_natsd.start()
-        (tmp_path / "natsd.conf").write_text(
-            f"http_port: {mon_ports['natsd']}\ncluster {{ name: flap,"
-            f" listen: {HOST}:{natsd_cluster}, advertise: {HOST}:{to_natsd.port},"
-            f' routes: ["nats-route://{HOST}:{to_ref.port}"] }}\n'
-        )
-        natsd = start_server("natsd", config_path=tmp_path / "natsd.conf", log_dir=tmp_path)
+        await c.start(wait="")
         try:
-            mon = {k: f"http://{HOST}:{p}" for k, p in mon_ports.items()}
-            return await _flapping(natsd, ref, [to_ref, to_natsd], mon)
+            await c.routed("natsd")
+            return await _flapping(c)
         finally:
-            to_ref.close()
-            to_natsd.close()
-            natsd.stop()
+            await c.close()
 
-    try:
-        out = asyncio.run(main())
-    finally:
-        ref.stop()
+    out = asyncio.run(main())
     assert out["same_after"], out
     # Each side knew the other's ten subscriptions (natsd also nats-server's own $SYS ones).
     before = out["before"]
@@ -517,7 +439,7 @@ def test_route_flapping_against_nats_server_leaks_no_interest(tmp_path: Path) ->
     assert {f"ref.{i}" for i in range(10)} <= {x.split()[0] for x in before["natsd"][1]}, out
 
 
-async def _kill_while_publishing(servers: list[ServerProcess]) -> dict[str, Any]:
+async def _kill_while_publishing(servers: ProcCluster) -> dict[str, Any]:
     """A publisher on the first server sends a numbered stream to a subscriber on the second;
     the first is killed with SIGKILL a third of the way in. The publisher fails over through
     ``connect_urls`` (nats-py keeps publishing into its pending buffer meanwhile)."""
@@ -540,7 +462,7 @@ async def _kill_while_publishing(servers: list[ServerProcess]) -> dict[str, Any]
             if i % 50 == 49:
                 await asyncio.sleep(0.002)
             if i == total // 3:
-                servers[0].proc.kill()
+                servers[0].kill()
         await asyncio.wait_for(pub.flush(timeout=10), 15)
         await asyncio.wait_for(done.wait(), 10)
         lost = total - len(got)
@@ -557,7 +479,7 @@ async def _kill_while_publishing(servers: list[ServerProcess]) -> dict[str, Any]
 
 
 def test_kill_while_publishing_loses_little_and_duplicates_nothing(
-    cluster: list[ServerProcess],
+    cluster: ProcCluster,
 ) -> None:
     out = asyncio.run(_kill_while_publishing(cluster))
     logs = "\n".join(s.log()[-2000:] for s in cluster)
