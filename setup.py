@@ -80,6 +80,7 @@ HOT_MODULES = [
     "natsd/jetstream/consumer/delivery.py",
     "natsd/jetstream/consumer/pull.py",
     "natsd/jetstream/consumer/push.py",
+    "natsd/jetstream/consumer/readahead.py",
     "natsd/jetstream/consumer/consumer.py",
     "natsd/core/goquote.py",
     "natsd/raft/types.py",

@@ -451,11 +451,14 @@ class AckTracker:
         if bo:
             bi = min(max(self.rdc.get(seq, 0), 0), len(bo) - 1)
             delay = bo[bi] + ACK_WAIT_DELAY
-        else:
-            delay = self.cfg.ack_wait + ACK_WAIT_DELAY
-        end = self._mono() + delay / 1e9
-        if self._ptmr is None or self._ptmr_end > end:
-            self._reset_ptmr(delay / 1e9)
+            end = self._mono() + delay / 1e9
+            if self._ptmr is None or self._ptmr_end > end:
+                self._reset_ptmr(delay / 1e9)
+        elif self._ptmr is None:
+            # Without backoff no timer is ever armed for longer than ack_wait (plus the
+            # margin), so one that is armed ends no later than this message's would: no
+            # clock read per delivery to find that out.
+            self._reset_ptmr((self.cfg.ack_wait + ACK_WAIT_DELAY) / 1e9)
 
     def ack_wait_changed(self) -> None:
         """A config update changed ack_wait: recheck what is pending soon."""

@@ -54,6 +54,7 @@ from natsd.jetstream.consumer.delivery import Delivery, inactive_threshold
 from natsd.jetstream.consumer.pacing import Pacing
 from natsd.jetstream.consumer.pull import PullDelivery
 from natsd.jetstream.consumer.push import PushDelivery
+from natsd.jetstream.consumer.readahead import ReadAhead
 from natsd.jetstream.consumer.seq import reset_seq, starting_seq
 from natsd.jetstream.consumer.shared import Cursor, Doorbell
 from natsd.jetstream.consumer.state import StateSaver
@@ -107,6 +108,7 @@ class Consumer:
         self.cur = Cursor()
         self.npf = 0  # num pending floor: sequences <= npf are already counted
         self.lss: list[int] | None = None
+        self.ahead = ReadAhead()  # the next messages, while the consumer takes every subject
         self.lss_resume = 0
 
         # The parts.
@@ -137,6 +139,7 @@ class Consumer:
 
     # ------------------------------------------------------------------ config
     def _set_filters(self, cfg: ConsumerConfig) -> None:
+        self.ahead.drop()
         filters = cfg.filters
         self.filters = filters
         self.filter_all = not filters
@@ -257,6 +260,7 @@ class Consumer:
         seq = reset_seq(self.stream, self.cfg, self.acks.asflr, seq)
         self.acks.reset(seq)
         self.lss = None
+        self.ahead.drop()
         self.cur.sseq, self.cur.dseq = seq, 1
         if self.retention == _INTEREST:
             self.stream.cleanup_no_interest(self.acks.asflr, None)
@@ -298,6 +302,7 @@ class Consumer:
 
     def on_bulk_removed(self) -> None:
         """A purge, compact or truncate of the store: recount what is pending."""
+        self.ahead.drop()
         self.cur.npc = self._calc_num_pending()
 
     def _stream_num_pending(self) -> None:
@@ -329,6 +334,7 @@ class Consumer:
 
     def on_removed(self, seq: int, subject: str) -> None:
         """``decStreamPending``: a message left the stream (limits, delete, retention)."""
+        self.ahead.removed(seq)
         if self.closed:
             return
         if seq >= self.cur.sseq and self.matches(subject):
@@ -441,7 +447,7 @@ class Consumer:
     def _load_next(self, start: int) -> StoredMsg | None:
         store = self.stream.store
         if self.filter_all:
-            return store.load_next_msg("", start)
+            return self.ahead.next_msg(store, start)
         if len(self.filters) == 1:
             return store.load_next_msg(self.filters[0], start)
         best: StoredMsg | None = None
@@ -569,7 +575,7 @@ class Consumer:
             delivery.change_deliver_subject(cfg.deliver_subject)
         if cfg.max_ack_pending != old.max_ack_pending:
             self.bell.ring()
-        if cfg.ack_wait != old.ack_wait:
+        if cfg.ack_wait != old.ack_wait or cfg.backoff != old.backoff:
             self.acks.ack_wait_changed()
         thresh_changed = cfg.inactive_threshold != old.inactive_threshold
         if thresh_changed:
