@@ -511,3 +511,24 @@ async def test_unnamed_server_takes_the_configured_name() -> None:
     finally:
         await unnamed.shutdown()
         await named.shutdown()
+
+
+async def test_a_route_that_reaches_a_client_port_is_refused(caplog: Any) -> None:
+    """A route URL that names another server's client port: that port greets with a
+    client's INFO (it carries a ``client_id``). No route comes up on it, and an unnamed
+    server takes no cluster name from it (it would take a configured peer's)."""
+    named = _server()  # cluster "mesh", configured
+    await named.start()
+    client_port = parse_go_url(f"nats-route://127.0.0.1:{named.port}")
+    c = ClusterOptions(host="127.0.0.1", port=-1, routes=[client_port])
+    dialer = Server(host="127.0.0.1", port=0, cluster=c)
+    generated = dialer.cluster_name
+    await dialer.start()
+    try:
+        await _until(lambda: "a client port answered" in caplog.text)
+        await asyncio.sleep(0.3)
+        assert dialer.mesh is not None and not dialer.mesh.routes
+        assert dialer.cluster_name == generated != CLUSTER
+    finally:
+        await dialer.shutdown()
+        await named.shutdown()

@@ -591,6 +591,16 @@ class RouteConnection:
             self.host.route_info(self, info)
             return
         st = self.settings
+        if "client_id" in info:
+            # The URL names a client port: only a client's INFO carries the id of the
+            # connection it greets. nats-server takes it for a route's and then fails on
+            # every frame; nothing of it is used here (no cluster name, no route), and the
+            # dialer keeps trying, as for a peer that is down.
+            self.host.log_error(
+                f"rid:{self.rid} {self._peer()}: a client port answered, not a route port"
+            )
+            self._close(RouteCloseReason.PROTOCOL, flush=False)
+            return
         sid = info.get("server_id")
         if not isinstance(sid, str) or not sid:
             self._send_err_and_close("Route INFO without a server_id", RouteCloseReason.PROTOCOL)
