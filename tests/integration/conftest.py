@@ -385,11 +385,35 @@ class ServerProcess:
         return int(self.proc.returncode)
 
     def stop(self) -> None:
+        """SIGKILL to the server's process group (its own session), then wait until no
+        process of it runs: with ``--workers`` the workers are in it too, and they only die
+        after their supervisor, so a test's directory could otherwise be removed under a
+        worker still writing its store."""
         p = self.proc
-        if p is not None and p.poll() is None:
-            p.send_signal(signal.SIGKILL)
-            with contextlib.suppress(Exception):
-                p.wait(5)
+        if p is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            p.wait(5)
+        deadline = time.monotonic() + 5
+        while _group_runs(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def _group_runs(pgid: int) -> bool:
+    """Does a process of group ``pgid`` still run (a zombie does not count)?"""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 @pytest.fixture
