@@ -100,3 +100,31 @@ def test_requests_share_messages_round_robin_and_expire_independently(js: JsHarn
         (1.0, b"1", ""),
         (3.001, b"", "408 Request Timeout"),
     ]
+
+
+def test_a_request_whose_reply_is_unsubscribed_gets_no_more_messages(js: JsHarness) -> None:
+    """A request remembers that its reply had a subscriber (so its next messages skip the
+    match); an unsubscribe in between must still be seen: the next message goes to the
+    next request, not to a reply nobody reads."""
+    _pull_consumer(js)
+    gone = js.subscribe(js.inbox())
+    js.fetch("S", "D", gone, batch=5, expires=30 * S)
+    js.js_publish("s.a", b"one")
+    js.settle()
+    assert [m.data for m in gone.msgs] == [b"one"]
+    # An unrelated subscription comes and goes first: the memo must not outlive it.
+    other = js.subscribe(js.inbox())
+    other.unsubscribe()
+    js.js_publish("s.a", b"two")
+    js.settle()
+    assert [m.data for m in gone.msgs] == [b"one", b"two"]
+    gone.unsubscribe()
+    js.js_publish("s.a", b"three")
+    js.settle()
+    assert [m.data for m in gone.msgs] == [b"one", b"two"]
+    live = js.subscribe(js.inbox())
+    js.fetch("S", "D", live, batch=1, expires=30 * S)
+    js.settle()
+    (m,) = live.msgs
+    assert (m.data, m.ack_tokens[0]) == (b"three", 1)  # a first delivery, not a redelivery
+    assert js.api("CONSUMER.INFO.S.D")["num_ack_pending"] == 3

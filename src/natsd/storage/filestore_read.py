@@ -392,7 +392,8 @@ class RecordReader(QueryMixin):
         seqs = blk.seqs
         seq0 = blk.seq0
         names = self._names
-        walk = blk.offs is None  # (a block with every offset known never walks)
+        offs = blk.offs
+        walk = offs is None  # (a block with every offset known never walks)
         off, _len = self._rec(blk, k)
         # The window: bytes [woff, woff + len(win)) of the block.
         win = b""
@@ -401,11 +402,18 @@ class RecordReader(QueryMixin):
         if w is not None and w[0] is blk:
             woff = w[1]
             win = w[2]
+        # One memoryview per window (the checksum reads records through it without a copy)
+        # and the last record's subject: a run of records on one subject, the usual case,
+        # takes its name without a slice, a hash or a lookup.
+        wmv = memoryview(win)
+        last_sb = b""
+        last_subj = ""
         while k < nrec:
             s = seq0 + k if seqs is None else seqs[k]
             b = off - woff
             if b < 0 or b + REC_HDR_SIZE > len(win):
                 win = self._range_read(blk, off, REC_HDR_SIZE, rng, s)
+                wmv = memoryview(win)
                 woff = off
                 b = 0
             if len(win) - b >= REC_HDR_SIZE:
@@ -425,6 +433,7 @@ class RecordReader(QueryMixin):
             end = b + reclen
             if take and end > len(win) and reclen >= REC_OVERHEAD:
                 win = self._range_read(blk, off, reclen, rng, s)
+                wmv = memoryview(win)
                 woff = off
                 b = 0
                 end = reclen
@@ -435,13 +444,16 @@ class RecordReader(QueryMixin):
                 seqf == s
                 and reclen >= REC_OVERHEAD
                 and end <= len(win)
-                and record_crc(memoryview(win)[b:end]) == _CRC_RESIDUE
+                and record_crc(wmv[b:end]) == _CRC_RESIDUE
             ):
                 p = b + REC_HDR_SIZE
-                sb = win[p : p + slen]
-                subj = names.get(sb)
-                if subj is None:
-                    subj = self._name(sb)
+                if slen == len(last_sb) and win.startswith(last_sb, p):
+                    subj = last_subj
+                else:
+                    sb = win[p : p + slen]
+                    got = names.get(sb)
+                    subj = self._name(sb) if got is None else got
+                    last_sb, last_subj = sb, subj
                 p += slen
                 hdr = win[p : p + hlen] if hlen else None
                 out.append(StoredMsg(subj, s, ts, hdr, win[p + hlen : end - 4], ttl))
@@ -463,8 +475,8 @@ class RecordReader(QueryMixin):
             k += 1
             off += reclen
             if k < nrec and alive[k]:
-                if not walk:
-                    off, _len = self._rec(blk, k)
+                if offs is not None:
+                    off = offs[k]
                 continue
             nk = alive.find(1, k)
             if nk < 0:
@@ -478,6 +490,7 @@ class RecordReader(QueryMixin):
                 b = off - woff
                 if b < 0 or b + REC_HDR_SIZE > len(win):
                     win = self._range_read(blk, off, REC_HDR_SIZE, rng, s)
+                    wmv = memoryview(win)
                     woff = off
                     b = 0
                 if len(win) - b < REC_HDR_SIZE:

@@ -267,7 +267,7 @@ class PullDelivery(Delivery):
     def _next_waiting(self, sz: int) -> WaitingRequest | None:
         """``nextWaiting``: the request the next message (of ``sz`` bytes) goes to."""
         wq = self.waiting
-        has_interest = self._sublist.has_interest
+        sl = self._sublist
         prio = self.prio
         policy = self.cfg.priority_policy
         need_new_pin = policy == _PINNED_CLIENT and not prio.pin_id
@@ -302,12 +302,22 @@ class PullDelivery(Delivery):
                             prio.drop_pin()
                         wq.remove_head()
                         continue
-                if has_interest(wr.reply):
+                if wr.live_at == sl.removes or self._listens(wr):
                     return wq.pop_and_requeue() if policy == _PRIORITIZED else wq.pop()
             else:
                 self.send_status(wr.reply, pending_status(408, "Request Timeout", wr.n, wr.b))
             wq.remove_head()
         return None
+
+    def _listens(self, wr: WaitingRequest) -> bool:
+        """Whether ``wr``'s reply subject has interest; a local subscriber is remembered
+        (``live_at``) so the requests' next messages skip the match."""
+        sl = self._sublist
+        p, q = sl.match(wr.reply)
+        if p or q:
+            wr.live_at = sl.removes
+            return True
+        return sl.has_interest(wr.reply)
 
     def _arm_waiting_timer(self) -> None:
         """Run ``process_waiting`` again at the next request expiry or heartbeat."""

@@ -176,6 +176,7 @@ class WaitingRequest:
         "group",
         "hb",
         "hbt",
+        "live_at",
         "min_ack_pending",
         "min_pending",
         "n",
@@ -202,6 +203,9 @@ class WaitingRequest:
         self.min_ack_pending = req.min_ack_pending
         self.pin_id = req.pin_id
         self.priority = req.priority if req.group is not None else _MAX_PRIORITY
+        # The subscription list's removal count when the reply was last found subscribed
+        # on this server: while no subscription has been removed since, it still is.
+        self.live_at = -1
 
 
 _MAX_PRIORITY: Final = (1 << 31) - 1
