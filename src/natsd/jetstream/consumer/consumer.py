@@ -48,7 +48,7 @@ from natsd.jetstream.config.consumer_config import (
     DeliverPolicy,
 )
 from natsd.jetstream.config.stream_types import RetentionPolicy
-from natsd.jetstream.consumer.ack import AckTracker
+from natsd.jetstream.consumer.ack import AckTracker, ack_numbers
 from natsd.jetstream.consumer.advisory import Advisories
 from natsd.jetstream.consumer.delivery import Delivery, inactive_threshold
 from natsd.jetstream.consumer.pacing import Pacing
@@ -481,12 +481,7 @@ class Consumer:
         pre = self._ack_pre
         sseq = dseq = dc = 0
         if subject.startswith(pre):
-            toks = subject[len(pre) :].split(b".")
-            if len(toks) == 5:
-                try:
-                    dc, sseq, dseq = int(toks[0]), int(toks[1]), int(toks[2])
-                except ValueError:
-                    sseq = dseq = dc = 0
+            dc, sseq, dseq = ack_numbers(subject, len(pre))
         if self.cfg.inactive_threshold > 0:
             self.delivery.keep_alive()
         acks = self.acks
