@@ -172,14 +172,18 @@ class AckTracker:
     def state_doc(self) -> bytes:
         """The persisted state: the stored view, the cursor, pending and redeliveries."""
         cur = self._cur
+        # The maps go to orjson as they are, their int keys written as strings by it: no
+        # dict of str keys built per save (this is written every STATE_FLUSH_DELAY while
+        # acks come in, and pending can hold max_ack_pending entries).
         return orjson.dumps(
             {
                 "delivered": {"consumer_seq": self.st_dc, "stream_seq": self.st_ds},
                 "ack_floor": {"consumer_seq": self.st_fc, "stream_seq": self.st_fs},
                 "cursor": {"consumer_seq": cur.dseq, "stream_seq": cur.sseq},
-                "pending": {str(s): p for s, p in self.pending.items()},
-                "redelivered": {str(s): n for s, n in self.rdc.items()},
-            }
+                "pending": self.pending,
+                "redelivered": self.rdc,
+            },
+            option=orjson.OPT_NON_STR_KEYS,
         )
 
     def start(self) -> None:
@@ -375,8 +379,11 @@ class AckTracker:
                 del pending[sseq]
                 dseq = p[0]
                 self._move_ack_floor(dseq, sseq)
-            self.rdc.pop(sseq, None)
-            self._remove_from_rdq(sseq)
+            # (both are empty unless something was redelivered: no lookups then)
+            if self.rdc:
+                self.rdc.pop(sseq, None)
+            if self.rdqi:
+                self._remove_from_rdq(sseq)
         elif self._ap_all:
             if dseq <= self.adflr or sseq <= self.asflr:
                 return True
@@ -622,7 +629,8 @@ class AckTracker:
         if self._ap_none or dseq <= self.st_fc:
             return
         stp = self.st_pending
-        if sseq not in stp:
+        pd = stp.get(sseq)
+        if pd is None:
             return
         self._saver.mark_dirty()
         if self._ap_all:
@@ -630,7 +638,6 @@ class AckTracker:
             self.st_fc, self.st_fs = dseq, sseq
             drop_upto(stp, min(floor, sseq - 1), sseq)
             return
-        pd = stp[sseq]
         del stp[sseq]  # (not stp.pop: a method call with a lookup of "pop" per ack)
         if 0 < pd < dseq:
             dseq = pd
