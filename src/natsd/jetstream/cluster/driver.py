@@ -237,8 +237,9 @@ class JsCluster:
                     log_ = None
             if log_ is not None:
                 self.group = host.restore(META_GROUP, self._apply, install=self._install)
-                log.info("JetStream cluster: meta group restored (%d entries to replay)",
-                         log_.commit)  # fmt: skip
+                log.info("JetStream cluster: meta group restored (%d committed entries to"
+                         " replay after the snapshot at index %d)",
+                         max(log_.commit - log_.snap_index, 0), log_.snap_index)  # fmt: skip
                 if damage or self.group.repair_at:
                     self._repair(damage or ["damage found before, not repaired yet"])
                 elif self._replay_until <= self.group.applied:
