@@ -310,14 +310,16 @@ class PullDelivery(Delivery):
         return None
 
     def _listens(self, wr: WaitingRequest) -> bool:
-        """Whether ``wr``'s reply subject has interest; a local subscriber is remembered
-        (``live_at``) so the requests' next messages skip the match."""
+        """``Sublist.has_interest`` for ``wr``'s reply, with a local subscriber remembered
+        (``live_at``) so the request's next messages skip the match. Interest on a peer
+        server is asked each time (its removals are not counted here)."""
         sl = self._sublist
         p, q = sl.match(wr.reply)
         if p or q:
             wr.live_at = sl.removes
             return True
-        return sl.has_interest(wr.reply)
+        fwd = sl.forward
+        return fwd is not None and fwd.has_interest(wr.reply)
 
     def _arm_waiting_timer(self) -> None:
         """Run ``process_waiting`` again at the next request expiry or heartbeat."""
