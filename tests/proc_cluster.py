@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import re
 import signal
 import subprocess
 import time
@@ -60,6 +61,10 @@ def peer_hash(server_name: str) -> str:
     """The ``peer`` id nats-server shows for a server in /jsz and ``cluster.replicas``."""
     digest = hashlib.sha256(server_name.encode()).digest()
     return "".join(_HASH_DIGITS[b % len(_HASH_DIGITS)] for b in digest[:8])
+
+
+# route connection lines (see ServerProc.log_tail)
+_CHATTER = re.compile(r"Route connection created|Router connection closed|Duplicate Route")
 
 
 class ServerProc:
@@ -233,7 +238,32 @@ class ServerProc:
             return ""
 
     def log_tail(self, n: int = 4000) -> str:
-        return self.log()[-n:]
+        """The end of the log without the route chatter (connections made, closed and
+        duplicated, which fill a faulted cluster's logs), so a failure shows what the
+        server did."""
+        lines = [ln for ln in self.log().splitlines() if not _CHATTER.search(ln)]
+        return "\n".join(lines)[-n:]
+
+    def raft_summary(self) -> str:
+        """One line per Raft group this server runs (``/raftz`` of the system account and
+        of the accounts the test clusters use), for a failure's report."""
+        out = []
+        for acc in ("", "$G", "A"):
+            doc = self.get("/raftz" + (f"?acc={acc}" if acc else ""))
+            for acc_name, groups in (doc or {}).items():
+                for name, g in groups.items():
+                    peers = {
+                        p.get("name"): p.get("last_replicated_index", "-")
+                        for p in (g.get("peers") or {}).values()
+                    }
+                    wal = g.get("wal") or {}
+                    out.append(
+                        f"  {acc_name}/{name}: {g.get('state')} term {g.get('term')} leader"
+                        f" {g.get('leader', '-')} commit {g.get('committed')} applied"
+                        f" {g.get('applied')} log {wal.get('first_seq')}..{g.get('pindex')}"
+                        f"{' catching up' if g.get('catching_up') else ''} peers {peers}"
+                    )
+        return "\n".join(out) if out else "  (no /raftz answer)"
 
 
 class ProcCluster:
@@ -393,7 +423,9 @@ class ProcCluster:
                 await asyncio.sleep(0.1)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {s.name} ({s.kind})\n{s.log_tail()}" for s in self.servers)
+        return "\n".join(
+            f"--- {s.name} ({s.kind})\n{s.raft_summary()}\n{s.log_tail()}" for s in self.servers
+        )
 
     # -- the network (a proxied cluster) ----------------------------------------------------
     def partition(self, side: set[str], mode: str) -> None:

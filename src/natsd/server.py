@@ -894,6 +894,10 @@ class Server:
     def jetstream_meta(self) -> dict[str, Any] | None:
         return self.js_cluster.meta_info() if self.js_cluster is not None else None
 
+    def raftz(self) -> dict[str, dict[str, dict[str, Any]]] | None:
+        """/raftz: this server's Raft groups by account and name (None: not clustered)."""
+        return self.js_cluster.raftz() if self.js_cluster is not None else None
+
     def jetstream_health(self) -> str:
         if self.js_cluster is None or self._jetstream_stopped:
             return ""

@@ -701,3 +701,87 @@ def test_r3_peer_remove_refusals(shared: ProcCluster, verb: str) -> None:
             await nc.close()
 
     asyncio.run(run())
+
+
+_RAFTZ_KEYS = {
+    "id", "state", "size", "quorum_needed", "committed", "applied", "leader",
+    "ever_had_leader", "term", "pterm", "pindex", "system_account", "traffic_account",
+    "wal", "peers",
+}  # fmt: skip
+
+
+def test_raftz_shows_the_meta_and_stream_groups(shared: ProcCluster) -> None:
+    """/raftz (nats-server 2.11+): the meta group under the system account as ``_meta_``, a
+    stream's group under the stream's account by its ``raft_group``; one leader per group
+    that every member names; the ``acc`` and ``group`` filters."""
+    meta_leader = _leader(shared)
+
+    async def run() -> tuple[str, str, list[dict[str, Any]], list[Any]]:
+        nc = await shared.connect(2)
+        try:
+            body = {"name": "RZ", "subjects": ["rz.>"], "num_replicas": 3}
+            await js_request(nc, "$JS.API.STREAM.CREATE.RZ", body)
+            info = await _stream_leader(nc, "RZ")
+            for i in range(5):
+                await _pub(nc, "rz.x", b"%d" % i)
+            group, leader = info["cluster"]["raft_group"], info["cluster"]["leader"]
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while True:  # until every member has applied what the leader committed
+                docs = [await asyncio.to_thread(s.http, "/raftz?acc=A") for s in shared]
+                rows = [d[1].get("A", {}).get(group, {}) for d in docs]
+                if all(r and r["applied"] == r["committed"] for r in rows) and (
+                    len({r["committed"] for r in rows}) == 1
+                ):
+                    break
+                assert loop.time() < deadline, docs
+                await asyncio.sleep(0.1)
+            metas = [await asyncio.to_thread(s.http, "/raftz") for s in shared]
+            filtered = [
+                await asyncio.to_thread(shared[0].http, q)
+                for q in (f"/raftz?acc=A&group={group}", "/raftz?group=NOPE", "/raftz?acc=NONE")
+            ]
+            await js_request(nc, "$JS.API.STREAM.DELETE.RZ")
+            return group, leader, [d[1] for d in docs] + [m[1] for m in metas], filtered
+        finally:
+            await nc.close()
+
+    group, leader, docs, filtered = asyncio.run(run())
+    streams, metas = docs[:3], docs[3:]
+    for kind, rows, lead in (
+        ("stream", [d["A"][group] for d in streams], leader),
+        ("meta", [d["SYS"]["_meta_"] for d in metas], meta_leader.name),
+    ):
+        for d in streams if kind == "stream" else metas:
+            assert set(d) == ({"A"} if kind == "stream" else {"SYS"}), kind
+        for s, row in zip(shared, rows, strict=True):
+            assert set(row) >= _RAFTZ_KEYS, (kind, sorted(row))
+            assert row["id"] == peer_hash(s.name)
+            assert row["state"] == ("LEADER" if s.name == lead else "FOLLOWER"), (kind, row)
+            assert row["leader"] == peer_hash(lead)
+            # (etcd's Raft, natsd's, records a vote only where one was cast this term)
+            assert row.get("voted_for", row["leader"]) in {peer_hash(o.name) for o in shared}
+            assert ("leader_since" in row) == (s.name == lead)
+            assert (row["size"], row["quorum_needed"]) == (3, 2)
+            assert row["system_account"] is True and row["traffic_account"] == "SYS"
+            assert row["ever_had_leader"] is True
+            assert row["pindex"] >= row["committed"] >= row["applied"] > 0
+            assert row["wal"]["last_seq"] == row["pindex"]
+            assert row["wal"]["consumer_count"] == 0
+            # the other members by peer id; the leader knows how far each got and when it
+            # last heard from it, a follower only when it last heard from the leader
+            assert set(row["peers"]) == {peer_hash(o.name) for o in shared if o is not s}
+            for o in shared:
+                if o is s:
+                    continue
+                p = row["peers"][peer_hash(o.name)]
+                keys = {"name", "known"}
+                if s.name == lead:
+                    keys |= {"last_replicated_index", "last_seen"}
+                    assert 0 < p["last_replicated_index"] <= row["pindex"]
+                elif o.name == lead:
+                    keys.add("last_seen")
+                assert (set(p), p["name"], p["known"]) == (keys, o.name, True), (kind, s.name, p)
+        assert len({r["term"] for r in rows}) == 1, kind
+    assert filtered[0][0] == 200 and list(filtered[0][1]["A"]) == [group]
+    assert filtered[1:] == [(200, {}), (200, {})]

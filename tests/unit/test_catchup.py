@@ -102,10 +102,10 @@ def test_bad_input_from_a_peer_is_counted_and_dropped() -> None:
     assert node.bad == refused and not node.transfers
 
 
-def _snap_msg(frm: int, index: int, first: int, last: int) -> Message:
-    meta = SnapshotMetadata(index=index, term=2)
+def _snap_msg(frm: int, index: int, first: int, last: int, term: int = 2) -> Message:
+    meta = SnapshotMetadata(index=index, term=term)
     snap = Snapshot(data=encode_snapshot(first, last, {}), metadata=meta)
-    return Message(type=MessageType.MsgSnap, from_=frm, to=REPLICA, term=2, snapshot=snap)
+    return Message(type=MessageType.MsgSnap, from_=frm, to=REPLICA, term=term, snapshot=snap)
 
 
 async def test_a_replica_catches_up_in_batches_and_never_past_the_snapshot(
@@ -192,3 +192,27 @@ async def test_a_source_behind_the_snapshot_is_not_taken_for_a_gap() -> None:
     replica.tick(loop.time() + 10)
     assert len(finished) == 1
     assert _contents(rep, 600) == _contents(src, 500)
+
+
+async def test_a_new_leaders_older_snapshot_replaces_the_held_one() -> None:
+    """A snapshot held from a leader of term 2 while a new leader (term 3) that compacted
+    less sends its own: Raft would drop the term-2 one when it is stepped, so the transfer
+    aims for the new leader's and steps that one."""
+    system = Account("$SYS")
+    src = _store()
+    for i in range(1, 401):
+        src.store_msg("c.a", None, b"%d" % i)
+    finished: list[Transfer] = []
+    new_leader = CatchUp(STRANGER, system, lambda g, who, index: src, finished.append, SYSTEM_CLOCK)
+    replica = CatchUp(REPLICA, system, lambda g, who, index: None, finished.append, SYSTEM_CLOCK)
+    new_leader.start()
+    replica.start()
+    rep = _store()
+    # the old leader (SOURCE) is gone: nothing answers for its snapshot
+    assert replica.offer(GROUP, rep, _snap_msg(SOURCE, 500, 1, 950, term=2))
+    assert not finished and GROUP in replica.transfers
+    assert replica.offer(GROUP, rep, _snap_msg(STRANGER, 300, 1, 400, term=3))
+    assert len(finished) == 1
+    held = finished[0].held
+    assert held is not None and (held.term, held.from_) == (3, STRANGER)
+    assert _contents(rep, 400) == _contents(src, 400)

@@ -76,6 +76,11 @@ class StubSource:
     # a standalone server: no meta group, nothing keeping /healthz from "ok"
     meta: dict[str, Any] | None = None
     health: str = ""
+    # /raftz: account -> group -> row (None: no Raft group, a standalone server)
+    groups: dict[str, dict[str, dict[str, Any]]] | None = None
+
+    def raftz(self) -> dict[str, dict[str, dict[str, Any]]] | None:
+        return self.groups
 
     def jetstream_meta(self) -> dict[str, Any] | None:
         return self.meta
@@ -240,3 +245,21 @@ async def test_metrics_per_stream_in_engine_order(client: TestClient[Any, Any]) 
     assert 'jetstream_stream_messages{account="A",server_id="NSTUB",stream="S1"} 10.0' in lines
     assert 'gnatsd_varz_in_msgs_total{server_id="NSTUB"} 11.0' in text
     assert 'gnatsd_varz_uptime_seconds{server_id="NSTUB"} 7.0' in text
+
+
+async def test_raftz_filters_by_account_and_group(
+    source: StubSource, client: TestClient[Any, Any]
+) -> None:
+    async def get(q: str) -> tuple[int, Any]:
+        r = await client.get("/raftz" + q)
+        return r.status, (await r.json() if r.status == 200 else await r.text())
+
+    assert await get("") == (404, "No Raft nodes registered")
+    meta, s1, s2 = {"state": "LEADER"}, {"state": "FOLLOWER"}, {"state": "CANDIDATE"}
+    source.groups = {"$SYS": {"_meta_": meta}, "A": {"S-R3F-1": s1, "S-R3F-2": s2}}
+    assert await get("") == (200, {"$SYS": {"_meta_": meta}})
+    assert await get("?acc=A") == (200, {"A": {"S-R3F-1": s1, "S-R3F-2": s2}})
+    assert await get("?acc=A&group=S-R3F-2") == (200, {"A": {"S-R3F-2": s2}})
+    # as nats-server: a filter that matches nothing is an empty object, not an error
+    assert await get("?acc=A&group=_meta_") == (200, {})
+    assert await get("?acc=B") == (200, {})

@@ -533,6 +533,13 @@ class GroupHost:
         g = self.groups.get(name)
         if g is None:
             return False
+        if m.term < g.node.term():
+            # Raft ignores a message of an older term; the current leader sends its own
+            log.info(
+                "raft group %s: held snapshot of term %d dropped (the group is at term %d)",
+                name.decode(errors="replace"), m.term, g.node.term(),
+            )  # fmt: skip
+            return False
         try:
             g.node.step(m)
         except (RaftError, RaftPanic) as e:

@@ -62,6 +62,7 @@ class MonitorServer:
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/accountz", self.accountz)
         app.router.add_get("/jsz", self.jsz)
+        app.router.add_get("/raftz", self.raftz)
         app.router.add_get("/metrics", self.metrics)
         self.app = app
 
@@ -84,7 +85,17 @@ class MonitorServer:
     async def root(self, request: web.Request) -> web.Response:
         links = "".join(
             f'<a href="/{p}">{p}</a><br/>'
-            for p in ("varz", "connz", "subsz", "accountz", "healthz", "metrics")
+            for p in (
+                "varz",
+                "connz",
+                "routez",
+                "subsz",
+                "accountz",
+                "jsz",
+                "raftz",
+                "healthz",
+                "metrics",
+            )
         )
         return web.Response(
             text=f"<html><body>natsd {__version__}<br/>{links}</body></html>",
@@ -420,6 +431,20 @@ class MonitorServer:
         if want:
             data["account_details"] = details
         return _json(data)
+
+    async def raftz(self, request: web.Request) -> web.Response:
+        """nats-server's /raftz: the Raft groups of one account (``acc``, default the
+        system account's: the meta group), all or the one named ``group``."""
+        groups = self.server.raftz()
+        if groups is None:
+            return web.Response(status=404, text="No Raft nodes registered")
+        acc = request.query.get("acc", "") or self.server.system_account_name
+        mine = groups.get(acc, {})
+        want = request.query.get("group", "")
+        if want:
+            mine = {want: mine[want]} if want in mine else {}
+        # as nats-server: filters that match nothing give an empty object
+        return _json({acc: mine} if mine else {})
 
     async def healthz(self, request: web.Request) -> web.Response:
         if not self.server.ready.is_set():

@@ -17,6 +17,7 @@ endpoints from a stub. Which endpoint reads what:
 /accountz     server_id, config_time, accounts, jetstream_usage(streams=False) (names)
 /jsz          server_id, options.js, jetstream_usage(streams=True)
 /healthz      ready
+/raftz        raftz() (the Raft groups), system_account_name
 /metrics      what /varz reads, uptime(), accounts (clients per account),
               jetstream_usage(streams=True)
 ============  ==============================================================================
@@ -191,6 +192,11 @@ class MonitorSource(Protocol):
 
     def totals(self) -> tuple[int, int, int, int]:
         """Messages in, bytes in, messages out, bytes out, over all accounts."""
+        ...
+
+    def raftz(self) -> dict[str, dict[str, dict[str, Any]]] | None:
+        """This server's Raft groups as /raftz shows them, by account and group name (None:
+        the server runs no Raft group)."""
         ...
 
     def cluster_usage(self, *, subs: bool) -> ClusterUsage | None:

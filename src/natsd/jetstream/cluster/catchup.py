@@ -370,8 +370,11 @@ class CatchUp:
             return False
         t = self.transfers.get(group)
         if t is not None:
-            # a newer snapshot (the leader compacted again, or a new leader): aim for it
-            if m.snapshot.metadata.index >= t.held_index:
+            # a newer snapshot (the leader compacted again, or a new leader): aim for it;
+            # one of a newer term even when it is older, since Raft drops the held one of
+            # an older term when it is stepped (a new leader that compacted less)
+            newer_term = t.held is not None and m.term > t.held.term
+            if m.snapshot.metadata.index >= t.held_index or newer_term:
                 t.held, t.held_index, t.snap = m, m.snapshot.metadata.index, snap
             if m.from_ != t.peer:
                 t.peer = m.from_

@@ -72,7 +72,7 @@ from natsd.core.ids import Nuid
 from natsd.core.scheduler import Cancellable
 from natsd.jetstream.answer import API_TYPE_PREFIX
 from natsd.jetstream.cluster.catchup import cut_lost
-from natsd.jetstream.cluster.info import CURRENT_FOR, meta_cluster_info
+from natsd.jetstream.cluster.info import CURRENT_FOR, meta_cluster_info, raftz_group
 from natsd.jetstream.cluster.local import LocalStreams
 from natsd.jetstream.cluster.servers import (
     PLACE_ALIVE,
@@ -174,6 +174,7 @@ class JsCluster:
         self.usage = UsageBook(engine, system, server_name, self.alive, self.is_member)
         self._nuid = Nuid()
         self._was_leader = False
+        self._leader_since = 0  # ns since the epoch this server became meta leader (/raftz)
         # member names by Raft node id and back, learned as members show up (bounded by
         # the servers that are or were members: the names come from our routes and the
         # server table, not from frames)
@@ -392,6 +393,7 @@ class JsCluster:
         leading = self.is_leader()
         if leading != self._was_leader:
             self._was_leader = leading
+            self._leader_since = self.clock.time_ns() if leading else 0
             if leading:
                 log.info("JetStream cluster: this server is the meta leader")
                 self._advise_leader_elected()
@@ -474,6 +476,17 @@ class JsCluster:
             self.name_of,
             self.clock.monotonic(),
         )
+
+    def raftz(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """/raftz: this server's Raft groups by account (the meta group, ``_meta_`` as
+        nats-server names it, is the system account's; a stream's group its account's)."""
+        out = self.stream_groups.raftz(self.name_of)
+        if self.group is not None:
+            out.setdefault(self.system.name, {})[META_GROUP.decode()] = raftz_group(
+                self.group, self.raft.host.id, self.system.name, False, self._leader_since,
+                self.raft.last_heard, self.name_of, self.clock.monotonic(),
+            )  # fmt: skip
+        return out
 
     def propose(self, data: bytes) -> bool:
         """False when the meta group cannot take it now (no leader known)."""

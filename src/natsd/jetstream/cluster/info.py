@@ -12,10 +12,19 @@ from typing import Any, Final
 
 from natsd.cluster.group import RaftGroup, peer_hash, raft_id
 from natsd.cluster.meta import StreamAssignment
-from natsd.core.clock import rfc3339
+from natsd.core.clock import format_duration, rfc3339
 from natsd.jetstream.cluster.replica import group_name
+from natsd.raft.state import StateType
 
-__all__ = ["ALIVE_FOR", "CURRENT_FOR", "OFFLINE_AFTER", "meta_cluster_info", "stream_cluster_block"]
+__all__ = [
+    "ALIVE_FOR",
+    "CURRENT_FOR",
+    "OFFLINE_AFTER",
+    "meta_cluster_info",
+    "raft_group_label",
+    "raftz_group",
+    "stream_cluster_block",
+]
 
 # A replica not heard from for this long is not "current" in a stream's cluster block, and
 # after OFFLINE_AFTER it shows as offline.
@@ -105,6 +114,12 @@ def _snapshot_stats(g: RaftGroup | None) -> dict[str, Any]:
     return {"pending_entries": n, "pending_size": size, "last_time": "0001-01-01T00:00:00Z"}
 
 
+def raft_group_label(a: StreamAssignment) -> str:
+    """A stream's Raft group as clients see it (``S-R3F-<hash>``, nats-server's form)."""
+    kind = "M" if a.config.get("storage") == "memory" else "F"
+    return f"S-R{len(a.peers)}{kind}-{peer_hash(group_name(a).decode())}"
+
+
 def stream_cluster_block(
     g: RaftGroup,
     a: StreamAssignment,
@@ -120,8 +135,7 @@ def stream_cluster_block(
     leader, and the other replicas with whether they are current and when they were last
     heard from (the leader knows its followers' progress)."""
     out: dict[str, Any] = {"name": cluster}
-    kind = "M" if a.config.get("storage") == "memory" else "F"
-    out["raft_group"] = f"S-R{len(a.peers)}{kind}-{peer_hash(group_name(a).decode())}"
+    out["raft_group"] = raft_group_label(a)
     node = g.node
     lead = node.leader()
     if lead:
@@ -152,4 +166,89 @@ def stream_cluster_block(
         replicas.append(row)
     if replicas:
         out["replicas"] = replicas
+    return out
+
+
+# /raftz ``state`` as nats-server names its RaftState (a pre-candidate is campaigning too)
+_RAFT_STATES: Final = {
+    StateType.StateFollower: "FOLLOWER",
+    StateType.StateCandidate: "CANDIDATE",
+    StateType.StatePreCandidate: "CANDIDATE",
+    StateType.StateLeader: "LEADER",
+}
+
+
+def raftz_group(
+    g: RaftGroup,
+    me: int,
+    traffic_account: str,
+    catching_up: bool,
+    leader_since: int,
+    last_heard: dict[int, float],
+    name_of: Callable[[int], str],
+    now: float,
+) -> dict[str, Any]:
+    """One group as nats-server's /raftz shows it (``RaftzGroup``): this node's role, term,
+    vote, commit and apply positions, its log (``wal``: the entries it holds beyond its
+    last snapshot) and the other members. ``last_replicated_index`` is known on the leader
+    only, as in nats-server; nats-server's internal queue lengths (``ipq_*``) and its log
+    entries' times (``wal.first_ts``/``last_ts``) have no counterpart here and are left
+    out. ``leader_since``: ns since the epoch, 0 unknown."""
+    node = g.node
+    bs = node.basic_status()
+    hs = bs.hard_state
+    st = g.storage
+    first, last = st.first_index(), st.last_index()
+    ents = st.entries(first, last + 1, 1 << 62) if last >= first else []
+    conf = g.conf
+    voters = set(conf.voters)
+    lead = node.leader()
+    out: dict[str, Any] = {
+        "id": peer_hash(name_of(me)),
+        "state": _RAFT_STATES.get(bs.soft_state.raft_state, "FOLLOWER"),
+        "size": len(voters),
+        "quorum_needed": len(voters) // 2 + 1 if voters else 0,
+    }
+    if me not in voters and me in conf.learners:
+        out["observer"] = True
+    out["committed"] = hs.commit
+    out["applied"] = g.applied
+    if catching_up:
+        out["catching_up"] = True
+    if lead:
+        out["leader"] = peer_hash(name_of(lead))
+        if leader_since and lead == me:  # (nats-server's followers do not say)
+            out["leader_since"] = rfc3339(leader_since)
+    out["ever_had_leader"] = bool(lead) or bool(leader_since)
+    out["term"] = hs.term
+    if hs.vote:
+        out["voted_for"] = peer_hash(name_of(hs.vote))
+    out["pterm"] = st.term(last) if last else 0
+    out["pindex"] = last
+    out["system_account"] = True
+    out["traffic_account"] = traffic_account
+    out["wal"] = {
+        "messages": len(ents),
+        "bytes": sum(len(e.data) for e in ents),
+        "first_seq": first if ents else last + 1,
+        "last_seq": last,
+        "consumer_count": 0,
+    }
+    leading = node.is_leader()
+    matches = node.matches() if leading else {}
+    peers: dict[str, Any] = {}
+    for vid in sorted(voters | set(conf.learners)):
+        if vid == me:
+            continue
+        name = name_of(vid)
+        row: dict[str, Any] = {"name": name, "known": bool(name)}
+        match = matches.get(vid)
+        if match:
+            row["last_replicated_index"] = match
+        # a follower hears from its leader only (nats-server shows no time for the others)
+        heard = last_heard.get(vid) if leading or vid == lead else None
+        if heard is not None:
+            row["last_seen"] = format_duration(max(0.0, now - heard))
+        peers[peer_hash(name) if name else f"{vid:016x}"] = row
+    out["peers"] = peers
     return out

@@ -34,7 +34,12 @@ from natsd.jetstream.cluster.catchup import (
     encode_snapshot,
     report_lost,
 )
-from natsd.jetstream.cluster.info import CURRENT_FOR, stream_cluster_block
+from natsd.jetstream.cluster.info import (
+    CURRENT_FOR,
+    raft_group_label,
+    raftz_group,
+    stream_cluster_block,
+)
 from natsd.jetstream.cluster.membership import LEAVE_AFTER, in_config, is_voter, next_change
 from natsd.jetstream.cluster.relay import PublishRelay, publishes
 from natsd.jetstream.cluster.replica import StreamReplica, group_name, short_of, unreplicated
@@ -574,6 +579,23 @@ class StreamGroups:
         m.group.node.transfer_leader(best)
         self.raft.kick()
         return True
+
+    def raftz(self, name_of: Callable[[int], str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """Each stream group on this server as /raftz shows it (``cluster/info.py``), by
+        the stream's account and then the group's name."""
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        now = self.clock.monotonic()
+        for name, m in self.members.items():
+            g = m.group
+            if g is None:
+                continue
+            m.track_leader(g.node.leader())
+            out.setdefault(m.assignment.account, {})[raft_group_label(m.assignment)] = raftz_group(
+                g, self.raft.host.id, self.traffic_account,
+                name in self.catchup.transfers or m.repairing, m.leader_since,
+                self.raft.last_heard, name_of, now,
+            )  # fmt: skip
+        return out
 
     def cluster_block(self, stream: Stream, cluster: str) -> dict[str, Any]:
         """The ``cluster`` block of a replicated stream's info (``cluster/info.py``)."""
