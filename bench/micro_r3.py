@@ -10,7 +10,9 @@ Per column:
 
 * **pipelined publish**: one raw-socket publisher on the stream leader's server, ``--window``
   publishes in flight (nats-py's and nats.go's async-publish default is 4000), ``-n``
-  messages of ``--size`` bytes; every PubAck checked;
+  messages of ``--size`` bytes; every PubAck checked; with the CPU time each server used
+  meanwhile, per message (the leader's, and the mean of the two followers'), steadier
+  than the rate on a shared machine;
 * **sequential publish**: ``--seq`` publishes one at a time; p50 and p99 round trip;
 * **failover**: ``--failovers`` times, kill -9 the stream leader's server, publish (with a
   Nats-Msg-Id, retried every 20 ms) through another server until a PubAck comes: the time
@@ -87,6 +89,13 @@ class Node:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) the server's process has used so far."""
+        assert self.proc is not None
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def meta_leader(self) -> str:
         try:
@@ -315,7 +324,12 @@ def run_column(column: str, args: argparse.Namespace, root: Path) -> dict[str, A
             time.sleep(0.2)
         lead = stream_leader(nodes)
         publish_until_acked(nodes[lead].port, "probe", time.monotonic() + 20)
+        before = {n: node.cpu() for n, node in nodes.items()}
         rate = pipelined(nodes[lead].port, args.n, args.size, args.window)
+        used = {n: node.cpu() - before[n] for n, node in nodes.items()}
+        # server CPU per pipelined message: the leader's, and the followers' mean
+        cpu_lead = used[lead] / args.n * 1e6
+        cpu_follow = sum(v for n, v in used.items() if n != lead) / 2 / args.n * 1e6
         p50, p99 = sequential(nodes[lead].port, args.seq)
         pulled = pull_ack(nodes[lead].port, min(args.pull, args.n))
         gaps = []
@@ -345,8 +359,10 @@ def run_column(column: str, args: argparse.Namespace, root: Path) -> dict[str, A
                     nodes[lead].kill()
                 nodes[lead].start()
                 time.sleep(args.settle)
-        out = {"rate": rate, "p50": p50, "p99": p99, "gaps": gaps, "pull": pulled}
-        print(f"  {column}: {rate:,.0f} msg/s pipelined, sequential p50 {p50:,.0f} us "
+        out = {"rate": rate, "p50": p50, "p99": p99, "gaps": gaps, "pull": pulled,
+               "cpu_lead": cpu_lead, "cpu_follow": cpu_follow}  # fmt: skip
+        print(f"  {column}: {rate:,.0f} msg/s pipelined (server CPU per message: leader"
+              f" {cpu_lead:.1f} us, follower {cpu_follow:.1f} us), sequential p50 {p50:,.0f} us "
               f"p99 {p99:,.0f} us, pull+ack {pulled:,.0f} msg/s, failover " + (
                   f"p50 {statistics.median(gaps):.2f} s max {max(gaps):.2f} s"
                   if gaps else "not measured") + "".join(
@@ -382,8 +398,9 @@ def main() -> None:
             if ref in res:
                 r = res["natsd"]["rate"] / res[ref]["rate"]
                 print(f"pipelined natsd / {ref}: {r:.2f}x")
-                r = res["natsd"]["pull"] / res[ref]["pull"]
-                print(f"pull+ack natsd / {ref}: {r:.2f}x")
+                if res[ref]["pull"]:  # (--pull 0 measures none)
+                    r = res["natsd"]["pull"] / res[ref]["pull"]
+                    print(f"pull+ack natsd / {ref}: {r:.2f}x")
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 

@@ -89,28 +89,63 @@ _PURGE_NUMS: Final = struct.Struct("<QQ")
 _DELETE_NUMS: Final = struct.Struct("<QB")
 _COMPACT: Final = struct.Struct("<BBQ")
 _HEAD: Final = struct.Struct("<BBQQqq")
+_HEAD_SIZE: Final = 34  # _HEAD.size
+_HEAD_SUBJECT: Final = struct.Struct("<BBQQqqH")  # the head and the subject's length
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
 _NO_HDR: Final = 0xFFFFFFFF
 ROLLUPS: Final = ("", "sub", "all")
+_ROLLUP_CODES: Final = {r: i for i, r in enumerate(ROLLUPS)}
+_ROLLUP_BYTES: Final = tuple(bytes([i]) for i in range(len(ROLLUPS)))
+# no header (0xFFFFFFFF), an empty msg id, and the rollup code
+_NO_HDR_NO_ID: Final = tuple(struct.pack("<IHB", 0xFFFFFFFF, 0, i) for i in range(len(ROLLUPS)))
 
 
 class EntryError(ValueError):
     """An entry that does not decode (a bug or damage: the log is checksummed)."""
 
 
-@dataclass(slots=True)
 class MsgEntry:
-    proposer: int
-    seq: int
-    ts: int
-    ttl: int
-    subject: str
-    reply: bytes
-    hdr: bytes | None
-    msg_id: str
-    rollup: str
-    data: bytes
+    """A decoded MSG entry. A plain class, not a dataclass: compiled, a dataclass's
+    generated ``__init__`` runs interpreted and sets each field through a descriptor, which
+    cost a replica more than the rest of the decoding (once per replicated message)."""
+
+    __slots__ = (
+        "data",
+        "hdr",
+        "msg_id",
+        "proposer",
+        "reply",
+        "rollup",
+        "seq",
+        "subject",
+        "ts",
+        "ttl",
+    )
+
+    def __init__(
+        self,
+        proposer: int,
+        seq: int,
+        ts: int,
+        ttl: int,
+        subject: str,
+        reply: bytes,
+        hdr: bytes | None,
+        msg_id: str,
+        rollup: str,
+        data: bytes,
+    ) -> None:
+        self.proposer = proposer
+        self.seq = seq
+        self.ts = ts
+        self.ttl = ttl
+        self.subject = subject
+        self.reply = reply
+        self.hdr = hdr
+        self.msg_id = msg_id
+        self.rollup = rollup
+        self.data = data
 
 
 def encode_msg(
@@ -127,20 +162,26 @@ def encode_msg(
 ) -> bytes:
     sb = subject.encode()
     rb = reply or b""
+    code = _ROLLUP_CODES[rollup]
+    head = _HEAD_SUBJECT.pack(ENTRY_VERSION, OP_MSG, proposer, seq, ts, ttl, len(sb))
+    if hdr is None and not msg_id:
+        # the common case: the packed parts after the reply are constants
+        return b"".join((head, sb, _U16.pack(len(rb)), rb, _NO_HDR_NO_ID[code], data))
     ib = msg_id.encode()
-    parts = [
-        _HEAD.pack(ENTRY_VERSION, OP_MSG, proposer, seq, ts, ttl),
-        _U16.pack(len(sb)),
-        sb,
-        _U16.pack(len(rb)),
-        rb,
-    ]
-    if hdr is None:
-        parts.append(_U32.pack(_NO_HDR))
-    else:
-        parts += [_U32.pack(len(hdr)), hdr]
-    parts += [_U16.pack(len(ib)), ib, bytes([ROLLUPS.index(rollup)]), data]
-    return b"".join(parts)
+    hdr_part = _U32.pack(_NO_HDR) if hdr is None else _U32.pack(len(hdr)) + hdr
+    return b"".join(
+        (
+            head,
+            sb,
+            _U16.pack(len(rb)),
+            rb,
+            hdr_part,
+            _U16.pack(len(ib)),
+            ib,
+            _ROLLUP_BYTES[code],
+            data,
+        )
+    )
 
 
 def entry_op(b: bytes) -> int:
@@ -175,42 +216,60 @@ def compact_index(b: bytes) -> int:
     return int(_COMPACT.unpack(b)[2])
 
 
+def _truncated() -> EntryError:
+    return EntryError("truncated stream entry")
+
+
 def decode_msg(b: bytes) -> MsgEntry:
-    """The entry ``b``; EntryError when it is not one this version writes."""
-    end = len(b)
-
-    def span(pos: int, n: int) -> int:
-        if pos + n > end:
-            raise EntryError("truncated stream entry")
-        return pos + n
-
+    """The entry ``b``; EntryError when it is not one this version writes. Once per
+    replicated message on every replica: the lengths are read byte by byte (native
+    integers when compiled), with one bounds check per field."""
     try:
         version, op, proposer, seq, ts, ttl = _HEAD.unpack_from(b, 0)
-        if version != ENTRY_VERSION or op != OP_MSG:
-            raise EntryError(f"unknown stream entry (version {version}, op {op})")
-        pos = _HEAD.size
-        (n,) = _U16.unpack_from(b, pos)
-        nxt = span(pos + 2, n)
-        subject = b[pos + 2 : nxt].decode()
-        (n,) = _U16.unpack_from(b, nxt)
-        pos, nxt = nxt + 2, span(nxt + 2, n)
-        reply = b[pos:nxt]
-        (n,) = _U32.unpack_from(b, nxt)
-        pos = nxt + 4
-        hdr: bytes | None = None
-        if n != _NO_HDR:
-            nxt = span(pos, n)
-            hdr, pos = b[pos:nxt], nxt
-        (n,) = _U16.unpack_from(b, pos)
-        nxt = span(pos + 2, n)
-        msg_id = b[pos + 2 : nxt].decode()
-        span(nxt, 1)
-        rollup = ROLLUPS[b[nxt]]
-    except (struct.error, IndexError, UnicodeDecodeError) as e:
+    except struct.error as e:
         raise EntryError(f"bad stream entry: {e}") from None
+    if version != ENTRY_VERSION or op != OP_MSG:
+        raise EntryError(f"unknown stream entry (version {version}, op {op})")
     if seq <= 0:
         raise EntryError("stream entry without a sequence")
-    return MsgEntry(proposer, seq, ts, ttl, subject, reply, hdr, msg_id, rollup, b[nxt + 1 :])
+    end = len(b)
+    pos = _HEAD_SIZE
+    if pos + 2 > end:
+        raise _truncated()
+    nxt = pos + 2 + (b[pos] | b[pos + 1] << 8)
+    if nxt + 2 > end:
+        raise _truncated()
+    subject_b = b[pos + 2 : nxt]
+    pos = nxt + 2
+    nxt = pos + (b[nxt] | b[nxt + 1] << 8)
+    if nxt + 4 > end:
+        raise _truncated()
+    reply = b[pos:nxt]
+    n = b[nxt] | b[nxt + 1] << 8 | b[nxt + 2] << 16 | b[nxt + 3] << 24
+    pos = nxt + 4
+    hdr: bytes | None = None
+    if n != _NO_HDR:
+        nxt = pos + n
+        if nxt > end:
+            raise _truncated()
+        hdr = b[pos:nxt]
+        pos = nxt
+    if pos + 2 > end:
+        raise _truncated()
+    nxt = pos + 2 + (b[pos] | b[pos + 1] << 8)
+    if nxt + 1 > end:
+        raise _truncated()
+    rollup = b[nxt]
+    if rollup > 2:
+        raise EntryError(f"bad stream entry: rollup {rollup}")
+    try:
+        subject = subject_b.decode()
+        msg_id = b[pos + 2 : nxt].decode() if nxt > pos + 2 else ""
+    except UnicodeDecodeError as e:
+        raise EntryError(f"bad stream entry: {e}") from None
+    return MsgEntry(
+        proposer, seq, ts, ttl, subject, reply, hdr, msg_id, ROLLUPS[rollup], b[nxt + 1 :]
+    )
 
 
 # ---------------------------------------------------------------------- typed operations
