@@ -20,9 +20,7 @@ def test_every_state_has_its_moves_written_down() -> None:
         if state is not S.STOPPED:
             assert S.STOPPED in nxt, state  # any replica can leave its group
     # leading is reached only through readying (its log applied first)
-    assert [s for s, nxt in _NEXT.items() if S.LEADING in nxt and s not in LEADS] == [
-        S.READYING
-    ]
+    assert [s for s, nxt in _NEXT.items() if S.LEADING in nxt and s not in LEADS] == [S.READYING]
     # a replica under repair never leads before it follows
     assert _NEXT[S.REPAIRING] == {S.FOLLOWING, S.STOPPED}
 
@@ -66,3 +64,45 @@ def test_a_move_in_the_table_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
         r._enter(S.HANDING_OVER)
         r._enter(S.FOLLOWING)
     assert caplog.text == ""
+
+
+def test_a_repair_overtaken_by_a_leaders_snapshot_ends_and_applies_what_waited() -> None:
+    """A replica repairing its store (``CatchUp.repair``) gets a MsgSnap from the leader;
+    the transfer aims for it (``CatchUp.offer``). When it is complete the replica must stop
+    repairing: the entries committed after the snapshot, which waited, apply, and those it
+    stands for do not. (Left repairing, the replica deferred every entry for ever: found
+    by the five-server fault run, a replica stuck at 8,664 messages while its Raft group
+    had applied every entry.)"""
+    from natsd.jetstream.cluster.catchup import StreamSnapshot, Transfer
+    from natsd.jetstream.cluster.streams import StreamGroups
+    from natsd.jetstream.stream.entries import encode_msg
+
+    applied: list[int] = []
+    installed: list[dict[str, tuple[bytes, bytes]]] = []
+    stepped: list[bytes] = []
+    r = _bare(S.REPAIRING)
+    r.deferred = []
+    r.consumers = SimpleNamespace(install=installed.append)  # type: ignore[assignment]
+    r.stream = SimpleNamespace(  # type: ignore[assignment]
+        name="S",
+        apply_entry=lambda e: applied.append(e.seq),
+        rebuild_dedupe=lambda now: None,
+    )
+    r.group = SimpleNamespace(applied=40)  # type: ignore[assignment]
+    for index, seq in ((10, 5), (20, 6), (30, 7), (40, 8)):  # committed while it repaired
+        r.apply(index, encode_msg(1, seq, 0, 0, "s", None, None, "", "", b""))
+    assert applied == [] and len(r.deferred) == 4
+    owner = SimpleNamespace(
+        members={b"G": r},
+        clock=SimpleNamespace(time_ns=lambda: 0),
+        raft=SimpleNamespace(
+            host=SimpleNamespace(step_held=lambda g, m: stepped.append(g)), kick=lambda: None
+        ),
+    )
+    snap = StreamSnapshot(1, 6, {"D": (b"{}", b"{}")})
+    held = SimpleNamespace(term=3)
+    t = Transfer(b"G", None, held, 20, snap, 0x11, 1, 0)  # type: ignore[arg-type]
+    StreamGroups._caught_up(owner, t)  # type: ignore[arg-type]
+    assert r.state is S.FOLLOWING and not r.deferred
+    assert stepped == [b"G"] and installed == [snap.consumers]
+    assert applied == [7, 8]  # after the snapshot's index (20) only

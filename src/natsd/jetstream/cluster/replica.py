@@ -259,13 +259,15 @@ class StreamReplica:
     def repairing(self) -> bool:
         return self.state is S.REPAIRING
 
-    def repaired(self) -> None:
+    def repaired(self, after: int = 0) -> None:
         """The store is whole again (``CatchUp.repair`` done): the entries that waited
-        apply, and the replica follows."""
+        apply, those after log index ``after`` only (a snapshot installed at ``after``
+        stands for the others), and the replica follows."""
         self._enter(S.FOLLOWING)
         deferred, self.deferred = self.deferred, []
         for index, data in deferred:
-            self.apply(index, data)
+            if index > after:
+                self.apply(index, data)
 
     def stop(self) -> None:
         """It leaves the group: no more publishes, nothing running."""

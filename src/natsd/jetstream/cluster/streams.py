@@ -225,12 +225,20 @@ class StreamGroups:
             m.repaired()
             m.stream.rebuild_dedupe(self.clock.time_ns())
             return
-        if m.group.applied < t.held_index:
+        # A repair that a leader's snapshot overtook (``CatchUp.offer`` aims a repair at a
+        # newer snapshot): the entries committed meanwhile only waited (``apply`` defers
+        # them while repairing), so the consumers take the snapshot's state and the
+        # entries after it apply now; left repairing, the replica would defer every entry
+        # for ever while its store stood still.
+        repairing = m.repairing
+        if repairing or m.group.applied < t.held_index:
             # (a log that got past the snapshot meanwhile, from a new leader that still had
             # the entries, holds newer consumer states than the snapshot)
             m.consumers.install(t.snap.consumers)
-        m.stream.rebuild_dedupe(self.clock.time_ns())
         self.raft.host.step_held(t.group, t.held)
+        if repairing:
+            m.repaired(after=t.held_index)
+        m.stream.rebuild_dedupe(self.clock.time_ns())
         self.raft.kick()
 
     def detach(self, a: StreamAssignment) -> None:
