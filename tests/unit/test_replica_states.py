@@ -8,7 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from natsd.jetstream.cluster.catchup import StreamSnapshot, Transfer
 from natsd.jetstream.cluster.replica import _NEXT, LEADS, ReplicaState, StreamReplica
+from natsd.jetstream.cluster.streams import StreamGroups
+from natsd.jetstream.stream.entries import encode_msg
 
 S = ReplicaState
 
@@ -73,9 +76,6 @@ def test_a_repair_overtaken_by_a_leaders_snapshot_ends_and_applies_what_waited()
     stands for do not. (Left repairing, the replica deferred every entry for ever: found
     by the five-server fault run, a replica stuck at 8,664 messages while its Raft group
     had applied every entry.)"""
-    from natsd.jetstream.cluster.catchup import StreamSnapshot, Transfer
-    from natsd.jetstream.cluster.streams import StreamGroups
-    from natsd.jetstream.stream.entries import encode_msg
 
     applied: list[int] = []
     installed: list[dict[str, tuple[bytes, bytes]]] = []
