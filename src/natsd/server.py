@@ -557,6 +557,7 @@ class Server:
             scheduler=asyncio.get_running_loop(),
             clock=asyncio.get_running_loop().time,
             rand=self.rng.randrange,
+            flush_out=self.flusher.run,
         )
         return JsCluster(
             engine,

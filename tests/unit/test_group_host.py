@@ -664,3 +664,40 @@ def test_a_member_that_lost_its_log_unawares_is_probed_down_not_looped(
     assert [d for _, d in net.applied[victim][b"G"]] == [b"a%d" % i for i in range(9)]
     lost = [r for r in caplog.records if "it had acknowledged" in r.getMessage()]
     assert len(lost) == 1, [r.getMessage() for r in caplog.records]
+
+
+def test_held_commit_notices_go_late_or_not_at_all(tmp_path: Path) -> None:
+    """With ``hold_commit_notices`` a leader's append without entries (the new commit
+    index after a lone proposal) waits for ``send_held``; an append with entries to the
+    same member, which carries the commit too, replaces it; the followers apply either way."""
+    net = Net(tmp_path)
+    for h in net.hosts.values():
+        h.hold_commit_notices = True
+    lead, _ = net.led_with(b"G", [])
+    leader = net.hosts[lead]
+    leader.send_held()
+    net.settle()
+    followers = [n for n in NAMES if n != lead]
+
+    def applied(n: str) -> list[bytes]:
+        return [d for _, d in net.applied[n][b"G"] if d]
+
+    leader.propose(b"G", b"one")
+    net.settle()
+    assert applied(lead) == [b"one"]
+    # committed on the leader; its notice to each follower waits
+    assert sorted(to for _, to in leader.held) == sorted(net.ids[n] for n in followers)
+    assert all(applied(n) == [] for n in followers)
+    # the next proposal's appends carry the commit index: the notices are dropped
+    leader.propose(b"G", b"two")
+    net.step()
+    assert not leader.held
+    net.settle()
+    assert all(applied(n) == [b"one"] for n in followers)
+    # sent late, a notice commits the rest on the followers
+    assert len(leader.held) == 2
+    leader.send_held()
+    net.settle()
+    assert not leader.held
+    for n in NAMES:
+        assert applied(n) == [b"one", b"two"], n

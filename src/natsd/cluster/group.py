@@ -239,6 +239,15 @@ class GroupHost:
         # (group, member): its rejections of entries it had acknowledged since its last
         # accepting answer (see _lost_unsaid)
         self._below_match: dict[tuple[bytes, int], int] = {}
+        # Hold a leader's appends without entries (a new commit index, mostly) for the
+        # owner to send a moment later (``send_held``), unless an append with entries to
+        # the same member, which carries the commit index too, goes first: a lone
+        # publisher's next message makes each notice redundant, and sending them costs
+        # every member a frame, a log write and an answer per message. Raft allows a
+        # message to be delayed or lost. Off unless the owner sends the held ones.
+        self.hold_commit_notices = False
+        # (group, member) -> the latest held append's frame part
+        self.held: dict[tuple[bytes, int], bytes] = {}
 
     # ---------------------------------------------------------------- groups
     def create(
@@ -568,6 +577,8 @@ class GroupHost:
         now = int(self.clock() * 1e9)
         wal = self.wal
         needs_sync = False
+        hold = self.hold_commit_notices
+        held = self.held
         early: dict[int, list[bytes]] = {}
         snaps_sent: list[tuple[RaftGroup, int]] = []
         for g, rd in work:
@@ -592,7 +603,14 @@ class GroupHost:
                         late.append(m)
                         continue
                     self._stamp(g, m, now)
-                    early.setdefault(m.to, []).append(frame_part(g.name, m))
+                    part = frame_part(g.name, m)
+                    if m.type == MessageType.MsgApp and hold:
+                        if not m.entries:
+                            held[(g.name, m.to)] = part  # (a newer one replaces it)
+                            continue
+                        if held:
+                            held.pop((g.name, m.to), None)  # this one says as much
+                    early.setdefault(m.to, []).append(part)
                     if m.type == MessageType.MsgSnap:
                         snaps_sent.append((g, m.to))
                 rd.messages = late
@@ -600,6 +618,17 @@ class GroupHost:
         self.needs_sync = needs_sync
         self._send_frames(early, snaps_sent)
         return work
+
+    def send_held(self) -> None:
+        """Send the appends ``prepare`` held (``hold_commit_notices``), one frame per peer."""
+        if not self.held:
+            return
+        out: dict[int, list[bytes]] = {}
+        for (name, to), part in self.held.items():
+            if name in self.groups:
+                out.setdefault(to, []).append(part)
+        self.held = {}
+        self._send_frames(out, [])
 
     def _send_frames(
         self, out: dict[int, list[bytes]], snaps_sent: list[tuple[RaftGroup, int]]

@@ -476,8 +476,15 @@ class StreamGroups:
         if index < g.storage.first_index():
             return
         store = m.stream.store
-        store.flush()
-        store.sync()
+        try:
+            # (the applies only wrote it out: jetstream/stream/commit.py, add_replicated)
+            store.flush()
+            store.sync()
+        except (StoreError, OSError) as e:
+            # the log keeps what the store may not hold durably, until a sync succeeds
+            a = m.assignment
+            log.error("stream %s/%s: log not compacted: %s", a.account, a.name, e)
+            return
         m.consumers.sync()
         st = store.state()
         first = st.first_seq if st.msgs else st.last_seq + 1

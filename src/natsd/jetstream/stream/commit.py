@@ -12,6 +12,13 @@ fsync hand-off to the worker thread uses the running loop directly: that is I/O,
 Modes (nats-server names): the default fsyncs before acknowledging; ``sync_interval`` (lazy)
 acknowledges after the write and fsyncs on a timer; ``sync_always`` fsyncs each message on
 its own, as nats-server does.
+
+A replicated stream's store is the other kind (``add_replicated``): what it applies is
+already durable in the node logs of a majority, so it is written out with the loop turn's
+other writes and fsynced on a timer (``REPLICA_SYNC``), off the path of the next publish.
+Its log keeps every entry since the store was last made durable: the log is compacted only
+after an inline sync of the store (``jetstream/cluster/streams.py``), and a store that a crash
+cut short or left with a hole is cut back and refilled from the log at start-up.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ log: Final = logging.getLogger("natsd")
 
 # Batches with at most this many acks are fsynced on the loop thread (see Committer._start).
 INLINE_MAX_ACKS: Final = 2
+# Seconds between the fsyncs of replicated streams' stores (see the module docstring): it
+# bounds what a compaction's inline sync and a restart after a power cut have to do.
+REPLICA_SYNC: Final = 1.0
 
 # (the publisher's account Sublist, reply subject, ack payload when durable, ack payload
 # when the write failed): acks are published straight into the account that stored them.
@@ -56,6 +66,8 @@ class Committer:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="natsd-fsync")
         self._timer: Cancellable | None = None
         self._dirty_lazy: set[StreamStore] = set()
+        # replicated streams' stores written since the last turn: flushed, not synced
+        self._replicated: set[StreamStore] = set()
         # Called after a failed write or sync of a store, before the error acks go out:
         # the stream forgets what it recorded about messages that were not stored.
         self.on_failure: dict[StreamStore, Callable[[], None]] = {}
@@ -76,6 +88,27 @@ class Committer:
             self._scheduled = True
             self._sched.call_soon(self._start)
 
+    def add_replicated(self, store: StreamStore) -> None:
+        """A replicated stream applied a committed entry to ``store`` (module docstring)."""
+        self._replicated.add(store)
+        if not self._in_flight and not self._scheduled:
+            self._scheduled = True
+            self._sched.call_soon(self._start)
+
+    def _flush_replicated(self) -> None:
+        stores = self._replicated
+        self._replicated = set()
+        for store in stores:
+            try:
+                store.flush()
+            except (StoreError, OSError) as e:
+                self._fail(store, [], e)
+                continue
+            self._dirty_lazy.add(store)
+        if self._dirty_lazy and self._timer is None:
+            interval = REPLICA_SYNC if self.sync_interval is None else self.sync_interval
+            self._timer = self._sched.call_later(interval, self._lazy_sync)
+
     def _commit_now(self) -> None:
         batch = self._pending
         self._pending = {}
@@ -90,7 +123,11 @@ class Committer:
 
     def _start(self) -> None:
         self._scheduled = False
-        if self._in_flight or not self._pending:
+        if self._in_flight:
+            return
+        if self._replicated:
+            self._flush_replicated()
+        if not self._pending:
             return
         batch = self._pending
         self._pending = {}
@@ -143,7 +180,7 @@ class Committer:
             else:
                 self.synced_msgs += len(acks)
                 self._ack(acks)
-        if self._pending and not self._scheduled:
+        if (self._pending or self._replicated) and not self._scheduled:
             self._scheduled = True
             self._sched.call_soon(self._start)
 
@@ -169,11 +206,12 @@ class Committer:
         self._dirty_lazy.clear()
         if stores:
             loop = asyncio.get_running_loop()
-            loop.run_in_executor(self._executor, _sync_all, stores)
+            fut = loop.run_in_executor(self._executor, _sync_all, stores)
+            fut.add_done_callback(_log_failed_sync)
 
     async def drain(self) -> None:
         """Commit everything pending (used at shutdown)."""
-        while self._pending or self._in_flight:
+        while self._pending or self._replicated or self._in_flight:
             if not self._in_flight:
                 self._start()
             await asyncio.sleep(0.001)
@@ -187,6 +225,14 @@ class Committer:
             self._timer.cancel()
             self._timer = None
         self._executor.shutdown(wait=True)
+
+
+def _log_failed_sync(fut: asyncio.Future[None]) -> None:
+    """A timer's sync failed: nothing waits on it, but the store stays poisoned (every
+    later sync raises), so what depends on it (a replicated log's compaction) stops."""
+    exc = fut.exception()
+    if exc is not None:
+        log.error("JetStream store sync failed: %s", exc)
 
 
 def _sync_all(stores: list[StreamStore]) -> None:

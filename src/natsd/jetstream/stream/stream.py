@@ -436,7 +436,7 @@ class Stream:
         if self.cfg.retention == _INTEREST and not self.consumer_count:
             store.remove_msg(e.seq)
         if self.cfg.storage != _MEMORY:
-            self._committer.add(store, None)  # the store is flushed and synced in turn
+            self._committer.add_replicated(store)  # flushed now, synced on a timer
         if mine and rep is not None:
             rep.applied(e.seq, e.msg_id)
             if e.reply and not self.cfg.no_ack:
