@@ -200,19 +200,26 @@ async def test_durable_consumer_update_delete_and_refusals(trio: EmbeddedJsClust
         assert (await _api(nc, "$JS.API.CONSUMER.CREATE.C.E", too_many))["error"][
             "err_code"
         ] == 10126
-        # a pause and a reset reach every replica's copy before they are answered
+        # a pause and a reset reach every replica's copy (answered once committed: the
+        # followers apply them as they learn the commit, a moment later)
         until_ts = "2100-01-01T00:00:00Z"
         pause = await _api(nc, "$JS.API.CONSUMER.PAUSE.C.D", {"pause_until": until_ts})
         assert pause["paused"] is True and pause["pause_until"] == until_ts, pause
-        for n in trio.names:
-            c = _consumer(trio, n, "C", "D")
-            assert c is not None and c.cfg.pause_until == until_ts, n
+        await until(
+            lambda: all(
+                (c := _consumer(trio, n, "C", "D")) is not None and c.cfg.pause_until == until_ts
+                for n in trio.names
+            )
+        )
         await _fill(nc, 5)
         reset = await _api(nc, "$JS.API.CONSUMER.RESET.C.D", {"seq": 3})
         assert reset["reset_seq"] == 3 and reset["delivered"]["stream_seq"] == 2, reset
-        for n in trio.names:
-            c = _consumer(trio, n, "C", "D")
-            assert c is not None and c.acks.asflr == 2, n
+        await until(
+            lambda: all(
+                (c := _consumer(trio, n, "C", "D")) is not None and c.acks.asflr == 2
+                for n in trio.names
+            )
+        )
         resume = await _api(nc, "$JS.API.CONSUMER.PAUSE.C.D", {})
         assert resume["paused"] is False, resume
         # what the group does not replicate yet is refused, not done on one replica

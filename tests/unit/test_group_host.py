@@ -669,7 +669,8 @@ def test_a_member_that_lost_its_log_unawares_is_probed_down_not_looped(
 def test_held_commit_notices_go_late_or_not_at_all(tmp_path: Path) -> None:
     """With ``hold_commit_notices`` a leader's append without entries (the new commit
     index after a lone proposal) waits for ``send_held``; an append with entries to the
-    same member, which carries the commit too, replaces it; the followers apply either way."""
+    same member, which carries the commit too, replaces it; the followers apply either way.
+    A prompt proposal (an operation) has its commit told at once."""
     net = Net(tmp_path)
     for h in net.hosts.values():
         h.hold_commit_notices = True
@@ -682,14 +683,14 @@ def test_held_commit_notices_go_late_or_not_at_all(tmp_path: Path) -> None:
     def applied(n: str) -> list[bytes]:
         return [d for _, d in net.applied[n][b"G"] if d]
 
-    leader.propose(b"G", b"one")
+    leader.propose_batch(b"G", [b"one"])
     net.settle()
     assert applied(lead) == [b"one"]
     # committed on the leader; its notice to each follower waits
     assert sorted(to for _, to in leader.held) == sorted(net.ids[n] for n in followers)
     assert all(applied(n) == [] for n in followers)
     # the next proposal's appends carry the commit index: the notices are dropped
-    leader.propose(b"G", b"two")
+    leader.propose_batch(b"G", [b"two"])
     net.step()
     assert not leader.held
     net.settle()
@@ -701,3 +702,17 @@ def test_held_commit_notices_go_late_or_not_at_all(tmp_path: Path) -> None:
     assert not leader.held
     for n in NAMES:
         assert applied(n) == [b"one", b"two"], n
+    # prompt: told at once, nothing held
+    leader.propose_batch(b"G", [b"op"], prompt=True)
+    net.settle()
+    assert not leader.held
+    for n in NAMES:
+        assert applied(n) == [b"one", b"two", b"op"], n
+    leader.propose(b"G", b"meta")  # (the meta group's way: always prompt)
+    net.settle()
+    assert not leader.held
+    assert all(applied(n)[-1] == b"meta" for n in NAMES)
+    # and the next plain proposal waits again
+    leader.propose_batch(b"G", [b"three"])
+    net.settle()
+    assert len(leader.held) == 2

@@ -10,7 +10,9 @@ every group's Ready at once (design-clustering §4.3):
 2. write their snapshots, entries and hard states to the WAL; send at once the messages that
    promise nothing about this node's disk (a leader's appends and heartbeats, vote
    requests: etcd's ``msgs``, which its async-storage mode sends before the write is
-   durable, so a leader writes in parallel with its followers, Raft thesis §10.2.1); then
+   durable, so a leader writes in parallel with its followers, Raft thesis §10.2.1; a
+   leader's appends that only carry a new commit index may be held for the owner to send
+   a moment later, ``hold_commit_notices``); then
    **sync once** for all groups when a Ready needs it (etcd's ``MustSync``: new entries, a
    new term or vote, a snapshot; a commit index alone is learnt again after a crash): no
    vote or append response leaves before what it promises is durable;
@@ -135,6 +137,7 @@ class RaftGroup:
         "name",
         "node",
         "on_ready",
+        "prompt_until",
         "removed",
         "repair_at",
         "responded",
@@ -176,6 +179,9 @@ class RaftGroup:
         # leader sent this node in that term: what this node's answers to it carry back
         self.sent_by_leader: tuple[int, int, int] | None = None
         self.applied = 0
+        # as leader: the last entry proposed whose commit the members hear of at once,
+        # not after GroupHost.hold_commit_notices' delay (0: none waits)
+        self.prompt_until = 0
         # Damaged (the WAL found damage before its tail in this group's records, §4.8):
         # one past the last index the log had. Until a leader has committed up to it, the
         # group neither campaigns nor votes, since what it once acknowledged may be gone;
@@ -244,7 +250,9 @@ class GroupHost:
         # the same member, which carries the commit index too, goes first: a lone
         # publisher's next message makes each notice redundant, and sending them costs
         # every member a frame, a log write and an answer per message. Raft allows a
-        # message to be delayed or lost. Off unless the owner sends the held ones.
+        # message to be delayed or lost. Off unless the owner sends the held ones. A
+        # proposal marked prompt (``prompt_until``: an operation, not a publish) is not
+        # held: its answer promises the replicas have it a moment later.
         self.hold_commit_notices = False
         # (group, member) -> the latest held append's frame part
         self.held: dict[tuple[bytes, int], bytes] = {}
@@ -395,15 +403,22 @@ class GroupHost:
                 g.node.tick()
 
     def propose(self, name: bytes, data: bytes) -> None:
-        """Raises the engine's ErrProposalDropped (no leader known, a transfer under way)."""
-        self.groups[name].node.propose(data)
+        """Raises the engine's ErrProposalDropped (no leader known, a transfer under way).
+        The members hear of its commit at once (``prompt_until``)."""
+        g = self.groups[name]
+        g.node.propose(data)
+        g.prompt_until = g.node.last_index()
 
-    def propose_batch(self, name: bytes, datas: list[bytes]) -> None:
+    def propose_batch(self, name: bytes, datas: list[bytes], prompt: bool = False) -> None:
         """Several entries in one proposal (one MsgProp, so one append per follower rather
-        than one per entry); all or none are taken (ErrProposalDropped)."""
+        than one per entry); all or none are taken (ErrProposalDropped). ``prompt``: the
+        members hear of their commit at once, not after ``hold_commit_notices``' delay
+        (an operation whose answer says every replica has it soon after)."""
         g = self.groups[name]
         ents = [Entry(data=d) for d in datas]
         g.node.step(Message(type=MessageType.MsgProp, from_=self.id, entries=ents))
+        if prompt:
+            g.prompt_until = g.node.last_index()
 
     def receive(self, frame: bytes) -> int:
         """A peer's frame: each message is stepped into its group (messages for groups this
@@ -598,6 +613,7 @@ class GroupHost:
             needs_sync = needs_sync or rd.must_sync
             if rd.messages:
                 late = []
+                prompt = g.prompt_until
                 for m in rd.messages:
                     if m.type in _AFTER_SYNC:
                         late.append(m)
@@ -605,11 +621,13 @@ class GroupHost:
                     self._stamp(g, m, now)
                     part = frame_part(g.name, m)
                     if m.type == MessageType.MsgApp and hold:
-                        if not m.entries:
+                        if not m.entries and not (prompt and m.commit >= prompt):
                             held[(g.name, m.to)] = part  # (a newer one replaces it)
                             continue
                         if held:
                             held.pop((g.name, m.to), None)  # this one says as much
+                        if prompt and m.commit >= prompt:
+                            g.prompt_until = 0  # (told: later notices may wait again)
                     early.setdefault(m.to, []).append(part)
                     if m.type == MessageType.MsgSnap:
                         snaps_sent.append((g, m.to))

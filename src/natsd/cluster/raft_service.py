@@ -141,8 +141,8 @@ class RaftService:
         self.host.propose(name, data)
         self.kick()
 
-    def propose_batch(self, name: bytes, datas: list[bytes]) -> None:
-        self.host.propose_batch(name, datas)
+    def propose_batch(self, name: bytes, datas: list[bytes], prompt: bool = False) -> None:
+        self.host.propose_batch(name, datas, prompt)
         self.kick()
 
     def kick(self) -> None:

@@ -45,12 +45,14 @@ from natsd.jetstream.cluster.relay import PublishRelay, publishes
 from natsd.jetstream.cluster.replica import StreamReplica, group_name, short_of, unreplicated
 from natsd.jetstream.engine import JsAccount, delete_stream
 from natsd.jetstream.stream.entries import (
+    OP_MSG,
     DeleteConsumer,
     DeleteMsg,
     Purge,
     Request,
     StreamOp,
     encode_compact,
+    entry_op,
 )
 from natsd.jetstream.stream.replica import Replica, Waiting
 from natsd.jetstream.stream.stream import Stream
@@ -334,8 +336,10 @@ class StreamGroups:
             m = self.members.get(name)
             if m is None:
                 continue
+            # an operation (not a publish) has its commit told to the members at once
+            prompt = any(entry_op(d) != OP_MSG for d in datas)
             try:
-                self.raft.propose_batch(name, datas)
+                self.raft.propose_batch(name, datas, prompt)
             except RaftError:
                 if m.shadow.leading:
                     # the publishes are passed on to whoever leads next (maybe this

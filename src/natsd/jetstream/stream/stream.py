@@ -435,13 +435,14 @@ class Stream:
             self._do_republish(e.subject, e.seq, e.ts, e.hdr, e.data, rp_last)
         if self.cfg.retention == _INTEREST and not self.consumer_count:
             store.remove_msg(e.seq)
-        if self.cfg.storage != _MEMORY:
-            self._committer.add_replicated(store)  # flushed now, synced on a timer
         if mine and rep is not None:
             rep.applied(e.seq, e.msg_id)
             if e.reply and not self.cfg.no_ack:
                 # committed: durable in the node logs of a majority
                 publish(self.sublist, e.reply, None, None, self._ack_head + b"%d}" % e.seq)
+        if self.cfg.storage != _MEMORY:
+            # written out after the PubAck (its write is queued first), synced on a timer
+            self._committer.add_replicated(store)
         if self.consumers:
             self.notify_consumers(e.seq, e.subject)
         self.drain()
