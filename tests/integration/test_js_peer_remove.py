@@ -500,7 +500,8 @@ async def test_a_removed_voter_restarted_before_the_swap_rejoins_its_group(
         nc2 = await nats.connect(quad.url(via))
         try:
             await _publish_n(nc2, "R", 10, 20)  # acknowledged by a and c
-            assert len(_contents(quad, c, "R")) == 30
+            # (c applies them once it hears of their commit, a moment after the acks)
+            await until(lambda: len(_contents(quad, c, "R")) == 30)
         finally:
             await nc2.close()
         await quad.start(b)

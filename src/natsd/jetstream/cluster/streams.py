@@ -336,8 +336,10 @@ class StreamGroups:
             m = self.members.get(name)
             if m is None:
                 continue
-            # an operation (not a publish) has its commit told to the members at once
-            prompt = any(entry_op(d) != OP_MSG for d in datas)
+            # The members hear of the commit at once for an operation (not a publish), and
+            # for a stream whose followers answer direct gets (a KV bucket): a client that
+            # reads its own write from a follower must not wait out the notice's delay.
+            prompt = m.stream.cfg.allow_direct or any(entry_op(d) != OP_MSG for d in datas)
             try:
                 self.raft.propose_batch(name, datas, prompt)
             except RaftError:
