@@ -71,7 +71,8 @@ class RaftService:
         self._timer: Cancellable | None = None
         host.hold_commit_notices = True
         self._notice_timer: Cancellable | None = None
-        self._turn_pending = False
+        self._subjects: dict[int, bytes] = {}  # peer id -> its subject (raft_subject)
+        self._turn_pending: Cancellable | None = None  # a kick's call_soon
         self._in_flight = False  # a prepare() waits for its sync
         self.failed: BaseException | None = None
         self.bad_frames = 0
@@ -130,7 +131,10 @@ class RaftService:
 
     # the GroupHost's send: a frame to a peer is a message on its subject
     def send(self, peer: int, frame: bytes) -> None:
-        publish(self.system.sublist, raft_subject(peer), None, None, frame)
+        subject = self._subjects.get(peer)
+        if subject is None:
+            subject = self._subjects[peer] = raft_subject(peer)
+        publish(self.system.sublist, subject, None, None, frame)
 
     @property
     def busy(self) -> bool:
@@ -147,12 +151,19 @@ class RaftService:
 
     def kick(self) -> None:
         """Something changed: run a turn before the loop next waits."""
-        if not self._turn_pending and self.running:
-            self._turn_pending = True
-            self.scheduler.call_soon(self._turn)
+        if self._turn_pending is None and self.running:
+            self._turn_pending = self.scheduler.call_soon(self._turn)
+
+    def turn_now(self) -> None:
+        """Run the turn a kick asked for here and now: the caller is a loop callback that
+        gathered this turn's proposals already (a publish's append then leaves one loop
+        iteration earlier)."""
+        if self._turn_pending is not None:
+            self._turn_pending.cancel()
+            self._turn()
 
     def _turn(self) -> None:
-        self._turn_pending = False
+        self._turn_pending = None
         if not self.running or self._in_flight:
             return
         try:
@@ -163,14 +174,20 @@ class RaftService:
             # Stop, as for a failed sync, rather than fail again on every tick.
             self._fail(e)
             raise
-        if self.host.held and self._notice_timer is None:
-            self._notice_timer = self.scheduler.call_later(COMMIT_NOTICE_DELAY, self._notices)
+        if self.host.held:
+            if self._notice_timer is None:
+                self._notice_timer = self.scheduler.call_later(COMMIT_NOTICE_DELAY, self._notices)
+        elif self._notice_timer is not None:
+            # every held notice went out inside an append: the next one held gets its own
+            # full delay (a lone publisher's next message then carries it almost always)
+            self._notice_timer.cancel()
+            self._notice_timer = None
         if not work:
             return
         wal = self.host.wal
         if not wal.dirty or not self.host.needs_sync:
             self.host.finish(work)  # (a commit index alone waits for the next sync)
-            self.kick()  # what the applies and the early frames brought
+            self._finished()
             return
         if sum(len(rd.entries) for _, rd in work) <= INLINE_MAX_ENTRIES:
             # A lone publisher (or an election) waits for this sync whatever we do: run on
@@ -187,7 +204,7 @@ class RaftService:
                 self._fail(e)
                 return
             self.host.finish(work)
-            self.kick()
+            self._finished()
             return
         self._in_flight = True
         fut = asyncio.get_running_loop().run_in_executor(None, wal.sync)
@@ -203,7 +220,16 @@ class RaftService:
             return
         if self.running:
             self.host.finish(work)
-            self.kick()  # what arrived during the sync
+            self._finished()  # (and what arrived during the sync)
+
+    def _finished(self) -> None:
+        """After ``finish``: what it sent (the answers to appends, a leader's PubAcks) goes
+        to the sockets now, before the loop reads more (another member's answer would
+        otherwise be taken in first and cost a publish that much more wait), and what the
+        applies and the frames brought gets a turn."""
+        if self._flush_out is not None:
+            self._flush_out()
+        self.kick()
 
     def _notices(self) -> None:
         self._notice_timer = None

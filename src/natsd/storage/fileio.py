@@ -119,9 +119,15 @@ class FileIO:
             self.close(fd)
 
     def write_all(self, fd: int, data: bytes) -> None:
-        # An offset loop, not `while view:`: mypyc treats a memoryview as always true.
-        done = 0
         total = len(data)
+        if not total:
+            return
+        done = self.write(fd, data)  # (the whole of it, almost always: no view needed)
+        if done == total:
+            return
+        if done <= 0:
+            raise OSError(errno.EIO, "write returned 0")
+        # An offset loop, not `while view:`: mypyc treats a memoryview as always true.
         with memoryview(data) as view:
             while done < total:
                 n = self.write(fd, view[done:])

@@ -348,6 +348,7 @@ class StreamGroups:
                     # replica again) rather than dropped: they were never in the log
                     m.shadow.handed.extend(publishes(datas))
                 m.stop_leading()
+        self.raft.turn_now()
 
     def _follow_peers(self, m: StreamReplica, g: RaftGroup) -> None:
         """As leader: the next Raft configuration change toward the assignment's peers
