@@ -56,6 +56,7 @@ __all__ = [
     "CHECKPOINT",
     "MANIFEST",
     "UNCLEAN",
+    "UNCLEAN_LOSS",
     "Recovered",
     "from_checkpoint",
     "manifest_doc",
@@ -71,6 +72,14 @@ MANIFEST: Final = "index.cache"
 CHECKPOINT: Final = "index.ckpt"
 # First words of the report line for a store that was not stopped cleanly.
 UNCLEAN: Final = "unclean shutdown"
+# What an unclean shutdown may have cost, said the same way by both recovery paths: a store
+# synced lazily (a sync_interval, or a replicated stream's store, which its node log refills)
+# may miss what came after its last fsync.
+UNCLEAN_LOSS: Final = (
+    "messages written after the last fsync may be missing with a lazy sync_interval (lost) "
+    "or on a replicated stream (taken again from its node log); with the default sync, "
+    "nothing an R1 stream acknowledged is"
+)
 _MANIFEST_MAGIC: Final = b"NDSC1\n"
 # Listing every lost sequence is pointless past this; the report gives the ranges.
 _MAX_LOST_LISTED: Final = 1_000_000
@@ -240,8 +249,7 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
     if not fresh and not clean:
         report.append(
             f"{UNCLEAN}: no clean-shutdown record; recovered up to seq {rec.last_seq} as "
-            f"found on disk (with a lazy sync_interval, messages acknowledged after the "
-            f"last fsync may be missing; with the default sync nothing acknowledged is)"
+            f"found on disk ({UNCLEAN_LOSS})"
         )
     if any(s.tail is not None or not s.header_ok or s.fixes for _b, s in scans):
         io.fsync_dir(mdir)

@@ -43,6 +43,7 @@ from natsd.storage.filestore_recovery import (
     CHECKPOINT,
     MANIFEST,
     UNCLEAN,
+    UNCLEAN_LOSS,
     Recovered,
     from_checkpoint,
     read_manifest,
@@ -163,8 +164,7 @@ def _since(
     report.append(
         f"{UNCLEAN}: no clean-shutdown record; recovered up to seq {rec.last_seq} from the "
         f"running checkpoint and the blocks written since ({block_name(first_new)} on): "
-        f"with a lazy sync_interval, messages acknowledged after the last fsync may be "
-        f"missing; with the default sync nothing acknowledged is"
+        f"{UNCLEAN_LOSS}"
     )
     return rec
 
