@@ -42,7 +42,6 @@ class _Host:
         self.hold_next: dict[tuple[bytes, int], bytes] = {}
         self.log: list[str] = []
         self.sent_held = 0
-        self.last_sender = 0
 
     def prepare(self) -> list[Any]:
         self.log.append("prepare")
@@ -56,9 +55,6 @@ class _Host:
     def send_held(self) -> None:
         self.sent_held += 1
         self.held = {}
-
-    def tick(self) -> None:
-        pass
 
 
 def _service() -> tuple[RaftService, _Host, VirtualScheduler, list[str]]:
