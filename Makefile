@@ -6,7 +6,12 @@ STAMP := $(VENV)/.installed
 
 # natsd installed in place (pip install -e .) with its hot modules compiled by mypyc
 # (setup.py), as a user's install is: the extension modules sit beside their sources in src/.
+# They are the very ones the wheel ships: $(WHEEL) is built once, as a user's pip builds it
+# (isolated, compiled), and its extension modules are copied into src/, which is what an
+# in-place build writes (setup.py's BuildHotPath); one mypyc compile serves the compiled
+# tier and wheel-smoke.
 FAST := $(VENV)/.compiled
+WHEEL := build/wheel/.built
 # npm ci writes node_modules/.package-lock.json: the stamp of the installed lock file.
 NODE_STAMP := tests/node/node_modules/.package-lock.json
 # -ra: the summary lists every skip with its reason (a missing component fails under CI=true).
@@ -17,20 +22,30 @@ PURE := NATSD_PURE=1
 
 .PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
 
-# The dependencies, and natsd in place without compiling (the compile is $(FAST)'s, since
-# it must follow every change of a source). --no-build-isolation: the build uses this
-# environment's setuptools and mypy (pinned in the dev extra, as in [build-system]).
+# The dependencies, and natsd in place without compiling (the compile is $(WHEEL)'s, since
+# it must follow every change of a source). --no-build-isolation: this install uses this
+# environment's setuptools (the wheel's build is isolated, with [build-system]'s pins).
 $(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77' wheel
 	NATSD_COMPILE=0 $(BIN)/python -m pip install -q --no-build-isolation -e '.[dev,spark]'
 	@touch $(STAMP)
 
-$(FAST): $(STAMP) $(HOT)
-	$(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
+$(WHEEL): $(STAMP) $(HOT)
+	rm -rf build/wheel
+	$(BIN)/python -m pip wheel -q --no-deps -w build/wheel .
+	@touch $(WHEEL)
+
+$(FAST): $(WHEEL)
+	find src -name '*.so' -delete
+	rm -f src/natsd/hotpath.sha256
+	$(BIN)/python -c 'import sys, zipfile; w = zipfile.ZipFile(sys.argv[1]); \
+	  [w.extract(n, "src") for n in w.namelist() if n.endswith(".so") or n == "natsd/hotpath.sha256"]' \
+	  build/wheel/natsd-*.whl
+	NATSD_EXPECT_COMPILED=1 $(BIN)/python -c 'import natsd.core.build as b; assert b.BUILD == "compiled", b.BUILD'
 	@touch $(FAST)
 
-## compile: pip install -e . again, which compiles the hot modules (setup.py) in place
+## compile: build the wheel (compiled) and put its extension modules beside their sources
 compile: $(FAST)
 
 ## run: start natsd (the installed, compiled build) with JetStream on, data in ./data, port
@@ -62,11 +77,10 @@ test-compiled: $(FAST)
 mutants: $(STAMP)
 	$(BIN)/python tests/mutants/run.py
 
-## wheel-smoke: build the wheel as a user's pip does (isolated build, compiled), install it
-## into a fresh virtual environment, and run tests/wheel there against the installed package
-wheel-smoke: $(STAMP)
-	rm -rf build/wheel build/wheel-venv
-	$(BIN)/python -m pip wheel -q --no-deps -w build/wheel .
+## wheel-smoke: the wheel built as a user's pip builds it (isolated, compiled), installed
+## into a fresh virtual environment, and tests/wheel run there against the installed package
+wheel-smoke: $(WHEEL)
+	rm -rf build/wheel-venv
 	$(PYTHON) -m venv build/wheel-venv || python3 -m venv build/wheel-venv
 	build/wheel-venv/bin/python -m pip install -q build/wheel/natsd-*.whl pytest pytest-asyncio
 	cd tests/wheel && ../../build/wheel-venv/bin/python -m pytest -q -ra -p no:cacheprovider -c pytest.ini .
