@@ -39,8 +39,20 @@ from natsd.protocol.parser import (
     OP_UNSUB,
     Parser,
 )
-from natsd.router.account import Account
+from natsd.router.account import SYSTEM_ACCOUNT, Account
 from natsd.router.deliver import deliver, no_responders_frame
+from natsd.router.msgtrace import (
+    KIND_CLIENT,
+    TRACE_DEST,
+    TRACE_DEST_KEY,
+    TRACE_ORIGIN_ACCOUNT,
+    MsgTrace,
+    deliver_traced,
+    header_block,
+    is_trace_only,
+    trace_headers,
+)
+from natsd.router.publish import publish
 from natsd.router.subscription import Sink, Subscription
 
 if TYPE_CHECKING:
@@ -106,6 +118,9 @@ class ClientHost(Protocol):
     trace: bool
 
     def log_trace(self, msg: str) -> None: ...
+
+    def trace_server(self) -> dict[str, Any]:
+        """The ``server`` block of a message trace event (nats-server's ServerInfo)."""
 
     @property
     def scheduler(self) -> Scheduler:
@@ -457,6 +472,13 @@ class ClientConnection(Sink):
                     if self.closed:
                         return
                     continue
+                if hlen and forward is None and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
+                    # (a traced message: a header block that names a trace destination)
+                    k = self._traced(subject, reply, tail, size, hlen)
+                    if k >= 0:
+                        nout += k
+                        bout += k * size
+                        continue
                 psubs, qsubs = sublist.match(subject)
                 if forward is not None:
                     # Routes are up: the cluster decides (local delivery included).
@@ -554,6 +576,58 @@ class ClientConnection(Sink):
         if self.verbose:
             self.send(OK)
         return True
+
+    def _traced(
+        self, subject: bytes, reply: bytes | None, tail: bytes, size: int, hlen: int
+    ) -> int:
+        """A publish that asks for a trace (``router/msgtrace.py``): deliveries made, or -1
+        when it goes the usual way untraced."""
+        headers = trace_headers(header_block(tail, size, hlen))
+        if headers is None:
+            return -1
+        only = is_trace_only(headers)
+        dest = headers[TRACE_DEST_KEY][0]
+        if headers.get(TRACE_ORIGIN_ACCOUNT):
+            # an old server's header: nats-server traces nothing, and drops a trace-only one
+            # (a delivered one gets its destination disabled: not done here yet)
+            return 0 if only else -1
+        if not is_valid_literal_subject(dest.encode()):
+            return 0 if only else -1
+        if not self._may_trace_to(dest):
+            self.send(encode_err(f'Permissions Violation for Publish to "{dest}"'))
+            return 0
+        trace = MsgTrace(dest, only, headers, size, self.account.name)
+        trace.ingress(KIND_CLIENT, self.cid, self.name, subject)
+        sublist = self.account.sublist
+        psubs, qsubs = sublist.match(subject)
+        k = 0
+        if psubs or qsubs:
+            k = deliver_traced(
+                trace,
+                psubs,
+                qsubs,
+                subject,
+                reply,
+                tail,
+                size,
+                hlen,
+                self,
+                lambda sub, c: deliver([sub], [], subject, reply, tail, size, hlen, self) > 0,
+                lambda sub: deliver([sub], [], subject, reply, tail, size, hlen, self),
+            )
+        if k == 0 and reply and self.no_responders:
+            self._send_no_responders(subject, reply)
+        publish(sublist, dest.encode(), None, None, trace.event(self.host.trace_server()))
+        return k
+
+    def _may_trace_to(self, dest: str) -> bool:
+        """``allowedToPublishOnMsgTraceDest``: the publisher may publish there."""
+        if dest.startswith("_GR_.") or (
+            dest.startswith("$NRG.") and self.account.name != SYSTEM_ACCOUNT
+        ):
+            return False
+        perms = self.permissions
+        return perms is None or perms.publish is None or perms.publish.allowed(dest.encode())
 
     def _update_pub_checks(self) -> None:
         perms = self.permissions

@@ -1,0 +1,247 @@
+"""Message tracing (nats-server's ADR-41): a message published with a ``Nats-Trace-Dest``
+header makes each server it crosses send a trace event to that subject, telling where the
+message went; with ``Nats-Trace-Only: true`` it is traced and not delivered.
+
+Only a message whose header block holds ``Nats-Trace-Dest`` comes here (the client's
+publish path looks for it in HPUB headers alone), so nothing on the untraced path changes.
+The rules, event JSON and error strings are nats-server 2.15's (``server/msgtrace.go``):
+
+- the header keys are matched exactly as written (``Nats-Trace-Dest``, ``Nats-Trace-Only``,
+  ``Nats-Trace-Origin-Account``); ``traceparent`` is not a trigger here, since the account
+  ``trace_dest`` it needs is refused by the configuration;
+- ``Nats-Trace-Only`` is 1, true or on (any case);
+- a destination that is not a valid publish subject: delivered untraced, or dropped when
+  trace-only; one the publisher may not publish to: dropped with a permissions error;
+- the event is JSON as Go's encoder writes it (compact, struct field order, sorted header
+  keys, ``<``, ``>`` and ``&`` escaped), timestamps in RFC 3339 with nanoseconds, local time
+  for the events and UTC for the server block.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from random import randrange
+from typing import Any, Final
+
+from natsd.protocol.parser import message_body
+from natsd.router.subscription import Sink, Subscription
+
+__all__ = [
+    "KIND_CLIENT",
+    "TRACE_DEST",
+    "TRACE_DEST_KEY",
+    "TRACE_ORIGIN_ACCOUNT",
+    "MsgTrace",
+    "deliver_traced",
+    "go_json",
+    "header_block",
+    "is_trace_only",
+    "rfc3339_nano",
+    "trace_headers",
+]
+
+TRACE_DEST: Final = b"Nats-Trace-Dest"
+TRACE_DEST_KEY: Final = "Nats-Trace-Dest"
+_ONLY: Final = "Nats-Trace-Only"
+TRACE_ORIGIN_ACCOUNT: Final = "Nats-Trace-Origin-Account"
+DEST_DISABLED: Final = "trace disabled"  # (not a valid subject: it has a space)
+_STATUS_LINE: Final = b"NATS/1.0\r\n"
+
+KIND_CLIENT: Final = 0
+KIND_ROUTER: Final = 1
+
+ERR_NO_ECHO: Final = "Not delivered because of no echo"
+ERR_SUB_DENY: Final = "Not delivered because subscription denies this subject"
+ERR_CLIENT_CLOSED: Final = "Not delivered because client is closed"
+
+
+def trace_headers(hdr: bytes) -> dict[str, list[str]] | None:
+    """The headers of a message that asks for a trace (``genHeaderMapIfTraceHeadersPresent``):
+    every header with a key and a value, in order, values trimmed of spaces and tabs; None
+    when there is no ``Nats-Trace-Dest``, or when its first value is ``trace disabled``."""
+    if not hdr.startswith(_STATUS_LINE):
+        return None
+    out: dict[str, list[str]] = {}
+    dest: str | None = None
+    for raw in hdr[len(_STATUS_LINE) :].split(b"\r\n"):
+        i = raw.find(b":")
+        if i <= 0:
+            continue
+        key = raw[:i].decode(errors="replace")
+        value = raw[i + 1 :].strip(b" \t").decode(errors="replace")
+        if not value:
+            continue
+        if key == TRACE_DEST_KEY and dest is None:
+            dest = value
+        out.setdefault(key, []).append(value)
+    if dest is None or dest == DEST_DISABLED:
+        return None
+    return out
+
+
+def is_trace_only(headers: dict[str, list[str]]) -> bool:
+    vals = headers.get(_ONLY)
+    return vals is not None and vals[0].lower() in ("1", "true", "on")
+
+
+def go_json(doc: Any) -> bytes:
+    """``doc`` as Go's ``encoding/json`` writes it: compact, keys in the order given, with
+    Go's HTML-safe escapes (the characters only ever appear inside strings)."""
+    s = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    if "<" in s or ">" in s or "&" in s or "\u2028" in s or "\u2029" in s:
+        s = (
+            s.replace("<", "\\u003c")
+            .replace(">", "\\u003e")
+            .replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028")
+            .replace("\u2029", "\\u2029")
+        )
+    return s.encode()
+
+
+def rfc3339_nano(t_ns: int, utc: bool = False) -> str:
+    """Go's ``time.RFC3339Nano``: nanoseconds with the trailing zeros dropped, ``Z`` for a
+    zero offset, else ``+hh:mm``; local time unless ``utc``."""
+    secs, ns = divmod(t_ns, 1_000_000_000)
+    dt = datetime.fromtimestamp(secs, UTC)
+    if not utc:
+        dt = dt.astimezone()
+    out = dt.strftime("%Y-%m-%dT%H:%M:%S")
+    frac = f"{ns:09d}".rstrip("0")
+    if frac:
+        out += "." + frac
+    off = dt.utcoffset()
+    mins = int(off.total_seconds()) // 60 if off is not None else 0
+    if mins == 0:
+        return out + "Z"
+    sign = "+" if mins > 0 else "-"
+    mins = abs(mins)
+    return f"{out}{sign}{mins // 60:02d}:{mins % 60:02d}"
+
+
+def _now() -> str:
+    return rfc3339_nano(time.time_ns())
+
+
+class MsgTrace:
+    """One traced message on this server: its events, and whether it is only traced."""
+
+    __slots__ = ("account", "dest", "events", "headers", "hops", "msgsize", "only")
+
+    def __init__(
+        self,
+        dest: str,
+        only: bool,
+        headers: dict[str, list[str]],
+        msgsize: int,
+        account: str,
+    ) -> None:
+        self.dest = dest
+        self.only = only
+        self.headers = headers
+        self.msgsize = msgsize
+        self.account = account
+        self.hops = 0
+        self.events: list[dict[str, Any]] = []
+
+    def ingress(self, kind: int, cid: int, name: str, subject: bytes, error: str = "") -> None:
+        ev: dict[str, Any] = {"type": "in", "ts": _now(), "kind": kind, "cid": cid}
+        if name:
+            ev["name"] = name
+        ev["acc"] = self.account
+        ev["subj"] = subject.decode(errors="replace")
+        if error:
+            ev["error"] = error
+        self.events.append(ev)
+
+    def egress_client(self, c: Sink, sub: Subscription, error: str = "") -> None:
+        ev: dict[str, Any] = {"type": "eg", "ts": _now(), "kind": KIND_CLIENT, "cid": c.cid}
+        name = getattr(c, "name", "")
+        if name:
+            ev["name"] = name
+        ev["sub"] = sub.subject.decode(errors="replace")
+        if sub.queue:
+            ev["queue"] = sub.queue.decode(errors="replace")
+        if error:
+            ev["error"] = error
+        self.events.append(ev)
+
+    def event(self, server: dict[str, Any]) -> bytes:
+        """The trace message's payload (``MsgTraceEvent``); ``server`` is the server block."""
+        request: dict[str, Any] = {}
+        if self.headers:
+            request["header"] = {k: self.headers[k] for k in sorted(self.headers)}
+        if self.msgsize:
+            request["msgsize"] = self.msgsize
+        doc: dict[str, Any] = {"server": server, "request": request}
+        if self.hops:
+            doc["hops"] = self.hops
+        doc["events"] = self.events
+        return go_json(doc)
+
+
+def deliver_traced(
+    trace: MsgTrace,
+    psubs: list[Subscription],
+    qsubs: list[list[Subscription]],
+    subject: bytes,
+    reply: bytes | None,
+    tail: bytes,
+    size: int,
+    hlen: int,
+    publisher: Sink | None,
+    deliver_one: Callable[[Subscription, Sink], bool],
+    internal: Callable[[Subscription], object],
+) -> int:
+    """``router/deliver.deliver`` for a traced message: an egress event per client
+    subscription that would take it (with nats-server's error for one that would not).
+    Trace-only writes nothing, yet counts as delivered (a queue group stops at its pick, and
+    the publisher gets no "no responders"). ``deliver_one`` queues the frame for one client
+    subscriber; ``internal`` runs an internal subscription (the server's own)."""
+    n = 0
+    for sub in psubs:
+        if _one(trace, sub, publisher, subject, deliver_one, internal):
+            n += 1
+    for group in qsubs:
+        gsize = len(group)
+        start = randrange(gsize) if gsize > 1 else 0
+        for k in range(gsize):
+            if _one(trace, group[(start + k) % gsize], publisher, subject, deliver_one, internal):
+                n += 1
+                break
+    return n
+
+
+def _one(
+    trace: MsgTrace,
+    sub: Subscription,
+    publisher: Sink | None,
+    subject: bytes,
+    deliver_one: Callable[[Subscription, Sink], bool],
+    internal: Callable[[Subscription], object],
+) -> bool:
+    c = sub.client
+    if c is None:
+        internal(sub)
+        return True
+    if c is publisher and not c.echo:
+        trace.egress_client(c, sub, ERR_NO_ECHO)
+        return False
+    if c.sub_deny is not None and c.sub_deny(subject):
+        trace.egress_client(c, sub, ERR_SUB_DENY)
+        return False
+    if getattr(c, "closed", False):
+        trace.egress_client(c, sub, ERR_CLIENT_CLOSED)
+        return False
+    trace.egress_client(c, sub)
+    if trace.only:
+        return True
+    return deliver_one(sub, c)
+
+
+def header_block(tail: bytes, size: int, hlen: int) -> bytes:
+    """The header block of a parsed HPUB (``tail`` as the parser sliced it)."""
+    return message_body(tail, size)[:hlen]

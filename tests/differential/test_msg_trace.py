@@ -1,0 +1,115 @@
+"""Message tracing (ADR-41) on one server, nats-server against natsd: the trace events a
+``Nats-Trace-Dest`` publish sends, what ``Nats-Trace-Only`` keeps from the subscribers,
+and the headers that start no trace. Volatile fields (ids, timestamps, sequence) are
+checked for their form and then dropped; connection ids become roles."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import pytest
+
+from .harness import ServerPair, run_client_both
+
+pytestmark = pytest.mark.differential
+
+_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$")
+_DEST = "Nats-Trace-Dest"
+_ONLY = "Nats-Trace-Only"
+
+
+def _normalise(raw: bytes, cids: dict[int, str]) -> dict[str, Any]:
+    doc = json.loads(raw)
+    server = doc["server"]
+    assert _TS.match(server["time"]) and server["time"].endswith("Z"), server
+    assert isinstance(server["seq"], int) and server["seq"] > 0
+    assert server["id"]
+    # ids, clocks and versions are the server's own
+    for k in ("id", "seq", "time", "ver", "name", "feature_flags"):
+        server.pop(k, None)
+    for ev in doc["events"]:
+        assert _TS.match(ev.pop("ts")), ev
+        if "cid" in ev:
+            ev["cid"] = cids.get(ev["cid"], "other")
+    return doc
+
+
+async def _traces(nc: Any, cases: list[tuple[str, dict[str, str], str | None]]) -> Any:
+    """Publish each case (subject, headers, reply) with subscribers on ``foo`` (plain and a
+    two-member queue group) on this connection; return per case the normalised traces
+    and what each subscription received."""
+    cids = {nc._client_id: "self"}
+    traces: list[bytes] = []
+
+    async def trace(m: Any) -> None:
+        traces.append(m.data)
+
+    tsub = await nc.subscribe("trace.dest", cb=trace)
+    got: dict[str, list[Any]] = {"plain": [], "q": []}
+
+    async def plain(m: Any) -> None:
+        got["plain"].append((m.subject, m.data, dict(m.headers or {})))
+
+    async def q(m: Any) -> None:
+        got["q"].append((m.subject, m.data))
+
+    await nc.subscribe("foo", cb=plain)
+    await nc.subscribe("foo", queue="grp", cb=q)
+    await nc.subscribe("foo", queue="grp", cb=q)
+    await nc.flush()
+    out = []
+    for subject, headers, reply in cases:
+        traces.clear()
+        got["plain"].clear()
+        got["q"].clear()
+        await nc.publish(subject, b"hello", reply=reply or "", headers=headers)
+        await nc.flush()
+        await asyncio.sleep(0.2)
+        out.append(
+            {
+                "traces": [_normalise(t, cids) for t in traces],
+                "plain": list(got["plain"]),
+                "q": list(got["q"]),
+            }
+        )
+    await tsub.unsubscribe()
+    return out
+
+
+CASES: list[tuple[str, dict[str, str], str | None]] = [
+    # traced and delivered: one plain and one queue egress
+    ("foo", {_DEST: "trace.dest"}, None),
+    # trace-only, in each spelling nats-server takes, and one it does not
+    ("foo", {_DEST: "trace.dest", _ONLY: "true"}, None),
+    ("foo", {_DEST: "trace.dest", _ONLY: "1"}, None),
+    ("foo", {_DEST: "trace.dest", _ONLY: "On"}, None),
+    ("foo", {_DEST: "trace.dest", _ONLY: "false"}, None),
+    # other headers are in the trace's header map, sorted
+    ("foo", {"X-App": "a<b>&c", _DEST: "trace.dest", _ONLY: "true"}, None),
+    # nobody subscribes: the ingress alone
+    ("nosub", {_DEST: "trace.dest"}, None),
+    ("nosub", {_DEST: "trace.dest", _ONLY: "true"}, None),
+    # no trace: trace-only without a destination, a disabled destination, a wildcard one
+    ("foo", {_ONLY: "true"}, None),
+    ("foo", {_DEST: "trace disabled", _ONLY: "true"}, None),
+    ("foo", {_DEST: "trace.*"}, None),
+    ("foo", {_DEST: "trace.*", _ONLY: "true"}, None),
+    # an old server's origin-account header: dropped when trace-only
+    ("foo", {_DEST: "trace.dest", _ONLY: "true", "Nats-Trace-Origin-Account": "XYZ"}, None),
+]
+
+
+async def test_traces_and_trace_only_match_nats_server(pair: ServerPair) -> None:
+    ref, impl = await run_client_both(
+        pair, lambda nc: _traces(nc, CASES), reference_must_succeed=True, name="tracer"
+    )
+    # what the reference did, so the comparison is not between two empty answers
+    assert len(ref[0]["traces"]) == 1 and len(ref[0]["plain"]) == 1 and len(ref[0]["q"]) == 1
+    assert ref[1]["plain"] == [] and ref[1]["q"] == [] and len(ref[1]["traces"]) == 1
+    assert ref[4]["plain"] and ref[4]["traces"]
+    assert ref[8]["traces"] == [] and ref[8]["plain"]
+    for i, (r, m) in enumerate(zip(ref, impl, strict=True)):
+        assert m == r, (i, CASES[i])
