@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from components import require_nats_server
 
-from .harness import ServerPair, run_client_both
+from .harness import ServerPair, js_config_pair, run_client_both
 
 pytestmark = pytest.mark.differential
 
@@ -113,3 +115,74 @@ async def test_traces_and_trace_only_match_nats_server(pair: ServerPair) -> None
     assert ref[8]["traces"] == [] and ref[8]["plain"]
     for i, (r, m) in enumerate(zip(ref, impl, strict=True)):
         assert m == r, (i, CASES[i])
+
+
+@pytest.fixture(scope="module")
+def js_pair() -> Iterator[ServerPair]:
+    require_nats_server()
+    with js_config_pair("") as pair:
+        yield pair
+
+
+async def _js_traces(nc: Any) -> Any:
+    """J1-J7 of the spec: traced publishes into a limits stream and an interest stream;
+    per case the normalised traces, the answer to the publisher and the stream's count."""
+    cids = {nc._client_id: "self"}
+    js = nc.jetstream()
+    await js.add_stream(name="TEST", subjects=["js.>"], storage="file")
+    await js.add_stream(name="INT", subjects=["int.>"], retention="interest")
+    traces: list[bytes] = []
+
+    async def trace(m: Any) -> None:
+        traces.append(m.data)
+
+    await nc.subscribe("trace.dest", cb=trace)
+    answers: list[bytes] = []
+
+    async def answer(m: Any) -> None:
+        answers.append(m.data)
+
+    await nc.subscribe("answer", cb=answer)
+    await nc.flush()
+    d = {_DEST: "trace.dest"}
+    t = {_DEST: "trace.dest", _ONLY: "true"}
+    cases: list[tuple[str, dict[str, str]]] = [
+        ("js.a", d),  # stored, the stored header's destination disabled
+        ("js.a", t),  # checked, not stored, no PubAck
+        ("js.a", {**d, "Nats-Msg-Id": "id1"}),
+        ("js.a", {**t, "Nats-Msg-Id": "id1"}),  # a duplicate: its PubAck still goes
+        ("js.a", {**t, "Nats-Msg-Id": "id2"}),  # not remembered...
+        ("js.a", {**d, "Nats-Msg-Id": "id2"}),  # ...so this one is stored
+        ("js.a", {**t, "Nats-Expected-Stream": "WRONG"}),  # an error PubAck, no subject
+        ("int.a", t),  # no interest
+        ("int.a", d),
+    ]
+    out = []
+    for subject, headers in cases:
+        traces.clear()
+        answers.clear()
+        await nc.publish(subject, b"x", reply="answer", headers=headers)
+        await nc.flush()
+        await asyncio.sleep(0.3)
+        counts = [(await js.stream_info(s)).state.messages for s in ("TEST", "INT")]
+        out.append(
+            {
+                "traces": [_normalise(x, cids) for x in traces],
+                "answers": [json.loads(a) for a in answers],
+                "counts": counts,
+            }
+        )
+    stored = await js.get_msg("TEST", 1)
+    out.append(dict(stored.headers or {}))
+    return out
+
+
+async def test_jetstream_trace_events_and_trace_only_match_nats_server(
+    js_pair: ServerPair,
+) -> None:
+    ref, impl = await run_client_both(js_pair, _js_traces, reference_must_succeed=True)
+    assert ref[0]["counts"] == [1, 0] and ref[1]["counts"] == [1, 0]
+    assert ref[1]["answers"] == [] and ref[3]["answers"][0].get("duplicate") is True
+    assert ref[-1] == {_DEST: "trace disabled"}
+    for i, (r, m) in enumerate(zip(ref, impl, strict=True)):
+        assert m == r, i

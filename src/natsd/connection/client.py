@@ -50,6 +50,7 @@ from natsd.router.msgtrace import (
     deliver_traced,
     header_block,
     is_trace_only,
+    run_internal,
     trace_headers,
 )
 from natsd.router.publish import publish
@@ -613,7 +614,9 @@ class ClientConnection(Sink):
                 hlen,
                 self,
                 lambda sub, c: deliver([sub], [], subject, reply, tail, size, hlen, self) > 0,
-                lambda sub: deliver([sub], [], subject, reply, tail, size, hlen, self),
+                lambda sub: run_internal(
+                    trace, lambda: deliver([sub], [], subject, reply, tail, size, hlen, self)
+                ),
             )
         if k == 0 and reply and self.no_responders:
             self._send_no_responders(subject, reply)

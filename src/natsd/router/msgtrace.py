@@ -35,11 +35,14 @@ __all__ = [
     "TRACE_DEST_KEY",
     "TRACE_ORIGIN_ACCOUNT",
     "MsgTrace",
+    "active_trace",
     "deliver_traced",
+    "disable_dest",
     "go_json",
     "header_block",
     "is_trace_only",
     "rfc3339_nano",
+    "run_internal",
     "trace_headers",
 ]
 
@@ -126,10 +129,41 @@ def _now() -> str:
     return rfc3339_nano(time.time_ns())
 
 
+# The trace of the message an internal subscription (a stream's) is handling now.
+_active: list[MsgTrace] = []
+
+
+def run_internal(trace: MsgTrace, fn: Callable[[], object]) -> None:
+    """Run an internal subscription's callback for a traced message (``active_trace``)."""
+    _active.append(trace)
+    try:
+        fn()
+    finally:
+        _active.pop()
+
+
+def active_trace(hdr: bytes | None) -> MsgTrace | None:
+    """Inside ``run_internal``, for the traced message's own headers: its trace."""
+    if _active and hdr and TRACE_DEST in hdr:
+        return _active[-1]
+    return None
+
+
+def disable_dest(hdr: bytes) -> bytes:
+    """``hdr`` with its ``Nats-Trace-Dest`` value replaced, in place, by ``trace disabled``
+    (what a stream stores: a consumer's delivery must not start the trace again)."""
+    i = hdr.find(b"\r\n" + TRACE_DEST + b":")
+    if i < 0:
+        return hdr
+    start = i + 2 + len(TRACE_DEST) + 1
+    end = hdr.find(b"\r\n", start)
+    return hdr[:start] + b" " + DEST_DISABLED.encode() + hdr[end:]
+
+
 class MsgTrace:
     """One traced message on this server: its events, and whether it is only traced."""
 
-    __slots__ = ("account", "dest", "events", "headers", "hops", "msgsize", "only")
+    __slots__ = ("account", "dest", "events", "headers", "hops", "js", "msgsize", "only")
 
     def __init__(
         self,
@@ -146,6 +180,34 @@ class MsgTrace:
         self.account = account
         self.hops = 0
         self.events: list[dict[str, Any]] = []
+        self.js: dict[str, Any] | None = None
+
+    def js_event(self, stream: str) -> None:
+        """A stream takes the message (``addJetStreamEvent``)."""
+        self.js = {"type": "js", "ts": _now(), "stream": stream}
+        self.events.append(self.js)
+
+    def js_stored(self, subject: str, nointerest: bool) -> None:
+        """It passed the stream's checks, under ``subject`` (``updateJetStreamEvent``)."""
+        if self.js is not None:
+            self.js["ts"] = _now()
+            self.js["subject"] = subject
+            if nointerest:
+                self.js["nointerest"] = True
+
+    def js_answer(self, payload: bytes) -> None:
+        """The stream answered the publish with ``payload``: an error or a duplicate."""
+        if self.js is None:
+            return
+        try:
+            doc = json.loads(payload)
+        except ValueError:
+            return
+        err = doc.get("error") if isinstance(doc, dict) else None
+        if isinstance(err, dict):
+            self.js["error"] = str(err.get("description", ""))
+        elif isinstance(doc, dict) and doc.get("duplicate"):
+            self.js["error"] = "msgid is duplicate"
 
     def ingress(self, kind: int, cid: int, name: str, subject: bytes, error: str = "") -> None:
         ev: dict[str, Any] = {"type": "in", "ts": _now(), "kind": kind, "cid": cid}

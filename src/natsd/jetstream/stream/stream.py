@@ -57,6 +57,7 @@ from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
+from natsd.router.msgtrace import MsgTrace, active_trace, disable_dest
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import (
@@ -117,6 +118,7 @@ class Stream:
         # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._last_msg_id = ""
+        self._trace: MsgTrace | None = None  # the traced message ``process`` is handling
         self._name_b = self.name.encode()
         self.consumer_count = 0
         # Consumers of this stream by name (``attach`` / ``detach``). The publish path tells
@@ -218,10 +220,28 @@ class Stream:
         )
 
     def _reply(self, reply: bytes | None, payload: bytes) -> None:
+        if self._trace is not None:
+            self._trace.js_answer(payload)
         if reply:
             self.ctx.send(reply, payload)
 
     def process(
+        self, subject_b: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """``_process``, for a traced message (``router/msgtrace.py``) with its JetStream
+        event: its error, or the subject it passed the checks under."""
+        trace = active_trace(hdr) if hdr else None
+        if trace is None:
+            self._process(subject_b, reply, hdr, data)
+            return
+        trace.js_event(self.name)
+        self._trace = trace
+        try:
+            self._process(subject_b, reply, hdr, data)
+        finally:
+            self._trace = None
+
+    def _process(
         self, subject_b: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
         """Store one published message, with nats-server's checks in its order (checked
@@ -305,6 +325,12 @@ class Stream:
                 # would replace them, and stores the raised TTL.
                 ttl = marker_ttl
                 hdr = set_header(hdr, H_TTL, str(marker_ttl))
+        trace = self._trace
+        if trace is not None and hdr is not None:
+            trace.js_stored(subject, cfg.retention == _INTEREST and not self.consumer_count)
+            if trace.only:
+                return  # checked, not stored, no PubAck; its msg id is not remembered
+            hdr = disable_dest(hdr)
         # Republish's Nats-Last-Sequence is the subject's previous message, looked up
         # before storing as nats-server does (a history of 1 is about to drop it).
         if rep is not None:
