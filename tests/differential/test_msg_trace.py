@@ -186,3 +186,36 @@ async def test_jetstream_trace_events_and_trace_only_match_nats_server(
     assert ref[-1] == {_DEST: "trace disabled"}
     for i, (r, m) in enumerate(zip(ref, impl, strict=True)):
         assert m == r, i
+
+
+async def _api_traces(nc: Any) -> Any:
+    """K: a traced JetStream API request: the service import is traced; trace-only stops
+    there (503), any other request is served untraced."""
+    cids = {nc._client_id: "self"}
+    traces: list[bytes] = []
+
+    async def trace(m: Any) -> None:
+        traces.append(m.data)
+
+    await nc.subscribe("trace.dest", cb=trace)
+    await nc.flush()
+    out = []
+    for only in (True, False):
+        traces.clear()
+        headers = {_DEST: "trace.dest", **({_ONLY: "true"} if only else {})}
+        try:
+            msg = await nc.request("$JS.API.INFO", b"", timeout=2, headers=headers)
+            answer: Any = sorted(json.loads(msg.data))
+        except Exception as e:
+            answer = type(e).__name__
+        await asyncio.sleep(0.2)
+        out.append({"traces": [_normalise(x, cids) for x in traces], "answer": answer})
+    return out
+
+
+async def test_jetstream_api_request_is_traced_as_nats_server_does(js_pair: ServerPair) -> None:
+    ref, impl = await run_client_both(js_pair, _api_traces, reference_must_succeed=True)
+    assert ref[0]["answer"] == "NoRespondersError"
+    assert [e["type"] for e in ref[0]["traces"][0]["events"]] == ["in", "si"]
+    assert isinstance(ref[1]["answer"], list)
+    assert impl == ref

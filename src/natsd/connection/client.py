@@ -602,21 +602,19 @@ class ClientConnection(Sink):
         sublist = self.account.sublist
         psubs, qsubs = sublist.match(subject)
         k = 0
+
+        def plain(sub: Subscription) -> int:
+            return deliver([sub], [], subject, reply, tail, size, hlen, self)
+
         if psubs or qsubs:
             k = deliver_traced(
                 trace,
                 psubs,
                 qsubs,
                 subject,
-                reply,
-                tail,
-                size,
-                hlen,
                 self,
-                lambda sub, c: deliver([sub], [], subject, reply, tail, size, hlen, self) > 0,
-                lambda sub: run_internal(
-                    trace, lambda: deliver([sub], [], subject, reply, tail, size, hlen, self)
-                ),
+                plain,
+                lambda sub: run_internal(trace, lambda: plain(sub)),
             )
         if k == 0 and reply and self.no_responders:
             self._send_no_responders(subject, reply)

@@ -27,6 +27,7 @@ from random import randrange
 from typing import Any, Final
 
 from natsd.protocol.parser import message_body
+from natsd.router.account import SYSTEM_ACCOUNT
 from natsd.router.subscription import Sink, Subscription
 
 __all__ = [
@@ -53,6 +54,7 @@ TRACE_ORIGIN_ACCOUNT: Final = "Nats-Trace-Origin-Account"
 DEST_DISABLED: Final = "trace disabled"  # (not a valid subject: it has a space)
 _STATUS_LINE: Final = b"NATS/1.0\r\n"
 
+_JS_API: Final = b"$JS.API."
 KIND_CLIENT: Final = 0
 KIND_ROUTER: Final = 1
 
@@ -219,6 +221,11 @@ class MsgTrace:
             ev["error"] = error
         self.events.append(ev)
 
+    def service_import(self, account: str, subject: bytes) -> None:
+        """The message crossed a service import into ``account`` (no transform here)."""
+        subj = subject.decode(errors="replace")
+        self.events.append({"type": "si", "ts": _now(), "acc": account, "from": subj, "to": subj})
+
     def egress_client(self, c: Sink, sub: Subscription, error: str = "") -> None:
         ev: dict[str, Any] = {"type": "eg", "ts": _now(), "kind": KIND_CLIENT, "cid": c.cid}
         name = getattr(c, "name", "")
@@ -250,28 +257,25 @@ def deliver_traced(
     psubs: list[Subscription],
     qsubs: list[list[Subscription]],
     subject: bytes,
-    reply: bytes | None,
-    tail: bytes,
-    size: int,
-    hlen: int,
     publisher: Sink | None,
-    deliver_one: Callable[[Subscription, Sink], bool],
+    plain: Callable[[Subscription], int],
     internal: Callable[[Subscription], object],
 ) -> int:
     """``router/deliver.deliver`` for a traced message: an egress event per client
     subscription that would take it (with nats-server's error for one that would not).
     Trace-only writes nothing, yet counts as delivered (a queue group stops at its pick, and
-    the publisher gets no "no responders"). ``deliver_one`` queues the frame for one client
-    subscriber; ``internal`` runs an internal subscription (the server's own)."""
+    the publisher gets no "no responders"). ``plain`` delivers to one subscription the
+    usual way; ``internal`` runs an internal subscription (the server's own) with the trace
+    active (``run_internal``)."""
     n = 0
     for sub in psubs:
-        if _one(trace, sub, publisher, subject, deliver_one, internal):
+        if _one(trace, sub, publisher, subject, plain, internal):
             n += 1
     for group in qsubs:
         gsize = len(group)
         start = randrange(gsize) if gsize > 1 else 0
         for k in range(gsize):
-            if _one(trace, group[(start + k) % gsize], publisher, subject, deliver_one, internal):
+            if _one(trace, group[(start + k) % gsize], publisher, subject, plain, internal):
                 n += 1
                 break
     return n
@@ -282,11 +286,19 @@ def _one(
     sub: Subscription,
     publisher: Sink | None,
     subject: bytes,
-    deliver_one: Callable[[Subscription, Sink], bool],
+    plain: Callable[[Subscription], int],
     internal: Callable[[Subscription], object],
 ) -> bool:
     c = sub.client
     if c is None:
+        if sub.subject.startswith(_JS_API):
+            # nats-server serves the API from the system account through an import that
+            # does not pass traces on: the import is traced, a trace-only request stops
+            # there (its reply gets a 503), any other is served untraced
+            trace.service_import(SYSTEM_ACCOUNT, subject)
+            if trace.only:
+                return False
+            return plain(sub) > 0
         internal(sub)
         return True
     if c is publisher and not c.echo:
@@ -301,7 +313,7 @@ def _one(
     trace.egress_client(c, sub)
     if trace.only:
         return True
-    return deliver_one(sub, c)
+    return plain(sub) > 0
 
 
 def header_block(tail: bytes, size: int, hlen: int) -> bytes:
