@@ -50,7 +50,7 @@ from natsd.logs import install_handler, open_handler
 from natsd.monitor.source import AccountUsage, ClusterUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
-from natsd.router.msgtrace import rfc3339_nano
+from natsd.router.msgtrace import TRACE_PROTO, rfc3339_nano
 from natsd.security.auth import Authenticator
 from natsd.security.nkeys import new_nonce
 from natsd.security.permissions import Permissions
@@ -212,6 +212,7 @@ class Server:
                 net=route_net,
                 rng=self.rng,
             )
+            self.mesh.trace_server_of = self.trace_server
             for acct in self.accounts.values():
                 self.mesh.attach(acct)
         self._client_urls: list[str] = []
@@ -339,7 +340,8 @@ class Server:
         info: dict[str, Any] = {
             "version": SERVER_VERSION,
             "go": f"natsd {__version__}",
-            "proto": PROTO,
+            # (nats-server's route protocol: 3 takes part in message traces)
+            "proto": TRACE_PROTO,
             "max_payload": self.options.max_payload,
             "jetstream": self.jetstream_enabled,
         }

@@ -38,6 +38,7 @@ from natsd.protocol.parser import (
     OP_SUB,
     OP_UNSUB,
     Parser,
+    message_body,
 )
 from natsd.router.account import SYSTEM_ACCOUNT, Account
 from natsd.router.deliver import deliver, no_responders_frame
@@ -473,7 +474,7 @@ class ClientConnection(Sink):
                     if self.closed:
                         return
                     continue
-                if hlen and forward is None and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
+                if hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
                     # (a traced message: a header block that names a trace destination)
                     k = self._traced(subject, reply, tail, size, hlen)
                     if k >= 0:
@@ -601,6 +602,19 @@ class ClientConnection(Sink):
         trace.ingress(KIND_CLIENT, self.cid, self.name, subject)
         sublist = self.account.sublist
         psubs, qsubs = sublist.match(subject)
+        forward = sublist.forward
+        routed = 0
+        route_events: list[dict[str, Any]] = []
+        if forward is not None:
+            # the routes are chosen first (a queue group's member may be remote), their
+            # egress events go after the local ones, as nats-server lists them
+            body = message_body(tail, size)
+            mark = len(trace.events)
+            routed, qsubs = forward.send_traced(
+                trace, subject, reply, body[:hlen], body[hlen:], qsubs
+            )
+            route_events = trace.events[mark:]
+            del trace.events[mark:]
         k = 0
 
         def plain(sub: Subscription) -> int:
@@ -616,7 +630,8 @@ class ClientConnection(Sink):
                 plain,
                 lambda sub: run_internal(trace, lambda: plain(sub)),
             )
-        if k == 0 and reply and self.no_responders:
+        trace.events.extend(route_events)
+        if k == 0 and routed == 0 and reply and self.no_responders:
             self._send_no_responders(subject, reply)
         publish(sublist, dest.encode(), None, None, trace.event(self.host.trace_server()))
         return k

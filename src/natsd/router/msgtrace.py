@@ -34,7 +34,9 @@ __all__ = [
     "KIND_CLIENT",
     "TRACE_DEST",
     "TRACE_DEST_KEY",
+    "TRACE_HOP_KEY",
     "TRACE_ORIGIN_ACCOUNT",
+    "TRACE_PROTO",
     "MsgTrace",
     "active_trace",
     "deliver_traced",
@@ -45,12 +47,17 @@ __all__ = [
     "rfc3339_nano",
     "run_internal",
     "trace_headers",
+    "with_hop",
 ]
 
 TRACE_DEST: Final = b"Nats-Trace-Dest"
 TRACE_DEST_KEY: Final = "Nats-Trace-Dest"
 _ONLY: Final = "Nats-Trace-Only"
 TRACE_ORIGIN_ACCOUNT: Final = "Nats-Trace-Origin-Account"
+TRACE_HOP_KEY: Final = "Nats-Trace-Hop"
+# A route peer that announces at least this protocol takes part in traces (nats-server's
+# MsgTraceProto): it is sent trace-only messages and sends its own trace event.
+TRACE_PROTO: Final = 3
 DEST_DISABLED: Final = "trace disabled"  # (not a valid subject: it has a space)
 _STATUS_LINE: Final = b"NATS/1.0\r\n"
 
@@ -58,6 +65,11 @@ _JS_API: Final = b"$JS.API."
 KIND_CLIENT: Final = 0
 KIND_ROUTER: Final = 1
 
+ERR_ONLY_NO_SUPPORT: Final = "Not delivered because remote does not support message tracing"
+ERR_NO_SUPPORT: Final = (
+    "Message delivered but remote does not support message tracing so no trace event "
+    "generated from there"
+)
 ERR_NO_ECHO: Final = "Not delivered because of no echo"
 ERR_SUB_DENY: Final = "Not delivered because subscription denies this subject"
 ERR_CLIENT_CLOSED: Final = "Not delivered because client is closed"
@@ -165,7 +177,7 @@ def disable_dest(hdr: bytes) -> bytes:
 class MsgTrace:
     """One traced message on this server: its events, and whether it is only traced."""
 
-    __slots__ = ("account", "dest", "events", "headers", "hops", "js", "msgsize", "only")
+    __slots__ = ("account", "dest", "events", "headers", "hop", "hops", "js", "msgsize", "only")
 
     def __init__(
         self,
@@ -181,8 +193,25 @@ class MsgTrace:
         self.msgsize = msgsize
         self.account = account
         self.hops = 0
+        # the hop this server is on ("" at the origin, "1", "1.2", ... after routes)
+        hops = headers.get(TRACE_HOP_KEY)
+        self.hop = hops[0] if hops else ""
         self.events: list[dict[str, Any]] = []
         self.js: dict[str, Any] | None = None
+
+    def next_hop(self) -> str:
+        """The hop of the next route this server sends the message on (``setHopHeader``)."""
+        self.hops += 1
+        return f"{self.hop}.{self.hops}" if self.hop else str(self.hops)
+
+    def egress_route(self, cid: int, name: str, hop: str, error: str = "") -> None:
+        ev: dict[str, Any] = {"type": "eg", "ts": _now(), "kind": KIND_ROUTER, "cid": cid}
+        if name:
+            ev["name"] = name
+        ev["hop"] = hop
+        if error:
+            ev["error"] = error
+        self.events.append(ev)
 
     def js_event(self, stream: str) -> None:
         """A stream takes the message (``addJetStreamEvent``)."""
@@ -314,6 +343,15 @@ def _one(
     if trace.only:
         return True
     return plain(sub) > 0
+
+
+def with_hop(hdr: bytes, hop: str) -> bytes:
+    """``hdr`` with ``Nats-Trace-Hop: hop`` as its last header (any earlier one dropped),
+    as nats-server's ``setHeader`` writes it for a route."""
+    key = TRACE_HOP_KEY.encode() + b":"
+    lines = hdr.split(b"\r\n")
+    kept = [ln for ln in lines[1:] if ln and not ln.startswith(key)]
+    return b"\r\n".join([lines[0], *kept, key + b" " + hop.encode()]) + b"\r\n\r\n"
 
 
 def header_block(tail: bytes, size: int, hlen: int) -> bytes:
