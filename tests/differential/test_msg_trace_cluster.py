@@ -71,6 +71,8 @@ async def _scenario(servers: ProcCluster) -> Any:
     for headers in (
         {"Nats-Trace-Dest": "trace.dest"},
         {"Nats-Trace-Dest": "trace.dest", "Nats-Trace-Only": "true"},
+        # a hop written by the client is replaced on the route, and not the origin's hop
+        {"Nats-Trace-Dest": "trace.dest", "Nats-Trace-Hop": "7"},
     ):
         traces.clear()
         got.clear()

@@ -525,7 +525,7 @@ class RouteConnection:
         dest = headers[TRACE_DEST_KEY][0]
         if headers.get(TRACE_ORIGIN_ACCOUNT) or not is_valid_literal_subject(dest.encode()):
             return 0 if only else -1
-        trace = MsgTrace(dest, only, headers, size, account.name)
+        trace = MsgTrace(dest, only, headers, size, account.name, from_route=True)
         trace.ingress(KIND_ROUTER, self.rid, self.remote_name, subject)
         psubs, qsubs = account.sublist.match(subject)
         if self.skip is not None:

@@ -186,6 +186,7 @@ class MsgTrace:
         headers: dict[str, list[str]],
         msgsize: int,
         account: str,
+        from_route: bool = False,
     ) -> None:
         self.dest = dest
         self.only = only
@@ -193,8 +194,9 @@ class MsgTrace:
         self.msgsize = msgsize
         self.account = account
         self.hops = 0
-        # the hop this server is on ("" at the origin, "1", "1.2", ... after routes)
-        hops = headers.get(TRACE_HOP_KEY)
+        # the hop this server is on: "" at the origin (whatever a client wrote there),
+        # "1", "1.2", ... as the routes numbered it
+        hops = headers.get(TRACE_HOP_KEY) if from_route else None
         self.hop = hops[0] if hops else ""
         self.events: list[dict[str, Any]] = []
         self.js: dict[str, Any] | None = None
