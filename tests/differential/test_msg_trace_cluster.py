@@ -15,7 +15,7 @@ from typing import Any
 import nats
 import pytest
 from nats.aio.msg import Msg
-from proc_cluster import ProcCluster
+from proc_cluster import ProcCluster, running
 
 from .test_cluster_mesh import KINDS, _cluster, _meshed, _sync
 
@@ -103,3 +103,78 @@ def test_traces_across_routes_match_nats_server(cluster: ProcCluster, tmp_path: 
     assert len(ref[0]["got"]) == 2 and ref[1]["got"] == []
     for i, (g, r) in enumerate(zip(got, ref, strict=True)):
         assert g == r, (i, json.dumps(g, default=repr), json.dumps(r, default=repr))
+
+
+async def _r3(servers: ProcCluster) -> Any:
+    """A traced publish into an R3 stream from the first server, delivering and then
+    trace-only: what is stored, what the publisher is answered, and which servers sent
+    a JetStream event (only the stream leader's server does)."""
+    a = await nats.connect(servers[0].url, allow_reconnect=False, name="pub")
+    js = a.jetstream()
+    for _ in range(100):
+        try:
+            await js.add_stream(name="TR", subjects=["tr.>"], num_replicas=3)
+            break
+        except Exception:
+            await asyncio.sleep(0.2)
+    for _ in range(100):  # (a leader is elected and takes publishes)
+        try:
+            await js.publish("tr.warm", b"w", timeout=1)
+            break
+        except Exception:
+            await asyncio.sleep(0.2)
+    traces: list[bytes] = []
+    answers: list[bytes] = []
+
+    async def on_trace(m: Msg) -> None:
+        traces.append(m.data)
+
+    async def on_answer(m: Msg) -> None:
+        answers.append(m.data)
+
+    await a.subscribe("trace.dest", cb=on_trace)
+    await a.subscribe("answer", cb=on_answer)
+    await a.flush()
+    out = []
+    for only in (False, True):
+        traces.clear()
+        answers.clear()
+        headers = {"Nats-Trace-Dest": "trace.dest", **({"Nats-Trace-Only": "true"} if only else {})}
+        await a.publish("tr.a", b"x", reply="answer", headers=headers)
+        await a.flush()
+        await asyncio.sleep(1.0)
+        info = await js.stream_info("TR")
+        js_events = [e for t in traces for e in json.loads(t)["events"] if e["type"] == "js"]
+        for e in js_events:
+            e.pop("ts")
+        out.append(
+            {
+                "messages": info.state.messages,
+                "answers": [sorted(json.loads(x)) for x in answers],
+                "js": js_events,
+                "servers": len(traces) >= 1,
+            }
+        )
+    stored = await js.get_msg("TR", 2)
+    # (a Nats-Trace-Hop too when the leader is on another server: the route added it)
+    out.append((stored.headers or {}).get("Nats-Trace-Dest"))
+    await a.close()
+    return out
+
+
+@pytest.mark.parametrize("kind", ["nats-server", "natsd"])
+def test_traced_publish_into_an_r3_stream_as_nats_server(kind: str, tmp_path: Path) -> None:
+    c = ProcCluster(
+        tmp_path, 3, kinds=[kind] * 3, names=[f"{kind}-{i}" for i in range(3)], jetstream=[True] * 3
+    )
+    with running(c) as started:
+        got = asyncio.run(_r3(started))
+    assert got == [
+        # delivering: stored once, acknowledged, one js event (from the leader's server)
+        {"messages": 2, "answers": [["seq", "stream"]], "js": [
+            {"type": "js", "stream": "TR", "subject": "tr.a"}], "servers": True},
+        # trace-only: checked on the leader, not stored, not acknowledged
+        {"messages": 2, "answers": [], "js": [
+            {"type": "js", "stream": "TR", "subject": "tr.a"}], "servers": True},
+        "trace disabled",
+    ]  # fmt: skip

@@ -219,6 +219,16 @@ class Stream:
             self._name_b,
         )
 
+    def _trace_only(self) -> bool:
+        return self._trace is not None and self._trace.only
+
+    def _untraced(self, hdr: bytes | None) -> bytes | None:
+        """``hdr`` of a traced message that waits to be handled later, outside its trace:
+        stored with its destination disabled, as the trace would have stored it."""
+        if self._trace is not None and hdr is not None:
+            return disable_dest(hdr)
+        return hdr
+
     def _reply(self, reply: bytes | None, payload: bytes) -> None:
         if self._trace is not None:
             self._trace.js_answer(payload)
@@ -253,11 +263,12 @@ class Stream:
         if rep is not None:
             if not rep.leading:
                 return  # only the leader takes publishes (it alone subscribes)
-            if rep.waiting or not rep.group.proposable():
+            if (rep.waiting or not rep.group.proposable()) and not self._trace_only():
                 # behind one that waits, or until a leadership transfer ends; or Raft has
                 # just moved the leadership and the cluster layer is yet to notice: it
-                # passes these on to the new leader (Replica.follow)
-                rep.waiting.append((subject_b, reply, hdr, data))
+                # passes these on to the new leader (Replica.follow). (A trace-only one is
+                # checked now, as nats-server does on its leader, and never proposed.)
+                rep.waiting.append((subject_b, reply, self._untraced(hdr), data))
                 return
         cfg = self.cfg
         if cfg.no_ack:
@@ -279,8 +290,13 @@ class Stream:
         ttl = 0
         ttl_s = ""
         rollup = ""
-        if rep is not None and rep.inflight and self._must_wait(rep, hdr):
-            rep.waiting.append((subject_b, reply, hdr, data))
+        if (
+            rep is not None
+            and rep.inflight
+            and not self._trace_only()
+            and self._must_wait(rep, hdr)
+        ):
+            rep.waiting.append((subject_b, reply, self._untraced(hdr), data))
             return
         if hdr:
             try:
