@@ -219,3 +219,47 @@ async def test_jetstream_api_request_is_traced_as_nats_server_does(js_pair: Serv
     assert [e["type"] for e in ref[0]["traces"][0]["events"]] == ["in", "si"]
     assert isinstance(ref[1]["answer"], list)
     assert impl == ref
+
+
+async def _denied(nc: Any) -> Any:
+    """A traced publish to a subject the user may not publish to (C2): refused with the
+    permissions error, and traced with that error on its ingress."""
+    cids = {nc._client_id: "self"}
+    traces: list[bytes] = []
+    errors: list[str] = []
+
+    async def trace(m: Any) -> None:
+        traces.append(m.data)
+
+    async def sub(m: Any) -> None:
+        errors.append("delivered")
+
+    await nc.subscribe("trace.dest", cb=trace)
+    await nc.subscribe("secret.x", cb=sub)
+    await nc.flush()
+    for only in (False, True):
+        headers = {_DEST: "trace.dest", **({_ONLY: "true"} if only else {})}
+        await nc.publish("secret.x", b"x", headers=headers)
+        await nc.flush()
+        await asyncio.sleep(0.2)
+    return [_normalise(t, cids) for t in traces], errors
+
+
+async def test_a_refused_traced_publish_is_traced_with_its_error(
+    permissions_pair: ServerPair,
+) -> None:
+    ref, impl = await run_client_both(
+        permissions_pair,
+        _denied,
+        reference_must_succeed=True,
+        user="limited",
+        password="pw",
+        error_cb=_ignore,
+    )
+    assert len(ref[0]) == 2 and ref[1] == []
+    assert ref[0][0]["events"][0]["error"] == 'Permissions Violation for Publish to "secret.x"'
+    assert impl == ref
+
+
+async def _ignore(_e: Exception) -> None:
+    pass

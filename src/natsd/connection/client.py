@@ -163,6 +163,9 @@ class ClientConnection(Sink):
         self.replies: ReplyTracker | None = None
         # Publishes need the slow path when any per-message check applies.
         self._pub_checks = True
+        # why _check_pub refused the last publish ("" when it did not, or not for its
+        # permissions): a traced one still sends its trace, with the error
+        self._denied = ""
         self.ip = ""
         self.port = 0
         self.start = time.time()
@@ -473,6 +476,8 @@ class ClientConnection(Sink):
                 if self._pub_checks and not self._check_pub(subject, reply):
                     if self.closed:
                         return
+                    if self._denied and hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
+                        self._traced(subject, reply, tail, size, hlen, self._denied)
                     continue
                 if hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
                     # (a traced message: a header block that names a trace destination)
@@ -561,6 +566,7 @@ class ClientConnection(Sink):
         still goes out; a permissions violation drops it with no +OK; otherwise +OK comes
         before any delivery.
         """
+        self._denied = ""
         if not self._pre_connect_ok():
             return False
         if self.pedantic and not is_valid_literal_subject(subject):
@@ -573,17 +579,25 @@ class ClientConnection(Sink):
             and (self.replies is None or not self.replies.allowed(subject))
         ):
             s = subject.decode(errors="replace")
-            self.send(encode_err(f'Permissions Violation for Publish to "{s}"'))
+            self._denied = f'Permissions Violation for Publish to "{s}"'
+            self.send(encode_err(self._denied))
             return False
         if self.verbose:
             self.send(OK)
         return True
 
     def _traced(
-        self, subject: bytes, reply: bytes | None, tail: bytes, size: int, hlen: int
+        self,
+        subject: bytes,
+        reply: bytes | None,
+        tail: bytes,
+        size: int,
+        hlen: int,
+        refused: str = "",
     ) -> int:
         """A publish that asks for a trace (``router/msgtrace.py``): deliveries made, or -1
-        when it goes the usual way untraced."""
+        when it goes the usual way untraced. ``refused``: the publish itself was refused
+        with this error: the trace says so and nothing is delivered."""
         headers = trace_headers(header_block(tail, size, hlen))
         if headers is None:
             return -1
@@ -599,8 +613,11 @@ class ClientConnection(Sink):
             self.send(encode_err(f'Permissions Violation for Publish to "{dest}"'))
             return 0
         trace = MsgTrace(dest, only, headers, size, self.account.name)
-        trace.ingress(KIND_CLIENT, self.cid, self.name, subject)
+        trace.ingress(KIND_CLIENT, self.cid, self.name, subject, refused)
         sublist = self.account.sublist
+        if refused:
+            publish(sublist, dest.encode(), None, None, trace.event(self.host.trace_server()))
+            return 0
         psubs, qsubs = sublist.match(subject)
         forward = sublist.forward
         routed = 0
