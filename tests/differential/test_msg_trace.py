@@ -263,3 +263,43 @@ async def test_a_refused_traced_publish_is_traced_with_its_error(
 
 async def _ignore(_e: Exception) -> None:
     pass
+
+
+async def _compressed(nc: Any) -> Any:
+    """The trace event compressed as the traced message's Accept-Encoding asks (Z)."""
+    import gzip
+
+    import cramjam
+
+    cids = {nc._client_id: "self"}
+    got: list[Any] = []
+
+    async def trace(m: Any) -> None:
+        enc = (m.headers or {}).get("Content-Encoding")
+        data = m.data
+        if enc == "gzip":
+            data = gzip.decompress(data)
+        elif enc == "snappy":
+            assert data.startswith(b"\xff\x06\x00\x00sNaPpY")
+            data = bytes(cramjam.snappy.decompress(data))
+        got.append((enc, _normalise(data, cids)))
+
+    await nc.subscribe("trace.dest", cb=trace)
+    await nc.flush()
+    out = []
+    for accept in ("gzip", "GZIP, deflate", "snappy", "s2", "br", None):
+        got.clear()
+        headers = {_DEST: "trace.dest", _ONLY: "true"}
+        if accept is not None:
+            headers["Accept-Encoding"] = accept
+        await nc.publish("foo", b"x", headers=headers)
+        await nc.flush()
+        await asyncio.sleep(0.2)
+        out.append(list(got))
+    return out
+
+
+async def test_trace_events_are_compressed_as_asked(pair: ServerPair) -> None:
+    ref, impl = await run_client_both(pair, _compressed, reference_must_succeed=True)
+    assert [r[0][0] for r in ref] == ["gzip", "gzip", "snappy", "snappy", "identity", None]
+    assert impl == ref

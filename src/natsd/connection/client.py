@@ -52,9 +52,9 @@ from natsd.router.msgtrace import (
     header_block,
     is_trace_only,
     run_internal,
+    send_trace,
     trace_headers,
 )
-from natsd.router.publish import publish
 from natsd.router.subscription import Sink, Subscription
 
 if TYPE_CHECKING:
@@ -616,7 +616,7 @@ class ClientConnection(Sink):
         trace.ingress(KIND_CLIENT, self.cid, self.name, subject, refused)
         sublist = self.account.sublist
         if refused:
-            publish(sublist, dest.encode(), None, None, trace.event(self.host.trace_server()))
+            send_trace(sublist, trace, self.host.trace_server())
             return 0
         psubs, qsubs = sublist.match(subject)
         forward = sublist.forward
@@ -650,7 +650,7 @@ class ClientConnection(Sink):
         trace.events.extend(route_events)
         if k == 0 and routed == 0 and reply and self.no_responders:
             self._send_no_responders(subject, reply)
-        publish(sublist, dest.encode(), None, None, trace.event(self.host.trace_server()))
+        send_trace(sublist, trace, self.host.trace_server())
         return k
 
     def _may_trace_to(self, dest: str) -> bool:

@@ -86,9 +86,9 @@ from natsd.router.msgtrace import (
     header_block,
     is_trace_only,
     run_internal,
+    send_trace,
     trace_headers,
 )
-from natsd.router.publish import publish
 from natsd.router.routed import deliver_routed, js_deliver_index
 from natsd.router.subscription import Sink, Subscription
 
@@ -552,7 +552,7 @@ class RouteConnection:
                 plain,
                 lambda sub: run_internal(trace, lambda: plain(sub)),
             )
-        publish(account.sublist, dest.encode(), None, None, trace.event(self.host.trace_server()))
+        send_trace(account.sublist, trace, self.host.trace_server())
         return k
 
     def _control(self, op: int, ev: RouteEvent) -> None:

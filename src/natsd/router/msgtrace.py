@@ -19,6 +19,7 @@ The rules, event JSON and error strings are nats-server 2.15's (``server/msgtrac
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from collections.abc import Callable
@@ -26,8 +27,12 @@ from datetime import UTC, datetime
 from random import randrange
 from typing import Any, Final
 
+import cramjam
+
 from natsd.protocol.parser import message_body
 from natsd.router.account import SYSTEM_ACCOUNT
+from natsd.router.publish import publish
+from natsd.router.sublist import Sublist
 from natsd.router.subscription import Sink, Subscription
 
 __all__ = [
@@ -46,6 +51,7 @@ __all__ = [
     "is_trace_only",
     "rfc3339_nano",
     "run_internal",
+    "send_trace",
     "trace_headers",
     "with_hop",
 ]
@@ -55,6 +61,7 @@ TRACE_DEST_KEY: Final = "Nats-Trace-Dest"
 _ONLY: Final = "Nats-Trace-Only"
 TRACE_ORIGIN_ACCOUNT: Final = "Nats-Trace-Origin-Account"
 TRACE_HOP_KEY: Final = "Nats-Trace-Hop"
+_ACCEPT_ENCODING: Final = "Accept-Encoding"
 # A route peer that announces at least this protocol takes part in traces (nats-server's
 # MsgTraceProto): it is sent trace-only messages and sends its own trace event.
 TRACE_PROTO: Final = 3
@@ -345,6 +352,28 @@ def _one(
     if trace.only:
         return True
     return plain(sub) > 0
+
+
+def send_trace(sublist: Sublist[Subscription], trace: MsgTrace, server: dict[str, Any]) -> None:
+    """Publish ``trace``'s event to its destination in the account of ``sublist``: a plain
+    message (no reply), compressed as the traced message's ``Accept-Encoding`` asks (the
+    key as written; snappy or s2: framed snappy, else gzip; any other value: identity), as
+    nats-server's ``sendInternalAccountSysMsg``."""
+    payload = trace.event(server)
+    accept = trace.headers.get(_ACCEPT_ENCODING)
+    hdr: bytes | None = None
+    if accept:
+        want = accept[0].lower()
+        if "snappy" in want or "s2" in want:
+            encoding = "snappy"
+            payload = bytes(cramjam.snappy.compress(payload))
+        elif "gzip" in want:
+            encoding = "gzip"
+            payload = gzip.compress(payload)
+        else:
+            encoding = "identity"
+        hdr = b"NATS/1.0\r\nContent-Encoding: " + encoding.encode() + b"\r\n\r\n"
+    publish(sublist, trace.dest.encode(), None, hdr, payload)
 
 
 def with_hop(hdr: bytes, hop: str) -> bytes:
