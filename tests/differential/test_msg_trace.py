@@ -221,28 +221,50 @@ async def test_jetstream_api_request_is_traced_as_nats_server_does(js_pair: Serv
     assert impl == ref
 
 
+_ERRORS: list[str] = []
+
+
+async def _record(e: Exception) -> None:
+    _ERRORS.append(str(e))
+
+
 async def _denied(nc: Any) -> Any:
     """A traced publish to a subject the user may not publish to (C2): refused with the
-    permissions error, and traced with that error on its ingress."""
+    permissions error, and traced with that error on its ingress. A destination the user
+    may not publish to (C4) drops the message with that one error, even when the subject
+    is refused too."""
+    _ERRORS.clear()
     cids = {nc._client_id: "self"}
     traces: list[bytes] = []
-    errors: list[str] = []
+    delivered: list[str] = []
 
     async def trace(m: Any) -> None:
         traces.append(m.data)
 
     async def sub(m: Any) -> None:
-        errors.append("delivered")
+        delivered.append(m.subject)
 
     await nc.subscribe("trace.dest", cb=trace)
     await nc.subscribe("secret.x", cb=sub)
+    await nc.subscribe("foo", cb=sub)
     await nc.flush()
-    for only in (False, True):
-        headers = {_DEST: "trace.dest", **({_ONLY: "true"} if only else {})}
-        await nc.publish("secret.x", b"x", headers=headers)
+    out = []
+    for subject, dest, only in (
+        ("secret.x", "trace.dest", False),
+        ("secret.x", "trace.dest", True),
+        ("secret.x", "forbidden", False),
+        ("foo", "forbidden", True),
+        ("foo", "forbidden", False),
+    ):
+        traces.clear()
+        delivered.clear()
+        _ERRORS.clear()
+        headers = {_DEST: dest, **({_ONLY: "true"} if only else {})}
+        await nc.publish(subject, b"x", headers=headers)
         await nc.flush()
         await asyncio.sleep(0.2)
-    return [_normalise(t, cids) for t in traces], errors
+        out.append(([_normalise(t, cids) for t in traces], list(delivered), list(_ERRORS)))
+    return out
 
 
 async def test_a_refused_traced_publish_is_traced_with_its_error(
@@ -254,15 +276,14 @@ async def test_a_refused_traced_publish_is_traced_with_its_error(
         reference_must_succeed=True,
         user="limited",
         password="pw",
-        error_cb=_ignore,
+        error_cb=_record,
     )
-    assert len(ref[0]) == 2 and ref[1] == []
-    assert ref[0][0]["events"][0]["error"] == 'Permissions Violation for Publish to "secret.x"'
+    traces, delivered, errors = ref[0]
+    assert len(traces) == 1 and delivered == [] and len(errors) == 1
+    assert traces[0]["events"][0]["error"] == 'Permissions Violation for Publish to "secret.x"'
+    assert [len(r[2]) for r in ref] == [1, 1, 1, 1, 1] and ref[2][2] == ref[3][2]
+    assert [r[0] for r in ref[2:]] == [[], [], []]
     assert impl == ref
-
-
-async def _ignore(_e: Exception) -> None:
-    pass
 
 
 async def _compressed(nc: Any) -> Any:

@@ -476,8 +476,12 @@ class ClientConnection(Sink):
                 if self._pub_checks and not self._check_pub(subject, reply):
                     if self.closed:
                         return
-                    if self._denied and hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
-                        self._traced(subject, reply, tail, size, hlen, self._denied)
+                    if self._denied:
+                        # (a traced one is refused for its trace destination first, if at all)
+                        if not hlen or tail.find(TRACE_DEST, 0, hlen + 32) < 0:
+                            self.send(encode_err(self._denied))
+                        else:
+                            self._traced(subject, reply, tail, size, hlen, self._denied)
                     continue
                 if hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
                     # (a traced message: a header block that names a trace destination)
@@ -579,8 +583,8 @@ class ClientConnection(Sink):
             and (self.replies is None or not self.replies.allowed(subject))
         ):
             s = subject.decode(errors="replace")
+            # the caller sends it (a traced publish may be refused for its destination)
             self._denied = f'Permissions Violation for Publish to "{s}"'
-            self.send(encode_err(self._denied))
             return False
         if self.verbose:
             self.send(OK)
@@ -599,19 +603,25 @@ class ClientConnection(Sink):
         when it goes the usual way untraced. ``refused``: the publish itself was refused
         with this error: the trace says so and nothing is delivered."""
         headers = trace_headers(header_block(tail, size, hlen))
-        if headers is None:
-            return -1
-        only = is_trace_only(headers)
-        dest = headers[TRACE_DEST_KEY][0]
-        if headers.get(TRACE_ORIGIN_ACCOUNT):
+        only = headers is not None and is_trace_only(headers)
+        dest = "" if headers is None else headers[TRACE_DEST_KEY][0]
+        if (
+            headers is None
             # an old server's header: nats-server traces nothing, and drops a trace-only one
             # (a delivered one gets its destination disabled: not done here yet)
-            return 0 if only else -1
-        if not is_valid_literal_subject(dest.encode()):
+            or headers.get(TRACE_ORIGIN_ACCOUNT)
+            or not is_valid_literal_subject(dest.encode())
+        ):
+            if refused:
+                self.send(encode_err(refused))
+                return 0
             return 0 if only else -1
         if not self._may_trace_to(dest):
+            # the only error the publisher gets, even when its subject is refused too
             self.send(encode_err(f'Permissions Violation for Publish to "{dest}"'))
             return 0
+        if refused:
+            self.send(encode_err(refused))
         trace = MsgTrace(dest, only, headers, size, self.account.name)
         trace.ingress(KIND_CLIENT, self.cid, self.name, subject, refused)
         sublist = self.account.sublist
