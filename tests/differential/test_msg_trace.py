@@ -286,6 +286,53 @@ async def test_a_refused_traced_publish_is_traced_with_its_error(
     assert impl == ref
 
 
+async def _oversized(server: Any) -> Any:
+    """An HPUB over max_payload whose headers came with its control line (C17): the
+    publisher gets the error and is closed; the trace names it and the size announced."""
+    import nats
+
+    traces: list[bytes] = []
+
+    async def trace(m: Any) -> None:
+        traces.append(m.data)
+
+    nc = await nats.connect(server.url)
+    try:
+        await nc.subscribe("trace.dest", cb=trace)
+        await nc.flush()
+        out = []
+        for only in (True, False):
+            hdr = f"NATS/1.0\r\n{_DEST}: trace.dest\r\n"
+            hdr += f"{_ONLY}: true\r\n\r\n" if only else "\r\n"
+            reader, writer = await asyncio.open_connection(server.host, server.port)
+            await reader.readline()
+            writer.write(b'CONNECT {"verbose":false,"headers":true,"name":"mp"}\r\n')
+            writer.write(f"HPUB foo {len(hdr)} 2048\r\n{hdr}0123456789".encode())
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.read(4096), 5)
+            closed = await asyncio.wait_for(reader.read(4096), 5) == b""
+            writer.close()
+            await asyncio.sleep(0.2)
+            docs = [_normalise(t, {}) for t in traces]
+            traces.clear()
+            out.append((answer, closed, docs))
+        return out
+    finally:
+        await nc.close()
+
+
+async def test_an_oversized_traced_publish_is_traced_with_its_error(
+    small_payload_pair: ServerPair,
+) -> None:
+    ref = await _oversized(small_payload_pair.ref)
+    impl = await _oversized(small_payload_pair.impl)
+    assert ref[0][0] == b"-ERR 'Maximum Payload Violation'\r\n" and ref[0][1]
+    (event,) = ref[0][2][0]["events"]
+    assert event["error"] == "maximum payload exceeded"
+    assert ref[0][2][0]["request"]["msgsize"] == 2048
+    assert impl == ref
+
+
 async def _compressed(nc: Any) -> Any:
     """The trace event compressed as the traced message's Accept-Encoding asks (Z)."""
     import gzip

@@ -539,6 +539,9 @@ class ClientConnection(Sink):
                     # Anything but CONNECT first is an auth error when auth is required.
                     self._auth_violation()
                     break
+                if len(ev) > 2 and ev[3].find(TRACE_DEST) > 0:
+                    # (an oversized HPUB whose headers came with it)
+                    self._trace_oversized(ev[2], ev[3], ev[4])
                 if msg is not None:
                     self.send(encode_err(msg))
                 reason = CloseReason.PROTOCOL
@@ -662,6 +665,19 @@ class ClientConnection(Sink):
             self._send_no_responders(subject, reply)
         send_trace(sublist, trace, self.host.trace_server())
         return k
+
+    def _trace_oversized(self, subject: bytes, hdr: bytes, size: int) -> None:
+        """An HPUB over the maximum payload is traced before the connection closes, with
+        that error on its ingress and the size it announced (nats-server's C17)."""
+        headers = trace_headers(hdr)
+        if headers is None or headers.get(TRACE_ORIGIN_ACCOUNT):
+            return
+        dest = headers[TRACE_DEST_KEY][0]
+        if not is_valid_literal_subject(dest.encode()) or not self._may_trace_to(dest):
+            return
+        trace = MsgTrace(dest, is_trace_only(headers), headers, size, self.account.name)
+        trace.ingress(KIND_CLIENT, self.cid, self.name, subject, "maximum payload exceeded")
+        send_trace(self.account.sublist, trace, self.host.trace_server())
 
     def _may_trace_to(self, dest: str) -> bool:
         """``allowedToPublishOnMsgTraceDest``: the publisher may publish there."""
