@@ -15,6 +15,13 @@ The rules, event JSON and error strings are nats-server 2.15's (``server/msgtrac
 - the event is JSON as Go's encoder writes it (compact, struct field order, sorted header
   keys, ``<``, ``>`` and ``&`` escaped), timestamps in RFC 3339 with nanoseconds, local time
   for the events and UTC for the server block.
+
+Two differences from nats-server, both in what a trace subscriber sees and neither in what
+is delivered or stored: nats-server writes a trace delivered on its own server with an empty
+reply and so two spaces (``MSG trace.dest 1  506``), natsd with one, as every other message
+(clients parse both); and on a replicated stream natsd sends the trace once the leader has
+proposed the message, where nats-server waits until it has applied it (a proposal a failover
+loses then still shows its ``js`` event).
 """
 
 from __future__ import annotations
