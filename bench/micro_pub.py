@@ -5,10 +5,13 @@ One subscriber and one publisher connect over transports that only count what is
 reads and server CPU per message is measured until every MSG has been written. With
 ``--cluster`` the server has a cluster configured (listener up, no peer): the traffic is
 local, and the "has routes" check must cost nothing (compare the two, or two trees with
-/tmp/cg.sh-style callgrind runs).
+/tmp/cg.sh-style callgrind runs). With ``--headers`` the publishes are HPUBs with a small
+header block (no ``Nats-Trace-Dest``): the path a traced message leaves must cost an
+untraced one nothing measurable.
 
     .venv/bin/python bench/micro_pub.py -n 200000
     .venv/bin/python bench/micro_pub.py -n 200000 --cluster
+    .venv/bin/python bench/micro_pub.py -n 200000 --headers
 """
 
 from __future__ import annotations
@@ -40,12 +43,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         pub.data_received(CONNECT)
         await asyncio.sleep(0.01)
         payload = b"x" * args.size
-        reads = [
-            r.replace(b" _INBOX.none.", b" _INBOX.r.")
-            for r in frames(args.n, b"bench.core", b"_INBOX.none", payload, 65536)
-        ]
+        if args.headers:
+            reads = hpub_frames(args.n, payload, 65536)
+            total = len(HEADERS) + args.size
+            msg_len = len(b"HMSG bench.core 1 _INBOX.r.0 %d %d\r\n\r\n" % (len(HEADERS), total))
+            msg_len += total
+        else:
+            reads = [
+                r.replace(b" _INBOX.none.", b" _INBOX.r.")
+                for r in frames(args.n, b"bench.core", b"_INBOX.none", payload, 65536)
+            ]
+            msg_len = len(b"MSG bench.core 1 _INBOX.r.0 %d\r\n\r\n" % args.size) + args.size
         start = st.written
-        msg_len = len(b"MSG bench.core 1 _INBOX.r.0 %d\r\n\r\n" % args.size) + args.size
         clock = Measured(args)
         await feed(pub, _pt, reads)
         deadline = time.monotonic() + 60
@@ -54,12 +63,36 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         wall, cpu = clock.stop()
         sub.close()
         pub.close()
-    return cpu_result("core", args.n, wall, cpu, cluster=args.cluster)
+    return cpu_result("core", args.n, wall, cpu, cluster=args.cluster, headers=args.headers)
+
+
+HEADERS = b"NATS/1.0\r\nX-Trace-Id: 0123456789abcdef\r\nX-App: bench\r\n\r\n"
+
+
+def hpub_frames(n: int, payload: bytes, chunk: int) -> list[bytes]:
+    """Pipelined HPUB frames (``HEADERS`` and ``payload``) in reads of ``chunk`` bytes."""
+    total = len(HEADERS) + len(payload)
+    out: list[bytes] = []
+    buf: list[bytes] = []
+    size = 0
+    for i in range(n):
+        f = b"HPUB bench.core _INBOX.r.%d %d %d\r\n%s%s\r\n" % (
+            i, len(HEADERS), total, HEADERS, payload,
+        )  # fmt: skip
+        buf.append(f)
+        size += len(f)
+        if size >= chunk:
+            out.append(b"".join(buf))
+            buf, size = [], 0
+    if buf:
+        out.append(b"".join(buf))
+    return out
 
 
 def main() -> None:
     ap = micro_args(__doc__, storage="memory", n=200_000)
     ap.add_argument("--cluster", action="store_true", help="a cluster configured, no peer")
+    ap.add_argument("--headers", action="store_true", help="HPUB with a small header block")
     run_main(ap.parse_args(), run)
 
 

@@ -50,6 +50,7 @@ from natsd.logs import install_handler, open_handler
 from natsd.monitor.source import AccountUsage, ClusterUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
+from natsd.router.msgtrace import TRACE_PROTO, rfc3339_nano
 from natsd.security.auth import Authenticator
 from natsd.security.nkeys import new_nonce
 from natsd.security.permissions import Permissions
@@ -174,6 +175,7 @@ class Server:
         _validate(opts)
         self.options = opts
         self.server_id = new_server_id()
+        self._sys_seq = 0  # system events sent (message traces)
         self.server_name = opts.server_name or self.server_id
         self.limits = _limits(opts)
         self.tls = _client_tls(opts)
@@ -210,6 +212,7 @@ class Server:
                 net=route_net,
                 rng=self.rng,
             )
+            self.mesh.trace_server_of = self.trace_server
             for acct in self.accounts.values():
                 self.mesh.attach(acct)
         self._client_urls: list[str] = []
@@ -337,7 +340,8 @@ class Server:
         info: dict[str, Any] = {
             "version": SERVER_VERSION,
             "go": f"natsd {__version__}",
-            "proto": PROTO,
+            # (nats-server's route protocol: 3 takes part in message traces)
+            "proto": TRACE_PROTO,
             "max_payload": self.options.max_payload,
             "jetstream": self.jetstream_enabled,
         }
@@ -375,6 +379,27 @@ class Server:
 
     def log_trace(self, msg: str) -> None:
         log.log(5, "%s", msg)
+
+    def trace_server(self) -> dict[str, Any]:
+        """The ``server`` block of a message trace event: nats-server's ServerInfo with its
+        field order (``flags``: 1 JetStream, 2 binary stream snapshots, 4 account NRG, all
+        set when JetStream is on; ``seq`` counts this server's system events)."""
+        self._sys_seq += 1
+        out: dict[str, Any] = {
+            "name": self.server_name,
+            "host": self.options.host,
+            "id": self.server_id,
+        }
+        if self.mesh is not None:
+            out["cluster"] = self.cluster_name
+        if self.options.js.domain and self.jetstream_enabled:
+            out["domain"] = self.options.js.domain
+        out["ver"] = SERVER_VERSION
+        out["jetstream"] = self.jetstream_enabled
+        out["flags"] = 7 if self.jetstream_enabled else 0
+        out["seq"] = self._sys_seq
+        out["time"] = rfc3339_nano(time.time_ns(), utc=True)
+        return out
 
     # ------------------------------------------------------------------ lifecycle
     @property

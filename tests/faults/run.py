@@ -78,6 +78,7 @@ from faults.workload import (
     AckingConsumer,
     Progress,
     Publisher,
+    Tracer,
     api,
     check_stores,
     create_consumer,
@@ -197,6 +198,8 @@ class Run:
         pubs: list[Publisher] = []
         tasks: list[asyncio.Task[None]] = []
         consumer: AckingConsumer | None = None
+        others: list[asyncio.Task[None]] = []  # (the tracer's, stopped apart)
+        tnc: NATS | None = None
         try:
             cnc = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
                                      reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
@@ -210,6 +213,11 @@ class Run:
                 pub = Publisher(i, nc, history, self.ack_times)
                 pubs.append(pub)
                 tasks.append(asyncio.create_task(pub.run(random.Random(rng.random()))))
+            tnc = await nats.connect(servers=c.urls, max_reconnect_attempts=-1,
+                                     reconnect_time_wait=0.1, error_cb=quiet_error)  # fmt: skip
+            tracer = Tracer(tnc)
+            tracing = asyncio.create_task(tracer.run())
+            others.append(tracing)
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
@@ -217,14 +225,20 @@ class Run:
             for cycle in range(first, end):
                 kind = rng.choice(faults)
                 await self.cycle(cycle, kind, rng, admin, pubs)
+            tracer.stopping = True
+            await tracing
+            assert tracer.traced > 0, f"no trace of {tracer.sent} trace-only publishes came back"
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
                       f"{consumer.deliveries} deliveries of {len(consumer.delivered)} "
-                      f"messages, all confirmed")  # fmt: skip
+                      f"messages, all confirmed; {tracer.sent} trace-only publishes "
+                      f"({tracer.traced} traced by the stream), none stored")  # fmt: skip
         finally:
-            for t in tasks:
+            for t in (*tasks, *others):
                 t.cancel()
+            if tnc is not None:
+                await quiet_close(tnc)
             if consumer is not None:
                 await quiet_close(consumer.nc)
             for p in pubs:

@@ -91,6 +91,41 @@ class Publisher:
             await asyncio.sleep(0.05)
 
 
+TRACE_DEST = "trace.f"
+
+
+@dataclass
+class Tracer:
+    """Publishes trace-only messages into the stream (``f.trace``, each with a
+    ``Nats-Msg-Id`` of its own) through the faults. A trace-only message is checked by the
+    stream's leader and never stored or proposed: a replica holding one fails
+    ``check_stores`` (its payload is in no publisher's history). Counts the trace events
+    that came back with the stream's ``js`` event, so a run shows the path was taken."""
+
+    nc: NATS
+    sent: int = 0
+    traced: int = 0
+    stopping: bool = False
+
+    async def run(self) -> None:
+        async def on_trace(m: Any) -> None:
+            # (a leader paused and resumed checks them too until it learns it was deposed:
+            # Raft's check-quorum; two js events for one message are not counted apart)
+            if any(ev.get("type") == "js" for ev in json.loads(m.data).get("events", [])):
+                self.traced += 1
+
+        await self.nc.subscribe(TRACE_DEST, cb=on_trace)
+        while not self.stopping:
+            headers = {"Nats-Trace-Dest": TRACE_DEST, "Nats-Trace-Only": "true",
+                       "Nats-Msg-Id": f"trace-{self.sent}"}  # fmt: skip
+            try:
+                await self.nc.publish("f.trace", b"trace only", headers=headers)
+                self.sent += 1
+            except Exception:  # a connection lost to a fault
+                pass
+            await asyncio.sleep(0.05)
+
+
 async def stop_publishers(pubs: list[Publisher], tasks: list[asyncio.Task[None]]) -> None:
     for p in pubs:
         p.stopping = True

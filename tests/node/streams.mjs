@@ -25,7 +25,7 @@ import {
   StringCodec,
   DiscardPolicy,
 } from "nats";
-import { assert, check, collect, eq, expectApiError, main, serverUrl } from "./check.mjs";
+import { assert, check, collect, eq, expectApiError, main, serverUrl, waitFor } from "./check.mjs";
 
 const url = serverUrl("streams.mjs", "streams");
 const sc = StringCodec();
@@ -406,6 +406,44 @@ check("account info after activity", async ({ jsm }) => {
   assert(ai.memory > 0, `memory > 0 (orders is a memory stream), got ${ai.memory}`);
   assert(ai.api.total > 10, `api.total counts requests, got ${ai.api.total}`);
   assert(ai.api.errors > 0, `api.errors counts failed requests, got ${ai.api.errors}`);
+});
+
+check("message tracing: Nats-Trace-Dest and Nats-Trace-Only (ADR-41)", async ({ nc, jsm }) => {
+  const traces = [];
+  const tsub = nc.subscribe("trace.js");
+  (async () => {
+    for await (const m of tsub) traces.push(jc.decode(m.data));
+  })();
+  const got = [];
+  const sub = nc.subscribe("plain.traced");
+  (async () => {
+    for await (const m of sub) got.push(sc.decode(m.data));
+  })();
+  await nc.flush();
+  const h = headers();
+  h.set("Nats-Trace-Dest", "trace.js");
+  nc.publish("plain.traced", sc.encode("delivered"), { headers: h });
+  const only = headers();
+  only.set("Nats-Trace-Dest", "trace.js");
+  only.set("Nats-Trace-Only", "true");
+  nc.publish("plain.traced", sc.encode("trace only"), { headers: only });
+  await waitFor(async () => traces.length >= 2, "two traces");
+  eq(got, ["delivered"], "the trace-only message is not delivered");
+  for (const t of traces) {
+    eq(t.events.map((e) => e.type), ["in", "eg"], "ingress then egress");
+    eq([t.events[0].kind, t.events[0].subj], [0, "plain.traced"], "ingress from a client");
+  }
+  eq(traces[1].request.header["Nats-Trace-Only"], ["true"], "the request's headers");
+  // into a stream: checked, traced with the stream's js event, not stored
+  const before = (await jsm.streams.info("events")).state.messages;
+  traces.length = 0;
+  nc.publish("events.traced", sc.encode("x"), { headers: only });
+  await waitFor(async () => traces.length >= 1, "the stream's trace");
+  const js = traces[0].events.find((e) => e.type === "js");
+  assert(js && js.stream === "events" && js.subject === "events.traced", `js event ${JSON.stringify(js)}`);
+  eq((await jsm.streams.info("events")).state.messages, before, "nothing stored");
+  tsub.unsubscribe();
+  sub.unsubscribe();
 });
 
 check("streams.delete", async ({ jsm, js }) => {

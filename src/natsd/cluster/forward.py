@@ -19,6 +19,13 @@ from typing import Final
 from natsd.connection.route import RouteConnection
 from natsd.router.deliver import deliver
 from natsd.router.interest import ForwardPlan, RemoteInterest, assign
+from natsd.router.msgtrace import (
+    ERR_NO_SUPPORT,
+    ERR_ONLY_NO_SUPPORT,
+    TRACE_PROTO,
+    MsgTrace,
+    with_hop,
+)
 from natsd.router.routed import js_deliver_index
 from natsd.router.subscription import Sink, Subscription
 
@@ -129,6 +136,58 @@ class Forwarder:
             r.send_msg(head + b" " + reply + tail if reply else head + tail)
             return True
         return False
+
+    def send_traced(
+        self,
+        trace: MsgTrace,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes,
+        payload: bytes,
+        qsubs: list[list[Subscription]],
+    ) -> tuple[int, list[list[Subscription]]]:
+        """A traced message to the routes with interest: each gets the header with its
+        ``Nats-Trace-Hop`` and an egress event; a peer that takes no part in traces gets no
+        trace-only message. Returns the routes it went to and the local queue groups still
+        to serve."""
+        plan = self.remote.match(self.name, subject)
+        if plan is None:
+            return 0, qsubs
+        targets: dict[int, list[bytes]]
+        if plan.groups:
+            targets, went = assign(plan, lambda q: _members(qsubs, q))
+            if went:
+                qsubs = [g for g in qsubs if g[0].queue not in went]
+        else:
+            targets = {rid: [] for rid in plan.routes}
+        sent = 0
+        for rid, queues in targets.items():
+            r = self.routes.get(rid)
+            if r is None:
+                continue
+            hop = trace.next_hop()
+            proto = r.peer_info.get("proto") if r.peer_info else None
+            takes_part = isinstance(proto, int) and proto >= TRACE_PROTO
+            if takes_part:
+                trace.egress_route(r.rid, r.remote_name, hop)
+            elif trace.only:
+                trace.egress_route(r.rid, r.remote_name, hop, ERR_ONLY_NO_SUPPORT)
+                continue
+            else:
+                trace.egress_route(r.rid, r.remote_name, hop, ERR_NO_SUPPORT)
+            h = with_hop(hdr, hop)
+            tail = b" %d %d\r\n%s%s\r\n" % (len(h), len(h) + len(payload), h, payload)
+            head = b"HMSG " + self.name + b" " + subject
+            if queues:
+                qs = b" ".join(queues)
+                mid = b" + " + reply + b" " + qs if reply else b" | " + qs
+                r.send_msg(head + mid + tail)
+            elif reply:
+                r.send_msg(head + b" " + reply + tail)
+            else:
+                r.send_msg(head + tail)
+            sent += 1
+        return sent, qsubs
 
     def has_interest(self, subject: bytes) -> bool:
         return self.remote.match(self.name, subject) is not None

@@ -126,6 +126,8 @@ class Mesh:
         # The server's account table (shared): routed messages are delivered into it.
         self.accounts = accounts
         self._info_fields = info_fields
+        # the server's trace_server (message traces from peers' messages)
+        self.trace_server_of: Callable[[], dict[str, Any]] = dict
         self._on_urls_changed = on_urls_changed
         self.local = LocalInterest(self._emit)
         self.remote = RemoteInterest()
@@ -369,6 +371,10 @@ class Mesh:
         self.remote.remove_route(route.rid)
         if not self.routes:
             self._set_forwarders(False)
+
+    def trace_server(self) -> dict[str, Any]:
+        """The ``server`` block of a message trace event (the server sets the source)."""
+        return self.trace_server_of()
 
     def log_debug(self, msg: str) -> None:
         log.debug("%s", msg)

@@ -38,9 +38,23 @@ from natsd.protocol.parser import (
     OP_SUB,
     OP_UNSUB,
     Parser,
+    message_body,
 )
-from natsd.router.account import Account
+from natsd.router.account import SYSTEM_ACCOUNT, Account
 from natsd.router.deliver import deliver, no_responders_frame
+from natsd.router.msgtrace import (
+    KIND_CLIENT,
+    TRACE_DEST,
+    TRACE_DEST_KEY,
+    TRACE_ORIGIN_ACCOUNT,
+    MsgTrace,
+    deliver_traced,
+    header_block,
+    is_trace_only,
+    run_internal,
+    send_trace,
+    trace_headers,
+)
 from natsd.router.subscription import Sink, Subscription
 
 if TYPE_CHECKING:
@@ -107,6 +121,9 @@ class ClientHost(Protocol):
 
     def log_trace(self, msg: str) -> None: ...
 
+    def trace_server(self) -> dict[str, Any]:
+        """The ``server`` block of a message trace event (nats-server's ServerInfo)."""
+
     @property
     def scheduler(self) -> Scheduler:
         """Where the connection's timers go (the event loop the server runs on)."""
@@ -146,6 +163,9 @@ class ClientConnection(Sink):
         self.replies: ReplyTracker | None = None
         # Publishes need the slow path when any per-message check applies.
         self._pub_checks = True
+        # why _check_pub refused the last publish ("" when it did not, or not for its
+        # permissions): a traced one still sends its trace, with the error
+        self._denied = ""
         self.ip = ""
         self.port = 0
         self.start = time.time()
@@ -456,7 +476,20 @@ class ClientConnection(Sink):
                 if self._pub_checks and not self._check_pub(subject, reply):
                     if self.closed:
                         return
+                    if self._denied:
+                        # (a traced one is refused for its trace destination first, if at all)
+                        if not hlen or tail.find(TRACE_DEST, 0, hlen + 32) < 0:
+                            self.send(encode_err(self._denied))
+                        else:
+                            self._traced(subject, reply, tail, size, hlen, self._denied)
                     continue
+                if hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
+                    # (a traced message: a header block that names a trace destination)
+                    k = self._traced(subject, reply, tail, size, hlen)
+                    if k >= 0:
+                        nout += k
+                        bout += k * size
+                        continue
                 psubs, qsubs = sublist.match(subject)
                 if forward is not None:
                     # Routes are up: the cluster decides (local delivery included).
@@ -506,6 +539,9 @@ class ClientConnection(Sink):
                     # Anything but CONNECT first is an auth error when auth is required.
                     self._auth_violation()
                     break
+                if len(ev) > 2 and ev[3].find(TRACE_DEST) > 0:
+                    # (an oversized HPUB whose headers came with it)
+                    self._trace_oversized(ev[2], ev[3], ev[4])
                 if msg is not None:
                     self.send(encode_err(msg))
                 reason = CloseReason.PROTOCOL
@@ -537,6 +573,7 @@ class ClientConnection(Sink):
         still goes out; a permissions violation drops it with no +OK; otherwise +OK comes
         before any delivery.
         """
+        self._denied = ""
         if not self._pre_connect_ok():
             return False
         if self.pedantic and not is_valid_literal_subject(subject):
@@ -549,11 +586,107 @@ class ClientConnection(Sink):
             and (self.replies is None or not self.replies.allowed(subject))
         ):
             s = subject.decode(errors="replace")
-            self.send(encode_err(f'Permissions Violation for Publish to "{s}"'))
+            # the caller sends it (a traced publish may be refused for its destination)
+            self._denied = f'Permissions Violation for Publish to "{s}"'
             return False
         if self.verbose:
             self.send(OK)
         return True
+
+    def _traced(
+        self,
+        subject: bytes,
+        reply: bytes | None,
+        tail: bytes,
+        size: int,
+        hlen: int,
+        refused: str = "",
+    ) -> int:
+        """A publish that asks for a trace (``router/msgtrace.py``): deliveries made, or -1
+        when it goes the usual way untraced. ``refused``: the publish itself was refused
+        with this error: the trace says so and nothing is delivered."""
+        headers = trace_headers(header_block(tail, size, hlen))
+        only = headers is not None and is_trace_only(headers)
+        dest = "" if headers is None else headers[TRACE_DEST_KEY][0]
+        if (
+            headers is None
+            # an old server's header: nats-server traces nothing, and drops a trace-only one
+            # (a delivered one gets its destination disabled: not done here yet)
+            or headers.get(TRACE_ORIGIN_ACCOUNT)
+            or not is_valid_literal_subject(dest.encode())
+        ):
+            if refused:
+                self.send(encode_err(refused))
+                return 0
+            return 0 if only else -1
+        if not self._may_trace_to(dest):
+            # the only error the publisher gets, even when its subject is refused too
+            self.send(encode_err(f'Permissions Violation for Publish to "{dest}"'))
+            return 0
+        if refused:
+            self.send(encode_err(refused))
+        trace = MsgTrace(dest, only, headers, size, self.account.name)
+        trace.ingress(KIND_CLIENT, self.cid, self.name, subject, refused)
+        sublist = self.account.sublist
+        if refused:
+            send_trace(sublist, trace, self.host.trace_server())
+            return 0
+        psubs, qsubs = sublist.match(subject)
+        forward = sublist.forward
+        routed = 0
+        route_events: list[dict[str, Any]] = []
+        if forward is not None:
+            # the routes are chosen first (a queue group's member may be remote), their
+            # egress events go after the local ones, as nats-server lists them
+            body = message_body(tail, size)
+            mark = len(trace.events)
+            routed, qsubs = forward.send_traced(
+                trace, subject, reply, body[:hlen], body[hlen:], qsubs
+            )
+            route_events = trace.events[mark:]
+            del trace.events[mark:]
+        k = 0
+
+        def plain(sub: Subscription) -> int:
+            return deliver([sub], [], subject, reply, tail, size, hlen, self)
+
+        if psubs or qsubs:
+            k = deliver_traced(
+                trace,
+                psubs,
+                qsubs,
+                subject,
+                self,
+                plain,
+                lambda sub: run_internal(trace, lambda: plain(sub)),
+            )
+        trace.events.extend(route_events)
+        if k == 0 and routed == 0 and reply and self.no_responders:
+            self._send_no_responders(subject, reply)
+        send_trace(sublist, trace, self.host.trace_server())
+        return k
+
+    def _trace_oversized(self, subject: bytes, hdr: bytes, size: int) -> None:
+        """An HPUB over the maximum payload is traced before the connection closes, with
+        that error on its ingress and the size it announced (nats-server's C17)."""
+        headers = trace_headers(hdr)
+        if headers is None or headers.get(TRACE_ORIGIN_ACCOUNT):
+            return
+        dest = headers[TRACE_DEST_KEY][0]
+        if not is_valid_literal_subject(dest.encode()) or not self._may_trace_to(dest):
+            return
+        trace = MsgTrace(dest, is_trace_only(headers), headers, size, self.account.name)
+        trace.ingress(KIND_CLIENT, self.cid, self.name, subject, "maximum payload exceeded")
+        send_trace(self.account.sublist, trace, self.host.trace_server())
+
+    def _may_trace_to(self, dest: str) -> bool:
+        """``allowedToPublishOnMsgTraceDest``: the publisher may publish there."""
+        if dest.startswith("_GR_.") or (
+            dest.startswith("$NRG.") and self.account.name != SYSTEM_ACCOUNT
+        ):
+            return False
+        perms = self.permissions
+        return perms is None or perms.publish is None or perms.publish.allowed(dest.encode())
 
     def _update_pub_checks(self) -> None:
         perms = self.permissions

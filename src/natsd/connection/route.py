@@ -47,6 +47,7 @@ from natsd.connection.tls import RouteTls, TlsSession, handshake_error
 from natsd.connection.transport import end_transport, open_transport, write_buffered
 from natsd.core.goquote import go_quote
 from natsd.core.scheduler import Cancellable, Scheduler
+from natsd.core.subjects import is_valid_literal_subject
 from natsd.protocol.route_encode import (
     ROUTE_PING,
     ROUTE_PONG,
@@ -74,8 +75,22 @@ from natsd.protocol.route_parser import (
     RouteParser,
 )
 from natsd.router.account import Account
-from natsd.router.routed import deliver_routed
-from natsd.router.subscription import Sink
+from natsd.router.deliver import deliver
+from natsd.router.msgtrace import (
+    KIND_ROUTER,
+    TRACE_DEST,
+    TRACE_DEST_KEY,
+    TRACE_ORIGIN_ACCOUNT,
+    MsgTrace,
+    deliver_traced,
+    header_block,
+    is_trace_only,
+    run_internal,
+    send_trace,
+    trace_headers,
+)
+from natsd.router.routed import deliver_routed, js_deliver_index
+from natsd.router.subscription import Sink, Subscription
 
 __all__ = [
     "DEFAULT_ROUTE_MAX_PENDING",
@@ -161,6 +176,9 @@ class RouteSettings:
 
 class RouteHost(Protocol):
     """What a route connection needs from the server that owns it, and what it reports."""
+
+    def trace_server(self) -> dict[str, Any]:
+        """The ``server`` block of a message trace event (nats-server's ServerInfo)."""
 
     flusher: Flusher
     settings: RouteSettings
@@ -466,6 +484,12 @@ class RouteConnection:
                     nin += 1
                     bin_ += size
                     subject = ev[2]
+                    if hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
+                        k = self._traced(a, subject, ev[3], ev[4], tail, size, hlen)
+                        if k >= 0:
+                            nout += k
+                            bout += k * size
+                            continue
                     psubs, qsubs = a.sublist.match(subject)
                     if psubs or qsubs:
                         k = deliver_routed(
@@ -480,6 +504,56 @@ class RouteConnection:
                 _count(acct, nin, bin_, nout, bout)
         if len(data) >= _FLUSH_NOW:
             self.host.flusher.run()
+
+    def _traced(
+        self,
+        account: Account,
+        subject: bytes,
+        reply: bytes | None,
+        queues: list[bytes] | None,
+        tail: bytes,
+        size: int,
+        hlen: int,
+    ) -> int:
+        """A peer's message that asks for a trace (``router/msgtrace.py``): delivered, or
+        only traced, here, with this server's own trace event sent to the destination;
+        -1 when it goes the usual way untraced."""
+        headers = trace_headers(header_block(tail, size, hlen))
+        if headers is None:
+            return -1
+        only = is_trace_only(headers)
+        dest = headers[TRACE_DEST_KEY][0]
+        if headers.get(TRACE_ORIGIN_ACCOUNT) or not is_valid_literal_subject(dest.encode()):
+            return 0 if only else -1
+        trace = MsgTrace(dest, only, headers, size, account.name, from_route=True)
+        trace.ingress(KIND_ROUTER, self.rid, self.remote_name, subject)
+        psubs, qsubs = account.sublist.match(subject)
+        if self.skip is not None:
+            psubs = [s for s in psubs if s.client not in self.skip]
+        qsubs = [g for g in qsubs if g[0].queue in queues] if queues and qsubs else []
+        if reply is not None:
+            i = js_deliver_index(reply)
+            if 0 <= i < len(reply) - 1:
+                subject, reply = reply[i + 1 :], reply[:i]
+        to = subject
+        rep = reply
+
+        def plain(sub: Subscription) -> int:
+            return deliver([sub], [], to, rep, tail, size, hlen, None)
+
+        k = 0
+        if psubs or qsubs:
+            k = deliver_traced(
+                trace,
+                psubs,
+                qsubs,
+                subject,
+                None,
+                plain,
+                lambda sub: run_internal(trace, lambda: plain(sub)),
+            )
+        send_trace(account.sublist, trace, self.host.trace_server())
+        return k
 
     def _control(self, op: int, ev: RouteEvent) -> None:
         """Everything on the route but messages (a refusal closes the connection; the read

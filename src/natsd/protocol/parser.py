@@ -245,6 +245,14 @@ class Parser(FrameBuffer):
                 if hlen > size:
                     return self._fail(ev, None)
                 if size > self.max_payload:
+                    if hlen and eol + 1 + hlen <= n:
+                        # The headers came with it: nats-server traces the message (its
+                        # ingress, with the error) when they ask for it. (OP_ERR, message,
+                        # subject, header block, announced size)
+                        self._die()
+                        hdr = data[eol + 1 : eol + 1 + hlen]
+                        ev.append((OP_ERR, ERR_MAX_PAYLOAD, subject, hdr, size))
+                        return ev
                     return self._fail(ev, ERR_MAX_PAYLOAD)
                 start = eol + 1
                 stop = start + size + 2

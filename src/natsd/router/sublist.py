@@ -94,6 +94,17 @@ class Forward(Protocol):
         """The same for a message matched on ``to`` that carries ``subject`` (a JetStream
         consumer's delivery)."""
 
+    def send_traced(
+        self,
+        trace: Any,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes,
+        payload: bytes,
+        qsubs: Any,
+    ) -> tuple[int, Any]:
+        """A traced message to the routes with interest (router/msgtrace.py)."""
+
     def has_interest(self, subject: bytes) -> bool:
         """Whether a peer server has interest in ``subject`` (a pull request's reply from a
         client on another server is alive while that server still subscribes to it)."""

@@ -57,6 +57,7 @@ from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
+from natsd.router.msgtrace import MsgTrace, active_trace, disable_dest
 from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import (
@@ -117,6 +118,7 @@ class Stream:
         # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._last_msg_id = ""
+        self._trace: MsgTrace | None = None  # the traced message ``process`` is handling
         self._name_b = self.name.encode()
         self.consumer_count = 0
         # Consumers of this stream by name (``attach`` / ``detach``). The publish path tells
@@ -217,11 +219,39 @@ class Stream:
             self._name_b,
         )
 
+    def _trace_only(self) -> bool:
+        return self._trace is not None and self._trace.only
+
+    def _untraced(self, hdr: bytes | None) -> bytes | None:
+        """``hdr`` of a traced message that waits to be handled later, outside its trace:
+        stored with its destination disabled, as the trace would have stored it."""
+        if self._trace is not None and hdr is not None:
+            return disable_dest(hdr)
+        return hdr
+
     def _reply(self, reply: bytes | None, payload: bytes) -> None:
+        if self._trace is not None:
+            self._trace.js_answer(payload)
         if reply:
             self.ctx.send(reply, payload)
 
     def process(
+        self, subject_b: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """``_process``, for a traced message (``router/msgtrace.py``) with its JetStream
+        event: its error, or the subject it passed the checks under."""
+        trace = active_trace(hdr) if hdr else None
+        if trace is None:
+            self._process(subject_b, reply, hdr, data)
+            return
+        trace.js_event(self.name)
+        self._trace = trace
+        try:
+            self._process(subject_b, reply, hdr, data)
+        finally:
+            self._trace = None
+
+    def _process(
         self, subject_b: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
         """Store one published message, with nats-server's checks in its order (checked
@@ -233,11 +263,12 @@ class Stream:
         if rep is not None:
             if not rep.leading:
                 return  # only the leader takes publishes (it alone subscribes)
-            if rep.waiting or not rep.group.proposable():
+            if (rep.waiting or not rep.group.proposable()) and not self._trace_only():
                 # behind one that waits, or until a leadership transfer ends; or Raft has
                 # just moved the leadership and the cluster layer is yet to notice: it
-                # passes these on to the new leader (Replica.follow)
-                rep.waiting.append((subject_b, reply, hdr, data))
+                # passes these on to the new leader (Replica.follow). (A trace-only one is
+                # checked now, as nats-server does on its leader, and never proposed.)
+                rep.waiting.append((subject_b, reply, self._untraced(hdr), data))
                 return
         cfg = self.cfg
         if cfg.no_ack:
@@ -259,8 +290,13 @@ class Stream:
         ttl = 0
         ttl_s = ""
         rollup = ""
-        if rep is not None and rep.inflight and self._must_wait(rep, hdr):
-            rep.waiting.append((subject_b, reply, hdr, data))
+        if (
+            rep is not None
+            and rep.inflight
+            and not self._trace_only()
+            and self._must_wait(rep, hdr)
+        ):
+            rep.waiting.append((subject_b, reply, self._untraced(hdr), data))
             return
         if hdr:
             try:
@@ -305,6 +341,12 @@ class Stream:
                 # would replace them, and stores the raised TTL.
                 ttl = marker_ttl
                 hdr = set_header(hdr, H_TTL, str(marker_ttl))
+        trace = self._trace
+        if trace is not None and hdr is not None:
+            trace.js_stored(subject, cfg.retention == _INTEREST and not self.consumer_count)
+            if trace.only:
+                return  # checked, not stored, no PubAck; its msg id is not remembered
+            hdr = disable_dest(hdr)
         # Republish's Nats-Last-Sequence is the subject's previous message, looked up
         # before storing as nats-server does (a history of 1 is about to drop it).
         if rep is not None:
