@@ -20,7 +20,7 @@ HOT := $(shell find src/natsd -name '*.py') setup.py
 # NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
 PURE := NATSD_PURE=1
 
-.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
+.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules py313 lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
 
 # The dependencies, and natsd in place without compiling (the compile is $(WHEEL)'s, since
 # it must follow every change of a source). --no-build-isolation: this install uses this
@@ -62,7 +62,7 @@ run-pure: $(STAMP)
 ## replicated-stream fault suite (tests/faults) on the compiled servers only: it runs real
 ## multi-process clusters through 50 fault cycles, and once is enough; then the wheel,
 ## built and installed as a user would (wheel-smoke)
-test: lint typecheck node-modules
+test: lint typecheck node-modules py313
 	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel
 	$(MAKE) mutants
 	$(MAKE) test-compiled
@@ -96,6 +96,29 @@ $(NODE_STAMP): tests/node/package-lock.json
 	  echo "CI=true: npm is missing, the node tests cannot run" >&2; exit 1; \
 	else \
 	  echo "warning: npm not found; tests/node will skip (CI=true makes this an error)" >&2; \
+	fi
+
+## py313: build/py313, a Python 3.13 environment with the clients that need it
+## (tests/py313/requirements.txt: nats.py's newer nats-jetstream), for tests/py313
+# the first interpreter that runs as 3.13: on PATH, or pyenv's (whose python3.13 shim only
+# runs when 3.13 is the selected version)
+PY313 ?= $(shell for p in python3.13 $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin/python3.13 \
+  /usr/local/bin/python3.13 /usr/bin/python3.13; do \
+  $$p -c 'import sys; assert sys.version_info[:2] == (3, 13)' 2>/dev/null && { echo $$p; break; }; \
+  done)
+PY313_STAMP := build/py313/.installed
+py313: $(PY313_STAMP)
+
+# Without Python 3.13: an error under CI=true; elsewhere a warning, and tests/py313 skip.
+$(PY313_STAMP): tests/py313/requirements.txt
+	@if [ -n "$(PY313)" ]; then \
+	  rm -rf build/py313 && $(PY313) -m venv build/py313 && \
+	  build/py313/bin/python -m pip install -q -r tests/py313/requirements.txt && \
+	  touch $(PY313_STAMP); \
+	elif case "$$CI" in true|TRUE|True|1|yes) true;; *) false;; esac; then \
+	  echo "CI=true: no Python 3.13 interpreter, tests/py313 cannot run" >&2; exit 1; \
+	else \
+	  echo "warning: no Python 3.13 interpreter; tests/py313 will skip (CI=true makes this an error)" >&2; \
 	fi
 
 lint: $(STAMP)

@@ -127,6 +127,25 @@ def require_node_modules(*packages: str) -> Path:
     return NODE_MODULES
 
 
+# ------------------------------------------------------------------ Python 3.13 clients
+
+PY313_PYTHON = ROOT / "build" / "py313" / "bin" / "python"
+
+
+def require_py313() -> Path:
+    """build/py313's interpreter, a Python >= 3.13 environment holding the clients of
+    tests/py313/requirements.txt (nats.py's newer ``nats-jetstream``), made by ``make py313``
+    (a prerequisite of ``make test``)."""
+    ok = PY313_PYTHON.is_file() and (PY313_PYTHON.parents[1] / ".installed").is_file()
+    require_component(
+        "Python 3.13 clients",
+        ok,
+        f"no {PY313_PYTHON} with tests/py313/requirements.txt installed "
+        "(run `make py313`; it needs python3.13 on PATH)",
+    )
+    return PY313_PYTHON
+
+
 # ------------------------------------------------------------------ Python packages, Java
 
 

@@ -628,6 +628,13 @@ class Server:
             return
         self._stopped.set()
         log.info("Initiating Shutdown...")
+        if (
+            self.jetstream is not None
+            and not self._jetstream_stopped
+            and self.jetstream.signal_pull_consumers()
+        ):
+            # as nats-server: a moment for the 409s to leave before the clients are closed
+            await asyncio.sleep(0.05)
         if self._tcp is not None:
             self._tcp.close()
         if self.handoff is not None:

@@ -59,6 +59,7 @@ from natsd.jetstream.config.stream_types import (
 )
 from natsd.jetstream.config.subject_mapping import is_valid_name, overlaps
 from natsd.jetstream.consumer.consumer import Consumer
+from natsd.jetstream.consumer.pull import PullDelivery
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
@@ -424,6 +425,24 @@ class JetStream:
                 else:
                     store += s.cfg.max_bytes
         return mem, store
+
+    def signal_pull_consumers(self) -> bool:
+        """The first step of a shutdown (nats-server's ``signalPullConsumers``): the
+        waiting pull requests of the consumers that end with this server hear ``409 Server
+        Shutdown``; those are the consumers of R1 streams and the ephemeral ones of
+        replicated streams (which live on the leader alone). A replicated durable consumer's
+        requests are left to its next leader. True when a status was sent."""
+        sent = False
+        for ja in self.accounts.values():
+            for s in ja.streams.values():
+                for c in s.consumers.values():
+                    if (
+                        isinstance(c, Consumer)
+                        and isinstance(c.delivery, PullDelivery)
+                        and (s.replica is None or not c.cfg.durable_name)
+                    ):
+                        sent = c.delivery.signal_shutdown() or sent
+        return sent
 
     async def shutdown(self) -> None:
         """Pending commits synced, every stream stopped, the fsync worker ended. Each step

@@ -100,6 +100,14 @@ class PullDelivery(Delivery):
             self._wtmr.cancel()
             self._wtmr = None
 
+    def signal_shutdown(self) -> bool:
+        """nats-server's ``signalPullConsumers``: every waiting request hears ``409 Server
+        Shutdown`` before the server goes (a client then asks again once reconnected,
+        instead of waiting on a request that died with the server). True when one did."""
+        for wr in self.waiting.q:
+            self.send_status(wr.reply, pending_status(409, "Server Shutdown", wr.n, wr.b))
+        return bool(self.waiting.q)
+
     def ready(self) -> bool:
         return bool(self.waiting.q)
 
