@@ -542,6 +542,7 @@ class Server:
             scheduler=self.js_scheduler or asyncio.get_running_loop(),
             api=api,
             direct=make_api_callback,
+            max_payload=self.options.max_payload,
         )
         if self.mesh is not None:
             from natsd.jetstream.api.routing import ApiRouter
@@ -815,6 +816,8 @@ class Server:
                 c.apply_limits(self.limits)
         if self._info_base:
             self._info_base["max_payload"] = opts.max_payload
+        if self.jetstream is not None:
+            self.jetstream.max_payload = opts.max_payload
         if plan.max_connections and len(self.clients) > max(0, opts.max_connections):
             over = list(self.clients.values())
             random.shuffle(over)

@@ -11,10 +11,11 @@ Why 2.11 and level 1: a level promises every feature nats-server ties to it
 markers, consumer pause and priority groups (pinned / overflow): natsd implements all of
 them. Level 2 (2.12) is message counters, atomic batch publish, message schedules and async
 persistence; level 3 the snapshot ``window_size``; level 4 (2.14) fast batch publish and
-flow-control acks; level 5 (2.15) source stream identities. natsd refuses each of those
-(stream_config.unsupported_feature, consumer_config), so nothing it accepts needs more than
-level 1 (``_nats.req.level`` <= 1, checked by tests), and a client that asks for level 2 is
-told so. Newer behaviour natsd matches (error texts and the like, recorded against
+flow-control acks; level 5 (2.15) source stream identities. Of those natsd implements
+message counters (a counter stream's ``_nats.req.level`` is 2, as nats-server writes it) and
+refuses the rest (stream_config.unsupported_feature, consumer_config), so it stays at level
+1 until every level-2 feature works (checked by tests), and a client that asks for level 2
+is told so. Newer behaviour natsd matches (error texts and the like, recorded against
 nats-server 2.15.1) does not change that: the version says which features a client may use.
 """
 

@@ -1,12 +1,13 @@
 """nats-server 2.12+ stream features natsd does not implement: refused, never ignored.
 
-* Stream create / update with ``allow_msg_counter``, ``allow_atomic``, ``allow_batched``,
+* Stream create / update with ``allow_atomic``, ``allow_batched``,
   ``allow_msg_schedules``, ``persist_mode: async`` or ``compression: s2`` (file): nats-server
   accepts them, natsd answers a ``JSStreamInvalidConfigF`` refusal and creates nothing.
   Where nats-server refuses the combination itself, both answer the same.
-* Publishes carrying the headers of those features (``Nats-Incr``, ``Nats-Batch-*``,
+* Publishes carrying the headers of those features (``Nats-Batch-*``,
   ``Nats-Schedule*``, ``Nats-Scheduler``, ``Nats-Stream-Source``) or a fast-batch reply
-  subject (``....$FI``) to a stream that does not enable them: natsd answers exactly what
+  subject (``....$FI``), or ``Nats-Incr`` (counters: test_counters.py), to a stream that
+  does not enable them: natsd answers exactly what
   nats-server answers (the PubAck error, in nats-server's order of checks) and stores
   nothing.
 """
@@ -46,7 +47,6 @@ def _invalid(text: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ create / update
 # (label, create body fields, natsd's refusal). nats-server creates each of these.
 REFUSED_CREATES = [
-    ("counter", {"allow_msg_counter": True}, "stream message counters are not supported"),
     ("atomic", {"allow_atomic": True}, "stream atomic batch publish is not supported"),
     ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
     ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),

@@ -74,14 +74,18 @@ from reliability.checker import History, Outcome
 
 from faults.workload import (
     CONSUMER,
+    COUNTER_STREAM,
     STREAM,
     AckingConsumer,
+    CounterPublisher,
     Progress,
     Publisher,
     Tracer,
     api,
+    check_counter,
     check_stores,
     create_consumer,
+    create_counter_stream,
     create_stream,
     finish,
     holds_stream,
@@ -218,6 +222,10 @@ class Run:
             tracer = Tracer(tnc)
             tracing = asyncio.create_task(tracer.run())
             others.append(tracing)
+            await create_counter_stream(admin, self.replicas)
+            counter = CounterPublisher(tnc)
+            counting = asyncio.create_task(counter.run(random.Random(rng.random())))
+            others.append(counting)
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
@@ -228,12 +236,15 @@ class Run:
             tracer.stopping = True
             await tracing
             assert tracer.traced > 0, f"no trace of {tracer.sent} trace-only publishes came back"
+            await counter.stop(counting)
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
                       f"{consumer.deliveries} deliveries of {len(consumer.delivered)} "
                       f"messages, all confirmed; {tracer.sent} trace-only publishes "
                       f"({tracer.traced} traced by the stream), none stored")  # fmt: skip
+            self.note(await check_counter(admin, counter))
+            await api(admin, f"$JS.API.STREAM.DELETE.{COUNTER_STREAM}", None, 60, done=(10059,))
         finally:
             for t in (*tasks, *others):
                 t.cancel()

@@ -4,6 +4,7 @@ checks of what the replicas hold (issue 19's fault suite; see ``faults/run.py``)
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 import time
@@ -124,6 +125,78 @@ class Tracer:
             except Exception:  # a connection lost to a fault
                 pass
             await asyncio.sleep(0.05)
+
+
+COUNTER_STREAM = "FC"
+
+
+@dataclass
+class CounterPublisher:
+    """Increments ``fc.n`` on a counter stream (``allow_msg_counter``, as replicated as the
+    run's stream) through the faults, each increment with a ``Nats-Msg-Id`` of its own and
+    retried until acknowledged (or, once stopping, until ``give_up_at``). ``check_counter``
+    then reads the stream back through the cluster."""
+
+    nc: NATS
+    sent: dict[str, int] = field(default_factory=dict)  # msg id -> increment
+    acked: dict[str, int] = field(default_factory=dict)
+    stopping: bool = False
+    give_up_at: float = 0.0
+
+    async def run(self, rng: random.Random) -> None:
+        n = 0
+        while not self.stopping:
+            mid, by = f"c-{n}", rng.randint(-5, 20)
+            self.sent[mid] = by
+            headers = {"Nats-Incr": str(by), "Nats-Msg-Id": mid}
+            while not self.stopping or time.monotonic() < self.give_up_at:
+                try:
+                    m = await self.nc.request("fc.n", b"", timeout=1.0, headers=headers)
+                    if "error" not in json.loads(m.data):
+                        self.acked[mid] = by
+                        break
+                except Exception:  # no responders, a timeout, a connection lost to a fault
+                    pass
+                await asyncio.sleep(0.05)
+            n += 1
+
+    async def stop(self, task: asyncio.Task[None]) -> None:
+        self.stopping = True
+        self.give_up_at = time.monotonic() + 10
+        await asyncio.wait_for(task, 30)
+
+
+async def create_counter_stream(nc: NATS, replicas: int) -> None:
+    cfg = {"name": COUNTER_STREAM, "subjects": ["fc.>"], "num_replicas": replicas,
+           "storage": "file", "allow_msg_counter": True}  # fmt: skip
+    await api(nc, f"$JS.API.STREAM.CREATE.{COUNTER_STREAM}", cfg, 30)
+
+
+async def check_counter(nc: NATS, pub: CounterPublisher) -> str:
+    """The counter stream's messages, read through the cluster: one chain (each value the
+    one before plus its own increment, never a broken or repeated link), every acknowledged
+    increment stored once, nothing stored that was not sent, and the last value the sum of
+    the stored increments: the acknowledged ones and those whose answer a fault lost."""
+    info = await api(nc, f"$JS.API.STREAM.INFO.{COUNTER_STREAM}", None, 60)
+    state = info["state"]
+    value, ids = 0, []
+    for seq in range(state["first_seq"], state["last_seq"] + 1):
+        m = await api(nc, f"$JS.API.STREAM.MSG.GET.{COUNTER_STREAM}", {"seq": seq}, 60,
+                      done=(10037,))  # fmt: skip
+        assert "message" in m, f"counter message {seq} missing: {m}"
+        _, _, h = parse_headers(base64.b64decode(m["message"]["hdrs"]))
+        by, mid = int(h["Nats-Incr"][0]), h["Nats-Msg-Id"][0]
+        stored = int(json.loads(base64.b64decode(m["message"]["data"]))["val"])
+        assert stored == value + by, f"seq {seq}: {stored} after {value} with {by:+d}"
+        value = stored
+        ids.append(mid)
+    assert len(ids) == len(set(ids)), "an increment stored twice"
+    assert set(pub.acked) <= set(ids), f"acknowledged, not stored: {set(pub.acked) - set(ids)}"
+    assert set(ids) <= set(pub.sent), "stored what nobody sent"
+    assert value == sum(pub.sent[i] for i in ids)
+    lost_answers = len(set(ids) - set(pub.acked))
+    return (f"counter {COUNTER_STREAM}: {len(pub.acked)} increments acknowledged "
+            f"({lost_answers} more stored, answers lost), value {value}, one chain")  # fmt: skip
 
 
 async def stop_publishers(pubs: list[Publisher], tasks: list[asyncio.Task[None]]) -> None:

@@ -1582,7 +1582,6 @@ UPDATE_CASES: list[tuple[str, dict[str, Any], Any, Expect]] = [
 # async persistence, s2 compression of a file stream).
 _NO_MIRRORS = err(500, 10052, "stream mirrors are not supported")
 _NO_SOURCES = err(500, 10052, "stream sources are not supported")
-_NO_COUNTERS = err(500, 10052, "stream message counters are not supported")
 _NO_ATOMIC = err(500, 10052, "stream atomic batch publish is not supported")
 _NO_BATCH = err(500, 10052, "stream batch publish is not supported")
 _NO_SCHEDULES = err(500, 10052, "stream message schedules are not supported")
@@ -1598,8 +1597,7 @@ NATSD_DIFFERS: dict[str, Expect] = {
     "source_with_subjects": _NO_SOURCES,
     "source_marker_ttl": _NO_SOURCES,
     "everything": _NO_BATCH,
-    "counter_atomic": _NO_COUNTERS,
-    "counter": _NO_COUNTERS,
+    "counter_atomic": _NO_ATOMIC,
     "compression_s2": _NO_COMPRESSION,
     "compression_escaped": _NO_COMPRESSION,
     "schedules": _NO_SCHEDULES,
@@ -1774,7 +1772,7 @@ def test_refused_updates_when_enabled(case_id: str) -> None:
 @pytest.mark.parametrize(
     ("body", "refusal"),
     [
-        ({"name": "S", "allow_msg_counter": True}, _NO_COUNTERS),
+        ({"name": "S", "allow_msg_counter": True}, None),
         ({"name": "S", "allow_atomic": True}, _NO_ATOMIC),
         ({"name": "S", "allow_batched": True}, _NO_BATCH),
         ({"name": "S", "allow_msg_schedules": True}, _NO_SCHEDULES),

@@ -64,6 +64,7 @@ from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ErrorDef
+from natsd.protocol.parser import DEFAULT_MAX_PAYLOAD
 from natsd.router.account import Account
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
@@ -142,6 +143,10 @@ class StreamHost:
     def direct_answerer(self) -> InternalCallback | None:
         return self._engine.direct_answerer(self._ja)
 
+    @property
+    def max_payload(self) -> int:
+        return self._engine.max_payload
+
     def __init__(self, engine: JetStream, ja: JsAccount) -> None:
         self._engine = engine
         self._ja = ja
@@ -182,6 +187,7 @@ class JetStream:
         scheduler: Scheduler | None = None,
         api: ApiSubscriber | None = None,
         direct: DirectAnswerer | None = None,
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
     ) -> None:
         # Every stream and consumer of this engine reads time from ``clock`` and sets its
         # timers on ``scheduler`` (the running loop unless a test passes a virtual one).
@@ -193,6 +199,8 @@ class JetStream:
         self.domain = domain
         self.max_memory = max_memory
         self.max_store = max_store
+        # the server's (a reload changes it here too)
+        self.max_payload = max_payload
         self.accounts: dict[str, JsAccount] = {}
         self.committer = Committer(self.scheduler, sync_interval, sync_always)
         # None: no $JS.API subscriptions (an engine driven directly, without its API).

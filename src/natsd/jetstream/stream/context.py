@@ -63,6 +63,12 @@ class StreamContext(Protocol):
     def account_name(self) -> str: ...
 
     @property
+    def max_payload(self) -> int:
+        """The server's max_payload: a message the stream makes itself (a counter's) is
+        held to it as a published one is."""
+        ...
+
+    @property
     def domain(self) -> str:
         """The JetStream domain ("" for none): PubAcks carry it."""
         ...

@@ -3,13 +3,12 @@
 Called by ``Stream.process`` for every published message that has headers, so kept free of
 allocation beyond what the checks need; compiled with the hot path. The checks run in
 nats-server's order (``processJetStreamMsg``); the headers of features natsd does not
-implement (counters, atomic batches, schedules, sourcing) get nats-server's "disabled"
-errors.
+implement (atomic batches, schedules, sourcing) get nats-server's "disabled" errors;
+counters have their own module (``counter.py``).
 """
 
 from __future__ import annotations
 
-import re
 import zoneinfo
 from typing import Final
 
@@ -42,9 +41,8 @@ H_EXP_LAST_SUBJ_SEQ_SUBJ: Final = "Nats-Expected-Last-Subject-Sequence-Subject"
 H_EXP_LAST_MSG_ID: Final = "Nats-Expected-Last-Msg-Id"
 H_ROLLUP: Final = "Nats-Rollup"
 H_TTL: Final = "Nats-TTL"
-# nats-server 2.12+ publish headers of features natsd does not implement (counters, atomic
-# batches, schedules, sourcing): answered with nats-server's "disabled" errors.
-H_INCR: Final = "Nats-Incr"
+# nats-server 2.12+ publish headers of features natsd does not implement (atomic batches,
+# schedules, sourcing): answered with nats-server's "disabled" errors.
 H_BATCH_ID: Final = "Nats-Batch-Id"
 H_SCHEDULE: Final = "Nats-Schedule"
 H_SCHEDULE_TZ: Final = "Nats-Schedule-Time-Zone"
@@ -54,22 +52,16 @@ H_STREAM_SOURCE: Final = "Nats-Stream-Source"
 # A fast batch publish (nats-server 2.14) is told by its reply subject:
 # <prefix>.<uuid>.<flow>.<gap mode>.<batch seq>.<operation>.$FI
 FAST_BATCH_SUFFIX: Final = b".$FI"
-# big.Int.SetString(s, 10), how nats-server reads Nats-Incr.
-_BIG_INT: Final = re.compile(r"[+-]?[0-9]+")
 
 
 def check_headers(
     cfg: StreamConfig, name: str, store: StreamStore, h: dict[str, list[str]], subject: str
 ) -> ApiError | None:
-    """The publish header checks in nats-server's order (``processJetStreamMsg``). An
-    empty value counts as no header, as nats-server's ``sliceHeader`` lookups do.
-    natsd implements no counters, schedules or sourcing, so their headers get the
-    errors nats-server sends on a stream that does not allow them."""
-    incr = first(h, H_INCR)
-    if incr:
-        if not _BIG_INT.fullmatch(incr):
-            return E.JSMessageIncrInvalidErr()
-        return E.JSMessageIncrDisabledErr()
+    """The publish header checks in nats-server's order (``processJetStreamMsg``), after
+    a counter's increment (``counter.check_increment``). An empty value counts as no
+    header, as nats-server's ``sliceHeader`` lookups do. natsd implements no schedules or
+    sourcing, so their headers get the errors nats-server sends on a stream that does not
+    allow them."""
     exp = first(h, H_EXP_STREAM)
     if exp and exp != name:
         return E.JSStreamNotMatchErr()

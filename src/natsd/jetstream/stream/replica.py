@@ -72,6 +72,7 @@ class Replica:
     __slots__ = (
         "acks_through",
         "clseq",
+        "counters",
         "group",
         "handed",
         "inflight",
@@ -89,6 +90,10 @@ class Replica:
         self.inflight = 0
         # Nats-Msg-Id -> sequence of the in-flight entry carrying it
         self.inflight_ids: dict[str, int] = {}
+        # a counter stream's running totals (nats-server's clusteredCounterTotal): subject ->
+        # (value after its last proposed increment, increments in flight, the
+        # Nats-Counter-Sources that message carries); the next increment builds on it
+        self.counters: dict[str, tuple[int, int, bytes | None]] = {}
         self.waiting: deque[Waiting] = deque()
         # as a former leader: the entries it proposed up to this sequence may still commit,
         # and it sends their PubAcks when they do (the client waits for them)
@@ -102,6 +107,7 @@ class Replica:
         self.clseq = last_seq
         self.inflight = 0
         self.inflight_ids.clear()
+        self.counters.clear()
         self.waiting.clear()
 
     def follow(self) -> None:
@@ -113,6 +119,7 @@ class Replica:
         self.leading = False
         self.inflight = 0
         self.inflight_ids.clear()
+        self.counters.clear()
         self.handed.extend(self.waiting)
         self.waiting.clear()
 
@@ -120,8 +127,20 @@ class Replica:
         """Does this replica answer the entry at ``seq`` that ``proposer`` proposed?"""
         return proposer == self.node_id and (leading or seq <= self.acks_through)
 
-    def applied(self, seq: int, msg_id: str) -> None:
+    def counted(self, subject: str, value: int, sources: bytes | None) -> None:
+        """A counter's increment on ``subject`` was proposed; its value is ``value``."""
+        prev = self.counters.get(subject)
+        self.counters[subject] = (value, (prev[1] if prev is not None else 0) + 1, sources)
+
+    def applied(self, seq: int, msg_id: str, subject: str = "") -> None:
         """An entry this replica proposed as leader was applied."""
+        if self.counters:
+            total = self.counters.get(subject)
+            if total is not None:
+                if total[1] > 1:
+                    self.counters[subject] = (total[0], total[1] - 1, total[2])
+                else:
+                    del self.counters[subject]
         if self.inflight:
             self.inflight -= 1
         if msg_id and self.inflight_ids.get(msg_id) == seq:

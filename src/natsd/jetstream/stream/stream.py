@@ -33,6 +33,18 @@ from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType, StreamConfig
 from natsd.jetstream.config.subject_mapping import subject_is_subset_match
 from natsd.jetstream.stream.context import RetentionView, StreamContext, StreamListener
+from natsd.jetstream.stream.counter import (
+    COUNTER_SOURCES,
+    MAX_HEADER,
+    ack_value,
+    check_increment,
+    counter_body,
+    counter_value,
+    increment_of,
+    is_sources_map,
+    replace_header,
+    slice_header,
+)
 from natsd.jetstream.stream.entries import MsgEntry, encode_msg
 from natsd.jetstream.stream.headers import (
     FAST_BATCH_SUFFIX,
@@ -90,6 +102,8 @@ _MEMORY: Final = StorageType.MEMORY
 _DISCARD_NEW: Final = DiscardPolicy.NEW
 # Publish headers whose checks read what an in-flight replicated entry may change.
 _READS_STATE: Final = (H_EXP_LAST_SEQ, H_EXP_LAST_SUBJ_SEQ, H_EXP_LAST_MSG_ID)
+_SOURCES_KEY: Final = COUNTER_SOURCES.encode()
+_INCR_KEY: Final = b"Nats-Incr:"
 
 # Messages read per store call while rebuilding the duplicate window after a restart.
 _REBUILD_BATCH: Final = 1024
@@ -290,6 +304,8 @@ class Stream:
         ttl = 0
         ttl_s = ""
         rollup = ""
+        incr = 0
+        counting = False  # it carries a counter increment (Nats-Incr)
         if (
             rep is not None
             and rep.inflight
@@ -308,6 +324,14 @@ class Stream:
                     # An atomic batch message (nats-server 2.12): natsd has no batches.
                     self._refuse_batch(reply, E.JSAtomicPublishDisabledErr, subject, hdr, data)
                     return
+                raw = increment_of(hdr) if _INCR_KEY in hdr else None
+                if raw is not None:
+                    checked = check_increment(cfg, hdr, raw, len(data))
+                    if isinstance(checked, ApiError):
+                        self._reply(reply, self._ack_err(checked))
+                        return
+                    incr = checked
+                    counting = True
                 error = check_headers(cfg, self.name, self.store, h, subject)
                 if error is not None:
                     self._reply(reply, self._ack_err(error))
@@ -324,6 +348,17 @@ class Stream:
                     return
                 rollup = (first(h, H_ROLLUP) or "").lower()
                 ttl_s = (first(h, H_TTL) or "").strip()
+        value = 0
+        if cfg.allow_msg_counter:
+            # (counting: hdr holds the increment)
+            if not counting or hdr is None:
+                self._reply(reply, self._ack_err(E.JSMessageIncrMissingErr()))
+                return
+            counted = self._count(rep, subject, hdr, incr)
+            if isinstance(counted, ApiError):
+                self._reply(reply, self._ack_err(counted))
+                return
+            hdr, data, value = counted
         if self._check_limits:
             exceeded = self.ctx.storage_exceeded(cfg.storage == _MEMORY, subject, hdr, data)
             if exceeded is not None:
@@ -350,7 +385,9 @@ class Stream:
         # Republish's Nats-Last-Sequence is the subject's previous message, looked up
         # before storing as nats-server does (a history of 1 is about to drop it).
         if rep is not None:
-            self._propose(rep, subject, reply, hdr, data, ttl, msg_id, rollup)
+            proposed = self._propose(rep, subject, reply, hdr, data, ttl, msg_id, rollup)
+            if proposed and cfg.allow_msg_counter and hdr is not None:
+                rep.counted(subject, value, slice_header(hdr, _SOURCES_KEY))
             return
         rp_last = 0
         if self._republish is not None:
@@ -383,14 +420,48 @@ class Stream:
         # Acknowledge now (memory) or after the fsync that covers the message (file).
         if cfg.storage == _MEMORY:
             if reply:
-                publish(self.sublist, reply, None, None, self._ack_head + b"%d}" % seq)
+                publish(self.sublist, reply, None, None, self._ack_stored(seq, value))
         elif reply:
-            ack = self._ack_head + b"%d}" % seq
+            ack = self._ack_stored(seq, value)
             self._committer.add(self.store, (self.sublist, reply, ack, self.write_failed_ack))
         else:
             self._committer.add(self.store, None)
         if self.consumers:
             self.notify_consumers(seq, subject)
+
+    def _ack_stored(self, seq: int, value: int) -> bytes:
+        """The PubAck of a stored message (a counter's carries its value)."""
+        if self.cfg.allow_msg_counter:
+            return self._ack_head + b'%d,"val":"%d"}' % (seq, value)
+        return self._ack_head + b"%d}" % seq
+
+    def _count(
+        self, rep: Replica | None, subject: str, hdr: bytes, incr: int
+    ) -> tuple[bytes, bytes, int] | ApiError:
+        """A counter's increment made into the message stored (``counter.py``): its header
+        block (the last message's Nats-Counter-Sources carried over), its body and value;
+        or why it cannot be (a broken counter, too big)."""
+        total = rep.counters.get(subject) if rep is not None else None
+        if total is not None:
+            value, sources = total[0], total[2]
+            if sources is not None and not is_sources_map(sources):
+                return E.JSMessageCounterBrokenErr()
+        else:
+            current = counter_value(self.store, subject)
+            if current is None:
+                return E.JSMessageCounterBrokenErr()
+            value, sources = current
+        value += incr
+        if sources is not None:
+            hdr = replace_header(hdr, COUNTER_SOURCES, sources)
+        body = counter_body(value)
+        if len(hdr) > MAX_HEADER:
+            return E.JSStreamHeaderExceedsMaximumErr()
+        size = len(hdr) + len(body)
+        cap = self.cfg.max_msg_size
+        if size > self.ctx.max_payload or (cap >= 0 and size > cap):
+            return E.JSStreamMessageExceedsMaximumErr()
+        return hdr, body, value
 
     # ------------------------------------------------------------------ replicated
     def _must_wait(self, rep: Replica, hdr: bytes | None) -> bool:
@@ -418,9 +489,10 @@ class Stream:
         ttl: int,
         msg_id: str,
         rollup: str,
-    ) -> None:
+    ) -> bool:
         """The leader's store step: the checked message goes to the group with the next
-        sequence; it is stored, and acknowledged, when the entry commits."""
+        sequence; it is stored, and acknowledged, when the entry commits. False when the
+        group did not take it."""
         seq = rep.clseq + 1
         entry = encode_msg(rep.node_id, seq, self._now_ns(), ttl, subject, reply, hdr, msg_id,
                            rollup, data)  # fmt: skip
@@ -429,11 +501,12 @@ class Stream:
             # processClusteredInboundMsg (NotLeader, dropped); the client retries with its
             # Nats-Msg-Id and reaches the new leader. An error here would end a publish
             # that a retry would have stored.
-            return
+            return False
         rep.clseq = seq
         rep.inflight += 1
         if msg_id:
             rep.inflight_ids[msg_id] = seq
+        return True
 
     def apply_entry(self, e: MsgEntry) -> None:
         """A committed MSG entry, on every replica in log order (and again when a restart
@@ -444,7 +517,7 @@ class Stream:
         mine = rep is not None and rep.mine(e.proposer, e.seq, leading)
         if e.seq <= store.last_seq():
             if mine and rep is not None:
-                rep.applied(e.seq, e.msg_id)
+                rep.applied(e.seq, e.msg_id, e.subject)
             return
         rp_last = 0
         if leading and self._republish is not None:
@@ -459,7 +532,9 @@ class Stream:
             if not limit:
                 log.error("stream %s: message %d not stored: %s", self.name, e.seq, err)
             if mine and rep is not None:
-                rep.applied(e.seq, e.msg_id)
+                rep.applied(e.seq, e.msg_id, e.subject)
+                # increments proposed on top of it are off by it: counted afresh
+                rep.counters.pop(e.subject, None)
                 rep.clseq = store.last_seq() + rep.inflight
                 if e.reply:
                     text = limit_text(err) if limit else str(err)
@@ -478,10 +553,14 @@ class Stream:
         if self.cfg.retention == _INTEREST and not self.consumer_count:
             store.remove_msg(e.seq)
         if mine and rep is not None:
-            rep.applied(e.seq, e.msg_id)
+            rep.applied(e.seq, e.msg_id, e.subject)
             if e.reply and not self.cfg.no_ack:
                 # committed: durable in the node logs of a majority
-                publish(self.sublist, e.reply, None, None, self._ack_head + b"%d}" % e.seq)
+                if self.cfg.allow_msg_counter:
+                    ack = self._ack_head + b'%d,"val":%s}' % (e.seq, ack_value(e.data))
+                else:
+                    ack = self._ack_head + b"%d}" % e.seq
+                publish(self.sublist, e.reply, None, None, ack)
         if self.cfg.storage != _MEMORY:
             # written out after the PubAck (its write is queued first), synced on a timer
             self._committer.add_replicated(store)
