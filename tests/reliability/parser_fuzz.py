@@ -144,7 +144,15 @@ def split_comparable(data: bytes) -> bool:
     return True
 
 
+def _comparable(events: list[Event]) -> list[Event]:
+    """An oversized HPUB's error carries its subject and header block when the headers
+    came in the same read (to trace it, as nats-server does only then): what the error
+    says is compared, not what else the read held."""
+    return [ev[:2] if ev[0] == OP_ERR else ev for ev in events]
+
+
 def same_events(whole: list[Event], split: list[Event]) -> bool:
+    whole, split = _comparable(whole), _comparable(split)
     if split == whole:
         return True
     if (
