@@ -60,6 +60,7 @@ from natsd.jetstream.config.stream_types import (
 from natsd.jetstream.config.subject_mapping import is_valid_name, overlaps
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.consumer.pull import PullDelivery
+from natsd.jetstream.stream.batch import BatchLimits
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
@@ -147,6 +148,10 @@ class StreamHost:
     def max_payload(self) -> int:
         return self._engine.max_payload
 
+    @property
+    def batch_limits(self) -> BatchLimits:
+        return self._engine.batch_limits
+
     def __init__(self, engine: JetStream, ja: JsAccount) -> None:
         self._engine = engine
         self._ja = ja
@@ -201,6 +206,7 @@ class JetStream:
         self.max_store = max_store
         # the server's (a reload changes it here too)
         self.max_payload = max_payload
+        self.batch_limits = BatchLimits()
         self.accounts: dict[str, JsAccount] = {}
         self.committer = Committer(self.scheduler, sync_interval, sync_always)
         # None: no $JS.API subscriptions (an engine driven directly, without its API).

@@ -57,7 +57,14 @@ from typing import Final
 import orjson
 
 from natsd.core.scheduler import Clock
-from natsd.jetstream.stream.entries import OP_MSG, EntryError, decode_msg, entry_op
+from natsd.jetstream.stream.entries import (
+    OP_BATCH,
+    OP_MSG,
+    EntryError,
+    decode_batch,
+    decode_msg,
+    entry_op,
+)
 from natsd.jetstream.stream.stream import Stream
 from natsd.raft.types import Message
 from natsd.router.account import Account
@@ -118,10 +125,11 @@ class CatchupError(ValueError):
 def _first_logged_seq(log: GroupLog) -> int:
     """The sequence of the first message entry this replica's log still holds (0: none)."""
     for _index, _term, kind, data in log.entries:
-        if kind == 0 and data and entry_op(data) == OP_MSG:
+        op = entry_op(data) if kind == 0 and data else 0
+        if op in (OP_MSG, OP_BATCH):
             try:
-                return decode_msg(data).seq
-            except EntryError:
+                return decode_msg(data).seq if op == OP_MSG else decode_batch(data)[1][0].seq
+            except (EntryError, IndexError):
                 continue
     return 0
 

@@ -64,6 +64,7 @@ from natsd.jetstream.cluster.consumers import ReplicatedConsumers
 from natsd.jetstream.engine import JsAccount, delete_msg, find_consumer
 from natsd.jetstream.stream.entries import (
     OP_API,
+    OP_BATCH,
     OP_CONSUMER,
     OP_CSTATE,
     OP_DELETE_CONSUMER,
@@ -76,6 +77,7 @@ from natsd.jetstream.stream.entries import (
     Purge,
     StreamOp,
     compact_index,
+    decode_batch,
     decode_msg,
     decode_op,
     encode_op,
@@ -322,6 +324,8 @@ class StreamReplica:
         try:
             if op in _OPS:
                 self._apply_op(data)
+            elif op == OP_BATCH:
+                self.stream.apply_batch(*decode_batch(data))
             elif op in (OP_CONSUMER, OP_CSTATE):
                 self.consumers.apply(data)
             else:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from natsd.core.scheduler import Clock, Scheduler
+from natsd.jetstream.stream.batch import BatchLimits
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.wire.errors import ErrorDef
 from natsd.router.sublist import Sublist
@@ -61,6 +62,11 @@ class StreamContext(Protocol):
 
     @property
     def account_name(self) -> str: ...
+
+    @property
+    def batch_limits(self) -> BatchLimits:
+        """The server's atomic batch limits, and its count of open batches."""
+        ...
 
     @property
     def max_payload(self) -> int:

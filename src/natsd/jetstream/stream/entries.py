@@ -26,6 +26,9 @@ Formats (little endian), version 1; every entry starts ``u8 version, u8 op``:
   request subject, reply, request body.
 * ``DELETE_CONSUMER`` (op 8): ``u64 proposer, u64 as_of``, fields: request subject, reply,
   request body, consumer name.
+* ``BATCH`` (op 9): ``u64 proposer``, fields: the batch id, then each message of an atomic
+  batch as a ``MSG`` entry (consecutive sequences; the last carries the reply). One entry,
+  so every replica stores the whole batch or none of it.
 
 ``as_of`` is the last sequence the leader had given out when it proposed the operation: a
 store already past it applied the operation before a restart (a purge replayed on a store
@@ -49,6 +52,7 @@ import orjson
 __all__ = [
     "ENTRY_VERSION",
     "OP_API",
+    "OP_BATCH",
     "OP_COMPACT",
     "OP_CONSUMER",
     "OP_CSTATE",
@@ -64,9 +68,11 @@ __all__ = [
     "Request",
     "StreamOp",
     "compact_index",
+    "decode_batch",
     "decode_fields",
     "decode_msg",
     "decode_op",
+    "encode_batch",
     "encode_compact",
     "encode_fields",
     "encode_msg",
@@ -83,6 +89,7 @@ OP_CSTATE: Final = 5
 OP_PURGE: Final = 6
 OP_DELETE_MSG: Final = 7
 OP_DELETE_CONSUMER: Final = 8
+OP_BATCH: Final = 9
 _FIELDS_HEAD: Final = struct.Struct("<BBQ")
 _OP_HEAD: Final = struct.Struct("<BBQQ")
 _PURGE_NUMS: Final = struct.Struct("<QQ")
@@ -426,3 +433,16 @@ def _legacy_api(b: bytes, proposer: int, as_of: int) -> StreamOp:
     elif verb[:2] == ["CONSUMER", "DELETE"] and len(verb) == 4:
         return DeleteConsumer(proposer, as_of, request, verb[3])
     raise EntryError(f"legacy API entry: {subject.decode()!r} is not an operation")
+
+
+def encode_batch(proposer: int, batch_id: str, msgs: list[bytes]) -> bytes:
+    """An atomic batch's one entry: its id and its ``MSG`` entries (``encode_msg``)."""
+    return encode_fields(OP_BATCH, proposer, [batch_id.encode(), *msgs])
+
+
+def decode_batch(b: bytes) -> tuple[str, list[MsgEntry]]:
+    """The batch id and messages of a ``BATCH`` entry."""
+    op, _proposer, fields = decode_fields(b)
+    if op != OP_BATCH or not fields:
+        raise EntryError("not a batch entry")
+    return fields[0].decode(errors="replace"), [decode_msg(f) for f in fields[1:]]

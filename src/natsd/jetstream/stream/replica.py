@@ -73,6 +73,7 @@ class Replica:
         "acks_through",
         "clseq",
         "counters",
+        "epoch",
         "group",
         "handed",
         "inflight",
@@ -94,6 +95,8 @@ class Replica:
         # (value after its last proposed increment, increments in flight, the
         # Nats-Counter-Sources that message carries); the next increment builds on it
         self.counters: dict[str, tuple[int, int, bytes | None]] = {}
+        # counts leadership changes: an atomic batch opened under one is gone after it
+        self.epoch = 0
         self.waiting: deque[Waiting] = deque()
         # as a former leader: the entries it proposed up to this sequence may still commit,
         # and it sends their PubAcks when they do (the client waits for them)
@@ -104,6 +107,7 @@ class Replica:
     def lead(self, last_seq: int) -> None:
         """This replica leads from now on; its store holds every committed entry."""
         self.leading = True
+        self.epoch += 1
         self.clseq = last_seq
         self.inflight = 0
         self.inflight_ids.clear()
@@ -116,6 +120,7 @@ class Replica:
         (``handed``: the cluster layer passes it on to the new leader)."""
         if self.leading:
             self.acks_through = max(self.acks_through, self.clseq)
+            self.epoch += 1
         self.leading = False
         self.inflight = 0
         self.inflight_ids.clear()

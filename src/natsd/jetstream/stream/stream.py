@@ -32,6 +32,13 @@ from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType, StreamConfig
 from natsd.jetstream.config.subject_mapping import subject_is_subset_match
+from natsd.jetstream.stream.batch import (
+    ADVISORY,
+    ADVISORY_TYPE,
+    AtomicBatches,
+    Checked,
+    check_batch,
+)
 from natsd.jetstream.stream.context import RetentionView, StreamContext, StreamListener
 from natsd.jetstream.stream.counter import (
     COUNTER_SOURCES,
@@ -45,7 +52,7 @@ from natsd.jetstream.stream.counter import (
     replace_header,
     slice_header,
 )
-from natsd.jetstream.stream.entries import MsgEntry, encode_msg
+from natsd.jetstream.stream.entries import MsgEntry, encode_batch, encode_msg
 from natsd.jetstream.stream.headers import (
     FAST_BATCH_SUFFIX,
     H_BATCH_ID,
@@ -161,6 +168,8 @@ class Stream:
         # With a replica: a publish may hit a discard-new limit, so it is checked with
         # nothing in flight (the limit is decided against the store).
         self._limits_new = False
+        # open atomic batches (batch.py), made with the first
+        self._batches: AtomicBatches | None = None
         self.apply_config(cfg)
 
     def apply_config(self, cfg: StreamConfig) -> None:
@@ -174,6 +183,8 @@ class Stream:
         self._limits_new = (
             cfg.discard == _DISCARD_NEW and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
         ) or (cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0)
+        if not cfg.allow_atomic and self._batches is not None:
+            self._batches.clear()  # turned off: the open batches are gone
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
@@ -321,8 +332,11 @@ class Stream:
                 h = {}
             if h:
                 if first(h, H_BATCH_ID):
-                    # An atomic batch message (nats-server 2.12): natsd has no batches.
-                    self._refuse_batch(reply, E.JSAtomicPublishDisabledErr, subject, hdr, data)
+                    # an atomic batch's message (batch.py)
+                    if not cfg.allow_atomic:
+                        self._refuse_batch(reply, E.JSAtomicPublishDisabledErr, subject, hdr, data)
+                    else:
+                        self._atomic(rep, subject_b, subject, reply, hdr, h, data)
                     return
                 raw = increment_of(hdr) if _INCR_KEY in hdr else None
                 if raw is not None:
@@ -463,6 +477,160 @@ class Stream:
             return E.JSStreamMessageExceedsMaximumErr()
         return hdr, body, value
 
+    # ------------------------------------------------------------------ atomic batches
+    def _atomic(
+        self,
+        rep: Replica | None,
+        subject_b: bytes,
+        subject: str,
+        reply: bytes | None,
+        hdr: bytes,
+        h: dict[str, list[str]],
+        data: bytes,
+    ) -> None:
+        """One message of an atomic batch (``batch.py``): staged and answered empty, or
+        refused, or the commit: the batch checked and stored (or proposed) whole."""
+        if self._check_limits:
+            exceeded = self.ctx.storage_exceeded(self.cfg.storage == _MEMORY, subject, hdr, data)
+            if exceeded is not None:
+                self._reply(reply, self._ack_err(exceeded()))
+                return
+        batches = self._batches
+        if batches is None:
+            batches = AtomicBatches(
+                self.ctx.scheduler, self.ctx.batch_limits, self._batch_abandoned, API_LEVEL
+            )
+            self._batches = batches
+        staged = batches.stage(
+            self.cfg, rep.epoch if rep is not None else 0, subject_b, subject, hdr, h, data
+        )
+        if staged is None:
+            if reply:
+                self.ctx.send(reply, b"")
+            return
+        if isinstance(staged, ApiError):
+            self._reply(reply, self._ack_err(staged))
+            return
+        checked = check_batch(self, staged)
+        if isinstance(checked, ApiError):
+            self._reply(reply, self._ack_err(checked))
+            return
+        if rep is not None:
+            self._propose_batch(rep, reply, staged.id, checked)
+        else:
+            self._store_batch(reply, staged.id, checked)
+
+    def _batch_abandoned(self, batch_id: str, reason: str) -> None:
+        body = {"stream": self.name, "batch": batch_id, "reason": reason}
+        self.ctx.advise(ADVISORY + self.name, ADVISORY_TYPE, body)
+
+    def _batch_ack(self, seq: int, batch_id: str, count: int) -> bytes:
+        return self._ack_head + b'%d,"batch":%s,"count":%d}' % (
+            seq, orjson.dumps(batch_id), count,
+        )  # fmt: skip
+
+    def _store_batch(self, reply: bytes | None, batch_id: str, checked: list[Checked]) -> None:
+        """A checked batch stored on an R1 stream, all in this turn of the loop (no reader
+        sees part of it); the last message's PubAck, after the fsync that covers it."""
+        store = self.store
+        first_seq = 0
+        seq = 0
+        stored: list[tuple[int, str]] = []
+        for c in checked:
+            rp_last = 0
+            if self._republish is not None:
+                prev = store.load_last_msg(c.subject)
+                rp_last = prev.seq if prev is not None else 0
+            try:
+                seq, ts = store.store_msg(c.subject, c.hdr, c.data, c.ttl)
+            except StoreError as e:
+                if first_seq:
+                    store.truncate(first_seq - 1)  # none of it, then
+                limit = isinstance(e, (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject))
+                text = limit_text(e) if limit else str(e)
+                if isinstance(e, ErrMsgTooLarge):
+                    self._reply(reply, self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
+                else:
+                    self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=text)))
+                return
+            first_seq = first_seq or seq
+            if c.msg_id:
+                self._dedup[c.msg_id] = (seq, ts)
+            self._last_msg_id = c.msg_id
+            if c.rollup == "sub":
+                store.purge_ex(c.subject, seq, 0)
+            elif c.rollup == "all":
+                store.compact(seq)
+            if self._republish is not None:
+                self._do_republish(c.subject, seq, ts, c.hdr, c.data, rp_last)
+            stored.append((seq, c.subject))
+        if self.cfg.retention == _INTEREST and not self.consumer_count:
+            for s, _subj in stored:
+                store.remove_msg(s)
+        ack = self._batch_ack(seq, batch_id, len(checked))
+        if self.cfg.storage == _MEMORY:
+            if reply:
+                publish(self.sublist, reply, None, None, ack)
+        elif reply:
+            self._committer.add(store, (self.sublist, reply, ack, self.write_failed_ack))
+        else:
+            self._committer.add(store, None)
+        if self.consumers:
+            for s, subj in stored:
+                self.notify_consumers(s, subj)
+
+    def _propose_batch(
+        self, rep: Replica, reply: bytes | None, batch_id: str, checked: list[Checked]
+    ) -> None:
+        """A checked batch proposed as one entry (``entries.BATCH``): every replica stores
+        all of it or none; the last message carries the reply, answered at apply."""
+        seq = rep.clseq
+        now = self._now_ns()
+        msgs: list[bytes] = []
+        for i, c in enumerate(checked):
+            seq += 1
+            last = i == len(checked) - 1
+            to = reply if last else None
+            entry = encode_msg(rep.node_id, seq, now, c.ttl, c.subject, to, c.hdr, c.msg_id,
+                               c.rollup, c.data)  # fmt: skip
+            msgs.append(entry)
+        if not rep.group.propose(encode_batch(rep.node_id, batch_id, msgs)):
+            return  # leadership moved: no answer, nothing stored (the client starts again)
+        rep.clseq = seq
+        rep.inflight += len(checked)
+        for i, c in enumerate(checked):
+            if c.msg_id:
+                rep.inflight_ids[c.msg_id] = rep.clseq - len(checked) + 1 + i
+            if self.cfg.allow_msg_counter:
+                value = int(orjson.loads(c.data)["val"])
+                rep.counted(c.subject, value, slice_header(c.hdr, _SOURCES_KEY))
+
+    def apply_batch(self, batch_id: str, entries: list[MsgEntry]) -> None:
+        """A committed atomic batch, on every replica: its messages applied in order; the
+        proposer answers the last with the batch's PubAck."""
+        n = len(entries)
+        for i, e in enumerate(entries):
+            self.apply_entry(e, (batch_id, n) if i == n - 1 else None)
+
+    # BatchStream (batch.check_batch)
+    def duplicate_of(self, msg_id: str) -> bool:
+        return self._check_dup(msg_id) is not None
+
+    def in_flight(self, msg_id: str) -> bool:
+        rep = self.replica
+        return rep is not None and msg_id in rep.inflight_ids
+
+    def last_proposed(self) -> int:
+        rep = self.replica
+        return rep.clseq if rep is not None else self.store.last_seq()
+
+    def counter_base(self, subject: str) -> tuple[int, bytes | None] | None:
+        rep = self.replica
+        total = rep.counters.get(subject) if rep is not None else None
+        if total is not None:
+            return total[0], total[2]
+        return counter_value(self.store, subject)
+
     # ------------------------------------------------------------------ replicated
     def _must_wait(self, rep: Replica, hdr: bytes | None) -> bool:
         """With entries in flight: does this publish's check read what they change?"""
@@ -508,7 +676,7 @@ class Stream:
             rep.inflight_ids[msg_id] = seq
         return True
 
-    def apply_entry(self, e: MsgEntry) -> None:
+    def apply_entry(self, e: MsgEntry, batch: tuple[str, int] | None = None) -> None:
         """A committed MSG entry, on every replica in log order (and again when a restart
         replays the log: what the store holds is skipped)."""
         store = self.store
@@ -556,7 +724,9 @@ class Stream:
             rep.applied(e.seq, e.msg_id, e.subject)
             if e.reply and not self.cfg.no_ack:
                 # committed: durable in the node logs of a majority
-                if self.cfg.allow_msg_counter:
+                if batch is not None:
+                    ack = self._batch_ack(e.seq, batch[0], batch[1])
+                elif self.cfg.allow_msg_counter:
                     ack = self._ack_head + b'%d,"val":%s}' % (e.seq, ack_value(e.data))
                 else:
                     ack = self._ack_head + b"%d}" % e.seq
