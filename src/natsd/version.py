@@ -12,10 +12,10 @@ markers, consumer pause and priority groups (pinned / overflow): natsd implement
 them. Level 2 (2.12) is message counters, atomic batch publish, message schedules and async
 persistence; level 3 the snapshot ``window_size``; level 4 (2.14) fast batch publish and
 flow-control acks; level 5 (2.15) source stream identities. Of those natsd implements
-message counters (a counter stream's ``_nats.req.level`` is 2, as nats-server writes it) and
-refuses the rest (stream_config.unsupported_feature, consumer_config), so it stays at level
-1 until every level-2 feature works (checked by tests), and a client that asks for level 2
-is told so. Newer behaviour natsd matches (error texts and the like, recorded against
+message counters and atomic batch publish (such a stream's ``_nats.req.level`` is 2, as
+nats-server writes it) and refuses the rest (stream_config.unsupported_feature,
+consumer_config), so it stays at level 1 until every level-2 feature works (checked by
+tests), and a client that asks for level 2 is told so. Newer behaviour natsd matches (error texts and the like, recorded against
 nats-server 2.15.1) does not change that: the version says which features a client may use.
 """
 

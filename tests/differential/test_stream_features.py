@@ -1,6 +1,6 @@
 """nats-server 2.12+ stream features natsd does not implement: refused, never ignored.
 
-* Stream create / update with ``allow_atomic``, ``allow_batched``,
+* Stream create / update with ``allow_batched``,
   ``allow_msg_schedules``, ``persist_mode: async`` or ``compression: s2`` (file): nats-server
   accepts them, natsd answers a ``JSStreamInvalidConfigF`` refusal and creates nothing.
   Where nats-server refuses the combination itself, both answer the same.
@@ -47,7 +47,6 @@ def _invalid(text: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ create / update
 # (label, create body fields, natsd's refusal). nats-server creates each of these.
 REFUSED_CREATES = [
-    ("atomic", {"allow_atomic": True}, "stream atomic batch publish is not supported"),
     ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
     ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
     ("async persist", {"persist_mode": "async"}, "stream async persist mode is not supported"),
@@ -102,8 +101,7 @@ async def test_create_refused_where_nats_server_accepts(js_pair: ServerPair) -> 
 
 async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> None:
     updates = [
-        ("atomic", {"allow_atomic": True}, "stream atomic batch publish is not supported"),
-        ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
+            ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
         ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
         ("s2", {"compression": "s2"}, "stream compression is not supported"),
     ]

@@ -73,17 +73,21 @@ from proc_cluster import ProcCluster
 from reliability.checker import History, Outcome
 
 from faults.workload import (
+    BATCH_STREAM,
     CONSUMER,
     COUNTER_STREAM,
     STREAM,
     AckingConsumer,
+    BatchPublisher,
     CounterPublisher,
     Progress,
     Publisher,
     Tracer,
     api,
+    check_batches,
     check_counter,
     check_stores,
+    create_batch_stream,
     create_consumer,
     create_counter_stream,
     create_stream,
@@ -226,6 +230,10 @@ class Run:
             counter = CounterPublisher(tnc)
             counting = asyncio.create_task(counter.run(random.Random(rng.random())))
             others.append(counting)
+            await create_batch_stream(admin, self.replicas)
+            batcher = BatchPublisher(tnc)
+            batching = asyncio.create_task(batcher.run(random.Random(rng.random())))
+            others.append(batching)
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
@@ -237,6 +245,7 @@ class Run:
             await tracing
             assert tracer.traced > 0, f"no trace of {tracer.sent} trace-only publishes came back"
             await counter.stop(counting)
+            await batcher.stop(batching)
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
@@ -244,7 +253,9 @@ class Run:
                       f"messages, all confirmed; {tracer.sent} trace-only publishes "
                       f"({tracer.traced} traced by the stream), none stored")  # fmt: skip
             self.note(await check_counter(admin, counter))
-            await api(admin, f"$JS.API.STREAM.DELETE.{COUNTER_STREAM}", None, 60, done=(10059,))
+            self.note(await check_batches(admin, batcher))
+            for name in (COUNTER_STREAM, BATCH_STREAM):
+                await api(admin, f"$JS.API.STREAM.DELETE.{name}", None, 60, done=(10059,))
         finally:
             for t in (*tasks, *others):
                 t.cancel()

@@ -199,6 +199,92 @@ async def check_counter(nc: NATS, pub: CounterPublisher) -> str:
             f"({lost_answers} more stored, answers lost), value {value}, one chain")  # fmt: skip
 
 
+BATCH_STREAM = "FB"
+
+
+@dataclass
+class BatchPublisher:
+    """Publishes atomic batches of 2 to 5 messages into ``FB`` (``allow_atomic``, as
+    replicated as the run's stream) through the faults, every message with a
+    ``Nats-Msg-Id`` of its own: a batch is sent again from its first message until its
+    commit is acknowledged, or refused because its ids are stored (its first commit went
+    through and the answer was lost). ``check_batches`` then reads the stream back."""
+
+    nc: NATS
+    sizes: dict[str, int] = field(default_factory=dict)  # batch id -> messages
+    acked: set[str] = field(default_factory=set)
+    stopping: bool = False
+    give_up_at: float = 0.0
+
+    async def run(self, rng: random.Random) -> None:
+        n = 0
+        while not self.stopping:
+            bid, size = f"ab-{n}", rng.randint(2, 5)
+            self.sizes[bid] = size
+            while not self.stopping or time.monotonic() < self.give_up_at:
+                if await self._send(bid, size):
+                    break
+                await asyncio.sleep(0.05)
+            n += 1
+
+    async def _send(self, bid: str, size: int) -> bool:
+        for i in range(1, size + 1):
+            headers = {"Nats-Batch-Id": bid, "Nats-Batch-Sequence": str(i),
+                       "Nats-Msg-Id": f"{bid}-{i}"}  # fmt: skip
+            if i == size:
+                headers["Nats-Batch-Commit"] = "1"
+            try:
+                m = await self.nc.request(f"fb.{bid}", b"%d" % i, timeout=1.0, headers=headers)
+            except Exception:  # no responders, a timeout, a connection lost to a fault
+                return False
+            if i < size:
+                if m.data:
+                    return False  # an error (a leader change dropped the batch): again
+                continue
+            ack = json.loads(m.data)
+            if "error" not in ack:
+                self.acked.add(bid)
+                return True
+            # its ids are in the duplicate window: stored by an attempt whose answer was lost
+            return bool(ack["error"].get("err_code") == 10201)
+        return False
+
+    async def stop(self, task: asyncio.Task[None]) -> None:
+        self.stopping = True
+        self.give_up_at = time.monotonic() + 10
+        await asyncio.wait_for(task, 30)
+
+
+async def create_batch_stream(nc: NATS, replicas: int) -> None:
+    cfg = {"name": BATCH_STREAM, "subjects": ["fb.>"], "num_replicas": replicas,
+           "storage": "file", "allow_atomic": True}  # fmt: skip
+    await api(nc, f"$JS.API.STREAM.CREATE.{BATCH_STREAM}", cfg, 30)
+
+
+async def check_batches(nc: NATS, pub: BatchPublisher) -> str:
+    """The batch stream's messages, read through the cluster: each stored batch whole and
+    in one piece (its messages 1..n at consecutive sequences), stored once, every
+    acknowledged batch among them."""
+    info = await api(nc, f"$JS.API.STREAM.INFO.{BATCH_STREAM}", None, 60)
+    state = info["state"]
+    runs: list[tuple[str, list[int]]] = []
+    for seq in range(state["first_seq"], state["last_seq"] + 1):
+        m = await api(nc, f"$JS.API.STREAM.MSG.GET.{BATCH_STREAM}", {"seq": seq}, 60)
+        _, _, h = parse_headers(base64.b64decode(m["message"]["hdrs"]))
+        bid, i = h["Nats-Batch-Id"][0], int(h["Nats-Batch-Sequence"][0])
+        if runs and runs[-1][0] == bid:
+            runs[-1][1].append(i)
+        else:
+            runs.append((bid, [i]))
+    ids = [bid for bid, _ in runs]
+    assert len(ids) == len(set(ids)), "a batch stored twice, or in pieces"
+    for bid, parts in runs:
+        assert parts == list(range(1, pub.sizes[bid] + 1)), f"batch {bid} stored as {parts}"
+    assert pub.acked <= set(ids), f"acknowledged, not stored: {pub.acked - set(ids)}"
+    return (f"batches {BATCH_STREAM}: {len(pub.acked)} acknowledged, {len(ids)} stored, "
+            f"each whole")  # fmt: skip
+
+
 async def stop_publishers(pubs: list[Publisher], tasks: list[asyncio.Task[None]]) -> None:
     for p in pubs:
         p.stopping = True
