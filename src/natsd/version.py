@@ -15,8 +15,9 @@ flow-control acks; level 5 (2.15) source stream identities. Of those natsd imple
 message counters and atomic batch publish (such a stream's ``_nats.req.level`` is 2, as
 nats-server writes it) and refuses the rest (stream_config.unsupported_feature,
 consumer_config), so it stays at level 1 until every level-2 feature works (checked by
-tests), and a client that asks for level 2 is told so. Newer behaviour natsd matches (error texts and the like, recorded against
-nats-server 2.15.1) does not change that: the version says which features a client may use.
+tests), and a client that asks for level 2 is told so. Newer behaviour natsd matches
+(error texts and the like, recorded against nats-server 2.15.1) does not change that: the
+version says which features a client may use.
 """
 
 __version__ = "0.1.0"

@@ -45,11 +45,16 @@ async def state(js: JsRecorder, label: str, stream: str) -> None:
 
 async def test_atomic_batches(js_pair: ServerPair) -> None:
     async def sc(js: JsRecorder) -> None:
-        await js.req("disabled stream", "STREAM.CREATE.NA", {"name": "NA", "subjects": ["na.>"]},
-                     timeout=T)  # fmt: skip
+        await js.req(
+            "disabled stream", "STREAM.CREATE.NA", {"name": "NA", "subjects": ["na.>"]}, timeout=T
+        )
         await js.pub("disabled", "na.a", b"x", b("u", 1, "1"), timeout=T)
-        await js.req("enable", "STREAM.UPDATE.NA",
-                     {"name": "NA", "subjects": ["na.>"], "allow_atomic": True}, timeout=T)  # fmt: skip
+        await js.req(
+            "enable",
+            "STREAM.UPDATE.NA",
+            {"name": "NA", "subjects": ["na.>"], "allow_atomic": True},
+            timeout=T,
+        )
         await js.pub("enabled", "na.a", b"x", b("u", 1, "1"), timeout=T)
         cfg = {"name": "A", "subjects": ["a.>"], "allow_atomic": True, "allow_direct": True}
         await js.req("create", "STREAM.CREATE.A", cfg, timeout=T)
@@ -82,62 +87,142 @@ async def test_atomic_batches(js_pair: ServerPair) -> None:
 
 async def test_atomic_batch_checks_at_the_commit(js_pair: ServerPair) -> None:
     async def sc(js: JsRecorder) -> None:
-        cfg = {"name": "C", "subjects": ["c.>"], "allow_atomic": True, "allow_rollup_hdrs": True,
-               "duplicate_window": 60_000_000_000}  # fmt: skip
+        cfg = {
+            "name": "C",
+            "subjects": ["c.>"],
+            "allow_atomic": True,
+            "allow_rollup_hdrs": True,
+            "duplicate_window": 60_000_000_000,
+        }
         await js.req("create", "STREAM.CREATE.C", cfg, timeout=T)
         await js.pub("m1", "c.a", b"1", {"Nats-Msg-Id": "m1"}, timeout=T)
         await js.pub("m2", "c.a", b"2", {"Nats-Msg-Id": "m2"}, timeout=T)
-        await batch(js, "dup stored", "c.b", [b("d1", 1, **{"Nats-Msg-Id": "m3"}),
-                                              b("d1", 2, "1", **{"Nats-Msg-Id": "m1"})])  # fmt: skip
-        await batch(js, "dup in batch", "c.b", [b("d2", 1, **{"Nats-Msg-Id": "m4"}),
-                                                b("d2", 2, "1", **{"Nats-Msg-Id": "m4"})])  # fmt: skip
+        await batch(
+            js,
+            "dup stored",
+            "c.b",
+            [b("d1", 1, **{"Nats-Msg-Id": "m3"}), b("d1", 2, "1", **{"Nats-Msg-Id": "m1"})],
+        )
+        await batch(
+            js,
+            "dup in batch",
+            "c.b",
+            [b("d2", 1, **{"Nats-Msg-Id": "m4"}), b("d2", 2, "1", **{"Nats-Msg-Id": "m4"})],
+        )
         await js.pub("m3 again", "c.a", b"3", {"Nats-Msg-Id": "m3"}, timeout=T)
-        await batch(js, "expected last seq", "c.e", [
-            b("e1", 1, **{"Nats-Expected-Last-Sequence": "3"}), b("e1", 2, "1")])  # fmt: skip
-        await batch(js, "expected last seq wrong", "c.e", [
-            b("e2", 1, **{"Nats-Expected-Last-Sequence": "99"}), b("e2", 2, "1")])  # fmt: skip
-        await batch(js, "expected last seq on 2", "c.e", [
-            b("e3", 1), b("e3", 2, "1", **{"Nats-Expected-Last-Sequence": "6"})])  # fmt: skip
-        await batch(js, "subject seq twice", "c.s", [
-            b("s1", 1, **{"Nats-Expected-Last-Subject-Sequence": "0"}),
-            b("s1", 2, "1", **{"Nats-Expected-Last-Subject-Sequence": "0"})])  # fmt: skip
-        await batch(js, "subject seq two subjects", "c.s", [
-            b("s2", 1, **{"Nats-Expected-Last-Subject-Sequence": "0"}), b("s2", 2, "1")])  # fmt: skip
-        await js.pub("subject seq wrong", "c.s", b"x",
-                     b("s3", 1, "1", **{"Nats-Expected-Last-Subject-Sequence": "99"}),
-                     timeout=T)  # fmt: skip
-        await js.pub("subject seq subject alone", "c.s", b"x",
-                     b("s4", 1, "1", **{"Nats-Expected-Last-Subject-Sequence-Subject": "c.a"}),
-                     timeout=T)  # fmt: skip
-        await js.pub("expected stream", "c.s", b"x",
-                     b("s5", 1, "1", **{"Nats-Expected-Stream": "OTHER"}), timeout=T)  # fmt: skip
-        await js.pub("expected msg id", "c.s", b"x",
-                     b("s6", 1, "1", **{"Nats-Expected-Last-Msg-Id": "m1"}), timeout=T)  # fmt: skip
-        await js.pub("ttl disabled", "c.t", b"x", b("t1", 1, "1", **{"Nats-TTL": "5s"}),
-                     timeout=T)  # fmt: skip
-        await batch(js, "rollup sub twice", "c.r", [
-            b("r1", 1), b("r1", 2, "1", **{"Nats-Rollup": "sub"})])  # fmt: skip
-        await batch(js, "rollup all on 2", "c.r", [
-            b("r2", 1), b("r2", 2, "1", **{"Nats-Rollup": "all"})])  # fmt: skip
-        await js.pub("rollup foo", "c.r", b"x", b("r3", 1, "1", **{"Nats-Rollup": "foo"}),
-                     timeout=T)  # fmt: skip
-        await batch(js, "rollup sub first", "c.r", [
-            b("r4", 1, **{"Nats-Rollup": "sub"}), b("r4", 2, "1")])  # fmt: skip
-        await js.pub("level too high", "c.l", b"x", b("l1", 1, "1",
-                     **{"Nats-Required-Api-Level": "99"}), timeout=T)  # fmt: skip
-        await js.pub("source header", "c.l", b"x", b("l2", 1, "1",
-                     **{"Nats-Stream-Source": "O"}), timeout=T)  # fmt: skip
+        await batch(
+            js,
+            "expected last seq",
+            "c.e",
+            [b("e1", 1, **{"Nats-Expected-Last-Sequence": "3"}), b("e1", 2, "1")],
+        )
+        await batch(
+            js,
+            "expected last seq wrong",
+            "c.e",
+            [b("e2", 1, **{"Nats-Expected-Last-Sequence": "99"}), b("e2", 2, "1")],
+        )
+        await batch(
+            js,
+            "expected last seq on 2",
+            "c.e",
+            [b("e3", 1), b("e3", 2, "1", **{"Nats-Expected-Last-Sequence": "6"})],
+        )
+        await batch(
+            js,
+            "subject seq twice",
+            "c.s",
+            [
+                b("s1", 1, **{"Nats-Expected-Last-Subject-Sequence": "0"}),
+                b("s1", 2, "1", **{"Nats-Expected-Last-Subject-Sequence": "0"}),
+            ],
+        )
+        await batch(
+            js,
+            "subject seq two subjects",
+            "c.s",
+            [b("s2", 1, **{"Nats-Expected-Last-Subject-Sequence": "0"}), b("s2", 2, "1")],
+        )
+        await js.pub(
+            "subject seq wrong",
+            "c.s",
+            b"x",
+            b("s3", 1, "1", **{"Nats-Expected-Last-Subject-Sequence": "99"}),
+            timeout=T,
+        )
+        await js.pub(
+            "subject seq subject alone",
+            "c.s",
+            b"x",
+            b("s4", 1, "1", **{"Nats-Expected-Last-Subject-Sequence-Subject": "c.a"}),
+            timeout=T,
+        )
+        await js.pub(
+            "expected stream",
+            "c.s",
+            b"x",
+            b("s5", 1, "1", **{"Nats-Expected-Stream": "OTHER"}),
+            timeout=T,
+        )
+        await js.pub(
+            "expected msg id",
+            "c.s",
+            b"x",
+            b("s6", 1, "1", **{"Nats-Expected-Last-Msg-Id": "m1"}),
+            timeout=T,
+        )
+        await js.pub("ttl disabled", "c.t", b"x", b("t1", 1, "1", **{"Nats-TTL": "5s"}), timeout=T)
+        await batch(
+            js, "rollup sub twice", "c.r", [b("r1", 1), b("r1", 2, "1", **{"Nats-Rollup": "sub"})]
+        )
+        await batch(
+            js, "rollup all on 2", "c.r", [b("r2", 1), b("r2", 2, "1", **{"Nats-Rollup": "all"})]
+        )
+        await js.pub(
+            "rollup foo", "c.r", b"x", b("r3", 1, "1", **{"Nats-Rollup": "foo"}), timeout=T
+        )
+        await batch(
+            js, "rollup sub first", "c.r", [b("r4", 1, **{"Nats-Rollup": "sub"}), b("r4", 2, "1")]
+        )
+        await js.pub(
+            "level too high",
+            "c.l",
+            b"x",
+            b("l1", 1, "1", **{"Nats-Required-Api-Level": "99"}),
+            timeout=T,
+        )
+        await js.pub(
+            "source header", "c.l", b"x", b("l2", 1, "1", **{"Nats-Stream-Source": "O"}), timeout=T
+        )
         await state(js, "after the checks", "C")
-        await js.req("discard new", "STREAM.CREATE.D",
-                     {"name": "D", "subjects": ["d.>"], "allow_atomic": True, "discard": "new",
-                      "max_msgs": 3}, timeout=T)  # fmt: skip
+        await js.req(
+            "discard new",
+            "STREAM.CREATE.D",
+            {
+                "name": "D",
+                "subjects": ["d.>"],
+                "allow_atomic": True,
+                "discard": "new",
+                "max_msgs": 3,
+            },
+            timeout=T,
+        )
         await js.pub("d one", "d.a", b"x", None, timeout=T)
         await batch(js, "over max_msgs", "d.a", [b("x1", 1), b("x1", 2), b("x1", 3, "1")])
         await batch(js, "fits max_msgs", "d.a", [b("x2", 1), b("x2", 2, "1")])
         await state(js, "after discard new", "D")
-        await js.req("counters", "STREAM.CREATE.K",
-                     {"name": "K", "subjects": ["k.>"], "allow_atomic": True,
-                      "allow_msg_counter": True, "allow_direct": True}, timeout=T)  # fmt: skip
+        await js.req(
+            "counters",
+            "STREAM.CREATE.K",
+            {
+                "name": "K",
+                "subjects": ["k.>"],
+                "allow_atomic": True,
+                "allow_msg_counter": True,
+                "allow_direct": True,
+            },
+            timeout=T,
+        )
         await js.pub("k 1", "k.a", b"", b("k1", 1, **{"Nats-Incr": "1"}), timeout=T)
         await js.pub("k 2", "k.a", b"", b("k1", 2, **{"Nats-Incr": "2"}), timeout=T)
         await js.pub("k 3", "k.a", b"", b("k1", 3, "1", **{"Nats-Incr": "+10"}), timeout=T)

@@ -21,7 +21,9 @@ def _hdr(bid: str, seq: int, commit: str | None = None) -> bytes:
     return (h + "\r\n").encode()
 
 
-def _stage(b: AtomicBatches, bid: str, seq: int, commit: str | None = None, epoch: int = 0) -> object:
+def _stage(
+    b: AtomicBatches, bid: str, seq: int, commit: str | None = None, epoch: int = 0
+) -> object:
     hdr = _hdr(bid, seq, commit)
     return b.stage(CFG, epoch, b"a.x", "a.x", hdr, parse_headers(hdr)[2], b"x")
 
