@@ -60,7 +60,7 @@ from natsd.jetstream.config.stream_types import (
 from natsd.jetstream.config.subject_mapping import is_valid_name, overlaps
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.consumer.pull import PullDelivery
-from natsd.jetstream.stream.batch import BatchLimits
+from natsd.jetstream.stream.batch import BatchLimits, cut_partial_batch
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
@@ -307,6 +307,14 @@ class JetStream:
                     cfg.name,
                     missing,
                 )
+            if cfg.allow_atomic and cfg.num_replicas <= 1:
+                # (a replicated stream's batches are whole in its Raft log)
+                cut = cut_partial_batch(rec.store)
+                if cut:
+                    log.warning(
+                        "stream %s/%s: an atomic batch cut short by a crash was dropped "
+                        "(%d messages, never acknowledged)", rec.account, rec.name, cut,
+                    )  # fmt: skip
             stream = add_stream(ja, cfg, StreamRecovery(rec.store, created))
             report = getattr(rec.store, "recovery_report", None)
             if report:

@@ -64,6 +64,7 @@ __all__ = [
     "Checked",
     "Staged",
     "check_batch",
+    "cut_partial_batch",
 ]
 
 H_BATCH_SEQ: Final = "Nats-Batch-Sequence"
@@ -384,3 +385,24 @@ def check_batch(s: BatchStream, batch: Staged) -> list[Checked] | ApiError:
         c = out[-1]
         c.hdr = replace_header(c.hdr, H_BATCH_COMMIT, b"1")
     return out
+
+
+def cut_partial_batch(store: StreamStore) -> int:
+    """An R1 stream's store after a crash: a batch is stored in one turn of the loop, but a
+    crash (or power loss) between its writes can leave its first messages without the
+    rest. Its last stored message then has a batch id and no commit header (the stored end
+    of a batch always has one); its messages, never acknowledged, are cut off so that no
+    part of a batch stays. Returns how many were."""
+    last = store.load_msg(store.last_seq()) if store.last_seq() else None
+    if last is None or not last.hdr or b"Nats-Batch-Id:" not in last.hdr:
+        return 0
+    try:
+        _status, _desc, h = parse_headers(last.hdr)
+    except HeaderError:
+        return 0
+    seq_s = first(h, H_BATCH_SEQ) or ""
+    if not first(h, H_BATCH_ID) or H_BATCH_COMMIT in h or not seq_s.isdigit():
+        return 0
+    start = max(store.state().first_seq, last.seq - int(seq_s) + 1)
+    store.truncate(start - 1)
+    return last.seq - start + 1
