@@ -21,11 +21,12 @@ def _hdr(bid: str, seq: int, commit: str | None = None) -> bytes:
     return (h + "\r\n").encode()
 
 
-def _stage(
-    b: AtomicBatches, bid: str, seq: int, commit: str | None = None, epoch: int = 0
-) -> object:
+EPOCH = [0]  # the stream's leadership, as Replica.epoch counts it
+
+
+def _stage(b: AtomicBatches, bid: str, seq: int, commit: str | None = None) -> object:
     hdr = _hdr(bid, seq, commit)
-    return b.stage(CFG, epoch, b"a.x", "a.x", hdr, parse_headers(hdr)[2], b"x")
+    return b.stage(CFG, b"a.x", "a.x", hdr, parse_headers(hdr)[2], b"x")
 
 
 def _code(got: object) -> int:
@@ -37,7 +38,7 @@ def test_a_batch_left_alone_is_abandoned_with_an_advisory() -> None:
     sched = VirtualScheduler()
     gone: list[tuple[str, str]] = []
     limits = BatchLimits(timeout=2.0)
-    b = AtomicBatches(sched, limits, lambda bid, why: gone.append((bid, why)), 1)
+    b = AtomicBatches(sched, limits, lambda bid, why: gone.append((bid, why)), 1, lambda: EPOCH[0])
     assert _stage(b, "t", 1) is None and _stage(b, "t", 2) is None
     sched.advance(1.9)
     assert _stage(b, "t", 3) is None  # each message restarts the timer
@@ -54,8 +55,8 @@ def test_limits_and_leadership() -> None:
     sched = VirtualScheduler()
     gone: list[tuple[str, str]] = []
     limits = BatchLimits(per_stream=2, total=3, max_msgs=3)
-    s1 = AtomicBatches(sched, limits, lambda bid, why: gone.append((bid, why)), 1)
-    s2 = AtomicBatches(sched, limits, lambda bid, why: None, 1)
+    s1 = AtomicBatches(sched, limits, lambda bid, why: gone.append((bid, why)), 1, lambda: EPOCH[0])
+    s2 = AtomicBatches(sched, limits, lambda bid, why: None, 1, lambda: EPOCH[0])
     assert _stage(s1, "a", 1) is None and _stage(s1, "b", 1) is None
     assert _code(_stage(s1, "c", 1)) == 10210  # per stream
     assert _stage(s2, "d", 1) is None
@@ -64,7 +65,13 @@ def test_limits_and_leadership() -> None:
     assert _code(_stage(s1, "a", 4, "1")) == 10199 and gone == [("a", "large")]
     assert _code(_stage(s1, "zz", 5)) == 10199  # unknown, past the limit
     assert _stage(s1, "b", 2) is None
-    assert _code(_stage(s1, "b", 3, "1", epoch=1)) == 10176  # opened under another leader
+    EPOCH[0] = 1
+    try:
+        assert _code(_stage(s1, "b", 3, "1")) == 10176  # opened under another leader
+        sched.advance(20)  # (d's timer: dropped without an advisory)
+        assert ("d", "timeout") not in gone and limits.open == 0
+    finally:
+        EPOCH[0] = 0
     s2.clear()
     assert limits.open == 0 and not s1.open and not s2.open
     assert _code(_stage(s1, "f", 1, "maybe")) == 10200 and limits.open == 0

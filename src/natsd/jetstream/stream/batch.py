@@ -109,17 +109,20 @@ class AtomicBatches:
         limits: BatchLimits,
         abandoned: Callable[[str, str], None],
         api_level: int,
+        epoch: Callable[[], int],
     ) -> None:
         self._scheduler = scheduler
         self._limits = limits
         self._abandoned = abandoned
         self._api_level = api_level
+        # the stream's leadership (Replica.epoch; 0 for R1): a batch opened under another is
+        # gone, without an advisory
+        self._epoch = epoch
         self.open: dict[str, Staged] = {}
 
     def stage(
         self,
         cfg: StreamConfig,
-        epoch: int,
         subject_b: bytes,
         subject: str,
         hdr: bytes,
@@ -143,6 +146,7 @@ class AtomicBatches:
         value = commit[0] if commit else None
         eob = value == "eob"
         limits = self._limits
+        epoch = self._epoch()
         batch = self.open.get(bid)
         if batch is not None and batch.epoch != epoch:
             self._drop(batch)  # opened under another leadership: gone
@@ -188,7 +192,11 @@ class AtomicBatches:
         """No message for the timeout: the batch is given up (an advisory now; the
         publisher's next message of it is told it is incomplete)."""
         batch.timer = None
-        if self.open.get(batch.id) is batch:
+        if self.open.get(batch.id) is not batch:
+            return
+        if batch.epoch != self._epoch():
+            self._drop(batch)  # the leadership changed under it: dropped, nothing to say
+        else:
             self._give_up(batch, "timeout")
 
     def _give_up(self, batch: Staged, reason: str) -> None:

@@ -497,13 +497,10 @@ class Stream:
                 return
         batches = self._batches
         if batches is None:
-            batches = AtomicBatches(
-                self.ctx.scheduler, self.ctx.batch_limits, self._batch_abandoned, API_LEVEL
-            )
+            batches = AtomicBatches(self.ctx.scheduler, self.ctx.batch_limits,
+                                    self._batch_abandoned, API_LEVEL, self._epoch)  # fmt: skip
             self._batches = batches
-        staged = batches.stage(
-            self.cfg, rep.epoch if rep is not None else 0, subject_b, subject, hdr, h, data
-        )
+        staged = batches.stage(self.cfg, subject_b, subject, hdr, h, data)
         if staged is None:
             if reply:
                 self.ctx.send(reply, b"")
@@ -519,6 +516,10 @@ class Stream:
             self._propose_batch(rep, reply, staged.id, checked)
         else:
             self._store_batch(reply, staged.id, checked)
+
+    def _epoch(self) -> int:
+        rep = self.replica
+        return rep.epoch if rep is not None else 0
 
     def _batch_abandoned(self, batch_id: str, reason: str) -> None:
         body = {"stream": self.name, "batch": batch_id, "reason": reason}
@@ -546,6 +547,9 @@ class Stream:
             except StoreError as e:
                 if first_seq:
                     store.truncate(first_seq - 1)  # none of it, then
+                    for c2 in checked:
+                        if c2.msg_id and self._dedup.get(c2.msg_id, (0, 0))[0] >= first_seq:
+                            del self._dedup[c2.msg_id]
                 limit = isinstance(e, (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject))
                 text = limit_text(e) if limit else str(e)
                 if isinstance(e, ErrMsgTooLarge):
@@ -1022,6 +1026,8 @@ class Stream:
 
     def stop(self) -> None:
         """Server shutdown: consumers save their state and stop, the store closes."""
+        if self._batches is not None:
+            self._batches.clear()
         for c in list(self.consumers.values()):
             c.stop(deleted=False)
         self.unsubscribe()
@@ -1033,6 +1039,8 @@ class Stream:
     def delete(self) -> None:
         """The stream is being deleted: it stops taking messages and its consumers go
         with it (no advisories). The engine then drops its files."""
+        if self._batches is not None:
+            self._batches.clear()
         self.unsubscribe()
         for c in list(self.consumers.values()):
             c.stop(deleted=True, advisory=False)
