@@ -23,7 +23,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from natsd.server import Server, tune_gc
@@ -96,12 +96,22 @@ def frames(
 ) -> list[bytes]:
     """Pipelined PUB frames in reads of ``chunk`` bytes; with ``keys``, subjects cycle
     through ``<subject>.<k>`` for k < keys (KV-style puts)."""
+    return in_reads(
+        (
+            b"PUB %s %s.%d %d\r\n%s\r\n"
+            % (b"%s.%d" % (subject, i % keys) if keys else subject, inbox, i, len(payload), payload)
+            for i in range(n)
+        ),
+        chunk,
+    )
+
+
+def in_reads(frames: Iterable[bytes], chunk: int) -> list[bytes]:
+    """``frames`` joined into reads of at least ``chunk`` bytes (the last may be shorter)."""
     out: list[bytes] = []
     buf: list[bytes] = []
     size = 0
-    for i in range(n):
-        subj = b"%s.%d" % (subject, i % keys) if keys else subject
-        f = b"PUB %s %s.%d %d\r\n%s\r\n" % (subj, inbox, i, len(payload), payload)
+    for f in frames:
         buf.append(f)
         size += len(f)
         if size >= chunk:

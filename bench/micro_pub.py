@@ -21,7 +21,16 @@ import asyncio
 import time
 from typing import Any
 
-from micro_js import Measured, cpu_result, feed, frames, micro_args, new_client, run_main
+from micro_js import (
+    Measured,
+    cpu_result,
+    feed,
+    frames,
+    in_reads,
+    micro_args,
+    new_client,
+    run_main,
+)
 
 from natsd.server import Server
 
@@ -72,21 +81,8 @@ HEADERS = b"NATS/1.0\r\nX-Trace-Id: 0123456789abcdef\r\nX-App: bench\r\n\r\n"
 def hpub_frames(n: int, payload: bytes, chunk: int) -> list[bytes]:
     """Pipelined HPUB frames (``HEADERS`` and ``payload``) in reads of ``chunk`` bytes."""
     total = len(HEADERS) + len(payload)
-    out: list[bytes] = []
-    buf: list[bytes] = []
-    size = 0
-    for i in range(n):
-        f = b"HPUB bench.core _INBOX.r.%d %d %d\r\n%s%s\r\n" % (
-            i, len(HEADERS), total, HEADERS, payload,
-        )  # fmt: skip
-        buf.append(f)
-        size += len(f)
-        if size >= chunk:
-            out.append(b"".join(buf))
-            buf, size = [], 0
-    if buf:
-        out.append(b"".join(buf))
-    return out
+    head = b"HPUB bench.core _INBOX.r.%d " + b"%d %d\r\n" % (len(HEADERS), total)
+    return in_reads((head % i + HEADERS + payload + b"\r\n" for i in range(n)), chunk)
 
 
 def main() -> None:
