@@ -23,24 +23,30 @@ import natsd.protocol.parser as compiled_parser
 from natsd.protocol.parser import OP_PUB, Parser
 
 
-def _interpreted_parser_module() -> types.ModuleType:
-    """``parser.py`` and ``framing.py`` run from their sources, whatever is installed."""
+def _interpreted_parser_module(fast: bool = False) -> types.ModuleType:
+    """``parser.py`` and ``framing.py`` run from their sources, whatever is installed; with
+    ``fast``, taking the compiled build's fast readers (so that the pure tier checks their
+    logic too)."""
     root = Path(compiled_parser.__file__).parent
     framing = types.ModuleType("natsd_interpreted_framing")
     framing.__file__ = str(root / "framing.py")
     exec(compile((root / "framing.py").read_text(), framing.__file__, "exec"), framing.__dict__)
     sys.modules[framing.__name__] = framing
-    mod = types.ModuleType("natsd_interpreted_parser")
+    mod = types.ModuleType("natsd_interpreted_parser" + ("_fast" if fast else ""))
     mod.__file__ = str(root / "parser.py")
     text = (root / "parser.py").read_text()
     text = text.replace("from natsd.protocol.framing import", f"from {framing.__name__} import")
+    if fast:
+        text = text.replace('COMPILED: Final = not __file__.endswith(".py")', "COMPILED = True")
     sys.modules[mod.__name__] = mod
     exec(compile(text, mod.__file__, "exec"), mod.__dict__)
-    assert mod.COMPILED is False
+    assert mod.COMPILED is fast
     return mod
 
 
 REFERENCE = _interpreted_parser_module()
+# the fast readers' logic, interpreted (the compiled build runs the same code natively)
+FAST = _interpreted_parser_module(fast=True)
 
 TOKEN = st.text(alphabet="ab09.*>_", min_size=0, max_size=5).map(str.encode)
 SEP = st.sampled_from([b" ", b" ", b" ", b"  ", b"\r", b"\n", b"x"])
@@ -60,6 +66,24 @@ def pub_like(draw: st.DrawFn) -> bytes:
     eol = draw(st.sampled_from([b"\r\n", b"\r\n", b"\r\n", b"\n", b"\r"]))
     end = draw(st.sampled_from([b"\r\n", b"\r\n", b"\r\n", b"\n", b"xx"]))
     return b"PUB " + args + eol + payload + end
+
+
+@st.composite
+def hpub_like(draw: st.DrawFn) -> bytes:
+    """An HPUB frame, mostly well formed, sometimes broken in one place."""
+    subject = draw(TOKEN)
+    reply = draw(st.one_of(st.none(), TOKEN))
+    hdr = draw(st.sampled_from([b"NATS/1.0\r\n\r\n", b"NATS/1.0\r\nA: b\r\n\r\n", b""]))
+    payload = hdr + draw(st.binary(max_size=12))
+    hlen = draw(st.sampled_from([b"%d" % len(hdr)] * 4 + [b"%d" % (len(payload) + 1), b"x"]))
+    size = draw(st.sampled_from([b"%d" % len(payload)] * 4 + [b"%d" % (len(payload) + 1)]))
+    size = draw(st.sampled_from([size, size, b"0" + size, b"1234567890", b"", b"9x"]))
+    seps = [draw(SEP) for _ in range(3)]
+    args = subject + seps[0] + (reply + seps[1] if reply is not None else b"") + hlen
+    args += seps[2] + size
+    eol = draw(st.sampled_from([b"\r\n", b"\r\n", b"\r\n", b"\n", b"\r"]))
+    end = draw(st.sampled_from([b"\r\n", b"\r\n", b"\r\n", b"\n", b"xx"]))
+    return b"HPUB " + args + eol + payload + end
 
 
 def _events(p: object, chunks: list[bytes]) -> tuple[list[tuple[object, ...]], bool]:
@@ -84,6 +108,25 @@ def test_the_fast_reader_agrees_with_the_interpreted_parser(
     want = _events(REFERENCE.Parser(maxp, mcl), chunks)
     got = _events(Parser(maxp, mcl), chunks)
     assert got == want
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    frames=st.lists(st.one_of(hpub_like(), pub_like()), min_size=1, max_size=8),
+    cuts=st.lists(st.integers(0, 10**6), max_size=4),
+    mcl=st.sampled_from([4096, 14, 8]),
+    maxp=st.sampled_from([1024 * 1024, 20]),
+)
+def test_the_fast_readers_agree_with_the_general_path(
+    frames: list[bytes], cuts: list[int], mcl: int, maxp: int
+) -> None:
+    """HPUB and PUB frames: the installed parser (compiled: its fast readers) and the fast
+    readers' logic interpreted give the events and the death the general path gives."""
+    data = b"".join(frames)
+    chunks = _split(data, cuts)
+    want = _events(REFERENCE.Parser(maxp, mcl), chunks)
+    assert _events(FAST.Parser(maxp, mcl), chunks) == want
+    assert _events(Parser(maxp, mcl), chunks) == want
 
 
 def test_a_run_of_one_subject_shares_one_subject_object() -> None:

@@ -108,7 +108,11 @@ class Parser(FrameBuffer):
         fast = b"\t" not in data
         while pos < n:
             if COMPILED and fast:
-                nxt = self._fast_pub(data, pos, n, ev)
+                nxt = (
+                    self._fast_hpub(data, pos, n, ev)
+                    if data[pos] == 72
+                    else self._fast_pub(data, pos, n, ev)
+                )
                 if nxt > 0:
                     pos = nxt
                     continue
@@ -411,6 +415,81 @@ class Parser(FrameBuffer):
             self._last_subject = subject
         reply = data[sp1 + 1 : sp2] if sp2 >= 0 else None
         ev.append((OP_PUB, subject, reply, size, data[last:stop]))
+        return stop
+
+    def _fast_hpub(self, data: bytes, start: int, end: int, ev: list[Event]) -> int:
+        """Compiled only: ``_fast_pub`` for the canonical ``HPUB <subject> [<reply>] <hdr>
+        <total>\r\n`` frame (a JetStream publish with a Nats-Msg-Id, a KV put): one forward
+        pass on machine integers; the header length is the token before the total. -1 for
+        anything else (a header length past the total, a total past the limit: the general
+        path refuses those, and traces an oversized one)."""
+        pos: i64 = start
+        n: i64 = end
+        if pos + 5 >= n:
+            return -1
+        if (
+            data[pos] != 72
+            or data[pos + 1] != 80
+            or data[pos + 2] != 85
+            or data[pos + 3] != 66
+            or data[pos + 4] != 32
+        ):
+            return -1
+        limit: i64 = pos + 5 + self.max_control_line
+        if limit > n:
+            limit = n
+        i: i64 = pos + 5
+        sp1: i64 = -1  # the space after the subject
+        sp2: i64 = -1
+        sp3: i64 = -1  # (a reply: subject, reply, header length, total)
+        size: i64 = 0
+        digits: i64 = 0  # of the current token; -1 once it holds something else
+        prev: i64 = 0  # the token before it, as a number
+        prev_digits: i64 = 0
+        while i < limit:
+            c = data[i]
+            if c == 32:
+                if sp1 < 0:
+                    sp1 = i
+                elif sp2 < 0:
+                    sp2 = i
+                elif sp3 < 0:
+                    sp3 = i
+                else:
+                    return -1
+                prev = size
+                prev_digits = digits
+                size = 0
+                digits = 0
+            elif c == 13:
+                break
+            elif c == 10:
+                return -1
+            elif 48 <= c <= 57:
+                if 0 <= digits < 10:
+                    size = size * 10 + (c - 48)
+                    digits += 1
+            else:
+                digits = -1
+            i += 1
+        if i >= limit or sp2 < 0 or sp1 <= pos + 5 or i + 1 >= n or data[i + 1] != 10:
+            return -1
+        if digits <= 0 or digits > 9 or prev_digits <= 0 or prev_digits > 9:
+            return -1
+        if sp2 == sp1 + 1 or (sp3 >= 0 and sp3 == sp2 + 1):
+            return -1
+        last: i64 = sp3 if sp3 >= 0 else sp2  # the space before the total
+        hsp: i64 = sp2 if sp3 >= 0 else sp1  # the space before the header length
+        if last + 1 == i or prev > size or size > self.max_payload:
+            return -1
+        stop: i64 = i + 4 + size
+        if stop > n:
+            self._hold(data, start, stop - pos)
+            return 0
+        if data[stop - 2] != 13 or data[stop - 1] != 10:
+            return -1
+        reply = data[sp1 + 1 : sp2] if sp3 >= 0 else None
+        ev.append((OP_HPUB, data[pos + 5 : sp1], reply, prev, size, data[hsp:stop]))
         return stop
 
     def _fail(self, ev: list[Event], message: str | None) -> list[Event]:
