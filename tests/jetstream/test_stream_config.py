@@ -1584,7 +1584,6 @@ _NO_MIRRORS = err(500, 10052, "stream mirrors are not supported")
 _NO_SOURCES = err(500, 10052, "stream sources are not supported")
 _NO_BATCH = err(500, 10052, "stream batch publish is not supported")
 _NO_SCHEDULES = err(500, 10052, "stream message schedules are not supported")
-_NO_ASYNC = err(500, 10052, "stream async persist mode is not supported")
 _NO_COMPRESSION = err(500, 10052, "stream compression is not supported")
 NATSD_DIFFERS: dict[str, Expect] = {
     "mirror_ok": _NO_MIRRORS,
@@ -1602,7 +1601,6 @@ NATSD_DIFFERS: dict[str, Expect] = {
     "schedules_clear_deny_purge": _NO_SCHEDULES,
     "pedantic_schedules_with_rollup": _NO_SCHEDULES,
     "batched": _NO_BATCH,
-    "persist_async": _NO_ASYNC,
 }
 # The same for updates nats-server accepts.
 UPDATE_DIFFERS: dict[str, Expect] = {
@@ -1772,7 +1770,7 @@ def test_refused_updates_when_enabled(case_id: str) -> None:
         ({"name": "S", "allow_atomic": True}, None),
         ({"name": "S", "allow_batched": True}, _NO_BATCH),
         ({"name": "S", "allow_msg_schedules": True}, _NO_SCHEDULES),
-        ({"name": "S", "persist_mode": "async"}, _NO_ASYNC),
+        ({"name": "S", "persist_mode": "async"}, None),
         ({"name": "S", "compression": "s2"}, _NO_COMPRESSION),
         ({"name": "S", "compression": "s2", "storage": "file"}, _NO_COMPRESSION),
         ({"name": "S", "compression": "s2", "storage": "memory"}, None),

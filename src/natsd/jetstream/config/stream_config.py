@@ -33,8 +33,8 @@ supported") until natsd implements them (``allow_mirrors`` / ``allow_sources`` l
 
 The nats-server 2.12+ stream features natsd does not implement yet are refused the same way,
 once nats-server's own checks have passed (so an invalid combination still gets nats-server's
-answer): ``allow_msg_counter``, ``allow_atomic``, ``allow_batched``, ``allow_msg_schedules``,
-``persist_mode: async`` and ``compression: s2`` on a file stream (see
+answer): ``allow_batched``, ``allow_msg_schedules`` and ``compression: s2`` on a file
+stream (see
 :func:`unsupported_feature`; ``allow_unimplemented`` lifts it, for tests that compare the
 rest of the validation). A memory stream with ``compression: s2`` is accepted: nats-server
 accepts it too and never compresses memory storage, so natsd behaves exactly as it does.
@@ -197,8 +197,6 @@ def unsupported_feature(cfg: StreamConfig) -> str | None:
         return "stream batch publish is not supported"
     if cfg.allow_msg_schedules:
         return "stream message schedules are not supported"
-    if cfg.persist_mode == PersistMode.ASYNC:
-        return "stream async persist mode is not supported"
     if cfg.compression == Compression.S2 and cfg.storage == StorageType.FILE:
         return "stream compression is not supported"
     return None

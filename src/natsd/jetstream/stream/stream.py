@@ -30,7 +30,12 @@ from natsd.core.filters import subject_matches
 from natsd.core.headers import HeaderError, parse_headers
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
-from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType, StreamConfig
+from natsd.jetstream.config.stream_types import (
+    PersistMode,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
 from natsd.jetstream.config.subject_mapping import subject_is_subset_match
 from natsd.jetstream.stream.batch import (
     ADVISORY,
@@ -105,6 +110,7 @@ DIRECT_QUEUE: Final = b"_sys_"
 _LIMITS: Final = RetentionPolicy.LIMITS
 _WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
 _INTEREST: Final = RetentionPolicy.INTEREST
+_ASYNC: Final = PersistMode.ASYNC
 _MEMORY: Final = StorageType.MEMORY
 _DISCARD_NEW: Final = DiscardPolicy.NEW
 # Publish headers whose checks read what an in-flight replicated entry may change.
@@ -431,10 +437,13 @@ class Stream:
         if cfg.retention == _INTEREST and not self.consumer_count:
             # Interest retention keeps nothing nobody is interested in.
             self.store.remove_msg(seq)
-        # Acknowledge now (memory) or after the fsync that covers the message (file).
-        if cfg.storage == _MEMORY:
+        # Acknowledge now (memory, or persist_mode async: written and synced after the
+        # PubAck, in the next group commit) or after the fsync that covers it (file).
+        if cfg.storage == _MEMORY or cfg.persist_mode == _ASYNC:
             if reply:
                 publish(self.sublist, reply, None, None, self._ack_stored(seq, value))
+            if cfg.storage != _MEMORY:
+                self._committer.add(self.store, None)
         elif reply:
             ack = self._ack_stored(seq, value)
             self._committer.add(self.store, (self.sublist, reply, ack, self.write_failed_ack))
