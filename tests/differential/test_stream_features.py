@@ -1,7 +1,7 @@
 """nats-server 2.12+ stream features natsd does not implement: refused, never ignored.
 
-* Stream create / update with ``allow_batched``,
-  ``allow_msg_schedules`` or ``compression: s2`` (file): nats-server
+* Stream create / update with ``allow_msg_schedules`` or ``compression: s2`` (file), and
+  ``allow_batched`` on a replicated stream: nats-server
   accepts them, natsd answers a ``JSStreamInvalidConfigF`` refusal and creates nothing.
   Where nats-server refuses the combination itself, both answer the same.
 * Publishes carrying the headers of those features (``Nats-Batch-*``,
@@ -47,7 +47,6 @@ def _invalid(text: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ create / update
 # (label, create body fields, natsd's refusal). nats-server creates each of these.
 REFUSED_CREATES = [
-    ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
     ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
     ("s2 file", {"compression": "s2"}, "stream compression is not supported"),
 ]
@@ -59,6 +58,7 @@ SAME_CREATES = [
     ("counter workqueue", {"allow_msg_counter": True, "retention": "workqueue"}),
     ("schedules discard new", {"allow_msg_schedules": True, "discard": "new"}),
     ("async persist", {"persist_mode": "async"}),
+    ("batched", {"allow_batched": True}),
     ("counter", {"allow_msg_counter": True}),
     ("atomic", {"allow_atomic": True}),
     ("async memory", {"persist_mode": "async", "storage": "memory"}),
@@ -97,14 +97,13 @@ async def test_create_refused_where_nats_server_accepts(js_pair: ServerPair) -> 
         # Nothing was created: the account has only the kept stream.
         assert impl[2 * i + 1][1]["streams"] == ["KEEP"], label
     same_ref, same_impl = ref[2 * len(REFUSED_CREATES) :], impl[2 * len(REFUSED_CREATES) :]
-    assert sum("error" in r for _, r in same_ref[::2]) == len(SAME_CREATES) - 5
+    assert sum("error" in r for _, r in same_ref[::2]) == len(SAME_CREATES) - 6
     assert_same(same_ref, same_impl)
 
 
 async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> None:
     updates = [
-            ("batched", {"allow_batched": True}, "stream batch publish is not supported"),
-        ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
+                ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
         ("s2", {"compression": "s2"}, "stream compression is not supported"),
     ]
 
@@ -116,12 +115,13 @@ async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> 
             await js.req(label, f"STREAM.UPDATE.U{i}", {**base, **fields}, timeout=T)
             await js.req(f"info {label}", f"STREAM.INFO.U{i}", timeout=T)
         # nats-server's update rules answer first: these are refused by both.
-        base = {"name": "U0", "subjects": ["u0.>"]}
+        base = {"name": "UX", "subjects": ["ux.>"]}
+        await js.req("create UX", "STREAM.CREATE.UX", base, record=False, timeout=T)
         await js.req(
-            "counter on", "STREAM.UPDATE.U0", {**base, "allow_msg_counter": True}, timeout=T
+            "counter on", "STREAM.UPDATE.UX", {**base, "allow_msg_counter": True}, timeout=T
         )
         await js.req(
-            "persist async", "STREAM.UPDATE.U0", {**base, "persist_mode": "async"}, timeout=T
+            "persist async", "STREAM.UPDATE.UX", {**base, "persist_mode": "async"}, timeout=T
         )
 
     ref, impl = await run_scenario(js_pair, sc, timeout=60)

@@ -1582,7 +1582,6 @@ UPDATE_CASES: list[tuple[str, dict[str, Any], Any, Expect]] = [
 # async persistence, s2 compression of a file stream).
 _NO_MIRRORS = err(500, 10052, "stream mirrors are not supported")
 _NO_SOURCES = err(500, 10052, "stream sources are not supported")
-_NO_BATCH = err(500, 10052, "stream batch publish is not supported")
 _NO_SCHEDULES = err(500, 10052, "stream message schedules are not supported")
 _NO_COMPRESSION = err(500, 10052, "stream compression is not supported")
 NATSD_DIFFERS: dict[str, Expect] = {
@@ -1594,19 +1593,17 @@ NATSD_DIFFERS: dict[str, Expect] = {
     "source_different_filters": _NO_SOURCES,
     "source_with_subjects": _NO_SOURCES,
     "source_marker_ttl": _NO_SOURCES,
-    "everything": _NO_BATCH,
+    "everything": _NO_COMPRESSION,
     "compression_s2": _NO_COMPRESSION,
     "compression_escaped": _NO_COMPRESSION,
     "schedules": _NO_SCHEDULES,
     "schedules_clear_deny_purge": _NO_SCHEDULES,
     "pedantic_schedules_with_rollup": _NO_SCHEDULES,
-    "batched": _NO_BATCH,
 }
 # The same for updates nats-server accepts.
 UPDATE_DIFFERS: dict[str, Expect] = {
     "update_enable_schedules": _NO_SCHEDULES,
     "update_compression": _NO_COMPRESSION,
-    "update_batched": _NO_BATCH,
 }
 # Lifts every refusal of a config nats-server accepts.
 ALLOW_ALL: dict[str, bool] = {
@@ -1768,7 +1765,7 @@ def test_refused_updates_when_enabled(case_id: str) -> None:
     [
         ({"name": "S", "allow_msg_counter": True}, None),
         ({"name": "S", "allow_atomic": True}, None),
-        ({"name": "S", "allow_batched": True}, _NO_BATCH),
+        ({"name": "S", "allow_batched": True}, None),
         ({"name": "S", "allow_msg_schedules": True}, _NO_SCHEDULES),
         ({"name": "S", "persist_mode": "async"}, None),
         ({"name": "S", "compression": "s2"}, _NO_COMPRESSION),

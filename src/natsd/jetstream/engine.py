@@ -62,6 +62,7 @@ from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.consumer.pull import PullDelivery
 from natsd.jetstream.stream.batch import BatchLimits, cut_partial_batch
 from natsd.jetstream.stream.commit import Committer
+from natsd.jetstream.stream.fastbatch import FastLimits
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ErrorDef
@@ -152,6 +153,10 @@ class StreamHost:
     def batch_limits(self) -> BatchLimits:
         return self._engine.batch_limits
 
+    @property
+    def fast_limits(self) -> FastLimits:
+        return self._engine.fast_limits
+
     def __init__(self, engine: JetStream, ja: JsAccount) -> None:
         self._engine = engine
         self._ja = ja
@@ -207,6 +212,7 @@ class JetStream:
         # the server's (a reload changes it here too)
         self.max_payload = max_payload
         self.batch_limits = BatchLimits()
+        self.fast_limits = FastLimits()
         self.accounts: dict[str, JsAccount] = {}
         self.committer = Committer(self.scheduler, sync_interval, sync_always)
         # None: no $JS.API subscriptions (an engine driven directly, without its API).

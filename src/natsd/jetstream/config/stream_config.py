@@ -193,8 +193,8 @@ def unsupported_feature(cfg: StreamConfig) -> str | None:
     """Why natsd cannot host ``cfg`` although nats-server would (a 2.12+ feature natsd does
     not implement yet), as the text of the ``JSStreamInvalidConfigF`` refusal; ``None`` if
     it can. Each of these needs API level 2 or more, which natsd does not advertise."""
-    if cfg.allow_batched:
-        return "stream batch publish is not supported"
+    if cfg.allow_batched and cfg.num_replicas > 1:
+        return "stream batch publish is not supported on replicated streams"
     if cfg.allow_msg_schedules:
         return "stream message schedules are not supported"
     if cfg.compression == Compression.S2 and cfg.storage == StorageType.FILE:

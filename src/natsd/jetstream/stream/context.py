@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.jetstream.stream.batch import BatchLimits
 from natsd.jetstream.stream.commit import Committer
+from natsd.jetstream.stream.fastbatch import FastLimits
 from natsd.jetstream.wire.errors import ErrorDef
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import InternalCallback, Subscription
@@ -66,6 +67,11 @@ class StreamContext(Protocol):
     @property
     def batch_limits(self) -> BatchLimits:
         """The server's atomic batch limits, and its count of open batches."""
+        ...
+
+    @property
+    def fast_limits(self) -> FastLimits:
+        """The server's fast batch limits, and its count of open fast batches."""
         ...
 
     @property

@@ -58,6 +58,8 @@ from natsd.jetstream.stream.counter import (
     slice_header,
 )
 from natsd.jetstream.stream.entries import MsgEntry, encode_batch, encode_msg
+from natsd.jetstream.stream.fastbatch import MAX_ID as FAST_MAX_ID
+from natsd.jetstream.stream.fastbatch import OP_COMMIT_EOB, OP_PING, FastBatches, parse_fast_reply
 from natsd.jetstream.stream.headers import (
     FAST_BATCH_SUFFIX,
     H_BATCH_ID,
@@ -111,6 +113,7 @@ _LIMITS: Final = RetentionPolicy.LIMITS
 _WORKQUEUE: Final = RetentionPolicy.WORKQUEUE
 _INTEREST: Final = RetentionPolicy.INTEREST
 _ASYNC: Final = PersistMode.ASYNC
+_WRONG_LAST_MSG_ID: Final = 10070
 _MEMORY: Final = StorageType.MEMORY
 _DISCARD_NEW: Final = DiscardPolicy.NEW
 # Publish headers whose checks read what an in-flight replicated entry may change.
@@ -176,6 +179,10 @@ class Stream:
         self._limits_new = False
         # open atomic batches (batch.py), made with the first
         self._batches: AtomicBatches | None = None
+        # open fast batches (fastbatch.py), made with the first; and what the checks of a
+        # fast batch's message answered (None outside one)
+        self._fast_batches: FastBatches | None = None
+        self._fast_answer: list[bytes] | None = None
         self.apply_config(cfg)
 
     def apply_config(self, cfg: StreamConfig) -> None:
@@ -191,6 +198,8 @@ class Stream:
         ) or (cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0)
         if not cfg.allow_atomic and self._batches is not None:
             self._batches.clear()  # turned off: the open batches are gone
+        if not cfg.allow_batched and self._fast_batches is not None:
+            self._fast_batches.clear()
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
@@ -261,6 +270,8 @@ class Stream:
         return hdr
 
     def _reply(self, reply: bytes | None, payload: bytes) -> None:
+        if self._fast_answer is not None:
+            self._fast_answer.append(payload)  # (a fast batch's message: _fast reads it)
         if self._trace is not None:
             self._trace.js_answer(payload)
         if reply:
@@ -315,7 +326,10 @@ class Stream:
         if self._transform is not None:
             subject = self._transform.apply(subject) or subject
         if reply is not None and reply.endswith(FAST_BATCH_SUFFIX):
-            self._refuse_batch(reply, E.JSBatchPublishDisabledErr, subject, hdr, data)
+            if not cfg.allow_batched:
+                self._refuse_batch(reply, E.JSBatchPublishDisabledErr, subject, hdr, data)
+            else:
+                self._fast(subject_b, subject, reply, hdr, data)
             return
         msg_id = ""
         ttl = 0
@@ -624,6 +638,137 @@ class Stream:
         n = len(entries)
         for i, e in enumerate(entries):
             self.apply_entry(e, (batch_id, n) if i == n - 1 else None)
+
+    # ------------------------------------------------------------------ fast batches
+    def _fast_send(self, reply: bytes, payload: bytes) -> None:
+        """An answer to a fast batch's publisher, in order with the others."""
+        if self.cfg.no_ack:
+            return
+        if self.cfg.storage == _MEMORY or self.cfg.persist_mode == _ASYNC:
+            self.ctx.send(reply, payload)
+        else:  # after the fsync that covers what it reports
+            self._committer.add(self.store, (self.sublist, reply, payload, payload))
+
+    def _fast_final(self, seq: int, batch_id: str, count: int) -> bytes:
+        return self._batch_ack(seq, batch_id, count)
+
+    def _fast(
+        self, subject_b: bytes, subject: str, reply: bytes, hdr: bytes | None, data: bytes
+    ) -> None:
+        """One message of a fast batch (``fastbatch.py``; nats-server's
+        ``processJetStreamFastBatchMsg`` on one server)."""
+        if self.replica is not None:
+            # (refused at create and update: fast batches are R1 here)
+            self._fast_send(reply, self._ack_err(E.JSBatchPublishDisabledErr()))
+            return
+        if self._check_limits:
+            exceeded = self.ctx.storage_exceeded(self.cfg.storage == _MEMORY, subject, hdr, data)
+            if exceeded is not None:
+                self._fast_send(reply, self._ack_err(exceeded()))
+                return
+        req = parse_fast_reply(reply)
+        if req is None:
+            self._fast_send(reply, self._ack_err(E.JSBatchPublishInvalidPatternErr()))
+            return
+        if len(req.id.encode()) > FAST_MAX_ID:
+            self._fast_send(reply, self._ack_err(E.JSBatchPublishInvalidBatchIDErr()))
+            return
+        fb = self._fast_batches
+        if fb is None:
+            fb = FastBatches(self.ctx.scheduler, self.ctx.fast_limits, self._fast_send,
+                             self._fast_final)  # fmt: skip
+            self._fast_batches = fb
+        b = fb.open.get(req.id)
+        if b is None:
+            if req.seq != 1:
+                self._fast_send(reply, self._ack_err(E.JSBatchPublishUnknownBatchIDErr()))
+                return
+            b = fb.open_batch(req)
+            if b is None:
+                self._fast_send(reply, self._ack_err(E.JSBatchPublishTooManyInflight()))
+                return
+        if hdr and b"Nats-Required-Api-Level:" in hdr:
+            level = slice_header(hdr, b"Nats-Required-Api-Level") or b""
+            if level and (not level.lstrip(b"+-").isdigit() or int(level) > API_LEVEL):
+                fb.drop(b)
+                self._fast_send(reply, self._ack_err(E.JSRequiredApiLevelErr()))
+                return
+        fb.touch(b)
+        if req.op == OP_PING:
+            if req.seq > b.lseq:
+                fb.gap(reply, b.lseq + 1, req.seq + 1)
+                if b.gap_ok:
+                    b.lseq = b.pseq = req.seq
+                    if not fb.check_flow(b, reply):
+                        fb.flow(b, reply)
+                else:
+                    fb.commit(b, reply)
+            else:
+                fb.flow(b, reply)
+            return
+        b.lseq += 1
+        if b.lseq != req.seq:
+            fb.gap(reply, b.lseq, req.seq)  # (a backward one too, as the 2.15.1 binary)
+            if b.gap_ok and req.seq > b.lseq:
+                b.lseq = req.seq
+            else:
+                b.lseq -= 1
+                fb.commit(b, reply)
+                return
+        if req.op == OP_COMMIT_EOB:
+            b.lseq -= 1
+            fb.commit(b, reply)
+            return
+        if req.seq == 1 and not req.commit:
+            fb.flow(b, reply)  # the pace it starts at, before the message is checked
+        # the message: checked and stored as a plain publish, its answers kept
+        before = self.store.last_seq()
+        answers: list[bytes] = []
+        self._fast_answer = answers
+        try:
+            self._process(subject_b, None, hdr, data)
+        finally:
+            self._fast_answer = None
+        stored = self.store.last_seq()
+        if stored > before:
+            b.sseq = stored
+            b.pseq = b.lseq
+            if req.commit:
+                fb.commit(b, reply)
+            else:
+                fb.check_flow(b, reply)
+            return
+        answer = orjson.loads(answers[-1]) if answers else {}
+        error = answer.get("error")
+        if error is None:  # a duplicate: skipped, counted
+            b.pseq = req.seq
+            fb.check_flow(b, reply)
+            if not req.commit:
+                return
+            if not b.gap_ok and b.lseq == 1:
+                fb.drop(b)
+                dup = answer.get("seq", 0)
+                self._fast_send(reply, self._ack_head + b'%d,"duplicate": true,"batch":%s,'
+                                b'"count":%d}' % (dup, orjson.dumps(b.id), req.seq))  # fmt: skip
+                return
+            fb.commit(b, reply)
+            return
+        if error.get("err_code") == _WRONG_LAST_MSG_ID:
+            # nats-server checks it as it stores, and answers it as a plain publish's error;
+            # the batch goes on, whatever its gap mode
+            self._fast_send(reply, answers[-1])
+            b.pseq = b.lseq
+            return
+        if not b.gap_ok and b.lseq == 1:
+            fb.drop(b)
+            self._fast_send(reply, answers[-1])
+            return
+        fb.error(reply, req.seq, error)
+        if b.gap_ok and not req.commit:
+            return
+        b.lseq -= 1
+        b.pseq = b.lseq
+        fb.commit(b, reply)
 
     # BatchStream (batch.check_batch)
     def duplicate_of(self, msg_id: str) -> bool:

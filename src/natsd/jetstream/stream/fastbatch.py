@@ -1,0 +1,208 @@
+"""Fast-ingest batch publish (nats-server 2.14, level 4): on a stream with ``allow_batched``
+a publisher streams messages without waiting for each PubAck; the reply subject says
+everything: ``<prefix>.<batch id>.<flow>.<gap mode>.<batch seq>.<op>.$FI`` (op 0 start, 1
+append, 2 commit storing this message, 3 commit without it, 4 ping). Each message is
+checked and stored as a plain publish is; the stream answers with flow acks
+``{"type":"ack","seq","msgs"}`` (persisted up to ``seq``, ack every ``msgs``), reports gaps
+``{"type":"gap","last_seq","seq"}`` and errors ``{"type":"err","seq","error"}``, and ends the
+batch with ``{"stream","seq","batch","count"}``. In ``fail`` mode a gap or an error ends the
+batch; in ``ok`` mode it goes on. Nothing is atomic: what was stored stays.
+
+This module owns the batches' state and nats-server's rules for it (``jetstream_batching.go``
+``fastBatch``, ``stream.go`` ``processJetStreamFastBatchMsg`` and ``getFastBatch``); the
+stream checks and stores each message (``Stream._fast``). On a file stream every answer
+leaves after the fsync that covers what it reports, as a PubAck does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import orjson
+
+from natsd.core.scheduler import Cancellable, Scheduler
+
+__all__ = [
+    "FastBatch",
+    "FastBatches",
+    "FastLimits",
+    "FastReq",
+    "parse_fast_reply",
+]
+
+OP_START: Final = 0
+OP_APPEND: Final = 1
+OP_COMMIT: Final = 2
+OP_COMMIT_EOB: Final = 3
+OP_PING: Final = 4
+MAX_ID: Final = 64
+_MAX_U64: Final = (1 << 64) - 1
+
+
+@dataclass
+class FastLimits:
+    """The server's fast batch limits (nats-server's defaults)."""
+
+    per_stream: int = 1000
+    total: int = 50_000
+    timeout: float = 10.0
+    open: int = 0
+
+
+@dataclass
+class FastReq:
+    """What one message's reply subject says."""
+
+    id: str
+    flow: int
+    gap_ok: bool
+    seq: int
+    op: int
+
+    @property
+    def commit(self) -> bool:
+        return self.op in (OP_COMMIT, OP_COMMIT_EOB)
+
+
+def _int64(b: bytes) -> int:
+    """nats-server's parseInt64: ASCII digits only, else -1."""
+    if not b or not b.isdigit() or len(b) > 18:
+        return -1
+    return int(b)
+
+
+def parse_fast_reply(reply: bytes) -> FastReq | None:
+    """``getFastBatch``: the batch a ``....$FI`` reply subject describes; None when it is
+    not a valid one ("batch publish pattern is invalid")."""
+    tokens = reply[:-4].rsplit(b".", 5)
+    if len(tokens) < 6:
+        return None
+    _prefix, bid, flow_b, gap, seq_b, op_b = tokens
+    op = _int64(op_b)
+    if op < OP_START or op > OP_PING:
+        return None
+    if not seq_b.isdigit() or len(seq_b) > 20:
+        return None
+    seq = int(seq_b)
+    if seq == 0 or seq >= _MAX_U64:
+        return None
+    if (seq == 1 and op == OP_COMMIT_EOB) or (op == OP_START and seq != 1):
+        return None
+    if op == OP_APPEND and seq <= 1:
+        return None
+    if gap not in (b"ok", b"fail"):
+        return None
+    flow = _int64(flow_b)
+    flow = 10 if flow <= 0 else min(flow, 65535)
+    return FastReq(bid.decode(errors="replace"), flow, gap == b"ok", seq, op)
+
+
+@dataclass
+class FastBatch:
+    """One open fast batch: the highest batch sequence seen (``lseq``), persisted
+    (``pseq``) and flow-acknowledged (``fseq``), the last stream sequence stored
+    (``sseq``), the flow (ack every ``am``, at most ``max_am``), its gap mode."""
+
+    id: str
+    gap_ok: bool
+    max_am: int
+    am: int = 1
+    lseq: int = 0
+    pseq: int = 0
+    fseq: int = 0
+    sseq: int = 0
+    timer: Cancellable | None = None
+    expired: bool = False
+
+
+class FastBatches:
+    """A stream's open fast batches. ``send(reply, payload)`` answers the publisher (after
+    the fsync that covers what was stored, on a file stream); ``final(seq, id, count)``
+    makes a batch's PubAck."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        limits: FastLimits,
+        send: Callable[[bytes, bytes], None],
+        final: Callable[[int, str, int], bytes],
+    ) -> None:
+        self._scheduler = scheduler
+        self._limits = limits
+        self._send = send
+        self._final = final
+        self.open: dict[str, FastBatch] = {}
+
+    def open_batch(self, req: FastReq) -> FastBatch | None:
+        """A new batch (its first message): None when the limits are reached."""
+        limits = self._limits
+        if len(self.open) + 1 > limits.per_stream or limits.open + 1 > limits.total:
+            return None
+        b = FastBatch(req.id, req.gap_ok, req.flow)
+        self.open[req.id] = b
+        limits.open += 1
+        # alone, the publisher's flow (at most 500); beside others, one at a time at first
+        b.am = min(500, b.max_am) if len(self.open) == 1 else 1
+        self._arm(b)
+        return b
+
+    def _arm(self, b: FastBatch) -> None:
+        b.timer = self._scheduler.call_later(self._limits.timeout, self._expire, b)
+
+    def touch(self, b: FastBatch) -> bool:
+        """A message of ``b``: its timer starts again. False when it had already run out."""
+        if b.expired:
+            return False
+        if b.timer is not None:
+            b.timer.cancel()
+        self._arm(b)
+        return True
+
+    def _expire(self, b: FastBatch) -> None:
+        b.timer = None
+        b.expired = True
+        self.drop(b)  # (silently: the next message of it is told the id is unknown)
+
+    def drop(self, b: FastBatch) -> None:
+        if b.timer is not None:
+            b.timer.cancel()
+            b.timer = None
+        if self.open.get(b.id) is b:
+            del self.open[b.id]
+            self._limits.open -= 1
+
+    def clear(self) -> None:
+        for b in list(self.open.values()):
+            self.drop(b)
+
+    # ------------------------------------------------------------------ answers
+    def flow(self, b: FastBatch, reply: bytes) -> None:
+        self._send(reply, b'{"type":"ack","seq":%d,"msgs":%d}' % (b.fseq, b.am))
+
+    def gap(self, reply: bytes, expected: int, got: int) -> None:
+        self._send(reply, b'{"type":"gap","last_seq":%d,"seq":%d}' % (expected, got))
+
+    def error(self, reply: bytes, seq: int, error: object) -> None:
+        self._send(reply, b'{"type":"err","seq":%d,"error":%s}' % (seq, orjson.dumps(error)))
+
+    def check_flow(self, b: FastBatch, reply: bytes) -> bool:
+        """``checkFlowControl``: a flow ack when ``am`` more messages are persisted, its
+        pace moved toward this stream's share of 500 (at most the publisher's flow)."""
+        if b.pseq < b.fseq + b.am:
+            return False
+        b.fseq += (b.pseq - b.fseq) // b.am * b.am
+        target = min(max(1, 500 // len(self.open)), b.max_am) if self.open else b.max_am
+        if b.am < target:
+            b.am = min(b.am * 2, target)
+        elif b.am > target:
+            b.am = max(b.am // 2, target)
+        self.flow(b, reply)
+        return True
+
+    def commit(self, b: FastBatch, reply: bytes) -> None:
+        """The batch ends (committed, or cut short by a gap or an error in fail mode):
+        everything up to ``lseq`` is stored, so the PubAck leaves now."""
+        self.drop(b)
+        self._send(reply, self._final(b.sseq, b.id, b.lseq))
