@@ -103,7 +103,7 @@ async def test_create_refused_where_nats_server_accepts(js_pair: ServerPair) -> 
 
 async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> None:
     updates = [
-                ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
+        ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
         ("s2", {"compression": "s2"}, "stream compression is not supported"),
     ]
 
