@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 from components import require_nats_server, require_py313
-from ports import free_port
-
 from differential.harness import natsd_command
+from ports import free_port
 
 HERE = Path(__file__).resolve().parent / "clients"
 CHECKS = ["nats_counters", "nats_jetstream_extra", "natsio_counters", "natsio_jetstream_batch"]
