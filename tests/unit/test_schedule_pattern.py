@@ -35,7 +35,7 @@ AFTER = ns("2026-12-01T02:21:43.948+00:00")
         "2030-01-01T00:00:00.1234567891Z",
         "2030-01-01T00:00:00-05:00",
         "2030-01-01T00:00:00+24:00",
-    ],  # fmt: skip
+    ],
 )
 def test_at_accepts_what_go_parses(text: str) -> None:
     assert parse_at(text) is not None
@@ -55,7 +55,7 @@ def test_at_accepts_what_go_parses(text: str) -> None:
         "2030-01-01T23:59:60Z",
         "2030-01-01T24:00:00Z",
         "2030-01-01T00:00:00.Z",
-    ],  # fmt: skip
+    ],
 )
 def test_at_refuses_what_go_refuses(text: str) -> None:
     assert parse_at(text) is None
@@ -123,7 +123,7 @@ def test_cron_next(pattern: str, want: str) -> None:
         "H * * * * *",
         "garbage",
         "0 0 0 1 1 * 2030",
-    ],  # fmt: skip
+    ],
 )
 def test_cron_refused(pattern: str) -> None:
     assert next_fire(pattern, None, AFTER, AFTER) is None
