@@ -178,14 +178,7 @@ class Forwarder:
             h = with_hop(hdr, hop)
             tail = b" %d %d\r\n%s%s\r\n" % (len(h), len(h) + len(payload), h, payload)
             head = b"HMSG " + self.name + b" " + subject
-            if queues:
-                qs = b" ".join(queues)
-                mid = b" + " + reply + b" " + qs if reply else b" | " + qs
-                r.send_msg(head + mid + tail)
-            elif reply:
-                r.send_msg(head + b" " + reply + tail)
-            else:
-                r.send_msg(head + tail)
+            r.send_msg(_routed(head, reply, queues, tail))
             sent += 1
         return sent, qsubs
 
@@ -224,17 +217,21 @@ class Forwarder:
             r = routes.get(rid)
             if r is None:
                 continue
-            if queues:
-                qs = b" ".join(queues)
-                mid = b" + " + reply + b" " + qs if reply else b" | " + qs
-                r.send_msg(head + mid + tail)
-            elif reply:
-                r.send_msg(head + b" " + reply + tail)
-            else:
-                r.send_msg(head + tail)
+            r.send_msg(_routed(head, reply, queues, tail))
         if went:
             return [g for g in qsubs if g[0].queue not in went]
         return qsubs
+
+
+def _routed(head: bytes, reply: bytes | None, queues: list[bytes], tail: bytes) -> bytes:
+    """An RMSG/HMSG frame: ``head`` (verb, account, subject), the reply and queue names as
+    the route protocol writes them (``+ reply q1 q2``, ``| q1 q2``), then ``tail``."""
+    if queues:
+        qs = b" ".join(queues)
+        return head + (b" + " + reply + b" " + qs if reply else b" | " + qs) + tail
+    if reply:
+        return head + b" " + reply + tail
+    return head + tail
 
 
 def _members(qsubs: list[list[Subscription]], queue: bytes) -> int:
