@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from natsd.core.headers import replace_header, slice_header
 from natsd.jetstream.config.stream_types import StreamConfig
 from natsd.jetstream.stream.counter import (
     check_increment,
     counter_body,
     is_sources_map,
-    replace_header,
-    slice_header,
 )
 from natsd.jetstream.wire.errors import ApiError
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from natsd.core.headers import HeaderError, parse_headers
+from natsd.core.headers import HeaderError, parse_headers, replace_header
 from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.jetstream.config.stream_types import StorageType, StreamConfig
 from natsd.jetstream.stream.counter import (
@@ -36,7 +36,6 @@ from natsd.jetstream.stream.counter import (
     counter_body,
     increment_of,
     is_sources_map,
-    replace_header,
 )
 from natsd.jetstream.stream.headers import (
     H_BATCH_ID,

@@ -28,6 +28,7 @@ import json
 import re
 from typing import Final
 
+from natsd.core.headers import slice_header
 from natsd.jetstream.config.stream_types import StreamConfig
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
@@ -42,8 +43,6 @@ __all__ = [
     "counter_value",
     "increment_of",
     "is_sources_map",
-    "replace_header",
-    "slice_header",
 ]
 
 INCR: Final = b"Nats-Incr"
@@ -62,40 +61,6 @@ _NOT_WITH_INCR: Final = (
     b"Nats-Expected-Last-Sequence",
     b"Nats-Expected-Last-Subject-Sequence",
 )
-
-
-def _key_index(hdr: bytes, key: bytes) -> int:
-    """nats-server's ``getHeaderKeyIndex``: where the first ``key:`` that starts a line
-    begins, or -1."""
-    n = len(hdr)
-    offset = 0
-    while True:
-        i = hdr.find(key, offset)
-        if i < 2:
-            return -1
-        if i >= n - 1 or hdr[i - 2 : i] != b"\r\n":
-            offset = i + len(key)
-            continue
-        if i + len(key) >= n:
-            return -1
-        if hdr[i + len(key)] != 58:  # ':'
-            offset = i + len(key)
-            continue
-        return i
-
-
-def slice_header(hdr: bytes, key: bytes) -> bytes | None:
-    """nats-server's ``sliceHeader``: the value of the first ``key:`` line of ``hdr``,
-    leading spaces skipped, up to the CRLF; None when absent."""
-    i = _key_index(hdr, key)
-    if i < 0:
-        return None
-    i += len(key) + 1
-    n = len(hdr)
-    while i < n and hdr[i] == 32:
-        i += 1
-    end = hdr.find(b"\r\n", i)
-    return hdr[i : n if end < 0 else end]
 
 
 def increment_of(hdr: bytes | None) -> bytes | None:
@@ -180,21 +145,3 @@ def ack_value(body: bytes) -> bytes:
 def counter_body(value: int) -> bytes:
     """The stored body of a counter message."""
     return b'{"val":"%d"}' % value
-
-
-def replace_header(hdr: bytes, key: str, value: bytes) -> bytes:
-    """nats-server's ``setHeader``: the value of the first ``key:`` line replaced in place
-    (one space after the colon kept), or ``key: value`` added before the blank line that
-    ends the block."""
-    k = key.encode()
-    i = _key_index(hdr, k)
-    if i >= 0:
-        start = i + len(k) + 1
-        if start < len(hdr) and hdr[start] == 32:
-            start += 1
-        end = hdr.find(b"\r", start)
-        if end < 0:
-            return hdr  # malformed: as nats-server, left as it is
-        return hdr[:start] + value + hdr[end:]
-    base = hdr[:-2] if len(hdr) > 2 else b"NATS/1.0\r\n"
-    return base + k + b": " + value + b"\r\n\r\n"

@@ -27,7 +27,7 @@ import orjson
 
 from natsd.core.clock import rfc3339
 from natsd.core.filters import subject_matches
-from natsd.core.headers import HeaderError, parse_headers
+from natsd.core.headers import HeaderError, parse_headers, replace_header, slice_header
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import (
@@ -54,8 +54,6 @@ from natsd.jetstream.stream.counter import (
     counter_value,
     increment_of,
     is_sources_map,
-    replace_header,
-    slice_header,
 )
 from natsd.jetstream.stream.entries import MsgEntry, encode_batch, encode_msg
 from natsd.jetstream.stream.fastbatch import MAX_ID as FAST_MAX_ID
