@@ -15,7 +15,7 @@ import sys
 import types
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_parser import _split
 
@@ -111,6 +111,8 @@ def test_the_fast_reader_agrees_with_the_interpreted_parser(
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(frames=[b"HPUB foo 0 5\r\nhello\r\n"], cuts=[], mcl=4096, maxp=1024 * 1024)
+@example(frames=[b"HPUB foo r 0 0\r\n\r\n"], cuts=[], mcl=4096, maxp=1024 * 1024)
 @given(
     frames=st.lists(st.one_of(hpub_like(), pub_like()), min_size=1, max_size=8),
     cuts=st.lists(st.integers(0, 10**6), max_size=4),

@@ -421,8 +421,9 @@ class Parser(FrameBuffer):
         """Compiled only: ``_fast_pub`` for the canonical ``HPUB <subject> [<reply>] <hdr>
         <total>\r\n`` frame (a JetStream publish with a Nats-Msg-Id, a KV put): one forward
         pass on machine integers; the header length is the token before the total. -1 for
-        anything else (a header length past the total, a total past the limit: the general
-        path refuses those, and traces an oversized one)."""
+        anything else (a header length of 0 or past the total, a total past the limit: the
+        general path makes the first a PUB, refuses the others, and traces an oversized
+        one)."""
         pos: i64 = start
         n: i64 = end
         if pos + 5 >= n:
@@ -480,8 +481,8 @@ class Parser(FrameBuffer):
             return -1
         last: i64 = sp3 if sp3 >= 0 else sp2  # the space before the total
         hsp: i64 = sp2 if sp3 >= 0 else sp1  # the space before the header length
-        if last + 1 == i or prev > size or size > self.max_payload:
-            return -1
+        if last + 1 == i or prev == 0 or prev > size or size > self.max_payload:
+            return -1  # (an empty header block is a plain message: the general path)
         stop: i64 = i + 4 + size
         if stop > n:
             self._hold(data, start, stop - pos)
