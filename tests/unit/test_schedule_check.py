@@ -19,8 +19,8 @@ LAST = {"sch.a": True, "tgt.f": False}
 
 
 def check(headers: dict[str, str], subject: str = "sch.a", cfg: StreamConfig = V) -> object:
-    h = {k: [v] for k, v in headers.items()}
-    return check_schedule(cfg, h, subject, 1_800_000_000 * 10**9, LAST.get)
+    hdr = b"NATS/1.0\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers.items())
+    return check_schedule(cfg, hdr + b"\r\n", subject, 1_800_000_000 * 10**9, LAST.get)
 
 
 def code(got: object) -> int:

@@ -430,6 +430,7 @@ class StreamReplica:
         self.ready_at = 0
         self._enter(S.LEADING)
         self.shadow.lead(self.stream.store.last_seq())
+        self.stream.leadership_changed()
         self.stream.subscribe()
         self.consumers.activate()
         self.owner.advise_leader(self)
@@ -441,6 +442,7 @@ class StreamReplica:
         does), and when this replica came to lead again it would deliver from where it was
         when it stopped, acknowledged messages included."""
         self.shadow.follow()
+        self.stream.leadership_changed()
         self.stream.unsubscribe()
         self.consumers.passivate()
         self.ready_at = 0

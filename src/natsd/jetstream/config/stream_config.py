@@ -33,7 +33,7 @@ supported") until natsd implements them (``allow_mirrors`` / ``allow_sources`` l
 
 The nats-server 2.12+ stream features natsd does not implement yet are refused the same way,
 once nats-server's own checks have passed (so an invalid combination still gets nats-server's
-answer): ``allow_batched``, ``allow_msg_schedules`` and ``compression: s2`` on a file
+answer): ``allow_batched`` on a replicated stream and ``compression: s2`` on a file
 stream (see
 :func:`unsupported_feature`; ``allow_unimplemented`` lifts it, for tests that compare the
 rest of the validation). A memory stream with ``compression: s2`` is accepted: nats-server
@@ -195,8 +195,6 @@ def unsupported_feature(cfg: StreamConfig) -> str | None:
     it can. Each of these needs API level 2 or more, which natsd does not advertise."""
     if cfg.allow_batched and cfg.num_replicas > 1:
         return "stream batch publish is not supported on replicated streams"
-    if cfg.allow_msg_schedules:
-        return "stream message schedules are not supported"
     if cfg.compression == Compression.S2 and cfg.storage == StorageType.FILE:
         return "stream compression is not supported"
     return None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from natsd.core.headers import HeaderError, parse_headers, replace_header
-from natsd.core.scheduler import Cancellable, Scheduler
+from natsd.core.scheduler import Cancellable, Clock, Scheduler
 from natsd.jetstream.config.stream_types import StorageType, StreamConfig
 from natsd.jetstream.stream.counter import (
     COUNTER_SOURCES,
@@ -52,6 +52,7 @@ from natsd.jetstream.stream.headers import (
     first,
     parse_ttl,
 )
+from natsd.jetstream.stream.schedule_check import check_schedule
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
 from natsd.storage.store import DiscardPolicy, StreamStore, file_msg_size, mem_msg_size
@@ -261,6 +262,13 @@ class BatchStream(Protocol):
         """A counter's current value (in flight included) and sources; None: broken."""
         ...
 
+    @property
+    def clock(self) -> Clock: ...
+
+    def last_is_schedule(self, subject: str) -> bool | None:
+        """Is the last message on ``subject`` a schedule (None: it has none)?"""
+        ...
+
 
 @dataclass
 class Checked:
@@ -288,6 +296,13 @@ def check_batch(s: BatchStream, batch: Staged) -> list[Checked] | ApiError:
     ids: set[str] = set()
     written: dict[str, int] = {}  # subject -> messages of the batch on it
     counters: dict[str, tuple[int, bytes | None]] = {}
+    schedules: dict[str, bool] = {}  # subject -> is the batch's message on it a schedule
+
+    def last_is_schedule(subject: str) -> bool | None:
+        if subject in schedules:
+            return schedules[subject]
+        return s.last_is_schedule(subject)
+
     size = 0
     for k, (_subject_b, subject, hdr, data) in enumerate(batch.msgs, 1):
         try:
@@ -359,9 +374,19 @@ def check_batch(s: BatchStream, batch: Staged) -> list[Checked] | ApiError:
                 return E.JSStreamWrongLastSequenceErrF(seq=at)
         elif first(h, H_EXP_LAST_SUBJ_SEQ_SUBJ):
             return E.JSStreamExpectedLastSeqPerSubjectInvalid()
-        error = check_schedule_headers(h, subject)
-        if error is not None:
-            return error
+        if cfg.allow_msg_schedules:
+            sched = check_schedule(cfg, hdr, subject, s.clock.time_ns(), last_is_schedule)
+            if isinstance(sched, ApiError):
+                return sched
+            if sched.add_rollup:
+                # a schedule replaces the one before it on its subject
+                hdr = hdr[:-2] + b"Nats-Rollup: sub\r\n\r\n"
+                h = {**h, H_ROLLUP: ["sub"]}
+            schedules[subject] = sched.schedule
+        else:
+            error = check_schedule_headers(h, subject)
+            if error is not None:
+                return error
         rollup = ""
         r = first(h, H_ROLLUP)
         if r:

@@ -3,13 +3,14 @@
 Called by ``Stream.process`` for every published message that has headers, so kept free of
 allocation beyond what the checks need; compiled with the hot path. The checks run in
 nats-server's order (``processJetStreamMsg``); the headers of features natsd does not
-implement (atomic batches, schedules, sourcing) get nats-server's "disabled" errors;
+allow (atomic batches, schedules, sourcing) get nats-server's "disabled" errors;
 counters have their own module (``counter.py``).
 """
 
 from __future__ import annotations
 
 import zoneinfo
+from collections.abc import Callable
 from typing import Final
 
 from natsd.core.clock import format_duration, parse_duration
@@ -24,6 +25,7 @@ __all__ = [
     "FAST_BATCH_SUFFIX",
     "check_headers",
     "check_last_msg_id_and_rollup",
+    "check_schedule_headers",
     "first",
     "is_marker",
     "limit_text",
@@ -41,8 +43,8 @@ H_EXP_LAST_SUBJ_SEQ_SUBJ: Final = "Nats-Expected-Last-Subject-Sequence-Subject"
 H_EXP_LAST_MSG_ID: Final = "Nats-Expected-Last-Msg-Id"
 H_ROLLUP: Final = "Nats-Rollup"
 H_TTL: Final = "Nats-TTL"
-# nats-server 2.12+ publish headers of features natsd does not implement (atomic batches,
-# schedules, sourcing): answered with nats-server's "disabled" errors.
+# nats-server 2.12+ publish headers (atomic batches, schedules, sourcing): on a stream that
+# does not allow them, answered with nats-server's "disabled" errors.
 H_BATCH_ID: Final = "Nats-Batch-Id"
 H_SCHEDULE: Final = "Nats-Schedule"
 H_SCHEDULE_TZ: Final = "Nats-Schedule-Time-Zone"
@@ -55,13 +57,19 @@ FAST_BATCH_SUFFIX: Final = b".$FI"
 
 
 def check_headers(
-    cfg: StreamConfig, name: str, store: StreamStore, h: dict[str, list[str]], subject: str
+    cfg: StreamConfig,
+    name: str,
+    store: StreamStore,
+    h: dict[str, list[str]],
+    subject: str,
+    check_schedule: Callable[[dict[str, list[str]], str], ApiError | None],
 ) -> ApiError | None:
     """The publish header checks in nats-server's order (``processJetStreamMsg``), after
     a counter's increment (``counter.check_increment``). An empty value counts as no
-    header, as nats-server's ``sliceHeader`` lookups do. natsd implements no schedules or
-    sourcing, so their headers get the errors nats-server sends on a stream that does not
-    allow them."""
+    header, as nats-server's ``sliceHeader`` lookups do. ``check_schedule`` is the
+    stream's (``schedule_check.py``, or ``check_schedule_headers`` without schedules);
+    natsd implements no sourcing, so a Nats-Stream-Source gets the error nats-server sends
+    on a stream that does not allow it."""
     exp = first(h, H_EXP_STREAM)
     if exp and exp != name:
         return E.JSStreamNotMatchErr()
@@ -84,7 +92,7 @@ def check_headers(
         last = store.state().last_seq
         if not exp_seq.isdigit() or int(exp_seq) != last:
             return E.JSStreamWrongLastSequenceErrF(seq=last)
-    error = check_schedule_headers(h, subject)
+    error = check_schedule(h, subject)
     if error is not None:
         return error
     if first(h, H_STREAM_SOURCE):
@@ -126,10 +134,10 @@ def msg_id_of(hdr: bytes) -> str:
 
 
 def check_schedule_headers(h: dict[str, list[str]], subject: str) -> ApiError | None:
-    """nats-server's message schedule checks on a stream without schedules (natsd has
-    none): a schedule, or a time zone it cannot load, is "message schedules is disabled";
-    Nats-Schedule-Next must be "purge" with a valid Nats-Scheduler before it is refused the
-    same way, and a Nats-Scheduler alone is invalid."""
+    """nats-server's message schedule checks on a stream without schedules: a schedule,
+    or a time zone it cannot load, is "message schedules is disabled"; Nats-Schedule-Next
+    must be "purge" with a valid Nats-Scheduler before it is refused the same way, and a
+    Nats-Scheduler alone is invalid."""
     tz = first(h, H_SCHEDULE_TZ)
     if first(h, H_SCHEDULE) or (tz is not None and not valid_time_zone(tz)):
         return E.JSMessageSchedulesDisabledErr()

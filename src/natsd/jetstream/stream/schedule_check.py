@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from natsd.core.headers import slice_header
 from natsd.jetstream.config.stream_types import StreamConfig
 from natsd.jetstream.config.subject_mapping import _is_valid_publish_subject, subjects_collide
-from natsd.jetstream.stream.headers import first, parse_ttl
+from natsd.jetstream.stream.headers import parse_ttl
 from natsd.jetstream.stream.schedule_pattern import load_zone, next_fire
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
@@ -45,35 +46,42 @@ class Scheduled:
 
 def check_schedule(
     cfg: StreamConfig,
-    h: dict[str, list[str]],
+    hdr: bytes,
     subject: str,
     ts_ns: int,
     last_is_schedule: Callable[[str], bool | None],
 ) -> Scheduled | ApiError:
     """The schedule headers of a publish on ``subject`` (at ``ts_ns``) to a stream with
     schedules; ``last_is_schedule(subject)``: does that subject's last message carry a
-    schedule (None: it has none)."""
+    schedule (None: it has none). Values are read as nats-server's ``sliceHeader`` reads
+    them from the header block: the first line with the name in this case, leading spaces
+    skipped and trailing ones kept (``@every 1s `` is not a pattern)."""
+
+    def get(key: str) -> str | None:
+        v = slice_header(hdr, key.encode())
+        return None if v is None else v.decode("utf-8", "replace")
+
     out = Scheduled()
-    zone = first(h, H_ZONE) if H_ZONE in h else None
+    zone = get(H_ZONE)
     if zone is not None and load_zone(zone) is None:
         return E.JSMessageSchedulesTimeZoneInvalidErr()
-    pattern = first(h, H_SCHEDULE) or ""
+    pattern = get(H_SCHEDULE) or ""
     if pattern:
         if next_fire(pattern, zone, ts_ns, ts_ns) is None:
             return E.JSMessageSchedulesPatternInvalidErr()
-        ttl_s = first(h, H_TTL)
+        ttl_s = get(H_TTL)
         ttl = parse_ttl(ttl_s) if ttl_s else None
         if ttl_s and ttl is None:
             return E.JSMessageSchedulesTTLInvalidErr()
-        rollup = first(h, H_ROLLUP)
+        rollup = get(H_ROLLUP)
         if rollup and rollup != "sub":
             return E.JSMessageSchedulesRollupInvalidErr()
         if ttl_s and not cfg.allow_msg_ttl:
             return E.JSMessageTTLDisabledErr()
-        target = first(h, H_TARGET) or ""
+        target = get(H_TARGET) or ""
         if not target or target == subject or not _is_valid_publish_subject(target):
             return E.JSMessageSchedulesTargetInvalidErr()
-        source = first(h, H_SOURCE)
+        source = get(H_SOURCE) or None
         if source is not None and (
             source in (target, subject) or not _is_valid_publish_subject(source)
         ):
@@ -83,13 +91,13 @@ def check_schedule(
             return E.JSMessageSchedulesTargetInvalidErr()
         if source is not None and not any(subjects_collide(source, s) for s in subjects):
             return E.JSMessageSchedulesSourceInvalidErr()
-        msg_rollup = h.get(H_MSG_ROLLUP)
-        if msg_rollup and msg_rollup[0] != "sub":
+        msg_rollup = get(H_MSG_ROLLUP)
+        if msg_rollup and msg_rollup != "sub":
             return E.JSMessageSchedulesRollupInvalidErr()
         out.schedule = True
         out.add_rollup = not msg_rollup
-    nxt = first(h, H_NEXT)
-    scheduler = first(h, H_SCHEDULER)
+    nxt = get(H_NEXT)
+    scheduler = get(H_SCHEDULER)
     if nxt:
         if nxt != "purge":
             return E.JSMessageSchedulesSchedulerInvalidErr()

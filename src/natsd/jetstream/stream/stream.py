@@ -66,9 +66,12 @@ from natsd.jetstream.stream.headers import (
     H_EXP_LAST_SUBJ_SEQ,
     H_MSG_ID,
     H_ROLLUP,
+    H_SCHEDULE,
+    H_SCHEDULER,
     H_TTL,
     check_headers,
     check_last_msg_id_and_rollup,
+    check_schedule_headers,
     first,
     is_marker,
     limit_text,
@@ -79,6 +82,8 @@ from natsd.jetstream.stream.headers import (
 )
 from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.replica import Replica
+from natsd.jetstream.stream.schedule_check import check_schedule
+from natsd.jetstream.stream.schedules import MsgSchedules
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
 from natsd.router.msgtrace import MsgTrace, active_trace, disable_dest
@@ -115,9 +120,10 @@ _WRONG_LAST_MSG_ID: Final = 10070
 _MEMORY: Final = StorageType.MEMORY
 _DISCARD_NEW: Final = DiscardPolicy.NEW
 # Publish headers whose checks read what an in-flight replicated entry may change.
-_READS_STATE: Final = (H_EXP_LAST_SEQ, H_EXP_LAST_SUBJ_SEQ, H_EXP_LAST_MSG_ID)
+_READS_STATE: Final = (H_EXP_LAST_SEQ, H_EXP_LAST_SUBJ_SEQ, H_EXP_LAST_MSG_ID, H_SCHEDULER)
 _SOURCES_KEY: Final = COUNTER_SOURCES.encode()
 _INCR_KEY: Final = b"Nats-Incr:"
+_SCHEDULE_KEY: Final = b"Nats-Schedule"
 
 # Messages read per store call while rebuilding the duplicate window after a restart.
 _REBUILD_BATCH: Final = 1024
@@ -181,6 +187,8 @@ class Stream:
         # fast batch's message answered (None outside one)
         self._fast_batches: FastBatches | None = None
         self._fast_answer: list[bytes] | None = None
+        # message schedules (schedules.py), with allow_msg_schedules
+        self._schedules: MsgSchedules | None = None
         self.apply_config(cfg)
 
     def apply_config(self, cfg: StreamConfig) -> None:
@@ -198,6 +206,10 @@ class Stream:
             self._batches.clear()  # turned off: the open batches are gone
         if not cfg.allow_batched and self._fast_batches is not None:
             self._fast_batches.clear()
+        if cfg.allow_msg_schedules and self._schedules is None:
+            # (never turned off again: the config refuses it)
+            self._schedules = MsgSchedules(self, self.clock, self.scheduler)
+            self._schedules.recover()
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
@@ -364,7 +376,11 @@ class Stream:
                         return
                     incr = checked
                     counting = True
-                error = check_headers(cfg, self.name, self.store, h, subject)
+                error = check_headers(
+                    cfg, self.name, self.store, h, subject,
+                    self._schedule_checker(hdr) if cfg.allow_msg_schedules
+                    else check_schedule_headers,
+                )  # fmt: skip
                 if error is not None:
                     self._reply(reply, self._ack_err(error))
                     return
@@ -380,6 +396,10 @@ class Stream:
                     return
                 rollup = (first(h, H_ROLLUP) or "").lower()
                 ttl_s = (first(h, H_TTL) or "").strip()
+                if not rollup and cfg.allow_msg_schedules and first(h, H_SCHEDULE):
+                    # a schedule replaces the one before it on its subject
+                    hdr = hdr[:-2] + b"Nats-Rollup: sub\r\n\r\n"
+                    rollup = "sub"
         value = 0
         if cfg.allow_msg_counter:
             # (counting: hdr holds the increment)
@@ -414,13 +434,31 @@ class Stream:
             if trace.only:
                 return  # checked, not stored, no PubAck; its msg id is not remembered
             hdr = disable_dest(hdr)
-        # Republish's Nats-Last-Sequence is the subject's previous message, looked up
-        # before storing as nats-server does (a history of 1 is about to drop it).
         if rep is not None:
             proposed = self._propose(rep, subject, reply, hdr, data, ttl, msg_id, rollup)
             if proposed and cfg.allow_msg_counter and hdr is not None:
                 rep.counted(subject, value, slice_header(hdr, _SOURCES_KEY))
             return
+        self._store_checked(subject, reply, hdr, data, ttl, msg_id, rollup, value)
+
+    def _store_checked(
+        self,
+        subject: str,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+        ttl: int,
+        msg_id: str,
+        rollup: str,
+        value: int,
+    ) -> bool:
+        """An R1 stream's store step for a checked message (a publish, or a message a
+        schedule produced): stored, rolled up, republished, acknowledged (after the fsync
+        that covers it on a file stream), and announced to the consumers. False when the
+        store refused it (the publisher has its error)."""
+        cfg = self.cfg
+        # Republish's Nats-Last-Sequence is the subject's previous message, looked up
+        # before storing as nats-server does (a history of 1 is about to drop it).
         rp_last = 0
         if self._republish is not None:
             prev = self.store.load_last_msg(subject)
@@ -429,13 +467,13 @@ class Stream:
             seq, ts = self.store.store_msg(subject, hdr, data, ttl)
         except ErrMsgTooLarge:
             self._reply(reply, self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
-            return
+            return False
         except (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject) as e:
             self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=limit_text(e))))
-            return
+            return False
         except StoreError as e:
             self._reply(reply, self._ack_err(E.JSStreamStoreFailedF(err=str(e))))
-            return
+            return False
         if msg_id:
             self._dedup[msg_id] = (seq, ts)
         # nats-server tracks the id of the last message, even when it had none.
@@ -444,6 +482,8 @@ class Stream:
             self.store.purge_ex(subject, seq, 0)
         elif rollup == "all":
             self.store.compact(seq)
+        if self._schedules is not None:
+            self._scheduled(seq, subject, hdr, ts)
         if self._republish is not None:
             self._do_republish(subject, seq, ts, hdr, data, rp_last)
         if cfg.retention == _INTEREST and not self.consumer_count:
@@ -463,6 +503,7 @@ class Stream:
             self._committer.add(self.store, None)
         if self.consumers:
             self.notify_consumers(seq, subject)
+        return True
 
     def _ack_stored(self, seq: int, value: int) -> bytes:
         """The PubAck of a stored message (a counter's carries its value)."""
@@ -586,6 +627,8 @@ class Stream:
                 store.purge_ex(c.subject, seq, 0)
             elif c.rollup == "all":
                 store.compact(seq)
+            if self._schedules is not None:
+                self._scheduled(seq, c.subject, c.hdr, ts)
             if self._republish is not None:
                 self._do_republish(c.subject, seq, ts, c.hdr, c.data, rp_last)
             stored.append((seq, c.subject))
@@ -787,6 +830,62 @@ class Stream:
             return total[0], total[2]
         return counter_value(self.store, subject)
 
+    # ------------------------------------------------------------------ schedules
+    def _schedule_checker(
+        self, hdr: bytes
+    ) -> Callable[[dict[str, list[str]], str], ApiError | None]:
+        """The schedule headers' check of a publish to a stream with schedules
+        (``schedule_check.py``), for ``check_headers``."""
+
+        def check(_h: dict[str, list[str]], subject: str) -> ApiError | None:
+            got = check_schedule(self.cfg, hdr, subject, self._now_ns(), self.last_is_schedule)
+            return got if isinstance(got, ApiError) else None
+
+        return check
+
+    def last_is_schedule(self, subject: str) -> bool | None:
+        """Is the last message on ``subject`` a schedule (None: it has none)?"""
+        m = self.store.load_last_msg(subject)
+        if m is None:
+            return None
+        return bool(m.hdr) and bool(slice_header(m.hdr or b"", _SCHEDULE_KEY))
+
+    def _scheduled(self, seq: int, subject: str, hdr: bytes | None, ts: int) -> None:
+        """Every stored message goes past the schedules; a fired ``@at`` schedule, or a
+        client's cancel, purges the schedule's subject."""
+        assert self._schedules is not None
+        purge = self._schedules.stored(seq, subject, hdr, ts)
+        if purge:
+            self.store.purge_ex(purge, 0, 0)
+
+    def leads(self) -> bool:
+        rep = self.replica
+        return rep is None or rep.leading
+
+    def produce(self, subject: str, hdr: bytes, data: bytes, ttl: int, rollup: str) -> bool:
+        """A schedule fired (``schedules.py``): its message is stored, or proposed on a
+        replicated stream, as nats-server stores a sourced one (no publish header
+        checks; the stream's and the server's limits apply)."""
+        rep = self.replica
+        if rep is not None:
+            if not rep.leading or not rep.group.proposable():
+                return False
+            return self._propose(rep, subject, None, hdr, data, ttl, "", rollup)
+        cfg = self.cfg
+        if cfg.sealed or (0 <= cfg.max_msg_size < len(data) + len(hdr)):
+            return False
+        if self._check_limits and self.ctx.storage_exceeded(
+            cfg.storage == _MEMORY, subject, hdr, data
+        ):
+            return False
+        return self._store_checked(subject, None, hdr, data, ttl, "", rollup, 0)
+
+    def leadership_changed(self) -> None:
+        """This replica started or stopped leading: the schedules' firings in flight are
+        forgotten (the leader fires what is due)."""
+        if self._schedules is not None:
+            self._schedules.reset()
+
     # ------------------------------------------------------------------ replicated
     def _must_wait(self, rep: Replica, hdr: bytes | None) -> bool:
         """With entries in flight: does this publish's check read what they change?"""
@@ -872,6 +971,8 @@ class Stream:
             store.purge_ex(e.subject, e.seq, 0)
         elif e.rollup == "all":
             store.compact(e.seq)
+        if self._schedules is not None:
+            self._scheduled(e.seq, e.subject, e.hdr, e.ts)
         if leading and self._republish is not None:
             self._do_republish(e.subject, e.seq, e.ts, e.hdr, e.data, rp_last)
         if self.cfg.retention == _INTEREST and not self.consumer_count:
@@ -1180,6 +1281,8 @@ class Stream:
         """Server shutdown: consumers save their state and stop, the store closes."""
         if self._batches is not None:
             self._batches.clear()
+        if self._schedules is not None:
+            self._schedules.stop()
         for c in list(self.consumers.values()):
             c.stop(deleted=False)
         self.unsubscribe()
@@ -1193,6 +1296,8 @@ class Stream:
         with it (no advisories). The engine then drops its files."""
         if self._batches is not None:
             self._batches.clear()
+        if self._schedules is not None:
+            self._schedules.stop()
         self.unsubscribe()
         for c in list(self.consumers.values()):
             c.stop(deleted=True, advisory=False)
