@@ -6,21 +6,21 @@ gate features on it. ``API_LEVEL`` is the JetStream API level (ADR-44) in INFO (
 ``$JS.API.INFO`` (``api.level``), ``/varz`` and ``/jsz`` and the ``_nats.level`` metadata of
 stream and consumer configs; clients send ``Nats-Required-Api-Level`` against it.
 
-Why 2.11 and level 1: a level promises every feature nats-server ties to it
+Why 2.12 and level 2: a level promises every feature nats-server ties to it
 (``server/jetstream_versioning.go``). Level 1 (2.11) is per-message TTLs, subject delete
-markers, consumer pause and priority groups (pinned / overflow): natsd implements all of
-them. Level 2 (2.12) is message counters, atomic batch publish, message schedules and async
-persistence; level 3 the snapshot ``window_size``; level 4 (2.14) fast batch publish and
-flow-control acks; level 5 (2.15) source stream identities. Of those natsd implements
-message counters and atomic batch publish (such a stream's ``_nats.req.level`` is 2, as
-nats-server writes it) and refuses the rest (stream_config.unsupported_feature,
-consumer_config), so it stays at level 1 until every level-2 feature works (checked by
-tests), and a client that asks for level 2 is told so. Newer behaviour natsd matches
-(error texts and the like, recorded against nats-server 2.15.1) does not change that: the
-version says which features a client may use.
+markers, consumer pause and priority groups (pinned / overflow); level 2 (2.12) message
+counters, atomic batch publish, message schedules and async persistence (on R1 file
+streams; nats-server refuses it on replicated ones too): natsd implements all of them, on R1
+and replicated streams. Level 3 is the snapshot ``window_size``, level 4 (2.14) fast batch
+publish (natsd: R1 streams only) and flow-control acks, level 5 (2.15) source stream
+identities; natsd refuses what it lacks of those (stream_config.unsupported_feature,
+consumer_config), so it stays at level 2 until every feature of the next level works
+(checked by tests), and a client that asks for level 3 is told so. Newer behaviour natsd
+matches (error texts and the like, recorded against nats-server 2.15.1) does not change that:
+the version says which features a client may use.
 """
 
 __version__ = "0.1.0"
-SERVER_VERSION = "2.11.0"
-API_LEVEL = 1
+SERVER_VERSION = "2.12.0"
+API_LEVEL = 2
 PROTO = 1

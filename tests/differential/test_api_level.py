@@ -1,12 +1,12 @@
 """The advertised version / JetStream API level, and ``Nats-Required-Api-Level``.
 
-natsd advertises nats-server 2.11 and API level 1 (see ``natsd/version.py`` for why) in INFO
+natsd advertises nats-server 2.12 and API level 2 (see ``natsd/version.py`` for why) in INFO
 (``api_lvl``), ``$JS.API.INFO`` (``api.level``), ``/varz`` and ``/jsz``. A request whose
 ``Nats-Required-Api-Level`` header asks for more than the responding server's level, or is
 not an integer, is refused as nats-server refuses it: ``412 / 10185`` on the API (after the
 10010 of the cluster-only requests), a ``412 Required Api Level`` status on direct gets and
-pull requests. Level 100 is above both servers, levels <= 1 within both; natsd alone refuses
-2..5 (nats-server 2.15.1 is level 5).
+pull requests. Level 100 is above both servers, levels <= 2 within both; natsd alone refuses
+3..5 (nats-server 2.15.1 is level 5).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ async def test_version_and_api_level_advertised(
     ref_info, info = _info(pair.ref), _info(pair.impl)
     # nats-server sends api_lvl in INFO; natsd sends its own level, with its version.
     assert isinstance(ref_info["api_lvl"], int) and ref_info["api_lvl"] >= 1
-    assert (info["version"], info["api_lvl"]) == (SERVER_VERSION, API_LEVEL) == ("2.11.0", 1)
+    assert (info["version"], info["api_lvl"]) == (SERVER_VERSION, API_LEVEL) == ("2.12.0", 2)
 
     async def fn(nc: Any) -> Any:
         js = JsRecorder(nc)
@@ -102,7 +102,7 @@ async def test_version_and_api_level_advertised(
     level, md = await run_client(pair.impl, fn, capture_errors=False)
     assert ref_level == ref_info["api_lvl"] and ref_md["_nats.level"] == str(ref_level)
     assert level == API_LEVEL
-    assert md == {"_nats.level": "1", "_nats.req.level": "0", "_nats.ver": SERVER_VERSION}
+    assert md == {"_nats.level": "2", "_nats.req.level": "0", "_nats.ver": SERVER_VERSION}
 
     # /varz jetstream.stats and /jsz report the level as nats-server does, same keys.
     ref_varz, varz = _http(http["nats-server"], "/varz"), _http(http["natsd"], "/varz")
@@ -154,7 +154,7 @@ REQUESTS: list[tuple[str, str, Any]] = [
     ("pull request", "CONSUMER.MSG.NEXT.L.C", {"batch": 1, "no_wait": True}),
     ("pull request push consumer", "CONSUMER.MSG.NEXT.L.P", {"batch": 1, "no_wait": True}),
 ]
-LEVELS = ["100", "0", "1", "+1", "-3", "abc", "1.5", "99999999999999999999", ""]
+LEVELS = ["100", "0", "1", "2", "+1", "-3", "abc", "1.5", "99999999999999999999", ""]
 
 
 def _record(js: JsRecorder, msg: Any) -> Any:
@@ -208,16 +208,16 @@ async def test_required_api_level_matches_nats_server(
 async def test_levels_between_natsd_and_nats_server(
     js_pair_http: tuple[ServerPair, dict[str, int]],
 ) -> None:
-    """Level 2..5: nats-server 2.15.1 serves the request, natsd (level 1) refuses it."""
+    """Level 3..5: nats-server 2.15.1 serves the request, natsd (level 2) refuses it."""
     pair, _ = js_pair_http
 
     async def sc(js: JsRecorder) -> None:
-        await _level_requests(js, ["2"])
+        await _level_requests(js, ["3"])
 
     ref, impl = await run_scenario(pair, sc, timeout=120)
     answers, natsd = dict(ref), dict(impl)
-    assert "error" not in answers["stream info @ '2'"]
-    assert natsd["stream info @ '2'"] == {
+    assert "error" not in answers["stream info @ '3'"]
+    assert natsd["stream info @ '3'"] == {
         "type": "io.nats.jetstream.api.v1.stream_info_response",
         "error": {
             "code": 412,
@@ -228,5 +228,5 @@ async def test_levels_between_natsd_and_nats_server(
         "offset": 0,
         "limit": 0,
     }
-    assert natsd["direct get @ '2'"]["status"] == "NATS/1.0 412 Required Api Level"
-    assert natsd["consumer reset @ '2'"]["error"]["err_code"] == 10185
+    assert natsd["direct get @ '3'"]["status"] == "NATS/1.0 412 Required Api Level"
+    assert natsd["consumer reset @ '3'"]["error"]["err_code"] == 10185

@@ -1,6 +1,6 @@
 """nats-server 2.12+ stream features natsd does not implement: refused, never ignored.
 
-* Stream create / update with ``allow_msg_schedules`` or ``compression: s2`` (file), and
+* Stream create / update with ``compression: s2`` (file), and
   ``allow_batched`` on a replicated stream: nats-server
   accepts them, natsd answers a ``JSStreamInvalidConfigF`` refusal and creates nothing.
   Where nats-server refuses the combination itself, both answer the same.
@@ -47,7 +47,6 @@ def _invalid(text: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ create / update
 # (label, create body fields, natsd's refusal). nats-server creates each of these.
 REFUSED_CREATES = [
-    ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
     ("s2 file", {"compression": "s2"}, "stream compression is not supported"),
 ]
 # Creates both servers answer alike: nats-server's own validation comes first, and s2 on a
@@ -57,6 +56,7 @@ SAME_CREATES = [
     ("counter ttl", {"allow_msg_counter": True, "allow_msg_ttl": True}),
     ("counter workqueue", {"allow_msg_counter": True, "retention": "workqueue"}),
     ("schedules discard new", {"allow_msg_schedules": True, "discard": "new"}),
+    ("schedules", {"allow_msg_schedules": True}),
     ("async persist", {"persist_mode": "async"}),
     ("batched", {"allow_batched": True}),
     ("counter", {"allow_msg_counter": True}),
@@ -97,13 +97,12 @@ async def test_create_refused_where_nats_server_accepts(js_pair: ServerPair) -> 
         # Nothing was created: the account has only the kept stream.
         assert impl[2 * i + 1][1]["streams"] == ["KEEP"], label
     same_ref, same_impl = ref[2 * len(REFUSED_CREATES) :], impl[2 * len(REFUSED_CREATES) :]
-    assert sum("error" in r for _, r in same_ref[::2]) == len(SAME_CREATES) - 6
+    assert sum("error" in r for _, r in same_ref[::2]) == len(SAME_CREATES) - 7
     assert_same(same_ref, same_impl)
 
 
 async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> None:
     updates = [
-        ("schedules", {"allow_msg_schedules": True}, "stream message schedules are not supported"),
         ("s2", {"compression": "s2"}, "stream compression is not supported"),
     ]
 
@@ -123,6 +122,10 @@ async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> 
         await js.req(
             "persist async", "STREAM.UPDATE.UX", {**base, "persist_mode": "async"}, timeout=T
         )
+        await js.req(
+            "schedules on", "STREAM.UPDATE.UX", {**base, "allow_msg_schedules": True}, timeout=T
+        )
+        await js.req("info UX", "STREAM.INFO.UX", timeout=T)
 
     ref, impl = await run_scenario(js_pair, sc, timeout=60)
     update_type = "io.nats.jetstream.api.v1.stream_update_response"
@@ -133,8 +136,9 @@ async def test_update_refused_where_nats_server_accepts(js_pair: ServerPair) -> 
         # natsd's stream kept its config: the update was not applied.
         cfg = impl[2 * i + 1][1]["config"]
         assert all(cfg.get(k) != v for k, v in fields.items()), (label, cfg)
-    assert "error" in ref[-2][1] and "error" in ref[-1][1]
-    assert_same(ref[-2:], impl[-2:])
+    assert "error" in ref[-4][1] and "error" in ref[-3][1] and "config" in ref[-2][1]
+    assert ref[-1][1]["config"]["allow_msg_schedules"] is True
+    assert_same(ref[-4:], impl[-4:])
 
 
 # ------------------------------------------------------------------ publish headers

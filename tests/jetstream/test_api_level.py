@@ -68,12 +68,10 @@ def test_no_or_empty_header_is_not_refused() -> None:
     assert not level_refused(block("Nats-Required-Api-Level:"))
 
 
-def test_natsd_accepts_nothing_above_its_api_level_but_counters_and_batches() -> None:
+def test_natsd_accepts_nothing_above_its_api_level_but_fast_batches() -> None:
     """The advertised level promises every feature of that level (ADR-44), so it is the
-    highest level whose features all work: 1. Of the stream configs of the recorded cases
-    natsd creates, only message counters, atomic batches and async persistence (level 2)
-    and fast batches (level 4) need more: natsd hosts them, and advertises level 2 once
-    schedules work too."""
+    highest level whose features all work: 2. Of the stream configs of the recorded cases
+    natsd creates, only fast batches (level 4, on R1 streams) need more."""
     levels = []
     for _, name, body in CREATE_CASES:
         try:
@@ -81,10 +79,9 @@ def test_natsd_accepts_nothing_above_its_api_level_but_counters_and_batches() ->
         except ApiError:
             continue
         level = int(cfg.to_json()["metadata"]["_nats.req.level"])
-        later = cfg.allow_msg_counter or cfg.allow_atomic or cfg.persist_mode == "async"
-        assert level <= API_LEVEL or later or cfg.allow_batched, name
+        assert level <= API_LEVEL or cfg.allow_batched, name
         levels.append(level)
-    assert API_LEVEL == 1 and max(levels) == 4
+    assert API_LEVEL == 2 and max(levels) == 4
     # Consumers: pause and priority groups need level 1; flow-control acks (level 4) are
     # refused (test_consumer_config.py::test_flow_control_ack_policy_is_refused_clearly).
     pinned = ConsumerConfig(

@@ -1578,11 +1578,10 @@ UPDATE_CASES: list[tuple[str, dict[str, Any], Any, Expect]] = [
 
 
 # nats-server accepts these; natsd refuses mirrors and sources until it runs them, and the
-# 2.12+ features it does not implement (counters, atomic / fast batch publish, schedules,
-# async persistence, s2 compression of a file stream).
+# 2.12+ features it does not implement (fast batch publish on a replicated stream, s2
+# compression of a file stream).
 _NO_MIRRORS = err(500, 10052, "stream mirrors are not supported")
 _NO_SOURCES = err(500, 10052, "stream sources are not supported")
-_NO_SCHEDULES = err(500, 10052, "stream message schedules are not supported")
 _NO_COMPRESSION = err(500, 10052, "stream compression is not supported")
 NATSD_DIFFERS: dict[str, Expect] = {
     "mirror_ok": _NO_MIRRORS,
@@ -1596,13 +1595,9 @@ NATSD_DIFFERS: dict[str, Expect] = {
     "everything": _NO_COMPRESSION,
     "compression_s2": _NO_COMPRESSION,
     "compression_escaped": _NO_COMPRESSION,
-    "schedules": _NO_SCHEDULES,
-    "schedules_clear_deny_purge": _NO_SCHEDULES,
-    "pedantic_schedules_with_rollup": _NO_SCHEDULES,
 }
 # The same for updates nats-server accepts.
 UPDATE_DIFFERS: dict[str, Expect] = {
-    "update_enable_schedules": _NO_SCHEDULES,
     "update_compression": _NO_COMPRESSION,
 }
 # Lifts every refusal of a config nats-server accepts.
@@ -1766,7 +1761,7 @@ def test_refused_updates_when_enabled(case_id: str) -> None:
         ({"name": "S", "allow_msg_counter": True}, None),
         ({"name": "S", "allow_atomic": True}, None),
         ({"name": "S", "allow_batched": True}, None),
-        ({"name": "S", "allow_msg_schedules": True}, _NO_SCHEDULES),
+        ({"name": "S", "allow_msg_schedules": True}, None),
         ({"name": "S", "persist_mode": "async"}, None),
         ({"name": "S", "compression": "s2"}, _NO_COMPRESSION),
         ({"name": "S", "compression": "s2", "storage": "file"}, _NO_COMPRESSION),

@@ -25,8 +25,8 @@ from ports import free_port
 
 HERE = Path(__file__).resolve().parent / "clients"
 CHECKS = ["nats_counters", "nats_jetstream_extra", "natsio_counters", "natsio_jetstream_batch"]
-# what differs by design: the server's version and API level (natsd: 2.11.0 and 1 until
-# every level-2 feature works, src/natsd/version.py), and random batch ids
+# what differs by design: the server's version and API level (natsd: 2.12.0 and 2 until
+# every feature of a higher level works, src/natsd/version.py), and random batch ids
 _LEVEL_STEPS = {"account_info.api.level", "js.api_level()"}
 
 pytestmark = pytest.mark.timeout(300)
