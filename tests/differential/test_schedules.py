@@ -171,8 +171,7 @@ async def test_schedule_publish_checks(js_pair: ServerPair) -> None:
             ("source ok", "sch.e", sched(FUT, "tgt.e", Nats_Schedule_Source="src.e")),
             ("pattern junk", "sch.f", sched("junk", "tgt.f")),
             ("junk with bad ttl", "sch.f", sched("junk", "tgt.f", Nats_Schedule_TTL="abc")),
-            ("bad ttl before target", "sch.f",
-             {"Nats-Schedule": FUT, "Nats-Schedule-TTL": "abc"}),
+            ("bad ttl before target", "sch.f", {"Nats-Schedule": FUT, "Nats-Schedule-TTL": "abc"}),
             ("@every 999ms", "sch.f", sched("@every 999ms", "tgt.f")),
             ("@every 1h30m", "sch.f", sched("@every 1h30m", "tgt.f")),
             ("@every 1d", "sch.f", sched("@every 1d", "tgt.f")),
@@ -182,30 +181,58 @@ async def test_schedule_publish_checks(js_pair: ServerPair) -> None:
             ("cron names", "sch.f", sched("0 30 4 1,15 feb-mar mon", "tgt.f")),
             ("@hourly", "sch.f", sched("@hourly", "tgt.f")),
             ("@HOURLY", "sch.f", sched("@HOURLY", "tgt.f")),
-            ("zone with cron", "sch.f",
-             sched("0 0 9 * * *", "tgt.f", Nats_Schedule_Time_Zone="Europe/Amsterdam")),
-            ("zone with @at", "sch.f",
-             sched(FUT, "tgt.f", Nats_Schedule_Time_Zone="Europe/Amsterdam")),
-            ("zone lower case utc", "sch.f",
-             sched("0 0 9 * * *", "tgt.f", Nats_Schedule_Time_Zone="utc")),
-            ("bad zone, junk pattern", "sch.f",
-             sched("junk", "tgt.f", Nats_Schedule_Time_Zone="Not/A/Zone")),
+            (
+                "zone with cron",
+                "sch.f",
+                sched("0 0 9 * * *", "tgt.f", Nats_Schedule_Time_Zone="Europe/Amsterdam"),
+            ),
+            (
+                "zone with @at",
+                "sch.f",
+                sched(FUT, "tgt.f", Nats_Schedule_Time_Zone="Europe/Amsterdam"),
+            ),
+            (
+                "zone lower case utc",
+                "sch.f",
+                sched("0 0 9 * * *", "tgt.f", Nats_Schedule_Time_Zone="utc"),
+            ),
+            (
+                "bad zone, junk pattern",
+                "sch.f",
+                sched("junk", "tgt.f", Nats_Schedule_Time_Zone="Not/A/Zone"),
+            ),
             ("@at without zone", "sch.f", sched("@at 2030-01-01T00:00:00", "tgt.f")),
             ("@at offset", "sch.f", sched("@at 2030-01-01T00:00:00-05:00", "tgt.f")),
-            ("next is a time", "tgt.x",
-             {"Nats-Schedule-Next": "2030-01-01T00:00:00Z", "Nats-Scheduler": "sch.a"}),
+            (
+                "next is a time",
+                "tgt.x",
+                {"Nats-Schedule-Next": "2030-01-01T00:00:00Z", "Nats-Scheduler": "sch.a"},
+            ),
             ("next purge alone", "tgt.x", {"Nats-Schedule-Next": "purge"}),
-            ("purge on itself", "sch.a", {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.a"}),
+            (
+                "purge on itself",
+                "sch.a",
+                {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.a"},
+            ),
             ("purge wildcard", "tgt.x", {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.*"}),
             ("scheduler alone", "tgt.x", {"Nats-Scheduler": "sch.a"}),
             ("PURGE", "tgt.x", {"Nats-Schedule-Next": "PURGE", "Nats-Scheduler": "sch.a"}),
             ("plain on tgt.p", "tgt.p", {"X": "1"}),
-            ("purge a plain subject", "tgt.x",
-             {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "tgt.p"}),
-            ("purge an empty subject", "tgt.x",
-             {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.none"}),
-            ("new schedule that purges another", "sch.q",
-             {**sched(FUT, "tgt.q"), "Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.e"}),
+            (
+                "purge a plain subject",
+                "tgt.x",
+                {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "tgt.p"},
+            ),
+            (
+                "purge an empty subject",
+                "tgt.x",
+                {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.none"},
+            ),
+            (
+                "new schedule that purges another",
+                "sch.q",
+                {**sched(FUT, "tgt.q"), "Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.e"},
+            ),
             ("with msg id", "sch.m", {**sched(FUT, "tgt.m"), "Nats-Msg-Id": "m1"}),
             ("with msg id again", "sch.m", {**sched(FUT, "tgt.m"), "Nats-Msg-Id": "m1"}),
         ]
@@ -250,8 +277,12 @@ async def test_schedules_fire(js_pair: ServerPair) -> None:
         js.note("past fired", await wait_count(js, "F", "tgt.b", 1, 5))
         js.note("at fired", await wait_count(js, "F", "tgt.a", 1, 5))
         await js.pub("every", "sch.c", b"tick", {**sched("@every 1s", "tgt.c"), "H": "x"})
-        await js.pub("cron", "sch.e", b"cron",
-                     sched("*/2 * * * * *", "tgt.e", Nats_Schedule_Time_Zone="Asia/Tokyo"))
+        await js.pub(
+            "cron",
+            "sch.e",
+            b"cron",
+            sched("*/2 * * * * *", "tgt.e", Nats_Schedule_Time_Zone="Asia/Tokyo"),
+        )
         js.note("every fired twice", await wait_count(js, "F", "tgt.c", 2, 5) >= 2)
         js.note("cron fired", await wait_count(js, "F", "tgt.e", 1, 5) >= 1)
         # the schedules stop: their messages go (a delete, a purge by subject)
@@ -261,7 +292,9 @@ async def test_schedules_fire(js_pair: ServerPair) -> None:
         await js.req("purge cron", "STREAM.PURGE.F", {"filter": "sch.e"})
         await js.req("", "STREAM.PURGE.F", {"filter": "tgt.>"}, record=False)
         await asyncio.sleep(2.2)
-        js.note("nothing fired after", await count(js, "F", "tgt.c") + await count(js, "F", "tgt.e"))
+        js.note(
+            "nothing fired after", await count(js, "F", "tgt.c") + await count(js, "F", "tgt.e")
+        )
         info = await js.req("", "STREAM.INFO.F", record=False)
         js.note("state", {k: info["state"][k] for k in ("messages", "first_seq")})
 
@@ -281,15 +314,20 @@ async def test_schedule_produced_messages(js_pair: ServerPair) -> None:
                       "Nats-Msg-Id": "m1", "Nats-TTL": "1h", "Nats-Expected-Stream": "F",
                       "Nats-Schedule-Whatever": "w", "Nats-Expected-Last-Msg-Id": "",
                       "nats-schedule-lower": "l"}, timeout=T)  # fmt: skip
-        await js.pub("sample 1", "src.g", b"sample-1",
-                     {"S-Hdr": "s1", "Nats-Msg-Id": "s1", "Nats-TTL": "1h"})
+        await js.pub(
+            "sample 1", "src.g", b"sample-1", {"S-Hdr": "s1", "Nats-Msg-Id": "s1", "Nats-TTL": "1h"}
+        )
         await js.pubs("old targets", "tgt.g", 2, b"old")
         await js.pub("sampling", "sch.g", b"own-body",
                      {**sched("@every 1s", "tgt.g", Nats_Schedule_Source="src.g",
                               Nats_Schedule_Rollup="sub", Nats_Schedule_TTL="10s"),
                       "Own": "o"})  # fmt: skip
-        await js.pub("fallback", "sch.h", b"own-h",
-                     {**sched(at(0.4), "tgt.h", Nats_Schedule_Source="src.none"), "Own": "h"})
+        await js.pub(
+            "fallback",
+            "sch.h",
+            b"own-h",
+            {**sched(at(0.4), "tgt.h", Nats_Schedule_Source="src.none"), "Own": "h"},
+        )
         js.note("sampled", await wait_count(js, "F", "tgt.g", 1, 5))
         js.note("fallback fired", await wait_count(js, "F", "tgt.h", 1, 5))
         js.note("at fired", await wait_count(js, "F", "tgt.a", 1, 5))

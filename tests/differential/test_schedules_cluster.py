@@ -95,8 +95,12 @@ async def _schedules(servers: ProcCluster, storage: str) -> dict[str, Any]:
         await asyncio.sleep(0.1)
     when = datetime.now(UTC) + timedelta(seconds=1.5)
     pattern = "@at " + when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
-    await _retry(a, "sch.at", b"once",
-                 {"Nats-Schedule": pattern, "Nats-Schedule-Target": "tgt.at", "Nats-Msg-Id": "at"})
+    await _retry(
+        a,
+        "sch.at",
+        b"once",
+        {"Nats-Schedule": pattern, "Nats-Schedule-Target": "tgt.at", "Nats-Msg-Id": "at"},
+    )
     await _retry(a, "sch.cancel", b"never",
                  {"Nats-Schedule": "@at 2030-01-01T00:00:00Z", "Nats-Schedule-Target": "tgt.c",
                   "Nats-Msg-Id": "c"})  # fmt: skip

@@ -53,7 +53,9 @@ async def test_schedules_survive_a_restart(tmp_path: Path) -> None:
         await _ask(nc, "f.sch.ended", b"x", _sched("@every 1s", "f.tgt.ended"))
         await _ask(nc, "f.sch.ended", b"plain")
         await _ask(nc, "f.sch.cancel", b"x", _sched(at, "f.tgt.cancel"))
-        await _ask(nc, "f.x", b"", {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "f.sch.cancel"})
+        await _ask(
+            nc, "f.x", b"", {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "f.sch.cancel"}
+        )
         await _ask(nc, "m.sch.at", b"at", _sched(at, "m.tgt.at"))
         await nc.close()
     await asyncio.sleep(2.0)  # the @at's time passes while the server is down

@@ -56,10 +56,14 @@ def _cfg(**kw: Any) -> StreamConfig:
 
 
 class Rig:
-    def __init__(self, store: MemoryStore | None = None, ctx: _Ctx | None = None, **kw: Any) -> None:
+    def __init__(
+        self, store: MemoryStore | None = None, ctx: _Ctx | None = None, **kw: Any
+    ) -> None:
         self.ctx = ctx or _Ctx()
         self.sched = self.ctx.scheduler
-        self.store = store or MemoryStore(StoreConfig(name="F", allow_msg_ttl=True), self.ctx.clock.time_ns)
+        self.store = store or MemoryStore(
+            StoreConfig(name="F", allow_msg_ttl=True), self.ctx.clock.time_ns
+        )
         self.stream = Stream(self.ctx, _cfg(**kw), self.store, 0)  # type: ignore[arg-type]
 
     def now(self) -> int:
