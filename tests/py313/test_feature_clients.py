@@ -24,9 +24,17 @@ from differential.harness import natsd_command
 from ports import free_port
 
 HERE = Path(__file__).resolve().parent / "clients"
-CHECKS = ["nats_counters", "nats_jetstream_extra", "natsio_counters", "natsio_jetstream_batch"]
+CHECKS = [
+    "nats_jetstream",
+    "nats_counters",
+    "nats_jetstream_extra",
+    "natsio_counters",
+    "natsio_jetstream_batch",
+    "natsio_schedules",
+]
 # what differs by design: the server's version and API level (natsd: 2.12.0 and 2 until
-# every feature of a higher level works, src/natsd/version.py), and random batch ids
+# every feature of a higher level works, src/natsd/version.py), random batch ids and
+# ephemeral consumer names
 _LEVEL_STEPS = {"account_info.api.level", "js.api_level()"}
 
 pytestmark = pytest.mark.timeout(300)
@@ -36,6 +44,7 @@ def _normalise(doc: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps(doc.get("steps", {}), sort_keys=True)
     text = re.sub(r'"(_nats\.level|_nats\.ver)": "[^"]*"', r'"\1": "<server>"', text)
     text = re.sub(r'"(batch_id|batch)": "[^"]*"', r'"\1": "<id>"', text)
+    text = re.sub(r"name='[A-Za-z0-9]{22}'", "name='<ephemeral>'", text)
     text = re.sub(r"0x[0-9a-f]+", "", text)
     steps: dict[str, Any] = json.loads(text)
     return {k: v for k, v in steps.items() if k not in _LEVEL_STEPS}
