@@ -40,11 +40,13 @@ async def main():
         _map(
             js.create_stream(name="COUNTER", subjects=["counter.>"], allow_msg_counter=True),
             lambda s: s.info.config.allow_msg_counter,
-        ),  # fmt: skip
+        ),
     )
     for by in ("5", "3", "-2"):
-        await R.step(f"incr {by}", _map(js.publish("counter.x", b"", headers={"Nats-Incr": by}),
-                                        lambda a: a.value))  # fmt: skip
+        await R.step(
+            f"incr {by}",
+            _map(js.publish("counter.x", b"", headers={"Nats-Incr": by}), lambda a: a.value),
+        )
 
     # async persistence (ADR-56)
     await R.step(
@@ -54,7 +56,7 @@ async def main():
                 name="ASYNC", subjects=["async.>"], num_replicas=1, persist_mode="async"
             ),
             lambda s: s.info.config.persist_mode,
-        ),  # fmt: skip
+        ),
     )
     await R.step("publish async-persisted", _map(js.publish("async.a", b"x"), lambda a: a.sequence))
 
@@ -73,7 +75,7 @@ async def main():
                 "sched.every",
                 b"",
                 headers={NATS_SCHEDULE: "@every 5s", NATS_SCHEDULE_TARGET: "target.every"},
-            ),  # fmt: skip
+            ),
         )
         if ack is not None:
             await R.step("stored schedule", _map(sched.get_message(ack.sequence), _msg))
@@ -94,7 +96,7 @@ async def main():
                     },
                 ),
                 lambda a: a.sequence,
-            ),  # fmt: skip
+            ),
         )
         await R.step("fired @at", _fired(sched, "target.once"), timeout=10)
         await R.step("schedule gone", sched.get_last_message_for_subject("sched.once"))
@@ -107,7 +109,7 @@ async def main():
                 name="BATCH", subjects=["batch.>"], allow_atomic=True, allow_batched=True
             ),
             lambda s: (s.info.config.allow_atomic, s.info.config.allow_batched),
-        ),  # fmt: skip
+        ),
     )
     await R.step(
         "atomic stream", js.create_stream(name="BATCH_PUB", subjects=["bp.>"], allow_atomic=True)
@@ -122,7 +124,7 @@ async def main():
                 timeout=2.0,
             ),
             lambda m: m.data,
-        ),  # fmt: skip
+        ),
     )
     await R.step(
         "batch second",
@@ -144,7 +146,7 @@ async def main():
                 timeout=2.0,
             ),
             lambda m: m.data,
-        ),  # fmt: skip
+        ),
     )
     for name in ("COUNTER", "ASYNC", "SCHED", "BATCH", "BATCH_PUB"):
         await R.step(f"delete {name}", js.delete_stream(name))

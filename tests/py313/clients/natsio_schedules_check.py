@@ -91,7 +91,7 @@ async def main():
                 after(timedelta(seconds=1.5)),
                 target="orders.reminder",
                 payload=b"ping",
-            ),  # fmt: skip
+            ),
         )
         await R.step(
             "create interval with ttl",
@@ -101,7 +101,7 @@ async def main():
                 target="orders.tick",
                 ttl="5m",
                 payload=b"tick",
-            ),  # fmt: skip
+            ),
         )
         await R.step(
             "create cron in a zone",
@@ -110,7 +110,7 @@ async def main():
                 cron("0 0 5 * * *"),
                 target="orders.report",
                 time_zone="Europe/Amsterdam",
-            ),  # fmt: skip
+            ),
         )
         await R.step(
             "create hourly", sched.create("schedules.hourly", HOURLY, target="orders.hourly")
@@ -120,7 +120,7 @@ async def main():
             "create sampling",
             sched.create(
                 "schedules.sample", every("1s"), target="orders.sampled", source="sensors.raw"
-            ),  # fmt: skip
+            ),
         )
         await R.step(
             "create to cancel early",
@@ -129,7 +129,7 @@ async def main():
                 after(timedelta(seconds=30)),
                 target="orders.reminder2",
                 payload=b"later",
-            ),  # fmt: skip
+            ),
         )
         await R.step("get heartbeat", _map(sched.get("schedules.heartbeat"), _entry))
         await R.step("get report", _map(sched.get("schedules.report"), _entry))
@@ -152,11 +152,13 @@ async def main():
                     "schedules.orders.r2", publish_to="orders.reminder2", payload=b"sent early"
                 ),
                 lambda a: a.seq > 0,
-            ),  # fmt: skip
+            ),
         )
         await R.step("get stopped r2", sched.get("schedules.orders.r2"))
-        await R.step("stop_and_publish again", sched.stop_and_publish(
-            "schedules.orders.r2", publish_to="orders.reminder2"))  # fmt: skip
+        await R.step(
+            "stop_and_publish again",
+            sched.stop_and_publish("schedules.orders.r2", publish_to="orders.reminder2"),
+        )
         await R.step("cancel heartbeat", sched.cancel("schedules.heartbeat"))
         await R.step("cancel sampling", sched.cancel("schedules.sample"))
         await R.step("cancel again", sched.cancel("schedules.heartbeat"))
@@ -165,8 +167,12 @@ async def main():
         await R.step(
             "create target is itself", sched.create("schedules.x", HOURLY, target="schedules.x")
         )
-        await R.step("create bad zone", sched.create("schedules.x", cron("0 0 5 * * *"),
-                                                     target="orders.x", time_zone="Mars/Base"))  # fmt: skip
+        await R.step(
+            "create bad zone",
+            sched.create(
+                "schedules.x", cron("0 0 5 * * *"), target="orders.x", time_zone="Mars/Base"
+            ),
+        )
         consumer = await R.step(
             "create consumer orders.>",
             sched.stream.create_consumer(ConsumerConfig(filter_subject="orders.>")),
