@@ -76,20 +76,24 @@ from faults.workload import (
     BATCH_STREAM,
     CONSUMER,
     COUNTER_STREAM,
+    SCHEDULE_STREAM,
     STREAM,
     AckingConsumer,
     BatchPublisher,
     CounterPublisher,
     Progress,
     Publisher,
+    SchedulePublisher,
     Tracer,
     api,
     check_batches,
     check_counter,
+    check_schedules,
     check_stores,
     create_batch_stream,
     create_consumer,
     create_counter_stream,
+    create_schedule_stream,
     create_stream,
     finish,
     holds_stream,
@@ -234,6 +238,10 @@ class Run:
             batcher = BatchPublisher(tnc)
             batching = asyncio.create_task(batcher.run(random.Random(rng.random())))
             others.append(batching)
+            await create_schedule_stream(admin, self.replicas)
+            scheduler = SchedulePublisher(tnc)
+            scheduling = asyncio.create_task(scheduler.run(random.Random(rng.random())))
+            others.append(scheduling)
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
@@ -246,6 +254,7 @@ class Run:
             assert tracer.traced > 0, f"no trace of {tracer.sent} trace-only publishes came back"
             await counter.stop(counting)
             await batcher.stop(batching)
+            await scheduler.stop(scheduling)
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
@@ -254,7 +263,8 @@ class Run:
                       f"({tracer.traced} traced by the stream), none stored")  # fmt: skip
             self.note(await check_counter(admin, counter))
             self.note(await check_batches(admin, batcher))
-            for name in (COUNTER_STREAM, BATCH_STREAM):
+            self.note(await check_schedules(admin, scheduler))
+            for name in (COUNTER_STREAM, BATCH_STREAM, SCHEDULE_STREAM):
                 await api(admin, f"$JS.API.STREAM.DELETE.{name}", None, 60, done=(10059,))
         finally:
             for t in (*tasks, *others):

@@ -285,6 +285,108 @@ async def check_batches(nc: NATS, pub: BatchPublisher) -> str:
             f"each whole")  # fmt: skip
 
 
+SCHEDULE_STREAM = "FS"
+
+
+def _at(seconds: float) -> str:
+    t = time.time() + seconds
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
+    return f"@at {when}.{int(t % 1 * 1000):03d}Z"
+
+
+@dataclass
+class SchedulePublisher:
+    """Message schedules in ``FS`` (``allow_msg_schedules``, as replicated as the run's
+    stream) through the faults: one ``@every 1s`` schedule for the whole run, and an ``@at``
+    schedule 1 to 2 seconds ahead on a subject of its own every few tenths of a second, each
+    retried with its ``Nats-Msg-Id`` until acknowledged. ``check_schedules`` then reads what
+    fired back through the cluster."""
+
+    nc: NATS
+    sent: set[int] = field(default_factory=set)
+    acked: set[int] = field(default_factory=set)
+    stopping: bool = False
+    give_up_at: float = 0.0
+
+    async def _publish(self, subject: str, headers: dict[str, str]) -> bool:
+        while not self.stopping or time.monotonic() < self.give_up_at:
+            try:
+                m = await self.nc.request(subject, b"s", timeout=1.0, headers=headers)
+                if "error" not in json.loads(m.data):
+                    return True
+            except Exception:  # no responders, a timeout, a connection lost to a fault
+                pass
+            await asyncio.sleep(0.05)
+        return False
+
+    async def run(self, rng: random.Random) -> None:
+        every = {"Nats-Schedule": "@every 1s", "Nats-Schedule-Target": "fs.tgt.every",
+                 "Nats-Msg-Id": "every"}  # fmt: skip
+        await self._publish("fs.sch.every", every)
+        n = 0
+        while not self.stopping:
+            self.sent.add(n)
+            headers = {
+                "Nats-Schedule": _at(rng.uniform(1.0, 2.0)),
+                "Nats-Schedule-Target": f"fs.tgt.at.{n}",
+                "Nats-Msg-Id": f"at-{n}",
+            }
+            if await self._publish(f"fs.sch.at.{n}", headers):
+                self.acked.add(n)
+            n += 1
+            await asyncio.sleep(rng.uniform(0.1, 0.5))
+
+    async def stop(self, task: asyncio.Task[None]) -> None:
+        self.stopping = True
+        self.give_up_at = time.monotonic() + 10
+        await asyncio.wait_for(task, 30)
+
+
+async def create_schedule_stream(nc: NATS, replicas: int) -> None:
+    cfg = {"name": SCHEDULE_STREAM, "subjects": ["fs.>"], "num_replicas": replicas,
+           "storage": "file", "allow_msg_schedules": True}  # fmt: skip
+    await api(nc, f"$JS.API.STREAM.CREATE.{SCHEDULE_STREAM}", cfg, 30)
+
+
+async def _subjects(nc: NATS, filt: str) -> dict[str, int]:
+    info = await api(nc, f"$JS.API.STREAM.INFO.{SCHEDULE_STREAM}", {"subjects_filter": filt}, 60)
+    return dict(info["state"].get("subjects") or {})
+
+
+async def check_schedules(nc: NATS, pub: SchedulePublisher) -> str:
+    """What the schedules produced, read through the cluster once every ``@at`` time has
+    passed: every stored ``@at`` schedule fired exactly once and purged itself (each
+    acknowledged one among them), and the ``@every`` schedule produced each planned time
+    once (its ``Nats-Schedule-Next`` values strictly increase)."""
+    deadline = time.monotonic() + 30
+    while await _subjects(nc, "fs.sch.at.>") and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    left = await _subjects(nc, "fs.sch.at.>")
+    assert not left, f"@at schedules never fired: {sorted(left)[:10]}"
+    fired = {int(s.rsplit(".", 1)[1]): k for s, k in (await _subjects(nc, "fs.tgt.at.>")).items()}
+    twice = {n: k for n, k in fired.items() if k != 1}
+    assert not twice, f"@at schedules fired more than once: {twice}"
+    assert pub.acked <= set(fired), f"acknowledged, never fired: {sorted(pub.acked - set(fired))}"
+    assert set(fired) <= pub.sent, "fired what nobody scheduled"
+    info = await api(nc, f"$JS.API.STREAM.INFO.{SCHEDULE_STREAM}", None, 60)
+    nexts: list[str] = []
+    seq = info["state"]["first_seq"]
+    while True:
+        m = await api(nc, f"$JS.API.STREAM.MSG.GET.{SCHEDULE_STREAM}",
+                      {"seq": seq, "next_by_subj": "fs.tgt.every"}, 60, done=(10037,))  # fmt: skip
+        if "message" not in m:
+            break
+        _, _, h = parse_headers(base64.b64decode(m["message"]["hdrs"]))
+        nexts.append(h["Nats-Schedule-Next"][0])
+        seq = m["message"]["seq"] + 1
+    assert nexts, "the @every schedule never fired"
+    assert nexts == sorted(set(nexts)), f"an @every time produced twice: {nexts}"
+    return (
+        f"schedules {SCHEDULE_STREAM}: {len(pub.acked)} @at acknowledged, {len(fired)} fired "
+        f"once each; @every fired {len(nexts)} times, each planned time once"
+    )
+
+
 async def stop_publishers(pubs: list[Publisher], tasks: list[asyncio.Task[None]]) -> None:
     for p in pubs:
         p.stopping = True

@@ -277,8 +277,12 @@ class MsgSchedules:
                 self._drop(subject)  # its message is gone, or no longer a valid schedule
                 continue
             self.inflight.add(subject)
-            if leads:
-                host.produce(*made)
+            if leads and not host.produce(*made):
+                # not stored or proposed (a limit refused it, or leadership is on its way
+                # out): tried again after the floor, where nats-server would leave the
+                # schedule in flight until the next leader change
+                self.inflight.discard(subject)
+                heapq.heappush(self._heap, (fire, seq, subject))
         self._arm()
 
     def _firing(
