@@ -49,6 +49,7 @@ from natsd.router.msgtrace import (
     TRACE_ORIGIN_ACCOUNT,
     MsgTrace,
     deliver_traced,
+    finish_trace,
     header_block,
     is_trace_only,
     run_internal,
@@ -663,7 +664,7 @@ class ClientConnection(Sink):
         trace.events.extend(route_events)
         if k == 0 and routed == 0 and reply and self.no_responders:
             self._send_no_responders(subject, reply)
-        send_trace(sublist, trace, self.host.trace_server())
+        finish_trace(sublist, trace, self.host.trace_server())
         return k
 
     def _trace_oversized(self, subject: bytes, hdr: bytes, size: int) -> None:

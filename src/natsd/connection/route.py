@@ -83,10 +83,10 @@ from natsd.router.msgtrace import (
     TRACE_ORIGIN_ACCOUNT,
     MsgTrace,
     deliver_traced,
+    finish_trace,
     header_block,
     is_trace_only,
     run_internal,
-    send_trace,
     trace_headers,
 )
 from natsd.router.routed import deliver_routed, js_deliver_index
@@ -552,7 +552,7 @@ class RouteConnection:
                 plain,
                 lambda sub: run_internal(trace, lambda: plain(sub)),
             )
-        send_trace(account.sublist, trace, self.host.trace_server())
+        finish_trace(account.sublist, trace, self.host.trace_server())
         return k
 
     def _control(self, op: int, ev: RouteEvent) -> None:

@@ -16,12 +16,14 @@ The rules, event JSON and error strings are nats-server 2.15's (``server/msgtrac
   keys, ``<``, ``>`` and ``&`` escaped), timestamps in RFC 3339 with nanoseconds, local time
   for the events and UTC for the server block.
 
-Two differences from nats-server, both in what a trace subscriber sees and neither in what
-is delivered or stored: nats-server writes a trace delivered on its own server with an empty
+A replicated stream holds the trace of a message it proposes (``MsgTrace.hold``) and sends
+it once its leader has applied the message, with the subject it was stored under or the
+store's error, as nats-server does (a proposal a failover loses sends none).
+
+One difference from nats-server, in what a trace subscriber sees and not in what is
+delivered or stored: nats-server writes a trace delivered on its own server with an empty
 reply and so two spaces (``MSG trace.dest 1  506``), natsd with one, as every other message
-(clients parse both); and on a replicated stream natsd sends the trace once the leader has
-proposed the message, where nats-server waits until it has applied it (a proposal a failover
-loses then still shows its ``js`` event).
+(clients parse both).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "active_trace",
     "deliver_traced",
     "disable_dest",
+    "finish_trace",
     "go_json",
     "header_block",
     "is_trace_only",
@@ -191,7 +194,8 @@ def disable_dest(hdr: bytes) -> bytes:
 class MsgTrace:
     """One traced message on this server: its events, and whether it is only traced."""
 
-    __slots__ = ("account", "dest", "events", "headers", "hop", "hops", "js", "msgsize", "only")
+    __slots__ = ("account", "dest", "events", "headers", "held", "hop", "hops", "js", "msgsize",
+                 "only", "sender")  # fmt: skip
 
     def __init__(
         self,
@@ -214,6 +218,28 @@ class MsgTrace:
         self.hop = hops[0] if hops else ""
         self.events: list[dict[str, Any]] = []
         self.js: dict[str, Any] | None = None
+        # held by a replicated stream until it applies the message (``hold``); the send
+        # left for it then (``finish_trace``)
+        self.held = False
+        self.sender: Callable[[], None] | None = None
+
+    def hold(self) -> None:
+        """A replicated stream proposed the message: the trace goes when it is applied
+        (``release``), or never if the proposal is lost."""
+        self.held = True
+
+    def release(self, subject: str, nointerest: bool, error: str = "") -> None:
+        """The stream applied the held message: stored under ``subject``, or refused by
+        the store with ``error``; the trace is sent now."""
+        if error:
+            if self.js is not None:
+                self.js["error"] = error
+        else:
+            self.js_stored(subject, nointerest)
+        self.held = False
+        sender, self.sender = self.sender, None
+        if sender is not None:
+            sender()
 
     def next_hop(self) -> str:
         """The hop of the next route this server sends the message on (``setHopHeader``)."""
@@ -359,6 +385,15 @@ def _one(
     if trace.only:
         return True
     return plain(sub) > 0
+
+
+def finish_trace(sublist: Sublist[Subscription], trace: MsgTrace, server: dict[str, Any]) -> None:
+    """The traced message has gone where it goes on this server: its trace is sent, unless
+    a replicated stream holds it (then the stream's ``release`` sends it)."""
+    if trace.held:
+        trace.sender = lambda: send_trace(sublist, trace, server)
+        return
+    send_trace(sublist, trace, server)
 
 
 def send_trace(sublist: Sublist[Subscription], trace: MsgTrace, server: dict[str, Any]) -> None:

@@ -153,6 +153,9 @@ class Stream:
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._last_msg_id = ""
         self._trace: MsgTrace | None = None  # the traced message ``process`` is handling
+        # a replicated stream's leader: the traces of the messages it proposed, by sequence,
+        # sent when each is applied (``MsgTrace.release``)
+        self._held_traces: dict[int, MsgTrace] = {}
         self._name_b = self.name.encode()
         self.consumer_count = 0
         # Consumers of this stream by name (``attach`` / ``detach``). The publish path tells
@@ -430,7 +433,8 @@ class Stream:
                 hdr = set_header(hdr, H_TTL, str(marker_ttl))
         trace = self._trace
         if trace is not None and hdr is not None:
-            trace.js_stored(subject, cfg.retention == _INTEREST and not self.consumer_count)
+            if rep is None or trace.only:
+                trace.js_stored(subject, cfg.retention == _INTEREST and not self.consumer_count)
             if trace.only:
                 return  # checked, not stored, no PubAck; its msg id is not remembered
             hdr = disable_dest(hdr)
@@ -438,6 +442,10 @@ class Stream:
             proposed = self._propose(rep, subject, reply, hdr, data, ttl, msg_id, rollup)
             if proposed and cfg.allow_msg_counter and hdr is not None:
                 rep.counted(subject, value, slice_header(hdr, _SOURCES_KEY))
+            if proposed and trace is not None:
+                # sent when the leader applies it, as nats-server's processJetStreamMsg
+                trace.hold()
+                self._held_traces[rep.clseq] = trace
             return
         self._store_checked(subject, reply, hdr, data, ttl, msg_id, rollup, value)
 
@@ -954,6 +962,8 @@ class Stream:
             limit = isinstance(err, (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject))
             if not limit:
                 log.error("stream %s: message %d not stored: %s", self.name, e.seq, err)
+            if self._held_traces:
+                self._release_trace(e.seq, e.subject, mine, str(err))
             if mine and rep is not None:
                 rep.applied(e.seq, e.msg_id, e.subject)
                 # increments proposed on top of it are off by it: counted afresh
@@ -975,7 +985,10 @@ class Stream:
             self._scheduled(e.seq, e.subject, e.hdr, e.ts)
         if leading and self._republish is not None:
             self._do_republish(e.subject, e.seq, e.ts, e.hdr, e.data, rp_last)
-        if self.cfg.retention == _INTEREST and not self.consumer_count:
+        nointerest = self.cfg.retention == _INTEREST and not self.consumer_count
+        if self._held_traces:
+            self._release_trace(e.seq, e.subject, mine, "", nointerest)
+        if nointerest:
             store.remove_msg(e.seq)
         if mine and rep is not None:
             rep.applied(e.seq, e.msg_id, e.subject)
@@ -994,6 +1007,18 @@ class Stream:
         if self.consumers:
             self.notify_consumers(e.seq, e.subject)
         self.drain()
+
+    def _release_trace(
+        self, seq: int, subject: str, mine: bool, error: str, nointerest: bool = False
+    ) -> None:
+        """The entry at ``seq`` was applied: its held trace is sent (when this replica
+        proposed it); traces of earlier sequences belong to proposals a leadership change
+        lost, and go unsent."""
+        held = self._held_traces
+        for s in [s for s in held if s <= seq]:
+            trace = held.pop(s)
+            if s == seq and mine:
+                trace.release(subject, nointerest, error)
 
     def drain(self) -> None:
         """Nothing in flight any more: the publishes that waited are checked now, in order
@@ -1283,6 +1308,7 @@ class Stream:
             self._batches.clear()
         if self._schedules is not None:
             self._schedules.stop()
+        self._held_traces.clear()
         for c in list(self.consumers.values()):
             c.stop(deleted=False)
         self.unsubscribe()
@@ -1298,6 +1324,7 @@ class Stream:
             self._batches.clear()
         if self._schedules is not None:
             self._schedules.stop()
+        self._held_traces.clear()
         self.unsubscribe()
         for c in list(self.consumers.values()):
             c.stop(deleted=True, advisory=False)
