@@ -359,7 +359,7 @@ def _recv_available(
     while True:
         if deadline is not None and time.monotonic() >= deadline:
             return False
-        r, _, _ = select.select([sock], [], [], wait)
+        r, _ = _wait_io(sock, wait)
         if not r:
             return False
         try:
@@ -464,13 +464,25 @@ def run_raw(
     return Transcript(info, split_lines(rest, info_drop), closed, data)
 
 
+def _wait_io(sock: socket.socket, wait: float, write: bool = False) -> tuple[bool, bool]:
+    """(readable, writable) within ``wait`` seconds: ``poll``, which takes any descriptor
+    number (``select`` fails above 1023, as a long test session can reach)."""
+    p = select.poll()
+    p.register(sock, select.POLLIN | (select.POLLOUT if write else 0))
+    r = w = False
+    for _fd, ev in p.poll(max(0.0, wait) * 1000):
+        r = r or bool(ev & (select.POLLIN | select.POLLHUP | select.POLLERR))
+        w = w or bool(ev & select.POLLOUT)
+    return r, w
+
+
 def _recv_until(
     sock: socket.socket, buf: bytearray, marker: bytes, quiet: float, deadline: float
 ) -> bool:
     """Read until ``buf`` ends with ``marker`` or ``quiet`` seconds pass with
     nothing arriving. Returns True if the peer closed / reset."""
     while not buf.endswith(marker) and time.monotonic() < deadline:
-        r, _, _ = select.select([sock], [], [], quiet)
+        r, _ = _wait_io(sock, quiet)
         if not r:
             return False
         try:
@@ -489,7 +501,7 @@ def _send_draining(sock: socket.socket, data: bytes, buf: bytearray) -> None:
     sock.setblocking(False)
     try:
         while view:
-            r, w, _ = select.select([sock], [sock], [], 5.0)
+            r, w = _wait_io(sock, 5.0, write=True)
             if r:
                 try:
                     chunk = sock.recv(65536)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import shutil
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,17 @@ from natsd.storage.wal import Wal
 
 NAMES = ("n1", "n2", "n3")
 PROMISES = {MessageType.MsgAppResp, MessageType.MsgVoteResp, MessageType.MsgPreVoteResp}
+# every Net a test made, its WALs closed after the test (each WAL holds file descriptors)
+_NETS: list[Net] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_wals() -> Iterator[None]:
+    yield
+    for net in _NETS:
+        for h in net.hosts.values():
+            h.wal.close()
+    _NETS.clear()
 
 
 class Net:
@@ -61,6 +73,7 @@ class Net:
         self.applied: dict[str, dict[bytes, list[tuple[int, bytes]]]] = {n: {} for n in NAMES}
         self.frames_per_turn: list[int] = []
         self.early = 0  # frames sent before their node's WAL sync
+        _NETS.append(self)
         for n in NAMES:
             self.start(n)
 
@@ -432,6 +445,7 @@ def test_frames_to_a_peer_are_split_at_the_frame_target(tmp_path: Path) -> None:
     for _, f in sent:
         assert len(f) <= FRAME_TARGET or len(decode_frame(f)) == 1
     assert h.frames_sent == len(sent)
+    h.wal.close()
 
 
 def test_a_damaged_wal_log_is_cut_at_its_first_hole() -> None:
