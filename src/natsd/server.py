@@ -543,6 +543,7 @@ class Server:
             api=api,
             direct=make_api_callback,
             max_payload=self.options.max_payload,
+            system=self.accounts[self.system_account_name],
         )
         if self.mesh is not None:
             from natsd.jetstream.api.routing import ApiRouter

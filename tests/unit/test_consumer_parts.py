@@ -49,7 +49,9 @@ class _Ctx:
     def send(self, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
         pass
 
-    def advise(self, subject: str, typ: str, body: dict[str, Any]) -> None:
+    def advise(
+        self, subject: str, typ: str, body: dict[str, Any], system_too: bool = False
+    ) -> None:
         self.advisories.append((subject, body))
 
     def limits_set(self) -> bool:

@@ -171,8 +171,10 @@ class StreamHost:
     def send(self, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
         publish(self.sublist, subject, None, hdr, payload)
 
-    def advise(self, subject: str, typ: str, body: dict[str, Any]) -> None:
-        self._engine.advise(self._ja, subject, typ, body)
+    def advise(
+        self, subject: str, typ: str, body: dict[str, Any], system_too: bool = False
+    ) -> None:
+        self._engine.advise(self._ja, subject, typ, body, system_too)
 
     def limits_set(self) -> bool:
         return self._engine.limits_set(self._ja)
@@ -198,6 +200,7 @@ class JetStream:
         api: ApiSubscriber | None = None,
         direct: DirectAnswerer | None = None,
         max_payload: int = DEFAULT_MAX_PAYLOAD,
+        system: Account | None = None,
     ) -> None:
         # Every stream and consumer of this engine reads time from ``clock`` and sets its
         # timers on ``scheduler`` (the running loop unless a test passes a virtual one).
@@ -214,6 +217,8 @@ class JetStream:
         self.batch_limits = BatchLimits()
         self.fast_limits = FastLimits()
         self.accounts: dict[str, JsAccount] = {}
+        # the system account: some advisories go there too, naming their account
+        self.system = system
         self.committer = Committer(self.scheduler, sync_interval, sync_always)
         # None: no $JS.API subscriptions (an engine driven directly, without its API).
         self._api = api
@@ -359,11 +364,26 @@ class JetStream:
         publish(ja.account.sublist, subject, None, hdr, payload)
 
     # ------------------------------------------------------------------ advisories
-    def advise(self, ja: JsAccount, subject: str, typ: str, body: dict[str, Any]) -> None:
-        """Publish a ``$JS.EVENT.ADVISORY.*`` event, built only when someone listens."""
+    def advise(
+        self,
+        ja: JsAccount,
+        subject: str,
+        typ: str,
+        body: dict[str, Any],
+        system_too: bool = False,
+    ) -> None:
+        """Publish a ``$JS.EVENT.ADVISORY.*`` event, built only when someone listens; with
+        ``system_too`` also in the system account, with an ``account`` field (nats-server's
+        ``publishAdvisory(nil, ...)``), and there only when ``ja`` is the system account."""
         subj = subject.encode()
-        if not ja.account.sublist.has_interest(subj):
-            return
+        system = self.system if system_too else None
+        if (system is None or system is not ja.account) and ja.account.sublist.has_interest(subj):
+            self.send(ja, subj, orjson.dumps(self._advisory(typ, body)))
+        if system is not None and system.sublist.has_interest(subj):
+            doc = self._advisory(typ, {"account": ja.account.name, **body})
+            publish(system.sublist, subj, None, None, orjson.dumps(doc))
+
+    def _advisory(self, typ: str, body: dict[str, Any]) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "type": typ,
             "id": self._nuid.next(),
@@ -372,7 +392,7 @@ class JetStream:
         doc.update(body)
         if self.domain:
             doc["domain"] = self.domain
-        self.send(ja, subj, orjson.dumps(doc))
+        return doc
 
     def stream_action(self, ja: JsAccount, stream: str, action: str) -> None:
         self.advise(

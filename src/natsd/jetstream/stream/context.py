@@ -89,8 +89,11 @@ class StreamContext(Protocol):
         """Publish into the account (replies, republish)."""
         ...
 
-    def advise(self, subject: str, typ: str, body: dict[str, Any]) -> None:
-        """Publish a ``$JS.EVENT.*`` advisory, built only when someone listens."""
+    def advise(
+        self, subject: str, typ: str, body: dict[str, Any], system_too: bool = False
+    ) -> None:
+        """Publish a ``$JS.EVENT.*`` advisory, built only when someone listens (also in
+        the system account, naming the stream's account, with ``system_too``)."""
         ...
 
     def limits_set(self) -> bool:

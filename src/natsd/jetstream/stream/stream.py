@@ -593,7 +593,8 @@ class Stream:
 
     def _batch_abandoned(self, batch_id: str, reason: str) -> None:
         body = {"stream": self.name, "batch": batch_id, "reason": reason}
-        self.ctx.advise(ADVISORY + self.name, ADVISORY_TYPE, body)
+        # (nats-server sends it to the system account too)
+        self.ctx.advise(ADVISORY + self.name, ADVISORY_TYPE, body, system_too=True)
 
     def _batch_ack(self, seq: int, batch_id: str, count: int) -> bytes:
         return self._ack_head + b'%d,"batch":%s,"count":%d}' % (
