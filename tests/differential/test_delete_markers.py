@@ -214,3 +214,21 @@ async def test_kv_get_sees_marker(js_pair: ServerPair) -> None:
     ref, impl = await run_client_both(js_pair, fn, reference_must_succeed=True)
     assert impl == ref
     assert len(ref[1]) == 3 and ref[1][-1] == "not found", ref
+
+
+async def test_a_short_ttl_is_raised_to_the_marker_ttl(js_pair: ServerPair) -> None:
+    """A message TTL below the marker TTL is stored raised to it (its ``Nats-TTL`` header
+    rewritten), except with one message per subject, where no marker can be missed."""
+
+    async def sc(js: JsRecorder) -> None:
+        for name, extra in (("RA", {}), ("RO", {"max_msgs_per_subject": 1})):
+            p = name.lower()
+            cfg = _cfg(name, "file", subject_delete_marker_ttl=5 * SECOND, **extra)
+            await js.req(f"create {name}", f"STREAM.CREATE.{name}", cfg)
+            await js.pub(f"{name} ttl 1s", f"{p}.a", "1", {"Nats-TTL": "1s", "X": "y"})
+            await js.pub(f"{name} ttl 9", f"{p}.b", "2", {"Nats-TTL": "9"})
+            js.note(f"{name} seq 1", await _msg(js, name, 1))
+            js.note(f"{name} seq 2", await _msg(js, name, 2))
+
+    ref, impl = await run_scenario(js_pair, sc, timeout=40)
+    assert_same(ref, impl)

@@ -17,14 +17,15 @@ from collections.abc import Callable
 from typing import Final
 
 from natsd.connection.route import RouteConnection
+from natsd.core.headers import set_header
 from natsd.router.deliver import deliver
 from natsd.router.interest import ForwardPlan, RemoteInterest, assign
 from natsd.router.msgtrace import (
     ERR_NO_SUPPORT,
     ERR_ONLY_NO_SUPPORT,
+    TRACE_HOP_KEY,
     TRACE_PROTO,
     MsgTrace,
-    with_hop,
 )
 from natsd.router.routed import js_deliver_index
 from natsd.router.subscription import Sink, Subscription
@@ -175,7 +176,7 @@ class Forwarder:
                 continue
             else:
                 trace.egress_route(r.rid, r.remote_name, hop, ERR_NO_SUPPORT)
-            h = with_hop(hdr, hop)
+            h = set_header(hdr, TRACE_HOP_KEY, hop.encode())
             tail = b" %d %d\r\n%s%s\r\n" % (len(h), len(h) + len(payload), h, payload)
             head = b"HMSG " + self.name + b" " + subject
             r.send_msg(_routed(head, reply, queues, tail))

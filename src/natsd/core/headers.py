@@ -11,6 +11,7 @@ __all__ = [
     "encode_headers",
     "parse_headers",
     "replace_header",
+    "set_header",
     "slice_header",
     "status_headers",
 ]
@@ -126,3 +127,13 @@ def replace_header(hdr: bytes, key: str, value: bytes) -> bytes:
         return hdr[:start] + value + hdr[end:]
     base = hdr[:-2] if len(hdr) > 2 else b"NATS/1.0\r\n"
     return base + k + b": " + value + b"\r\n\r\n"
+
+
+def set_header(hdr: bytes, key: str, value: bytes) -> bytes:
+    """nats-server's ``removeHeaderIfPresent`` then ``genHeader`` (as its client's
+    ``setHeader``): every ``key:`` line (the key as written) dropped, ``key: value``
+    appended as the last header."""
+    k = key.encode() + b":"
+    lines = hdr.split(b"\r\n")
+    kept = [ln for ln in lines[1:] if ln and not ln.startswith(k)]
+    return b"\r\n".join([lines[0] or b"NATS/1.0", *kept, k + b" " + value]) + b"\r\n\r\n"

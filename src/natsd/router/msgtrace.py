@@ -38,6 +38,7 @@ from typing import Any, Final
 
 import cramjam
 
+from natsd.core.headers import replace_header
 from natsd.protocol.parser import message_body
 from natsd.router.account import SYSTEM_ACCOUNT
 from natsd.router.publish import publish
@@ -63,7 +64,6 @@ __all__ = [
     "run_internal",
     "send_trace",
     "trace_headers",
-    "with_hop",
 ]
 
 TRACE_DEST: Final = b"Nats-Trace-Dest"
@@ -182,13 +182,9 @@ def active_trace(hdr: bytes | None) -> MsgTrace | None:
 
 def disable_dest(hdr: bytes) -> bytes:
     """``hdr`` with its ``Nats-Trace-Dest`` value replaced, in place, by ``trace disabled``
-    (what a stream stores: a consumer's delivery must not start the trace again)."""
-    i = hdr.find(b"\r\n" + TRACE_DEST + b":")
-    if i < 0:
-        return hdr
-    start = i + 2 + len(TRACE_DEST) + 1
-    end = hdr.find(b"\r\n", start)
-    return hdr[:start] + b" " + DEST_DISABLED.encode() + hdr[end:]
+    (what a stream stores: a consumer's delivery must not start the trace again), as
+    nats-server's stream does it (``setHeader``)."""
+    return replace_header(hdr, TRACE_DEST.decode(), DEST_DISABLED.encode())
 
 
 class MsgTrace:
@@ -416,15 +412,6 @@ def send_trace(sublist: Sublist[Subscription], trace: MsgTrace, server: dict[str
             encoding = "identity"
         hdr = b"NATS/1.0\r\nContent-Encoding: " + encoding.encode() + b"\r\n\r\n"
     publish(sublist, trace.dest.encode(), None, hdr, payload)
-
-
-def with_hop(hdr: bytes, hop: str) -> bytes:
-    """``hdr`` with ``Nats-Trace-Hop: hop`` as its last header (any earlier one dropped),
-    as nats-server's ``setHeader`` writes it for a route."""
-    key = TRACE_HOP_KEY.encode() + b":"
-    lines = hdr.split(b"\r\n")
-    kept = [ln for ln in lines[1:] if ln and not ln.startswith(key)]
-    return b"\r\n".join([lines[0], *kept, key + b" " + hop.encode()]) + b"\r\n\r\n"
 
 
 def header_block(tail: bytes, size: int, hlen: int) -> bytes:

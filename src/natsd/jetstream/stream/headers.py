@@ -32,7 +32,6 @@ __all__ = [
     "marker_header",
     "msg_id_of",
     "parse_ttl",
-    "set_header",
 ]
 
 H_MSG_ID: Final = "Nats-Msg-Id"
@@ -114,14 +113,6 @@ def check_last_msg_id_and_rollup(
             text = f'rollup value invalid: "{rollup}"'
             return E.JSStreamRollupFailedF(err=text)
     return None
-
-
-def set_header(hdr: bytes, key: str, value: str) -> bytes:
-    """``hdr`` with every ``key`` line dropped and ``key: value`` appended (Go setHeader)."""
-    lines = hdr.split(b"\r\n")
-    k = key.lower().encode()
-    kept = [ln for ln in lines[1:] if ln and ln.split(b":", 1)[0].strip().lower() != k]
-    return b"\r\n".join([lines[0], *kept, f"{key}: {value}".encode()]) + b"\r\n\r\n"
 
 
 def msg_id_of(hdr: bytes) -> str:

@@ -27,7 +27,13 @@ import orjson
 
 from natsd.core.clock import rfc3339
 from natsd.core.filters import subject_matches
-from natsd.core.headers import HeaderError, parse_headers, replace_header, slice_header
+from natsd.core.headers import (
+    HeaderError,
+    parse_headers,
+    replace_header,
+    set_header,
+    slice_header,
+)
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import (
@@ -78,7 +84,6 @@ from natsd.jetstream.stream.headers import (
     marker_header,
     msg_id_of,
     parse_ttl,
-    set_header,
 )
 from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.replica import Replica
@@ -426,11 +431,12 @@ class Stream:
                 return
             ttl = parsed
             marker_ttl = cfg.subject_delete_marker_ttl // 1_000_000_000
-            if hdr is not None and 0 < ttl < marker_ttl:
+            if hdr is not None and 0 < ttl < marker_ttl and cfg.max_msgs_per_subject != 1:
                 # nats-server keeps messages at least as long as the delete markers that
-                # would replace them, and stores the raised TTL.
+                # would replace them, and stores the raised TTL (with one message per
+                # subject there is no marker to miss)
                 ttl = marker_ttl
-                hdr = set_header(hdr, H_TTL, str(marker_ttl))
+                hdr = set_header(hdr, H_TTL, b"%d" % marker_ttl)
         trace = self._trace
         if trace is not None and hdr is not None:
             if rep is None or trace.only:
