@@ -149,21 +149,33 @@ class CounterPublisher:
             mid, by = f"c-{n}", rng.randint(-5, 20)
             self.sent[mid] = by
             headers = {"Nats-Incr": str(by), "Nats-Msg-Id": mid}
-            while not self.stopping or time.monotonic() < self.give_up_at:
-                try:
-                    m = await self.nc.request("fc.n", b"", timeout=1.0, headers=headers)
-                    if "error" not in json.loads(m.data):
-                        self.acked[mid] = by
-                        break
-                except Exception:  # no responders, a timeout, a connection lost to a fault
-                    pass
-                await asyncio.sleep(0.05)
+            if await until_acked(self.nc, "fc.n", b"", headers, self.trying):
+                self.acked[mid] = by
             n += 1
+
+    def trying(self) -> bool:
+        return not self.stopping or time.monotonic() < self.give_up_at
 
     async def stop(self, task: asyncio.Task[None]) -> None:
         self.stopping = True
         self.give_up_at = time.monotonic() + 10
         await asyncio.wait_for(task, 30)
+
+
+async def until_acked(
+    nc: NATS, subject: str, data: bytes, headers: dict[str, str], trying: Callable[[], bool]
+) -> bool:
+    """A JetStream publish sent again (same headers, so the same Nats-Msg-Id) until it is
+    acknowledged, or ``trying`` says to give up."""
+    while trying():
+        try:
+            m = await nc.request(subject, data, timeout=1.0, headers=headers)
+            if "error" not in json.loads(m.data):
+                return True
+        except Exception:  # no responders, a timeout, a connection lost to a fault
+            pass
+        await asyncio.sleep(0.05)
+    return False
 
 
 async def create_counter_stream(nc: NATS, replicas: int) -> None:
@@ -308,16 +320,11 @@ class SchedulePublisher:
     stopping: bool = False
     give_up_at: float = 0.0
 
+    def trying(self) -> bool:
+        return not self.stopping or time.monotonic() < self.give_up_at
+
     async def _publish(self, subject: str, headers: dict[str, str]) -> bool:
-        while not self.stopping or time.monotonic() < self.give_up_at:
-            try:
-                m = await self.nc.request(subject, b"s", timeout=1.0, headers=headers)
-                if "error" not in json.loads(m.data):
-                    return True
-            except Exception:  # no responders, a timeout, a connection lost to a fault
-                pass
-            await asyncio.sleep(0.05)
-        return False
+        return await until_acked(self.nc, subject, b"s", headers, self.trying)
 
     async def run(self, rng: random.Random) -> None:
         every = {"Nats-Schedule": "@every 1s", "Nats-Schedule-Target": "fs.tgt.every",

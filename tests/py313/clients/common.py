@@ -73,3 +73,17 @@ async def collect(aiter, limit=100):
         if len(out) >= limit:
             break
     return out
+
+
+async def mapped(coro, fn):
+    """``fn`` of what ``coro`` returns: a step's result in the form it is recorded."""
+    return fn(await coro)
+
+
+def run(main, report: Report) -> None:
+    """Run a check's ``main`` and print its report (a crash recorded as ``fatal``)."""
+    try:
+        asyncio.run(main())
+    except BaseException as exc:
+        report.note("fatal", repr(exc))
+    report.dump()

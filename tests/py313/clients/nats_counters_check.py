@@ -3,9 +3,7 @@
 Run: NATS_URL=nats://127.0.0.1:4222 venv/bin/python nats-counters_check.py
 """
 
-import asyncio
-
-from common import URL, Report, collect
+from common import URL, Report, collect, mapped, run
 from nats import counters
 from nats.client import connect
 from nats.jetstream import new as jetstream
@@ -56,7 +54,7 @@ async def main():
             "get_multiple events.orders+missing",
             lambda: collect(counter.get_multiple(["events.orders", "events.missing"])),
         )
-        await R.step("get_counter(COUNTERS)", _map(counters.get_counter(js, "COUNTERS"), repr))
+        await R.step("get_counter(COUNTERS)", mapped(counters.get_counter(js, "COUNTERS"), repr))
         # a non-integer increment goes straight to the server
         await R.step(
             "js.publish Nats-Incr=abc",
@@ -68,7 +66,7 @@ async def main():
     await R.step("get_counter(missing)", counters.get_counter(js, "NOPE"))
     await R.step(
         "create plain stream",
-        _map(js.create_stream(name="PLAIN", subjects=["plain.>"]), lambda s: s.name),
+        mapped(js.create_stream(name="PLAIN", subjects=["plain.>"]), lambda s: s.name),
     )
     await R.step("get_counter(PLAIN) not a counter", counters.get_counter(js, "PLAIN"))
 
@@ -86,13 +84,5 @@ async def _async(fn):
     return fn()
 
 
-async def _map(coro, fn):
-    return fn(await coro)
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except BaseException as exc:
-        R.note("fatal", repr(exc))
-    R.dump()
+    run(main, R)

@@ -8,7 +8,7 @@ Run: NATS_URL=nats://127.0.0.1:4222 venv/bin/python nats_jetstream_check.py
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from common import URL, Report
+from common import URL, Report, mapped, run
 from nats.client import connect
 from nats.jetstream import new as jetstream
 from nats.jetstream.headers import (
@@ -37,7 +37,7 @@ async def main():
     # counters (ADR-49)
     await R.step(
         "counter stream",
-        _map(
+        mapped(
             js.create_stream(name="COUNTER", subjects=["counter.>"], allow_msg_counter=True),
             lambda s: s.info.config.allow_msg_counter,
         ),
@@ -45,20 +45,22 @@ async def main():
     for by in ("5", "3", "-2"):
         await R.step(
             f"incr {by}",
-            _map(js.publish("counter.x", b"", headers={"Nats-Incr": by}), lambda a: a.value),
+            mapped(js.publish("counter.x", b"", headers={"Nats-Incr": by}), lambda a: a.value),
         )
 
     # async persistence (ADR-56)
     await R.step(
         "persist_mode async",
-        _map(
+        mapped(
             js.create_stream(
                 name="ASYNC", subjects=["async.>"], num_replicas=1, persist_mode="async"
             ),
             lambda s: s.info.config.persist_mode,
         ),
     )
-    await R.step("publish async-persisted", _map(js.publish("async.a", b"x"), lambda a: a.sequence))
+    await R.step(
+        "publish async-persisted", mapped(js.publish("async.a", b"x"), lambda a: a.sequence)
+    )
 
     # message schedules (ADR-51)
     sched = await R.step(
@@ -67,7 +69,7 @@ async def main():
     )
     if sched is not None:
         await R.step(
-            "allow_msg_schedules", _map(sched.get_info(), lambda i: i.config.allow_msg_schedules)
+            "allow_msg_schedules", mapped(sched.get_info(), lambda i: i.config.allow_msg_schedules)
         )
         ack = await R.step(
             "publish @every",
@@ -78,7 +80,7 @@ async def main():
             ),
         )
         if ack is not None:
-            await R.step("stored schedule", _map(sched.get_message(ack.sequence), _msg))
+            await R.step("stored schedule", mapped(sched.get_message(ack.sequence), _msg))
         await R.step(
             "publish without target",
             js.publish("sched.notarget", b"", headers={NATS_SCHEDULE: "@every 5s"}),
@@ -86,7 +88,7 @@ async def main():
         when = datetime.now(UTC) + timedelta(seconds=1)
         await R.step(
             "publish @at",
-            _map(
+            mapped(
                 js.publish(
                     "sched.once",
                     b"hello",
@@ -104,7 +106,7 @@ async def main():
     # atomic batch publish (ADR-50)
     await R.step(
         "batch stream",
-        _map(
+        mapped(
             js.create_stream(
                 name="BATCH", subjects=["batch.>"], allow_atomic=True, allow_batched=True
             ),
@@ -116,7 +118,7 @@ async def main():
     )
     await R.step(
         "batch first",
-        _map(
+        mapped(
             js.client.request(
                 "bp.a",
                 b"one",
@@ -134,7 +136,7 @@ async def main():
     )
     await R.step(
         "batch commit",
-        _map(
+        mapped(
             js.client.request(
                 "bp.c",
                 b"three",
@@ -161,13 +163,5 @@ async def _fired(stream, subject):
             await asyncio.sleep(0.05)
 
 
-async def _map(coro, fn):
-    return fn(await coro)
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except BaseException as exc:
-        R.note("fatal", repr(exc))
-    R.dump()
+    run(main, R)

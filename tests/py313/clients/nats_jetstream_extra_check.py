@@ -4,10 +4,8 @@ used as its README shows. Prints a JSON summary.
 Run: NATS_URL=nats://127.0.0.1:4222 venv/bin/python nats-jetstream-extra_check.py
 """
 
-import asyncio
-
 import nats.jetstream_extra as jx
-from common import URL, Report, collect
+from common import URL, Report, collect, mapped, run
 from nats.client import connect
 from nats.jetstream import new as jetstream
 
@@ -198,27 +196,27 @@ async def main():
     # 3. Batch direct get.
     await R.step(
         "get_last_msgs_for ATOMIC [atomic.a, atomic.b]",
-        lambda: _map(
+        lambda: mapped(
             collect(jx.get_last_msgs_for(js, "ATOMIC", ["atomic.a", "atomic.b"])),
             lambda ms: [raw(m) for m in ms],
         ),
     )
     await R.step(
         "get_last_msgs_for ATOMIC [atomic.>] batch=3",
-        lambda: _map(
+        lambda: mapped(
             collect(jx.get_last_msgs_for(js, "ATOMIC", ["atomic.>"], batch=3)),
             lambda ms: [raw(m) for m in ms],
         ),
     )
     await R.step(
         "get_batch ATOMIC batch=4 seq=2",
-        lambda: _map(
+        lambda: mapped(
             collect(jx.get_batch(js, "ATOMIC", batch=4, seq=2)), lambda ms: [raw(m) for m in ms]
         ),
     )
     await R.step(
         "get_batch ATOMIC next_by_subject=atomic.c",
-        lambda: _map(
+        lambda: mapped(
             collect(jx.get_batch(js, "ATOMIC", batch=10, next_by_subject="atomic.c")),
             lambda ms: [raw(m) for m in ms],
         ),
@@ -262,13 +260,5 @@ async def _ack(coro):
     return ack_dict(await coro)
 
 
-async def _map(coro, fn):
-    return fn(await coro)
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except BaseException as exc:
-        R.note("fatal", repr(exc))
-    R.dump()
+    run(main, R)

@@ -3,10 +3,8 @@
 Run: NATS_URL=nats://127.0.0.1:4222 venv/bin/python natsio-counters_check.py
 """
 
-import asyncio
-
 import natsio
-from common import URL, Report, collect
+from common import URL, Report, collect, mapped, run
 from natsio.counters import CounterConfig, counter_from_stream, create_counter, get_counter
 from natsio.jetstream import StreamConfig
 
@@ -47,17 +45,17 @@ async def main():
             "get_multiple [nothing.here] (no match)",
             lambda: collect(counter.get_multiple(["events.zzz"])),
         )
-        await R.step("get_counter COUNTS", _map(get_counter(js, "COUNTS"), repr))
+        await R.step("get_counter COUNTS", mapped(get_counter(js, "COUNTS"), repr))
         await R.step("add on uncovered subject", counter.add("other.x", 1), timeout=10)
         await R.step(
             "create_counter COUNTS again (idempotent)",
-            _map(create_counter(js, CounterConfig(name="COUNTS", subjects=["events.>"])), repr),
+            mapped(create_counter(js, CounterConfig(name="COUNTS", subjects=["events.>"])), repr),
         )
 
     await R.step("get_counter missing", get_counter(js, "NOPE"))
     plain = await R.step(
         "create PLAIN",
-        _map(js.create_stream(StreamConfig(name="PLAIN", subjects=["plain.>"])), lambda s: s),
+        mapped(js.create_stream(StreamConfig(name="PLAIN", subjects=["plain.>"])), lambda s: s),
     )
     if plain is not None:
         await R.step("counter_from_stream(PLAIN)", _async(lambda: counter_from_stream(js, plain)))
@@ -70,13 +68,5 @@ async def _async(fn):
     return fn()
 
 
-async def _map(coro, fn):
-    return fn(await coro)
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except BaseException as exc:
-        R.note("fatal", repr(exc))
-    R.dump()
+    run(main, R)

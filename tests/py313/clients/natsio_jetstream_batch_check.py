@@ -4,11 +4,10 @@ ending .$FI) and batch direct get, used as its README shows. Prints a JSON summa
 Run: NATS_URL=nats://127.0.0.1:4222 venv/bin/python natsio-jetstream-batch_check.py
 """
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 
 import natsio
-from common import URL, Report, collect
+from common import URL, Report, collect, mapped, run
 from natsio.jetstream import StreamConfig
 from natsio.jetstream_batch import ALLOW_BATCHED, FlowControl, fast_publisher, get_batch
 
@@ -40,7 +39,7 @@ async def main():
     # README: fast ingest needs allow_batched, passed through StreamConfig.extra.
     await R.step(
         "create RAW (allow_direct, extra allow_batched)",
-        _map(
+        mapped(
             js.create_stream(
                 StreamConfig(
                     name="RAW", subjects=["raw.>"], allow_direct=True, extra={ALLOW_BATCHED: True}
@@ -58,7 +57,7 @@ async def main():
     for i in range(5):
         await R.step(
             f"js.publish #{i} direct.{i % 2}",
-            _map(js.publish(f"direct.{i % 2}", f"m{i}".encode()), lambda a: a.seq),
+            mapped(js.publish(f"direct.{i % 2}", f"m{i}".encode()), lambda a: a.seq),
         )
 
     # README publish form: 250 adds (exercises flow acks at 100) then commit.
@@ -112,32 +111,32 @@ async def main():
     if direct is not None:
         await R.step(
             "get_batch DIRECT 100 seq=1",
-            lambda: _map(
+            lambda: mapped(
                 collect(get_batch(js, direct, 100, seq=1)), lambda ms: [stored(s) for s in ms]
             ),
         )
         await R.step(
             "get_batch DIRECT 10 subject=direct.1",
-            lambda: _map(
+            lambda: mapped(
                 collect(get_batch(js, "DIRECT", 10, subject="direct.1")),
                 lambda ms: [stored(s) for s in ms],
             ),
         )
         await R.step(
             "get_batch DIRECT 2 seq=2",
-            lambda: _map(
+            lambda: mapped(
                 collect(get_batch(js, "DIRECT", 2, seq=2)), lambda ms: [stored(s) for s in ms]
             ),
         )
         await R.step(
             "get_batch DIRECT start_time",
-            lambda: _map(
+            lambda: mapped(
                 collect(get_batch(js, "DIRECT", 10, start_time=t0)), lambda ms: [s.seq for s in ms]
             ),
         )
         await R.step(
             "get_batch DIRECT max_bytes=60",
-            lambda: _map(
+            lambda: mapped(
                 collect(get_batch(js, "DIRECT", 10, seq=1, max_bytes=60)),
                 lambda ms: [s.seq for s in ms],
             ),
@@ -148,13 +147,13 @@ async def main():
         )
         await R.step(
             "core Stream.get_last_msgs_for [direct.>]",
-            lambda: _map(
+            lambda: mapped(
                 collect(direct.get_last_msgs_for(["direct.>"])), lambda ms: [stored(s) for s in ms]
             ),
         )
     await R.step(
         "get_batch RAW seq=1 subject=raw.events",
-        lambda: _map(
+        lambda: mapped(
             collect(get_batch(js, "RAW", 3, seq=1, subject="raw.events")),
             lambda ms: [stored(s) for s in ms],
         ),
@@ -165,13 +164,5 @@ async def main():
     await nc.close()
 
 
-async def _map(coro, fn):
-    return fn(await coro)
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except BaseException as exc:
-        R.note("fatal", repr(exc))
-    R.dump()
+    run(main, R)

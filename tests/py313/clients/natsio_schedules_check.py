@@ -11,7 +11,7 @@ import asyncio
 from datetime import timedelta
 
 import natsio
-from common import URL, Report, collect
+from common import URL, Report, collect, mapped, run
 from natsio.jetstream import ConsumerConfig, StreamConfig
 from natsio.schedules import (
     HOURLY,
@@ -131,23 +131,23 @@ async def main():
                 payload=b"later",
             ),
         )
-        await R.step("get heartbeat", _map(sched.get("schedules.heartbeat"), _entry))
-        await R.step("get report", _map(sched.get("schedules.report"), _entry))
+        await R.step("get heartbeat", mapped(sched.get("schedules.heartbeat"), _entry))
+        await R.step("get report", mapped(sched.get("schedules.report"), _entry))
         await R.step(
             "list schedules.>",
-            lambda: _map(
+            lambda: mapped(
                 collect(sched.list("schedules.>")), lambda es: sorted(e.subject for e in es)
             ),
         )
         await R.step("one-shot fired", _wait(js, "SCHED", "orders.reminder", 1))
         await R.step(
-            "interval fired twice", _map(_wait(js, "SCHED", "orders.tick", 2), lambda n: n >= 2)
+            "interval fired twice", mapped(_wait(js, "SCHED", "orders.tick", 2), lambda n: n >= 2)
         )
-        await R.step("sampled", _map(_wait(js, "SCHED", "orders.sampled", 1), lambda n: n >= 1))
+        await R.step("sampled", mapped(_wait(js, "SCHED", "orders.sampled", 1), lambda n: n >= 1))
         await R.step("get fired one-shot", sched.get("schedules.orders.r1"))
         await R.step(
             "stop_and_publish r2",
-            _map(
+            mapped(
                 sched.stop_and_publish(
                     "schedules.orders.r2", publish_to="orders.reminder2", payload=b"sent early"
                 ),
@@ -180,11 +180,11 @@ async def main():
         if consumer is not None:
             got = []
             for i in range(3):
-                m = await R.step(f"consumer next {i}", _map(consumer.next(), _delivery))
+                m = await R.step(f"consumer next {i}", mapped(consumer.next(), _delivery))
                 got.append(m)
         await R.step(
             "list after",
-            lambda: _map(
+            lambda: mapped(
                 collect(sched.list("schedules.>")), lambda es: sorted(e.subject for e in es)
             ),
         )
@@ -204,13 +204,5 @@ async def _async(fn):
     return repr(fn())
 
 
-async def _map(coro, fn):
-    return fn(await coro)
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except BaseException as exc:
-        R.note("fatal", repr(exc))
-    R.dump()
+    run(main, R)
