@@ -23,6 +23,8 @@ SCRIPTS = {
     "kv_os_v3": HERE / "kv_os_v3.mjs",
     # R3 streams, consumers, KV and Object Store buckets (issue 19)
     "r3": HERE / "r3.mjs",
+    # schedules, atomic and fast batches, counters through nats.js v3 (R1 streams)
+    "features_v3": HERE / "features_v3.mjs",
 }
 
 
@@ -32,7 +34,7 @@ async def test_nats_js_scripts_on_a_cluster(
     tmp_path: Path,
     script: str,
 ) -> None:
-    if script in ("kv_os_v3", "r3"):
+    if script in ("kv_os_v3", "r3", "features_v3"):
         require_node_modules("@nats-io/kv", "@nats-io/obj", "@nats-io/transport-node")
     cluster = EmbeddedJsCluster(tmp_path, edge=True)
     try:
