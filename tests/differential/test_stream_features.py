@@ -1,8 +1,7 @@
 """nats-server 2.12+ stream features natsd does not implement: refused, never ignored.
 
-* Stream create / update with ``compression: s2`` (file), and
-  ``allow_batched`` on a replicated stream: nats-server
-  accepts them, natsd answers a ``JSStreamInvalidConfigF`` refusal and creates nothing.
+* Stream create / update with ``compression: s2`` (file): nats-server accepts it, natsd
+  answers a ``JSStreamInvalidConfigF`` refusal and creates nothing.
   Where nats-server refuses the combination itself, both answer the same.
 * Publishes carrying the headers of those features (``Nats-Batch-*``,
   ``Nats-Schedule*``, ``Nats-Scheduler``, ``Nats-Stream-Source``) or a fast-batch reply

@@ -76,11 +76,13 @@ from faults.workload import (
     BATCH_STREAM,
     CONSUMER,
     COUNTER_STREAM,
+    FAST_STREAM,
     SCHEDULE_STREAM,
     STREAM,
     AckingConsumer,
     BatchPublisher,
     CounterPublisher,
+    FastPublisher,
     Progress,
     Publisher,
     SchedulePublisher,
@@ -88,11 +90,13 @@ from faults.workload import (
     api,
     check_batches,
     check_counter,
+    check_fast,
     check_schedules,
     check_stores,
     create_batch_stream,
     create_consumer,
     create_counter_stream,
+    create_fast_stream,
     create_schedule_stream,
     create_stream,
     finish,
@@ -242,6 +246,10 @@ class Run:
             scheduler = SchedulePublisher(tnc)
             scheduling = asyncio.create_task(scheduler.run(random.Random(rng.random())))
             others.append(scheduling)
+            await create_fast_stream(admin, self.replicas)
+            faster = FastPublisher(tnc)
+            fasting = asyncio.create_task(faster.run(random.Random(rng.random())))
+            others.append(fasting)
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
@@ -255,6 +263,7 @@ class Run:
             await counter.stop(counting)
             await batcher.stop(batching)
             await scheduler.stop(scheduling)
+            await faster.stop(fasting)
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
@@ -264,7 +273,8 @@ class Run:
             self.note(await check_counter(admin, counter))
             self.note(await check_batches(admin, batcher))
             self.note(await check_schedules(admin, scheduler))
-            for name in (COUNTER_STREAM, BATCH_STREAM, SCHEDULE_STREAM):
+            self.note(await check_fast(admin, faster))
+            for name in (COUNTER_STREAM, BATCH_STREAM, SCHEDULE_STREAM, FAST_STREAM):
                 await api(admin, f"$JS.API.STREAM.DELETE.{name}", None, 60, done=(10059,))
         finally:
             for t in (*tasks, *others):

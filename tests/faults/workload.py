@@ -394,6 +394,107 @@ async def check_schedules(nc: NATS, pub: SchedulePublisher) -> str:
     )
 
 
+FAST_STREAM = "FF"
+
+
+@dataclass
+class FastPublisher:
+    """Fast-ingest batches (``allow_batched``, as replicated as the run's stream) through
+    the faults: batches of 5 to 30 messages, each on a subject of its own with its batch
+    sequence as payload, in ``fail`` gap mode (a lost message ends the batch), paced by the
+    flow acks; a batch no answer comes back for is given up. ``check_fast`` then reads the
+    stream back through the cluster."""
+
+    nc: NATS
+    finals: dict[str, int] = field(default_factory=dict)  # batch id -> count in its PubAck
+    sent: dict[str, int] = field(default_factory=dict)  # batch id -> messages sent
+    stopping: bool = False
+
+    async def run(self, rng: random.Random) -> None:
+        n = 0
+        while not self.stopping:
+            await self._batch(f"fb{n}", rng.randint(5, 30), rng.choice((2, 5, 10)))
+            n += 1
+            await asyncio.sleep(0.05)
+
+    async def _batch(self, bid: str, size: int, flow: int) -> None:
+        acked = [0]
+        final: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        async def on(m: Any) -> None:
+            try:
+                a = json.loads(m.data)
+            except ValueError:
+                return
+            if a.get("type") == "ack":
+                acked[0] = max(acked[0], int(a["seq"]))
+            elif "count" in a and not final.done():
+                final.set_result(int(a["count"]))
+            elif "error" in a and "type" not in a and not final.done():
+                final.set_result(0)
+
+        try:
+            sub = await self.nc.subscribe(f"ff.r.{bid}.>", cb=on)
+            for seq in range(1, size + 1):
+                deadline = time.monotonic() + 3
+                while seq - acked[0] > 2 * flow and not final.done():
+                    if time.monotonic() > deadline:
+                        return  # no answer: given up
+                    await asyncio.sleep(0.02)
+                if final.done():
+                    break
+                op = 0 if seq == 1 else 2 if seq == size else 1
+                reply = f"ff.r.{bid}.{flow}.fail.{seq}.{op}.$FI"
+                await self.nc.publish(f"ff.m.{bid}", b"%d" % seq, reply=reply)
+                self.sent[bid] = seq
+            self.finals[bid] = await asyncio.wait_for(final, 5)
+        except Exception:  # a timeout, a connection lost to a fault: given up
+            pass
+        finally:
+            try:
+                await sub.unsubscribe()
+            except Exception:
+                pass
+
+    async def stop(self, task: asyncio.Task[None]) -> None:
+        self.stopping = True
+        await asyncio.wait_for(task, 30)
+
+
+async def create_fast_stream(nc: NATS, replicas: int) -> None:
+    cfg = {"name": FAST_STREAM, "subjects": ["ff.m.>"], "num_replicas": replicas,
+           "storage": "file", "allow_batched": True}  # fmt: skip
+    await api(nc, f"$JS.API.STREAM.CREATE.{FAST_STREAM}", cfg, 30)
+
+
+async def check_fast(nc: NATS, pub: FastPublisher) -> str:
+    """The fast batches' messages, read through the cluster: every batch holds messages
+    1..k of what was sent, each once and in order; a batch that got its PubAck holds
+    exactly the ``count`` it says."""
+    info = await api(nc, f"$JS.API.STREAM.INFO.{FAST_STREAM}", None, 60)
+    state = info["state"]
+    held: dict[str, list[int]] = {}
+    for seq in range(state["first_seq"], state["last_seq"] + 1):
+        m = await api(nc, f"$JS.API.STREAM.MSG.GET.{FAST_STREAM}", {"seq": seq}, 60,
+                      done=(10037,))  # fmt: skip
+        if "message" not in m:
+            continue
+        bid = m["message"]["subject"].rsplit(".", 1)[1]
+        held.setdefault(bid, []).append(int(base64.b64decode(m["message"]["data"])))
+    for bid, seqs in held.items():
+        assert seqs == list(range(1, len(seqs) + 1)), (
+            f"batch {bid} holds {seqs} (sent {pub.sent.get(bid)}, PubAck {pub.finals.get(bid)})"
+        )
+        assert len(seqs) <= pub.sent.get(bid, 0), f"batch {bid}: more than was sent"
+    for bid, count in pub.finals.items():
+        got = len(held.get(bid, []))
+        assert got == count, f"batch {bid}: PubAck count {count}, {got} stored"
+    return (
+        f"fast batches {FAST_STREAM}: {len(pub.sent)} started, {len(pub.finals)} answered, "
+        f"each stored as its PubAck says, every batch a run 1..k"
+    )
+
+
 async def stop_publishers(pubs: list[Publisher], tasks: list[asyncio.Task[None]]) -> None:
     for p in pubs:
         p.stopping = True

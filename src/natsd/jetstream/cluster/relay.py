@@ -16,7 +16,9 @@ already), once the new leader takes publishes: its server shows interest in the 
 and this replica's log has committed an entry of the new term (the new leader applies its
 first entry before it subscribes). A replica that leads again processes them itself. What is
 not passed on within ``FOR`` is dropped, as nats-server drops a publish that reaches a
-replica that no longer leads; the client retries with its ``Nats-Msg-Id``.
+replica that no longer leads; the client retries with its ``Nats-Msg-Id``. A fast batch's
+message is never passed on (it has no such id: its batch sequence tells the new leader
+whether it is new, and a copy it had already would be stored twice).
 
 The new leader checks each one as any publish (duplicates included), so a publish passed on
 and also retried by its client is stored once.
@@ -31,6 +33,7 @@ from natsd.cluster.forward import Forwarder
 from natsd.cluster.group import RaftGroup
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.jetstream.stream.entries import OP_MSG, decode_msg, entry_op
+from natsd.jetstream.stream.headers import FAST_BATCH_SUFFIX
 from natsd.jetstream.stream.replica import Waiting
 from natsd.jetstream.stream.stream import Stream
 
@@ -85,6 +88,13 @@ class PublishRelay:
         return bool(self._pending)
 
     def add(self, group: bytes, items: list[Waiting]) -> None:
+        # A fast batch's message is not passed on: the new leader may have had it already
+        # (both held the stream's interest), and its batch sequence, not a Nats-Msg-Id,
+        # says whether it is new; dropped as nats-server drops it, the publisher is told of
+        # the gap and its batch ends or goes on by its gap mode.
+        items = [w for w in items if w[1] is None or not w[1].endswith(FAST_BATCH_SUFFIX)]
+        if not items:
+            return
         self._pending.append((group, list(items), self.clock.monotonic() + FOR))
         if not self._scheduled:
             self._scheduled = True

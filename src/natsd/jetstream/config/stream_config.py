@@ -33,8 +33,7 @@ supported") until natsd implements them (``allow_mirrors`` / ``allow_sources`` l
 
 The nats-server 2.12+ stream features natsd does not implement yet are refused the same way,
 once nats-server's own checks have passed (so an invalid combination still gets nats-server's
-answer): ``allow_batched`` on a replicated stream and ``compression: s2`` on a file
-stream (see
+answer): ``compression: s2`` on a file stream (see
 :func:`unsupported_feature`; ``allow_unimplemented`` lifts it, for tests that compare the
 rest of the validation). A memory stream with ``compression: s2`` is accepted: nats-server
 accepts it too and never compresses memory storage, so natsd behaves exactly as it does.
@@ -193,8 +192,6 @@ def unsupported_feature(cfg: StreamConfig) -> str | None:
     """Why natsd cannot host ``cfg`` although nats-server would (a 2.12+ feature natsd does
     not implement yet), as the text of the ``JSStreamInvalidConfigF`` refusal; ``None`` if
     it can. Each of these needs API level 2 or more, which natsd does not advertise."""
-    if cfg.allow_batched and cfg.num_replicas > 1:
-        return "stream batch publish is not supported on replicated streams"
     if cfg.compression == Compression.S2 and cfg.storage == StorageType.FILE:
         return "stream compression is not supported"
     return None

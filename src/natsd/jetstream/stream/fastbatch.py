@@ -10,8 +10,12 @@ batch; in ``ok`` mode it goes on. Nothing is atomic: what was stored stays.
 
 This module owns the batches' state and nats-server's rules for it (``jetstream_batching.go``
 ``fastBatch``, ``stream.go`` ``processJetStreamFastBatchMsg`` and ``getFastBatch``); the
-stream checks and stores each message (``Stream._fast``). On a file stream every answer
-leaves after the fsync that covers what it reports, as a PubAck does.
+stream checks and stores each message (``Stream._fast``). On an R1 file stream every answer
+leaves after the fsync that covers what it reports, as a PubAck does. On a replicated stream
+each message is proposed as its own entry carrying the reply subject: the leader counts what
+is in flight (``pending``) and answers as entries apply (``applied``), followers record each
+batch from the entries they apply, and a new leader picks the batches up from there
+(``lead``), as nats-server's ``fastBatchRegisterSequences`` and ``fastBatchReset`` do.
 """
 
 from __future__ import annotations
@@ -115,6 +119,12 @@ class FastBatch:
     sseq: int = 0
     timer: Cancellable | None = None
     expired: bool = False
+    # a replicated stream's: its messages proposed and not yet applied, whether it ends
+    # once they are, and the reply subject of the last one applied (where a new leader
+    # sends its flow ack)
+    pending: int = 0
+    committing: bool = False
+    reply: bytes = b""
 
 
 class FastBatches:
@@ -202,7 +212,72 @@ class FastBatches:
         return True
 
     def commit(self, b: FastBatch, reply: bytes) -> None:
-        """The batch ends (committed, or cut short by a gap or an error in fail mode):
-        everything up to ``lseq`` is stored, so the PubAck leaves now."""
+        """The batch ends (committed, or cut short by a gap or an error in fail mode): its
+        PubAck leaves once everything up to ``lseq`` is stored, now or (a replicated
+        stream's messages still in flight) when the last of them is applied."""
+        if b.lseq != b.pseq:
+            b.committing = True
+            return
         self.drop(b)
         self._send(reply, self._final(b.sseq, b.id, b.lseq))
+
+    def applied(self, req: FastReq, reply: bytes, sseq: int, leading: bool) -> None:
+        """A replicated stream applied a message of batch ``req.id`` at stream sequence
+        ``sseq`` (nats-server's ``fastBatchRegisterSequences``). The leader moves the
+        persisted sequence on (to the highest sent when nothing is left in flight: what
+        was skipped as a duplicate counts), sends the flow ack or, once the batch ends, its
+        PubAck. A follower only records where the batch is, to go on from it if it comes
+        to lead."""
+        b = self.open.get(req.id)
+        if b is None or not leading:
+            if req.commit:
+                if b is not None:
+                    self.drop(b)
+                return
+            if b is None or not self.touch(b):
+                b = self._follow(req)
+                if b is None:
+                    return
+            b.sseq = sseq
+            b.pseq = b.lseq = req.seq
+            b.reply = reply
+            return
+        b.reply = reply
+        if b.pending > 0:
+            b.pending -= 1
+        b.sseq = sseq
+        b.pseq = b.lseq if b.pending == 0 else req.seq
+        if b.committing and b.lseq == b.pseq:
+            self.drop(b)
+            self._send(reply, self._final(b.sseq, b.id, b.lseq))
+            return
+        self.check_flow(b, reply)
+
+    def _follow(self, req: FastReq) -> FastBatch | None:
+        """A follower's record of a batch it learns of from the log (counted in the
+        server's limit as nats-server counts it; none past the limit)."""
+        limits = self._limits
+        if limits.open + 1 > limits.total:
+            return None
+        b = FastBatch(req.id, req.gap_ok, req.flow)
+        self.open[req.id] = b
+        limits.open += 1
+        b.am = min(500, b.max_am) if len(self.open) == 1 else 1
+        self._arm(b)
+        return b
+
+    def lead(self) -> None:
+        """This replica now leads the stream (``fastBatchReset``): each open batch goes
+        on from what was applied, nothing in flight, and its publisher hears so (a flow
+        ack to the last reply subject it used)."""
+        for b in list(self.open.values()):
+            if b.expired or b.timer is None:
+                self.drop(b)
+                continue
+            b.am = min(500, b.max_am) if len(self.open) == 1 else 1
+            self.touch(b)
+            b.committing = False
+            b.pending = 0
+            b.fseq = b.lseq = b.pseq
+            if b.reply:
+                self.flow(b, b.reply)

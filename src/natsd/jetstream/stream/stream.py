@@ -288,11 +288,11 @@ class Stream:
         return hdr
 
     def _reply(self, reply: bytes | None, payload: bytes) -> None:
-        if self._fast_answer is not None:
-            self._fast_answer.append(payload)  # (a fast batch's message: _fast reads it)
         if self._trace is not None:
             self._trace.js_answer(payload)
-        if reply:
+        if self._fast_answer is not None:
+            self._fast_answer.append(payload)  # (a fast batch's message: _fast answers)
+        elif reply:
             self.ctx.send(reply, payload)
 
     def process(
@@ -343,7 +343,20 @@ class Stream:
         subject = subject_b.decode()
         if self._transform is not None:
             subject = self._transform.apply(subject) or subject
-        if reply is not None and reply.endswith(FAST_BATCH_SUFFIX):
+        if (
+            rep is not None
+            and rep.inflight
+            and not self._trace_only()
+            and self._must_wait(rep, hdr)
+        ):
+            # (a fast batch's message too: it is sequenced in its batch when its turn comes)
+            rep.waiting.append((subject_b, reply, self._untraced(hdr), data))
+            return
+        if (
+            reply is not None
+            and self._fast_answer is None  # (not _fast's own call for the message)
+            and reply.endswith(FAST_BATCH_SUFFIX)
+        ):
             if not cfg.allow_batched:
                 self._refuse_batch(reply, E.JSBatchPublishDisabledErr, subject, hdr, data)
             else:
@@ -355,14 +368,6 @@ class Stream:
         rollup = ""
         incr = 0
         counting = False  # it carries a counter increment (Nats-Incr)
-        if (
-            rep is not None
-            and rep.inflight
-            and not self._trace_only()
-            and self._must_wait(rep, hdr)
-        ):
-            rep.waiting.append((subject_b, reply, self._untraced(hdr), data))
-            return
         if hdr:
             try:
                 _status, _desc, h = parse_headers(hdr)
@@ -700,10 +705,38 @@ class Stream:
         """An answer to a fast batch's publisher, in order with the others."""
         if self.cfg.no_ack:
             return
-        if self.cfg.storage == _MEMORY or self.cfg.persist_mode == _ASYNC:
+        if (
+            self.cfg.storage == _MEMORY
+            or self.cfg.persist_mode == _ASYNC
+            or self.replica is not None  # (what it reports is committed: in a majority's logs)
+        ):
             self.ctx.send(reply, payload)
         else:  # after the fsync that covers what it reports
             self._committer.add(self.store, (self.sublist, reply, payload, payload))
+
+    def _fast_state(self) -> FastBatches:
+        fb = self._fast_batches
+        if fb is None:
+            fb = FastBatches(self.ctx.scheduler, self.ctx.fast_limits, self._fast_send,
+                             self._fast_final)  # fmt: skip
+            self._fast_batches = fb
+        return fb
+
+    def _fast_applied(self, e: MsgEntry, leading: bool, error: ApiError | None = None) -> None:
+        """A replicated stream applied (or, with ``error``, failed to store) a fast batch's
+        message (its entry carries the batch's reply subject)."""
+        assert e.reply is not None
+        req = parse_fast_reply(e.reply)
+        if req is None:
+            return
+        fb = self._fast_state()
+        if error is None:
+            fb.applied(req, e.reply, e.seq, leading)
+            return
+        b = fb.open.get(req.id)
+        if leading and b is not None:
+            fb.error(e.reply, req.seq, error.to_json())
+            fb.applied(req, e.reply, b.sseq, leading)
 
     def _fast_final(self, seq: int, batch_id: str, count: int) -> bytes:
         return self._batch_ack(seq, batch_id, count)
@@ -713,10 +746,6 @@ class Stream:
     ) -> None:
         """One message of a fast batch (``fastbatch.py``; nats-server's
         ``processJetStreamFastBatchMsg`` on one server)."""
-        if self.replica is not None:
-            # (refused at create and update: fast batches are R1 here)
-            self._fast_send(reply, self._ack_err(E.JSBatchPublishDisabledErr()))
-            return
         if self._check_limits:
             exceeded = self.ctx.storage_exceeded(self.cfg.storage == _MEMORY, subject, hdr, data)
             if exceeded is not None:
@@ -729,11 +758,7 @@ class Stream:
         if len(req.id.encode()) > FAST_MAX_ID:
             self._fast_send(reply, self._ack_err(E.JSBatchPublishInvalidBatchIDErr()))
             return
-        fb = self._fast_batches
-        if fb is None:
-            fb = FastBatches(self.ctx.scheduler, self.ctx.fast_limits, self._fast_send,
-                             self._fast_final)  # fmt: skip
-            self._fast_batches = fb
+        fb = self._fast_state()
         b = fb.open.get(req.id)
         if b is None:
             if req.seq != 1:
@@ -754,7 +779,9 @@ class Stream:
             if req.seq > b.lseq:
                 fb.gap(reply, b.lseq + 1, req.seq + 1)
                 if b.gap_ok:
-                    b.lseq = b.pseq = req.seq
+                    b.lseq = req.seq
+                    if not b.pending:
+                        b.pseq = b.lseq
                     if not fb.check_flow(b, reply):
                         fb.flow(b, reply)
                 else:
@@ -773,32 +800,45 @@ class Stream:
                 return
         if req.op == OP_COMMIT_EOB:
             b.lseq -= 1
+            if not b.pending:
+                b.pseq = b.lseq
             fb.commit(b, reply)
             return
         if req.seq == 1 and not req.commit:
             fb.flow(b, reply)  # the pace it starts at, before the message is checked
-        # the message: checked and stored as a plain publish, its answers kept
-        before = self.store.last_seq()
+        # the message: checked and stored (or proposed) as a plain publish, its answers
+        # kept; a replicated stream's entry carries the reply, which says at apply which
+        # batch it belongs to (``_fast_applied``)
+        rep = self.replica
+        before = self.store.last_seq() if rep is None else rep.clseq
         answers: list[bytes] = []
         self._fast_answer = answers
         try:
-            self._process(subject_b, None, hdr, data)
+            self._process(subject_b, None if rep is None else reply, hdr, data)
         finally:
             self._fast_answer = None
-        stored = self.store.last_seq()
-        if stored > before:
-            b.sseq = stored
-            b.pseq = b.lseq
-            if req.commit:
-                fb.commit(b, reply)
-            else:
-                fb.check_flow(b, reply)
-            return
+        if rep is not None:
+            if rep.clseq > before:
+                b.pending += 1
+                if req.commit:
+                    fb.commit(b, reply)  # (answered when its last message is applied)
+                return
+        else:
+            stored = self.store.last_seq()
+            if stored > before:
+                b.sseq = stored
+                b.pseq = b.lseq
+                if req.commit:
+                    fb.commit(b, reply)
+                else:
+                    fb.check_flow(b, reply)
+                return
         answer = orjson.loads(answers[-1]) if answers else {}
         error = answer.get("error")
         if error is None:  # a duplicate: skipped, counted
-            b.pseq = req.seq
-            fb.check_flow(b, reply)
+            if not b.pending:
+                b.pseq = req.seq
+                fb.check_flow(b, reply)
             if not req.commit:
                 return
             if not b.gap_ok and b.lseq == 1:
@@ -813,7 +853,8 @@ class Stream:
             # nats-server checks it as it stores, and answers it as a plain publish's error;
             # the batch goes on, whatever its gap mode
             self._fast_send(reply, answers[-1])
-            b.pseq = b.lseq
+            if not b.pending:
+                b.pseq = b.lseq
             return
         if not b.gap_ok and b.lseq == 1:
             fb.drop(b)
@@ -823,7 +864,8 @@ class Stream:
         if b.gap_ok and not req.commit:
             return
         b.lseq -= 1
-        b.pseq = b.lseq
+        if not b.pending:
+            b.pseq = b.lseq
         fb.commit(b, reply)
 
     # BatchStream (batch.check_batch)
@@ -897,9 +939,13 @@ class Stream:
 
     def leadership_changed(self) -> None:
         """This replica started or stopped leading: the schedules' firings in flight are
-        forgotten (the leader fires what is due)."""
+        forgotten (the leader fires what is due); a new leader's fast batches go on from
+        what was applied, and their publishers hear so."""
         if self._schedules is not None:
             self._schedules.reset()
+        rep = self.replica
+        if rep is not None and rep.leading and self._fast_batches is not None:
+            self._fast_batches.lead()
 
     # ------------------------------------------------------------------ replicated
     def _must_wait(self, rep: Replica, hdr: bytes | None) -> bool:
@@ -971,12 +1017,16 @@ class Stream:
                 log.error("stream %s: message %d not stored: %s", self.name, e.seq, err)
             if self._held_traces:
                 self._release_trace(e.seq, e.subject, mine, str(err))
+            fast = e.reply is not None and e.reply.endswith(FAST_BATCH_SUFFIX)
+            if fast:
+                text = limit_text(err) if limit else str(err)
+                self._fast_applied(e, leading, E.JSStreamStoreFailedF(err=text))
             if mine and rep is not None:
                 rep.applied(e.seq, e.msg_id, e.subject)
                 # increments proposed on top of it are off by it: counted afresh
                 rep.counters.pop(e.subject, None)
                 rep.clseq = store.last_seq() + rep.inflight
-                if e.reply:
+                if e.reply and not fast:
                     text = limit_text(err) if limit else str(err)
                     self._reply(e.reply, self._ack_err(E.JSStreamStoreFailedF(err=text)))
             self.drain()
@@ -997,9 +1047,12 @@ class Stream:
             self._release_trace(e.seq, e.subject, mine, "", nointerest)
         if nointerest:
             store.remove_msg(e.seq)
+        fast = e.reply is not None and e.reply.endswith(FAST_BATCH_SUFFIX)
+        if fast:
+            self._fast_applied(e, leading)
         if mine and rep is not None:
             rep.applied(e.seq, e.msg_id, e.subject)
-            if e.reply and not self.cfg.no_ack:
+            if e.reply and not self.cfg.no_ack and not fast:
                 # committed: durable in the node logs of a majority
                 if batch is not None:
                     ack = self._batch_ack(e.seq, batch[0], batch[1])
