@@ -1366,6 +1366,8 @@ class Stream:
         """Server shutdown: consumers save their state and stop, the store closes."""
         if self._batches is not None:
             self._batches.clear()
+        if self._fast_batches is not None:
+            self._fast_batches.clear()  # (their server-wide slots back)
         if self._schedules is not None:
             self._schedules.stop()
         self._held_traces.clear()
@@ -1382,6 +1384,8 @@ class Stream:
         with it (no advisories). The engine then drops its files."""
         if self._batches is not None:
             self._batches.clear()
+        if self._fast_batches is not None:
+            self._fast_batches.clear()  # (their server-wide slots back)
         if self._schedules is not None:
             self._schedules.stop()
         self._held_traces.clear()
