@@ -12,7 +12,7 @@ from natsd.core.scheduler import VirtualClock, VirtualScheduler
 from natsd.jetstream.config.stream_types import RetentionPolicy, StorageType, StreamConfig
 from natsd.jetstream.stream.commit import Committer
 from natsd.jetstream.stream.schedule_pattern import format_next
-from natsd.jetstream.stream.schedules import produced_header
+from natsd.jetstream.stream.schedules import MsgSchedules, produced_header
 from natsd.jetstream.stream.stream import Stream
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
@@ -199,22 +199,63 @@ def test_interest_stream_without_consumers_keeps_no_schedule() -> None:
     assert r.store.state().last_seq == 1 and r.store.state().msgs == 0
 
 
+class _Replica:
+    """A replica of a stream, as the schedules see it: its store, whether it leads, and
+    what it produces (stored at once, as a leader's proposal applies; followers apply
+    what the leader stores)."""
+
+    def __init__(self, ctx: _Ctx) -> None:
+        self.store = MemoryStore(StoreConfig(name="F"), ctx.clock.time_ns)
+        self.leading = False
+        self.sched = MsgSchedules(self, ctx.clock, ctx.scheduler)
+        self.peers: list[_Replica] = []
+
+    def leads(self) -> bool:
+        return self.leading
+
+    def produce(self, subject: str, hdr: bytes, data: bytes, ttl: int, rollup: str) -> bool:
+        for r in (self, *self.peers):
+            r.apply(subject, hdr, data)
+        return True
+
+    def apply(self, subject: str, hdr: bytes | None, data: bytes) -> None:
+        seq, ts = self.store.store_msg(subject, hdr, data, 0)
+        purge = self.sched.stored(seq, subject, hdr, ts)
+        if purge:
+            self.store.purge_ex(purge, 0, 0)
+
+
 def test_only_the_leader_produces_and_a_new_leader_fires_what_is_due() -> None:
-    r = Rig()
-    leading = [False]
-    r.stream.leads = lambda: leading[0]  # type: ignore[method-assign]
-    r.pub("sch.c", Nats_Schedule="@every 1s", Nats_Schedule_Target="tgt.c")
-    r.advance(3)
-    sch = r.stream._schedules
-    assert sch is not None and r.on("tgt.c") == [] and sch.inflight == {"sch.c"}
-    leading[0] = True
-    r.stream.leadership_changed()
-    r.advance(0.3)
+    ctx = _Ctx()
+    a, b = _Replica(ctx), _Replica(ctx)
+    a.peers, b.peers = [b], [a]
+    hdr = b"NATS/1.0\r\nNats-Schedule: @every 1s\r\nNats-Schedule-Target: tgt.c\r\n\r\n"
+    for r in (a, b):
+        r.apply("sch.c", hdr, b"x")
+    ctx.scheduler.advance(3)
+    # no leader: both replicas hold the firing in flight, nothing is produced
+    assert a.sched.inflight == b.sched.inflight == {"sch.c"}
+    assert a.store.state().msgs == 1
+    b.leading = True
+    b.sched.reset()
+    ctx.scheduler.advance(0.3)
     # due since 600 ms: fired once, 250 ms after leading; the next time is counted from
     # now (rounded to 4 s, +1 s): the missed ones are not made up
-    assert r.times("tgt.c") == [3250]
-    r.advance(1.4)
-    assert r.times("tgt.c") == [3250, 4600]
+    times = [(m.ts - START) // MS for m in _all(b.store, "tgt.c")]
+    assert times == [3250] and [m.seq for m in _all(a.store, "tgt.c")] == [2]
+    assert not a.sched.inflight  # the firing, applied, re-armed it on the follower too
+    ctx.scheduler.advance(1.4)
+    assert [(m.ts - START) // MS for m in _all(b.store, "tgt.c")] == [3250, 4600]
+    assert len(_all(a.store, "tgt.c")) == 2
+
+
+def _all(store: MemoryStore, subject: str) -> list[StoredMsg]:
+    out = []
+    seq = 1
+    while (m := store.load_next_msg(subject, seq)) is not None:
+        out.append(m)
+        seq = m.seq + 1
+    return out
 
 
 def test_restart_catches_up_once() -> None:
