@@ -147,16 +147,26 @@ class FastBatches:
 
     def open_batch(self, req: FastReq) -> FastBatch | None:
         """A new batch (its first message): None when the limits are reached."""
+        if len(self.open) + 1 > self._limits.per_stream:
+            return None
+        return self._start(req)
+
+    def _start(self, req: FastReq) -> FastBatch | None:
+        """A batch opened (by its leader) or learnt of (by a follower, from the log):
+        counted in the server's limit; None past it."""
         limits = self._limits
-        if len(self.open) + 1 > limits.per_stream or limits.open + 1 > limits.total:
+        if limits.open + 1 > limits.total:
             return None
         b = FastBatch(req.id, req.gap_ok, req.flow)
         self.open[req.id] = b
         limits.open += 1
-        # alone, the publisher's flow (at most 500); beside others, one at a time at first
-        b.am = min(500, b.max_am) if len(self.open) == 1 else 1
+        self._initial_pace(b)
         self._arm(b)
         return b
+
+    def _initial_pace(self, b: FastBatch) -> None:
+        # alone, the publisher's flow (at most 500); beside others, one at a time at first
+        b.am = min(500, b.max_am) if len(self.open) == 1 else 1
 
     def _arm(self, b: FastBatch) -> None:
         b.timer = self._scheduler.call_later(self._limits.timeout, self._expire, b)
@@ -235,7 +245,7 @@ class FastBatches:
                     self.drop(b)
                 return
             if b is None or not self.touch(b):
-                b = self._follow(req)
+                b = self._start(req)
                 if b is None:
                     return
             b.sseq = sseq
@@ -253,19 +263,6 @@ class FastBatches:
             return
         self.check_flow(b, reply)
 
-    def _follow(self, req: FastReq) -> FastBatch | None:
-        """A follower's record of a batch it learns of from the log (counted in the
-        server's limit as nats-server counts it; none past the limit)."""
-        limits = self._limits
-        if limits.open + 1 > limits.total:
-            return None
-        b = FastBatch(req.id, req.gap_ok, req.flow)
-        self.open[req.id] = b
-        limits.open += 1
-        b.am = min(500, b.max_am) if len(self.open) == 1 else 1
-        self._arm(b)
-        return b
-
     def lead(self) -> None:
         """This replica now leads the stream (``fastBatchReset``): each open batch goes
         on from what was applied, nothing in flight, and its publisher hears so (a flow
@@ -274,7 +271,7 @@ class FastBatches:
             if b.expired or b.timer is None:
                 self.drop(b)
                 continue
-            b.am = min(500, b.max_am) if len(self.open) == 1 else 1
+            self._initial_pace(b)
             self.touch(b)
             b.committing = False
             b.pending = 0
