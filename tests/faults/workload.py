@@ -178,10 +178,17 @@ async def until_acked(
     return False
 
 
+async def create_feature_stream(
+    nc: NATS, name: str, subjects: list[str], replicas: int, **flags: bool
+) -> None:
+    """One of the streams a feature's publisher writes into: a file stream as replicated as
+    the run's stream, with the feature's flag (``allow_msg_counter=True``, ...)."""
+    cfg = {"name": name, "subjects": subjects, "num_replicas": replicas, "storage": "file", **flags}
+    await api(nc, f"$JS.API.STREAM.CREATE.{name}", cfg, 30)
+
+
 async def create_counter_stream(nc: NATS, replicas: int) -> None:
-    cfg = {"name": COUNTER_STREAM, "subjects": ["fc.>"], "num_replicas": replicas,
-           "storage": "file", "allow_msg_counter": True}  # fmt: skip
-    await api(nc, f"$JS.API.STREAM.CREATE.{COUNTER_STREAM}", cfg, 30)
+    await create_feature_stream(nc, COUNTER_STREAM, ["fc.>"], replicas, allow_msg_counter=True)
 
 
 async def check_counter(nc: NATS, pub: CounterPublisher) -> str:
@@ -268,9 +275,7 @@ class BatchPublisher:
 
 
 async def create_batch_stream(nc: NATS, replicas: int) -> None:
-    cfg = {"name": BATCH_STREAM, "subjects": ["fb.>"], "num_replicas": replicas,
-           "storage": "file", "allow_atomic": True}  # fmt: skip
-    await api(nc, f"$JS.API.STREAM.CREATE.{BATCH_STREAM}", cfg, 30)
+    await create_feature_stream(nc, BATCH_STREAM, ["fb.>"], replicas, allow_atomic=True)
 
 
 async def check_batches(nc: NATS, pub: BatchPublisher) -> str:
@@ -350,9 +355,7 @@ class SchedulePublisher:
 
 
 async def create_schedule_stream(nc: NATS, replicas: int) -> None:
-    cfg = {"name": SCHEDULE_STREAM, "subjects": ["fs.>"], "num_replicas": replicas,
-           "storage": "file", "allow_msg_schedules": True}  # fmt: skip
-    await api(nc, f"$JS.API.STREAM.CREATE.{SCHEDULE_STREAM}", cfg, 30)
+    await create_feature_stream(nc, SCHEDULE_STREAM, ["fs.>"], replicas, allow_msg_schedules=True)
 
 
 async def _subjects(nc: NATS, filt: str) -> dict[str, int]:
@@ -464,9 +467,7 @@ class FastPublisher:
 async def create_fast_stream(nc: NATS, replicas: int) -> None:
     """The stream, and a plain publish on ``ff.w`` answered: its group has a leader before
     the first batch (a batch sent to nobody is only given up)."""
-    cfg = {"name": FAST_STREAM, "subjects": ["ff.m.>", "ff.w"], "num_replicas": replicas,
-           "storage": "file", "allow_batched": True}  # fmt: skip
-    await api(nc, f"$JS.API.STREAM.CREATE.{FAST_STREAM}", cfg, 30)
+    await create_feature_stream(nc, FAST_STREAM, ["ff.m.>", "ff.w"], replicas, allow_batched=True)
     await until_acked(nc, "ff.w", b"", {}, _within(30.0))
 
 
