@@ -160,6 +160,10 @@ async def test_num_pending_under_filters(pair: ServerPair) -> None:
         )
         await c.fetch("lps fetch", "N", "L", {"batch": 10, "no_wait": True}, 11, until_status=True)
         await c.pub("n.b")
+        # nats-server counts the new message for each consumer on that consumer's own
+        # goroutine: wait until both filtered consumers on n.b have seen it.
+        await c.await_pending("N", "L", 1)
+        await c.await_pending("N", "W", 6)
         for name in ("M", "L", "W"):
             await c.info(f"{name} info after publish", "N", name)
 
