@@ -179,11 +179,12 @@ async def until_acked(
 
 
 async def create_feature_stream(
-    nc: NATS, name: str, subjects: list[str], replicas: int, **flags: bool
+    nc: NATS, name: str, subjects: list[str], replicas: int, **fields: Any
 ) -> None:
     """One of the streams a feature's publisher writes into: a file stream as replicated as
-    the run's stream, with the feature's flag (``allow_msg_counter=True``, ...)."""
-    cfg = {"name": name, "subjects": subjects, "num_replicas": replicas, "storage": "file", **flags}
+    the run's stream, with the feature's fields (``allow_msg_counter=True``, ...)."""
+    cfg = {"name": name, "subjects": subjects, "num_replicas": replicas, "storage": "file",
+           **fields}  # fmt: skip
     await api(nc, f"$JS.API.STREAM.CREATE.{name}", cfg, 30)
 
 
@@ -223,11 +224,12 @@ BATCH_STREAM = "FB"
 
 @dataclass
 class BatchPublisher:
-    """Publishes atomic batches of 2 to 5 messages into ``FB`` (``allow_atomic``, as
-    replicated as the run's stream) through the faults, every message with a
-    ``Nats-Msg-Id`` of its own: a batch is sent again from its first message until its
-    commit is acknowledged, or refused because its ids are stored (its first commit went
-    through and the answer was lost). ``check_batches`` then reads the stream back."""
+    """Publishes atomic batches of 2 to 5 messages into ``FB`` (``allow_atomic`` and
+    ``compression: s2``, as replicated as the run's stream) through the faults, every
+    message with a ``Nats-Msg-Id`` of its own and a payload that compresses
+    (``batch_part``): a batch is sent again from its first message until its commit is
+    acknowledged, or refused because its ids are stored (its first commit went through and
+    the answer was lost). ``check_batches`` then reads the stream back."""
 
     nc: NATS
     sizes: dict[str, int] = field(default_factory=dict)  # batch id -> messages
@@ -253,7 +255,9 @@ class BatchPublisher:
             if i == size:
                 headers["Nats-Batch-Commit"] = "1"
             try:
-                m = await self.nc.request(f"fb.{bid}", b"%d" % i, timeout=1.0, headers=headers)
+                m = await self.nc.request(
+                    f"fb.{bid}", batch_part(bid, i), timeout=1.0, headers=headers
+                )
             except Exception:  # no responders, a timeout, a connection lost to a fault
                 return False
             if i < size:
@@ -274,8 +278,16 @@ class BatchPublisher:
         await asyncio.wait_for(task, 30)
 
 
+def batch_part(bid: str, i: int) -> bytes:
+    """Message ``i`` of batch ``bid``: long and repetitive, so the stream stores it
+    compressed."""
+    return (b"batch %s part %d; " % (bid.encode(), i)) * 12
+
+
 async def create_batch_stream(nc: NATS, replicas: int) -> None:
-    await create_feature_stream(nc, BATCH_STREAM, ["fb.>"], replicas, allow_atomic=True)
+    await create_feature_stream(
+        nc, BATCH_STREAM, ["fb.>"], replicas, allow_atomic=True, compression="s2"
+    )
 
 
 async def check_batches(nc: NATS, pub: BatchPublisher) -> str:
@@ -289,6 +301,8 @@ async def check_batches(nc: NATS, pub: BatchPublisher) -> str:
         m = await api(nc, f"$JS.API.STREAM.MSG.GET.{BATCH_STREAM}", {"seq": seq}, 60)
         _, _, h = parse_headers(base64.b64decode(m["message"]["hdrs"]))
         bid, i = h["Nats-Batch-Id"][0], int(h["Nats-Batch-Sequence"][0])
+        data = base64.b64decode(m["message"]["data"])
+        assert data == batch_part(bid, i), f"seq {seq}: payload {data[:40]!r}..."
         if runs and runs[-1][0] == bid:
             runs[-1][1].append(i)
         else:
@@ -299,7 +313,7 @@ async def check_batches(nc: NATS, pub: BatchPublisher) -> str:
         assert parts == list(range(1, pub.sizes[bid] + 1)), f"batch {bid} stored as {parts}"
     assert pub.acked <= set(ids), f"acknowledged, not stored: {pub.acked - set(ids)}"
     return (f"batches {BATCH_STREAM}: {len(pub.acked)} acknowledged, {len(ids)} stored, "
-            f"each whole")  # fmt: skip
+            f"each whole, its payloads as sent (stored compressed)")  # fmt: skip
 
 
 SCHEDULE_STREAM = "FS"

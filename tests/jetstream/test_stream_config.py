@@ -1577,12 +1577,9 @@ UPDATE_CASES: list[tuple[str, dict[str, Any], Any, Expect]] = [
 # fmt: on
 
 
-# nats-server accepts these; natsd refuses mirrors and sources until it runs them, and the
-# 2.12+ features it does not implement (fast batch publish on a replicated stream, s2
-# compression of a file stream).
+# nats-server accepts these; natsd refuses mirrors and sources until it runs them.
 _NO_MIRRORS = err(500, 10052, "stream mirrors are not supported")
 _NO_SOURCES = err(500, 10052, "stream sources are not supported")
-_NO_COMPRESSION = err(500, 10052, "stream compression is not supported")
 NATSD_DIFFERS: dict[str, Expect] = {
     "mirror_ok": _NO_MIRRORS,
     "mirror_external_ok": _NO_MIRRORS,
@@ -1592,19 +1589,11 @@ NATSD_DIFFERS: dict[str, Expect] = {
     "source_different_filters": _NO_SOURCES,
     "source_with_subjects": _NO_SOURCES,
     "source_marker_ttl": _NO_SOURCES,
-    "everything": _NO_COMPRESSION,
-    "compression_s2": _NO_COMPRESSION,
-    "compression_escaped": _NO_COMPRESSION,
-}
-# The same for updates nats-server accepts.
-UPDATE_DIFFERS: dict[str, Expect] = {
-    "update_compression": _NO_COMPRESSION,
 }
 # Lifts every refusal of a config nats-server accepts.
 ALLOW_ALL: dict[str, bool] = {
     "allow_mirrors": True,
     "allow_sources": True,
-    "allow_unimplemented": True,
 }
 
 # Account limits (max_bytes_required, *_max_stream_bytes) and the server's duplicate window
@@ -1682,14 +1671,14 @@ def natsd_create(name: str, body: Any, **kw: Any) -> Expect:
     return ("ok", cfg.to_json())
 
 
-def natsd_update(base: dict[str, Any], update: Any, allow_unimplemented: bool = False) -> Expect:
-    # The base stream is what nats-server created (natsd may refuse to create it).
-    old = parse_stream_config(base, name_in_subject=base["name"], allow_unimplemented=True)
+def natsd_update(base: dict[str, Any], update: Any) -> Expect:
+    # The base stream is what nats-server created.
+    old = parse_stream_config(base, name_in_subject=base["name"])
     try:
         new = parse_stream_config_json(
             body_bytes(update), name_in_subject=base["name"], action="update"
         )
-        cfg = check_update(old, new, allow_unimplemented=allow_unimplemented)
+        cfg = check_update(old, new)
     except ApiError as e:
         return err(e.code, e.err_code, e.description)
     return ("ok", cfg.to_json())
@@ -1706,7 +1695,6 @@ def test_every_case_has_a_recording() -> None:
     assert len(set(CASE_IDS)) == len(CASE_IDS)
     assert set(EXPECTED) == set(CASE_IDS)
     assert set(NATSD_DIFFERS) <= set(CASE_IDS)
-    assert set(UPDATE_DIFFERS) <= {u[0] for u in UPDATE_CASES}
 
 
 # ------------------------------------------------------------------------------ unit tests
@@ -1746,15 +1734,6 @@ def test_refused_features_when_enabled(case_id: str) -> None:
     assert got[1] == expected_config(name, EXPECTED[case_id][1])
 
 
-@pytest.mark.parametrize("case_id", sorted(UPDATE_DIFFERS))
-def test_refused_updates_when_enabled(case_id: str) -> None:
-    _, base, update, want = next(u for u in UPDATE_CASES if u[0] == case_id)
-    assert natsd_update(base, update) == UPDATE_DIFFERS[case_id]
-    got = natsd_update(base, update, allow_unimplemented=True)
-    assert got[0] == "ok", got
-    assert got[1] == expected_config(base["name"], want[1])
-
-
 @pytest.mark.parametrize(
     ("body", "refusal"),
     [
@@ -1763,8 +1742,8 @@ def test_refused_updates_when_enabled(case_id: str) -> None:
         ({"name": "S", "allow_batched": True}, None),
         ({"name": "S", "allow_msg_schedules": True}, None),
         ({"name": "S", "persist_mode": "async"}, None),
-        ({"name": "S", "compression": "s2"}, _NO_COMPRESSION),
-        ({"name": "S", "compression": "s2", "storage": "file"}, _NO_COMPRESSION),
+        ({"name": "S", "compression": "s2"}, None),
+        ({"name": "S", "compression": "s2", "storage": "file"}, None),
         ({"name": "S", "compression": "s2", "storage": "memory"}, None),
         ({"name": "S", "compression": "none"}, None),
         ({"name": "S", "persist_mode": "default"}, None),
@@ -1783,7 +1762,7 @@ def test_refused_updates_when_enabled(case_id: str) -> None:
         ),
     ],
 )
-def test_unimplemented_features_refused_on_create(
+def test_2_12_features_accepted_on_create(
     body: dict[str, Any], refusal: Expect | None
 ) -> None:
     got = natsd_create("S", body)
@@ -1805,7 +1784,6 @@ def test_stored_config_with_unimplemented_feature_is_not_refused() -> None:
 def test_update_matches_recorded_nats_server(
     case_id: str, base: dict[str, Any], update: Any, want: Expect
 ) -> None:
-    want = UPDATE_DIFFERS.get(case_id, want)
     got = natsd_update(base, update)
     if want[0] == "ok":
         assert got[0] == "ok", got
@@ -1863,7 +1841,6 @@ def test_stored_config_round_trips() -> None:
     cfg = parse_stream_config_json(
         body_bytes(next(case[2] for case in CREATE_CASES if case[0] == "everything")),
         name_in_subject="S",
-        allow_unimplemented=True,
     )
     stored = cfg.to_json(server_version="2.15.1", api_level=5)
     assert parse_stream_config(stored, name_in_subject=None) == cfg
@@ -2139,11 +2116,6 @@ def test_update_matches_nats_server(
     live: dict[str, dict[str, Any]], case_id: str, base: dict[str, Any], update: Any, want: Expect
 ) -> None:
     resp = live["update:" + case_id]
-    if case_id in UPDATE_DIFFERS:
-        assert "config" in resp, resp
-        assert natsd_update(base, update) == UPDATE_DIFFERS[case_id]
-        _compare_live(natsd_update(base, update, allow_unimplemented=True), resp)
-        return
     _compare_live(natsd_update(base, update), resp)
 
 

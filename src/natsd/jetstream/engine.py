@@ -49,7 +49,7 @@ from natsd.jetstream.config.consumer_config import (
 from natsd.jetstream.config.stream_config import (
     check_update as check_stream_config_update,
 )
-from natsd.jetstream.config.stream_config import parse_stream_config, unsupported_feature
+from natsd.jetstream.config.stream_config import parse_stream_config
 from natsd.jetstream.config.stream_types import (
     API_LEVEL_KEY,
     MAX_NAME_LEN,
@@ -309,15 +309,6 @@ class JetStream:
                 )
                 rec.store.stop()
                 continue
-            missing = unsupported_feature(cfg)
-            if missing is not None:
-                # Stored by an older natsd that accepted it: load the data, say it loudly.
-                log.warning(
-                    "stream %s/%s: %s: the setting is kept but not applied",
-                    rec.account,
-                    cfg.name,
-                    missing,
-                )
             if cfg.allow_atomic and cfg.num_replicas <= 1:
                 # (a replicated stream's batches are whole in its Raft log)
                 cut = cut_partial_batch(rec.store)

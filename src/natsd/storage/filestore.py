@@ -47,12 +47,14 @@ from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import DEFAULT_IO, FileIO
 from natsd.storage.filestore_checkpoint import CHECKPOINT_VERSION, checkpoint_doc, file_sum_of
 from natsd.storage.filestore_format import (
+    FLAG_S2,
     REC_FIELDS,
     REC_HDR_SIZE,
     REC_MAGIC,
     REC_OVERHEAD,
     REC_PREFIX,
     REC_TRAILER,
+    compress_payload,
     encode_erased,
 )
 from natsd.storage.filestore_index import SubjState
@@ -141,6 +143,8 @@ class FileStore(BlockStore):
         self._maxp = cfg.max_msgs_per_subject
         self._max_msg_size = cfg.max_msg_size
         self._discard_new = cfg.discard is DiscardPolicy.NEW
+        # (applies to what is written from now on: a record says whether it is compressed)
+        self._compress = cfg.compress
 
     @property
     def config(self) -> StoreConfig:
@@ -202,7 +206,13 @@ class FileStore(BlockStore):
             self._add_tomb_range(self._last_seq + 1, seq - 1, ts)
 
         # Append the record (inlined encode_record: this is the per-message hot path).
-        reclen = REC_OVERHEAD + slen + hlen + dlen
+        seqf = seq
+        if self._compress:
+            z = compress_payload(data)
+            if z is not None:
+                data = z
+                seqf = seq | FLAG_S2
+        reclen = REC_OVERHEAD + slen + hlen + len(data)
         blks = self._blocks
         if blks:
             blk = blks[-1]
@@ -219,7 +229,7 @@ class FileStore(BlockStore):
         if not buf:
             # Invariant: a block is in _unflushed exactly when its buffer is not empty.
             self._unflushed.append(blk)
-        fields = _pack_fields(reclen, seq, ts, slen, hlen, ttl)
+        fields = _pack_fields(reclen, seqf, ts, slen, hlen, ttl)
         if hlen:
             rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, sb, hdr or b"", data))
         else:

@@ -39,6 +39,17 @@ Flag bits in the sequence field:
   later one, which is why only *leading* blocks are ever removed.
 - ``FLAG_ERASED``: a message record whose subject, headers and payload were overwritten in
   place with random bytes (``erase_msg``); the record stays valid (new checksums).
+- ``FLAG_S2``: a message record of a stream with ``compression: s2`` whose payload is stored
+  compressed (a Snappy block, which S2 decoders read too; ``compress_payload``). The
+  payload's own length is the block's leading varint (``s2_len``), so sizes and limits count
+  the message as sent, as nats-server's do. Subject and headers stay plain: the per-subject
+  scans and header reads never decompress. A payload that would not shrink is stored plain,
+  so a compressed stream holds both kinds, and so does one whose setting was changed.
+
+Why per record and not per block (nats-server compresses a block when it is full): a
+record is read by its offset without its neighbours, blocks stay append-only (no rewrite
+when one fills), and a damaged record costs only itself. The price is a poorer ratio on
+small messages, which are stored plain.
 """
 
 from __future__ import annotations
@@ -48,6 +59,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Final
 
+import cramjam
+
 from natsd.core.crc import crc32 as record_crc
 
 __all__ = [
@@ -56,6 +69,7 @@ __all__ = [
     "BLOCK_VERSION",
     "FLAG_ERASED",
     "FLAG_MASK",
+    "FLAG_S2",
     "FLAG_TOMBSTONE",
     "REC_HDR_SIZE",
     "REC_MAGIC",
@@ -65,11 +79,14 @@ __all__ = [
     "BlockVersionError",
     "block_header",
     "block_name",
+    "compress_payload",
     "encode_erased",
     "encode_record",
     "encode_tombstone",
+    "inflate_payload",
     "parse_block_name",
     "record_msg_size",
+    "s2_len",
     "scan_block",
 ]
 
@@ -92,8 +109,14 @@ TOMB_SIZE: Final = REC_OVERHEAD + _TOMB_BODY.size
 SEQ_MASK: Final = (1 << 56) - 1
 FLAG_TOMBSTONE: Final = 1 << 63
 FLAG_ERASED: Final = 1 << 62
+FLAG_S2: Final = 1 << 61
 FLAG_MASK: Final = ~SEQ_MASK & 0xFFFF_FFFF_FFFF_FFFF
-_KNOWN_FLAGS: Final = FLAG_TOMBSTONE | FLAG_ERASED
+_KNOWN_FLAGS: Final = FLAG_TOMBSTONE | FLAG_ERASED | FLAG_S2
+# Payloads shorter than this are stored plain: a Snappy block of a few dozen bytes rarely
+# beats them by more than its own varint.
+COMPRESS_MIN: Final = 64
+_compress_raw: Final = cramjam.snappy.compress_raw
+_decompress_raw: Final = cramjam.snappy.decompress_raw
 
 _crc32: Final = zlib.crc32
 _CRC_POLY: Final = 0xEDB88320  # crc32 (zlib), reflected
@@ -139,6 +162,39 @@ def encode_record(seqf: int, ts: int, subject: bytes, hdr: bytes, data: bytes, t
     fields = _pack_fields(reclen, seqf, ts, slen, hlen, ttl)
     rec = b"".join((_pack_prefix(REC_MAGIC, _crc32(fields)), fields, subject, hdr, data))
     return rec + _pack_trailer(record_crc(rec))
+
+
+def compress_payload(data: bytes) -> bytes | None:
+    """``data`` as a Snappy block when that is shorter, else None (store it plain)."""
+    if len(data) < COMPRESS_MIN:
+        return None
+    z = bytes(_compress_raw(data))
+    return z if len(z) < len(data) else None
+
+
+def s2_len(buf: bytes, off: int, end: int) -> int:
+    """The uncompressed length a Snappy/S2 block at ``buf[off:end]`` announces (its leading
+    uvarint), or -1 when that is not a well-formed varint of at most 32 bits."""
+    n = 0
+    shift = 0
+    while off < end and shift < 35:
+        b = buf[off]
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n if n <= 0xFFFF_FFFF else -1
+        off += 1
+        shift += 7
+    return -1
+
+
+def inflate_payload(z: bytes, size: int) -> bytes | None:
+    """A compressed payload back, or None when the block does not decode to ``size`` bytes
+    (its record checked out, so only a writer's fault could cause that)."""
+    try:
+        data = bytes(_decompress_raw(z))
+    except Exception:
+        return None
+    return data if len(data) == size else None
 
 
 def encode_tombstone(first: int, last: int, ts: int) -> bytes:
@@ -261,25 +317,29 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
             rend = pos + reclen
             if (
                 magic == REC_MAGIC
-                and seqf <= SEQ_MASK
+                and (seqf <= SEQ_MASK or seqf & FLAG_MASK == FLAG_S2)
                 and rend <= end
                 and reclen >= REC_OVERHEAD + slen + hlen
                 and crc32(mv[pos + 8 : pos + REC_HDR_SIZE]) == hcrc
                 and record_crc(mv[pos : rend - 4]) == unpack_trailer(buf, rend - 4)[0]
             ):
-                sb = buf[pos + REC_HDR_SIZE : pos + REC_HDR_SIZE + slen]
-                subj = subjects.get(sb)
-                if subj is None:
-                    subj = sb.decode("utf-8", "surrogateescape")
-                    subjects[sb] = subj
                 dlen = reclen - REC_OVERHEAD - slen - hlen
-                size = 30 + slen + dlen + (4 + hlen if hlen else 0)
-                msgs.append((seqf, pos, reclen, ts, ttl, subj, size, False))
-                if seqf > seen:
-                    seen = seqf
-                pos = rend
-                scan.valid_end = pos
-                continue
+                if seqf > SEQ_MASK:
+                    seqf &= SEQ_MASK
+                    dlen = s2_len(buf, pos + REC_HDR_SIZE + slen + hlen, rend - 4)
+                if dlen >= 0:  # (else the slow path below reports it)
+                    sb = buf[pos + REC_HDR_SIZE : pos + REC_HDR_SIZE + slen]
+                    subj = subjects.get(sb)
+                    if subj is None:
+                        subj = sb.decode("utf-8", "surrogateescape")
+                        subjects[sb] = subj
+                    size = 30 + slen + dlen + (4 + hlen if hlen else 0)
+                    msgs.append((seqf, pos, reclen, ts, ttl, subj, size, False))
+                    if seqf > seen:
+                        seen = seqf
+                    pos = rend
+                    scan.valid_end = pos
+                    continue
         state = _valid_at(mv, pos, end)
         if state is None or state[1] == 1:
             fixed = _correct_single_bit(buf, pos, end, state is not None)
@@ -324,8 +384,14 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
             pos += reclen
             scan.valid_end = pos
             continue
-        if flags & ~_KNOWN_FLAGS:
+        dlen = reclen - REC_OVERHEAD - slen - hlen
+        if flags & FLAG_S2 and not flags & FLAG_ERASED:
+            dlen = s2_len(buf, pos + REC_HDR_SIZE + slen + hlen, pos + reclen - 4)
+        if flags & ~_KNOWN_FLAGS or (flags & FLAG_TOMBSTONE and flags & FLAG_S2):
             scan.notes.append(f"record at offset {pos} has unknown flags {flags:#x}; skipped")
+            scan.skipped += 1
+        elif dlen < 0:
+            scan.notes.append(f"record at offset {pos} has a malformed compressed payload; skipped")
             scan.skipped += 1
         elif flags & FLAG_TOMBSTONE:
             if reclen != TOMB_SIZE or slen or hlen:
@@ -344,7 +410,6 @@ def scan_block(buf: bytes, name_first: int, subjects: dict[bytes, str] | None = 
             if subj is None:
                 subj = sb.decode("utf-8", "surrogateescape")
                 subjects[sb] = subj
-            dlen = reclen - REC_OVERHEAD - slen - hlen
             msgs.append(
                 (
                     seq,

@@ -25,11 +25,14 @@ from natsd.core.crc import crc32 as record_crc
 from natsd.storage.fileio import FileIO
 from natsd.storage.filestore_format import (
     BLOCK_HDR_SIZE,
+    FLAG_S2,
     FLAG_TOMBSTONE,
     REC_FIELDS,
     REC_HDR_SIZE,
     REC_MAGIC,
     REC_OVERHEAD,
+    inflate_payload,
+    s2_len,
 )
 from natsd.storage.filestore_index import GROUP, GROUP_SHIFT, Block, SubjState
 from natsd.storage.filestore_query import QueryMixin
@@ -51,6 +54,8 @@ _GROUP_MASK: Final = GROUP - 1
 # A group whose records span at most this many bytes is read in one go.
 _GROUP_REGION: Final = 256 * 1024
 _BUF_AHEAD: Final = 256
+# A compressed payload's length is a varint of at most this many bytes (32 bits).
+_VARINT_MAX: Final = 5
 # Decoded subjects kept for reuse (``_name``) before the table starts over.
 _NAMES: Final = 4096
 # Settled blocks that keep every record's place while a reader goes through them in order
@@ -77,6 +82,12 @@ def _unpack_fields(buf: bytes, off: int) -> tuple[int, int, int, int, int, int]:
 def _unpack_len_seq(buf: bytes, off: int) -> tuple[int, int]:
     """Record length and sequence (with flags) of REC_FIELDS at ``off``."""
     return cast("tuple[int, int]", _len_seq(buf, off))
+
+
+def _inflate(buf: bytes, start: int, end: int) -> bytes | None:
+    """The compressed payload at ``buf[start:end]``, decompressed (None if it does not
+    decode to the length it announces)."""
+    return inflate_payload(buf[start:end], s2_len(buf, start, end))
 
 
 class _Range:
@@ -301,17 +312,25 @@ class RecordReader(QueryMixin):
             raw, b = self._read(blk, off, REC_HDR_SIZE, _GROUP_READ)
             if len(raw) - b < REC_HDR_SIZE:
                 return None
-            _r, _seqf, ts, slen, hlen, ttl = _unpack_fields(raw, b + 8)
+            _r, seqf, ts, slen, hlen, ttl = _unpack_fields(raw, b + 8)
             if _crc32(memoryview(raw)[b + 8 : b + REC_HDR_SIZE]) != _unpack_hcrc(raw, b + 4)[0]:
                 return None
-            if len(raw) - b < REC_HDR_SIZE + slen:
-                raw, b = self._read(blk, off, REC_HDR_SIZE + slen)
-                if len(raw) - b < REC_HDR_SIZE + slen:
+            # (a compressed payload's length is its leading varint, after the headers)
+            need = REC_HDR_SIZE + slen + (hlen + _VARINT_MAX if seqf & FLAG_S2 else 0)
+            need = min(need, reclen - 4)
+            if len(raw) - b < need:
+                raw, b = self._read(blk, off, need)
+                if len(raw) - b < need:
                     return None
         except OSError as exc:
             raise ErrStoreIO(f"read block {blk.first}: {exc}") from exc
         p = b + REC_HDR_SIZE
-        dlen = reclen - REC_OVERHEAD - slen - hlen
+        if seqf & FLAG_S2:
+            dlen = s2_len(raw, p + slen + hlen, b + need)
+            if dlen < 0:
+                return None
+        else:
+            dlen = reclen - REC_OVERHEAD - slen - hlen
         size = 30 + slen + dlen + (4 + hlen if hlen else 0)
         return self._name(raw[p : p + slen]), size, ts, ttl
 
@@ -335,12 +354,16 @@ class RecordReader(QueryMixin):
             end = base + reclen
             if end <= len(raw) and record_crc(memoryview(raw)[base:end]) == _CRC_RESIDUE:
                 _r, seqf, ts, slen, hlen, ttl = _unpack_fields(raw, base + 8)
-                if seqf == seq:
+                if seqf == seq or seqf == seq | FLAG_S2:
                     p = base + REC_HDR_SIZE
                     subj = self._name(raw[p : p + slen])
                     p += slen
                     hdr = raw[p : p + hlen] if hlen else None
-                    return StoredMsg(subj, seq, ts, hdr, raw[p + hlen : end - 4], ttl)
+                    data: bytes | None = raw[p + hlen : end - 4]
+                    if seqf != seq:
+                        data = _inflate(raw, p + hlen, end - 4)
+                    if data is not None:
+                        return StoredMsg(subj, seq, ts, hdr, data, ttl)
         self._mark_lost(seq, blk, k)
         return None
 
@@ -439,6 +462,9 @@ class RecordReader(QueryMixin):
                 off += reclen
                 continue
             take = True
+            z = seqf == s | FLAG_S2  # a compressed payload
+            if z:
+                seqf = s
             if rng.hdrs_only and seqf == s and reclen >= REC_OVERHEAD:
                 # load_with_headers: every live message counts, one without headers (no
                 # message id) is passed over unread
@@ -471,13 +497,17 @@ class RecordReader(QueryMixin):
                     last_sb, last_subj = sb, subj
                 p += slen
                 hdr = win[p : p + hlen] if hlen else None
-                out.append(StoredMsg(subj, s, ts, hdr, win[p + hlen : end - 4], ttl))
-                if len(out) >= rng.max_msgs and not rng.hdrs_only:
-                    return True
-                if rng.max_bytes > 0:
-                    rng.total += reclen - REC_OVERHEAD
-                    if rng.total >= rng.max_bytes:
+                data = win[p + hlen : end - 4] if not z else _inflate(win, p + hlen, end - 4)
+                if data is None:
+                    self._mark_lost(s, blk, k)
+                else:
+                    out.append(StoredMsg(subj, s, ts, hdr, data, ttl))
+                    if len(out) >= rng.max_msgs and not rng.hdrs_only:
                         return True
+                    if rng.max_bytes > 0:
+                        rng.total += slen + hlen + len(data)
+                        if rng.total >= rng.max_bytes:
+                            return True
             else:
                 at, _len = self._rec(blk, k)
                 if at != off:

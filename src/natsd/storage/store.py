@@ -85,6 +85,9 @@ class StoreConfig:
     discard_new_per_subject: bool = False
     first_seq: int = 0
     allow_msg_ttl: bool = False
+    # ``compression: s2``: a file store keeps payloads compressed (memory stores ignore it,
+    # as nats-server's do)
+    compress: bool = False
 
 
 @dataclass(slots=True, init=False)

@@ -31,14 +31,8 @@ Mirrors and sources are validated exactly like nats-server, then refused with
 ``JSStreamInvalidConfigF`` ("stream mirrors are not supported" / "stream sources are not
 supported") until natsd implements them (``allow_mirrors`` / ``allow_sources`` lift that).
 
-The nats-server 2.12+ stream features natsd does not implement yet are refused the same way,
-once nats-server's own checks have passed (so an invalid combination still gets nats-server's
-answer): ``compression: s2`` on a file stream (see
-:func:`unsupported_feature`; ``allow_unimplemented`` lifts it, for tests that compare the
-rest of the validation). A memory stream with ``compression: s2`` is accepted: nats-server
-accepts it too and never compresses memory storage, so natsd behaves exactly as it does.
-On update the refusal comes after ``configUpdateCheck`` (:func:`check_update`). A config
-read back from disk (``name_in_subject=None``) is not refused; the engine warns about it.
+``compression: s2`` compresses a file stream's payloads (``storage/filestore_format``); a
+memory stream accepts it and stores plain, as nats-server's does.
 
 Metadata, as nats-server 2.11+: the stored config carries ``_nats.req.level``, the API level
 its features need (1: message TTLs / delete markers; 2: counters, atomic batches, schedules,
@@ -183,18 +177,8 @@ __all__ = [
     "required_api_level",
     "subject_is_subset_match",
     "subjects_collide",
-    "unsupported_feature",
     "validate_mapping",
 ]
-
-
-def unsupported_feature(cfg: StreamConfig) -> str | None:
-    """Why natsd cannot host ``cfg`` although nats-server would (a 2.12+ feature natsd does
-    not implement yet), as the text of the ``JSStreamInvalidConfigF`` refusal; ``None`` if
-    it can. Each of these needs API level 2 or more, which natsd does not advertise."""
-    if cfg.compression == Compression.S2 and cfg.storage == StorageType.FILE:
-        return "stream compression is not supported"
-    return None
 
 
 def _invalid(text: str) -> ApiError:
@@ -582,7 +566,6 @@ def parse_stream_config(
     max_duplicate_window: int = 0,
     allow_mirrors: bool = False,
     allow_sources: bool = False,
-    allow_unimplemented: bool = False,
 ) -> StreamConfig:
     """Decode, validate and normalise a stream create/update request (or a stored config).
 
@@ -605,8 +588,7 @@ def parse_stream_config(
     ``*_max_stream_bytes``); ``max_duplicate_window`` is the server's ``duplicate_window``
     limit in ns (0 = none). ``allow_mirrors`` / ``allow_sources`` stop refusing valid
     mirror / source configs (the checks that need the origin streams, such as max message
-    size and cycles, are not done here). ``allow_unimplemented`` stops refusing the features
-    of :func:`unsupported_feature` on create.
+    size and cycles, are not done here).
     """
     try:
         nodes: list[_Node] = [] if req is None else [_node_from_py(req)]
@@ -621,7 +603,6 @@ def parse_stream_config(
         max_duplicate_window,
         allow_mirrors,
         allow_sources,
-        allow_unimplemented,
     )
 
 
@@ -634,7 +615,6 @@ def parse_stream_config_json(
     max_duplicate_window: int = 0,
     allow_mirrors: bool = False,
     allow_sources: bool = False,
-    allow_unimplemented: bool = False,
     clustered: bool = False,
 ) -> StreamConfig:
     """:func:`parse_stream_config` from the raw request body, with Go's JSON error texts
@@ -657,7 +637,6 @@ def parse_stream_config_json(
         max_duplicate_window,
         allow_mirrors,
         allow_sources,
-        allow_unimplemented,
         clustered,
     )
 
@@ -670,7 +649,6 @@ def _finish(
     max_duplicate_window: int,
     allow_mirrors: bool,
     allow_sources: bool,
-    allow_unimplemented: bool,
     clustered: bool = False,
 ) -> StreamConfig:
     cfg: StreamConfig = object.__getattribute__(request, "cfg")
@@ -697,12 +675,6 @@ def _finish(
         raise _invalid("stream mirrors are not supported")
     if cfg.sources and not allow_sources:
         raise _invalid("stream sources are not supported")
-    # Features natsd does not run yet, once nats-server would accept the config. On update
-    # check_update refuses them, after nats-server's own update checks.
-    if from_api and action == "create" and not allow_unimplemented:
-        missing = unsupported_feature(cfg)
-        if missing is not None:
-            raise _invalid(missing)
     _set_static_metadata(cfg)
     return cfg
 
@@ -719,15 +691,13 @@ def check_update(
     old: StreamConfig,
     new: StreamConfig,
     *,
-    allow_unimplemented: bool = False,
     clustered: bool = False,
 ) -> StreamConfig:
     """``configUpdateCheck``: may a stream configured as ``old`` become ``new``?
 
     ``new`` must come from ``parse_stream_config(..., action="update")``. Returns the config
-    to store (sealing forces some values); raises nats-server's error otherwise, and then
-    refuses what natsd does not implement (:func:`unsupported_feature`) unless
-    ``allow_unimplemented``. Account reservations and overlaps with other streams are the
+    to store (sealing forces some values); raises nats-server's error otherwise. Account
+    reservations and overlaps with other streams are the
     caller's.
     """
     cfg = new.copy()
@@ -777,9 +747,5 @@ def check_update(
         cfg.discard = DiscardPolicy.NEW
         cfg.deny_delete = cfg.deny_purge = True
         cfg.allow_rollup_hdrs = False
-    if not allow_unimplemented:
-        missing = unsupported_feature(cfg)
-        if missing is not None:
-            raise _invalid(missing)
     _set_static_metadata(cfg)
     return cfg

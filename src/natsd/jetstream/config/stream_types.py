@@ -312,6 +312,7 @@ class StreamConfig:
             discard_new_per_subject=self.discard_new_per_subject,
             first_seq=self.first_seq,
             allow_msg_ttl=self.allow_msg_ttl,
+            compress=self.compression == Compression.S2,
         )
 
     def copy(self) -> StreamConfig:
