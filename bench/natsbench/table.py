@@ -23,6 +23,8 @@ TABLE: tuple[Scenario, ...] = (
     JsPublish("async", "mem"),
     JsPublish("sync", "file"),
     JsPublish("sync", "mem"),
+    # opt-in (by name, --only js-pub or js): a compression: s2 file stream
+    JsPublish("async", "file", s2=True),
     Pull("js-pull-ack", "memory", acked=True, aliases=("pull-ack",)),
     # the file variant adds little beside js-pull-ack: by name, --only consumers or js
     Pull("js-pull-ack-file", "file", acked=True, aliases=("pull-ack-file",), opt_in=True),

@@ -163,6 +163,28 @@ check("objm: create, put/get, info, list, delete, watch, links", async ({ nc, js
   eq(await os.destroy(), true, "destroy");
 });
 
+check("kvm and objm: compressed buckets (compression: s2 streams)", async ({ nc, jsm }) => {
+  const kv = await new Kvm(nc).create("ZKV", { compression: true, history: 2 });
+  eq((await kv.status()).compression, true, "kv status");
+  eq((await jsm.streams.info("KV_ZKV")).config.compression, "s2", "kv stream config");
+  const rows = Array.from({ length: 300 }, (_, i) => ({ i, site: "north", celsius: 21.5 }));
+  const doc = te.encode(JSON.stringify(rows));
+  await kv.put("doc", doc);
+  await kv.put("doc", te.encode("short"));
+  eq(td.decode((await kv.get("doc")).value), "short", "kv last value");
+  const hist = await collect(await kv.history({ key: "doc" }));
+  eq(hist.map((e) => e.value.length), [doc.length, 5], "kv history, values as put");
+  eq(td.decode(hist[0].value), td.decode(doc), "kv compressed value back");
+  const os = await new Objm(nc).create("ZOS", { compression: true });
+  eq((await os.status()).compression, true, "os status");
+  const data = new Uint8Array(400_000).map((_, i) => (i * 7) % 251);
+  const info = await os.putBlob({ name: "blob" }, data);
+  eq([info.size, info.digest], [data.length, sha(data)], "os put");
+  assert(Buffer.from(await os.getBlob("blob")).equals(Buffer.from(data)), "os get");
+  eq(await kv.destroy(), true, "kv destroy");
+  eq(await os.destroy(), true, "os destroy");
+});
+
 // ================================================================================ main
 
 main(

@@ -1,5 +1,7 @@
 """JetStream publish scenarios: pipelined (async) and one-at-a-time (sync) publishes to a
-fresh file or memory stream, every PubAck checked, the stream's count checked after.
+fresh file or memory stream, every PubAck checked, the stream's count checked after; the
+opt-in ``js-async-file-s2`` publishes into a ``compression: s2`` file stream (the payload
+pattern compresses well).
 """
 
 from __future__ import annotations
@@ -17,13 +19,17 @@ from ..scenario import Row, Scenario
 from ..servers import ALL_SERVERS, REF_AND_IMPL, Server
 
 
-def run_js(mode: str, storage: str, server: Server, cfg: Config, warmup: bool) -> RunResult:
+def run_js(
+    mode: str, storage: str, server: Server, cfg: Config, warmup: bool, s2: bool = False
+) -> RunResult:
     """One JetStream publish run on a fresh stream (created and deleted over the network)."""
     deadline = time.monotonic() + cfg.timeout
     tag = uuid.uuid4().hex[:10]
     stream, subject = f"BENCH_{tag}", f"bench.js.{tag}"
     t_api = cfg.setup_timeout
     body = {"name": stream, "subjects": [subject], "storage": storage}
+    if s2:
+        body["compression"] = "s2"
     try:
         doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{stream}", body, t_api)
     except (BenchError, OSError) as exc:
@@ -100,16 +106,18 @@ class JsPublish(Scenario):
     groups = ("js", "js-pub")
     family = "publish"
 
-    def __init__(self, mode: str, store: str) -> None:
+    def __init__(self, mode: str, store: str, s2: bool = False) -> None:
         self.mode = mode  # "async" or "sync"
         self.store = store  # "file" or "mem"
         self.storage = {"file": "file", "mem": "memory"}[store]
-        self.name = f"js-{mode}-{store}"
+        self.s2 = s2  # compression: s2
+        self.name = f"js-{mode}-{store}" + ("-s2" if s2 else "")
         # nats-server-sync and natsd-lazy differ from their defaults only for file streams
-        self.servers = ALL_SERVERS if store == "file" else REF_AND_IMPL
+        self.servers = ALL_SERVERS if store == "file" and not s2 else REF_AND_IMPL
+        self.opt_in = s2
 
     def rows(self, cfg: Config) -> list[Row]:
-        label = f"js {self.mode} {self.store}"
+        label = f"js {self.mode} {self.store}" + (" s2" if self.s2 else "")
         if self.mode == "async":
             return [Row(f"{label} (acks)", self.name, "rate", "tput")]
         return [
@@ -119,7 +127,7 @@ class JsPublish(Scenario):
         ]
 
     def run(self, server: Server, cfg: Config, warmup: bool, prepared: Any) -> RunResult:
-        return run_js(self.mode, self.storage, server, cfg, warmup)
+        return run_js(self.mode, self.storage, server, cfg, warmup, self.s2)
 
     def report(self, m: dict[str, float]) -> str:
         cpu = f"cpu: server {m['server_cpu']:.0%} pub {m['pub_cpu']:.0%}"
