@@ -215,13 +215,19 @@ def test_priority_groups() -> None:
     ).err_code == (10162)
 
 
-def test_flow_control_ack_policy_is_refused_clearly() -> None:
-    err = refused(
+def test_flow_control_ack_policy_needs_level_4() -> None:
+    cfg = valid(
         ConsumerConfig(
-            ack_policy="flow_control", deliver_subject="d", max_ack_pending=10, max_deliver=-1
+            ack_policy="flow_control",
+            deliver_subject="d",
+            max_ack_pending=10,
+            max_deliver=-1,
+            flow_control=True,
+            idle_heartbeat=1_000_000_000,
         )
     )
-    assert err.description == "consumer flow control ack policy is not supported"
+    set_static_metadata(cfg)
+    assert cfg.metadata["_nats.req.level"] == "4"
 
 
 # ---------------------------------------------------------------------- updates

@@ -100,7 +100,8 @@ class DeliverPolicy(StrEnum):
 
 
 class AckPolicy(StrEnum):
-    """nats-server's ``AckPolicy`` (``flow_control`` is refused by natsd for now)."""
+    """nats-server's ``AckPolicy``. ``flow_control`` (2.14) acknowledges like ``all``, through
+    the answers to a push consumer's flow control (``consumer/push.py``)."""
 
     NONE = "none"
     ALL = "all"
@@ -451,6 +452,8 @@ def set_static_metadata(cfg: ConsumerConfig) -> None:
         level = 1
     if cfg.priority_policy != PriorityPolicy.NONE or cfg.priority_timeout or cfg.priority_groups:
         level = max(level, 1)
+    if cfg.ack_policy == AckPolicy.FLOW_CONTROL:
+        level = 4
     md[API_LEVEL_KEY] = str(level)
     cfg.metadata = md
 
@@ -587,9 +590,6 @@ def check_config(
             raise E.JSConsumerPinnedTTLWithoutPriorityPolicyNone()
     if scfg.placement is not None and scfg.placement.preferred:
         raise _invalid("preferred server not permitted in placement")
-    # Valid for nats-server, not implemented by natsd yet: refuse clearly.
-    if cfg.ack_policy == AckPolicy.FLOW_CONTROL:
-        raise _invalid("consumer flow control ack policy is not supported")
 
 
 # The deliver policies that take neither a start sequence nor a start time.

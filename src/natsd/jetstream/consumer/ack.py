@@ -70,6 +70,7 @@ TERM_UNACKED_LIMITS: Final = "Unacknowledged message was deleted"
 # is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
 _ACK_NONE: Final = AckPolicy.NONE
 _ACK_ALL: Final = AckPolicy.ALL
+_ACK_FC: Final = AckPolicy.FLOW_CONTROL
 _ACK_EXPLICIT: Final = AckPolicy.EXPLICIT
 _LIMITS: Final = RetentionPolicy.LIMITS
 
@@ -128,7 +129,8 @@ class AckTracker:
         # The policy as native flags: the per-message paths test these, not the config
         # object (an interpreted dataclass: an attribute read and an enum compare each).
         self._ap_none = cfg.ack_policy == _ACK_NONE
-        self._ap_all = cfg.ack_policy == _ACK_ALL
+        # (flow_control acknowledges like all: up to the sequence a flow control answer names)
+        self._ap_all = cfg.ack_policy == _ACK_ALL or cfg.ack_policy == _ACK_FC
         self._ap_explicit = cfg.ack_policy == _ACK_EXPLICIT
         self._backoff = cfg.backoff
         self.maxp = cfg.max_ack_pending if cfg.ack_policy != _ACK_NONE else 0
@@ -469,7 +471,8 @@ class AckTracker:
             end = self._mono() + delay / 1e9
             if self._ptmr is None or self._ptmr_end > end:
                 self._reset_ptmr(delay / 1e9)
-        elif self._ptmr is None:
+        elif self._ptmr is None and self.cfg.ack_wait > 0:
+            # (no ack wait, flow_control's: nothing is redelivered)
             # Without backoff no timer is ever armed for longer than ack_wait (plus the
             # margin), so one that is armed ends no later than this message's would: no
             # clock read per delivery to find that out.

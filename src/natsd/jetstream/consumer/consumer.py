@@ -174,7 +174,9 @@ class Consumer:
         """Pick the starting sequence (or restore saved state) and subscribe."""
         self._position(state)
         self._stream_num_pending()
-        if self.cfg.ack_policy != _ACK_NONE:
+        if self.cfg.ack_policy != _ACK_NONE and self.cfg.ack_policy != AckPolicy.FLOW_CONTROL:
+            # (flow_control is acknowledged by the flow control answers: no ack subject,
+            # as nats-server, so an ack sent to a message's reply reaches nobody)
             subj = self._ack_pre + b">"
             self._ack_sub = Subscription(
                 subj, None, b"ack-" + self.name.encode(), callback=self._on_ack

@@ -15,6 +15,12 @@ delivery stops once a full window is outstanding until the client answers. The w
 at 2 MB and doubles with every answer up to 32 MB (``JsFlowControlMaxPending``). While
 stalled, idle heartbeats carry ``Nats-Consumer-Stalled: <reply>``.
 
+``ack_policy: flow_control`` (nats-server 2.14, what its durable sourcing uses): the answers
+are the acknowledgements. An answer with ``Nats-Last-Stream`` (and ``Nats-Last-Consumer``)
+acknowledges everything up to that stream sequence, as an ``ack_policy: all`` ack would;
+the server asks once ``max_ack_pending`` messages are out, and at an idle heartbeat while
+any are, besides the byte window. Only the latest request's answer counts.
+
 Rules kept here: ``active``, the deliver subject, the flow-control window and outstanding
 request (``pbytes``, ``maxpb``, ``pblimit``, ``fcsz``, ``fcid``), ``last_send`` and the
 interest-watch and heartbeat timers are written only by the strategy; the inactivity timer
@@ -30,8 +36,9 @@ import string
 from collections.abc import Callable
 from typing import Any, Final
 
+from natsd.core.headers import slice_header
 from natsd.core.scheduler import Cancellable
-from natsd.jetstream.config.consumer_config import ConsumerConfig
+from natsd.jetstream.config.consumer_config import AckPolicy, ConsumerConfig
 from natsd.jetstream.consumer.ack import AckTracker
 from natsd.jetstream.consumer.delivery import Delivery
 from natsd.jetstream.consumer.shared import Cursor, Doorbell
@@ -75,6 +82,7 @@ class PushDelivery(Delivery):
         self.pblimit = 0
         self.fcsz = 0
         self.fcid: bytes = b""
+        self._ack_fc = cfg.ack_policy == AckPolicy.FLOW_CONTROL
         self.last_send = 0.0  # monotonic time of the last push send (heartbeats)
         self._fc_pre = "$JS.FC." + stream.name + "." + name + "."
         self._fc_sub: Subscription | None = None
@@ -258,13 +266,18 @@ class PushDelivery(Delivery):
             hdr = heartbeat_header(cur.dseq - 1, cur.sseq - 1, self.fcid)
             if self.send_status(self.dsubj, hdr) == 0:
                 self.update_interest(self.has_interest())
+            elif self._ack_fc and self._acks.pending and not self.fcid:
+                # acknowledged only through flow control: ask for what is out
+                self._send_flow_control()
         self.last_send = now
         self._hbtmr = self._sched.call_later(hb, self._on_heartbeat)
 
     # ------------------------------------------------------------------ flow control
     def _maybe_flow_control(self, sz: int) -> None:
         """``needFlowControl`` after a delivery of ``sz`` bytes."""
-        if not self.fcid and self.pbytes > self.maxpb // 2:
+        if not self.fcid and (
+            self.pbytes > self.maxpb // 2 or (self._ack_fc and self._acks.full())
+        ):
             self._send_flow_control()
         elif self.fcid and (self.pbytes - self.fcsz) >= self.maxpb:
             self.fcsz += sz
@@ -278,13 +291,13 @@ class PushDelivery(Delivery):
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
         try:
-            self._on_flow_control(subject)
+            self._on_flow_control(subject, hdr)
         except Exception:
             log.exception(
                 "consumer %s > %s: flow control reply failed", self._stream.name, self._name
             )
 
-    def _on_flow_control(self, subject: bytes) -> None:
+    def _on_flow_control(self, subject: bytes, hdr: bytes | None) -> None:
         if self._stopped or subject != self.fcid:
             return
         if self.maxpb < self.pblimit:
@@ -292,3 +305,14 @@ class PushDelivery(Delivery):
         self.pbytes = max(self.pbytes - self.fcsz, 0)
         self.fcid, self.fcsz = b"", 0
         self._bell.ring()
+        if self._ack_fc and hdr:
+            sseq = _int_header(hdr, b"Nats-Last-Stream")
+            if sseq > 0:
+                # (a consumer sequence may be absent: an answer before any delivery)
+                self._acks.ack(sseq, max(_int_header(hdr, b"Nats-Last-Consumer"), 0), 1, b"", False)
+
+
+def _int_header(hdr: bytes, key: bytes) -> int:
+    """``parseInt64(sliceHeader(key, hdr))``: -1 when absent or not a plain number."""
+    v = slice_header(hdr, key)
+    return int(v) if v is not None and v.isdigit() and len(v) < 19 else -1
