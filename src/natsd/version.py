@@ -12,10 +12,10 @@ markers, consumer pause and priority groups (pinned / overflow); level 2 (2.12) 
 counters, atomic batch publish, message schedules and async persistence (on R1 file
 streams; nats-server refuses it on replicated ones too): natsd implements all of them, on R1
 and replicated streams. Level 3 is the snapshot ``window_size``, level 4 (2.14) fast batch
-publish (natsd has it, R1 and replicated) and flow-control acks, level 5 (2.15) source
-stream identities; natsd refuses what it lacks of those (consumer_config, the API table),
-so it stays at level 2 until every feature of the next level works
-(checked by tests), and a client that asks for level 3 is told so. Newer behaviour natsd
+publish and ``flow_control`` acks (natsd has both, R1 and replicated), level 5 (2.15) source
+stream identities; natsd refuses what it lacks of those (snapshots, sources), so it stays
+at level 2 until every feature of the next level works (checked by tests), and a client
+that asks for level 3 is told so. Newer behaviour natsd
 matches (error texts and the like, recorded against nats-server 2.15.1) does not change that:
 the version says which features a client may use.
 """
