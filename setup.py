@@ -65,6 +65,8 @@ HOT_MODULES = [
     "natsd/storage/filestore_query.py",
     "natsd/jetstream/stream/stream.py",
     "natsd/jetstream/stream/headers.py",
+    "natsd/jetstream/stream/fastbatch.py",
+    "natsd/core/headers.py",
     "natsd/jetstream/stream/queries.py",
     "natsd/jetstream/stream/commit.py",
     "natsd/jetstream/stream/replica.py",

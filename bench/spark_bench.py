@@ -10,6 +10,8 @@ Spark session, then measures, per server, in rows/s:
 * **read -> parquet**: the same read written to Parquet;
 * **write**: a DataFrame of ``--messages`` rows (subject, ``--size``-byte data) written
   with ``format("jetstream")`` into an empty file stream (every PubAck checked);
+* **write, allow_batched**: the same into a stream with ``allow_batched``, which the
+  connector writes as fast-ingest batches (one per task, the final PubAck checked);
 * **nats-py consumer** (reference): one nats-py client draining the same stream, two ways:
   an ordered push consumer (``js.subscribe(ordered_consumer=True)`` with a callback) and a
   durable pull consumer (``fetch`` of ``--fetch`` messages, ``ack_policy: none``); the
@@ -62,6 +64,7 @@ REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 READ_STREAM, READ_SUBJECT = "SPARKBENCH", "sparkbench.data"
 WRITE_STREAM, WRITE_SUBJECT = "SPARKWRITE", "sparkwrite.data"
+FAST_STREAM, FAST_SUBJECT = "SPARKFAST", "sparkfast.data"
 TARGET_CONSUMER = 1.5
 TARGET_PARQUET = 0.3
 #: the connector's direct-get batch (and so Arrow batch) size, for the no-I/O source
@@ -120,10 +123,10 @@ def api(srv: Server, subject: str, body: dict[str, Any] | None = None) -> dict[s
     return doc
 
 
-def make_stream(srv: Server, name: str, subject: str) -> None:
+def make_stream(srv: Server, name: str, subject: str, **extra: Any) -> None:
     api(srv, f"$JS.API.STREAM.CREATE.{name}", {
         "name": name, "subjects": [subject], "storage": "file", "allow_direct": True,
-        "num_replicas": 1, "retention": "limits", "discard": "old",
+        "num_replicas": 1, "retention": "limits", "discard": "old", **extra,
     })
 
 
@@ -339,18 +342,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(f"  nats-py {kind + ':':9s} {n / dt:12,.0f} msgs/s ({dt:.1f} s)",
                               flush=True)
 
-                make_stream(srv, WRITE_STREAM, WRITE_SUBJECT)
                 payload = bytearray(b"x" * size)
-                wdf = spark.range(0, n, 1, a.write_partitions).select(
-                    F.lit(WRITE_SUBJECT).alias("subject"), F.lit(payload).alias("data"))
-                dt, _ = timed(lambda wdf=wdf, url=url: wdf.write.format("jetstream")
-                              .option("servers", url).option("stream", WRITE_STREAM)
-                              .mode("append").save())
-                stored = stream_msgs(srv, WRITE_STREAM)
-                if stored != n:
-                    raise RuntimeError(f"write stored {stored} != {n}")
-                res[srv.name]["write"] = n / dt
-                print(f"  write:             {n / dt:12,.0f} rows/s ({dt:.1f} s)", flush=True)
+                for key, stream, subject, extra in (
+                    ("write", WRITE_STREAM, WRITE_SUBJECT, {}),
+                    ("write_fast", FAST_STREAM, FAST_SUBJECT, {"allow_batched": True}),
+                ):
+                    make_stream(srv, stream, subject, **extra)
+                    wdf = spark.range(0, n, 1, a.write_partitions).select(
+                        F.lit(subject).alias("subject"), F.lit(payload).alias("data"))
+                    dt, _ = timed(lambda wdf=wdf, url=url, stream=stream: wdf.write
+                                  .format("jetstream").option("servers", url)
+                                  .option("stream", stream).mode("append").save())
+                    stored = stream_msgs(srv, stream)
+                    if stored != n:
+                        raise RuntimeError(f"{key} stored {stored} != {n}")
+                    res[srv.name][key] = n / dt
+                    print(f"  {key + ':':18s} {n / dt:12,.0f} rows/s ({dt:.1f} s)", flush=True)
             finally:
                 srv.stop()
 
@@ -401,6 +408,7 @@ def print_table(a: argparse.Namespace, names: list[str], res: dict[str, dict[str
     for key, label in (("read", "spark read -> count()"),
                        ("read_parquet", "spark read -> parquet"),
                        ("write", "spark write -> stream"),
+                       ("write_fast", "spark write -> stream, allow_batched"),
                        ("ordered", "ref: nats-py ordered consumer"),
                        ("fetch", "ref: nats-py pull fetch")):
         vals = [res[s].get(key) for s in names]

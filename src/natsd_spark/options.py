@@ -132,6 +132,11 @@ class WriteOptions:
     write_id: str | None = None
     max_pending_acks: int = 256
     stream: str | None = None
+    #: ``fastBatch``: "auto" (fast-ingest batches when ``stream`` names a stream with
+    #: ``allow_batched``), "true" (required: refused otherwise), "false" (a PubAck each)
+    fast_batch: str = "auto"
+    #: decided on the driver from the stream's config (``source.resolve_fast_batch``)
+    use_fast: bool = False
 
 
 def get_option(opts: Mapping[str, str], name: str) -> str | None:
@@ -155,6 +160,20 @@ def int_option(opts: Mapping[str, str], name: str, default: int, minimum: int) -
     if val < minimum:
         raise ValueError(f"jetstream option {name!r} must be >= {minimum}, got {val}")
     return val
+
+
+def choice_option(
+    opts: Mapping[str, str], name: str, choices: tuple[str, ...], default: str
+) -> str:
+    """One of ``choices`` (any case), ``default`` when absent; a clear error otherwise."""
+    raw = get_option(opts, name)
+    if raw is None:
+        return default
+    low = raw.strip().lower()
+    if low not in choices:
+        raise ValueError(
+            f"jetstream option {name!r} must be one of {', '.join(choices)}, got {raw!r}")
+    return low
 
 
 def bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
@@ -321,7 +340,7 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
 
 def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
     # Spark itself passes path, checkpointLocation and (streaming) queryName to sinks.
-    known = CONNECT_KEYS | {"writeid", "maxpendingacks", "stream", "path",
+    known = CONNECT_KEYS | {"writeid", "maxpendingacks", "stream", "fastbatch", "path",
                             "checkpointlocation", "queryname"}
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
@@ -335,4 +354,5 @@ def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
         write_id=write_id,
         max_pending_acks=int_option(opts, "maxPendingAcks", 256, 1),
         stream=_stream(opts) if stream is not None else None,
+        fast_batch=choice_option(opts, "fastBatch", ("auto", "true", "false"), "auto"),
     )

@@ -26,7 +26,7 @@ import logging
 import math
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -49,7 +49,14 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from natsd_spark.client import JetStreamError, Publisher, Session, StoredMessage, subject_matches
+from natsd_spark.client import (
+    FastPublisher,
+    JetStreamError,
+    Publisher,
+    Session,
+    StoredMessage,
+    subject_matches,
+)
 from natsd_spark.directget import Columns, DirectRangeReader, RawReplies, parse_user_headers
 from natsd_spark.options import (
     ReadOptions,
@@ -346,7 +353,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 class PublishCommit(WriterCommitMessage):
     partition: int
     published: int
-    duplicates: int
+    duplicates: int | None  # (None: fast batches, whose answers do not count them)
 
 
 def _rows(batch: pa.RecordBatch) -> Iterator[tuple[str, bytes, Any, str | None]]:
@@ -386,7 +393,7 @@ def _publish_partition(
     ctx = TaskContext.get()
     part = ctx.partitionId() if ctx is not None else 0
 
-    async def publish_all(pub: Publisher) -> None:
+    async def publish_all(pub: Publisher | FastPublisher) -> None:
         # One coroutine for the whole partition: the loop is entered once, not per row.
         await pub.start()
         row = 0
@@ -402,9 +409,41 @@ def _publish_partition(
         await pub.finish()
 
     with Session(opts.conn) as s:
-        pub = Publisher(s, opts.max_pending_acks, opts.stream)
+        pub: Publisher | FastPublisher
+        if opts.use_fast and opts.stream is not None:
+            pub = FastPublisher(s, opts.stream)
+        else:
+            pub = Publisher(s, opts.max_pending_acks, opts.stream)
         s.run(publish_all(pub))
         return PublishCommit(part, pub.published, pub.duplicates)
+
+
+def resolve_fast_batch(opts: WriteOptions) -> WriteOptions:
+    """On the driver: whether this write goes as fast-ingest batches. They need the target
+    stream (the ``stream`` option: a batch belongs to one stream) to have ``allow_batched``;
+    ``fastBatch=true`` refuses the write otherwise, ``auto`` publishes with a PubAck each."""
+    if opts.fast_batch == "false":
+        return opts
+    if opts.stream is None:
+        if opts.fast_batch == "true":
+            raise ValueError(
+                "jetstream option 'fastBatch' true needs the 'stream' option (a fast batch "
+                "goes to one stream)")
+        return opts
+    try:
+        with Session(opts.conn) as s:
+            info = s.stream_info(opts.stream)
+    except JetStreamError:
+        if opts.fast_batch == "true":
+            raise
+        return opts  # (the publishes say what is wrong)
+    if info.allow_batched:
+        return replace(opts, use_fast=True)
+    if opts.fast_batch == "true":
+        raise ValueError(
+            f"jetstream option 'fastBatch' is true but stream {opts.stream!r} does not allow "
+            "batched publishes (allow_batched)")
+    return opts
 
 
 _WRITE_TYPES = {
@@ -504,10 +543,10 @@ class JetStreamDataSource(DataSource):
                 "jetstream: save mode 'overwrite' is not supported; a stream is append-only "
                 "(use mode('append'))")
         _check_columns(schema)
-        return JetStreamWriter(parse_write_options(self.options))
+        return JetStreamWriter(resolve_fast_batch(parse_write_options(self.options)))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         if overwrite:
             raise ValueError("jetstream: output mode 'complete' is not supported; use append")
         _check_columns(schema)
-        return JetStreamStreamWriter(parse_write_options(self.options))
+        return JetStreamStreamWriter(resolve_fast_batch(parse_write_options(self.options)))

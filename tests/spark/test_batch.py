@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from natsd_spark.options import parse_write_options
-from natsd_spark.source import JetStreamWriter
+from natsd_spark.source import JetStreamWriter, resolve_fast_batch
 
 from .conftest import ServerProc, fetch_all, make_stream, publish, run_js
 
@@ -212,6 +212,82 @@ def test_writer_retry_in_process(natsd_server: ServerProc) -> None:
     assert (first.published, first.duplicates) == (100, 0)
     assert (second.published, second.duplicates) == (100, 100)
     assert len(fetch_all(srv.url, "WP")) == 100
+
+
+def test_fast_batch_write_round_trip_and_rerun(spark: SparkSession, server: ServerProc) -> None:
+    """Into a stream with allow_batched (the ``stream`` option given) each task publishes one
+    fast-ingest batch; a rerun of the same job stores nothing twice."""
+    make_stream(server.url, "FW", ["fw.>"], duplicate_window=60.0, allow_batched=True)
+    rows = [(f"fw.{i % 4}", f"v{i}", {"h": [str(i)]} if i % 3 == 0 else None)
+            for i in range(3000)]
+    df = spark.createDataFrame(
+        rows, "subject string, data string, headers map<string,array<string>>").repartition(3)
+
+    def write() -> None:
+        (df.write.format("jetstream").option("servers", server.url).option("writeId", "job-f")
+         .option("stream", "FW").mode("append").save())
+
+    write()
+    stored = fetch_all(server.url, "FW")
+    assert sorted((s, d.decode()) for _, s, d, _ in stored) == sorted((s, d) for s, d, _ in rows)
+    assert {(h or {}).get("h") for _, _, d, h in stored if d == b"v3"} == {"3"}
+    write()
+    assert len(fetch_all(server.url, "FW")) == 3000
+    # In process: the writer resolved on the driver publishes fast batches (whose answers
+    # do not count duplicates), 1,200 rows in one task, again all duplicates the second time.
+    opts = resolve_fast_batch(parse_write_options({"servers": server.url, "stream": "FW"}))
+    assert opts.use_fast
+    w = JetStreamWriter(opts)
+    batch = pa.RecordBatch.from_pydict(
+        {"subject": [f"fw.x.{i}" for i in range(1200)], "data": [b"d"] * 1200})
+    first = w.write(iter([batch]))
+    again = w.write(iter([batch]))
+    assert (first.published, first.duplicates, again.published) == (1200, None, 1200)
+    assert len(fetch_all(server.url, "FW")) == 4200
+
+
+def test_fast_batch_retried_task_is_deduplicated(
+    spark: SparkSession, natsd_server: ServerProc
+) -> None:
+    """A fast batch cut by a message nobody takes (row 150 of the first attempt goes to a
+    subject no stream listens on: the batch has a gap) fails the task; the retry's batch
+    skips what the first stored."""
+    srv = natsd_server
+    make_stream(srv.url, "FRETRY", ["fretry.>"], duplicate_window=60.0, allow_batched=True)
+
+    def subject_of_(i):  # type: ignore[no-untyped-def]
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if i == 150 and ctx is not None and ctx.attemptNumber() == 0:
+            return "nowhere.fail"
+        return f"fretry.{i % 5}"
+
+    subject_of = F.udf(subject_of_, "string", useArrow=False)
+    df = spark.range(0, 400, 1, 1).select(
+        subject_of(F.col("id")).alias("subject"), F.col("id").cast("string").alias("data"))
+    (df.write.format("jetstream").option("servers", srv.url).option("stream", "FRETRY")
+     .option("fastBatch", "true").mode("append").save())
+    stored = fetch_all(srv.url, "FRETRY")
+    assert sorted(int(d) for _, _, d, _ in stored) == list(range(400))
+    assert len({(h or {})["Nats-Msg-Id"] for *_, h in stored}) == 400
+
+
+def test_fast_batch_required_but_not_possible(
+    spark: SparkSession, natsd_server: ServerProc
+) -> None:
+    srv = natsd_server
+    make_stream(srv.url, "PLAIN", ["plain.>"])
+    df = spark.createDataFrame([("plain.x", "d")], "subject string, data string")
+    w = df.write.format("jetstream").option("servers", srv.url).option("fastBatch", "true")
+    with pytest.raises(Exception, match="'fastBatch' true needs the 'stream' option"):
+        w.mode("append").save()
+    with pytest.raises(Exception, match="does not allow batched publishes"):
+        w.option("stream", "PLAIN").mode("append").save()
+    # auto (the default) publishes with a PubAck each instead
+    df.write.format("jetstream").option("servers", srv.url).option("stream", "PLAIN").mode(
+        "append").save()
+    assert len(fetch_all(srv.url, "PLAIN")) == 1
 
 
 def test_write_errors(spark: SparkSession, natsd_server: ServerProc) -> None:

@@ -76,6 +76,11 @@ def test_write_options() -> None:
         parse_write_options({"subject": "x"})
     with pytest.raises(ValueError, match="'maxPendingAcks' must be >= 1"):
         parse_write_options({"maxPendingAcks": "0"})
+    assert parse_write_options({}).fast_batch == "auto"
+    assert parse_write_options({"fastBatch": "TRUE"}).fast_batch == "true"
+    assert parse_write_options({"fastbatch": "false"}).fast_batch == "false"
+    with pytest.raises(ValueError, match="'fastBatch' must be one of auto, true, false"):
+        parse_write_options({"fastBatch": "sometimes"})
     # Spark hands a named streaming query's name to its sink.
     assert parse_write_options({"queryName": "q", "checkpointLocation": "/ck"}).stream is None
 

@@ -15,6 +15,7 @@ def _rig() -> tuple[VirtualScheduler, FastBatches, list[tuple[bytes, bytes]], Fa
     limits = FastLimits()
     fb = FastBatches(
         sched,
+        sched.clock,
         limits,
         lambda reply, payload: sent.append((reply, payload)),
         lambda seq, bid, count: b'{"seq":%d,"batch":"%s","count":%d}' % (seq, bid.encode(), count),
@@ -85,3 +86,17 @@ def test_a_batch_left_alone_times_out() -> None:
     assert not fb.open and limits.open == 0
     fb.lead()  # nothing left to pick up
     assert not fb.open
+
+
+def test_each_message_starts_the_timeout_again() -> None:
+    """The timeout runs from a batch's last message (its timer looks at when that was)."""
+    sched, fb, _sent, limits = _rig()
+    fb.applied(_req(1, 0), _reply(1, 0), 1, leading=False)
+    sched.advance(limits.timeout * 0.6)
+    fb.applied(_req(2, 1), _reply(2, 1), 2, leading=False)
+    sched.advance(limits.timeout * 0.6)  # past the first message's deadline
+    assert "b" in fb.open and limits.open == 1
+    sched.advance(limits.timeout * 0.3)  # 0.9 of a timeout after the second
+    assert "b" in fb.open
+    sched.advance(limits.timeout * 0.2)
+    assert not fb.open and limits.open == 0

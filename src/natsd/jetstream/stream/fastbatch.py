@@ -26,7 +26,7 @@ from typing import Final
 
 import orjson
 
-from natsd.core.scheduler import Cancellable, Scheduler
+from natsd.core.scheduler import Cancellable, Clock, Scheduler
 
 __all__ = [
     "FastBatch",
@@ -118,6 +118,7 @@ class FastBatch:
     fseq: int = 0
     sseq: int = 0
     timer: Cancellable | None = None
+    last: float = 0.0  # monotonic time of its last message (the timer looks at it)
     expired: bool = False
     # a replicated stream's: its messages proposed and not yet applied, whether it ends
     # once they are, and the reply subject of the last one applied (where a new leader
@@ -135,11 +136,13 @@ class FastBatches:
     def __init__(
         self,
         scheduler: Scheduler,
+        clock: Clock,
         limits: FastLimits,
         send: Callable[[bytes, bytes], None],
         final: Callable[[int, str, int], bytes],
     ) -> None:
         self._scheduler = scheduler
+        self._mono = clock.monotonic
         self._limits = limits
         self._send = send
         self._final = final
@@ -169,19 +172,26 @@ class FastBatches:
         b.am = min(500, b.max_am) if len(self.open) == 1 else 1
 
     def _arm(self, b: FastBatch) -> None:
+        b.last = self._mono()
         b.timer = self._scheduler.call_later(self._limits.timeout, self._expire, b)
 
     def touch(self, b: FastBatch) -> bool:
-        """A message of ``b``: its timer starts again. False when it had already run out."""
+        """A message of ``b``: its inactivity timeout starts again. False when it had
+        already run out. (The timer is not moved: it looks at ``last`` when it fires, so a
+        message costs a clock read rather than a timer cancelled and made.)"""
         if b.expired:
             return False
-        if b.timer is not None:
-            b.timer.cancel()
-        self._arm(b)
+        b.last = self._mono()
+        if b.timer is None:
+            b.timer = self._scheduler.call_later(self._limits.timeout, self._expire, b)
         return True
 
     def _expire(self, b: FastBatch) -> None:
         b.timer = None
+        idle = self._mono() - b.last
+        if idle < self._limits.timeout:
+            b.timer = self._scheduler.call_later(self._limits.timeout - idle, self._expire, b)
+            return
         b.expired = True
         self.drop(b)  # (silently: the next message of it is told the id is unknown)
 

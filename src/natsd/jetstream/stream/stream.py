@@ -83,6 +83,7 @@ from natsd.jetstream.stream.headers import (
     limit_text,
     marker_header,
     msg_id_of,
+    only_msg_id,
     parse_ttl,
 )
 from natsd.jetstream.stream.queries import seq_from_time
@@ -368,7 +369,16 @@ class Stream:
         rollup = ""
         incr = 0
         counting = False  # it carries a counter increment (Nats-Incr)
-        if hdr:
+        only_id = only_msg_id(hdr) if hdr else None
+        if only_id is not None:
+            # (its one Nats- header: every check passes, the duplicate window decides)
+            msg_id = only_id
+            if msg_id:
+                dup = self._check_dup(msg_id)
+                if dup is not None:
+                    self._reply(reply, self._ack_ok(dup, duplicate=True))
+                    return
+        elif hdr:
             try:
                 _status, _desc, h = parse_headers(hdr)
             except HeaderError:
@@ -717,7 +727,8 @@ class Stream:
     def _fast_state(self) -> FastBatches:
         fb = self._fast_batches
         if fb is None:
-            fb = FastBatches(self.ctx.scheduler, self.ctx.fast_limits, self._fast_send,
+            ctx = self.ctx
+            fb = FastBatches(ctx.scheduler, ctx.clock, ctx.fast_limits, self._fast_send,
                              self._fast_final)  # fmt: skip
             self._fast_batches = fb
         return fb
@@ -755,12 +766,13 @@ class Stream:
         if req is None:
             self._fast_send(reply, self._ack_err(E.JSBatchPublishInvalidPatternErr()))
             return
-        if len(req.id.encode()) > FAST_MAX_ID:
-            self._fast_send(reply, self._ack_err(E.JSBatchPublishInvalidBatchIDErr()))
-            return
         fb = self._fast_state()
         b = fb.open.get(req.id)
         if b is None:
+            # (an open batch's id passed this check when it opened)
+            if len(req.id.encode()) > FAST_MAX_ID:
+                self._fast_send(reply, self._ack_err(E.JSBatchPublishInvalidBatchIDErr()))
+                return
             if req.seq != 1:
                 self._fast_send(reply, self._ack_err(E.JSBatchPublishUnknownBatchIDErr()))
                 return
