@@ -377,7 +377,7 @@ def test_push_inactivity_flow_control_and_stop() -> None:
     push.send(b"d.x", b"s.x", 2, b"ack", None, b"x", push.maxpb)
     assert not push.can_take()  # a full window outstanding
     window = push.maxpb
-    push._on_flow_control(push.fcid)  # the client's answer
+    push._on_flow_control(push.fcid, None)  # the client's answer
     assert push.can_take() and push.fcid == b"" and push.maxpb == 2 * window
     push.stop(False)
     assert not [h for h in p.sched.pending() if not h.cancelled]
