@@ -130,7 +130,10 @@ class ReadOptions:
 class WriteOptions:
     conn: ConnectOptions
     write_id: str | None = None
-    max_pending_acks: int = 256
+    #: publishes awaiting their PubAck; large, because a durable server answers after the
+    #: fsync that covers a message (natsd by default), and a small window idles the
+    #: connection during each one
+    max_pending_acks: int = 4096
     stream: str | None = None
     #: ``fastBatch``: "auto" (fast-ingest batches when ``stream`` names a stream with
     #: ``allow_batched``), "true" (required: refused otherwise), "false" (a PubAck each)
@@ -352,7 +355,7 @@ def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
     return WriteOptions(
         conn=parse_connect(opts),
         write_id=write_id,
-        max_pending_acks=int_option(opts, "maxPendingAcks", 256, 1),
+        max_pending_acks=int_option(opts, "maxPendingAcks", 4096, 1),
         stream=_stream(opts) if stream is not None else None,
         fast_batch=choice_option(opts, "fastBatch", ("auto", "true", "false"), "auto"),
     )

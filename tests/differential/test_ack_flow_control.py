@@ -12,7 +12,6 @@ errors; the stored config needs API level 4.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,11 @@ from typing import Any
 import nats
 import pytest
 from components import require_nats_server
-from proc_cluster import ProcCluster, running
+from proc_cluster import ProcCluster
 
 from .consumer_scenarios import ConsumerRecorder, Frame, consumer_server_pair, entry
 from .harness import ServerPair
+from .r3_helpers import ask, on_three
 from .test_consumers import SEC, check
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(90)]
@@ -144,9 +144,9 @@ async def _flow_controlled_r3(c: ProcCluster) -> dict[str, Any]:
     and the answer acknowledges the rest."""
     nc = await nats.connect(c[0].url, allow_reconnect=False)
     cfg = {"name": "FCR", "subjects": ["fcr.>"], "num_replicas": 3}
-    await _ask(nc, "$JS.API.STREAM.CREATE.FCR", cfg)
+    await ask(nc, "$JS.API.STREAM.CREATE.FCR", cfg)
     for i in range(1, 7):
-        await _ask(nc, "fcr.a", f"m{i}".encode())
+        await ask(nc, "fcr.a", f"m{i}".encode())
     frames: asyncio.Queue[Any] = asyncio.Queue()
 
     async def on_msg(m: Any) -> None:
@@ -154,7 +154,7 @@ async def _flow_controlled_r3(c: ProcCluster) -> dict[str, Any]:
 
     await nc.subscribe("dlv.fcr", cb=on_msg)
     ccfg = {**FC, "durable_name": "C", "deliver_subject": "dlv.fcr"}
-    await _ask(nc, "$JS.API.CONSUMER.CREATE.FCR.C", {"stream_name": "FCR", "config": ccfg})
+    await ask(nc, "$JS.API.CONSUMER.CREATE.FCR.C", {"stream_name": "FCR", "config": ccfg})
     seen: list[str] = []
 
     async def window(want: int) -> str:
@@ -175,12 +175,12 @@ async def _flow_controlled_r3(c: ProcCluster) -> dict[str, Any]:
     # natsd's consumer leader commits its state 100 ms after a change (cluster/consumers.py:
     # what a stepdown comes before is delivered again); nats-server proposes each ack
     await asyncio.sleep(0.5)
-    await _ask(nc, "$JS.API.CONSUMER.LEADER.STEPDOWN.FCR.C")
+    await ask(nc, "$JS.API.CONSUMER.LEADER.STEPDOWN.FCR.C")
     reply = await window(0)  # the new leader asks for what is out
     await nc.publish(reply, b"", headers={"Nats-Last-Consumer": "6", "Nats-Last-Stream": "6"})
     info: dict[str, Any] = {}
     for _ in range(100):
-        info = await _ask(nc, "$JS.API.CONSUMER.INFO.FCR.C")
+        info = await ask(nc, "$JS.API.CONSUMER.INFO.FCR.C")
         # (nats-server reports the ack floor once its group has applied it, a little
         # after the pending count)
         if info.get("num_ack_pending") == 0 and info["ack_floor"]["stream_seq"] == 6:
@@ -193,32 +193,10 @@ async def _flow_controlled_r3(c: ProcCluster) -> dict[str, Any]:
     }
 
 
-async def _ask(nc: Any, subject: str, body: Any = None) -> Any:
-    data = body if isinstance(body, bytes) else b"" if body is None else json.dumps(body).encode()
-    for _ in range(100):
-        try:
-            out = json.loads((await nc.request(subject, data, timeout=2)).data)
-            if "error" not in out or out["error"].get("err_code") not in (10008, 10076):
-                return out
-        except Exception:
-            pass
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{subject}: no answer")
-
-
-def _run_r3(kind: str, tmp_path: Path) -> dict[str, Any]:
-    c = ProcCluster(
-        tmp_path / kind, 3, kinds=[kind] * 3, names=[f"{kind}-{i}" for i in range(3)],
-        jetstream=[True] * 3,
-    )  # fmt: skip
-    with running(c) as started:
-        return asyncio.run(_flow_controlled_r3(started))
-
-
 def test_an_r3_consumer_across_a_leader_change(tmp_path: Path) -> None:
     require_nats_server()
-    ref = _run_r3("nats-server", tmp_path)
-    got = _run_r3("natsd", tmp_path)
+    ref = on_three("nats-server", tmp_path, _flow_controlled_r3)
+    got = on_three("natsd", tmp_path, _flow_controlled_r3)
     assert ref["seen"] == [f"m{i}" for i in range(1, 7)]
     assert ref["state"]["num_ack_pending"] == 0
     for s in (ref, got):

@@ -16,10 +16,11 @@ from typing import Any
 import nats
 import pytest
 from components import require_nats_server
-from proc_cluster import ProcCluster, running
+from proc_cluster import ProcCluster
 
 from .harness import ServerPair
 from .js_scenarios import JsRecorder, js_server_pair, run_scenario
+from .r3_helpers import ask, on_three, publish
 from .test_jetstream_api import assert_same
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(180)]
@@ -89,43 +90,18 @@ async def test_a_compressed_stream_answers_as_nats_server(js_pair: ServerPair) -
 
 
 # ----------------------------------------------------------------------------- R3
-async def _retry(nc: Any, subject: str, data: bytes, headers: dict[str, str]) -> Any:
-    for _ in range(100):
-        try:
-            ack = json.loads((await nc.request(subject, data, headers=headers, timeout=1)).data)
-            if "seq" in ack:
-                return ack
-        except Exception:
-            pass
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"no leader took {subject}")
-
-
-async def _ask(nc: Any, subject: str, body: Any = None) -> Any:
-    for _ in range(100):
-        try:
-            data = b"" if body is None else json.dumps(body).encode()
-            out = json.loads((await nc.request(subject, data, timeout=2)).data)
-            if "error" not in out or out["error"].get("err_code") not in (10008, 10076):
-                return out
-        except Exception:
-            pass
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{subject}: no answer")
-
-
 async def _replicated(c: ProcCluster) -> dict[str, Any]:
     msgs = payloads()
     a = await nats.connect(c[0].url, allow_reconnect=False)
     cfg = {"name": "ZR", "subjects": ["z.>"], "num_replicas": 3, "compression": "s2",
            "allow_direct": True}  # fmt: skip
-    await _ask(a, "$JS.API.STREAM.CREATE.ZR", cfg)
+    await ask(a, "$JS.API.STREAM.CREATE.ZR", cfg)
     half = len(msgs) // 2
     for i, (subject, data, hdrs) in enumerate(msgs[:half]):
-        await _retry(a, subject, data, {**(hdrs or {}), "Nats-Msg-Id": f"k{i}"})
-    await _ask(a, "$JS.API.STREAM.LEADER.STEPDOWN.ZR")
+        await publish(a, subject, data, {**(hdrs or {}), "Nats-Msg-Id": f"k{i}"})
+    await ask(a, "$JS.API.STREAM.LEADER.STEPDOWN.ZR")
     for _ in range(100):  # until the new leader is known
-        leader = (await _ask(a, "$JS.API.STREAM.INFO.ZR")).get("cluster", {}).get("leader")
+        leader = (await ask(a, "$JS.API.STREAM.INFO.ZR")).get("cluster", {}).get("leader")
         if leader:
             break
         await asyncio.sleep(0.2)
@@ -133,7 +109,7 @@ async def _replicated(c: ProcCluster) -> dict[str, Any]:
     follower = next(i for i, s in enumerate(c.servers) if i and s.name != leader)
     await c.restart(follower)
     for i, (subject, data, hdrs) in enumerate(msgs[half:], start=half):
-        await _retry(a, subject, data, {**(hdrs or {}), "Nats-Msg-Id": f"k{i}"})
+        await publish(a, subject, data, {**(hdrs or {}), "Nats-Msg-Id": f"k{i}"})
     await a.close()
     out: dict[str, Any] = {"reads": []}
     for s in c.servers:
@@ -148,25 +124,16 @@ async def _replicated(c: ProcCluster) -> dict[str, Any]:
             got.append(m.data)
         out["reads"].append(got)
         await nc.close()
-    state = (await _ask(await nats.connect(c[0].url), "$JS.API.STREAM.INFO.ZR"))["state"]
+    state = (await ask(await nats.connect(c[0].url), "$JS.API.STREAM.INFO.ZR"))["state"]
     out["state"] = {k: state[k] for k in ("messages", "bytes", "first_seq", "last_seq")}
     return out
-
-
-def _run(kind: str, tmp_path: Path) -> dict[str, Any]:
-    c = ProcCluster(
-        tmp_path / kind, 3, kinds=[kind] * 3, names=[f"{kind}-{i}" for i in range(3)],
-        jetstream=[True] * 3,
-    )  # fmt: skip
-    with running(c) as started:
-        return asyncio.run(_replicated(started))
 
 
 def test_a_compressed_r3_stream_across_stepdown_and_restart(tmp_path: Path) -> None:
     require_nats_server()
     want = [data for _, data, _ in payloads()]
-    ref = _run("nats-server", tmp_path)
-    got = _run("natsd", tmp_path)
+    ref = on_three("nats-server", tmp_path, _replicated)
+    got = on_three("natsd", tmp_path, _replicated)
     assert ref["reads"] == [want] * 3
     assert got["reads"] == [want] * 3
     assert got["state"] == ref["state"]

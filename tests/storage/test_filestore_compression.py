@@ -8,6 +8,7 @@ contract's model-based test with compressible payloads on tiny blocks.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -248,40 +249,39 @@ def test_erase_and_remove(tmp_path: Path) -> None:
     s.stop()
 
 
-def test_a_flipped_bit_in_a_compressed_payload_is_corrected(tmp_path: Path) -> None:
-    d = tmp_path / "z"
+def damaged_store(d: Path, record: int, damage_at: Callable[[bytearray, int], None]) -> FileStore:
+    """Ten messages stored and the store stopped; then ``damage_at(bytes, end)`` changes
+    the first block where message ``record`` ends (its trailer starts at ``end - 4``), and
+    the store opens again with no index cache, reading every record."""
     s = open_store(d)
     fill(s, 10)
     s.stop()
     (d / "msgs" / "index.cache").unlink(missing_ok=True)
     path = d / "msgs" / "00000000000000000001.blk"
     raw = bytearray(path.read_bytes())
-    # the last byte of record 2's compressed payload (just before its trailer)
-    pos = BLOCK_HDR_SIZE
-    for _ in range(2):
-        pos += int.from_bytes(raw[pos + 8 : pos + 12], "little")
-    raw[pos - 5] ^= 0x10
+    end = BLOCK_HDR_SIZE
+    for _ in range(record):
+        end += int.from_bytes(raw[end + 8 : end + 12], "little")
+    damage_at(raw, end)
     path.write_bytes(bytes(raw))
-    s = open_store(d)
+    return open_store(d)
+
+
+def test_a_flipped_bit_in_a_compressed_payload_is_corrected(tmp_path: Path) -> None:
+    def flip(raw: bytearray, end: int) -> None:
+        raw[end - 5] ^= 0x10  # the last byte of record 2's compressed payload
+
+    s = damaged_store(tmp_path / "z", 2, flip)
     assert any("single flipped bit" in r for r in s.recovery_report)
     check(s, 10)
     s.stop()
 
 
 def test_a_damaged_compressed_record_costs_only_itself(tmp_path: Path) -> None:
-    d = tmp_path / "z"
-    s = open_store(d)
-    fill(s, 10)
-    s.stop()
-    (d / "msgs" / "index.cache").unlink(missing_ok=True)
-    path = d / "msgs" / "00000000000000000001.blk"
-    raw = bytearray(path.read_bytes())
-    pos = BLOCK_HDR_SIZE
-    for _ in range(3):
-        pos += int.from_bytes(raw[pos + 8 : pos + 12], "little")
-    raw[pos - 10 : pos - 5] = b"\x00\x01\x02\x03\x04"  # record 3: more than one bit
-    path.write_bytes(bytes(raw))
-    s = open_store(d)
+    def smash(raw: bytearray, end: int) -> None:
+        raw[end - 10 : end - 5] = b"\x00\x01\x02\x03\x04"  # more than one bit
+
+    s = damaged_store(tmp_path / "z", 3, smash)
     assert any("seq 3" in r for r in damage(s.recovery_report)), s.recovery_report
     check(s, 10, gone=frozenset({2}))
     s.stop()

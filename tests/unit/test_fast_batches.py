@@ -5,6 +5,9 @@ leader picking the batches up (a flow ack to the last reply), and the inactivity
 
 from __future__ import annotations
 
+from hypothesis import example, given
+from hypothesis import strategies as st
+
 from natsd.core.scheduler import VirtualScheduler
 from natsd.jetstream.stream.fastbatch import FastBatches, FastLimits, FastReq, parse_fast_reply
 
@@ -100,3 +103,41 @@ def test_each_message_starts_the_timeout_again() -> None:
     assert "b" in fb.open
     sched.advance(limits.timeout * 0.2)
     assert not fb.open and limits.open == 0
+
+
+def _split_reference(reply: bytes) -> tuple[str, int, bool, int, int] | None:
+    """getFastBatch written the plain way (tokens split from the end), to check the parser
+    that reads the subject in place against."""
+    tokens = reply[:-4].rsplit(b".", 5)
+    if len(tokens) < 6:
+        return None
+    _prefix, bid, flow_b, gap, seq_b, op_b = tokens
+    op = int(op_b) if op_b.isdigit() and len(op_b) <= 18 else -1
+    if op < 0 or op > 4 or not seq_b.isdigit() or len(seq_b) > 20:
+        return None
+    seq = int(seq_b)
+    if seq == 0 or seq >= (1 << 64) - 1:
+        return None
+    if (seq == 1 and op == 3) or (op == 0 and seq != 1) or (op == 1 and seq <= 1):
+        return None
+    if gap not in (b"ok", b"fail"):
+        return None
+    flow = int(flow_b) if flow_b.isdigit() and len(flow_b) <= 18 else -1
+    flow = 10 if flow <= 0 else min(flow, 65535)
+    return bid.decode(errors="replace"), flow, gap == b"ok", seq, op
+
+
+_TOKENS = st.sampled_from(
+    [b"", b"0", b"1", b"2", b"3", b"4", b"5", b"10", b"500", b"99999", b"18446744073709551615",
+     b"18446744073709551614", b"ok", b"fail", b"x", b"b1", b"-1", b"1" * 19, b"\xff"]
+)  # fmt: skip
+
+
+@given(st.lists(_TOKENS, min_size=0, max_size=8))
+@example([b"_INBOX", b"abc", b"b", b"500", b"fail", b"1", b"0"])
+@example([b"", b"b", b"500", b"ok", b"2", b"1"])
+def test_the_reply_parser_reads_what_the_split_reads(tokens: list[bytes]) -> None:
+    reply = b".".join(tokens) + b".$FI"
+    got = parse_fast_reply(reply)
+    want = _split_reference(reply)
+    assert (None if got is None else (got.id, got.flow, got.gap_ok, got.seq, got.op)) == want

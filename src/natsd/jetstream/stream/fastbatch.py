@@ -70,37 +70,49 @@ class FastReq:
         return self.op in (OP_COMMIT, OP_COMMIT_EOB)
 
 
-def _int64(b: bytes) -> int:
-    """nats-server's parseInt64: ASCII digits only, else -1."""
-    if not b or not b.isdigit() or len(b) > 18:
+def _digits(buf: bytes, start: int, end: int, most: int) -> int:
+    """The number ``buf[start:end]`` spells in ASCII digits (at most ``most`` of them);
+    -1 when it is empty, longer or anything but digits. (Read in place: a reply subject
+    is parsed for every message of a batch.)"""
+    if end <= start or end - start > most:
         return -1
-    return int(b)
+    n = 0
+    for i in range(start, end):
+        c = buf[i]
+        if c < 48 or c > 57:
+            return -1
+        n = n * 10 + (c - 48)
+    return n
 
 
 def parse_fast_reply(reply: bytes) -> FastReq | None:
     """``getFastBatch``: the batch a ``....$FI`` reply subject describes; None when it is
-    not a valid one ("batch publish pattern is invalid")."""
-    tokens = reply[:-4].rsplit(b".", 5)
-    if len(tokens) < 6:
+    not a valid one ("batch publish pattern is invalid"). Its last five tokens are found
+    from the end (the prefix may hold dots): ``<bid>.<flow>.<gap>.<seq>.<op>``."""
+    end = len(reply) - 4  # (".$FI")
+    d5 = reply.rfind(b".", 0, end)
+    d4 = reply.rfind(b".", 0, d5) if d5 > 0 else -1
+    d3 = reply.rfind(b".", 0, d4) if d4 > 0 else -1
+    d2 = reply.rfind(b".", 0, d3) if d3 > 0 else -1
+    d1 = reply.rfind(b".", 0, d2) if d2 > 0 else -1
+    if d1 < 0:
         return None
-    _prefix, bid, flow_b, gap, seq_b, op_b = tokens
-    op = _int64(op_b)
+    op = _digits(reply, d5 + 1, end, 18)
     if op < OP_START or op > OP_PING:
         return None
-    if not seq_b.isdigit() or len(seq_b) > 20:
-        return None
-    seq = int(seq_b)
-    if seq == 0 or seq >= _MAX_U64:
+    seq = _digits(reply, d4 + 1, d5, 20)
+    if seq <= 0 or seq >= _MAX_U64:
         return None
     if (seq == 1 and op == OP_COMMIT_EOB) or (op == OP_START and seq != 1):
         return None
     if op == OP_APPEND and seq <= 1:
         return None
-    if gap not in (b"ok", b"fail"):
+    gap = reply[d3 + 1 : d4]
+    if gap != b"ok" and gap != b"fail":
         return None
-    flow = _int64(flow_b)
+    flow = _digits(reply, d2 + 1, d3, 18)
     flow = 10 if flow <= 0 else min(flow, 65535)
-    return FastReq(bid.decode(errors="replace"), flow, gap == b"ok", seq, op)
+    return FastReq(reply[d1 + 1 : d2].decode(errors="replace"), flow, gap == b"ok", seq, op)
 
 
 @dataclass
