@@ -15,6 +15,7 @@ from nats.aio.msg import Msg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from natsd_spark.client import FastPublisher, JetStreamError, Session
 from natsd_spark.options import parse_write_options
 from natsd_spark.source import JetStreamWriter, resolve_fast_batch
 
@@ -271,6 +272,41 @@ def test_fast_batch_retried_task_is_deduplicated(
     stored = fetch_all(srv.url, "FRETRY")
     assert sorted(int(d) for _, _, d, _ in stored) == list(range(400))
     assert len({(h or {})["Nats-Msg-Id"] for *_, h in stored}) == 400
+
+
+def test_fast_publisher_idle_batches_and_refusals(server: ServerProc) -> None:
+    """The fast publisher on its own: a batch idle past ``IDLE`` is committed and the next
+    row starts another (each PubAck's count checked); a message the stream refuses (over
+    its max_msg_size) ends the batch with the server's error."""
+    make_stream(server.url, "FI", ["fi.>"], allow_batched=True, max_msg_size=64)
+    batches: list[str] = []
+    with Session(parse_write_options({"servers": server.url}).conn) as s:
+        pub = FastPublisher(s, "FI")
+        pub.IDLE = 0.2
+
+        async def idle_run() -> None:
+            await pub.start()
+            for i in range(30):
+                if i == 10:
+                    await asyncio.sleep(0.4)
+                await pub.publish("fi.a", b"%d" % i, {"Nats-Msg-Id": f"i{i}"})
+                if pub._bid not in batches:
+                    batches.append(pub._bid)
+            await pub.finish()
+
+        s.run(idle_run())
+        assert len(batches) == 2 and pub.published == 30
+        bad = FastPublisher(s, "FI")
+
+        async def refused() -> None:
+            await bad.start()
+            for i in range(5):
+                await bad.publish("fi.b", b"x" * (100 if i == 2 else 1), None)
+            await bad.finish()
+
+        with pytest.raises(JetStreamError, match="exceeds maximum"):
+            s.run(refused())
+    assert len(fetch_all(server.url, "FI")) == 32  # the idle run's 30, the refused batch's 2
 
 
 def test_fast_batch_required_but_not_possible(
