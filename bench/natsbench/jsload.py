@@ -6,6 +6,9 @@
   ``<inbox>.<n>`` (one ``SUB <inbox>.*``), at most ``window`` acks outstanding; counts
   PubAcks.
 * ``js_sync_main``: one publish at a time, waits for its PubAck; per-message latency.
+* ``js_fast_main``: one fast-ingest batch (nats-server 2.14, a stream with ``allow_batched``):
+  reply subjects ``<inbox>.<batch>.<flow>.fail.<n>.<op>.$FI``, at most ``2 * flow`` messages
+  beyond the last flow ack, ended by a commit whose PubAck must count every message.
 * ``fsync_rate``: the disk's raw 4 KiB write + fsync rate.
 
 PubAcks are counted without a JSON parse: a chunk of complete ack frames
@@ -259,6 +262,115 @@ def js_async_main(
         "jspub",
         0,
         lambda: _js_async(port, subject, size, n, max_time, window, q, go, deadline, idle_timeout),
+    )
+
+
+# --------------------------------------------------------------------------- fast batch
+
+
+def _js_fast(
+    port: int,
+    subject: str,
+    size: int,
+    n: int,
+    max_time: float,
+    flow: int,
+    q: Queue[Report],
+    go: Event,
+    deadline: float,
+    idle_timeout: float,
+) -> Report:
+    inbox = new_inbox()
+    sock, parser = connect(port, extra=f"SUB {inbox}.> 1\r\n".encode())
+    q.put({"role": "jspub", "idx": 0, "event": "ready"})
+    head = f"PUB {subject} {inbox}.b.{flow}.fail.".encode()
+    suffix = f".$FI {size}\r\n".encode() + make_payload(size) + b"\r\n"
+    chunk = max(1, min(100, flow // 2))
+    final: dict[str, Any] = {}
+    acked = 0
+
+    def answers(data: bytes) -> None:
+        nonlocal acked
+        msgs = parser.feed(data)
+        if parser.pings:
+            sock.sendall(PONG * parser.pings)
+            parser.pings = 0
+        for m in msgs:
+            doc = json.loads(m.payload)
+            if doc.get("type") == "ack":
+                acked = max(acked, int(doc["seq"]))
+            elif "count" in doc:
+                final.update(doc)
+            else:
+                raise BenchError(f"fast batch answer: {m.payload[:200]!r}")
+
+    with sock:
+        sock.settimeout(idle_timeout)
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        if not go.wait(max(0.0, deadline - time.monotonic())):
+            raise BenchError("never got the go signal")
+        sent = 0
+        t0 = time.monotonic()
+        cpu0 = time.process_time()
+        stop_at = min(t0 + max_time, deadline)
+        while sent < n and time.monotonic() < stop_at:
+            k = min(chunk, n - sent)
+            if sent + k - acked <= 2 * flow:
+                frames = [head + b"%d.%d" % (i, 0 if i == 1 else 1) + suffix
+                          for i in range(sent + 1, sent + k + 1)]  # fmt: skip
+                sock.sendall(b"".join(frames))
+                sent += k
+                if not poller.poll(0):
+                    continue
+            answers(_recv_or_fail(sock, f"no flow ack for {idle_timeout:.0f}s ({sent} sent)"))
+        sock.sendall(head + b"%d.3" % (sent + 1) + b".$FI 0\r\n\r\n")
+        while not final:
+            if time.monotonic() > deadline:
+                raise BenchError(f"deadline exceeded waiting for the commit of {sent}")
+            answers(_recv_or_fail(sock, f"no PubAck for the commit of {sent}"))
+        t1 = time.monotonic()
+        cpu = time.process_time() - cpu0
+    if int(final.get("count", -1)) != sent:
+        raise BenchError(f"{sent} sent, the batch committed {final}")
+    return {
+        "count": sent,
+        "max_seq": int(final.get("seq", 0)),
+        "slow_chunks": 0,
+        "first": t0,
+        "last": t1,
+        "cpu": cpu,
+    }
+
+
+def _recv_or_fail(sock: socket.socket, what: str) -> bytes:
+    try:
+        data = sock.recv(RECV_CHUNK)
+    except TimeoutError as exc:
+        raise BenchError(what) from exc
+    if not data:
+        raise BenchError(f"server closed the connection ({what})")
+    return data
+
+
+def js_fast_main(
+    port: int,
+    subject: str,
+    size: int,
+    n: int,
+    max_time: float,
+    flow: int,
+    q: Queue[Report],
+    go: Event,
+    deadline: float,
+    idle_timeout: float,
+) -> None:
+    """Publish up to ``n`` messages (or for ``max_time`` s) as one fast batch."""
+    _run_worker(
+        q,
+        "jspub",
+        0,
+        lambda: _js_fast(port, subject, size, n, max_time, flow, q, go, deadline, idle_timeout),
     )
 
 

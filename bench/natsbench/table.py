@@ -25,6 +25,8 @@ TABLE: tuple[Scenario, ...] = (
     JsPublish("sync", "mem"),
     # opt-in (by name, --only js-pub or js): a compression: s2 file stream
     JsPublish("async", "file", s2=True),
+    # opt-in (by name, --only js-pub or js): one fast-ingest batch into an allow_batched stream
+    JsPublish("fast", "file"),
     Pull("js-pull-ack", "memory", acked=True, aliases=("pull-ack",)),
     # the file variant adds little beside js-pull-ack: by name, --only consumers or js
     Pull("js-pull-ack-file", "file", acked=True, aliases=("pull-ack-file",), opt_in=True),

@@ -1,7 +1,8 @@
 """JetStream publish scenarios: pipelined (async) and one-at-a-time (sync) publishes to a
 fresh file or memory stream, every PubAck checked, the stream's count checked after; the
 opt-in ``js-async-file-s2`` publishes into a ``compression: s2`` file stream (the payload
-pattern compresses well).
+pattern compresses well), and the opt-in ``js-fast-file`` as one fast-ingest batch into a
+file stream with ``allow_batched`` (flow acks instead of PubAcks).
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from typing import Any
 
 from ..config import Config
 from ..harness import Run, RunResult, exc_text
-from ..jsload import api_error, js_api, js_async_main, js_sync_main
+from ..jsload import api_error, js_api, js_async_main, js_fast_main, js_sync_main
 from ..loadgen import BenchError, Report
 from ..scenario import Row, Scenario
 from ..servers import ALL_SERVERS, REF_AND_IMPL, Server
+
+# the most messages between flow acks the fast batch publisher asks for
+FAST_FLOW = 500
 
 
 def run_js(
@@ -30,6 +34,8 @@ def run_js(
     body = {"name": stream, "subjects": [subject], "storage": storage}
     if s2:
         body["compression"] = "s2"
+    if mode == "fast":
+        body["allow_batched"] = True
     try:
         doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{stream}", body, t_api)
     except (BenchError, OSError) as exc:
@@ -46,6 +52,10 @@ def run_js(
             n = max(1, cfg.js_msgs // 10) if warmup else cfg.js_msgs
             target: Callable[..., None] = js_async_main
             args: tuple[Any, ...] = (n, max_time, cfg.js_window)
+        elif mode == "fast":
+            n = max(1, cfg.js_msgs // 10) if warmup else cfg.js_msgs
+            target = js_fast_main
+            args = (n, max_time, FAST_FLOW)
         else:
             n = max(1, cfg.js_sync_msgs // 10) if warmup else cfg.js_sync_msgs
             target = js_sync_main
@@ -82,7 +92,7 @@ def _js_result(
         "server_cpu": server_cpu / wall,
         "slow_chunks": float(rep["slow_chunks"]),
     }
-    if mode == "async":
+    if mode in ("async", "fast"):
         metrics["rate"] = count / wall
     else:
         for k in ("p50_us", "p90_us", "p99_us", "p999_us", "min_us", "max_us", "mean_us"):
@@ -107,19 +117,23 @@ class JsPublish(Scenario):
     family = "publish"
 
     def __init__(self, mode: str, store: str, s2: bool = False) -> None:
-        self.mode = mode  # "async" or "sync"
+        self.mode = mode  # "async", "sync" or "fast" (one fast-ingest batch)
         self.store = store  # "file" or "mem"
         self.storage = {"file": "file", "mem": "memory"}[store]
         self.s2 = s2  # compression: s2
         self.name = f"js-{mode}-{store}" + ("-s2" if s2 else "")
         # nats-server-sync and natsd-lazy differ from their defaults only for file streams
         self.servers = ALL_SERVERS if store == "file" and not s2 else REF_AND_IMPL
-        self.opt_in = s2
+        self.opt_in = s2 or mode == "fast"
+        if mode == "fast":
+            self.servers = REF_AND_IMPL
 
     def rows(self, cfg: Config) -> list[Row]:
         label = f"js {self.mode} {self.store}" + (" s2" if self.s2 else "")
         if self.mode == "async":
             return [Row(f"{label} (acks)", self.name, "rate", "tput")]
+        if self.mode == "fast":
+            return [Row(f"{label} (msgs)", self.name, "rate", "tput")]
         return [
             Row(f"{label} p50 (us)", self.name, "p50_us", "lat"),
             Row(f"{label} p99 (us)", self.name, "p99_us", "lat"),
@@ -133,6 +147,8 @@ class JsPublish(Scenario):
         cpu = f"cpu: server {m['server_cpu']:.0%} pub {m['pub_cpu']:.0%}"
         if self.mode == "async":
             return f"{m['rate']:,.0f} acks/s ({m['count']:,.0f} msgs)  {cpu}"
+        if self.mode == "fast":
+            return f"{m['rate']:,.0f} msgs/s ({m['count']:,.0f} msgs)  {cpu}"
         return (
             f"p50 {m['p50_us']:.1f} us  p99 {m['p99_us']:.1f} us  {m['rate']:,.0f} msg/s"
             f" ({m['count']:,.0f} msgs)  {cpu}"
