@@ -475,7 +475,8 @@ class FastPublisher:
 
     async def _on_answer(self, msg: Msg) -> None:
         # <prefix>.<batch>.<flow>.fail.<n>.<op>.$FI: answers of an earlier batch are stale
-        if msg.subject.split(".")[-6] != self._bid:
+        tokens = msg.subject.split(".")
+        if len(tokens) < 8 or tokens[-6] != self._bid:
             return
         self._news.set()
         if (msg.headers or {}).get("Status") == "503":
