@@ -323,12 +323,12 @@ def _js_fast(
                 sent += k
                 if not poller.poll(0):
                     continue
-            answers(_recv_or_fail(sock, f"no flow ack for {idle_timeout:.0f}s ({sent} sent)"))
+            answers(_recv_some(sock, deadline))
         sock.sendall(head + b"%d.3" % (sent + 1) + b".$FI 0\r\n\r\n")
         while not final:
             if time.monotonic() > deadline:
                 raise BenchError(f"deadline exceeded waiting for the commit of {sent}")
-            answers(_recv_or_fail(sock, f"no PubAck for the commit of {sent}"))
+            answers(_recv_some(sock, deadline))
         t1 = time.monotonic()
         cpu = time.process_time() - cpu0
     if int(final.get("count", -1)) != sent:
@@ -341,16 +341,6 @@ def _js_fast(
         "last": t1,
         "cpu": cpu,
     }
-
-
-def _recv_or_fail(sock: socket.socket, what: str) -> bytes:
-    try:
-        data = sock.recv(RECV_CHUNK)
-    except TimeoutError as exc:
-        raise BenchError(what) from exc
-    if not data:
-        raise BenchError(f"server closed the connection ({what})")
-    return data
 
 
 def js_fast_main(
