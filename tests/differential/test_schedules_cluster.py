@@ -19,25 +19,14 @@ import nats
 import pytest
 from proc_cluster import ProcCluster, running
 
+from .r3_helpers import publish
+
 pytestmark = pytest.mark.timeout(180)
 
 
 async def _ask(nc: Any, subject: str, body: Any = None, timeout: float = 5.0) -> Any:
     data = b"" if body is None else json.dumps(body).encode()
     return json.loads((await nc.request(subject, data, timeout=timeout)).data)
-
-
-async def _retry(nc: Any, subject: str, data: bytes, headers: dict[str, str]) -> Any:
-    """A publish retried (same Nats-Msg-Id) until a leader takes it."""
-    for _ in range(100):
-        try:
-            ack = json.loads((await nc.request(subject, data, headers=headers, timeout=1)).data)
-            if "seq" in ack:
-                return ack
-        except Exception:
-            pass
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"no leader took {subject}")
 
 
 async def _count(nc: Any, subject: str) -> int:
@@ -87,7 +76,7 @@ async def _schedules(servers: ProcCluster, storage: str) -> dict[str, Any]:
             pass
         await asyncio.sleep(0.2)
     out: dict[str, Any] = {}
-    await _retry(a, "sch.every", b"tick",
+    await publish(a, "sch.every", b"tick",
                  {"Nats-Schedule": "@every 1s", "Nats-Schedule-Target": "tgt.every",
                   "Nats-Msg-Id": "every"})  # fmt: skip
     deadline = time.monotonic() + 10
@@ -95,19 +84,19 @@ async def _schedules(servers: ProcCluster, storage: str) -> dict[str, Any]:
         await asyncio.sleep(0.1)
     when = datetime.now(UTC) + timedelta(seconds=1.5)
     pattern = "@at " + when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
-    await _retry(
+    await publish(
         a,
         "sch.at",
         b"once",
         {"Nats-Schedule": pattern, "Nats-Schedule-Target": "tgt.at", "Nats-Msg-Id": "at"},
     )
-    await _retry(a, "sch.cancel", b"never",
+    await publish(a, "sch.cancel", b"never",
                  {"Nats-Schedule": "@at 2030-01-01T00:00:00Z", "Nats-Schedule-Target": "tgt.c",
                   "Nats-Msg-Id": "c"})  # fmt: skip
     await _stepdown(a)
     await asyncio.sleep(1.0)
     await _stepdown(a)
-    await _retry(a, "tgt.x", b"",
+    await publish(a, "tgt.x", b"",
                  {"Nats-Schedule-Next": "purge", "Nats-Scheduler": "sch.cancel",
                   "Nats-Msg-Id": "cancel"})  # fmt: skip
     before = await _count(a, "tgt.every")
@@ -115,7 +104,7 @@ async def _schedules(servers: ProcCluster, storage: str) -> dict[str, Any]:
     while await _count(a, "tgt.every") < before + 2 and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     out["every kept firing"] = await _count(a, "tgt.every") >= before + 2
-    await _retry(a, "sch.every", b"", {"Nats-Msg-Id": "end"})  # a plain message ends it
+    await publish(a, "sch.every", b"", {"Nats-Msg-Id": "end"})  # a plain message ends it
     await asyncio.sleep(1.5)
     nexts = await _nexts(a, "tgt.every")
     out["each planned time once"] = nexts == sorted(set(nexts))
