@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from natsd_spark.client import FastPublisher, JetStreamError, Session
@@ -20,6 +20,21 @@ from natsd_spark.options import parse_write_options
 from natsd_spark.source import JetStreamWriter, resolve_fast_batch
 
 from .conftest import ServerProc, fetch_all, make_stream, publish, run_js
+
+
+def failing_once(prefix: str) -> Column:
+    """The subject of row ``id``: ``<prefix>.<id % 5>``, except row 150 of a task's first
+    attempt, which goes to a subject no stream listens on (its publish fails the task)."""
+
+    def subject_of(i):  # type: ignore[no-untyped-def]
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if i == 150 and ctx is not None and ctx.attemptNumber() == 0:
+            return "nowhere.fail"
+        return f"{prefix}.{i % 5}"
+
+    return F.udf(subject_of, "string", useArrow=False)(F.col("id"))
 
 
 def load(spark: SparkSession, srv: ServerProc, stream: str, **opts: Any) -> DataFrame:
@@ -175,19 +190,9 @@ def test_write_retried_task_is_deduplicated(
     watcher.start()
     ready.wait(10)
 
-    def subject_of_(i):  # type: ignore[no-untyped-def]
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        if i == 150 and ctx is not None and ctx.attemptNumber() == 0:
-            return "nowhere.fail"
-        return f"retry.{i % 5}"
-
-    subject_of = F.udf(subject_of_, "string", useArrow=False)
-
     try:
         df = spark.range(0, 200, 1, 1).select(
-            subject_of(F.col("id")).alias("subject"), F.col("id").cast("string").alias("data"))
+            failing_once("retry").alias("subject"), F.col("id").cast("string").alias("data"))
         (df.write.format("jetstream").option("servers", srv.url).option("maxPendingAcks", 4)
          .mode("append").save())
         time.sleep(0.3)
@@ -256,17 +261,8 @@ def test_fast_batch_retried_task_is_deduplicated(
     srv = natsd_server
     make_stream(srv.url, "FRETRY", ["fretry.>"], duplicate_window=60.0, allow_batched=True)
 
-    def subject_of_(i):  # type: ignore[no-untyped-def]
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        if i == 150 and ctx is not None and ctx.attemptNumber() == 0:
-            return "nowhere.fail"
-        return f"fretry.{i % 5}"
-
-    subject_of = F.udf(subject_of_, "string", useArrow=False)
     df = spark.range(0, 400, 1, 1).select(
-        subject_of(F.col("id")).alias("subject"), F.col("id").cast("string").alias("data"))
+        failing_once("fretry").alias("subject"), F.col("id").cast("string").alias("data"))
     (df.write.format("jetstream").option("servers", srv.url).option("stream", "FRETRY")
      .option("fastBatch", "true").mode("append").save())
     stored = fetch_all(srv.url, "FRETRY")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import cramjam
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import precondition, rule
 
 from natsd.storage.filestore import FileStore
 from natsd.storage.filestore_format import (
@@ -30,10 +30,10 @@ from natsd.storage.filestore_format import (
     s2_len,
     scan_block,
 )
-from natsd.storage.store import StoreConfig, StreamStore, file_msg_size
+from natsd.storage.store import StoreConfig, file_msg_size
 
-from .conftest import StoreKit, damage
-from .test_filestore_model import CrashingMachine
+from .conftest import damage
+from .test_filestore_model import CrashingMachine, run_model, tiny_block_kit
 from .test_model import SUBJECTS
 
 HDR = b"NATS/1.0\r\nK: v\r\n\r\n"
@@ -288,14 +288,6 @@ def test_a_damaged_compressed_record_costs_only_itself(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- the model
-def compressed_tiny_block_kit(tmp_path: Path) -> StoreKit:
-    def build(cfg: StoreConfig, d: Path | None) -> StreamStore:
-        assert d is not None
-        return FileStore(d, replace(cfg, compress=True), block_size=400)
-
-    return StoreKit("file", file_msg_size, build, _tmp=tmp_path)
-
-
 class CompressingMachine(CrashingMachine):
     """The contract's operations plus publishes of payloads that compress (the contract's
     own are too short to)."""
@@ -311,17 +303,4 @@ class CompressingMachine(CrashingMachine):
 
 
 def test_compressed_file_store_matches_model(tmp_path: Path) -> None:
-    kit = compressed_tiny_block_kit(tmp_path)
-    machine = type("Machine", (CompressingMachine,), {"kit": kit})
-    try:
-        run_state_machine_as_test(
-            machine,
-            settings=settings(
-                max_examples=40,
-                stateful_step_count=40,
-                deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            ),
-        )
-    finally:
-        kit.close_all()
+    run_model(tiny_block_kit(tmp_path, block_size=400, compress=True), CompressingMachine, 40)

@@ -8,6 +8,7 @@ sync, abandon, reopen) next to the clean one.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
@@ -20,10 +21,12 @@ from .conftest import StoreKit, damage
 from .test_model import StoreMachine
 
 
-def tiny_block_kit(tmp_path: Path) -> StoreKit:
+def tiny_block_kit(tmp_path: Path, block_size: int = 200, compress: bool = False) -> StoreKit:
+    """File stores of ``block_size``-byte blocks (``compress``: ``compression: s2``)."""
+
     def build(cfg: StoreConfig, d: Path | None) -> StreamStore:
         assert d is not None
-        return FileStore(d, cfg, block_size=200)
+        return FileStore(d, replace(cfg, compress=compress or cfg.compress), block_size=block_size)
 
     return StoreKit("file", file_msg_size, build, _tmp=tmp_path)
 
@@ -53,14 +56,14 @@ class CrashingMachine(StoreMachine):
         self.s.sync()
 
 
-def test_file_store_with_tiny_blocks_matches_model(tmp_path: Path) -> None:
-    kit = tiny_block_kit(tmp_path)
-    machine = type("Machine", (CrashingMachine,), {"kit": kit})
+def run_model(kit: StoreKit, machine: type[CrashingMachine], max_examples: int) -> None:
+    """``machine``'s random operations on ``kit``'s stores, checked against the model."""
+    bound = type("Machine", (machine,), {"kit": kit})
     try:
         run_state_machine_as_test(
-            machine,
+            bound,
             settings=settings(
-                max_examples=60,
+                max_examples=max_examples,
                 stateful_step_count=40,
                 deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -68,3 +71,7 @@ def test_file_store_with_tiny_blocks_matches_model(tmp_path: Path) -> None:
         )
     finally:
         kit.close_all()
+
+
+def test_file_store_with_tiny_blocks_matches_model(tmp_path: Path) -> None:
+    run_model(tiny_block_kit(tmp_path), CrashingMachine, 60)
