@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import socket
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ from .loadgen import (
     StreamParser,
     _recv_some,
     _run_worker,
+    await_go,
     connect,
     connect_inbox,
     latency_stats,
@@ -192,12 +192,8 @@ def _js_async(
     window = max(1, window)
     batch = max(1, min(1000, window // 4))
     with sock:
-        sock.settimeout(idle_timeout)
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
+        poller = await_go(sock, go, deadline, idle_timeout)
         acks = AckCounter(sock)
-        if not go.wait(max(0.0, deadline - time.monotonic())):
-            raise BenchError("never got the go signal")
         sent = 0
         t0 = time.monotonic()
         cpu0 = time.process_time()
@@ -305,11 +301,7 @@ def _js_fast(
                 raise BenchError(f"fast batch answer: {m.payload[:200]!r}")
 
     with sock:
-        sock.settimeout(idle_timeout)
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        if not go.wait(max(0.0, deadline - time.monotonic())):
-            raise BenchError("never got the go signal")
+        poller = await_go(sock, go, deadline, idle_timeout)
         sent = 0
         t0 = time.monotonic()
         cpu0 = time.process_time()

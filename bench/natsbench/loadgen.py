@@ -207,6 +207,17 @@ def connect_inbox(port: int) -> tuple[str, socket.socket, StreamParser]:
     return inbox, sock, parser
 
 
+def await_go(sock: socket.socket, go: Event, deadline: float, idle_timeout: float) -> Any:
+    """A worker's start: ``idle_timeout`` on every blocking call, a poller on the socket
+    (returned), and the orchestrator's go signal awaited (bounded by ``deadline``)."""
+    sock.settimeout(idle_timeout)
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    if not go.wait(max(0.0, deadline - time.monotonic())):
+        raise BenchError("never got the go signal")
+    return poller
+
+
 def worker_init() -> None:
     """Signal setup for worker processes: the orchestrator owns Ctrl-C and cleanup."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -450,11 +461,7 @@ def _publish(
     sock, parser = connect(port)
     q.put({"role": "pub", "idx": 0, "event": "ready"})
     with sock:
-        sock.settimeout(idle_timeout)
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        if not go.wait(max(0.0, deadline - time.monotonic())):
-            raise BenchError("never got the go signal")
+        poller = await_go(sock, go, deadline, idle_timeout)
         outstanding = 0
         sent = 0
         next_ping = flow.ping_every
