@@ -434,8 +434,10 @@ class FastPublisher:
     ``allow_batched``): each message's reply subject says its batch and place
     (``<inbox>.<batch>.<flow>.fail.<n>.<op>.$FI``); the server answers with a flow ack every
     ``msgs`` messages stored (on a file stream, after the fsync that covers them), and the
-    publisher keeps at most ``2 * FLOW`` messages beyond the last one. The batch ends with
-    an empty commit message and its PubAck, whose count must be every message sent.
+    publisher keeps at most ``window`` messages (at least ``2 * FLOW``) beyond the last one:
+    as with PubAcks, a durable server's flow acks wait for an fsync, and a window of a few
+    flows would idle the connection during each. The batch ends with an empty commit
+    message and its PubAck, whose count must be every message sent.
 
     Exactly once as :class:`Publisher`: every message has its ``Nats-Msg-Id`` and the server
     skips the ones it has already stored, so a retried task stores nothing twice; a gap or
@@ -448,9 +450,10 @@ class FastPublisher:
     FLOW = 500  # the most messages between flow acks we ask for (the server's own maximum)
     IDLE = 4.0
 
-    def __init__(self, session: Session, stream: str) -> None:
+    def __init__(self, session: Session, stream: str, window: int = 2 * FLOW) -> None:
         self.s = session
         self.stream = stream
+        self._window = max(window, 2 * self.FLOW)
         self.published = 0
         self.duplicates: int | None = None
         self._prefix = ""
@@ -526,8 +529,8 @@ class FastPublisher:
             self._bid = uuid.uuid4().hex
             self._acked = 0
             self._final = None
-        if self._seq + 1 - self._acked > 2 * self.FLOW:
-            await self._wait(lambda: self._seq + 1 - self._acked <= 2 * self.FLOW, "flow ack")
+        if self._seq + 1 - self._acked > self._window:
+            await self._wait(lambda: self._seq + 1 - self._acked <= self._window, "flow ack")
             if self._error is not None:
                 raise self._error
         self._seq += 1

@@ -130,9 +130,9 @@ class ReadOptions:
 class WriteOptions:
     conn: ConnectOptions
     write_id: str | None = None
-    #: publishes awaiting their PubAck; large, because a durable server answers after the
-    #: fsync that covers a message (natsd by default), and a small window idles the
-    #: connection during each one
+    #: publishes awaiting their PubAck (or, in fast batches, sent beyond the last flow ack);
+    #: large, because a durable server answers after the fsync that covers a message
+    #: (natsd by default), and a small window idles the connection during each one
     max_pending_acks: int = 4096
     stream: str | None = None
     #: ``fastBatch``: "auto" (fast-ingest batches when ``stream`` names a stream with

@@ -411,7 +411,7 @@ def _publish_partition(
     with Session(opts.conn) as s:
         pub: Publisher | FastPublisher
         if opts.use_fast and opts.stream is not None:
-            pub = FastPublisher(s, opts.stream)
+            pub = FastPublisher(s, opts.stream, opts.max_pending_acks)
         else:
             pub = Publisher(s, opts.max_pending_acks, opts.stream)
         s.run(publish_all(pub))

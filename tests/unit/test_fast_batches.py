@@ -9,7 +9,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from natsd.core.scheduler import VirtualScheduler
-from natsd.jetstream.stream.fastbatch import FastBatches, FastLimits, FastReq, parse_fast_reply
+from natsd.jetstream.stream.fastbatch import (
+    FastBatches,
+    FastLimits,
+    FastReplies,
+    FastReq,
+    parse_fast_reply,
+)
 
 
 def _rig() -> tuple[VirtualScheduler, FastBatches, list[tuple[bytes, bytes]], FastLimits]:
@@ -141,3 +147,29 @@ def test_the_reply_parser_reads_what_the_split_reads(tokens: list[bytes]) -> Non
     got = parse_fast_reply(reply)
     want = _split_reference(reply)
     assert (None if got is None else (got.id, got.flow, got.gap_ok, got.seq, got.op)) == want
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([b"_INBOX.x.b1.500.fail.", b"_INBOX.x.b2.10.ok.", b"p.b1.500.fail.",
+                             b"b1.500.fail.", b"_INBOX.x.b1.500.", b""]),
+            st.lists(_TOKENS, min_size=0, max_size=3),
+        ),
+        max_size=12,
+    )
+)
+@example([(b"_INBOX.x.b1.500.fail.", [b"1", b"0"]), (b"_INBOX.x.b1.500.fail.", [b"2", b"1"]),
+          (b"_INBOX.x.b1.500.fail.", [b"", b"1"]), (b"_INBOX.x.b1.500.fail.", [b"2"]),
+          (b"_INBOX.x.b1.500.fail.", [b"3", b"3"]), (b"_INBOX.x.b1.500.fail.", [b"ok", b"5", b"1"]),
+          (b"_INBOX.x.b1.500.fail.", [b"7", b"1", b"1"])])  # fmt: skip
+def test_the_cached_reply_parser_reads_what_the_full_parser_reads(
+    replies: list[tuple[bytes, list[bytes]]],
+) -> None:
+    """FastReplies remembers the last valid reply's head: every reply of a sequence (the
+    same head with new numbers, another head, a malformed tail) reads as parse_fast_reply
+    reads it alone."""
+    cached = FastReplies()
+    for head, tail in replies:
+        reply = head + b".".join(tail) + b".$FI"
+        assert cached.parse(reply) == parse_fast_reply(reply), reply

@@ -12,7 +12,7 @@ from natsd.jetstream.stream.headers import H_MSG_ID, first, only_msg_id
 
 KEYS = ["Nats-Msg-Id", "Nats-TTL", "Nats-Expected-Stream", "nats-msg-id", "X-App", "Source",
         " Nats-Msg-Id", "", "Nats-Msg-Id ", "Nats-Msg-Idx"]  # fmt: skip
-VALUES = st.text(alphabet="ab:-Nats é\t", max_size=12)
+VALUES = st.text(alphabet="ab:-Nats é\t\r\n", max_size=12)
 
 
 @st.composite
@@ -32,6 +32,8 @@ def blocks(draw: st.DrawFn) -> bytes:
 @example(b"NATS/1.0\r\nNats-Msg-Id: abc:0:1\r\n\r\n")
 @example(b"NATS/1.0\r\nX-App: 1\r\nNats-Msg-Id:  spaced \r\n\r\n")
 @example(b"NATS/1.0\r\nNats-Msg-Id:\r\n\r\n")
+@example(b"NATS/1.0\r\nNats-Msg-Id: Nats-x\r\n\r\n")
+@example(b"NATS/1.0\r\nNats-Msg-Id: a\rb\n \r\n\r\n")
 @example(b"NATS/1.0\r\nNats-Msg-Id: a\r\nNats-Msg-Id: b\r\n\r\n")
 @example(b"NATS/1.0\r\nNats-Msg-Id: a\r\nbroken\r\n\r\n")
 def test_agrees_with_the_full_parse(block: bytes) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "FastBatch",
     "FastBatches",
     "FastLimits",
+    "FastReplies",
     "FastReq",
     "parse_fast_reply",
 ]
@@ -55,15 +56,25 @@ class FastLimits:
     open: int = 0
 
 
-@dataclass
 class FastReq:
-    """What one message's reply subject says."""
+    """What one message's reply subject says. (A plain class: made for every message, and
+    a compiled dataclass is built through the interpreted ``__init__`` it generates.)"""
 
-    id: str
-    flow: int
-    gap_ok: bool
-    seq: int
-    op: int
+    def __init__(self, id: str, flow: int, gap_ok: bool, seq: int, op: int) -> None:
+        self.id = id
+        self.flow = flow
+        self.gap_ok = gap_ok
+        self.seq = seq
+        self.op = op
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FastReq):
+            return NotImplemented
+        return (self.id, self.flow, self.gap_ok, self.seq, self.op) == (
+            other.id, other.flow, other.gap_ok, other.seq, other.op)  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"FastReq({self.id!r}, {self.flow}, {self.gap_ok}, {self.seq}, {self.op})"
 
     @property
     def commit(self) -> bool:
@@ -98,14 +109,8 @@ def parse_fast_reply(reply: bytes) -> FastReq | None:
     if d1 < 0:
         return None
     op = _digits(reply, d5 + 1, end, 18)
-    if op < OP_START or op > OP_PING:
-        return None
     seq = _digits(reply, d4 + 1, d5, 20)
-    if seq <= 0 or seq >= _MAX_U64:
-        return None
-    if (seq == 1 and op == OP_COMMIT_EOB) or (op == OP_START and seq != 1):
-        return None
-    if op == OP_APPEND and seq <= 1:
+    if not _seq_op(seq, op):
         return None
     gap = reply[d3 + 1 : d4]
     if gap != b"ok" and gap != b"fail":
@@ -113,6 +118,52 @@ def parse_fast_reply(reply: bytes) -> FastReq | None:
     flow = _digits(reply, d2 + 1, d3, 18)
     flow = 10 if flow <= 0 else min(flow, 65535)
     return FastReq(reply[d1 + 1 : d2].decode(errors="replace"), flow, gap == b"ok", seq, op)
+
+
+def _seq_op(seq: int, op: int) -> bool:
+    """``parse_fast_reply``'s rules for a message's place in its batch and its op."""
+    if op < OP_START or op > OP_PING or seq <= 0 or seq >= _MAX_U64:
+        return False
+    if (seq == 1 and op == OP_COMMIT_EOB) or (op == OP_START and seq != 1):
+        return False
+    return not (op == OP_APPEND and seq <= 1)
+
+
+class FastReplies:
+    """``parse_fast_reply`` for a stream's stream of batch messages: their reply subjects
+    differ only in ``<seq>.<op>``, so the head before them (``<prefix>.<id>.<flow>.<gap>.``),
+    once read, is remembered with what it says, and a reply starting with it has only its
+    two numbers read (the same answers: tests/unit/test_fast_batches.py)."""
+
+    def __init__(self) -> None:
+        self._head = b""
+        self._id = ""
+        self._flow = 0
+        self._gap_ok = False
+
+    def parse(self, reply: bytes) -> FastReq | None:
+        head = self._head
+        n = len(head)
+        end = len(reply) - 4  # (".$FI")
+        if n and end > n and reply.startswith(head):
+            dot = n
+            while dot < end and 48 <= reply[dot] <= 57:
+                dot += 1
+            if n < dot < end and reply[dot] == 46:  # <digits>.
+                seq = _digits(reply, n, dot, 20)
+                op = _digits(reply, dot + 1, end, 18)
+                if seq >= 0 and op >= 0:  # <digits>.<digits>: as the full parse reads it
+                    if not _seq_op(seq, op):
+                        return None
+                    return FastReq(self._id, self._flow, self._gap_ok, seq, op)
+        req = parse_fast_reply(reply)
+        if req is not None:
+            d4 = reply.rfind(b".", 0, reply.rfind(b".", 0, end))
+            self._head = reply[: d4 + 1]
+            self._id = req.id
+            self._flow = req.flow
+            self._gap_ok = req.gap_ok
+        return req
 
 
 @dataclass

@@ -159,12 +159,18 @@ def valid_time_zone(name: str) -> bool:
     return True
 
 
+_ONLY_ID_LINE: Final = b"NATS/1.0\r\nNats-Msg-Id:"
+
+
 def only_msg_id(hdr: bytes) -> str | None:
     """The Nats-Msg-Id of a well-formed header block whose only ``Nats-`` header it is ("" for
     an empty one); None for any other block, which the full checks then read. Every publish
     check is about a ``Nats-`` header, so such a message passes them all: its id is all
     there is to look at (the usual header block of a deduplicated publish, read here without
     building the header map)."""
+    if hdr.startswith(_ONLY_ID_LINE) and hdr.endswith(b"\r\n\r\n") and hdr.count(b"\r\n") == 3:
+        # the block is that one line (a publisher's usual): its value is the id
+        return hdr[len(_ONLY_ID_LINE) : -4].decode("utf-8", "replace").strip()
     if hdr.count(b"Nats-") != 1:
         return None
     lines = hdr.split(b"\r\n")

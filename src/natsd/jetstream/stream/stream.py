@@ -63,7 +63,7 @@ from natsd.jetstream.stream.counter import (
 )
 from natsd.jetstream.stream.entries import MsgEntry, encode_batch, encode_msg
 from natsd.jetstream.stream.fastbatch import MAX_ID as FAST_MAX_ID
-from natsd.jetstream.stream.fastbatch import OP_COMMIT_EOB, OP_PING, FastBatches, parse_fast_reply
+from natsd.jetstream.stream.fastbatch import OP_COMMIT_EOB, OP_PING, FastBatches, FastReplies
 from natsd.jetstream.stream.headers import (
     FAST_BATCH_SUFFIX,
     H_BATCH_ID,
@@ -157,6 +157,9 @@ class Stream:
         self.direct_subs: list[Subscription] = []
         # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        # the oldest one's timestamp (0: to be looked up), so that a check while it is
+        # still in the window costs a comparison; reset wherever an entry may be deleted
+        self._dedup_oldest = 0
         self._last_msg_id = ""
         self._trace: MsgTrace | None = None  # the traced message ``process`` is handling
         # a replicated stream's leader: the traces of the messages it proposed, by sequence,
@@ -196,6 +199,7 @@ class Stream:
         # fast batch's message answered (None outside one)
         self._fast_batches: FastBatches | None = None
         self._fast_answer: list[bytes] | None = None
+        self._fast_replies = FastReplies()  # (their reply subjects' heads, read once)
         # message schedules (schedules.py), with allow_msg_schedules
         self._schedules: MsgSchedules | None = None
         self.apply_config(cfg)
@@ -363,6 +367,21 @@ class Stream:
             else:
                 self._fast(subject_b, subject, reply, hdr, data)
             return
+        self._publish(rep, subject_b, subject, reply, hdr, data)
+
+    def _publish(
+        self,
+        rep: Replica | None,
+        subject_b: bytes,
+        subject: str,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
+    ) -> None:
+        """``_process`` past the checks of the stream's state and the message's size (a
+        fast batch's message comes here from ``_fast``, checked once): its headers, the
+        duplicate window, limits and TTL, then stored or proposed."""
+        cfg = self.cfg
         msg_id = ""
         ttl = 0
         ttl_s = ""
@@ -642,6 +661,7 @@ class Stream:
                     for c2 in checked:
                         if c2.msg_id and self._dedup.get(c2.msg_id, (0, 0))[0] >= first_seq:
                             del self._dedup[c2.msg_id]
+                            self._dedup_oldest = 0
                 limit = isinstance(e, (ErrMaxMsgs, ErrMaxBytes, ErrMaxMsgsPerSubject))
                 text = limit_text(e) if limit else str(e)
                 if isinstance(e, ErrMsgTooLarge):
@@ -737,7 +757,7 @@ class Stream:
         """A replicated stream applied (or, with ``error``, failed to store) a fast batch's
         message (its entry carries the batch's reply subject)."""
         assert e.reply is not None
-        req = parse_fast_reply(e.reply)
+        req = self._fast_replies.parse(e.reply)
         if req is None:
             return
         fb = self._fast_state()
@@ -762,7 +782,7 @@ class Stream:
             if exceeded is not None:
                 self._fast_send(reply, self._ack_err(exceeded()))
                 return
-        req = parse_fast_reply(reply)
+        req = self._fast_replies.parse(reply)
         if req is None:
             self._fast_send(reply, self._ack_err(E.JSBatchPublishInvalidPatternErr()))
             return
@@ -826,7 +846,7 @@ class Stream:
         answers: list[bytes] = []
         self._fast_answer = answers
         try:
-            self._process(subject_b, None if rep is None else reply, hdr, data)
+            self._publish(rep, subject_b, subject, None if rep is None else reply, hdr, data)
         finally:
             self._fast_answer = None
         if rep is not None:
@@ -1127,6 +1147,7 @@ class Stream:
                 gone = True
             if gone:
                 del self._dedup[msg_id]
+                self._dedup_oldest = 0
                 if msg_id == self._last_msg_id:
                     self._last_msg_id = ""
 
@@ -1179,12 +1200,17 @@ class Stream:
             return None
         now = self._now_ns()
         d = self._dedup
-        # Prune from the oldest end; entries are in arrival order.
-        while d:
-            k, (_s, ts) = next(iter(d.items()))
-            if now - ts <= window:
-                break
-            del d[k]
+        if now - self._dedup_oldest > window:
+            # Prune from the oldest end; entries are in arrival order. (While the oldest
+            # is in the window, the loop would stop at it at once.)
+            oldest = 0
+            while d:
+                k, (_s, ts) = next(iter(d.items()))
+                if now - ts <= window:
+                    oldest = ts
+                    break
+                del d[k]
+            self._dedup_oldest = oldest
         hit = d.get(msg_id)
         return hit[0] if hit is not None else None
 
@@ -1217,6 +1243,7 @@ class Stream:
                 if m.seq == last:
                     self._last_msg_id = msg_id
             n += len(batch)
+        self._dedup_oldest = 0  # (an entry replaced above may have been the oldest)
         return n
 
     # ------------------------------------------------------------------ expiry
