@@ -121,6 +121,7 @@ class AckTracker:
         self._stopped = False
         self._ap_none = self._ap_all = self._ap_explicit = False
         self._backoff: list[int] = cfg.backoff
+        self._ack_wait = 0  # ns (0: none, flow_control's)
         self.configure(cfg)
 
     def configure(self, cfg: ConsumerConfig) -> None:
@@ -133,6 +134,7 @@ class AckTracker:
         self._ap_all = cfg.ack_policy == _ACK_ALL or cfg.ack_policy == _ACK_FC
         self._ap_explicit = cfg.ack_policy == _ACK_EXPLICIT
         self._backoff = cfg.backoff
+        self._ack_wait = cfg.ack_wait
         self.maxp = cfg.max_ack_pending if cfg.ack_policy != _ACK_NONE else 0
         self.maxdc = max(cfg.max_deliver, 0)
         if cfg.sample_freq:
@@ -471,12 +473,13 @@ class AckTracker:
             end = self._mono() + delay / 1e9
             if self._ptmr is None or self._ptmr_end > end:
                 self._reset_ptmr(delay / 1e9)
-        elif self._ptmr is None and self.cfg.ack_wait > 0:
-            # (no ack wait, flow_control's: nothing is redelivered)
+        elif self._ptmr is None and self._ack_wait > 0:
+            # (no ack wait, flow_control's: nothing is redelivered, and no timer is armed;
+            # the native copy spares each delivery a read of the interpreted config)
             # Without backoff no timer is ever armed for longer than ack_wait (plus the
             # margin), so one that is armed ends no later than this message's would: no
             # clock read per delivery to find that out.
-            self._reset_ptmr((self.cfg.ack_wait + ACK_WAIT_DELAY) / 1e9)
+            self._reset_ptmr((self._ack_wait + ACK_WAIT_DELAY) / 1e9)
 
     def ack_wait_changed(self) -> None:
         """A config update changed ack_wait: recheck what is pending soon."""
