@@ -84,6 +84,6 @@ def _stream_usage(stream: Any) -> StreamUsage:
         bytes=state.bytes,
         first_seq=state.first_seq,
         last_seq=state.last_seq,
-        consumers=stream.consumer_count,
+        consumers=stream.listed_consumers,
         state_json=stream.state_json,
     )

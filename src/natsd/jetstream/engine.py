@@ -687,7 +687,11 @@ def add_consumer(
             return existing
         name = _consumer_name(stream, cfg)
         created, state = stream.clock.time_ns(), None
-        persist = stream.cfg.storage != StorageType.MEMORY and not cfg.mem_storage
+        # (a direct consumer lives in memory only, as nats-server's: the mirror or source
+        # that made it asks for another after a restart)
+        persist = (
+            stream.cfg.storage != StorageType.MEMORY and not cfg.mem_storage and not cfg.direct
+        )
     else:
         name, created, state = recovered.name, recovered.created_ns, recovered.state
         persist = True

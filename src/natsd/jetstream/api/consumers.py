@@ -171,7 +171,7 @@ def _page(
     """The stream, the sorted consumer names on the requested page and the paging fields."""
     offset = _offset(data)
     stream = _stream(ja, args[0])
-    names = sorted(stream.consumers)
+    names = sorted(n for n, c in stream.consumers.items() if not c.direct)
     offset = min(offset, len(names))
     paging = {"total": len(names), "offset": offset, "limit": limit}
     return stream, names[offset : offset + limit], paging

@@ -102,6 +102,8 @@ class Consumer:
         # config and the committed state only (``start_passive``).
         self.passive = False
         self.is_pull = not cfg.deliver_subject  # fixed: an update cannot change it
+        # a mirror's or a source's (fixed too): neither listed nor counted, nor saved
+        self.direct = cfg.direct
         self._sublist = stream.sublist
 
         # The cursor (module docstring) and the last-per-subject start list.

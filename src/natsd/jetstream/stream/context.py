@@ -126,6 +126,11 @@ class StreamListener(Protocol):
     @property
     def filter_all(self) -> bool: ...
 
+    @property
+    def direct(self) -> bool:
+        """A mirror's or a source's consumer (``direct``): not listed, not counted."""
+        ...
+
     def on_stored(self, seq: int, subject: str) -> None:
         """A message was stored (hot path: every publish)."""
         ...

@@ -166,7 +166,8 @@ class Stream:
         # sent when each is applied (``MsgTrace.release``)
         self._held_traces: dict[int, MsgTrace] = {}
         self._name_b = self.name.encode()
-        self.consumer_count = 0
+        self.consumer_count = 0  # (every consumer: interest retention asks whether any)
+        self.listed_consumers = 0  # (those STREAM.INFO and the account count)
         # Consumers of this stream by name (``attach`` / ``detach``). The publish path tells
         # them about every stored message through notify_consumers.
         self.consumers: dict[str, StreamListener] = {}
@@ -1288,14 +1289,20 @@ class Stream:
         if not self.consumers:
             self.store.register_updates(self._on_store_update)
         self.consumers[c.name] = c
-        self.consumer_count = len(self.consumers)
+        self._count_consumers()
 
     def detach(self, c: StreamListener) -> None:
         if self.consumers.get(c.name) is c:
             del self.consumers[c.name]
-        self.consumer_count = len(self.consumers)
+        self._count_consumers()
         if not self.consumers:
             self.store.register_updates(None)
+
+    def _count_consumers(self) -> None:
+        self.consumer_count = len(self.consumers)
+        # (a mirror's or a source's direct consumer is neither listed nor counted, as
+        # nats-server keeps it out of the store's count and getPublicConsumers)
+        self.listed_consumers = sum(1 for c in self.consumers.values() if not c.direct)
 
     def _on_store_update(self, msgs: int, nbytes: int, seq: int, subject: str) -> None:
         if msgs >= 0:
@@ -1432,7 +1439,7 @@ class Stream:
         for c in list(self.consumers.values()):
             c.stop(deleted=True, advisory=False)
         self.consumers.clear()
-        self.consumer_count = 0
+        self.consumer_count = self.listed_consumers = 0
         self.store.register_updates(None)
         self._committer.on_failure.pop(self.store, None)
 
@@ -1459,7 +1466,7 @@ class Stream:
                 out["subjects"] = totals
         if st.lost is not None and (st.lost.msgs or st.lost.bytes):
             out["lost"] = {"msgs": st.lost.msgs, "bytes": st.lost.bytes}
-        out["consumer_count"] = self.consumer_count
+        out["consumer_count"] = self.listed_consumers
         return out
 
     def info_json(self, with_deleted: bool = False, subjects_filter: str = "") -> dict[str, Any]:
