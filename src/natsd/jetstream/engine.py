@@ -298,7 +298,10 @@ class JetStream:
                 continue
             try:
                 meta = orjson.loads(rec.meta)
-                cfg = parse_stream_config(meta["config"], name_in_subject=None)
+                # (a stored mirror was accepted when it was made)
+                cfg = parse_stream_config(
+                    meta["config"], name_in_subject=None, allow_mirrors=True
+                )
                 created = int(meta.get("created", self.clock.time_ns()))
             except Exception as e:
                 log.error(
@@ -597,9 +600,10 @@ def update_stream(ja: JsAccount, cfg: StreamConfig, clustered: bool = False) -> 
     engine = ja.engine
     meta = orjson.dumps({"config": cfg.to_json(), "created": stream.created_ns})
     engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)
+    promoted = stream.cfg.mirror is not None and cfg.mirror is None
     stream.apply_config(cfg)
     stream.store.update_config(cfg.to_store_config())
-    if stream.subs:
+    if stream.subs or (promoted and stream.replica is None):
         stream.resubscribe()  # (a replicated stream's follower takes no publishes)
     engine.stream_action(ja, cfg.name, "update")
     return stream

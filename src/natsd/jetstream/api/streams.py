@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from natsd.jetstream.config.stream_config import parse_stream_config_json
+from natsd.jetstream.config.stream_types import StreamConfig
 from natsd.jetstream.config.subject_mapping import overlaps
 from natsd.jetstream.engine import JsAccount, add_stream, delete_msg, delete_stream, update_stream
 from natsd.jetstream.stream.queries import seq_from_time
@@ -117,11 +118,46 @@ def _stream(ja: JsAccount, args: list[str]) -> Stream:
 # ---------------------------------------------------------------------- handlers
 def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     name = args[0] if args else ""
-    cfg = parse_stream_config_json(data or b"{}", name_in_subject=name, limits=ja.limits)
+    cfg = parse_stream_config_json(
+        data or b"{}", name_in_subject=name, limits=ja.limits, allow_mirrors=True
+    )
+    if cfg.mirror is not None:
+        check_mirror_origin(ja, cfg)
     stream = add_stream(ja, cfg)
     out = stream.info_json()
     out["did_create"] = True
     return out
+
+
+def check_mirror_origin(ja: JsAccount, cfg: StreamConfig) -> None:
+    """The checks of a new mirror that read its origin (``checkStreamCfg``): no cycle, a
+    max message size at least the origin's, and ``mirror_direct`` as the origin's
+    ``allow_direct``. A mirror of another domain or account (``external``) and one fed by
+    a consumer of the user's (``consumer``) are refused until natsd runs them."""
+    m = cfg.mirror
+    assert m is not None
+    if m.external is not None:
+        raise E.JSStreamInvalidConfigF(err="stream mirrors of external streams are not supported")
+    if m.consumer is not None:
+        raise E.JSStreamInvalidConfigF(
+            err="stream mirrors with their own consumer are not supported"
+        )
+    origin = ja.streams.get(m.name)
+    if origin is not None:
+        mine, theirs = cfg.max_msg_size, origin.cfg.max_msg_size
+        if mine > 0 and theirs > 0 and mine < theirs:
+            raise E.JSMirrorMaxMessageSizeTooBigErr()
+        cfg.mirror_direct = origin.cfg.allow_direct
+    seen = {cfg.name}
+    name = m.name
+    while True:  # (the mirrors of mirrors, as far as they go here)
+        if name in seen:
+            raise E.JSStreamInvalidConfigF(err="detected cycle")
+        seen.add(name)
+        up = ja.streams.get(name)
+        if up is None or up.cfg.mirror is None or up.cfg.mirror.external is not None:
+            break
+        name = up.cfg.mirror.name
 
 
 def _collides(subject: str, stream: Stream) -> bool:

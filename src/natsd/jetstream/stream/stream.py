@@ -86,6 +86,7 @@ from natsd.jetstream.stream.headers import (
     only_msg_id,
     parse_ttl,
 )
+from natsd.jetstream.stream.mirror import MirrorFeed
 from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.stream.schedule_check import check_schedule
@@ -201,6 +202,8 @@ class Stream:
         self._fast_batches: FastBatches | None = None
         self._fast_answer: list[bytes] | None = None
         self._fast_replies = FastReplies()  # (their reply subjects' heads, read once)
+        # a mirror's feed from its origin (mirror.py), while this replica leads
+        self.mirror: MirrorFeed | None = None
         # message schedules (schedules.py), with allow_msg_schedules
         self._schedules: MsgSchedules | None = None
         self.apply_config(cfg)
@@ -220,6 +223,9 @@ class Stream:
             self._batches.clear()  # turned off: the open batches are gone
         if not cfg.allow_batched and self._fast_batches is not None:
             self._fast_batches.clear()
+        if cfg.mirror is None and self.mirror is not None:
+            # promoted (the update without ``mirror``): a stream of its own from now on
+            self._stop_mirror()
         if cfg.allow_msg_schedules and self._schedules is None:
             # (never turned off again: the config refuses it)
             self._schedules = MsgSchedules(self, self.clock, self.scheduler)
@@ -227,6 +233,13 @@ class Stream:
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
+        if self.cfg.mirror is not None:
+            # a mirror takes no publishes: it copies its origin
+            if self.mirror is None:
+                self.mirror = MirrorFeed(self, self.cfg.mirror, self.sublist, self.scheduler,
+                                         self.clock)  # fmt: skip
+            self.mirror.start()
+            return
         sublist = self.sublist
         for i, subj in enumerate(self.cfg.subjects or [self.name]):
             sub = Subscription(subj.encode(), None, b"js-%d" % i, callback=self._on_msg)
@@ -1281,6 +1294,70 @@ class Stream:
                 continue
             self.process(m.subject.encode(), None, hdr, b"")
 
+    # ------------------------------------------------------------------ mirror
+    def _stop_mirror(self) -> None:
+        if self.mirror is not None:
+            self.mirror.stop()
+            self.mirror = None
+
+    def last_seq(self) -> int:
+        return self.store.last_seq()
+
+    def never_written(self) -> bool:
+        st = self.store.state()
+        return st.msgs == 0 and st.last_seq == 0
+
+    def mirror_align(self, delivered: int) -> None:
+        store = self.store
+        last = store.last_seq()
+        if delivered <= last:
+            return
+        if store.state().msgs == 0:
+            store.compact(delivered + 1)  # (its first sequence moves up)
+        else:
+            store.skip_msgs(last + 1, delivered - last)
+        self._mirrored_flush()
+
+    def mirror_skip(self, first: int, last: int) -> None:
+        if last >= first and first == self.store.last_seq() + 1:
+            self.store.skip_msgs(first, last - first + 1)
+
+    def mirror_store(self, subject: str, hdr: bytes | None, data: bytes, seq: int, ts: int) -> bool:
+        """A mirrored message, stored at its origin sequence and time (nats-server's
+        ``processJetStreamMsg`` for a mirror: no duplicate window, the stream's own limits,
+        republish and retention)."""
+        store = self.store
+        last = store.last_seq()
+        if seq != last + 1:
+            if seq <= last or store.state().msgs != 0:
+                return False
+            store.compact(seq)  # an empty mirror starts where its origin's messages do
+        rp_last = 0
+        if self._republish is not None:
+            prev = store.load_last_msg(subject)
+            rp_last = prev.seq if prev is not None else 0
+        try:
+            store.store_raw(subject, hdr, data, seq, ts)
+        except StoreError as err:
+            log.warning("stream %s: mirrored message %d not stored: %s", self.name, seq, err)
+            return True  # (lost, as nats-server loses it: the next one does not follow)
+        if self._republish is not None:
+            self._do_republish(subject, seq, ts, hdr, data, rp_last)
+        if self.cfg.retention == _INTEREST and not self.consumer_count:
+            store.remove_msg(seq)
+        self._mirrored_flush()
+        if self.consumers:
+            self.notify_consumers(seq, subject)
+        return True
+
+    def _mirrored_flush(self) -> None:
+        if self.cfg.storage != _MEMORY:
+            # written out and synced on the committer's timer, as a replica's applies
+            self._committer.add_replicated(self.store)
+
+    def mirror_caught_up(self) -> None:
+        return None
+
     # ------------------------------------------------------------------ consumers
     def attach(self, c: StreamListener) -> None:
         """A consumer starts listening. With the first one the stream subscribes to its
@@ -1410,6 +1487,7 @@ class Stream:
 
     def stop(self) -> None:
         """Server shutdown: consumers save their state and stop, the store closes."""
+        self._stop_mirror()
         if self._batches is not None:
             self._batches.clear()
         if self._fast_batches is not None:
@@ -1428,6 +1506,7 @@ class Stream:
     def delete(self) -> None:
         """The stream is being deleted: it stops taking messages and its consumers go
         with it (no advisories). The engine then drops its files."""
+        self._stop_mirror()
         if self._batches is not None:
             self._batches.clear()
         if self._fast_batches is not None:
@@ -1475,6 +1554,7 @@ class Stream:
             "config": self.cfg.to_json(server_version=SERVER_VERSION, api_level=API_LEVEL),
             "created": rfc3339(self.created_ns),
             "state": self.state_json(with_deleted, subjects_filter),
+            **({"mirror": self.mirror.info()} if self.mirror is not None else {}),
             "ts": rfc3339(self._now_ns()),
         }
 
