@@ -122,23 +122,24 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
         data or b"{}", name_in_subject=name, limits=ja.limits, allow_mirrors=True
     )
     if cfg.mirror is not None:
-        check_mirror_origin(ja, cfg)
+        check_mirror_origin(ja, cfg, create=True)
     stream = add_stream(ja, cfg)
     out = stream.info_json()
     out["did_create"] = True
     return out
 
 
-def check_mirror_origin(ja: JsAccount, cfg: StreamConfig) -> None:
-    """The checks of a new mirror that read its origin (``checkStreamCfg``): no cycle, a
-    max message size at least the origin's, and ``mirror_direct`` as the origin's
-    ``allow_direct``. A mirror of another domain or account (``external``) and one fed by
-    a consumer of the user's (``consumer``) are refused until natsd runs them."""
+def check_mirror_origin(ja: JsAccount, cfg: StreamConfig, create: bool) -> None:
+    """The checks of a mirror's config that read its origin (``checkStreamCfg``, on create
+    and update): a max message size at least the origin's, ``mirror_direct`` as the
+    origin's ``allow_direct``, no cycle. A new mirror of another domain or account
+    (``external``) or fed by a consumer of the user's (``consumer``) is refused until
+    natsd runs them (an update cannot add one: the mirror cannot change)."""
     m = cfg.mirror
     assert m is not None
-    if m.external is not None:
+    if create and m.external is not None:
         raise E.JSStreamInvalidConfigF(err="stream mirrors of external streams are not supported")
-    if m.consumer is not None:
+    if create and m.consumer is not None:
         raise E.JSStreamInvalidConfigF(
             err="stream mirrors with their own consumer are not supported"
         )
@@ -169,6 +170,8 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
     cfg = parse_stream_config_json(
         data or b"{}", name_in_subject=name, action="update", limits=ja.limits
     )
+    if cfg.mirror is not None:
+        check_mirror_origin(ja, cfg, create=False)
     return update_stream(ja, cfg).info_json()
 
 
