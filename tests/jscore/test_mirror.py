@@ -1,0 +1,114 @@
+"""A mirror's feed on a virtual clock: when it asks its origin for a consumer, how it notices
+a lost delivery or a silent origin, and how it backs off while the origin is missing
+(nats-server's timings: the first request 100-200 ms after the start, at least 2 s between
+two requests, 10 s of silence, 10 s more backoff per failure)."""
+
+from __future__ import annotations
+
+from natsd.jetstream.stream.mirror import ack_reply_info
+
+from .harness import JsHarness
+
+
+def _state(js: JsHarness, stream: str) -> dict[str, int]:
+    st = js.api(f"STREAM.INFO.{stream}")["state"]
+    return {k: st[k] for k in ("messages", "first_seq", "last_seq")}
+
+
+def _mirror_block(js: JsHarness, stream: str) -> dict[str, object]:
+    out = js.api(f"STREAM.INFO.{stream}")["mirror"]
+    assert isinstance(out, dict)
+    return out
+
+
+def _publish(js: JsHarness, subject: str, n: int) -> None:
+    for i in range(n):
+        assert "error" not in js.js_publish(subject, b"m%d" % i)
+
+
+def test_the_first_request_and_the_copy(js: JsHarness) -> None:
+    js.add_stream("O", subjects=["o.>"])
+    _publish(js, "o.a", 3)
+    js.add_stream("M", mirror={"name": "O"}, subjects=[])
+    assert _mirror_block(js, "M")["active"] == -1
+    js.advance(0.099)
+    assert _state(js, "M")["messages"] == 0
+    js.advance(0.102)  # (100-200 ms)
+    assert _state(js, "M") == {"messages": 3, "first_seq": 1, "last_seq": 3}
+    _publish(js, "o.b", 2)
+    assert _state(js, "M")["last_seq"] == 5  # as each is delivered
+    block = _mirror_block(js, "M")
+    assert block["lag"] == 0 and block["active"] == 0
+
+
+def test_a_lost_delivery_starts_the_consumer_again(js: JsHarness) -> None:
+    js.add_stream("O", subjects=["o.>"])
+    js.add_stream("M", mirror={"name": "O"}, subjects=[])
+    js.advance(0.3)
+    _publish(js, "o.a", 2)
+    feed = js.ja.streams["M"].mirror
+    assert feed is not None and feed.dseq == 2
+    # delivery 4 comes after 2: delivery 3 was lost on the way; the consumer is dropped
+    reply = f"$JS.ACK.O.{feed.cname}.1.4.4.{js.clock.time_ns()}.0"
+    js.publish(feed._deliver_subject, b"m3", reply=reply)
+    assert _state(js, "M")["last_seq"] == 2
+    _publish(js, "o.a", 2)
+    js.advance(1.5)
+    assert _state(js, "M")["last_seq"] == 2  # (2 s since the last request, at least)
+    js.advance(0.8)
+    assert _state(js, "M") == {"messages": 4, "first_seq": 1, "last_seq": 4}
+
+
+def test_a_silent_origin_is_asked_again(js: JsHarness) -> None:
+    js.add_stream("O", subjects=["o.>"])
+    js.add_stream("M", mirror={"name": "O"}, subjects=[])
+    js.advance(0.3)
+    feed = js.ja.streams["M"].mirror
+    assert feed is not None and feed.cname
+    # the origin's consumer goes (as when the origin's server restarts)
+    assert js.api(f"CONSUMER.DELETE.O.{feed.cname}").get("success") is True
+    _publish(js, "o.a", 2)
+    # the health check runs every 10 s from the start of the feed: at 10.2 s the origin has
+    # been silent 10 s, not more; at 20.2 s it has, and the mirror asks again
+    js.advance(19.5)
+    assert _state(js, "M")["messages"] == 0
+    js.advance(1.0)
+    assert _state(js, "M")["messages"] == 2
+
+
+def test_a_missing_origin_backs_off(js: JsHarness) -> None:
+    js.add_stream("M", mirror={"name": "LATER"}, subjects=[])
+    js.advance(0.3)
+    err = _mirror_block(js, "M")["error"]
+    assert isinstance(err, dict) and err["err_code"] == 10059
+    js.add_stream("LATER", subjects=["l.>"])
+    _publish(js, "l.a", 1)
+    js.advance(11.5)  # 2 s apart, plus 10 s for the one failure
+    assert _state(js, "M")["messages"] == 0
+    js.advance(1.0)
+    assert _state(js, "M")["messages"] == 1
+    assert "error" not in _mirror_block(js, "M")
+
+
+def test_an_origin_purged_and_deleted_messages(js: JsHarness) -> None:
+    js.add_stream("O", subjects=["o.>"])
+    _publish(js, "o.a", 3)
+    js.add_stream("M", mirror={"name": "O"}, subjects=[])
+    js.advance(0.3)
+    assert js.api("STREAM.PURGE.O")["success"] is True
+    _publish(js, "o.b", 2)
+    assert _state(js, "M") == {"messages": 5, "first_seq": 1, "last_seq": 5}
+    # a mirror made after the purge starts where the origin's messages do
+    js.add_stream("M2", mirror={"name": "O"}, subjects=[])
+    js.advance(0.3)
+    assert _state(js, "M2") == {"messages": 2, "first_seq": 4, "last_seq": 5}
+
+
+def test_ack_reply_info_reads_both_forms() -> None:
+    assert ack_reply_info(b"$JS.ACK.P.C.1.5.2.1700000000000000000.3") == (
+        "C", 1, 5, 2, 1700000000000000000, 3)  # fmt: skip
+    v2 = b"$JS.ACK.dom.acchash.P.C.2.5.2.1700000000000000000.0.rand"
+    assert ack_reply_info(v2) == ("C", 2, 5, 2, 1700000000000000000, 0)
+    for bad in (b"$JS.ACK.P.C.1.5.2.1", b"$JS.ACK.P.C.x.5.2.1.0", b"$JS.NAK.P.C.1.5.2.1.0",
+                b"$JS.ACK.P.C.1.-5.2.1.0", b""):  # fmt: skip
+        assert ack_reply_info(bad) is None
