@@ -178,3 +178,37 @@ async def test_an_origin_made_after_its_mirror(js_pair: ServerPair) -> None:
     assert answers["no origin"]["mirror"]["error"]["err_code"] == 10059
     assert "error" not in answers["copied"]["mirror"]
     assert_same(ref, impl)
+
+
+async def test_a_mirror_direct_mirror_answers_its_origins_gets(js_pair: ServerPair) -> None:
+    """``mirror_direct`` (set from the origin's ``allow_direct``): once caught up, the
+    mirror answers direct gets sent to its origin, beside the origin (each answer says
+    which stream it comes from), and a direct get by its own name needs its own
+    ``allow_direct``."""
+
+    async def sc(js: JsRecorder) -> None:
+        origin = {"name": "KV_O", "subjects": ["$KV.O.>"], "allow_direct": True}
+        await js.req("origin", "STREAM.CREATE.KV_O", origin, timeout=T)
+        await js.pub("put", "$KV.O.k1", b"v1", timeout=T)
+        cfg = {"name": "KV_M", "mirror": {"name": "KV_O"}}
+        out = await js.req("mirror", "STREAM.CREATE.KV_M", cfg, record=False, timeout=T)
+        js.note("mirror_direct", out["config"]["mirror_direct"])
+        await _until(js, "KV_M", 1)
+        await js.pub("put 2", "$KV.O.k1", b"v2", timeout=T)
+        await _until(js, "KV_M", 2)
+        answered: set[str] = set()
+        values: set[bytes] = set()
+        for _ in range(40):
+            m = await js.raw_request("$JS.API.DIRECT.GET.KV_O.$KV.O.k1", b"", timeout=T)
+            answered.add((m.headers or {}).get("Nats-Stream", ""))
+            values.add(m.data)
+        js.note("answered by", sorted(answered))
+        js.note("values", sorted(v.decode() for v in values))
+        m = await js.raw_request("$JS.API.DIRECT.GET.KV_M.$KV.O.k1", b"", timeout=T)
+        js.note("own name", str(m))
+
+    ref, impl = await run_scenario(js_pair, sc, timeout=60)
+    answers = dict(ref)
+    assert answers["answered by"] == ["KV_M", "KV_O"]
+    assert answers["values"] == ["v2"]
+    assert_same(ref, impl)

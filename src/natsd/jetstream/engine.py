@@ -117,6 +117,9 @@ class JsAccount:
     # The internal subscriptions that take this account's API requests ($JS.API.> and the
     # domain-prefixed forms), as the API layer made them.
     api_subs: list[Subscription] = field(default_factory=list)
+    # origin stream name -> the mirrors with ``mirror_direct`` that answer its direct gets
+    # (once caught up), in the origin's stead or beside it (``Stream.mirror_caught_up``)
+    mirror_direct: dict[str, list[Stream]] = field(default_factory=dict)
 
 
 # Given a JetStream account, the subscriptions that serve its API (not yet inserted).
@@ -170,6 +173,17 @@ class StreamHost:
 
     def send(self, subject: bytes, payload: bytes, hdr: bytes | None = None) -> None:
         publish(self.sublist, subject, None, hdr, payload)
+
+    def serve_mirror_direct(self, origin: str, stream: object, on: bool) -> None:
+        assert isinstance(stream, Stream)
+        pool = self._ja.mirror_direct
+        mirrors = [s for s in pool.get(origin, []) if s is not stream]
+        if on:
+            mirrors.append(stream)
+        if mirrors:
+            pool[origin] = mirrors
+        else:
+            pool.pop(origin, None)
 
     def advise(
         self, subject: str, typ: str, body: dict[str, Any], system_too: bool = False

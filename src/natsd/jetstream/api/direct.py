@@ -28,6 +28,7 @@ one consistent store.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -252,6 +253,21 @@ def _reply_to(ja: JsAccount, reply: bytes) -> ReplyStream:
 DIRECT_GET_PREFIX: Final = b"$JS.API.DIRECT.GET."
 
 
+def _answering(ja: JsAccount, name: str) -> Stream | None:
+    """The stream that answers a direct get for stream ``name``: the stream itself when it
+    allows direct gets, or one of the mirrors answering for it (``mirror_direct``), chosen
+    at random as nats-server's queue group of the stream and its mirrors chooses."""
+    stream = ja.streams.get(name)
+    if stream is not None and not stream.cfg.allow_direct:
+        stream = None
+    mirrors = ja.mirror_direct.get(name) if ja.mirror_direct else None
+    if mirrors:
+        pick = random.randrange(len(mirrors) + (stream is not None))
+        if pick < len(mirrors):
+            return mirrors[pick]
+    return stream
+
+
 def on_direct_get(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> None:
     """A request on ``$JS.API.DIRECT.GET.>``. The body-less subject form (every KV ``get``)
     is answered here without tokenising the subject; the rest goes to ``direct_get``."""
@@ -261,8 +277,8 @@ def on_direct_get(ja: JsAccount, subject: bytes, reply: bytes | None, data: byte
     rest = subj[len(DIRECT_GET_PREFIX) :]
     dot = rest.find(".")
     if dot > 0 and not data and dot + 1 < len(rest):
-        stream = ja.streams.get(rest[:dot])
-        if stream is not None and stream.cfg.allow_direct:
+        stream = _answering(ja, rest[:dot])
+        if stream is not None:
             _get_last(stream, rest[dot + 1 :], _reply_to(ja, reply))
             return
     direct_get(ja, subj.split(".")[2:], reply, data)
@@ -273,8 +289,8 @@ def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> Non
     if len(toks) < 3 or toks[1] != "GET":
         return
     send = _reply_to(ja, reply)
-    stream = ja.streams.get(toks[2])
-    if stream is None or not stream.cfg.allow_direct:
+    stream = _answering(ja, toks[2])
+    if stream is None:
         # nats-server only listens on DIRECT.GET for streams that allow it, so the
         # requester gets the no-responders status; send the same thing.
         subj = ".".join(["$JS.API", *toks]).encode()

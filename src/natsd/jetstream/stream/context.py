@@ -89,6 +89,11 @@ class StreamContext(Protocol):
         """Publish into the account (replies, republish)."""
         ...
 
+    def serve_mirror_direct(self, origin: str, stream: object, on: bool) -> None:
+        """``stream``, a mirror with ``mirror_direct``, answers (or stops answering) the
+        direct gets of its ``origin`` stream beside it."""
+        ...
+
     def advise(
         self, subject: str, typ: str, body: dict[str, Any], system_too: bool = False
     ) -> None:

@@ -204,6 +204,7 @@ class Stream:
         self._fast_replies = FastReplies()  # (their reply subjects' heads, read once)
         # a mirror's feed from its origin (mirror.py), while this replica leads
         self.mirror: MirrorFeed | None = None
+        self._serving_origin = False  # (its mirror_direct: answering the origin's gets)
         # message schedules (schedules.py), with allow_msg_schedules
         self._schedules: MsgSchedules | None = None
         self.apply_config(cfg)
@@ -1297,6 +1298,9 @@ class Stream:
     # ------------------------------------------------------------------ mirror
     def _stop_mirror(self) -> None:
         if self.mirror is not None:
+            if self._serving_origin:
+                self.ctx.serve_mirror_direct(self.mirror.source.name, self, False)
+                self._serving_origin = False
             self.mirror.stop()
             self.mirror = None
 
@@ -1356,7 +1360,9 @@ class Stream:
             self._committer.add_replicated(self.store)
 
     def mirror_caught_up(self) -> None:
-        return None
+        if self.cfg.mirror_direct and not self._serving_origin and self.mirror is not None:
+            self._serving_origin = True
+            self.ctx.serve_mirror_direct(self.mirror.source.name, self, True)
 
     # ------------------------------------------------------------------ consumers
     def attach(self, c: StreamListener) -> None:
