@@ -248,8 +248,11 @@ class MetaRequests:
 
     def create(self, ja: JsAccount, name: str, data: bytes, reply: str, wait: bool = False) -> None:
         cfg = parse_stream_config_json(
-            data or b"{}", name_in_subject=name, limits=ja.limits, clustered=True
-        )
+            data or b"{}", name_in_subject=name, limits=ja.limits, clustered=True,
+            allow_mirrors=True,
+        )  # fmt: skip
+        if cfg.mirror is not None:
+            raise E.JSStreamInvalidConfigF(err="stream mirrors are not supported in a cluster yet")
         existing = self.c.meta.stream(ja.account.name, cfg.name)
         if existing is not None:
             if existing.config != cfg.to_json():
