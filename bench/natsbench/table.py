@@ -10,6 +10,7 @@ from .scenarios.consumers import PubToPull, Pull, Push
 from .scenarios.core import CrossFanOut, CrossPubSub, FanOut, Publish, PubSub, ReqRep
 from .scenarios.jscluster import JsClusterPublish
 from .scenarios.kv import KvGet, KvPut, ObjGet, ObjPut
+from .scenarios.mirror import MirrorCatchUp
 from .scenarios.publish import JsPublish
 
 TABLE: tuple[Scenario, ...] = (
@@ -35,6 +36,7 @@ TABLE: tuple[Scenario, ...] = (
     # a durable file stream (by name, --only consumers or js, like js-pull-ack-file)
     Push("js-push-file", "file", ("push-file",), opt_in=True),
     PubToPull(),
+    MirrorCatchUp(),
     KvPut(sync=True),
     KvPut(sync=False),
     KvGet(sync=True),
@@ -58,6 +60,7 @@ GROUP_NAMES = (
     "js-pub",
     "consumers",
     "consumer",
+    "mirror",
 )
 GROUPS: dict[str, list[str]] = {g: [s.name for s in TABLE if g in s.groups] for g in GROUP_NAMES}
 ALIASES: dict[str, str] = {

@@ -1,0 +1,89 @@
+"""A mirror's catch-up: a new mirror of the pre-filled file stream (the consumer scenarios'
+fixture, ``--js-consume-msgs`` messages), timed from the first message it holds until it
+holds the last (both servers wait 100-200 ms before asking the origin), then deleted. What
+it measures is the whole copy path of each server: the origin's direct push consumer with
+flow control, the mirror storing at the origin's sequences."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from ..config import Config
+from ..fixtures import Fixtures
+from ..harness import RunResult, exc_text
+from ..jsload import api_error, js_api
+from ..loadgen import BenchError
+from ..scenario import Row, Scenario
+from ..servers import REF_AND_IMPL, Server
+from .consumers import filled_stream
+
+
+class MirrorCatchUp(Scenario):
+    name = "js-mirror"
+    aliases = ("mirror",)
+    groups = ("js", "mirror")
+    family = "consumer"
+    servers = REF_AND_IMPL
+    fixture = "stream:file"
+    setup_what = "pre-filling the stream"
+
+    def rows(self, cfg: Config) -> list[Row]:
+        return [Row("js mirror catch-up file", self.name, "rate", "tput")]
+
+    def setup(self, server: Server, cfg: Config, fixtures: Fixtures) -> tuple[str, str]:
+        return fixtures.get("stream:file", server, lambda: filled_stream(server, cfg, "file"))
+
+    def run(
+        self, server: Server, cfg: Config, warmup: bool, prepared: tuple[str, str]
+    ) -> RunResult:
+        origin, _subject = prepared
+        n = cfg.js_consume_msgs
+        mirror = f"MIRROR_{uuid.uuid4().hex[:10]}"
+        deadline = time.monotonic() + cfg.timeout
+        body = {"name": mirror, "storage": "file", "mirror": {"name": origin}}
+        cpu0 = server.cpu_seconds()
+        t0 = time.monotonic()
+        try:
+            doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{mirror}", body, cfg.setup_timeout)
+            if (err := api_error(doc)) is not None:
+                return RunResult(False, error=f"mirror create failed: {err}")
+            state: dict[str, Any] = {}
+            first: tuple[float, int] | None = None  # (when, last_seq) the copy was first seen
+            while True:
+                info = js_api(server.port, f"$JS.API.STREAM.INFO.{mirror}", None,
+                              cfg.setup_timeout)  # fmt: skip
+                if (err := api_error(info)) is not None:
+                    return RunResult(False, error=f"mirror info failed: {err}")
+                state = info.get("state", {})
+                last = int(state.get("last_seq", 0))
+                if first is None and last > 0:
+                    first = (time.monotonic(), last)
+                if last >= n:
+                    break
+                if time.monotonic() > deadline:
+                    return RunResult(False, error=f"mirror stopped at {state}")
+                time.sleep(0.005)
+            end = time.monotonic()
+            cpu = server.cpu_seconds() - cpu0
+            if state.get("messages") != n:
+                return RunResult(False, error=f"mirror holds {state.get('messages')} of {n}")
+            assert first is not None
+            # the rate of the copy itself, from the first message seen (both servers wait
+            # 100-200 ms before they ask the origin for a consumer)
+            copy = max(1e-9, end - first[0])
+            metrics = {"count": float(n), "wall_s": end - t0, "rate": (n - first[1]) / copy,
+                       "server_cpu": cpu / max(1e-9, end - t0)}  # fmt: skip
+            return RunResult(True, metrics)
+        except (BenchError, OSError) as exc:
+            return RunResult(False, error=exc_text(exc))
+        finally:
+            try:
+                js_api(server.port, f"$JS.API.STREAM.DELETE.{mirror}", None, cfg.setup_timeout)
+            except (BenchError, OSError):
+                pass
+
+    def report(self, m: dict[str, float]) -> str:
+        return (f"{m['rate']:,.0f} msg/s ({m['count']:,.0f} msgs, {m['wall_s']:.2f}s in all)  "
+                f"cpu: server {m['server_cpu']:.0%}")  # fmt: skip
