@@ -66,6 +66,7 @@ HOT_MODULES = [
     "natsd/jetstream/stream/stream.py",
     "natsd/jetstream/stream/headers.py",
     "natsd/jetstream/stream/fastbatch.py",
+    "natsd/jetstream/stream/mirror.py",
     "natsd/core/headers.py",
     "natsd/jetstream/stream/queries.py",
     "natsd/jetstream/stream/commit.py",
