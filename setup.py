@@ -67,6 +67,7 @@ HOT_MODULES = [
     "natsd/jetstream/stream/headers.py",
     "natsd/jetstream/stream/fastbatch.py",
     "natsd/jetstream/stream/mirror.py",
+    "natsd/jetstream/wire/ack_subject.py",
     "natsd/core/headers.py",
     "natsd/jetstream/stream/queries.py",
     "natsd/jetstream/stream/commit.py",

@@ -16,7 +16,7 @@ import pytest
 from components import require_nats_server
 
 from .harness import ServerPair
-from .js_scenarios import JsRecorder, js_server_pair, run_scenario
+from .js_scenarios import NO_RESPONDERS, JsRecorder, js_server_pair, run_scenario
 from .test_jetstream_api import assert_same
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(120)]
@@ -123,6 +123,7 @@ async def test_a_mirror_copies_its_origin(js_pair: ServerPair) -> None:
     assert answers["info deleted"]["state"]["deleted"] == [7]
     assert answers["mirror"]["mirror"] == {"name": "P", "lag": 0, "active": False}
     assert answers["promoted state"]["last_seq"] == 11
+    assert answers["no responders"] == NO_RESPONDERS
     assert_same(ref, impl)
 
 
@@ -211,4 +212,5 @@ async def test_a_mirror_direct_mirror_answers_its_origins_gets(js_pair: ServerPa
     answers = dict(ref)
     assert answers["answered by"] == ["KV_M", "KV_O"]
     assert answers["values"] == ["v2"]
+    assert answers["own name"] == NO_RESPONDERS
     assert_same(ref, impl)

@@ -11,6 +11,7 @@ import signal
 from typing import Any
 
 import pytest
+from nats.js.api import StreamSource
 
 from .restarts import Restartable, both, connect, wait_reconnected
 
@@ -74,8 +75,6 @@ async def test_a_mirror_resumes_after_a_restart(sig: int) -> None:
 async def _nats_py_mirror_removal(srv: Restartable) -> dict[str, Any]:
     """nats.py's own ``test_stream_mirror_removal``: a mirror caught up within half a
     second, then promoted by an update without ``mirror``."""
-    from nats.js.api import StreamSource
-
     nc = await connect(srv)
     try:
         js = nc.jetstream(timeout=5)

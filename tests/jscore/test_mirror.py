@@ -5,8 +5,6 @@ two requests, 10 s of silence, 10 s more backoff per failure)."""
 
 from __future__ import annotations
 
-from natsd.jetstream.stream.mirror import ack_reply_info
-
 from .harness import JsHarness
 
 
@@ -88,6 +86,30 @@ def test_a_missing_origin_backs_off(js: JsHarness) -> None:
     js.advance(1.0)
     assert _state(js, "M")["messages"] == 1
     assert "error" not in _mirror_block(js, "M")
+    # the success cleared the failure: a later retry waits 2 s, not 2 s plus the backoff
+    feed = js.ja.streams["M"].mirror
+    assert feed is not None and feed.fails == 0
+    reply = f"$JS.ACK.LATER.{feed.cname}.1.9.9.{js.clock.time_ns()}.0"
+    js.publish(feed._deliver_subject, b"lost before it", reply=reply)  # a delivery gap
+    _publish(js, "l.a", 1)
+    js.advance(2.5)
+    assert _state(js, "M")["messages"] == 2
+
+
+def test_mirror_direct_follows_the_config(js: JsHarness) -> None:
+    """A caught-up mirror answers its origin's direct gets while its ``mirror_direct``
+    (the origin's ``allow_direct``) is on; an update that turns it off stops that."""
+    origin = js.add_stream("O", subjects=["o.>"], allow_direct=True)["config"]
+    _publish(js, "o.a", 1)
+    mirror = js.add_stream("M", mirror={"name": "O"}, subjects=[])["config"]
+    assert mirror["mirror_direct"] is True
+    js.advance(0.3)
+    assert [s.name for s in js.ja.mirror_direct.get("O", [])] == ["M"]
+    assert "error" not in js.api("STREAM.UPDATE.O", {**origin, "allow_direct": False})
+    out = js.api("STREAM.UPDATE.M", mirror)
+    assert out["config"]["mirror_direct"] is False
+    assert js.ja.mirror_direct == {}
+    assert "error" not in js.api("STREAM.DELETE.M")
 
 
 def test_an_origin_purged_and_deleted_messages(js: JsHarness) -> None:
@@ -102,13 +124,3 @@ def test_an_origin_purged_and_deleted_messages(js: JsHarness) -> None:
     js.add_stream("M2", mirror={"name": "O"}, subjects=[])
     js.advance(0.3)
     assert _state(js, "M2") == {"messages": 2, "first_seq": 4, "last_seq": 5}
-
-
-def test_ack_reply_info_reads_both_forms() -> None:
-    assert ack_reply_info(b"$JS.ACK.P.C.1.5.2.1700000000000000000.3") == (
-        "C", 1, 5, 2, 1700000000000000000, 3)  # fmt: skip
-    v2 = b"$JS.ACK.dom.acchash.P.C.2.5.2.1700000000000000000.0.rand"
-    assert ack_reply_info(v2) == ("C", 2, 5, 2, 1700000000000000000, 0)
-    for bad in (b"$JS.ACK.P.C.1.5.2.1", b"$JS.ACK.P.C.x.5.2.1.0", b"$JS.NAK.P.C.1.5.2.1.0",
-                b"$JS.ACK.P.C.1.-5.2.1.0", b""):  # fmt: skip
-        assert ack_reply_info(bad) is None

@@ -1,24 +1,31 @@
-"""ack_numbers reads an ack subject's tail in place; it must agree with splitting the tail
+"""ack_tail reads an ack subject's tail in place; it must agree with splitting the tail
 into tokens and converting them (the way it was read before) on every well-formed tail,
-and give (0, 0, 0) on everything else."""
+and give zeros on everything else: for a consumer's acks the first three numbers must be
+plain, for a mirror's deliveries all five."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from natsd.jetstream.consumer.ack import ack_numbers
+from natsd.jetstream.wire.ack_subject import ack_tail
 
 PRE = b"$JS.ACK.S.C."
 
 
-def _by_split(tail: bytes) -> tuple[int, int, int]:
+def _by_split(tail: bytes, numbers: int = 3) -> tuple[int, int, int, int, int]:
     toks = tail.split(b".")
-    if len(toks) != 5 or not all(t.isdigit() and t.isascii() for t in toks[:3]):
-        return 0, 0, 0
-    if any(len(t) > 20 for t in toks[:3]):
-        return 0, 0, 0
-    return int(toks[0]), int(toks[1]), int(toks[2])
+    if len(toks) != 5 or not all(t.isdigit() and t.isascii() for t in toks[:numbers]):
+        return 0, 0, 0, 0, 0
+    if any(len(t) > 20 for t in toks[:numbers]):
+        return 0, 0, 0, 0, 0
+    nums = [int(t) for t in toks[:numbers]] + [0] * (5 - numbers)
+    return nums[0], nums[1], nums[2], nums[3], nums[4]
+
+
+def ack_numbers(subject: bytes, start: int) -> tuple[int, int, int]:
+    dc, sseq, dseq, _ts, _pending = ack_tail(subject, start, 3)
+    return dc, sseq, dseq
 
 
 def test_a_client_ack_subject() -> None:
@@ -56,4 +63,12 @@ _token = st.one_of(
 @given(st.lists(_token, min_size=1, max_size=7))
 def test_agrees_with_splitting(tokens: list[bytes]) -> None:
     tail = b".".join(tokens)
-    assert ack_numbers(PRE + tail, len(PRE)) == _by_split(tail)
+    assert ack_numbers(PRE + tail, len(PRE)) == _by_split(tail)[:3]
+    assert ack_tail(PRE + tail, len(PRE), 5) == _by_split(tail, 5)
+
+
+def test_a_mirrors_read_of_a_delivery() -> None:
+    assert ack_tail(PRE + b"1.42.7.1700000000000000000.3", len(PRE), 5) == (
+        1, 42, 7, 1700000000000000000, 3)  # fmt: skip
+    assert ack_tail(PRE + b"1.42.7.x.3", len(PRE), 5) == (0, 0, 0, 0, 0)
+    assert ack_tail(PRE + b"1.42.7.5.", len(PRE), 5) == (0, 0, 0, 0, 0)

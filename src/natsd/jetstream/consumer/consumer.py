@@ -48,7 +48,7 @@ from natsd.jetstream.config.consumer_config import (
     DeliverPolicy,
 )
 from natsd.jetstream.config.stream_types import RetentionPolicy
-from natsd.jetstream.consumer.ack import AckTracker, ack_numbers
+from natsd.jetstream.consumer.ack import AckTracker
 from natsd.jetstream.consumer.advisory import Advisories
 from natsd.jetstream.consumer.delivery import Delivery, inactive_threshold
 from natsd.jetstream.consumer.pacing import Pacing
@@ -59,6 +59,7 @@ from natsd.jetstream.consumer.seq import reset_seq, starting_seq
 from natsd.jetstream.consumer.shared import Cursor, Doorbell
 from natsd.jetstream.consumer.state import StateSaver
 from natsd.jetstream.stream.stream import Stream
+from natsd.jetstream.wire.ack_subject import ack_tail
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoredMsg
 from natsd.version import API_LEVEL, SERVER_VERSION
@@ -485,7 +486,7 @@ class Consumer:
         pre = self._ack_pre
         sseq = dseq = dc = 0
         if subject.startswith(pre):
-            dc, sseq, dseq = ack_numbers(subject, len(pre))
+            dc, sseq, dseq, _ts, _pending = ack_tail(subject, len(pre), 3)
         if self.cfg.inactive_threshold > 0:
             self.delivery.keep_alive()
         acks = self.acks

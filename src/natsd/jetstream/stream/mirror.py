@@ -28,6 +28,7 @@ from natsd.core.headers import slice_header
 from natsd.core.scheduler import Cancellable, Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import StreamSource
+from natsd.jetstream.wire.ack_subject import ack_tail
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
@@ -90,30 +91,6 @@ def _strip(hdr: bytes) -> bytes:
     return b"\r\n".join(kept)
 
 
-def ack_reply_info(reply: bytes) -> tuple[str, int, int, int, int, int] | None:
-    """``ackReplyInfo``: (consumer, delivered count, stream seq, delivery seq, ts,
-    pending) from a ``$JS.ACK`` reply subject, in its 9-token form or its 11-or-more-token
-    form (with domain and account hash); None for anything else."""
-    tokens = reply.split(b".")
-    n = len(tokens)
-    if n == 9:
-        base = 3
-    elif n >= 11:
-        base = 5
-    else:
-        return None
-    if tokens[0] != b"$JS" or tokens[1] != b"ACK":
-        return None
-    try:
-        nums = [int(t) for t in tokens[base + 1 : base + 6]]
-    except ValueError:
-        return None
-    if min(nums) < 0:
-        return None
-    dc, sseq, dseq, ts, pending = nums
-    return tokens[base].decode(errors="replace"), dc, sseq, dseq, ts, pending
-
-
 class MirrorFeed:
     """The feed of one mirror stream, while its replica leads (``start`` / ``stop``)."""
 
@@ -136,6 +113,7 @@ class MirrorFeed:
         self.sseq = 0
         self.dseq = 0
         self.cname = ""
+        self._ack_pre = b""  # its deliveries' reply prefix: $JS.ACK.<origin>.<consumer>.
         self.lag = 0
         self.last = 0.0  # monotonic time of the last word from the origin (0: none yet)
         self.error: dict[str, Any] | None = None  # the last refused consumer request's
@@ -291,7 +269,9 @@ class MirrorFeed:
         if host.last_seq() < delivered:
             host.mirror_align(delivered)
         self.error = None
+        self.fails = 0  # (as nats-server: the backoff counts failures since the last success)
         self.cname = ans["name"]
+        self._ack_pre = f"$JS.ACK.{self.source.name}.{self.cname}.".encode()
         self.dseq = 0
         self.sseq = max(delivered, host.last_seq())
         self.last = self._mono()
@@ -319,12 +299,12 @@ class MirrorFeed:
             self.last = self._mono()
             self._control(reply, hdr)
             return
-        info = ack_reply_info(reply) if reply else None
-        if info is None:
-            return
-        cname, dc, sseq, dseq, ts, pending = info
-        if cname != self.cname or dc > 1:
-            return  # another consumer's, or a redelivery
+        pre = self._ack_pre
+        if not reply or not reply.startswith(pre):
+            return  # another consumer's (an earlier one of this feed's)
+        dc, sseq, dseq, ts, pending = ack_tail(reply, len(pre), 5)
+        if sseq == 0 or dc > 1:
+            return  # not a delivery's reply, or a redelivery
         self.last = self._mono()
         if sseq <= self.sseq:
             if dseq == self.dseq + 1:

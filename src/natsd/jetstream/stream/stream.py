@@ -227,6 +227,10 @@ class Stream:
         if cfg.mirror is None and self.mirror is not None:
             # promoted (the update without ``mirror``): a stream of its own from now on
             self._stop_mirror()
+        elif self._serving_origin and not cfg.mirror_direct and self.mirror is not None:
+            # mirror_direct turned off (the origin no longer allows direct gets)
+            self.ctx.serve_mirror_direct(self.mirror.source.name, self, False)
+            self._serving_origin = False
         if cfg.allow_msg_schedules and self._schedules is None:
             # (never turned off again: the config refuses it)
             self._schedules = MsgSchedules(self, self.clock, self.scheduler)
