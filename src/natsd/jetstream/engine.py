@@ -312,10 +312,11 @@ class JetStream:
                 continue
             try:
                 meta = orjson.loads(rec.meta)
-                # (a stored mirror was accepted when it was made)
+                # (a stored mirror or source was accepted when it was made)
                 cfg = parse_stream_config(
-                    meta["config"], name_in_subject=None, allow_mirrors=True
-                )
+                    meta["config"], name_in_subject=None, allow_mirrors=True,
+                    allow_sources=True,
+                )  # fmt: skip
                 created = int(meta.get("created", self.clock.time_ns()))
             except Exception as e:
                 log.error(
@@ -553,7 +554,7 @@ def add_stream(
             if existing.cfg.to_json() == cfg.to_json():
                 return existing
             raise E.JSStreamNameExistErr()
-        _check_overlap(ja, cfg.subjects or [cfg.name], None)
+        _check_overlap(ja, _own_subjects(cfg), None)
         created = created or engine.clock.time_ns()
         meta = orjson.dumps({"config": cfg.to_json(), "created": created})
         try:
@@ -610,15 +611,17 @@ def update_stream(ja: JsAccount, cfg: StreamConfig, clustered: bool = False) -> 
         raise E.JSStreamNotFoundErr()
     cfg = check_stream_config_update(stream.cfg, cfg, clustered=clustered)
     check_stream_update(ja.limits, stream.cfg, cfg, *_limit_context(ja, cfg.storage))
-    _check_overlap(ja, cfg.subjects or [cfg.name], cfg.name)
+    _check_overlap(ja, _own_subjects(cfg), cfg.name)
     engine = ja.engine
     meta = orjson.dumps({"config": cfg.to_json(), "created": stream.created_ns})
     engine.catalog.save_meta(ja.account.name, cfg.name, cfg.storage, meta)
     promoted = stream.cfg.mirror is not None and cfg.mirror is None
     stream.apply_config(cfg)
     stream.store.update_config(cfg.to_store_config())
-    if stream.subs or (promoted and stream.replica is None):
-        stream.resubscribe()  # (a replicated stream's follower takes no publishes)
+    if stream.subs or (stream.replica is None and (promoted or cfg.mirror is None)):
+        # (a replicated stream's follower takes no publishes; a sourcing stream may have
+        # had no subjects, or its first sources now)
+        stream.resubscribe()
     engine.stream_action(ja, cfg.name, "update")
     return stream
 
@@ -648,9 +651,20 @@ def delete_msg(stream: Stream, seq: int, no_erase: bool) -> None:
     raise E.JSSequenceNotFoundErrF(seq=seq)
 
 
+def _own_subjects(cfg: StreamConfig) -> list[str]:
+    """The subjects a stream takes publishes on (a mirror or a sourcing stream configured
+    without subjects takes none)."""
+    if cfg.subjects or cfg.mirror is not None or cfg.sources:
+        return cfg.subjects
+    return [cfg.name]
+
+
 def _check_overlap(ja: JsAccount, subjects: list[str], skip: str | None) -> None:
     for other in ja.streams.values():
-        if other.name != skip and overlaps(subjects, other.cfg.subjects or [other.name]):
+        theirs = other.cfg.subjects or (
+            [] if other.cfg.mirror is not None or other.cfg.sources else [other.name]
+        )
+        if other.name != skip and overlaps(subjects, theirs):
             raise E.JSStreamSubjectOverlapErr()
 
 

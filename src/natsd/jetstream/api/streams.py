@@ -12,7 +12,7 @@ from typing import Any
 
 from natsd.jetstream.config.stream_config import parse_stream_config_json
 from natsd.jetstream.config.stream_types import StreamConfig
-from natsd.jetstream.config.subject_mapping import overlaps
+from natsd.jetstream.config.subject_mapping import overlaps, subjects_collide
 from natsd.jetstream.engine import JsAccount, add_stream, delete_msg, delete_stream, update_stream
 from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.stream import Stream
@@ -119,46 +119,89 @@ def _stream(ja: JsAccount, args: list[str]) -> Stream:
 def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     name = args[0] if args else ""
     cfg = parse_stream_config_json(
-        data or b"{}", name_in_subject=name, limits=ja.limits, allow_mirrors=True
-    )
-    if cfg.mirror is not None:
-        check_mirror_origin(ja, cfg, create=True)
+        data or b"{}", name_in_subject=name, limits=ja.limits, allow_mirrors=True,
+        allow_sources=True,
+    )  # fmt: skip
+    if cfg.mirror is not None or cfg.sources:
+        check_origins(ja, cfg, create=True)
     stream = add_stream(ja, cfg)
     out = stream.info_json()
     out["did_create"] = True
     return out
 
 
-def check_mirror_origin(ja: JsAccount, cfg: StreamConfig, create: bool) -> None:
-    """The checks of a mirror's config that read its origin (``checkStreamCfg``, on create
-    and update): a max message size at least the origin's, ``mirror_direct`` as the
-    origin's ``allow_direct``, no cycle. A new mirror of another domain or account
-    (``external``) or fed by a consumer of the user's (``consumer``) is refused until
-    natsd runs them (an update cannot add one: the mirror cannot change)."""
+def check_origins(ja: JsAccount, cfg: StreamConfig, create: bool) -> None:
+    """The checks of a mirror's or a sourcing stream's config that read the streams it
+    copies (``checkStreamCfg``, on create and update): a max message size at least the
+    origin's, a mirror's ``mirror_direct`` as its origin's ``allow_direct``, no cycle.
+    What natsd does not run yet is refused: a mirror or source of another domain or
+    account (``external``) or fed by a consumer of the user's (``consumer``), and sources
+    into a counter stream (an update cannot add a mirror: the mirror cannot change)."""
     m = cfg.mirror
-    assert m is not None
-    if create and m.external is not None:
-        raise E.JSStreamInvalidConfigF(err="stream mirrors of external streams are not supported")
-    if create and m.consumer is not None:
+    if m is not None:
+        if create and m.external is not None:
+            raise E.JSStreamInvalidConfigF(
+                err="stream mirrors of external streams are not supported"
+            )
+        if create and m.consumer is not None:
+            raise E.JSStreamInvalidConfigF(
+                err="stream mirrors with their own consumer are not supported"
+            )
+        origin = ja.streams.get(m.name)
+        if origin is not None:
+            mine, theirs = cfg.max_msg_size, origin.cfg.max_msg_size
+            if mine > 0 and theirs > 0 and mine < theirs:
+                raise E.JSMirrorMaxMessageSizeTooBigErr()
+            cfg.mirror_direct = origin.cfg.allow_direct
+    for src in cfg.sources:
+        if src.external is not None:
+            raise E.JSStreamInvalidConfigF(
+                err="stream sources of external streams are not supported"
+            )
+        if src.consumer is not None:
+            raise E.JSStreamInvalidConfigF(
+                err="stream sources with their own consumer are not supported"
+            )
+        origin = ja.streams.get(src.name)
+        if origin is not None:
+            mine, theirs = cfg.max_msg_size, origin.cfg.max_msg_size
+            if mine > 0 and theirs > 0 and mine < theirs:
+                raise E.JSSourceMaxMessageSizeTooBigErr()
+    if cfg.sources and cfg.allow_msg_counter:
         raise E.JSStreamInvalidConfigF(
-            err="stream mirrors with their own consumer are not supported"
+            err="stream sources into a counter stream are not supported"
         )
-    origin = ja.streams.get(m.name)
-    if origin is not None:
-        mine, theirs = cfg.max_msg_size, origin.cfg.max_msg_size
-        if mine > 0 and theirs > 0 and mine < theirs:
-            raise E.JSMirrorMaxMessageSizeTooBigErr()
-        cfg.mirror_direct = origin.cfg.allow_direct
-    seen = {cfg.name}
-    name = m.name
-    while True:  # (the mirrors of mirrors, as far as they go here)
-        if name in seen:
-            raise E.JSStreamInvalidConfigF(err="detected cycle")
-        seen.add(name)
-        up = ja.streams.get(name)
-        if up is None or up.cfg.mirror is None or up.cfg.mirror.external is not None:
-            break
-        name = up.cfg.mirror.name
+    _check_cycle(ja, cfg)
+
+
+def _check_cycle(ja: JsAccount, cfg: StreamConfig) -> None:
+    """nats-server's cycle check: from ``cfg``, through the sources and mirrors of the
+    streams here, back to a stream already visited (a source only when the visited stream's
+    subjects meet its filter)."""
+    to_visit = [cfg]
+    visited: set[str] = set()
+    while to_visit:
+        c = to_visit.pop(0)
+        visited.add(c.name)
+        for src in c.sources:
+            if src.external is not None:
+                continue
+            if src.name in visited:
+                if not src.filter_subject or any(
+                    subjects_collide(s, src.filter_subject) for s in c.subjects
+                ):
+                    raise E.JSStreamInvalidConfigF(err="detected cycle")
+            else:
+                up = ja.streams.get(src.name)
+                if up is not None:
+                    to_visit.append(up.cfg)
+        mm = c.mirror
+        if mm is not None and mm.external is None:
+            if mm.name in visited:
+                raise E.JSStreamInvalidConfigF(err="detected cycle")
+            up = ja.streams.get(mm.name)
+            if up is not None:
+                to_visit.append(up.cfg)
 
 
 def _collides(subject: str, stream: Stream) -> bool:
@@ -168,10 +211,11 @@ def _collides(subject: str, stream: Stream) -> bool:
 def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
     name = args[0] if args else ""
     cfg = parse_stream_config_json(
-        data or b"{}", name_in_subject=name, action="update", limits=ja.limits
-    )
-    if cfg.mirror is not None:
-        check_mirror_origin(ja, cfg, create=False)
+        data or b"{}", name_in_subject=name, action="update", limits=ja.limits,
+        allow_sources=True,
+    )  # fmt: skip
+    if cfg.mirror is not None or cfg.sources:
+        check_origins(ja, cfg, create=False)
     return update_stream(ja, cfg).info_json()
 
 

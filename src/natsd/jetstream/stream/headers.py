@@ -63,20 +63,22 @@ def check_headers(
     h: dict[str, list[str]],
     subject: str,
     check_schedule: Callable[[dict[str, list[str]], str], ApiError | None],
+    sourced: bool = False,
 ) -> ApiError | None:
     """The publish header checks in nats-server's order (``processJetStreamMsg``), after
     a counter's increment (``counter.check_increment``). An empty value counts as no
     header, as nats-server's ``sliceHeader`` lookups do. ``check_schedule`` is the
-    stream's (``schedule_check.py``, or ``check_schedule_headers`` without schedules);
-    natsd implements no sourcing, so a Nats-Stream-Source gets the error nats-server sends
-    on a stream that does not allow it."""
+    stream's (``schedule_check.py``, or ``check_schedule_headers`` without schedules).
+    A Nats-Stream-Source is the server's to set: a client's is refused (nats-server 2.15's
+    error). ``sourced``: a message one of the stream's sources copied, whose TTL and
+    schedule headers are taken as they come."""
     exp = first(h, H_EXP_STREAM)
     if exp and exp != name:
         return E.JSStreamNotMatchErr()
     ttl_s = (first(h, H_TTL) or "").strip()
     ttl = parse_ttl(ttl_s) if ttl_s else None
     # An invalid Nats-TTL is refused later (below), a valid one here when TTLs are off.
-    if ttl and not cfg.allow_msg_ttl:
+    if ttl and not cfg.allow_msg_ttl and not sourced:
         return E.JSMessageTTLDisabledErr()
     exp_sseq = first(h, H_EXP_LAST_SUBJ_SEQ)
     if exp_sseq:
@@ -92,6 +94,8 @@ def check_headers(
         last = store.state().last_seq
         if not exp_seq.isdigit() or int(exp_seq) != last:
             return E.JSStreamWrongLastSequenceErrF(seq=last)
+    if sourced:
+        return None
     error = check_schedule(h, subject)
     if error is not None:
         return error
@@ -100,15 +104,16 @@ def check_headers(
     return None
 
 def check_last_msg_id_and_rollup(
-    cfg: StreamConfig, last_msg_id: str, h: dict[str, list[str]]
+    cfg: StreamConfig, last_msg_id: str, h: dict[str, list[str]], sourced: bool = False
 ) -> ApiError | None:
-    """The checks nats-server makes after the duplicate window."""
+    """The checks nats-server makes after the duplicate window (a sourced message's
+    rollup is applied whether or not the stream allows rollups)."""
     exp_id = first(h, H_EXP_LAST_MSG_ID)
     if exp_id and exp_id != last_msg_id:
         return E.JSStreamWrongLastMsgIDErrF(id=last_msg_id)
     rollup = first(h, H_ROLLUP)
     if rollup:
-        if not cfg.allow_rollup_hdrs:
+        if not cfg.allow_rollup_hdrs and not sourced:
             return E.JSStreamRollupFailedF(err="rollup not permitted")
         if rollup.lower() not in ("sub", "all"):
             text = f'rollup value invalid: "{rollup}"'

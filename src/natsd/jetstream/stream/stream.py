@@ -41,6 +41,7 @@ from natsd.jetstream.config.stream_types import (
     RetentionPolicy,
     StorageType,
     StreamConfig,
+    StreamSource,
 )
 from natsd.jetstream.config.subject_mapping import subject_is_subset_match
 from natsd.jetstream.stream.batch import (
@@ -91,6 +92,13 @@ from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.stream.schedule_check import check_schedule
 from natsd.jetstream.stream.schedules import MsgSchedules
+from natsd.jetstream.stream.source import (
+    SOURCED_FAILED,
+    SOURCED_OK,
+    SourceFeed,
+    iname_of,
+    recover_positions,
+)
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError, ErrorDef
 from natsd.router.msgtrace import MsgTrace, active_trace, disable_dest
@@ -205,6 +213,11 @@ class Stream:
         # a mirror's feed from its origin (mirror.py), while this replica leads
         self.mirror: MirrorFeed | None = None
         self._serving_origin = False  # (its mirror_direct: answering the origin's gets)
+        # its sources' feeds (source.py) by iname, while this replica leads
+        self.sources: dict[str, SourceFeed] = {}
+        self._feeding = False  # (the sources run: subscribe() started them)
+        self._sourcing = False  # a sourced message is being published (nats-server's relaxations)
+        self._sourced_answer: list[bytes] = []
         # message schedules (schedules.py), with allow_msg_schedules
         self._schedules: MsgSchedules | None = None
         self.apply_config(cfg)
@@ -231,6 +244,8 @@ class Stream:
             # mirror_direct turned off (the origin no longer allows direct gets)
             self.ctx.serve_mirror_direct(self.mirror.source.name, self, False)
             self._serving_origin = False
+        if self._feeding:
+            self._update_sources()
         if cfg.allow_msg_schedules and self._schedules is None:
             # (never turned off again: the config refuses it)
             self._schedules = MsgSchedules(self, self.clock, self.scheduler)
@@ -245,8 +260,11 @@ class Stream:
                                          self.clock)  # fmt: skip
             self.mirror.start()
             return
+        if self.cfg.sources and not self._feeding:
+            self._start_sources()
         sublist = self.sublist
-        for i, subj in enumerate(self.cfg.subjects or [self.name]):
+        subjects = self.cfg.subjects or ([] if self.cfg.sources else [self.name])
+        for i, subj in enumerate(subjects):
             sub = Subscription(subj.encode(), None, b"js-%d" % i, callback=self._on_msg)
             sublist.insert(sub)
             self.subs.append(sub)
@@ -430,6 +448,8 @@ class Stream:
                         self._atomic(rep, subject_b, subject, reply, hdr, h, data)
                     return
                 raw = increment_of(hdr) if _INCR_KEY in hdr else None
+                if raw is not None and self._sourcing and not cfg.allow_msg_counter:
+                    raw = None  # (a sourced counter's message is stored as it is)
                 if raw is not None:
                     checked = check_increment(cfg, hdr, raw, len(data))
                     if isinstance(checked, ApiError):
@@ -440,7 +460,7 @@ class Stream:
                 error = check_headers(
                     cfg, self.name, self.store, h, subject,
                     self._schedule_checker(hdr) if cfg.allow_msg_schedules
-                    else check_schedule_headers,
+                    else check_schedule_headers, self._sourcing,
                 )  # fmt: skip
                 if error is not None:
                     self._reply(reply, self._ack_err(error))
@@ -451,7 +471,7 @@ class Stream:
                     if dup is not None:
                         self._reply(reply, self._ack_ok(dup, duplicate=True))
                         return
-                error = check_last_msg_id_and_rollup(cfg, self._last_msg_id, h)
+                error = check_last_msg_id_and_rollup(cfg, self._last_msg_id, h, self._sourcing)
                 if error is not None:
                     self._reply(reply, self._ack_err(error))
                     return
@@ -1368,6 +1388,71 @@ class Stream:
             self._serving_origin = True
             self.ctx.serve_mirror_direct(self.mirror.source.name, self, True)
 
+    # ------------------------------------------------------------------ sources
+    def _start_sources(self) -> None:
+        """Every source's feed, placed where the stream's messages say it is."""
+        self._feeding = True
+        feeds = [self._new_feed(src) for src in self.cfg.sources]
+        recover_positions(self.store, feeds)
+        self.sources = {f.iname: f for f in feeds}
+        for f in feeds:
+            f.start()
+
+    def _new_feed(self, src: StreamSource) -> SourceFeed:
+        return SourceFeed(self, src, self.sublist, self.scheduler, self.clock)
+
+    def _update_sources(self) -> None:
+        """An update's sources (nats-server's, by iname): a new one starts where the
+        stream's messages say it is, a removed one stops, the others run on."""
+        wanted = {iname_of(src): src for src in self.cfg.sources}
+        for iname in [i for i in self.sources if i not in wanted]:
+            self.sources.pop(iname).stop()
+        added = [self._new_feed(src) for i, src in wanted.items() if i not in self.sources]
+        recover_positions(self.store, added)
+        for f in added:
+            self.sources[f.iname] = f
+            f.start()
+        if not self.sources:
+            self._feeding = False
+
+    def _stop_sources(self) -> None:
+        for f in self.sources.values():
+            f.stop()
+        self.sources = {}
+        self._feeding = False
+
+    def source_start_state(self) -> tuple[int, int]:
+        st = self.store.state()
+        return st.first_seq, st.last_ts
+
+    def source_store(self, subject: str, hdr: bytes, data: bytes) -> int:
+        """A sourced message, published as nats-server's ``processJetStreamMsg`` does with
+        ``sourced``: the stream's own checks, limits and duplicate window, but its TTL,
+        rollup and schedule headers taken as they come, and its Nats-Stream-Source kept."""
+        cfg = self.cfg
+        if cfg.sealed:
+            return SOURCED_FAILED
+        if cfg.max_msg_size >= 0 and len(data) + len(hdr) > cfg.max_msg_size:
+            return SOURCED_FAILED
+        if self._transform is not None:
+            subject = self._transform.apply(subject) or subject
+        answers = self._sourced_answer
+        answers.clear()
+        self._fast_answer = answers
+        self._sourcing = True
+        try:
+            self._publish(self.replica, subject.encode(), subject, None, hdr, data)
+        finally:
+            self._sourcing = False
+            self._fast_answer = None
+        for a in answers:
+            if a.startswith(b'{"error"'):
+                return SOURCED_FAILED
+        return SOURCED_OK
+
+    def _sources_info(self) -> list[dict[str, Any]]:
+        return [f.info() for f in self.sources.values()]
+
     # ------------------------------------------------------------------ consumers
     def attach(self, c: StreamListener) -> None:
         """A consumer starts listening. With the first one the stream subscribes to its
@@ -1498,6 +1583,7 @@ class Stream:
     def stop(self) -> None:
         """Server shutdown: consumers save their state and stop, the store closes."""
         self._stop_mirror()
+        self._stop_sources()
         if self._batches is not None:
             self._batches.clear()
         if self._fast_batches is not None:
@@ -1517,6 +1603,7 @@ class Stream:
         """The stream is being deleted: it stops taking messages and its consumers go
         with it (no advisories). The engine then drops its files."""
         self._stop_mirror()
+        self._stop_sources()
         if self._batches is not None:
             self._batches.clear()
         if self._fast_batches is not None:
@@ -1565,6 +1652,7 @@ class Stream:
             "created": rfc3339(self.created_ns),
             "state": self.state_json(with_deleted, subjects_filter),
             **({"mirror": self.mirror.info()} if self.mirror is not None else {}),
+            **({"sources": self._sources_info()} if self.sources else {}),
             "ts": rfc3339(self._now_ns()),
         }
 

@@ -1,0 +1,240 @@
+"""One of a stream's ``sources``: its feed from the origin stream (nats-server ``stream.go``:
+``trySetupSourceConsumer``, ``processInboundSourceMsg``, ``genSourceHeader``,
+``startingSequenceForSources``).
+
+A sourced message becomes a new message of the sourcing stream (its own sequence and
+time), published through the stream's publish path with nats-server's relaxations for
+sourced messages and a ``Nats-Stream-Source`` header naming where it came from:
+``<origin>[:<api hash>] <origin seq> <filters> <destinations> <original subject>``, the
+filters and destinations of several transforms joined by a form feed. That header is how a
+source finds its place again: after a restart the stream's messages are read backwards
+until each source's newest one is found (``recover_positions``), and its consumer starts
+just after it. Deliveries are tracked by their delivery sequence: a gap in the origin's
+sequence is a deleted origin message, a gap in the delivery sequence a lost delivery (the
+consumer is asked for again from the last origin sequence copied).
+
+natsd announces nats-server 2.12 (API level 2): its header has the five fields of 2.12,
+without 2.15's stream identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final, Protocol
+
+from natsd.core.clock import rfc3339
+from natsd.core.headers import slice_header
+from natsd.core.scheduler import Clock, Scheduler
+from natsd.jetstream.config.consumer_config import rfc3339_to_ns
+from natsd.jetstream.config.stream_types import StreamSource
+from natsd.jetstream.stream.feed import OriginFeed, strip_origin_headers
+from natsd.jetstream.wire.ack_subject import ack_tail
+from natsd.router.sublist import Sublist
+from natsd.router.subscription import Subscription
+from natsd.storage.store import StreamStore
+
+__all__ = [
+    "SOURCED_FAILED",
+    "SOURCED_OK",
+    "SourceFeed",
+    "SourceHost",
+    "iname_of",
+    "parse_source_header",
+    "recover_positions",
+]
+
+H_STREAM_SOURCE_B: Final = b"Nats-Stream-Source"
+_HDR_LINE: Final = b"Nats-Stream-Source:"
+_DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+SOURCED_OK: Final = 1  # stored (or proposed), or a duplicate the stream already holds
+SOURCED_FAILED: Final = 0  # refused: the consumer starts again at this message
+
+
+def get_hash(s: str) -> str:
+    """nats-server's ``getHash``: 8 base-62 characters of the SHA-256 of ``s``."""
+    b = hashlib.sha256(s.encode()).digest()
+    return "".join(_DIGITS[b[i] % 62] for i in range(8))
+
+
+def iname_of(src: StreamSource) -> str:
+    """``composeIName``: ``<name>[:<api hash>] <filters> <destinations>``, what tells two
+    sources apart and what their messages' header carries."""
+    name = src.name
+    if src.external is not None and src.external.api:
+        name += ":" + get_hash(src.external.api)
+    if not src.subject_transforms:
+        return f"{name} {src.filter_subject or '>'} >"
+    srcs = "\f".join(t.src or ">" for t in src.subject_transforms)
+    dests = "\f".join(t.dest or ">" for t in src.subject_transforms)
+    return f"{name} {srcs} {dests}"
+
+
+def parse_source_header(value: bytes) -> tuple[str, str, int] | None:
+    """``streamAndSeq``: (iname, stream, origin seq) of a ``Nats-Stream-Source`` value;
+    iname is "" for the two-field form of servers before 2.10 and for the legacy form
+    (a whole ack reply). None when it is neither."""
+    text = value.decode(errors="replace").strip()
+    if text.startswith("$JS.ACK."):
+        toks = text.split(".")
+        if len(toks) < 9:
+            return None
+        stream, seq = (toks[2], toks[5]) if len(toks) == 9 else (toks[4], toks[7])
+        return ("", stream, int(seq)) if seq.isdigit() else None
+    fields = text.split(" ")
+    if len(fields) >= 4:
+        if not fields[1].isdigit():
+            return None
+        return f"{fields[0]} {fields[2]} {fields[3]}", fields[0], int(fields[1])
+    if len(fields) == 2 and fields[1].isdigit():
+        return "", fields[0], int(fields[1])
+    return None
+
+
+class SourceHost(Protocol):
+    """What a source's feed needs of its sourcing stream."""
+
+    @property
+    def name(self) -> str: ...
+
+    def source_store(self, subject: str, hdr: bytes, data: bytes) -> int:
+        """Publish a sourced message into the stream: ``SOURCED_OK`` or ``SOURCED_FAILED``."""
+        ...
+
+    def source_start_state(self) -> tuple[int, int]:
+        """(first sequence, last message's time in ns) of the stream, for where a source
+        with no position starts."""
+        ...
+
+
+class SourceFeed(OriginFeed):
+    """The feed of one of a stream's sources."""
+
+    def __init__(
+        self,
+        host: SourceHost,
+        source: StreamSource,
+        sublist: Sublist[Subscription],
+        scheduler: Scheduler,
+        clock: Clock,
+    ) -> None:
+        super().__init__(source, sublist, scheduler, clock, "S")
+        self._host = host
+        self.iname = iname_of(source)
+        parts = self.iname.split(" ")
+        # the header's value around the origin sequence: "<name> " and " <filters> <dests> "
+        self._hdr_head = (parts[0] + " ").encode()
+        self._hdr_mid = (" " + parts[1] + " " + parts[2] + " ").encode()
+
+    # ------------------------------------------------------------------ the request
+    def _start_position(self, cfg: dict[str, Any]) -> None:
+        seq = self.sseq + 1
+        if seq > 1:
+            cfg["deliver_policy"] = "by_start_sequence"
+            cfg["opt_start_seq"] = seq
+            return
+        src = self.source
+        if src.opt_start_seq > 0:
+            cfg["deliver_policy"] = "by_start_sequence"
+            cfg["opt_start_seq"] = src.opt_start_seq
+            return
+        first, last_ts = self._host.source_start_state()
+        if src.opt_start_time is not None:
+            cfg["deliver_policy"] = "by_start_time"
+            # (nats-server starts at the stream's last message when that is later)
+            if last_ts and last_ts > rfc3339_to_ns(src.opt_start_time):
+                cfg["opt_start_time"] = rfc3339(last_ts)
+            else:
+                cfg["opt_start_time"] = src.opt_start_time
+        elif first > 1 and last_ts:
+            # the sourcing stream was purged and its position is lost: from its last time
+            cfg["deliver_policy"] = "by_start_time"
+            cfg["opt_start_time"] = rfc3339(last_ts)
+
+    def _created(self, delivered: int) -> None:
+        if self.sseq < delivered:
+            self.sseq = delivered
+
+    # ------------------------------------------------------------------ messages
+    def _on_msg(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        if sub is not self._deliver:
+            return
+        if not data and hdr and hdr.startswith(b"NATS/1.0 100 "):
+            self.last = self._mono()
+            self._control(reply, hdr)
+            return
+        pre = self._ack_pre
+        if not reply or not reply.startswith(pre):
+            return  # another consumer's (an earlier one of this feed's)
+        dc, sseq, dseq, _ts, pending = ack_tail(reply, len(pre), 5)
+        if sseq == 0 or dc > 1:
+            return  # not a delivery's reply, or a redelivery
+        self.last = self._mono()
+        if sseq <= self.sseq:
+            if dseq == self.dseq + 1:
+                self.dseq = dseq
+            return  # copied already
+        if dseq != self.dseq + 1:
+            if dseq > self.dseq and self.cname:
+                self.retry()  # a delivery was lost
+            return
+        osseq, odseq = self.sseq, self.dseq
+        self.sseq, self.dseq = sseq, dseq
+        self.lag = pending - 1 if pending else 0
+        # the origin sequence as its reply carries it, and the subject before transforms
+        tok = reply[len(pre) :].split(b".", 2)[1]
+        line = b"%s: %s%s%s%s\r\n\r\n" % (
+            H_STREAM_SOURCE_B, self._hdr_head, tok, self._hdr_mid, subject
+        )  # fmt: skip
+        if hdr:
+            # (a copy of a copy names only the stream it came from)
+            kept = strip_origin_headers(hdr, _HDR_LINE)
+            new_hdr = (kept[:-2] if kept.endswith(b"\r\n\r\n") else kept + b"\r\n") + line
+        else:
+            new_hdr = b"NATS/1.0\r\n" + line
+        subj = self._transformed(subject) if self._transforms else subject.decode(errors="replace")
+        if self._host.source_store(subj, new_hdr, data) != SOURCED_OK:
+            self.sseq, self.dseq = osseq, odseq
+            self.retry()
+
+
+def recover_positions(store: StreamStore, feeds: list[SourceFeed]) -> None:
+    """``startingSequenceForSources``: each source's origin sequence last copied, from the
+    newest message whose ``Nats-Stream-Source`` names it, reading the stream backwards
+    until every source is placed or the stream's start is reached. A header of a server
+    before 2.10 (no iname) places every source of its origin stream not yet placed."""
+    todo: dict[str, list[SourceFeed]] = {}
+    by_name: dict[str, list[SourceFeed]] = {}
+    for f in feeds:
+        f.sseq = 0
+        f.dseq = 0
+        todo.setdefault(f.iname, []).append(f)
+        key = f.iname.split(" ", 1)[0]
+        by_name.setdefault(key, []).append(f)
+    if not todo:
+        return
+    seq = store.last_seq()
+    while todo and seq > 0:
+        m = store.load_prev_msg(seq)
+        if m is None:
+            break
+        seq = m.seq - 1
+        hdr = m.hdr
+        if not hdr or _HDR_LINE not in hdr:
+            continue
+        value = slice_header(hdr, H_STREAM_SOURCE_B)
+        parsed = parse_source_header(value) if value else None
+        if parsed is None:
+            continue
+        iname, stream, oseq = parsed
+        if iname:
+            placed = todo.pop(iname, None)
+            if placed is not None:
+                for f in placed:
+                    f.sseq = oseq
+            continue
+        for f in by_name.get(stream, []):
+            if f.iname in todo:
+                del todo[f.iname]
+                f.sseq = oseq
