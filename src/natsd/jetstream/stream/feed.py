@@ -305,6 +305,8 @@ class OriginFeed:
         if src.external is not None:
             out["external"] = src.external.to_json()
         out["lag"] = self.lag
+        if self._kind == "S" and self.sseq:
+            out["seq"] = self.sseq  # (the reference nats-server 2.15.1 reports a source's)
         out["active"] = int((self._mono() - self.last) * 1e9) if self.last else -1
         if self.error is not None:
             out["error"] = self.error
