@@ -33,6 +33,7 @@ from natsd.jetstream.api.streams import (
     LIST_REQUEST,
     NAMES_LIMIT,
     NAMES_REQUEST,
+    check_origins,
     optional_request,
 )
 from natsd.jetstream.cluster.gather import gather
@@ -228,6 +229,16 @@ class MetaRequests:
         return out
 
     # ---------------------------------------------------------------- create / update
+    def _lookup(self, ja: JsAccount) -> Callable[[str], StreamConfig | None]:
+        """The config of an account's stream by name, from the meta group's assignments
+        (for the checks of a mirror's or a source's origin)."""
+
+        def config_of(name: str) -> StreamConfig | None:
+            a = self.c.meta.stream(ja.account.name, name)
+            return parse_stream_config(a.config, name_in_subject=None) if a is not None else None
+
+        return config_of
+
     def _configs(self, ja: JsAccount) -> list[StreamConfig]:
         return [
             parse_stream_config(a.config, name_in_subject=None)
@@ -235,9 +246,12 @@ class MetaRequests:
         ]
 
     def _check_overlap(self, ja: JsAccount, cfg: StreamConfig) -> None:
-        mine = cfg.subjects or [cfg.name]
+        copy = cfg.mirror is not None or bool(cfg.sources)
+        mine = cfg.subjects or ([] if copy else [cfg.name])
         for a in self.c.meta.account_streams(ja.account.name):
-            if a.name != cfg.name and overlaps(mine, a.config.get("subjects") or [a.name]):
+            c = a.config
+            theirs = c.get("subjects") or ([] if c.get("mirror") or c.get("sources") else [a.name])
+            if a.name != cfg.name and overlaps(mine, theirs):
                 raise E.JSStreamSubjectOverlapErr()
 
     def _limits(self, ja: JsAccount) -> tuple[list[StreamConfig], int, int]:
@@ -249,10 +263,10 @@ class MetaRequests:
     def create(self, ja: JsAccount, name: str, data: bytes, reply: str, wait: bool = False) -> None:
         cfg = parse_stream_config_json(
             data or b"{}", name_in_subject=name, limits=ja.limits, clustered=True,
-            allow_mirrors=True,
+            allow_mirrors=True, allow_sources=True,
         )  # fmt: skip
-        if cfg.mirror is not None:
-            raise E.JSStreamInvalidConfigF(err="stream mirrors are not supported in a cluster yet")
+        if cfg.mirror is not None or cfg.sources:
+            check_origins(self._lookup(ja), cfg, create=True)
         existing = self.c.meta.stream(ja.account.name, cfg.name)
         if existing is not None:
             if existing.config != cfg.to_json():
@@ -292,8 +306,11 @@ class MetaRequests:
 
     def update(self, ja: JsAccount, name: str, data: bytes, reply: str) -> None:
         cfg = parse_stream_config_json(
-            data or b"{}", name_in_subject=name, action="update", limits=ja.limits
-        )
+            data or b"{}", name_in_subject=name, action="update", limits=ja.limits,
+            allow_sources=True,
+        )  # fmt: skip
+        if cfg.mirror is not None or cfg.sources:
+            check_origins(self._lookup(ja), cfg, create=False)
         existing = self.c.meta.stream(ja.account.name, cfg.name)
         if existing is None:
             raise E.JSStreamNotFoundErr()

@@ -8,6 +8,7 @@ Handlers decode the request and call the engine's verbs (``add_stream``, ``updat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from natsd.jetstream.config.stream_config import parse_stream_config_json
@@ -123,20 +124,31 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
         allow_sources=True,
     )  # fmt: skip
     if cfg.mirror is not None or cfg.sources:
-        check_origins(ja, cfg, create=True)
+        check_origins(_lookup(ja), cfg, create=True)
     stream = add_stream(ja, cfg)
     out = stream.info_json()
     out["did_create"] = True
     return out
 
 
-def check_origins(ja: JsAccount, cfg: StreamConfig, create: bool) -> None:
+def _lookup(ja: JsAccount) -> Callable[[str], StreamConfig | None]:
+    def config_of(name: str) -> StreamConfig | None:
+        s = ja.streams.get(name)
+        return s.cfg if s is not None else None
+
+    return config_of
+
+
+def check_origins(
+    lookup: Callable[[str], StreamConfig | None], cfg: StreamConfig, create: bool
+) -> None:
     """The checks of a mirror's or a sourcing stream's config that read the streams it
     copies (``checkStreamCfg``, on create and update): a max message size at least the
     origin's, a mirror's ``mirror_direct`` as its origin's ``allow_direct``, no cycle.
     What natsd does not run yet is refused: a mirror or source of another domain or
     account (``external``) or fed by a consumer of the user's (``consumer``), and sources
-    into a counter stream (an update cannot add a mirror: the mirror cannot change)."""
+    into a counter stream (an update cannot add a mirror: the mirror cannot change).
+    ``lookup``: the config of the account's stream of that name (None: none, yet)."""
     m = cfg.mirror
     if m is not None:
         if create and m.external is not None:
@@ -147,12 +159,12 @@ def check_origins(ja: JsAccount, cfg: StreamConfig, create: bool) -> None:
             raise E.JSStreamInvalidConfigF(
                 err="stream mirrors with their own consumer are not supported"
             )
-        origin = ja.streams.get(m.name)
+        origin = lookup(m.name)
         if origin is not None:
-            mine, theirs = cfg.max_msg_size, origin.cfg.max_msg_size
+            mine, theirs = cfg.max_msg_size, origin.max_msg_size
             if mine > 0 and theirs > 0 and mine < theirs:
                 raise E.JSMirrorMaxMessageSizeTooBigErr()
-            cfg.mirror_direct = origin.cfg.allow_direct
+            cfg.mirror_direct = origin.allow_direct
     for src in cfg.sources:
         if src.external is not None:
             raise E.JSStreamInvalidConfigF(
@@ -162,19 +174,19 @@ def check_origins(ja: JsAccount, cfg: StreamConfig, create: bool) -> None:
             raise E.JSStreamInvalidConfigF(
                 err="stream sources with their own consumer are not supported"
             )
-        origin = ja.streams.get(src.name)
+        origin = lookup(src.name)
         if origin is not None:
-            mine, theirs = cfg.max_msg_size, origin.cfg.max_msg_size
+            mine, theirs = cfg.max_msg_size, origin.max_msg_size
             if mine > 0 and theirs > 0 and mine < theirs:
                 raise E.JSSourceMaxMessageSizeTooBigErr()
     if cfg.sources and cfg.allow_msg_counter:
         raise E.JSStreamInvalidConfigF(
             err="stream sources into a counter stream are not supported"
         )
-    _check_cycle(ja, cfg)
+    _check_cycle(lookup, cfg)
 
 
-def _check_cycle(ja: JsAccount, cfg: StreamConfig) -> None:
+def _check_cycle(lookup: Callable[[str], StreamConfig | None], cfg: StreamConfig) -> None:
     """nats-server's cycle check: from ``cfg``, through the sources and mirrors of the
     streams here, back to a stream already visited (a source only when the visited stream's
     subjects meet its filter)."""
@@ -192,16 +204,16 @@ def _check_cycle(ja: JsAccount, cfg: StreamConfig) -> None:
                 ):
                     raise E.JSStreamInvalidConfigF(err="detected cycle")
             else:
-                up = ja.streams.get(src.name)
+                up = lookup(src.name)
                 if up is not None:
-                    to_visit.append(up.cfg)
+                    to_visit.append(up)
         mm = c.mirror
         if mm is not None and mm.external is None:
             if mm.name in visited:
                 raise E.JSStreamInvalidConfigF(err="detected cycle")
-            up = ja.streams.get(mm.name)
+            up = lookup(mm.name)
             if up is not None:
-                to_visit.append(up.cfg)
+                to_visit.append(up)
 
 
 def _collides(subject: str, stream: Stream) -> bool:
@@ -215,7 +227,7 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
         allow_sources=True,
     )  # fmt: skip
     if cfg.mirror is not None or cfg.sources:
-        check_origins(ja, cfg, create=False)
+        check_origins(_lookup(ja), cfg, create=False)
     return update_stream(ja, cfg).info_json()
 
 

@@ -671,9 +671,9 @@ def _finish(
         raise JSStreamReplicasNotSupportedErr()
     # natsd does not run mirrors and sources yet: refuse them once nats-server would accept.
     # (On update a new mirror is refused by check_update with nats-server's own error.)
-    if cfg.mirror is not None and not allow_mirrors and action != "update":
+    if from_api and cfg.mirror is not None and not allow_mirrors and action != "update":
         raise _invalid("stream mirrors are not supported")
-    if cfg.sources and not allow_sources:
+    if from_api and cfg.sources and not allow_sources:
         raise _invalid("stream sources are not supported")
     _set_static_metadata(cfg)
     return cfg

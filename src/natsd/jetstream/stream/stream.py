@@ -140,6 +140,11 @@ _SOURCES_KEY: Final = COUNTER_SOURCES.encode()
 _INCR_KEY: Final = b"Nats-Incr:"
 _SCHEDULE_KEY: Final = b"Nats-Schedule"
 
+# The reply a sourced message waits with on a replicated stream's leader (``rep.waiting``):
+# recognised by identity, so nothing from the network is ever taken for one. (Not Final:
+# one object, never a literal copied into each use.)
+SOURCED_REPLY = b"$NATSD.SOURCED"
+
 # Messages read per store call while rebuilding the duplicate window after a restart.
 _REBUILD_BATCH: Final = 1024
 
@@ -246,6 +251,8 @@ class Stream:
             self._serving_origin = False
         if self._feeding:
             self._update_sources()
+        elif cfg.sources and self.subs and (self.replica is None or self.replica.leading):
+            self._start_sources()  # (a leader's first sources, by update)
         if cfg.allow_msg_schedules and self._schedules is None:
             # (never turned off again: the config refuses it)
             self._schedules = MsgSchedules(self, self.clock, self.scheduler)
@@ -253,14 +260,20 @@ class Stream:
 
     # ------------------------------------------------------------------ wiring
     def subscribe(self) -> None:
+        """Take publishes on the stream's subjects, and run its mirror's or sources' feeds
+        (an R1 stream's server, or a replicated stream's leader)."""
+        rep = self.replica
+        feeds = rep is None or rep.leading
         if self.cfg.mirror is not None:
             # a mirror takes no publishes: it copies its origin
+            if not feeds:
+                return
             if self.mirror is None:
                 self.mirror = MirrorFeed(self, self.cfg.mirror, self.sublist, self.scheduler,
                                          self.clock)  # fmt: skip
             self.mirror.start()
             return
-        if self.cfg.sources and not self._feeding:
+        if self.cfg.sources and not self._feeding and feeds:
             self._start_sources()
         sublist = self.sublist
         subjects = self.cfg.subjects or ([] if self.cfg.sources else [self.name])
@@ -270,10 +283,15 @@ class Stream:
             self.subs.append(sub)
 
     def unsubscribe(self) -> None:
+        """Stop taking publishes; a replicated stream's replica that stops leading stops
+        its feeds too (an R1 stream's run on across a resubscribe)."""
         sublist = self.sublist
         for sub in self.subs:
             sublist.remove(sub)
         self.subs = []
+        if self.replica is not None:
+            self._stop_mirror()
+            self._stop_sources()
 
     def resubscribe(self) -> None:
         self.unsubscribe()
@@ -342,6 +360,9 @@ class Stream:
     ) -> None:
         """``_process``, for a traced message (``router/msgtrace.py``) with its JetStream
         event: its error, or the subject it passed the checks under."""
+        if reply is SOURCED_REPLY:
+            self._source_process(subject_b, hdr or b"", data)  # (one that waited)
+            return
         trace = active_trace(hdr) if hdr else None
         if trace is None:
             self._process(subject_b, reply, hdr, data)
@@ -1017,6 +1038,10 @@ class Stream:
         rep = self.replica
         if rep is not None and rep.leading and self._fast_batches is not None:
             self._fast_batches.lead()
+        if rep is not None and not rep.leading and rep.handed:
+            # sourced messages that waited are not passed on: the new leader's sources
+            # find their place in its store and copy them again
+            rep.handed = [w for w in rep.handed if w[1] is not SOURCED_REPLY]
 
     # ------------------------------------------------------------------ replicated
     def _must_wait(self, rep: Replica, hdr: bytes | None) -> bool:
@@ -1074,6 +1099,9 @@ class Stream:
             if mine and rep is not None:
                 rep.applied(e.seq, e.msg_id, e.subject)
             return
+        if self.cfg.mirror is not None and e.seq > store.last_seq() + 1:
+            if store.state().msgs == 0:
+                store.compact(e.seq)  # an empty mirror starts where its origin's messages do
         rp_last = 0
         if leading and self._republish is not None:
             prev = store.load_last_msg(e.subject)
@@ -1329,13 +1357,19 @@ class Stream:
             self.mirror = None
 
     def last_seq(self) -> int:
+        """The last sequence stored, or on a replicated stream's leader proposed."""
+        rep = self.replica
+        if rep is not None and rep.leading:
+            return rep.clseq
         return self.store.last_seq()
 
     def never_written(self) -> bool:
         st = self.store.state()
-        return st.msgs == 0 and st.last_seq == 0
+        return st.msgs == 0 and st.last_seq == 0 and self.last_seq() == 0
 
     def mirror_align(self, delivered: int) -> None:
+        if self.replica is not None:
+            return  # (the next mirrored entry's sequence leaves the gap on every replica)
         store = self.store
         last = store.last_seq()
         if delivered <= last:
@@ -1347,13 +1381,19 @@ class Stream:
         self._mirrored_flush()
 
     def mirror_skip(self, first: int, last: int) -> None:
+        if self.replica is not None:
+            return  # (as in mirror_align)
         if last >= first and first == self.store.last_seq() + 1:
             self.store.skip_msgs(first, last - first + 1)
 
     def mirror_store(self, subject: str, hdr: bytes | None, data: bytes, seq: int, ts: int) -> bool:
         """A mirrored message, stored at its origin sequence and time (nats-server's
         ``processJetStreamMsg`` for a mirror: no duplicate window, the stream's own limits,
-        republish and retention)."""
+        republish and retention). A replicated stream's leader proposes it at that
+        sequence and time."""
+        rep = self.replica
+        if rep is not None:
+            return self._propose_mirrored(rep, subject, hdr, data, seq, ts)
         store = self.store
         last = store.last_seq()
         if seq != last + 1:
@@ -1376,6 +1416,18 @@ class Stream:
         self._mirrored_flush()
         if self.consumers:
             self.notify_consumers(seq, subject)
+        return True
+
+    def _propose_mirrored(
+        self, rep: Replica, subject: str, hdr: bytes | None, data: bytes, seq: int, ts: int
+    ) -> bool:
+        if not rep.leading or seq <= rep.clseq or not rep.group.proposable():
+            return False
+        entry = encode_msg(rep.node_id, seq, ts, 0, subject, None, hdr, "", "", data)
+        if not rep.group.propose(entry):
+            return False
+        rep.clseq = seq
+        rep.inflight += 1
         return True
 
     def _mirrored_flush(self) -> None:
@@ -1428,27 +1480,54 @@ class Stream:
     def source_store(self, subject: str, hdr: bytes, data: bytes) -> int:
         """A sourced message, published as nats-server's ``processJetStreamMsg`` does with
         ``sourced``: the stream's own checks, limits and duplicate window, but its TTL,
-        rollup and schedule headers taken as they come, and its Nats-Stream-Source kept."""
-        cfg = self.cfg
-        if cfg.sealed:
-            return SOURCED_FAILED
-        if cfg.max_msg_size >= 0 and len(data) + len(hdr) > cfg.max_msg_size:
-            return SOURCED_FAILED
-        if self._transform is not None:
-            subject = self._transform.apply(subject) or subject
-        answers = self._sourced_answer
-        answers.clear()
-        self._fast_answer = answers
-        self._sourcing = True
-        try:
-            self._publish(self.replica, subject.encode(), subject, None, hdr, data)
-        finally:
-            self._sourcing = False
-            self._fast_answer = None
+        rollup and schedule headers taken as they come, and its Nats-Stream-Source kept.
+        A replicated stream's leader proposes it (or lets it wait its turn)."""
+        rep = self.replica
+        before = rep.clseq if rep is not None else 0
+        waiting = len(rep.waiting) if rep is not None else 0
+        answers = self._source_process(subject.encode(), hdr, data)
         for a in answers:
             if a.startswith(b'{"error"'):
                 return SOURCED_FAILED
+        if rep is not None and not answers and rep.clseq == before and len(rep.waiting) == waiting:
+            return SOURCED_FAILED  # the group did not take it (leadership moving)
         return SOURCED_OK
+
+    def _source_process(self, subject_b: bytes, hdr: bytes, data: bytes) -> list[bytes]:
+        """``_process`` for a sourced message: what it was answered (errors, duplicates;
+        nothing when it was stored, proposed or left waiting)."""
+        answers = self._sourced_answer
+        answers.clear()
+        cfg = self.cfg
+        rep = self.replica
+        if rep is not None:
+            if not rep.leading:
+                answers.append(self._ack_err(E.JSClusterNotLeaderErr()))
+                return answers
+            if (
+                rep.waiting
+                or not rep.group.proposable()
+                or (rep.inflight and self._must_wait(rep, hdr))
+            ):
+                rep.waiting.append((subject_b, SOURCED_REPLY, hdr, data))
+                return answers
+        if cfg.sealed:
+            answers.append(self._ack_err(E.JSStreamSealedErr()))
+            return answers
+        if cfg.max_msg_size >= 0 and len(data) + len(hdr) > cfg.max_msg_size:
+            answers.append(self._ack_err(E.JSStreamMessageExceedsMaximumErr()))
+            return answers
+        subject = subject_b.decode(errors="replace")
+        if self._transform is not None:
+            subject = self._transform.apply(subject) or subject
+        self._fast_answer = answers
+        self._sourcing = True
+        try:
+            self._publish(rep, subject.encode(), subject, None, hdr, data)
+        finally:
+            self._sourcing = False
+            self._fast_answer = None
+        return answers
 
     def _sources_info(self) -> list[dict[str, Any]]:
         return [f.info() for f in self.sources.values()]

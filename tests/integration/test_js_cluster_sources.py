@@ -1,0 +1,127 @@
+"""Mirrors and sources on a three-server natsd cluster, in process, driven by nats-py: the
+copy runs on the copying stream's leader (an R1 stream's server, or a replicated stream's
+group leader) and reaches origins on other servers through the routes; an R3 mirror
+proposes each message at its origin's sequence and time, an R3 sourcing stream as a
+publish of its own; after the copying stream's leader is stopped, the new leader goes on
+from its store, with nothing lost and nothing copied twice."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import nats
+import pytest
+from embedded_cluster import EmbeddedJsCluster, until
+from embedded_cluster import api_request as _req
+from embedded_cluster import publish_acked as _publish
+from embedded_cluster import replica_leader as _leader
+from embedded_cluster import store_messages
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _copied(
+    trio: EmbeddedJsCluster, name: str, stream: str
+) -> list[tuple[int, str, bytes, int, bytes]]:
+    js = trio.servers[name].jetstream
+    s = js.accounts["$G"].streams.get(stream) if js is not None and "$G" in js.accounts else None
+    return store_messages(s.store) if s is not None else []
+
+
+async def _messages(nc: Any, stream: str) -> list[dict[str, Any]]:
+    info = await _req(nc, f"$JS.API.STREAM.INFO.{stream}")
+    out = []
+    for seq in range(info["state"]["first_seq"], info["state"]["last_seq"] + 1):
+        got = await _req(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq})
+        if "message" in got:
+            m = got["message"]
+            m["data"] = base64.b64decode(m.get("data", "")).decode()
+            out.append(m)
+    return out
+
+
+async def _until_messages(nc: Any, stream: str, n: int, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    info: dict[str, Any] = {}
+    while True:
+        try:
+            info = await _req(nc, f"$JS.API.STREAM.INFO.{stream}", timeout=1.0)
+        except (NoRespondersError, NatsTimeoutError):
+            pass  # (no leader yet)
+        if info.get("state", {}).get("messages", 0) >= n:
+            return
+        if loop.time() - t0 > timeout:
+            raise AssertionError(f"{stream}: {info}")
+        await asyncio.sleep(0.1)
+
+
+async def test_r3_mirror_and_sources_across_a_leader_stop(trio: EmbeddedJsCluster) -> None:
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        for name in ("A", "B"):
+            cfg = {"name": name, "subjects": [f"{name.lower()}.>"], "num_replicas": 3}
+            assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg)
+        for i in range(10):  # (the origins have their leaders)
+            assert "error" not in await _publish(nc, "a.x", b"a%d" % i)
+            assert "error" not in await _publish(nc, "b.x", b"b%d" % i)
+        m = {"name": "M", "mirror": {"name": "A"}, "num_replicas": 3}
+        out = await _req(nc, "$JS.API.STREAM.CREATE.M", m)
+        assert "error" not in out, out
+        s = {"name": "S", "sources": [{"name": "A"}, {"name": "B"}], "num_replicas": 3}
+        out = await _req(nc, "$JS.API.STREAM.CREATE.S", s)
+        assert "error" not in out, out
+        r1 = {"name": "S1", "sources": [{"name": "A"}], "num_replicas": 1}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.S1", r1)
+        for i in range(10, 20):
+            assert "error" not in await _publish(nc, "a.x", b"a%d" % i)
+            assert "error" not in await _publish(nc, "b.x", b"b%d" % i)
+        await _until_messages(nc, "M", 20)
+        await _until_messages(nc, "S", 40)
+        await _until_messages(nc, "S1", 20)
+    finally:
+        await nc.close()
+    # the mirror and the sourcing stream lose their leaders
+    stopped = set()
+    for stream in ("M", "S"):
+        leader = _leader(trio, stream)
+        assert leader
+        if leader not in stopped and len(stopped) < 1:
+            await trio.stop(leader)
+            stopped.add(leader)
+    left = [n for n in trio.names if n not in stopped]
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        for i in range(20, 30):
+            assert "error" not in await _publish(nc, "a.x", b"a%d" % i, within=15)
+            assert "error" not in await _publish(nc, "b.x", b"b%d" % i, within=15)
+        await _until_messages(nc, "M", 30)
+        await _until_messages(nc, "S", 60)
+        await asyncio.sleep(1.0)  # (anything copied twice would show by now)
+        origin = await _messages(nc, "A")
+        mirror = await _messages(nc, "M")
+        assert [(m["seq"], m["subject"], m["data"], m["time"]) for m in mirror] == [
+            (m["seq"], m["subject"], m["data"], m["time"]) for m in origin
+        ]
+        sourced = await _messages(nc, "S")
+        assert len(sourced) == 60
+        assert sorted(m["data"] for m in sourced) == sorted(
+            [f"a{i}" for i in range(30)] + [f"b{i}" for i in range(30)]
+        )
+        info = await _req(nc, "$JS.API.STREAM.INFO.S")
+        assert sorted(b["name"] for b in info["sources"]) == ["A", "B"]
+        assert "mirror" in await _req(nc, "$JS.API.STREAM.INFO.M")
+    finally:
+        await nc.close()
+    # the stopped server comes back and its replicas catch up to the same contents
+    for name in stopped:
+        await trio.start(name)
+        await until(lambda: len(_copied(trio, name, "S")) == 60, timeout=30)
+        await until(lambda: len(_copied(trio, name, "M")) == 30, timeout=30)
+    for stream in ("M", "S"):
+        contents = [_copied(trio, n, stream) for n in trio.names]
+        assert contents[0] == contents[1] == contents[2], stream
