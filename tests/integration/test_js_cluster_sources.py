@@ -13,11 +13,10 @@ from typing import Any
 
 import nats
 import pytest
-from embedded_cluster import EmbeddedJsCluster, until
+from embedded_cluster import EmbeddedJsCluster, store_messages, until
 from embedded_cluster import api_request as _req
 from embedded_cluster import publish_acked as _publish
 from embedded_cluster import replica_leader as _leader
-from embedded_cluster import store_messages
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
