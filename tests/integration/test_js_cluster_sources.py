@@ -119,8 +119,8 @@ async def test_r3_mirror_and_sources_across_a_leader_stop(trio: EmbeddedJsCluste
     # the stopped server comes back and its replicas catch up to the same contents
     for name in stopped:
         await trio.start(name)
-        await until(lambda: len(_copied(trio, name, "S")) == 60, timeout=30)
-        await until(lambda: len(_copied(trio, name, "M")) == 30, timeout=30)
+        await until(lambda n=name: len(_copied(trio, n, "S")) == 60, timeout=30)
+        await until(lambda n=name: len(_copied(trio, n, "M")) == 30, timeout=30)
     for stream in ("M", "S"):
         contents = [_copied(trio, n, stream) for n in trio.names]
         assert contents[0] == contents[1] == contents[2], stream
