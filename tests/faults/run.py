@@ -72,6 +72,12 @@ from nats.aio.client import Client as NATS
 from proc_cluster import ProcCluster
 from reliability.checker import History, Outcome
 
+from faults.sourcing import (
+    SOURCING_STREAMS,
+    SourcePublisher,
+    check_sourcing,
+    create_sourcing_streams,
+)
 from faults.workload import (
     BATCH_STREAM,
     CONSUMER,
@@ -250,6 +256,10 @@ class Run:
             faster = FastPublisher(tnc)
             fasting = asyncio.create_task(faster.run(random.Random(rng.random())))
             others.append(fasting)
+            await create_sourcing_streams(admin, self.replicas)
+            sourcer = SourcePublisher(tnc)
+            sourcing = asyncio.create_task(sourcer.run(random.Random(rng.random())))
+            others.append(sourcing)
             faults = FAULTS_3 if len(names) == 3 else FAULTS_5
             if self.replicas < len(names):
                 faults = FAULTS_5_R3
@@ -264,6 +274,7 @@ class Run:
             await batcher.stop(batching)
             await scheduler.stop(scheduling)
             await faster.stop(fasting)
+            await sourcer.stop(sourcing)
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
@@ -274,7 +285,9 @@ class Run:
             self.note(await check_batches(admin, batcher))
             self.note(await check_schedules(admin, scheduler))
             self.note(await check_fast(admin, faster))
-            for name in (COUNTER_STREAM, BATCH_STREAM, SCHEDULE_STREAM, FAST_STREAM):
+            self.note(await check_sourcing(admin, sourcer))
+            for name in (COUNTER_STREAM, BATCH_STREAM, SCHEDULE_STREAM, FAST_STREAM,
+                         *SOURCING_STREAMS):  # fmt: skip
                 await api(admin, f"$JS.API.STREAM.DELETE.{name}", None, 60, done=(10059,))
         finally:
             for t in (*tasks, *others):
