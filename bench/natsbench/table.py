@@ -10,7 +10,7 @@ from .scenarios.consumers import PubToPull, Pull, Push
 from .scenarios.core import CrossFanOut, CrossPubSub, FanOut, Publish, PubSub, ReqRep
 from .scenarios.jscluster import JsClusterPublish
 from .scenarios.kv import KvGet, KvPut, ObjGet, ObjPut
-from .scenarios.mirror import MirrorCatchUp
+from .scenarios.mirror import MirrorCatchUp, SourceCatchUp
 from .scenarios.publish import JsPublish
 
 TABLE: tuple[Scenario, ...] = (
@@ -37,6 +37,7 @@ TABLE: tuple[Scenario, ...] = (
     Push("js-push-file", "file", ("push-file",), opt_in=True),
     PubToPull(),
     MirrorCatchUp(),
+    SourceCatchUp(),
     KvPut(sync=True),
     KvPut(sync=False),
     KvGet(sync=True),

@@ -1,8 +1,10 @@
-"""A mirror's catch-up: a new mirror of the pre-filled file stream (the consumer scenarios'
-fixture, ``--js-consume-msgs`` messages), timed from the first message it holds until it
-holds the last (both servers wait 100-200 ms before asking the origin), then deleted. What
-it measures is the whole copy path of each server: the origin's direct push consumer with
-flow control, the mirror storing at the origin's sequences."""
+"""A copy's catch-up: a new mirror (``js-mirror``) or a new stream sourcing it
+(``js-source``) of the pre-filled file stream (the consumer scenarios' fixture,
+``--js-consume-msgs`` messages), timed from the first message it holds until it holds the
+last (both servers wait 100-200 ms before asking the origin), then deleted. What it
+measures is the whole copy path of each server: the origin's direct push consumer with
+flow control, then the mirror storing at the origin's sequences, or the sourcing stream
+publishing each message into itself with its Nats-Stream-Source header."""
 
 from __future__ import annotations
 
@@ -24,13 +26,14 @@ class MirrorCatchUp(Scenario):
     name = "js-mirror"
     aliases = ("mirror",)
     groups = ("js", "mirror")
+    kind = "mirror"
     family = "consumer"
     servers = REF_AND_IMPL
     fixture = "stream:file"
     setup_what = "pre-filling the stream"
 
     def rows(self, cfg: Config) -> list[Row]:
-        return [Row("js mirror catch-up file", self.name, "rate", "tput")]
+        return [Row(f"js {self.kind} catch-up file", self.name, "rate", "tput")]
 
     def setup(self, server: Server, cfg: Config, fixtures: Fixtures) -> tuple[str, str]:
         return fixtures.get("stream:file", server, lambda: filled_stream(server, cfg, "file"))
@@ -40,15 +43,19 @@ class MirrorCatchUp(Scenario):
     ) -> RunResult:
         origin, _subject = prepared
         n = cfg.js_consume_msgs
-        mirror = f"MIRROR_{uuid.uuid4().hex[:10]}"
+        mirror = f"{self.kind.upper()}_{uuid.uuid4().hex[:10]}"
         deadline = time.monotonic() + cfg.timeout
-        body = {"name": mirror, "storage": "file", "mirror": {"name": origin}}
+        body: dict[str, Any] = {"name": mirror, "storage": "file"}
+        if self.kind == "mirror":
+            body["mirror"] = {"name": origin}
+        else:
+            body["sources"] = [{"name": origin}]
         cpu0 = server.cpu_seconds()
         t0 = time.monotonic()
         try:
             doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{mirror}", body, cfg.setup_timeout)
             if (err := api_error(doc)) is not None:
-                return RunResult(False, error=f"mirror create failed: {err}")
+                return RunResult(False, error=f"{self.kind} create failed: {err}")
             state: dict[str, Any] = {}
             first: tuple[float, int] | None = None  # (when, last_seq) the copy was first seen
             while True:
@@ -60,7 +67,7 @@ class MirrorCatchUp(Scenario):
                 last = int(state.get("last_seq", 0))
                 if first is None and last > 0:
                     first = (time.monotonic(), last)
-                if last >= n:
+                if int(state.get("messages", 0)) >= n:
                     break
                 if time.monotonic() > deadline:
                     return RunResult(False, error=f"mirror stopped at {state}")
@@ -87,3 +94,10 @@ class MirrorCatchUp(Scenario):
     def report(self, m: dict[str, float]) -> str:
         return (f"{m['rate']:,.0f} msg/s ({m['count']:,.0f} msgs, {m['wall_s']:.2f}s in all)  "
                 f"cpu: server {m['server_cpu']:.0%}")  # fmt: skip
+
+
+class SourceCatchUp(MirrorCatchUp):
+    name = "js-source"
+    aliases = ("source",)
+    groups = ("js", "mirror")
+    kind = "source"

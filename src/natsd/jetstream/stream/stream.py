@@ -447,6 +447,8 @@ class Stream:
         incr = 0
         counting = False  # it carries a counter increment (Nats-Incr)
         only_id = only_msg_id(hdr) if hdr else None
+        if only_id is None and self._sourcing and hdr and hdr.count(b"Nats-") == 1:
+            only_id = ""  # (a sourced message's one Nats- header is its Nats-Stream-Source)
         if only_id is not None:
             # (its one Nats- header: every check passes, the duplicate window decides)
             msg_id = only_id
