@@ -214,3 +214,36 @@ async def test_an_origin_made_after_its_source(js_pair: ServerPair) -> None:
     assert answers["no origin"]["sources"][0]["error"]["err_code"] == 10059
     assert "error" not in answers["copied"]["sources"][0]
     assert_same(ref, impl)
+
+
+async def test_counters_aggregate_through_sources(js_pair: ServerPair) -> None:
+    """A counter stream sourcing two counter streams adds what each origin subject's value
+    moved by (Nats-Counter-Sources keeps the values last seen), its own increments beside."""
+
+    async def sc(js: JsRecorder) -> None:
+        for name in ("C1", "C2"):
+            cfg = {"name": name, "subjects": [f"{name.lower()}.>"], "allow_msg_counter": True}
+            await js.req(name, f"STREAM.CREATE.{name}", cfg, timeout=T)
+        agg = {
+            "name": "AGG", "subjects": ["agg.>"], "allow_msg_counter": True,
+            "sources": [
+                {"name": "C1", "subject_transforms": [{"src": "c1.>", "dest": "agg.>"}]},
+                {"name": "C2", "subject_transforms": [{"src": "c2.>", "dest": "agg.>"}]},
+            ],
+        }  # fmt: skip
+        out = await js.req("AGG", "STREAM.CREATE.AGG", agg, record=False, timeout=T)
+        js.note("AGG", _shown(out))
+        await _active(js, "AGG")
+        n = 0
+        for subject, by in (("c1.x", 5), ("c2.x", 7), ("c1.x", -2), ("c1.y", 1), ("c2.x", 10)):
+            await js.pub(f"incr {subject} {by}", subject, b"", {"Nats-Incr": str(by)}, timeout=T)
+            n += 1
+            await _until(js, "AGG", n)
+        await js.pub("own", "agg.x", b"", {"Nats-Incr": "100"}, timeout=T)
+        await _messages(js, "aggregated", "AGG", n + 1)
+        await js.req("last x", "STREAM.MSG.GET.AGG", {"last_by_subj": "agg.x"}, timeout=T)
+
+    ref, impl = await run_scenario(js_pair, sc, timeout=90)
+    answers = dict(ref)
+    assert answers["own"]["val"] == "120"  # 5 + 7 - 2 + 10, then its own 100
+    assert_same(ref, impl)

@@ -124,3 +124,45 @@ async def test_r3_mirror_and_sources_across_a_leader_stop(trio: EmbeddedJsCluste
     for stream in ("M", "S"):
         contents = [_copied(trio, n, stream) for n in trio.names]
         assert contents[0] == contents[1] == contents[2], stream
+
+
+async def test_r3_counter_aggregates_r3_counters(trio: EmbeddedJsCluster) -> None:
+    """An R3 counter stream sourcing two R3 counter streams: its leader adds what each
+    origin subject's value moved by; after its leader is stopped the new one goes on from
+    the Nats-Counter-Sources it holds."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        for name in ("C1", "C2"):
+            cfg = {"name": name, "subjects": [f"{name.lower()}.>"], "allow_msg_counter": True,
+                   "num_replicas": 3}  # fmt: skip
+            assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg)
+            ack = await _publish(nc, f"{name.lower()}.n", b"", {"Nats-Incr": "1"})
+            assert "error" not in ack, ack
+        agg = {"name": "AGG", "allow_msg_counter": True, "num_replicas": 3, "sources": [
+            {"name": "C1", "subject_transforms": [{"src": "c1.>", "dest": "agg.>"}]},
+            {"name": "C2", "subject_transforms": [{"src": "c2.>", "dest": "agg.>"}]},
+        ]}  # fmt: skip
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.AGG", agg)
+        for i in range(10):
+            await _publish(nc, "c1.n", b"", {"Nats-Incr": "3"})
+            await _publish(nc, "c2.n", b"", {"Nats-Incr": "-1"})
+        await _until_messages(nc, "AGG", 22)
+    finally:
+        await nc.close()
+    leader = _leader(trio, "AGG")
+    await trio.stop(leader)
+    left = [n for n in trio.names if n != leader]
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        for i in range(5):
+            await _publish(nc, "c1.n", b"", {"Nats-Incr": "10"}, within=15)
+        await _until_messages(nc, "AGG", 27)
+        await asyncio.sleep(1.0)
+        last = await _req(nc, "$JS.API.STREAM.MSG.GET.AGG", {"last_by_subj": "agg.n"})
+        value = base64.b64decode(last["message"]["data"])
+        # 1 + 30 + 50 from C1, 1 - 10 from C2
+        assert value == b'{"val":"72"}', value
+        info = await _req(nc, "$JS.API.STREAM.INFO.AGG")
+        assert info["state"]["messages"] == 27
+    finally:
+        await nc.close()

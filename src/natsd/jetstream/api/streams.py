@@ -146,8 +146,8 @@ def check_origins(
     copies (``checkStreamCfg``, on create and update): a max message size at least the
     origin's, a mirror's ``mirror_direct`` as its origin's ``allow_direct``, no cycle.
     What natsd does not run yet is refused: a mirror or source of another domain or
-    account (``external``) or fed by a consumer of the user's (``consumer``), and sources
-    into a counter stream (an update cannot add a mirror: the mirror cannot change).
+    account (``external``) or fed by a consumer of the user's (``consumer``) (an update
+    cannot add a mirror: the mirror cannot change).
     ``lookup``: the config of the account's stream of that name (None: none, yet)."""
     m = cfg.mirror
     if m is not None:
@@ -179,10 +179,6 @@ def check_origins(
             mine, theirs = cfg.max_msg_size, origin.max_msg_size
             if mine > 0 and theirs > 0 and mine < theirs:
                 raise E.JSSourceMaxMessageSizeTooBigErr()
-    if cfg.sources and cfg.allow_msg_counter:
-        raise E.JSStreamInvalidConfigF(
-            err="stream sources into a counter stream are not supported"
-        )
     _check_cycle(lookup, cfg)
 
 

@@ -13,8 +13,10 @@ The rules and errors are nats-server 2.15's (``stream.go`` ``getMessageIncr`` an
 - an increment with a payload, or with a rollup or any ``Nats-Expected-*`` header, is
   invalid; on a stream without counters it is "message counters is disabled";
 - the stored header block is the publisher's, with ``Nats-Counter-Sources`` carried over
-  from the last message when it has one (the aggregation of sourced counters; natsd has no
-  sources yet, so only a client's own header can be carried).
+  from the last message when it has one: the aggregation of sourced counters. A counter
+  stream that sources other counters adds to its subject what each origin subject's value
+  moved by since the value last seen from it, kept in that header as
+  ``{"<origin stream>":{"<origin subject>":"<value>"}}`` (``merge_sourced``).
 
 On a replicated stream the leader computes the value before it proposes the message
 (nats-server's ``checkMsgHeadersPreClusteredProposal``), from the running total of the
@@ -43,6 +45,7 @@ __all__ = [
     "counter_value",
     "increment_of",
     "is_sources_map",
+    "merge_sourced",
 ]
 
 INCR: Final = b"Nats-Incr"
@@ -145,3 +148,32 @@ def ack_value(body: bytes) -> bytes:
 def counter_body(value: int) -> bytes:
     """The stored body of a counter message."""
     return b'{"val":"%d"}' % value
+
+
+def merge_sourced(
+    hdr: bytes, subject: str, body: bytes, sources: bytes | None
+) -> tuple[int, bytes] | None:
+    """A sourced counter message (nats-server's ``processJetStreamMsg`` with a
+    ``Nats-Stream-Source``): the increment it makes, its origin's value less the value
+    last seen from that origin stream and subject, and the updated Nats-Counter-Sources
+    (Go's JSON: keys sorted, no spaces, ``<>&`` escaped). None when its body is no
+    counter value."""
+    value = _value_of(body)
+    if value is None:
+        return None
+    src = slice_header(hdr, b"Nats-Stream-Source") or b""
+    fields = src.decode(errors="replace").split(" ")
+    origin = fields[0]
+    origin_subject = fields[4] if len(fields) >= 5 else subject
+    doc: dict[str, dict[str, str]] = {}
+    if sources:
+        loaded = json.loads(sources)
+        if isinstance(loaded, dict):
+            doc = {k: dict(v or {}) for k, v in loaded.items()}
+    seen = doc.setdefault(origin, {})
+    prev = seen.get(origin_subject, "")
+    seen[origin_subject] = str(value)
+    previous = int(prev) if _BIG_INT.fullmatch(prev.encode()) else 0
+    text = json.dumps(doc, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return value - previous, text.encode()

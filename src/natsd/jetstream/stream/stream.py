@@ -61,6 +61,7 @@ from natsd.jetstream.stream.counter import (
     counter_value,
     increment_of,
     is_sources_map,
+    merge_sourced,
 )
 from natsd.jetstream.stream.entries import MsgEntry, encode_batch, encode_msg
 from natsd.jetstream.stream.fastbatch import MAX_ID as FAST_MAX_ID
@@ -471,8 +472,11 @@ class Stream:
                         self._atomic(rep, subject_b, subject, reply, hdr, h, data)
                     return
                 raw = increment_of(hdr) if _INCR_KEY in hdr else None
-                if raw is not None and self._sourcing and not cfg.allow_msg_counter:
-                    raw = None  # (a sourced counter's message is stored as it is)
+                if raw is not None and self._sourcing:
+                    # a sourced counter's message: stored as it is, or on a counter stream
+                    # added by what its origin's value moved (_count)
+                    counting = cfg.allow_msg_counter
+                    raw = None
                 if raw is not None:
                     checked = check_increment(cfg, hdr, raw, len(data))
                     if isinstance(checked, ApiError):
@@ -510,7 +514,7 @@ class Stream:
             if not counting or hdr is None:
                 self._reply(reply, self._ack_err(E.JSMessageIncrMissingErr()))
                 return
-            counted = self._count(rep, subject, hdr, incr)
+            counted = self._count(rep, subject, hdr, incr, data if self._sourcing else None)
             if isinstance(counted, ApiError):
                 self._reply(reply, self._ack_err(counted))
                 return
@@ -622,11 +626,13 @@ class Stream:
         return self._ack_head + b"%d}" % seq
 
     def _count(
-        self, rep: Replica | None, subject: str, hdr: bytes, incr: int
+        self, rep: Replica | None, subject: str, hdr: bytes, incr: int, sourced: bytes | None
     ) -> tuple[bytes, bytes, int] | ApiError:
         """A counter's increment made into the message stored (``counter.py``): its header
         block (the last message's Nats-Counter-Sources carried over), its body and value;
-        or why it cannot be (a broken counter, too big)."""
+        or why it cannot be (a broken counter, too big). ``sourced``: the body of a sourced
+        counter message, whose origin's value replaces the one last seen from it in
+        Nats-Counter-Sources, the difference being the increment."""
         total = rep.counters.get(subject) if rep is not None else None
         if total is not None:
             value, sources = total[0], total[2]
@@ -637,6 +643,12 @@ class Stream:
             if current is None:
                 return E.JSMessageCounterBrokenErr()
             value, sources = current
+        if sourced is not None:
+            merged = merge_sourced(hdr, subject, sourced, sources)
+            if merged is None:
+                return E.JSMessageCounterBrokenErr()
+            incr, sources = merged
+            hdr = replace_header(hdr, "Nats-Incr", b"%d" % incr)
         value += incr
         if sources is not None:
             hdr = replace_header(hdr, COUNTER_SOURCES, sources)
