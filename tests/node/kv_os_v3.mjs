@@ -131,6 +131,34 @@ check("kv: markerTTL, per-key TTL on create, purge with a TTL", async ({ nc, jsm
   await kv.destroy();
 });
 
+check("kv: a bucket sourcing two buckets, and a mirror bucket", async ({ nc, jsm }) => {
+  const kvm = new Kvm(nc);
+  const east = await kvm.create("EAST");
+  const west = await kvm.create("WEST");
+  await east.put("t.1", te.encode("e1"));
+  await west.put("t.2", te.encode("w2"));
+  const all = await kvm.create("ALL", { sources: [{ name: "EAST" }, { name: "WEST" }] });
+  const c = (await jsm.streams.info("KV_ALL")).config;
+  eq([c.subjects, c.sources.map((s) => s.name)], [["$KV.ALL.>"], ["KV_EAST", "KV_WEST"]], "sourcing config");
+  eq(c.sources[0].subject_transforms, [{ src: "$KV.EAST.>", dest: "$KV.ALL.>" }], "transform");
+  await waitFor(async () => (await all.get("t.2")) !== null, "sourced key");
+  eq(td.decode((await all.get("t.1")).value), "e1", "value from EAST");
+  await east.put("t.1", te.encode("e1b"));
+  await waitFor(async () => td.decode((await all.get("t.1")).value) === "e1b", "update copied");
+  await west.delete("t.2");
+  await waitFor(async () => (await all.get("t.2")).operation === "DEL", "delete copied");
+  await all.put("own", te.encode("o"));
+  eq((await collect(await all.keys())).sort(), ["own", "t.1"], "keys of the sourcing bucket");
+  const m = await kvm.create("MEAST", { mirror: { name: "EAST" } });
+  const mc = (await jsm.streams.info("KV_MEAST")).config;
+  eq([mc.mirror.name, mc.mirror_direct, mc.subjects ?? []], ["KV_EAST", true, []], "mirror config");
+  // (EAST keeps one value per key: its sequence 2, which the mirror holds at 2)
+  await waitFor(async () => (await jsm.streams.info("KV_MEAST")).state.last_seq === 2, "mirrored");
+  const got = await jsm.streams.getMessage("KV_MEAST", { last_by_subj: "$KV.EAST.t.1" });
+  eq([got.seq, td.decode(got.data)], [2, "e1b"], "the mirror's copy");
+  for (const b of [all, m, east, west]) await b.destroy();
+});
+
 // ========================================================================= Object Store
 
 check("objm: create, put/get, info, list, delete, watch, links", async ({ nc, jsm }) => {
