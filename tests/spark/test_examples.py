@@ -155,3 +155,21 @@ def test_orders_pipeline_against_a_tls_only_server(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(15)
         log.close()
+
+
+@pytest.mark.timeout(300)
+def test_regional_fanin(natsd_server: ServerProc, tmp_path: Path) -> None:
+    """Two regional streams sourced into one, aggregated by Spark: every sale counted once,
+    each row's origin read from its Nats-Stream-Source header."""
+    url = natsd_server.url
+    out = run_example("regional_fanin.py", "--servers", url, "--sales", "200", cwd=tmp_path)
+    assert "SALES_ALL sources SALES_EU, SALES_US: 400 of 400" in out, out
+    assert "rows by Nats-Stream-Source origin: {'SALES_EU': 200, 'SALES_US': 200}" in out, out
+    assert "all checks passed" in out, out
+
+    async def inspect(nc: Client) -> tuple[int, list[str]]:
+        js = nc.jetstream()
+        info = await js.stream_info("SALES_ALL")
+        return info.state.messages, sorted(s.name for s in info.sources or [])
+
+    assert run_js(url, inspect) == (400, ["SALES_EU", "SALES_US"])
