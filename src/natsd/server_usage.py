@@ -86,4 +86,6 @@ def _stream_usage(stream: Any) -> StreamUsage:
         last_seq=state.last_seq,
         consumers=stream.listed_consumers,
         state_json=stream.state_json,
+        mirror=stream.mirror.info() if stream.mirror is not None else None,
+        sources=[f.info() for f in stream.sources.values()] or None,
     )

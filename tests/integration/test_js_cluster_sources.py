@@ -143,7 +143,7 @@ async def test_r3_counter_aggregates_r3_counters(trio: EmbeddedJsCluster) -> Non
             {"name": "C2", "subject_transforms": [{"src": "c2.>", "dest": "agg.>"}]},
         ]}  # fmt: skip
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.AGG", agg)
-        for i in range(10):
+        for _ in range(10):
             await _publish(nc, "c1.n", b"", {"Nats-Incr": "3"})
             await _publish(nc, "c2.n", b"", {"Nats-Incr": "-1"})
         await _until_messages(nc, "AGG", 22)
@@ -154,7 +154,7 @@ async def test_r3_counter_aggregates_r3_counters(trio: EmbeddedJsCluster) -> Non
     left = [n for n in trio.names if n != leader]
     nc = await nats.connect(trio.url(left[0]))
     try:
-        for i in range(5):
+        for _ in range(5):
             await _publish(nc, "c1.n", b"", {"Nats-Incr": "10"}, within=15)
         await _until_messages(nc, "AGG", 27)
         await asyncio.sleep(1.0)

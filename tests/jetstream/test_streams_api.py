@@ -189,6 +189,45 @@ async def test_jsz(srv: natsd.Server, nc: Any) -> None:
     assert (info["reserved_memory"], info["reserved_storage"]) == (5000, 1_000_000)
 
 
+async def test_jsz_and_metrics_show_copies(srv: natsd.Server, nc: Any) -> None:
+    """/jsz?streams=true shows a mirror's ``mirror`` block and a sourcing stream's
+    ``sources`` (nats-server's StreamDetail); /metrics has their lag and activity."""
+    import json
+    import urllib.request
+
+    js = nc.jetstream()
+    await js.add_stream(name="O", subjects=["o.>"])
+    for i in range(3):
+        await js.publish("o.x", b"%d" % i)
+    mirror = {"name": "M", "mirror": {"name": "O"}}
+    await nc.request("$JS.API.STREAM.CREATE.M", json.dumps(mirror).encode())
+    body = {"name": "S", "sources": [{"name": "O", "filter_subject": "o.x"}]}
+    await nc.request("$JS.API.STREAM.CREATE.S", json.dumps(body).encode())
+
+    def fetch(path: str) -> bytes:
+        with urllib.request.urlopen(srv.monitor_url + path) as r:
+            return bytes(r.read())
+
+    loop = asyncio.get_running_loop()
+    for _ in range(50):
+        raw = await loop.run_in_executor(None, fetch, "/jsz?accounts=true&streams=true")
+        data = json.loads(raw)
+        detail = {d["name"]: d for d in data["account_details"][0]["stream_detail"]}
+        if detail["M"]["state"]["messages"] == 3 and detail["S"]["state"]["messages"] == 3:
+            break
+        await asyncio.sleep(0.1)
+    assert detail["M"]["mirror"]["name"] == "O" and detail["M"]["mirror"]["active"] >= 0
+    assert [(x["name"], x["lag"], x["filter_subject"]) for x in detail["S"]["sources"]] == [
+        ("O", 0, "o.x")
+    ]
+    assert "mirror" not in detail["O"] and "sources" not in detail["O"]
+    text = (await loop.run_in_executor(None, fetch, "/metrics")).decode()
+    lags = sorted(ln for ln in text.splitlines() if ln.startswith("jetstream_stream_source_lag{"))
+    assert len(lags) == 2 and all('origin="O"' in ln and ln.endswith(" 0.0") for ln in lags)
+    assert any('stream="M"' in ln for ln in lags) and any('stream="S"' in ln for ln in lags)
+    assert "jetstream_stream_source_active_seconds{" in text
+
+
 async def test_stream_advisories(nc: Any) -> None:
     sub = await nc.subscribe("$JS.EVENT.ADVISORY.STREAM.>")
     audit = await nc.subscribe("$JS.EVENT.ADVISORY.API")

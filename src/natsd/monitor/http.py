@@ -385,13 +385,16 @@ class MonitorServer:
                 msgs += stream.messages
                 nbytes += stream.bytes
                 if want_streams:
-                    sd.append(
-                        {
-                            "name": stream.name,
-                            "created": _ts(stream.created_ns / 1e9),
-                            "state": stream.state_json(),
-                        }
-                    )
+                    detail: dict[str, Any] = {
+                        "name": stream.name,
+                        "created": _ts(stream.created_ns / 1e9),
+                        "state": stream.state_json(),
+                    }
+                    if stream.mirror is not None:
+                        detail["mirror"] = stream.mirror
+                    if stream.sources:
+                        detail["sources"] = stream.sources
+                    sd.append(detail)
             if want:
                 d: dict[str, Any] = {
                     "name": ja.name,

@@ -76,6 +76,17 @@ class _VarzCollector:
         api_err = CounterMetricFamily(
             "jetstream_api_errors", "JetStream API errors", labels=["server_id", "account"]
         )
+        labels4 = [*labels3, "origin"]
+        lag = GaugeMetricFamily(
+            "jetstream_stream_source_lag",
+            "Origin messages a mirror or a source has yet to copy (as its origin last said)",
+            labels=labels4,
+        )
+        active = GaugeMetricFamily(
+            "jetstream_stream_source_active_seconds",
+            "Seconds since a mirror or a source last heard from its origin (-1: never)",
+            labels=labels4,
+        )
         server_id = self.server.server_id
         for ja in usage:
             api_total.add_metric([server_id, ja.name], float(ja.api_total))
@@ -86,7 +97,13 @@ class _VarzCollector:
                 nbytes.add_metric(skey, float(stream.bytes))
                 first.add_metric(skey, float(stream.first_seq))
                 last.add_metric(skey, float(stream.last_seq))
-        yield from (msgs, nbytes, first, last, api_total, api_err)
+                # (one series per configured mirror or source: bounded by the streams' config)
+                for block in ([stream.mirror] if stream.mirror else []) + (stream.sources or []):
+                    okey = [*skey, str(block["name"])]
+                    lag.add_metric(okey, float(block["lag"]))
+                    ns = block["active"]
+                    active.add_metric(okey, ns / 1e9 if ns >= 0 else -1.0)
+        yield from (msgs, nbytes, first, last, lag, active, api_total, api_err)
 
 
 def render_metrics(server: MonitorSource, varz: dict[str, Any]) -> tuple[bytes, str]:

@@ -49,6 +49,10 @@ class StreamUsage:
     consumers: int
     # The stream info ``state`` object, built only when /jsz?streams=1 asks for it.
     state_json: Callable[[], dict[str, Any]]
+    # A mirror's STREAM.INFO ``mirror`` block, a sourcing stream's ``sources`` blocks
+    # (on the server running the copy: an R1 stream's, a replicated stream's leader)
+    mirror: dict[str, Any] | None = None
+    sources: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
