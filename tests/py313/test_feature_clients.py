@@ -1,5 +1,6 @@
 """PyPI clients built on nats-server 2.12-2.14's stream features, used as their READMEs show
-(``clients/*_check.py``, run by Python 3.13 from build/py313): ``nats-counters`` and
+(``clients/*_check.py``, run by Python 3.13 from build/py313): ``nats-jetstream`` (its own
+stream tests' features: counters, schedules, batches; mirrors and sources), ``nats-counters`` and
 ``natsio-counters`` (message counters), ``nats-jetstream-extra`` (atomic and fast batch
 publish, batched direct gets), ``natsio-jetstream-batch`` (fast-ingest publishing, batched
 direct gets). Each script records every step's result or error; nats-server 2.15.1 and
@@ -26,6 +27,7 @@ from ports import free_port
 HERE = Path(__file__).resolve().parent / "clients"
 CHECKS = [
     "nats_jetstream",
+    "nats_jetstream_copies",
     "nats_counters",
     "nats_jetstream_extra",
     "natsio_counters",
