@@ -20,6 +20,8 @@ def ack_tail(subject: bytes, start: int, numbers: int) -> tuple[int, int, int, i
     tok = 0  # tokens ended so far
     v = 0
     nd = 0  # digits of the number being read
+    ts_at = 0  # where the timestamp's digits start (it is read whole, not digit by digit:
+    # a nanosecond time does not fit a compiled small int, and big-int steps cost more)
     i = start
     while i < n:
         ch = subject[i]
@@ -27,16 +29,19 @@ def ack_tail(subject: bytes, start: int, numbers: int) -> tuple[int, int, int, i
             if tok < numbers:
                 if nd == 0:
                     return 0, 0, 0, 0, 0
-                got[tok] = v
+                got[tok] = int(subject[ts_at:i]) if tok == 3 else v
             tok += 1
             if tok > 4:
                 return 0, 0, 0, 0, 0
+            if tok == 3:
+                ts_at = i + 1
             v = 0
             nd = 0
         elif tok < numbers:
             if ch < 48 or ch > 57 or nd >= 20:
                 return 0, 0, 0, 0, 0
-            v = v * 10 + ch - 48
+            if tok != 3:
+                v = v * 10 + ch - 48
             nd += 1
         i += 1
     if tok != 4:
