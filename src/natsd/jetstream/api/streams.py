@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from natsd.jetstream.config.stream_config import parse_stream_config_json
-from natsd.jetstream.config.stream_types import StreamConfig
+from natsd.jetstream.config.stream_types import StreamConfig, StreamSource
 from natsd.jetstream.config.subject_mapping import overlaps, subjects_collide
 from natsd.jetstream.engine import JsAccount, add_stream, delete_msg, delete_stream, update_stream
 from natsd.jetstream.stream.queries import seq_from_time
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
+from natsd.jetstream.wire.errors import ApiError
 from natsd.jetstream.wire.gotyped import (
     BOOL,
     INT,
@@ -151,35 +152,36 @@ def check_origins(
     ``lookup``: the config of the account's stream of that name (None: none, yet)."""
     m = cfg.mirror
     if m is not None:
-        if create and m.external is not None:
-            raise E.JSStreamInvalidConfigF(
-                err="stream mirrors of external streams are not supported"
-            )
-        if create and m.consumer is not None:
-            raise E.JSStreamInvalidConfigF(
-                err="stream mirrors with their own consumer are not supported"
-            )
-        origin = lookup(m.name)
+        origin = _origin(lookup, cfg, m, "mirrors", create, E.JSMirrorMaxMessageSizeTooBigErr)
         if origin is not None:
-            mine, theirs = cfg.max_msg_size, origin.max_msg_size
-            if mine > 0 and theirs > 0 and mine < theirs:
-                raise E.JSMirrorMaxMessageSizeTooBigErr()
             cfg.mirror_direct = origin.allow_direct
     for src in cfg.sources:
-        if src.external is not None:
-            raise E.JSStreamInvalidConfigF(
-                err="stream sources of external streams are not supported"
-            )
-        if src.consumer is not None:
-            raise E.JSStreamInvalidConfigF(
-                err="stream sources with their own consumer are not supported"
-            )
-        origin = lookup(src.name)
-        if origin is not None:
-            mine, theirs = cfg.max_msg_size, origin.max_msg_size
-            if mine > 0 and theirs > 0 and mine < theirs:
-                raise E.JSSourceMaxMessageSizeTooBigErr()
+        _origin(lookup, cfg, src, "sources", True, E.JSSourceMaxMessageSizeTooBigErr)
     _check_cycle(lookup, cfg)
+
+
+def _origin(
+    lookup: Callable[[str], StreamConfig | None],
+    cfg: StreamConfig,
+    src: StreamSource,
+    what: str,
+    new: bool,
+    too_big: Callable[[], ApiError],
+) -> StreamConfig | None:
+    """One mirror's or source's origin checks; the origin's config when it exists here.
+    ``new``: refuse what natsd does not run (a mirror's cannot change on update)."""
+    if new and src.external is not None:
+        raise E.JSStreamInvalidConfigF(err=f"stream {what} of external streams are not supported")
+    if new and src.consumer is not None:
+        raise E.JSStreamInvalidConfigF(
+            err=f"stream {what} with their own consumer are not supported"
+        )
+    origin = lookup(src.name)
+    if origin is not None:
+        mine, theirs = cfg.max_msg_size, origin.max_msg_size
+        if mine > 0 and theirs > 0 and mine < theirs:
+            raise too_big()
+    return origin
 
 
 def _check_cycle(lookup: Callable[[str], StreamConfig | None], cfg: StreamConfig) -> None:
