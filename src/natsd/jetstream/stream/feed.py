@@ -25,6 +25,7 @@ from natsd.core.headers import slice_header
 from natsd.core.scheduler import Cancellable, Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import StreamSource
+from natsd.jetstream.wire.ack_subject import ack_tail
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
@@ -266,6 +267,39 @@ class OriginFeed:
     def _on_msg(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
+        """A delivery of the current consumer: a control message, or a message to take
+        (``_take``) unless it is a redelivery or one the copy holds already."""
+        if sub is not self._deliver:
+            return
+        if not data and hdr and hdr.startswith(b"NATS/1.0 100 "):
+            self.last = self._mono()
+            self._control(reply, hdr)
+            return
+        pre = self._ack_pre
+        if not reply or not reply.startswith(pre):
+            return  # another consumer's (an earlier one of this feed's)
+        dc, sseq, dseq, ts, pending = ack_tail(reply, len(pre), 5)
+        if sseq == 0 or dc > 1:
+            return  # not a delivery's reply, or a redelivery
+        self.last = self._mono()
+        if sseq <= self.sseq:
+            if dseq == self.dseq + 1:
+                self.dseq = dseq
+            return  # copied already
+        self._take(subject, reply, hdr, data, sseq, dseq, ts, pending)
+
+    def _take(
+        self,
+        subject: bytes,
+        reply: bytes,
+        hdr: bytes | None,
+        data: bytes,
+        sseq: int,
+        dseq: int,
+        ts: int,
+        pending: int,
+    ) -> None:
+        """A delivery past the copy's origin sequence ``sseq``: what it becomes."""
         raise NotImplementedError
 
     def _transformed(self, subject: bytes) -> str:

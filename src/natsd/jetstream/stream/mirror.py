@@ -12,12 +12,12 @@ This module owns the feed's rules; the stream stores (``MirrorHost``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from natsd.core.scheduler import Clock, Scheduler
 from natsd.jetstream.config.stream_types import StreamSource
 from natsd.jetstream.stream.feed import OriginFeed, strip_origin_headers
-from natsd.jetstream.wire.ack_subject import ack_tail
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
 
@@ -71,6 +71,8 @@ class MirrorFeed(OriginFeed):
     ) -> None:
         super().__init__(source, sublist, scheduler, clock, "M")
         self._host = host
+        # (bound once: a call through the protocol looks the method up for every message)
+        self._store: Callable[[str, bytes | None, bytes, int, int], bool] = host.mirror_store
 
     def _start_position(self, cfg: dict[str, Any]) -> None:
         src = self.source
@@ -94,38 +96,28 @@ class MirrorFeed(OriginFeed):
             host.mirror_align(delivered)
         self.sseq = max(delivered, host.last_seq())
 
-    def _on_msg(
-        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    def _take(
+        self,
+        subject: bytes,
+        reply: bytes,
+        hdr: bytes | None,
+        data: bytes,
+        sseq: int,
+        dseq: int,
+        ts: int,
+        pending: int,
     ) -> None:
-        if sub is not self._deliver:
-            return
-        if not data and hdr and hdr.startswith(b"NATS/1.0 100 "):
-            self.last = self._mono()
-            self._control(reply, hdr)
-            return
-        pre = self._ack_pre
-        if not reply or not reply.startswith(pre):
-            return  # another consumer's (an earlier one of this feed's)
-        dc, sseq, dseq, ts, pending = ack_tail(reply, len(pre), 5)
-        if sseq == 0 or dc > 1:
-            return  # not a delivery's reply, or a redelivery
-        self.last = self._mono()
-        if sseq <= self.sseq:
-            if dseq == self.dseq + 1:
-                self.dseq = dseq
-            return  # copied already
-        host = self._host
         if sseq != self.sseq + 1:
             if dseq != self.dseq + 1:
                 self.retry()  # a delivery was lost
                 return
-            host.mirror_skip(self.sseq + 1, sseq - 1)  # deleted at the origin
+            self._host.mirror_skip(self.sseq + 1, sseq - 1)  # deleted at the origin
         osseq, odseq, olag = self.sseq, self.dseq, self.lag
         self.sseq, self.dseq = sseq, dseq
         self.lag = pending - 1 if pending else 0
         if pending < CAUGHT_UP:
-            host.mirror_caught_up()
+            self._host.mirror_caught_up()
         subj = self._transformed(subject) if self._transforms else subject.decode(errors="replace")
-        if not host.mirror_store(subj, strip_origin_headers(hdr) if hdr else None, data, sseq, ts):
+        if not self._store(subj, strip_origin_headers(hdr) if hdr else None, data, sseq, ts):
             self.sseq, self.dseq, self.lag = osseq, odseq, olag
             self.retry()

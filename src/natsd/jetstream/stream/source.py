@@ -20,6 +20,7 @@ without 2.15's stream identity.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from natsd.core.clock import rfc3339
@@ -28,7 +29,6 @@ from natsd.core.scheduler import Clock, Scheduler
 from natsd.jetstream.config.consumer_config import rfc3339_to_ns
 from natsd.jetstream.config.stream_types import StreamSource
 from natsd.jetstream.stream.feed import OriginFeed, strip_origin_headers
-from natsd.jetstream.wire.ack_subject import ack_tail
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StreamStore
@@ -96,8 +96,9 @@ class SourceHost(Protocol):
     @property
     def name(self) -> str: ...
 
-    def source_store(self, subject: str, hdr: bytes, data: bytes) -> int:
-        """Publish a sourced message into the stream: ``SOURCED_OK`` or ``SOURCED_FAILED``."""
+    def source_store(self, subject: str, hdr: bytes, data: bytes, plain: bool) -> int:
+        """Publish a sourced message into the stream: ``SOURCED_OK`` or ``SOURCED_FAILED``
+        (``plain``: its one ``Nats-`` header is its Nats-Stream-Source)."""
         ...
 
     def source_start_state(self) -> tuple[int, int]:
@@ -119,6 +120,8 @@ class SourceFeed(OriginFeed):
     ) -> None:
         super().__init__(source, sublist, scheduler, clock, "S")
         self._host = host
+        # (bound once: a call through the protocol looks the method up for every message)
+        self._store: Callable[[str, bytes, bytes, bool], int] = host.source_store
         self.iname = iname_of(source)
         parts = self.iname.split(" ")
         # the header's value around the origin sequence: "<name> " and " <filters> <dests> "
@@ -155,26 +158,17 @@ class SourceFeed(OriginFeed):
             self.sseq = delivered
 
     # ------------------------------------------------------------------ messages
-    def _on_msg(
-        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    def _take(
+        self,
+        subject: bytes,
+        reply: bytes,
+        hdr: bytes | None,
+        data: bytes,
+        sseq: int,
+        dseq: int,
+        ts: int,
+        pending: int,
     ) -> None:
-        if sub is not self._deliver:
-            return
-        if not data and hdr and hdr.startswith(b"NATS/1.0 100 "):
-            self.last = self._mono()
-            self._control(reply, hdr)
-            return
-        pre = self._ack_pre
-        if not reply or not reply.startswith(pre):
-            return  # another consumer's (an earlier one of this feed's)
-        dc, sseq, dseq, _ts, pending = ack_tail(reply, len(pre), 5)
-        if sseq == 0 or dc > 1:
-            return  # not a delivery's reply, or a redelivery
-        self.last = self._mono()
-        if sseq <= self.sseq:
-            if dseq == self.dseq + 1:
-                self.dseq = dseq
-            return  # copied already
         if dseq != self.dseq + 1:
             if dseq > self.dseq and self.cname:
                 self.retry()  # a delivery was lost
@@ -183,18 +177,20 @@ class SourceFeed(OriginFeed):
         self.sseq, self.dseq = sseq, dseq
         self.lag = pending - 1 if pending else 0
         # the origin sequence as its reply carries it, and the subject before transforms
-        tok = reply[len(pre) :].split(b".", 2)[1]
+        tok = reply[len(self._ack_pre) :].split(b".", 2)[1]
         line = b"%s: %s%s%s%s\r\n\r\n" % (
             H_STREAM_SOURCE_B, self._hdr_head, tok, self._hdr_mid, subject
         )  # fmt: skip
+        plain = True  # (no Nats- header of the origin's comes along)
         if hdr:
             # (a copy of a copy names only the stream it came from)
             kept = strip_origin_headers(hdr, _HDR_LINE)
+            plain = b"Nats-" not in kept
             new_hdr = (kept[:-2] if kept.endswith(b"\r\n\r\n") else kept + b"\r\n") + line
         else:
             new_hdr = b"NATS/1.0\r\n" + line
         subj = self._transformed(subject) if self._transforms else subject.decode(errors="replace")
-        if self._host.source_store(subj, new_hdr, data) != SOURCED_OK:
+        if self._store(subj, new_hdr, data, plain) != SOURCED_OK:
             self.sseq, self.dseq = osseq, odseq
             self.retry()
 

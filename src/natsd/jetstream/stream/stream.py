@@ -223,6 +223,7 @@ class Stream:
         self.sources: dict[str, SourceFeed] = {}
         self._feeding = False  # (the sources run: subscribe() started them)
         self._sourcing = False  # a sourced message is being published (nats-server's relaxations)
+        self._sourced_plain = False  # (and its one Nats- header is its Nats-Stream-Source)
         self._sourced_answer: list[bytes] = []
         # message schedules (schedules.py), with allow_msg_schedules
         self._schedules: MsgSchedules | None = None
@@ -447,9 +448,10 @@ class Stream:
         rollup = ""
         incr = 0
         counting = False  # it carries a counter increment (Nats-Incr)
-        only_id = only_msg_id(hdr) if hdr else None
-        if only_id is None and self._sourcing and hdr and hdr.count(b"Nats-") == 1:
-            only_id = ""  # (a sourced message's one Nats- header is its Nats-Stream-Source)
+        if self._sourced_plain and self._sourcing:
+            only_id: str | None = ""  # (its one Nats- header is its Nats-Stream-Source)
+        else:
+            only_id = only_msg_id(hdr) if hdr else None
         if only_id is not None:
             # (its one Nats- header: every check passes, the duplicate window decides)
             msg_id = only_id
@@ -1491,7 +1493,7 @@ class Stream:
         st = self.store.state()
         return st.first_seq, st.last_ts
 
-    def source_store(self, subject: str, hdr: bytes, data: bytes) -> int:
+    def source_store(self, subject: str, hdr: bytes, data: bytes, plain: bool) -> int:
         """A sourced message, published as nats-server's ``processJetStreamMsg`` does with
         ``sourced``: the stream's own checks, limits and duplicate window, but its TTL,
         rollup and schedule headers taken as they come, and its Nats-Stream-Source kept.
@@ -1499,7 +1501,11 @@ class Stream:
         rep = self.replica
         before = rep.clseq if rep is not None else 0
         waiting = len(rep.waiting) if rep is not None else 0
-        answers = self._source_process(subject.encode(), hdr, data)
+        self._sourced_plain = plain
+        try:
+            answers = self._source_process(subject.encode(), hdr, data)
+        finally:
+            self._sourced_plain = False
         for a in answers:
             if a.startswith(b'{"error"'):
                 return SOURCED_FAILED
