@@ -166,3 +166,33 @@ async def test_r3_counter_aggregates_r3_counters(trio: EmbeddedJsCluster) -> Non
         assert info["state"]["messages"] == 27
     finally:
         await nc.close()
+
+
+async def test_r3_mirror_keeps_the_origins_gaps(trio: EmbeddedJsCluster) -> None:
+    """Origin messages deleted before an R3 mirror copies them are deleted sequences of the
+    mirror on every replica (the next mirrored entry's sequence leaves the gap), and a
+    mirror of an origin whose first messages are gone starts at the origin's first."""
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        cfg = {"name": "O", "subjects": ["o.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.O", cfg)
+        for i in range(6):
+            assert "error" not in await _publish(nc, "o.x", b"%d" % i)
+        for seq in (1, 2, 4):
+            out = await _req(nc, "$JS.API.STREAM.MSG.DELETE.O", {"seq": seq, "no_erase": True})
+            assert out.get("success") is True, out
+        m = {"name": "M", "mirror": {"name": "O"}, "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.M", m)
+        await _until_messages(nc, "M", 3)
+        assert "error" not in await _publish(nc, "o.x", b"6")
+        await _until_messages(nc, "M", 4)
+        info = await _req(nc, "$JS.API.STREAM.INFO.M", {"deleted_details": True})
+        st = info["state"]
+        assert (st["messages"], st["first_seq"], st["last_seq"]) == (4, 3, 7), st
+        assert st.get("deleted") == [4], st
+    finally:
+        await nc.close()
+    await until(lambda: all(len(_copied(trio, n, "M")) == 4 for n in trio.names), timeout=15)
+    contents = [_copied(trio, n, "M") for n in trio.names]
+    assert contents[0] == contents[1] == contents[2]
+    assert [c[0] for c in contents[0]] == [3, 5, 6, 7]
