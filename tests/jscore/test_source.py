@@ -18,7 +18,8 @@ def _publish(js: JsHarness, subject: str, n: int, hdr: bytes | None = None) -> N
 
 
 def _msgs(js: JsHarness, stream: str) -> list[tuple[int, str, str]]:
-    """(seq, subject, Nats-Stream-Source) of every message of ``stream``."""
+    """(seq, subject, Nats-Stream-Source) of every message of ``stream``, the header
+    without its origin identity (the sixth field, checked by test_origin_identity)."""
     out = []
     st = js.stream(stream).store
     for seq in range(1, st.last_seq() + 1):
@@ -29,7 +30,7 @@ def _msgs(js: JsHarness, stream: str) -> list[tuple[int, str, str]]:
         if m.hdr:
             for line in m.hdr.split(b"\r\n"):
                 if line.startswith(b"Nats-Stream-Source:"):
-                    src = line.split(b":", 1)[1].strip().decode()
+                    src = " ".join(line.split(b":", 1)[1].strip().decode().split(" ")[:5])
         out.append((m.seq, m.subject, src))
     return out
 
@@ -174,13 +175,47 @@ def test_config_errors(js: JsHarness) -> None:
 
 
 def test_header_parsing() -> None:
-    assert parse_source_header(b"P 2 p.1 > p.1") == ("P p.1 >", "P", 2)
-    assert parse_source_header(b"P 2 p.1 > p.1 2RZJUSK7") == ("P p.1 >", "P", 2)
-    assert parse_source_header(b"P 7") == ("", "P", 7)
+    assert parse_source_header(b"P 2 p.1 > p.1") == ("P p.1 >", "P", 2, "")
+    assert parse_source_header(b"P 2 p.1 > p.1 2RZJUSK7") == ("P p.1 >", "P", 2, "2RZJUSK7")
+    assert parse_source_header(b"P 7") == ("", "P", 7, "")
     assert parse_source_header(b"P 7 x") is None
-    assert parse_source_header(b"$JS.ACK.P.c.1.12.3.99.0") == ("", "P", 12)
+    assert parse_source_header(b"$JS.ACK.P.c.1.12.3.99.0") == ("", "P", 12, "")
     tr = StreamSource(name="P", subject_transforms=[
         SubjectTransformConfig(src="p.2", dest="t.2"),
         SubjectTransformConfig(src="p.0", dest="t.0"),
     ])  # fmt: skip
     assert iname_of(tr) == "P p.2\fp.0 t.2\ft.0"
+
+
+def test_origin_identity(js: JsHarness) -> None:
+    """nats-server 2.15's stream identity: the origin's answer names it, the header's sixth
+    field carries it, a restart reads it back; an origin deleted and made again refuses
+    the old identity (10225) and the source copies the new one from its start."""
+    js.add_stream("A", subjects=["a.>"])
+    _publish(js, "a.x", 2)
+    js.add_stream("S", subjects=[], sources=[{"name": "A"}])
+    js.advance(0.25)
+    ident = js.stream("A").identity()
+    assert len(ident) == 8
+    feed = next(iter(js.stream("S").sources.values()))
+    assert feed.ident == ident
+    st = js.stream("S").store
+    for seq in (1, 2):
+        m = st.load_msg(seq)
+        assert m is not None and m.hdr is not None
+        line = b"Nats-Stream-Source: A %d > > a.x %s\r\n\r\n" % (seq, ident.encode())
+        assert m.hdr.endswith(line)
+    js.stream("S")._stop_sources()
+    js.stream("S")._start_sources()
+    feed = next(iter(js.stream("S").sources.values()))
+    assert (feed.sseq, feed.ident) == (2, ident)
+    js.advance(0.25)
+    # the origin goes and comes back (its sequences start over)
+    assert js.api("STREAM.DELETE.A")["success"] is True
+    js.advance(1.0)
+    js.add_stream("A", subjects=["a.>"])
+    _publish(js, "a.y", 3)
+    js.advance(25.0)  # (the silent feed asks again after its health check)
+    got = [m[2] for m in _msgs(js, "S")]
+    assert got == ["A 1 > > a.x", "A 2 > > a.x", "A 1 > > a.y", "A 2 > > a.y", "A 3 > > a.y"]
+    assert next(iter(js.stream("S").sources.values())).ident == js.stream("A").identity()

@@ -71,13 +71,14 @@ def answer(
     stream: str = "",
     respond: Callable[[bytes], None] | None = None,
     tally: bool = True,
+    hdr: bytes | None = None,
 ) -> bytes:
     """Answer the request on ``subject`` with ``resp`` (an error answers with its JSON and
     the response type's empty fields), count it in the account's API stats, send the audit
     advisory; ``stream``: the stream the request names (its ``cluster`` block, on a
     cluster); ``respond`` takes the answer instead of ``reply``; ``tally`` False: a success
-    is not counted (nats-server does not count successful message gets). Returns the answer
-    as sent."""
+    is not counted (nats-server does not count successful message gets); ``hdr``: the
+    headers of a successful answer sent to ``reply``. Returns the answer as sent."""
     api = ja.api
     if isinstance(resp, ApiError):
         api.total += 1
@@ -97,6 +98,6 @@ def answer(
     if respond is not None:
         respond(body)
     elif reply:
-        ja.engine.send(ja, reply, body)
+        ja.engine.send(ja, reply, body, hdr if not isinstance(resp, ApiError) else None)
     ja.engine.api_audit(ja, subject, request, body)
     return body

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from natsd.core.headers import slice_header
 from natsd.jetstream.answer import API_TYPE_PREFIX, answer
 from natsd.jetstream.api.account import account_info
 from natsd.jetstream.api.consumers import (
@@ -53,6 +54,7 @@ from natsd.jetstream.api.streams import (
 )
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount, find_consumer
+from natsd.jetstream.stream.source import STREAM_IDENTITY
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
 from natsd.jetstream.wire.errors import ApiError
@@ -149,9 +151,12 @@ def handle(
         return  # nats-server does not answer unknown API subjects
     rtype, handler, args = route
     resp: dict[str, Any] | ApiError
+    ident_hdr: bytes | None = None
     try:
         if refused and handler is not cluster_required:
             raise E.JSRequiredApiLevelErr()
+        if rtype == "consumer_create_response" and args:
+            ident_hdr = _stream_identity(ja, args[0], hdr, data)
         resp = handler(ja, args, data)
     except ApiError as e:
         resp = e
@@ -161,7 +166,32 @@ def handle(
         resp = E.JSStreamGeneralErrorF(err=str(e) or type(e).__name__)
     # the stream a stream or consumer request names is every such verb's first argument
     stream = args[0] if args else ""
-    answer(ja, subject, reply, data, rtype, resp, stream, respond, handler is not msg_get)
+    answer(ja, subject, reply, data, rtype, resp, stream, respond, handler is not msg_get,
+           ident_hdr)  # fmt: skip
+
+
+def _stream_identity(
+    ja: JsAccount, stream_name: str, hdr: bytes | None, data: bytes
+) -> bytes | None:
+    """A mirror's or a source's consumer request (``direct`` or ``sourcing``): the stream
+    identity header its answer carries (nats-server 2.15: a hash of the stream's creation
+    time, so that a source notices its origin was deleted and made again); a request that
+    expects another identity is refused (10225)."""
+    stream = ja.streams.get(stream_name)
+    if stream is None:
+        return None  # (the handler answers "stream not found")
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    cfg = doc.get("config") if isinstance(doc, dict) else None
+    if not isinstance(cfg, dict) or not (cfg.get("direct") is True or cfg.get("sourcing") is True):
+        return None
+    ident = stream.identity()
+    want = slice_header(hdr, STREAM_IDENTITY) if hdr else None
+    if want and want.decode(errors="replace") != ident:
+        raise E.JSConsumerStreamIdentityMismatchF(msg=ident)
+    return b"NATS/1.0\r\n%s: %s\r\n\r\n" % (STREAM_IDENTITY, ident.encode())
 
 
 # verb tokens -> (response type, handler, number of argument tokens). Like nats-server's

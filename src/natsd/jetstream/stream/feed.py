@@ -198,7 +198,12 @@ class OriginFeed:
         self._requesting = True
         self._deliver_subject = deliver
         self._timer = self._sched.call_later(CREATE_WAIT, self._unanswered)
-        publish(self._sublist, subject.encode(), inbox, None, orjson.dumps(body))
+        publish(self._sublist, subject.encode(), inbox, self._request_headers(),
+                orjson.dumps(body))  # fmt: skip
+
+    def _request_headers(self) -> bytes | None:
+        """The consumer request's headers (none but a source's)."""
+        return None
 
     def _unanswered(self) -> None:
         self._timer = None
@@ -212,9 +217,9 @@ class OriginFeed:
         if self._running:
             self._schedule()
 
-    def _created(self, delivered: int) -> None:
+    def _created(self, delivered: int, hdr: bytes | None) -> None:
         """The origin made the consumer; its deliveries start after stream sequence
-        ``delivered``."""
+        ``delivered``; ``hdr``: its answer's headers."""
         raise NotImplementedError
 
     def _on_answer(
@@ -247,7 +252,7 @@ class OriginFeed:
         self.cname = ans["name"]
         self._ack_pre = f"$JS.ACK.{self.source.name}.{self.cname}.".encode()
         self.dseq = 0
-        self._created(delivered)
+        self._created(delivered, hdr)
         self.last = self._mono()
         dsub = Subscription(self._deliver_subject.encode(), None, b"feed", callback=self._on_msg)
         self._sublist.insert(dsub)

@@ -90,7 +90,7 @@ class MirrorFeed(OriginFeed):
     def _before_request(self) -> None:
         self.sseq = self._host.last_seq()
 
-    def _created(self, delivered: int) -> None:
+    def _created(self, delivered: int, hdr: bytes | None) -> None:
         host = self._host
         if host.last_seq() < delivered:
             host.mirror_align(delivered)

@@ -5,21 +5,25 @@
 A sourced message becomes a new message of the sourcing stream (its own sequence and
 time), published through the stream's publish path with nats-server's relaxations for
 sourced messages and a ``Nats-Stream-Source`` header naming where it came from:
-``<origin>[:<api hash>] <origin seq> <filters> <destinations> <original subject>``, the
-filters and destinations of several transforms joined by a form feed. That header is how a
+``<origin>[:<api hash>] <origin seq> <filters> <destinations> <original subject>
+<origin identity>``, the filters and destinations of several transforms joined by a form
+feed. That header is how a
 source finds its place again: after a restart the stream's messages are read backwards
 until each source's newest one is found (``recover_positions``), and its consumer starts
 just after it. Deliveries are tracked by their delivery sequence: a gap in the origin's
 sequence is a deleted origin message, a gap in the delivery sequence a lost delivery (the
 consumer is asked for again from the last origin sequence copied).
 
-natsd announces nats-server 2.12 (API level 2): its header has the five fields of 2.12,
-without 2.15's stream identity.
+The header's sixth field is the origin's identity (nats-server 2.15: a hash of the origin's
+creation time, which its consumer answers carry). A source names the identity it knows in
+each consumer request; an origin deleted and made again refuses it (10225), and the source
+copies the new origin from its start.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
@@ -36,14 +40,20 @@ from natsd.storage.store import StreamStore
 __all__ = [
     "SOURCED_FAILED",
     "SOURCED_OK",
+    "STREAM_IDENTITY",
     "SourceFeed",
     "SourceHost",
+    "get_hash",
     "iname_of",
     "parse_source_header",
     "recover_positions",
 ]
 
+log: Final = logging.getLogger("natsd")
+
 H_STREAM_SOURCE_B: Final = b"Nats-Stream-Source"
+# a consumer request's expected origin identity, and the answer's actual one (2.15)
+STREAM_IDENTITY: Final = b"Nats-Stream-Identity"
 _HDR_LINE: Final = b"Nats-Stream-Source:"
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 SOURCED_OK: Final = 1  # stored (or proposed), or a duplicate the stream already holds
@@ -69,24 +79,26 @@ def iname_of(src: StreamSource) -> str:
     return f"{name} {srcs} {dests}"
 
 
-def parse_source_header(value: bytes) -> tuple[str, str, int] | None:
-    """``streamAndSeq``: (iname, stream, origin seq) of a ``Nats-Stream-Source`` value;
-    iname is "" for the two-field form of servers before 2.10 and for the legacy form
-    (a whole ack reply). None when it is neither."""
+def parse_source_header(value: bytes) -> tuple[str, str, int, str] | None:
+    """``streamAndSeq``: (iname, stream, origin seq, origin identity) of a
+    ``Nats-Stream-Source`` value; iname is "" for the two-field form of servers before
+    2.10 and for the legacy form (a whole ack reply), the identity "" before 2.15. None
+    when it is neither."""
     text = value.decode(errors="replace").strip()
     if text.startswith("$JS.ACK."):
         toks = text.split(".")
         if len(toks) < 9:
             return None
         stream, seq = (toks[2], toks[5]) if len(toks) == 9 else (toks[4], toks[7])
-        return ("", stream, int(seq)) if seq.isdigit() else None
+        return ("", stream, int(seq), "") if seq.isdigit() else None
     fields = text.split(" ")
     if len(fields) >= 4:
         if not fields[1].isdigit():
             return None
-        return f"{fields[0]} {fields[2]} {fields[3]}", fields[0], int(fields[1])
+        ident = fields[5] if len(fields) >= 6 else ""
+        return f"{fields[0]} {fields[2]} {fields[3]}", fields[0], int(fields[1]), ident
     if len(fields) == 2 and fields[1].isdigit():
-        return "", fields[0], int(fields[1])
+        return "", fields[0], int(fields[1]), ""
     return None
 
 
@@ -127,6 +139,10 @@ class SourceFeed(OriginFeed):
         # the header's value around the origin sequence: "<name> " and " <filters> <dests> "
         self._hdr_head = (parts[0] + " ").encode()
         self._hdr_mid = (" " + parts[1] + " " + parts[2] + " ").encode()
+        # the origin's identity (nats-server 2.15: a hash of its creation time), from its
+        # answers or the newest header naming this source; the header's sixth field
+        self.ident = ""
+        self._hdr_tail = b""
 
     # ------------------------------------------------------------------ the request
     def _start_position(self, cfg: dict[str, Any]) -> None:
@@ -153,9 +169,38 @@ class SourceFeed(OriginFeed):
             cfg["deliver_policy"] = "by_start_time"
             cfg["opt_start_time"] = rfc3339(last_ts)
 
-    def _created(self, delivered: int) -> None:
+    def _request_headers(self) -> bytes | None:
+        # the origin identity this source knows (empty at first: nothing to check)
+        return b"NATS/1.0\r\n%s: %s\r\n\r\n" % (STREAM_IDENTITY, self.ident.encode())
+
+    def _created(self, delivered: int, hdr: bytes | None) -> None:
+        ident = slice_header(hdr, STREAM_IDENTITY) if hdr else None
+        if ident:
+            new = ident.decode(errors="replace")
+            if self.ident and new != self.ident:
+                # (a request that named the old identity is refused instead: _fail)
+                log.warning("source stream %s was recreated: copying it again", self.source.name)
+                self.sseq = 0
+            self._set_ident(new)
         if self.sseq < delivered:
             self.sseq = delivered
+
+    def _fail(self, error: dict[str, Any] | None) -> None:
+        if error is not None and error.get("err_code") == 10225:
+            # the origin was deleted and made again: its sequences start over, and so
+            # does the copy (at once, not counted as a failure)
+            log.warning("source stream %s was recreated: copying it again", self.source.name)
+            self.sseq = self.dseq = 0
+            self._set_ident("")
+            self._cancel()
+            if self._running:
+                self._schedule()
+            return
+        super()._fail(error)
+
+    def _set_ident(self, ident: str) -> None:
+        self.ident = ident
+        self._hdr_tail = (" " + ident).encode() if ident else b""
 
     # ------------------------------------------------------------------ messages
     def _take(
@@ -178,8 +223,8 @@ class SourceFeed(OriginFeed):
         self.lag = pending - 1 if pending else 0
         # the origin sequence as its reply carries it, and the subject before transforms
         tok = reply[len(self._ack_pre) :].split(b".", 2)[1]
-        line = b"%s: %s%s%s%s\r\n\r\n" % (
-            H_STREAM_SOURCE_B, self._hdr_head, tok, self._hdr_mid, subject
+        line = b"%s: %s%s%s%s%s\r\n\r\n" % (
+            H_STREAM_SOURCE_B, self._hdr_head, tok, self._hdr_mid, subject, self._hdr_tail
         )  # fmt: skip
         plain = True  # (no Nats- header of the origin's comes along)
         if hdr:
@@ -205,6 +250,7 @@ def recover_positions(store: StreamStore, feeds: list[SourceFeed]) -> None:
     for f in feeds:
         f.sseq = 0
         f.dseq = 0
+        f._set_ident("")
         todo.setdefault(f.iname, []).append(f)
         key = f.iname.split(" ", 1)[0]
         by_name.setdefault(key, []).append(f)
@@ -223,12 +269,13 @@ def recover_positions(store: StreamStore, feeds: list[SourceFeed]) -> None:
         parsed = parse_source_header(value) if value else None
         if parsed is None:
             continue
-        iname, stream, oseq = parsed
+        iname, stream, oseq, ident = parsed
         if iname:
             placed = todo.pop(iname, None)
             if placed is not None:
                 for f in placed:
                     f.sseq = oseq
+                    f._set_ident(ident)
             continue
         for f in by_name.get(stream, []):
             if f.iname in todo:

@@ -97,6 +97,7 @@ from natsd.jetstream.stream.source import (
     SOURCED_FAILED,
     SOURCED_OK,
     SourceFeed,
+    get_hash,
     iname_of,
     recover_positions,
 )
@@ -1488,6 +1489,11 @@ class Stream:
             f.stop()
         self.sources = {}
         self._feeding = False
+
+    def identity(self) -> str:
+        """nats-server 2.15's stream identity: a hash of the creation time (the same on
+        every replica), which tells a source that its origin was deleted and made again."""
+        return get_hash(rfc3339(self.created_ns))
 
     def source_start_state(self) -> tuple[int, int]:
         st = self.store.state()
