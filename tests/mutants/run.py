@@ -97,10 +97,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "puback-at-propose",
         "natsd/jetstream/stream/stream.py",
-        "        rep.clseq = seq\n        rep.inflight += 1\n",
+        "        rep.clseq = seq\n        rep.inflight += 1\n        if msg_id:\n",
         "        rep.clseq = seq\n        rep.inflight += 1\n"
         "        if reply and not self.cfg.no_ack:\n"
-        '            publish(self.sublist, reply, None, None, self._ack_head + b"%d}" % seq)\n',
+        '            publish(self.sublist, reply, None, None, self._ack_head + b"%d}" % seq)\n'
+        "        if msg_id:\n",
         "a replicated stream's leader sends the PubAck when it proposes the message, before "
         "the entry commits",
     ),
