@@ -196,3 +196,44 @@ async def test_r3_mirror_keeps_the_origins_gaps(trio: EmbeddedJsCluster) -> None
     contents = [_copied(trio, n, "M") for n in trio.names]
     assert contents[0] == contents[1] == contents[2]
     assert [c[0] for c in contents[0]] == [3, 5, 6, 7]
+
+
+async def test_r3_updates_while_copying(trio: EmbeddedJsCluster) -> None:
+    """Updates of R3 copies on their leader: a sourcing stream given another subject while
+    it copies copies nothing twice; a mirror promoted by an update without ``mirror``
+    takes publishes on its own subject."""
+    nc = await nats.connect(trio.url("n3"))
+    try:
+        cfg = {"name": "O", "subjects": ["o.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.O", cfg)
+        assert "error" not in await _publish(nc, "o.x", b"first")
+        s = {"name": "S", "subjects": ["s.a"], "sources": [{"name": "O"}], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.S", s)
+        m = {"name": "M", "mirror": {"name": "O"}, "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.M", m)
+        await _until_messages(nc, "S", 1)
+        await _until_messages(nc, "M", 1)
+
+        async def load() -> None:
+            for i in range(200):
+                await _publish(nc, "o.x", b"%d" % i)
+
+        task = asyncio.create_task(load())
+        await asyncio.sleep(0.2)
+        out = await _req(nc, "$JS.API.STREAM.UPDATE.S", {**s, "subjects": ["s.a", "s.b"]})
+        assert "error" not in out, out
+        await task
+        await _until_messages(nc, "S", 201)
+        await asyncio.sleep(1.0)  # (anything copied twice would show by now)
+        sourced = await _messages(nc, "S")
+        assert len(sourced) == 201 and len({m["data"] for m in sourced}) == 201
+        await _until_messages(nc, "M", 201)
+        info = await _req(nc, "$JS.API.STREAM.INFO.M")
+        promoted = {**info["config"], "subjects": ["m.own"]}
+        del promoted["mirror"]
+        out = await _req(nc, "$JS.API.STREAM.UPDATE.M", promoted)
+        assert "error" not in out and "mirror" not in out["config"], out
+        ack = await _publish(nc, "m.own", b"mine")
+        assert ack.get("stream") == "M" and ack.get("seq") == 202, ack
+    finally:
+        await nc.close()

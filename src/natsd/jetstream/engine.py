@@ -618,7 +618,10 @@ def update_stream(ja: JsAccount, cfg: StreamConfig, clustered: bool = False) -> 
     promoted = stream.cfg.mirror is not None and cfg.mirror is None
     stream.apply_config(cfg)
     stream.store.update_config(cfg.to_store_config())
-    if stream.subs or (stream.replica is None and (promoted or cfg.mirror is None)):
+    rep = stream.replica
+    if stream.subs or (
+        (promoted and (rep is None or rep.leading)) or (rep is None and cfg.mirror is None)
+    ):
         # (a replicated stream's follower takes no publishes; a sourcing stream may have
         # had no subjects, or its first sources now)
         stream.resubscribe()

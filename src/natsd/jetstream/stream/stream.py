@@ -286,13 +286,15 @@ class Stream:
             self.subs.append(sub)
 
     def unsubscribe(self) -> None:
-        """Stop taking publishes; a replicated stream's replica that stops leading stops
-        its feeds too (an R1 stream's run on across a resubscribe)."""
+        """Stop taking publishes; a replicated stream's replica that does not lead stops
+        its feeds too. (A leader's run on across a resubscribe: started again, a source
+        would look for its place in a store its proposals in flight are not in yet.)"""
         sublist = self.sublist
         for sub in self.subs:
             sublist.remove(sub)
         self.subs = []
-        if self.replica is not None:
+        rep = self.replica
+        if rep is not None and not rep.leading:
             self._stop_mirror()
             self._stop_sources()
 
