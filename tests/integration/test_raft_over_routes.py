@@ -106,7 +106,9 @@ async def test_a_group_replicates_over_routes_and_survives_its_leader(trio: list
     rest = [n for n in trio if n is not lead]
     took = await _until(lambda: _agreed_leader(rest) is not None, timeout=10)
     print(f"new leader after {took:.2f}s")
-    assert took < 4.0, f"a new leader took {took:.1f}s"
+    # Usually 1-2 s; the two left may split their votes and wait out another randomized
+    # election timeout (CI saw 4.4 s once): the bound is for an election that never ends.
+    assert took < 7.0, f"a new leader took {took:.1f}s"
     new = _agreed_leader(rest)
     assert new is not None and new.svc is not None
     for i in range(5):
