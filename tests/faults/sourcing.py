@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from nats.aio.client import Client as NATS
 
-from faults.workload import api, create_feature_stream, until_acked
+from faults.workload import _within, api, create_feature_stream, until_acked
 from natsd.core.headers import parse_headers
 
 ORIGINS: Final = ("FO1", "FO2")
@@ -65,7 +65,8 @@ async def create_sourcing_streams(nc: NATS, replicas: int) -> None:
     copies ask them for consumers), then the sourcing stream and the mirror."""
     for name in ORIGINS:
         await create_feature_stream(nc, name, [f"{name.lower()}.>"], replicas)
-        await until_acked(nc, f"{name.lower()}.w", b"", {}, lambda: True)
+        ok = await until_acked(nc, f"{name.lower()}.w", b"", {}, _within(30.0))
+        assert ok, f"{name} took no publish within 30 s"
     cfg = {"name": SOURCING_STREAM, "num_replicas": replicas, "storage": "file",
            "sources": [{"name": o} for o in ORIGINS]}  # fmt: skip
     await api(nc, f"$JS.API.STREAM.CREATE.{SOURCING_STREAM}", cfg, 30)

@@ -7,13 +7,15 @@ message exactly once. Also nats.py's own source tests (``test_subject_transforms
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import json
 import signal
 from typing import Any
 
 import pytest
-from nats.js.api import StreamSource, SubjectTransform
+from nats.js.api import ConsumerConfig, StreamSource, SubjectTransform
+from nats.js.errors import BadRequestError
 
 from .restarts import Restartable, both, connect, wait_reconnected
 
@@ -36,8 +38,6 @@ async def _until(nc: Any, stream: str, msgs: int, wait: float = 20.0) -> dict[st
 
 
 async def _payloads(nc: Any, stream: str, last: int) -> list[str]:
-    import base64
-
     out = []
     for seq in range(1, last + 1):
         m = await _ask(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq})
@@ -90,9 +90,6 @@ async def _nats_py_subject_transforms(srv: Restartable) -> dict[str, Any]:
     """nats.py's ``test_subject_transforms``: the origin's own transform, then the source's
     two; ten messages pending for a consumer after a second; the same stream asked for
     again with overlapping transforms is a config error (10147), not a name in use."""
-    from nats.js.api import ConsumerConfig
-    from nats.js.errors import BadRequestError
-
     nc = await connect(srv)
     try:
         js = nc.jetstream(timeout=5)
