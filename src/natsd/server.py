@@ -35,7 +35,7 @@ from natsd.cluster.mesh import Mesh, route_settings
 from natsd.cluster.urls import cluster_configured, own_client_urls
 from natsd.config import load_config
 from natsd.config.cluster import validate_cluster
-from natsd.config.options import ServerOptions
+from natsd.config.options import ExportConfig, ServerOptions
 from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
@@ -46,10 +46,12 @@ from natsd.connection.tls import ClientTls
 from natsd.core.clock import format_duration
 from natsd.core.ids import new_server_id
 from natsd.core.scheduler import SYSTEM_CLOCK, Clock, Scheduler
+from natsd.core.subjects import subset_match
 from natsd.logs import install_handler, open_handler
 from natsd.monitor.source import AccountUsage, ClusterUsage
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
+from natsd.router.imports import AccountLinks
 from natsd.router.msgtrace import TRACE_PROTO, rfc3339_nano
 from natsd.security.auth import Authenticator
 from natsd.security.nkeys import new_nonce
@@ -140,6 +142,17 @@ def _limits(opts: ServerOptions) -> ConnectionLimits:
 
 def _default_store_dir() -> str:
     return os.path.join(os.path.abspath("."), "data")
+
+
+def _service_export(exports: dict[str, ExportConfig], subject: str) -> ExportConfig | None:
+    """The service export an import of ``subject`` uses: the one of that subject, else one
+    it falls under (nats-server's ``getServiceExport``)."""
+    if subject in exports:
+        return exports[subject]
+    for e in exports.values():
+        if subset_match(subject.encode(), e.subject.encode()):
+            return e
+    return None
 
 
 class Server:
@@ -241,6 +254,8 @@ class Server:
         self.options_loader: Callable[[], tuple[ServerOptions, list[str]]] | None = None
         self.ldm = False
         self.handoff: Handoff | None = None
+        # Accounts' imports and exports, installed when the server starts (start_links).
+        self.links: AccountLinks | None = None
 
     # ------------------------------------------------------------------ ClientHost
     @property
@@ -292,6 +307,39 @@ class Server:
         if acct is None:
             acct = self._add_account(res.account)
         return acct, res.permissions, res.username
+
+    def _start_links(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Accounts' imports (the config reader checked them against the exports): before
+        JetStream and the listener, so every subscription, internal ones included, is
+        shadowed from its first day."""
+        links: AccountLinks | None = None
+        exports = {
+            (name, e.kind): {x.subject: x for x in acfg.exports if x.kind == e.kind}
+            for name, acfg in self.options.accounts.items()
+            for e in acfg.exports
+        }
+        for name, acfg in self.options.accounts.items():
+            for im in acfg.imports:
+                if links is None:
+                    links = AccountLinks(self.js_scheduler or loop, self.js_clock, self.rng)
+                importer = self.accounts[name]
+                exporter = self.accounts[im.account]
+                if im.kind == "stream":
+                    to = im.prefix.rstrip(".") + "." + im.subject if im.prefix else im.to
+                    links.add_stream_import(importer, exporter, im.subject, to)
+                    continue
+                export = _service_export(exports.get((im.account, "service"), {}), im.subject)
+                links.add_service_import(
+                    importer,
+                    exporter,
+                    im.to,
+                    im.subject,
+                    export.response_type if export is not None else "Singleton",
+                    export.response_threshold if export is not None else 0.0,
+                )
+        if links is not None:
+            links.start()
+        self.links = links
 
     def _add_account(self, name: str) -> Account:
         acct = self.accounts[name] = Account(name)
@@ -452,6 +500,7 @@ class Server:
                 f.write(str(os.getpid()))
         if opts.http_port or opts.https_port:
             await self._start_monitor()
+        self._start_links(loop)
         if opts.jetstream:
             self._prepare_jetstream()
         port = opts.port if opts.port > 0 else 0

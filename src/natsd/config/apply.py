@@ -11,6 +11,7 @@ from typing import Any
 
 from natsd.config import policy
 from natsd.config.cluster import go_type, parse_cluster
+from natsd.config.links import check_links, parse_exports, parse_imports
 from natsd.config.options import JS_ACCOUNT_LIMIT_KEYS, AccountConfig, ServerOptions
 from natsd.config.parse import ConfigError as ParseError
 from natsd.config.parse import ConfMap, parse_file
@@ -154,7 +155,7 @@ def apply_config(opts: ServerOptions, data: dict[str, Any]) -> list[str]:
         elif key == "no_auth_user":
             opts.no_auth_user = str(v)
         elif key == "accounts":
-            _accounts(opts, v, chk)
+            _accounts(opts, v, chk, data)
         elif key == "jetstream":
             store_dir_set |= _jetstream(opts, v, chk, store_dir_set)
         elif key in ("store_dir", "storedir"):
@@ -325,7 +326,7 @@ def _authorization(opts: ServerOptions, v: Any, chk: Checker) -> None:
 
 
 # ---------------------------------------------------------------------- accounts
-def _accounts(opts: ServerOptions, v: Any, chk: Checker) -> None:
+def _accounts(opts: ServerOptions, v: Any, chk: Checker, top: dict[str, Any]) -> None:
     if isinstance(v, list):
         # `accounts: [A, B]`: names only.
         for name in v:
@@ -349,6 +350,10 @@ def _accounts(opts: ServerOptions, v: Any, chk: Checker) -> None:
                 users = _users(val, acfg.name, prefix + "users", chk)
             elif key == "jetstream":
                 acfg.jetstream = _account_jetstream(val, prefix + "jetstream", chk)
+            elif key == "exports":
+                acfg.exports = parse_exports(val, spec, prefix + "exports", chk)
+            elif key == "imports":
+                acfg.imports = parse_imports(val, spec, prefix + "imports", chk)
             elif key == "nkey":
                 if not isinstance(val, str) or not is_valid_public_account_key(val):
                     raise ConfigError(
@@ -358,6 +363,8 @@ def _accounts(opts: ServerOptions, v: Any, chk: Checker) -> None:
             else:
                 defaults = _permissions(val, prefix + key, chk)
         opts.users.extend(_with_defaults(users, defaults))
+    if not chk.errors:
+        check_links(opts.accounts, top, chk)
 
 
 def _new_account(opts: ServerOptions, name: str) -> AccountConfig:

@@ -13,6 +13,8 @@ __all__ = [
     "AccountConfig",
     "ClusterOptions",
     "CompressionOptions",
+    "ExportConfig",
+    "ImportConfig",
     "JetStreamConfig",
     "RouteURL",
     "ServerOptions",
@@ -49,6 +51,33 @@ class JetStreamConfig:
     sync_always: bool = False
 
 
+@dataclass(frozen=True)
+class ExportConfig:
+    """One entry of an account's ``exports``: a stream or a service others may import."""
+
+    kind: str  # "stream" | "service"
+    subject: str
+    # None: public; otherwise the accounts allowed to import it
+    accounts: tuple[str, ...] | None = None
+    # services: "Singleton" | "Stream" | "Chunked" (nats-server's names)
+    response_type: str = "Singleton"
+    # services: seconds a response mapping lives without a response; 0 = nats-server's 2m
+    response_threshold: float = 0.0
+
+
+@dataclass(frozen=True)
+class ImportConfig:
+    """One entry of an account's ``imports``: ``subject`` of ``account``'s export, seen here
+    as ``to`` (a service's local subject; a stream's mapped subject) or under ``prefix``."""
+
+    kind: str  # "stream" | "service"
+    account: str
+    subject: str
+    to: str = ""
+    prefix: str = ""
+    share: bool = False
+
+
 @dataclass
 class AccountConfig:
     name: str
@@ -57,6 +86,8 @@ class AccountConfig:
     jetstream: dict[str, Any] | None = None
     # the account's public nkey ("A..."); nats-server only records it outside operator mode
     nkey: str = ""
+    exports: list[ExportConfig] = field(default_factory=list)
+    imports: list[ImportConfig] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

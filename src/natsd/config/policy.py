@@ -154,9 +154,32 @@ ALLOW_RESPONSES = Level(
 
 ACCOUNT = Level(
     "account",
-    supported=_keys("users jetstream default_permissions nkey"),
-    refused=_keys("imports exports mappings maps limits msg_trace trace_dest"),
+    supported=_keys("users jetstream default_permissions nkey imports exports"),
+    refused=_keys("mappings maps limits msg_trace trace_dest"),
 )
+
+# One entry of an account's ``exports`` (nats-server ``parseExportStreamOrService``).
+EXPORT = Level(
+    "export",
+    supported=_keys(
+        "stream service accounts response response_type threshold response_threshold"
+        " response_max_time response_time"
+    ),
+    # Latency samples are system-account events natsd does not publish yet; an account token
+    # position names importers by their public keys (operator mode); traces across an
+    # export are not followed yet.
+    refused=_keys("latency account_token_position allow_trace"),
+)
+
+# One entry of an account's ``imports`` (nats-server ``parseImportStreamOrService``).
+IMPORT = Level(
+    "import",
+    supported=_keys("stream service prefix to share"),
+    refused=_keys("allow_trace"),
+)
+
+# ``{account: A, subject: S}`` inside an import.
+IMPORT_ACCOUNT = Level("import account", supported=_keys("account subject"))
 
 _NATS_ACCOUNT_JS = _keys(
     """
@@ -234,6 +257,9 @@ LEVELS: tuple[Level, ...] = (
     TLS,
     ALLOW_RESPONSES,
     ACCOUNT,
+    EXPORT,
+    IMPORT,
+    IMPORT_ACCOUNT,
     ACCOUNT_JETSTREAM,
     JETSTREAM,
     CLUSTER,

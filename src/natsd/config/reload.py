@@ -174,10 +174,18 @@ def _plan_accounts(
     for name, acfg in new.items():
         prev = old.get(name)
         if prev is None:
+            if acfg.imports or acfg.exports:
+                raise ReloadError(
+                    f"config reload not supported for the imports and exports of account {name!r}"
+                )
             plan.new_accounts.append(acfg)
         elif prev.jetstream != acfg.jetstream:
             raise ReloadError(
                 f"config reload not supported for the JetStream limits of account {name!r}"
+            )
+        elif prev.imports != acfg.imports or prev.exports != acfg.exports:
+            raise ReloadError(
+                f"config reload not supported for the imports and exports of account {name!r}"
             )
     removed_js = [n for n, a in old.items() if n not in new and a.jetstream is not None]
     if removed_js:

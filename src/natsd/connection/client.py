@@ -25,6 +25,7 @@ import orjson
 from natsd.connection.fairness import INITIAL_COST, MIN_SLICE, ReadBudget, slice_for
 from natsd.connection.tls import TLS_RECORD_HANDSHAKE, ClientTls, TlsSession, handshake_error
 from natsd.connection.transport import end_transport, open_transport, write_buffered
+from natsd.core.goquote import go_quote
 from natsd.core.scheduler import Cancellable, Scheduler
 from natsd.core.subjects import is_valid_literal_subject, is_valid_subject
 from natsd.protocol.encode import OK, PING, PONG, encode_err
@@ -67,6 +68,9 @@ if TYPE_CHECKING:
 __all__ = ["ClientConnection", "ClientHost", "CloseReason"]
 
 _FLUSH_NOW: Final = 65536
+# Reply subjects only a server makes (nats-server's ``isReservedReply``): service import
+# responses, JetStream acks, gateway replies. A client publishing with one is refused.
+_RESERVED_REPLIES: Final = (b"_R_.", b"$JS.ACK.", b"_GR_.")
 
 
 class CloseReason:
@@ -484,6 +488,16 @@ class ClientConnection(Sink):
                         else:
                             self._traced(subject, reply, tail, size, hlen, self._denied)
                     continue
+                if reply is not None and (reply[0] == 95 or reply[0] == 36):
+                    # ("_" or "$": perhaps a reply only a server may make)
+                    if _reserved_reply(reply):
+                        r = reply.decode(errors="replace")
+                        self.send(
+                            encode_err(
+                                f"Permissions Violation for Publish with Reply of {go_quote(r)}"
+                            )
+                        )
+                        continue
                 if hlen and tail.find(TRACE_DEST, 0, hlen + 32) > 0:
                     # (a traced message: a header block that names a trace destination)
                     k = self._traced(subject, reply, tail, size, hlen)
@@ -1168,6 +1182,10 @@ def _decode_connect(raw: bytes) -> dict[str, Any] | None:
         if not isinstance(v, typ):
             return None
     return opts
+
+
+def _reserved_reply(reply: bytes) -> bool:
+    return any(reply.startswith(p) and len(reply) > len(p) for p in _RESERVED_REPLIES)
 
 
 def _valid_queue(queue: bytes) -> bool:

@@ -108,7 +108,8 @@ class LocalInterest:
         self._hooks[name] = hook
         self._sublists[name] = sublist
         for sub in sublist:
-            hook.changed(sub.subject, sub.queue, 1)
+            if not sublist.is_quiet(sub):
+                hook.changed(sub.subject, sub.queue, 1)
         sublist.on_change = hook.changed
 
     def detach(self, account: str) -> None:

@@ -20,7 +20,15 @@ if TYPE_CHECKING:
     # Machine integers under mypyc; plain ints when interpreted (annotations only).
     from mypy_extensions import i64
 
-__all__ = ["EMPTY_RESULT", "ChangeListener", "Forward", "MatchResult", "SubLike", "Sublist"]
+__all__ = [
+    "EMPTY_RESULT",
+    "ChangeListener",
+    "Forward",
+    "MatchResult",
+    "SubLike",
+    "SubListener",
+    "Sublist",
+]
 
 _PWC: Final = b"*"
 _FWC: Final = b">"
@@ -58,6 +66,10 @@ EMPTY_RESULT: tuple[list[SubLike], list[list[SubLike]]] = ([], [])
 # Told (subject, queue, +1 | -1) after each insert and each successful remove: how a server
 # with routes keeps its interest table (router/interest.py) in step with its subscriptions.
 ChangeListener = Callable[[bytes, bytes | None, int], None]
+# Told (subscription, +1 | -1) after each insert and each successful remove of a subscription
+# that is not quiet: how an account that imports streams keeps its shadow subscriptions in
+# the exporters' Sublists (router/imports.py) in step with its own.
+SubListener = Callable[[Any, int], None]
 
 
 # The cluster's publish path for this Sublist's account, set while routes are up:
@@ -145,6 +157,7 @@ class Sublist(Generic[S]):
     __slots__ = (
         "_cache",
         "_count",
+        "_quiet",
         "_root",
         "_seen",
         "_shape_depth",
@@ -154,6 +167,7 @@ class Sublist(Generic[S]):
         "inserts",
         "matches",
         "on_change",
+        "on_sub",
         "removes",
     )
 
@@ -177,6 +191,16 @@ class Sublist(Generic[S]):
         # None unless routes are up (cluster/forward.py): the publish paths' whole
         # "has routes" check.
         self.forward: Forward | None = None
+        # None unless the account imports streams (router/imports.py).
+        self.on_sub: SubListener | None = None
+        # Subscriptions inserted quiet: neither listener hears of them. A service import's
+        # subscription is one: every server of a cluster holds its own, so announcing it to
+        # the routes would have each request taken by every server (nats-server's
+        # ``noForward``).
+        self._quiet: dict[S, None] = {}
+
+    def is_quiet(self, sub: S) -> bool:
+        return sub in self._quiet
 
     def __len__(self) -> int:
         return self._count
@@ -185,7 +209,7 @@ class Sublist(Generic[S]):
     def cache_size(self) -> int:
         return len(self._cache)
 
-    def insert(self, sub: S) -> None:
+    def insert(self, sub: S, quiet: bool = False) -> None:
         level = self._root
         node: _Node[S] | None = None
         for tok in sub.subject.split(b"."):
@@ -213,8 +237,13 @@ class Sublist(Generic[S]):
         self._count += 1
         self.inserts += 1
         self._invalidate(sub.subject)
+        if quiet:
+            self._quiet[sub] = None
+            return
         if self.on_change is not None:
             self.on_change(sub.subject, sub.queue, 1)
+        if self.on_sub is not None:
+            self.on_sub(sub, 1)
 
     def remove(self, sub: S) -> bool:
         """Remove ``sub``; returns False if it was not present."""
@@ -258,8 +287,12 @@ class Sublist(Generic[S]):
             else:
                 lvl.nodes.pop(tok, None)
         self._invalidate(sub.subject)
+        if self._quiet and self._quiet.pop(sub, 1) is None:
+            return True
         if self.on_change is not None:
             self.on_change(sub.subject, sub.queue, -1)
+        if self.on_sub is not None:
+            self.on_sub(sub, -1)
         return True
 
     def _invalidate(self, pattern: bytes) -> None:
