@@ -425,9 +425,9 @@ def test_accounts_with_users_and_jetstream_limits() -> None:
 
 def test_accounts_refused_key_is_an_error() -> None:
     with pytest.raises(ConfigError) as ei:
-        apply("accounts { A: { exports: [ {stream: foo} ], users: [] } }")
+        apply("accounts { A: { mappings: { foo: bar }, users: [] } }")
     assert str(ei.value) == (
-        '<string>:1: config key "accounts.A.exports" is not supported by natsd yet'
+        '<string>:1: config key "accounts.A.mappings" is not supported by natsd yet'
     )
 
 

@@ -40,6 +40,12 @@ PLACES: dict[str, tuple[str, str]] = {
         "authorization.users[0].permissions.allow_responses.{k}",
     ),
     P.ACCOUNT.name: ("accounts {{ A: {{ {kv} }} }}", "accounts.A.{k}"),
+    P.EXPORT.name: ("accounts {{ A: {{ exports: [ {{ {kv} }} ] }} }}", "accounts.A.exports[0].{k}"),
+    P.IMPORT.name: ("accounts {{ A: {{ imports: [ {{ {kv} }} ] }} }}", "accounts.A.imports[0].{k}"),
+    P.IMPORT_ACCOUNT.name: (
+        "accounts {{ A: {{ imports: [ {{ stream: {{ account: A, subject: s, {kv} }} }} ] }} }}",
+        "accounts.A.imports[0].stream.{k}",
+    ),
     P.ACCOUNT_JETSTREAM.name: (
         "accounts {{ A: {{ jetstream: {{ {kv} }} }} }}",
         "accounts.A.jetstream.{k}",

@@ -491,6 +491,8 @@ class RouteConnection:
                             bout += k * size
                             continue
                     psubs, qsubs = a.sublist.match(subject)
+                    if psubs and a.sublist.quiet:
+                        psubs = a.sublist.without_quiet(psubs)
                     if psubs or qsubs:
                         k = deliver_routed(
                             psubs, qsubs, subject, ev[3], ev[4], tail, size, hlen, self.skip
@@ -528,6 +530,8 @@ class RouteConnection:
         trace = MsgTrace(dest, only, headers, size, account.name, from_route=True)
         trace.ingress(KIND_ROUTER, self.rid, self.remote_name, subject)
         psubs, qsubs = account.sublist.match(subject)
+        if psubs and account.sublist.quiet:
+            psubs = account.sublist.without_quiet(psubs)
         if self.skip is not None:
             psubs = [s for s in psubs if s.client not in self.skip]
         qsubs = [g for g in qsubs if g[0].queue in queues] if queues and qsubs else []

@@ -157,8 +157,7 @@ class Sublist(Generic[S]):
     __slots__ = (
         "_cache",
         "_count",
-        "_quiet",
-        "_root",
+                "_root",
         "_seen",
         "_shape_depth",
         "_shapes",
@@ -168,6 +167,7 @@ class Sublist(Generic[S]):
         "matches",
         "on_change",
         "on_sub",
+        "quiet",
         "removes",
     )
 
@@ -197,10 +197,16 @@ class Sublist(Generic[S]):
         # subscription is one: every server of a cluster holds its own, so announcing it to
         # the routes would have each request taken by every server (nats-server's
         # ``noForward``).
-        self._quiet: dict[S, None] = {}
+        self.quiet: dict[S, None] = {}
 
     def is_quiet(self, sub: S) -> bool:
-        return sub in self._quiet
+        return sub in self.quiet
+
+    def without_quiet(self, psubs: list[S]) -> list[S]:
+        """``psubs`` less the quiet subscriptions: what a message from a route may reach
+        (a peer server's clients' requests are its own service imports' to take)."""
+        quiet = self.quiet
+        return [s for s in psubs if s not in quiet]
 
     def __len__(self) -> int:
         return self._count
@@ -238,7 +244,7 @@ class Sublist(Generic[S]):
         self.inserts += 1
         self._invalidate(sub.subject)
         if quiet:
-            self._quiet[sub] = None
+            self.quiet[sub] = None
             return
         if self.on_change is not None:
             self.on_change(sub.subject, sub.queue, 1)
@@ -287,7 +293,7 @@ class Sublist(Generic[S]):
             else:
                 lvl.nodes.pop(tok, None)
         self._invalidate(sub.subject)
-        if self._quiet and self._quiet.pop(sub, 1) is None:
+        if self.quiet and self.quiet.pop(sub, 1) is None:
             return True
         if self.on_change is not None:
             self.on_change(sub.subject, sub.queue, -1)
