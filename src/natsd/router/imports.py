@@ -86,16 +86,18 @@ class StreamLink:
         self.importer = importer
         self.exporter = exporter
         self.frm = frm
-        self.to = to or frm
+        mapping = to or frm
+        # the importer's subjects as a pattern: ``$N`` references are wildcards there
+        self.to = _untokenize(mapping)
         # A wildcard import kept under its own subject delivers the publish subject as it
         # is; one mapped elsewhere transforms it, both ways (the shadow's subject is the
         # reverse of the importer's).
-        self.use_pub = subject_has_wildcard(frm.encode()) and self.to == frm
+        self.use_pub = subject_has_wildcard(frm.encode()) and mapping == frm
         self.tr: SubjectTransform | None = None
         self.rtr: SubjectTransform | None = None
         if subject_has_wildcard(frm.encode()) and not self.use_pub:
-            self.tr = SubjectTransform(frm, self.to)
-            self.rtr = _reverse(frm, self.to)
+            self.tr = SubjectTransform(frm, mapping)
+            self.rtr = _reverse(frm, mapping)
 
     def local_subject(self, subject: bytes) -> bytes:
         """The importer's subject of a message the exporter published on ``subject``."""
@@ -141,6 +143,17 @@ class StreamLink:
         if not self.use_pub or overlap or not dyn:
             return overlap or self.frm.encode()
         return subject
+
+
+def _untokenize(mapping: str) -> str:
+    """nats-server's ``transformUntokenize``: ``$N`` and ``{{wildcard(N)}}`` become ``*``."""
+    out = []
+    for t in mapping.split("."):
+        if (t.startswith("$") and t[1:].isdigit()) or t.startswith("{{"):
+            out.append("*")
+        else:
+            out.append(t)
+    return ".".join(out)
 
 
 def _reverse(frm: str, to: str) -> SubjectTransform:
