@@ -296,6 +296,13 @@ def _errors(out: str) -> list[str]:
         line = re.sub(r"^nats-server: ", "", line.strip())
         line = re.sub(r"^(natsd: )?(config error: )?", "", line)
         line = re.sub(r"^\S+\.conf:\d+(:\d+)?: ", "", line)
+        # nats-server reads a map's keys in Go's random order: which of the two it saw
+        # first is chance
+        line = re.sub(
+            r'^Detected (stream|service) "\w+" but already saw a (stream|service)$',
+            "Detected a stream and a service",
+            line,
+        )
         if line and "compiled modules" not in line:
             lines.append(line)
     return sorted(lines)
