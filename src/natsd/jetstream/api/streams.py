@@ -146,9 +146,9 @@ def check_origins(
     """The checks of a mirror's or a sourcing stream's config that read the streams it
     copies (``checkStreamCfg``, on create and update): a max message size at least the
     origin's, a mirror's ``mirror_direct`` as its origin's ``allow_direct``, no cycle.
-    What natsd does not run yet is refused: a mirror or source of another domain or
-    account (``external``) or fed by a consumer of the user's (``consumer``) (an update
-    cannot add a mirror: the mirror cannot change).
+    What natsd does not run yet is refused: a mirror or source fed by a consumer of the
+    user's (``consumer``) (an update cannot add a mirror: the mirror cannot change). An
+    origin in another account or domain (``external``) is not read here.
     ``lookup``: the config of the account's stream of that name (None: none, yet)."""
     m = cfg.mirror
     if m is not None:
@@ -170,12 +170,12 @@ def _origin(
 ) -> StreamConfig | None:
     """One mirror's or source's origin checks; the origin's config when it exists here.
     ``new``: refuse what natsd does not run (a mirror's cannot change on update)."""
-    if new and src.external is not None:
-        raise E.JSStreamInvalidConfigF(err=f"stream {what} of external streams are not supported")
     if new and src.consumer is not None:
         raise E.JSStreamInvalidConfigF(
             err=f"stream {what} with their own consumer are not supported"
         )
+    if src.external is not None:
+        return None  # in another account or domain: asked through its API prefix only
     origin = lookup(src.name)
     if origin is not None:
         mine, theirs = cfg.max_msg_size, origin.max_msg_size

@@ -41,6 +41,15 @@ _ALNUM: Final = string.digits + string.ascii_letters
 _STRIPPED: Final = (b"Nats-Expected-", b"Nats-Batch-")
 
 
+def _api_prefix(src: StreamSource) -> str:
+    """Where the origin's JetStream API is asked: ``$JS.API``, or the ``external.api``
+    prefix of an origin in another account or domain (the user's service import of it)."""
+    ext = src.external
+    if ext is not None and ext.api:
+        return ext.api.rstrip(".")
+    return "$JS.API"
+
+
 def rand8() -> str:
     return "".join(random.choices(_ALNUM, k=8))
 
@@ -165,7 +174,7 @@ class OriginFeed:
         src = self.source
         cfg = self._base_config()
         self._start_position(cfg)
-        subject = f"$JS.API.CONSUMER.CREATE.{src.name}"
+        subject = f"{_api_prefix(src)}.CONSUMER.CREATE.{src.name}"
         if src.filter_subject:
             cfg["filter_subject"] = src.filter_subject
         elif len(src.subject_transforms) == 1:
@@ -189,7 +198,13 @@ class OriginFeed:
         self._before_request()
         self._lreq = self._mono()
         subject, body = self.request()
-        deliver = f"$JS.{self._kind}.{rand8()}"
+        ext = self.source.external
+        if ext is not None and ext.deliver:
+            # an origin in another account: its deliveries come through the user's stream
+            # import of that prefix (nats-server's ``<deliver>.<S|M>.<id>``)
+            deliver = f"{ext.deliver}.{self._kind}.{rand8()}".replace("..", ".")
+        else:
+            deliver = f"$JS.{self._kind}.{rand8()}"
         body["config"]["deliver_subject"] = deliver
         inbox = f"$JSC.R.{rand8()}".encode()
         sub = Subscription(inbox, None, b"feed-reply", callback=self._on_answer)
