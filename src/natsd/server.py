@@ -341,10 +341,13 @@ class Server:
             links.start()
         self.links = links
 
-    def _add_account(self, name: str) -> Account:
+    def _add_account(self, name: str, jetstream: bool = False) -> Account:
+        """A new account; ``jetstream``: its JetStream is about to be enabled."""
         acct = self.accounts[name] = Account(name)
         if self.mesh is not None:
             self.mesh.attach(acct)
+        if self.jetstream is not None and not jetstream:
+            self._answer_not_enabled(self.jetstream, acct)
         return acct
 
     def admit(self, client: ClientConnection) -> str | None:
@@ -605,6 +608,8 @@ class Server:
         for name, acfg in configured.items():
             if acfg.jetstream is not None:
                 engine.enable_account(self.accounts[name], acfg.jetstream)
+        for acct in self.accounts.values():
+            self._answer_not_enabled(engine, acct)
         engine.restore(self.accounts)
         _release_free_heap()
         engine.start()
@@ -612,6 +617,23 @@ class Server:
             self.js_cluster.start()
         self.jetstream = engine
         self.jetstream_enabled = True
+
+    def _answer_not_enabled(self, engine: Any, acct: Account) -> None:
+        """An account without JetStream on a server with it: its API requests are answered
+        10039, unless it imports a service that takes them (nats-server's
+        ``enableJetStreamInfoServiceImportOnly``). Not the system account."""
+        from natsd.jetstream.api.dispatch import not_enabled_subscription
+
+        if acct.name in engine.accounts:
+            return
+        if acct.name == self.system_account_name:
+            return
+        acfg = self.options.accounts.get(acct.name)
+        for im in acfg.imports if acfg is not None else ():
+            if im.kind == "service" and subset_match(b"$JS.API.INFO", im.to.encode()):
+                return
+        sub = not_enabled_subscription(acct.sublist, self.mesh is not None)
+        acct.sublist.insert(sub, quiet=True)
 
     def _js_cluster(self, engine: Any, store_dir: str) -> Any:
         """This server's part of clustered JetStream: the node WAL, the Raft service over
@@ -892,7 +914,7 @@ class Server:
         for acfg in plan.new_accounts:
             acct = self.accounts.get(acfg.name)
             if acct is None:
-                acct = self._add_account(acfg.name)
+                acct = self._add_account(acfg.name, acfg.jetstream is not None)
             acct.jetstream_limits = acfg.jetstream
             if self.jetstream is not None and acfg.jetstream is not None:
                 self.jetstream.enable_account(acct, acfg.jetstream)

@@ -121,3 +121,57 @@ def test_a_stream_sources_and_mirrors_another_accounts(pair: ServerPair) -> None
     impl = asyncio.run(_copies(pair.impl))
     assert ref["counts"] == {"COPY": 4, "MIR": 9}
     assert impl == ref
+
+
+NOT_ENABLED = """
+accounts {
+  A: { jetstream: enabled, users: [{user: a, password: pw}], exports: [{service: "$JS.API.>"}] }
+  C: { users: [{user: c, password: pw}] }
+  D: { users: [{user: d, password: pw}], imports: [{service: {account: A, subject: "$JS.API.>"}}] }
+}
+"""
+
+VERBS = [
+    "$JS.API.INFO",
+    "$JS.API.STREAM.INFO.S",
+    "$JS.API.STREAM.CREATE.S",
+    "$JS.API.STREAM.NAMES",
+    "$JS.API.CONSUMER.INFO.S.C",
+    "$JS.API.STREAM.SNAPSHOT.S",
+    "$JS.API.STREAM.LEADER.STEPDOWN.S",
+    "$JS.API.DIRECT.GET.S",
+    "$JS.API.CONSUMER.MSG.NEXT.S.C",
+    "$JS.API.NO.SUCH.VERB",
+]
+
+
+async def _not_enabled(server: ServerProcess) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for user in ("c", "d"):
+        nc = await nats.connect(server.url, user=user, password="pw", allow_reconnect=False)
+        for subject in VERBS:
+            body = b'{"name":"S"}' if "CREATE" in subject else b""
+            try:
+                m = await nc.request(subject, body, timeout=0.5)
+                doc = orjson.loads(m.data)
+                # what says whose JetStream answered (timestamps and totals differ)
+                out[f"{user} {subject}"] = {
+                    k: doc[k] for k in ("type", "error", "streams", "total") if k in doc
+                } | {"name": doc.get("config", {}).get("name")}
+            except Exception as e:
+                out[f"{user} {subject}"] = type(e).__name__
+        await nc.close()
+    return out
+
+
+def test_an_account_without_jetstream_is_told_so(tmp_path: Any) -> None:
+    """An account without JetStream gets 10039 for each API verb (10010 for the cluster
+    ones of a single server), no responders for direct gets and pulls, nothing for unknown
+    verbs; one that imports another account's API gets that account's answers."""
+    require_nats_server()
+    with js_config_pair(NOT_ENABLED) as p:
+        ref = asyncio.run(_not_enabled(p.ref))
+        impl = asyncio.run(_not_enabled(p.impl))
+    assert ref["c $JS.API.INFO"]["error"]["err_code"] == 10039
+    assert ref["d $JS.API.INFO"]["streams"] == 0
+    assert impl == ref

@@ -38,6 +38,7 @@ from natsd.core.transform import SubjectTransform
 from natsd.router.account import Account
 from natsd.router.deliver import deliver
 from natsd.router.publish import publish
+from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "AccountLinks",
     "ServiceLink",
     "StreamLink",
+    "no_responders",
 ]
 
 # nats-server's DEFAULT_SERVICE_EXPORT_RESPONSE_THRESHOLD.
@@ -75,6 +77,19 @@ def _tail(hdr: bytes | None, payload: bytes) -> tuple[bytes, int, int]:
 def _positional(pattern: str) -> list[int]:
     """The token indexes of ``pattern``'s wildcards, in order."""
     return [i for i, t in enumerate(pattern.split(".")) if t in ("*", ">")]
+
+
+def no_responders(sublist: Sublist[Subscription], subject: bytes, reply: bytes) -> None:
+    """Nothing took a request the server handles for the requester (a service import's,
+    one JetStream does not serve): the requester's inbox in that account's ``sublist`` gets
+    the 503 status nats-server sends (subscribers that read headers only)."""
+    psubs, _ = sublist.match(reply)
+    hdr = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
+    tail, size, hlen = _tail(hdr, b"")
+    for s in psubs:
+        c = s.client
+        if c is not None and c.headers:
+            deliver([s], [], reply, None, tail, size, hlen, None)
 
 
 class StreamLink:
@@ -259,7 +274,7 @@ class ServiceLink:
             if pending is not None:
                 links.responses(self.exporter).drop(pending.subject)
             if reply:
-                links.no_responders(self.importer, subject, reply)
+                no_responders(self.importer.sublist, subject, reply)
 
 
 class _Pending:
@@ -491,17 +506,6 @@ class AccountLinks:
         if info is None:
             info = {"acc": link.importer.name}
         return replace_header(hdr or b"NATS/1.0\r\n\r\n", REQUEST_INFO, orjson.dumps(info))
-
-    def no_responders(self, importer: Account, subject: bytes, reply: bytes) -> None:
-        """No subscriber of the exporter took the request: its requester's inbox gets the
-        503 status nats-server sends (clients that read headers only)."""
-        psubs, _ = importer.sublist.match(reply)
-        hdr = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
-        tail, size, hlen = _tail(hdr, b"")
-        for s in psubs:
-            c = s.client
-            if c is not None and c.headers:
-                deliver([s], [], reply, None, tail, size, hlen, None)
 
     def shadow_count(self) -> int:
         return sum(len(v) for v in self._shadows.values())

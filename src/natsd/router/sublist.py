@@ -157,7 +157,7 @@ class Sublist(Generic[S]):
     __slots__ = (
         "_cache",
         "_count",
-                "_root",
+        "_root",
         "_seen",
         "_shape_depth",
         "_shapes",

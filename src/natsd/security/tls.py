@@ -226,4 +226,3 @@ def peer_cert(der: bytes | None) -> PeerCert | None:
         dns_names=tuple(dns),
         uris=tuple(uris),
     )
-

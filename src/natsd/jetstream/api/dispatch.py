@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from natsd.core.headers import slice_header
-from natsd.jetstream.answer import API_TYPE_PREFIX, answer
+from natsd.jetstream.answer import API_TYPE_PREFIX, ERROR_EXTRAS, answer
 from natsd.jetstream.api.account import account_info
 from natsd.jetstream.api.consumers import (
     consumer_create,
@@ -58,6 +58,9 @@ from natsd.jetstream.stream.source import STREAM_IDENTITY
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
 from natsd.jetstream.wire.errors import ApiError
+from natsd.router.imports import no_responders
+from natsd.router.publish import publish
+from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
@@ -65,6 +68,7 @@ __all__ = [
     "handle",
     "lookup_verb",
     "make_api_callback",
+    "not_enabled_subscription",
     "subscribe_api",
 ]
 
@@ -82,6 +86,38 @@ def subscribe_api(ja: JsAccount) -> list[Subscription]:
     if domain:
         subs.extend(domain_subscriptions(domain, ja.account.sublist, on_api))
     return subs
+
+
+def not_enabled_subscription(sublist: Sublist[Subscription], clustered: bool) -> Subscription:
+    """``$JS.API.>`` of an account without JetStream on a server with it: each API verb is
+    answered "JetStream not enabled for account" (10039) with its response type, as
+    nats-server's API answers such an account; direct gets and pull requests find no
+    responders; unknown verbs no answer. The server inserts it quiet: every server of a
+    cluster answers its own clients."""
+
+    def on_api(
+        sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        if not reply:
+            return
+        toks = subject.decode(errors="replace").split(".")[2:]
+        if toks[:1] == ["DIRECT"] or toks[:3] == ["CONSUMER", "MSG", "NEXT"]:
+            no_responders(sublist, subject, reply)
+            return
+        route = lookup_verb(toks)
+        if route is None:
+            return
+        rtype, handler, _ = route
+        err = (
+            E.JSClusterRequiredErr()
+            if handler is cluster_required and not clustered
+            else E.JSNotEnabledForAccountErr()
+        )
+        doc: dict[str, Any] = {"type": API_TYPE_PREFIX + rtype, "error": err.to_json()}
+        doc.update(ERROR_EXTRAS.get(rtype, {}))
+        publish(sublist, reply, None, None, orjson.dumps(doc))
+
+    return Subscription(b"$JS.API.>", None, b"js-api-off", callback=on_api)
 
 
 def make_api_callback(
