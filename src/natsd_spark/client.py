@@ -45,17 +45,10 @@ __all__ = [
 T = TypeVar("T")
 
 #: Headers the server adds to a direct-get reply; not part of the stored message.
-DIRECT_HEADERS = frozenset(
-    {
-        "Nats-Stream",
-        "Nats-Subject",
-        "Nats-Sequence",
-        "Nats-Time-Stamp",
-        "Nats-Num-Pending",
-        "Nats-Last-Sequence",
-        "Nats-UpTo-Sequence",
-    }
-)
+DIRECT_HEADERS = frozenset({
+    "Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
+    "Nats-Last-Sequence", "Nats-UpTo-Sequence",
+})
 
 
 class JetStreamError(RuntimeError):
@@ -214,17 +207,14 @@ class Session:
 
     async def _direct_one(self, body: dict[str, Any], stream: str) -> Msg | None:
         subject = f"$JS.API.DIRECT.GET.{stream}"
-        msg = await self.client.request(
-            subject, json.dumps(body).encode(), timeout=self.conn.timeout
-        )
+        msg = await self.client.request(subject, json.dumps(body).encode(),
+                                        timeout=self.conn.timeout)
         status = (msg.headers or {}).get("Status")
         if status == "404":
             return None
         if status:
-            raise JetStreamError(
-                f"jetstream: direct get on {stream}: status {status} "
-                f"{(msg.headers or {}).get('Description', '')}"
-            )
+            raise JetStreamError(f"jetstream: direct get on {stream}: status {status} "
+                                 f"{(msg.headers or {}).get('Description', '')}")
         return msg
 
     async def _msg_get(self, stream: str, seq: int, next_by: str) -> StoredMessage | None:
@@ -232,9 +222,8 @@ class Session:
         if next_by:
             body["next_by_subj"] = next_by
         subject = f"$JS.API.STREAM.MSG.GET.{stream}"
-        msg = await self.client.request(
-            subject, json.dumps(body).encode(), timeout=self.conn.timeout
-        )
+        msg = await self.client.request(subject, json.dumps(body).encode(),
+                                        timeout=self.conn.timeout)
         doc = json.loads(msg.data)
         if "error" in doc:
             if doc["error"].get("code") == 404:
@@ -245,9 +234,8 @@ class Session:
         hdrs: dict[str, str] | None = None
         if m.get("hdrs"):
             hdrs = _parse_headers(base64.b64decode(m["hdrs"]))
-        return StoredMessage(
-            int(m["seq"]), m["subject"], base64.b64decode(m.get("data", "")), hdrs, m["time"]
-        )
+        return StoredMessage(int(m["seq"]), m["subject"], base64.b64decode(m.get("data", "")),
+                             hdrs, m["time"])
 
     # ------------------------------------------------------------------ range reads
     async def read_chunk(
@@ -286,21 +274,20 @@ class Session:
         # an error status) ends the batch.
         sub = await nc.subscribe(inbox, cb=on_msg)
         try:
-            await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(body).encode(), reply=inbox)
+            await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(body).encode(),
+                             reply=inbox)
             try:
                 status, desc = await asyncio.wait_for(end_status, timeout=self.conn.timeout)
             except TimeoutError:
                 raise JetStreamError(
-                    f"jetstream: direct get on {stream} timed out at seq {cur}"
-                ) from None
+                    f"jetstream: direct get on {stream} timed out at seq {cur}") from None
         finally:
             await sub.unsubscribe()
         if status == "404":  # nothing at or after cur
             return [], end
         if status != "204":
             raise JetStreamError(
-                f"jetstream: direct get on {stream}: status {status} {desc}".rstrip()
-            )
+                f"jetstream: direct get on {stream}: status {status} {desc}".rstrip())
         out: list[StoredMessage] = []
         for msg in got:
             hdrs = msg.headers or {}
@@ -308,15 +295,8 @@ class Session:
             if seq >= end:  # past our range: so is the rest of this batch
                 return out, end
             user = {k: v for k, v in hdrs.items() if k not in DIRECT_HEADERS}
-            out.append(
-                StoredMessage(
-                    seq,
-                    hdrs["Nats-Subject"],
-                    msg.data,
-                    user or None,
-                    hdrs.get("Nats-Time-Stamp", ""),
-                )
-            )
+            out.append(StoredMessage(seq, hdrs["Nats-Subject"], msg.data, user or None,
+                                     hdrs.get("Nats-Time-Stamp", "")))
         if not out:
             return out, end
         nxt = out[-1].seq + 1
@@ -391,13 +371,11 @@ class Publisher:
         if err:
             raise JetStreamError(
                 f"jetstream: publish {desc} refused: {err.get('description')} "
-                f"(err_code {err.get('err_code')})"
-            )
+                f"(err_code {err.get('err_code')})")
         if self.stream is not None and doc.get("stream") != self.stream:
             raise JetStreamError(
                 f"jetstream: publish {desc} stored in stream {doc.get('stream')!r}, "
-                f"expected {self.stream!r}"
-            )
+                f"expected {self.stream!r}")
         if doc.get("duplicate"):
             self.duplicates += 1
 
@@ -415,8 +393,7 @@ class Publisher:
         except TimeoutError:
             raise JetStreamError(
                 f"jetstream: no publish ack within {self.s.conn.timeout}s "
-                f"({len(self._inflight)} outstanding)"
-            ) from None
+                f"({len(self._inflight)} outstanding)") from None
         if self._error is not None:
             self._sem.release()
             raise self._error
@@ -424,15 +401,15 @@ class Publisher:
         fut: asyncio.Future[None] = self.s.loop.create_future()
         fut.add_done_callback(_consume)
         desc = f"to {subject!r}" + (
-            f" (Nats-Msg-Id {headers['Nats-Msg-Id']})"
-            if headers and "Nats-Msg-Id" in headers
-            else ""
-        )
+            f" (Nats-Msg-Id {headers['Nats-Msg-Id']})" if headers and "Nats-Msg-Id" in headers
+            else "")
         self._inflight[reply] = (desc, fut)
         self.published += 1
         await self.s.client.publish(subject, data, reply=reply, headers=headers)
 
-    async def publish_all(self, rows: Iterable[tuple[str, bytes, dict[str, str] | None]]) -> None:
+    async def publish_all(
+        self, rows: Iterable[tuple[str, bytes, dict[str, str] | None]]
+    ) -> None:
         for subject, data, headers in rows:
             await self.publish(subject, data, headers)
 
@@ -445,8 +422,7 @@ class Publisher:
             if pending:
                 raise JetStreamError(
                     f"jetstream: {len(pending)} publish acks not received within "
-                    f"{self.s.conn.timeout}s"
-                )
+                    f"{self.s.conn.timeout}s")
         if self._error is not None:
             raise self._error
         if self._sub is not None:
@@ -523,8 +499,7 @@ class FastPublisher:
             err = doc.get("error") or {}
             self._fail(
                 f"refused at message {doc.get('seq', self._seq)}: {err.get('description')} "
-                f"(err_code {err.get('err_code')})"
-            )
+                f"(err_code {err.get('err_code')})")
         elif "count" in doc:
             self._final = doc
 
@@ -536,8 +511,7 @@ class FastPublisher:
             if left <= 0:
                 raise JetStreamError(
                     f"jetstream: fast batch {self._bid}: no {what} within "
-                    f"{self.s.conn.timeout}s ({self._seq} sent, {self._acked} acknowledged)"
-                )
+                    f"{self.s.conn.timeout}s ({self._seq} sent, {self._acked} acknowledged)")
             self._news.clear()
             try:
                 await asyncio.wait_for(self._news.wait(), left)
@@ -581,13 +555,11 @@ class FastPublisher:
         if final.get("stream") != self.stream:
             raise JetStreamError(
                 f"jetstream: fast batch {self._bid} stored in stream {final.get('stream')!r}, "
-                f"expected {self.stream!r}"
-            )
+                f"expected {self.stream!r}")
         if int(final.get("count", -1)) != sent:
             raise JetStreamError(
                 f"jetstream: fast batch {self._bid}: {sent} messages sent, the server "
-                f"committed {final.get('count')}"
-            )
+                f"committed {final.get('count')}")
         self._seq = 0
 
     async def finish(self) -> None:

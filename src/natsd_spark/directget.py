@@ -40,17 +40,10 @@ from natsd_spark.client import JetStreamError
 __all__ = ["Columns", "DirectRangeReader", "RawReplies", "parse_user_headers"]
 
 #: Headers the server adds to a direct-get reply; not part of the stored message.
-DIRECT_HEADER_NAMES = frozenset(
-    {
-        "Nats-Stream",
-        "Nats-Subject",
-        "Nats-Sequence",
-        "Nats-Time-Stamp",
-        "Nats-Num-Pending",
-        "Nats-Last-Sequence",
-        "Nats-UpTo-Sequence",
-    }
-)
+DIRECT_HEADER_NAMES = frozenset({
+    "Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
+    "Nats-Last-Sequence", "Nats-UpTo-Sequence",
+})
 #: Bytes per direct-get request: bounds a window's memory for large messages.
 MAX_BYTES = 8 * 1024 * 1024
 
@@ -73,7 +66,6 @@ _USUAL = re.compile(
 )
 _PENDING = b"\r\nNats-Num-Pending:"
 _CRLF = b"\r\n"
-
 
 class Columns:
     """Column lists of a run of messages (raw bytes; converted to Arrow by the caller)."""
@@ -110,7 +102,7 @@ def parse_user_headers(raw: bytes) -> list[tuple[str, list[str]]] | None:
     if start < 0 or start >= end:
         return None
     out: dict[str, list[str]] = {}
-    for line in raw[start + 2 : end].split(_CRLF):
+    for line in raw[start + 2:end].split(_CRLF):
         name, sep, value = line.partition(b":")
         if not sep:
             continue
@@ -150,9 +142,8 @@ class RawReplies:
                 await orig(sid, subject, reply, data, cast(bytes, headers))  # None for MSG
                 return
             hdr = headers or b""
-            frame = bytearray(
-                b"HMSG _ %d %d %d\r\n%s%s\r\n" % (sid, len(hdr), len(hdr) + len(data), hdr, data)
-            )
+            frame = bytearray(b"HMSG _ %d %d %d\r\n%s%s\r\n" % (
+                sid, len(hdr), len(hdr) + len(data), hdr, data))
             _take_raw(frame, batches)
 
         setattr(nc, "_process_msg", process)  # noqa: B010 - mypy: no assigning to methods
@@ -229,7 +220,7 @@ def _take_raw(buf: bytearray, batches: dict[int, _Batch]) -> bool:
             eol = find(b"\r\n", pos)
             if eol < 0:
                 break
-            args = raw[pos + 5 : eol].split()
+            args = raw[pos + 5:eol].split()
             # HMSG <subject> <sid> [reply] <header size> <total size>
             b = batches.get(int(args[1])) if len(args) >= 4 else None
             cur_sid = b""
@@ -250,19 +241,19 @@ def _take_raw(buf: bytearray, batches: dict[int, _Batch]) -> bool:
                 b.on_status(b"NATS/1.0 500 reply without Nats-Subject\r\n\r\n")
                 continue
             j = find(b"\r\n", i + 15)
-            subject = raw[i + 15 : j].strip()
+            subject = raw[i + 15:j].strip()
             if startswith(b"\r\nNats-Sequence:", j):
                 k = find(b"\r\n", j + 16)
-                seq = int(raw[j + 16 : k])
+                seq = int(raw[j + 16:k])
             else:
                 k = rfind(b"\r\nNats-Sequence:", start, hend)
-                seq = int(raw[k + 16 : find(b"\r\n", k + 16)])
+                seq = int(raw[k + 16:find(b"\r\n", k + 16)])
                 k = rfind(b"\r\nNats-Time-Stamp:", start, hend)
             if startswith(b"\r\nNats-Time-Stamp:", k):
-                ts = raw[k + 18 : find(b"\r\n", k + 18)].strip()
+                ts = raw[k + 18:find(b"\r\n", k + 18)].strip()
             else:
                 k = rfind(b"\r\nNats-Time-Stamp:", start, hend)
-                ts = raw[k + 18 : find(b"\r\n", k + 18)].strip() if k >= 0 else b""
+                ts = raw[k + 18:find(b"\r\n", k + 18)].strip() if k >= 0 else b""
         b.count += 1
         b.last = seq
         if seq >= b.end:
@@ -284,24 +275,11 @@ class _Batch:
     """One direct-get batch request (its own reply inbox) and the columns its replies
     filled in (by :func:`_take_raw`)."""
 
-    __slots__ = (
-        "asked",
-        "cols",
-        "count",
-        "desc",
-        "done",
-        "end",
-        "last",
-        "past_end",
-        "pending",
-        "sid",
-        "start",
-        "status",
-    )
+    __slots__ = ("asked", "cols", "count", "desc", "done", "end", "last", "past_end",
+                 "pending", "sid", "start", "status")
 
-    def __init__(
-        self, start: int, end: int, asked: int, cols: Columns, done: asyncio.Future[None]
-    ) -> None:
+    def __init__(self, start: int, end: int, asked: int, cols: Columns,
+                 done: asyncio.Future[None]) -> None:
         self.start = start
         self.end = end
         self.asked = asked
@@ -324,7 +302,7 @@ class _Batch:
         if status == b"204":
             i = hdr.rfind(_PENDING)
             if i >= 0:
-                self.pending = int(hdr[i + 19 : hdr.find(_CRLF, i + 19)])
+                self.pending = int(hdr[i + 19:hdr.find(_CRLF, i + 19)])
         self.status = status
         self.desc = hdr[12:line_end].strip().decode("utf-8", "replace")
         self.done.set_result(None)
@@ -343,18 +321,8 @@ class DirectRangeReader:
     via direct-get batches; :meth:`next` returns their columns a batch at a time."""
 
     def __init__(
-        self,
-        nc: Client,
-        raw: RawReplies,
-        stream: str,
-        lo: int,
-        hi: int,
-        filter_: str,
-        batch: int,
-        *,
-        depth: int = 2,
-        timeout: float = 10.0,
-        with_headers: bool = False,
+        self, nc: Client, raw: RawReplies, stream: str, lo: int, hi: int, filter_: str,
+        batch: int, *, depth: int = 2, timeout: float = 10.0, with_headers: bool = False,
         max_bytes: int = MAX_BYTES,
     ) -> None:
         self.nc = nc
@@ -377,13 +345,8 @@ class DirectRangeReader:
         body: dict[str, Any] = {"seq": start, "batch": asked, "max_bytes": self.max_bytes}
         if self.filter:
             body["next_by_subj"] = self.filter
-        b = _Batch(
-            start,
-            end,
-            asked,
-            Columns(self.with_headers),
-            asyncio.get_running_loop().create_future(),
-        )
+        b = _Batch(start, end, asked, Columns(self.with_headers),
+                   asyncio.get_running_loop().create_future())
         if front:
             self.inflight.appendleft(b)
         else:
@@ -421,20 +384,18 @@ class DirectRangeReader:
         except TimeoutError:
             raise JetStreamError(
                 f"jetstream: direct get on {self.stream} timed out at seq {b.start} "
-                f"({b.count} replies, then nothing for {self.timeout}s)"
-            ) from None
+                f"({b.count} replies, then nothing for {self.timeout}s)") from None
         finally:
             await self.raw.unsubscribe(b.sid)
         if b.status not in (b"204", b"404"):
             await self.close()
             if b.status == b"503":
                 raise JetStreamError(
-                    f"jetstream: no responders for direct get on {self.stream} (allow_direct off?)"
-                )
+                    f"jetstream: no responders for direct get on {self.stream} "
+                    "(allow_direct off?)")
             raise JetStreamError(
                 f"jetstream: direct get on {self.stream}: status "
-                f"{b.status.decode('ascii', 'replace')} {b.desc}".rstrip()
-            )
+                f"{b.status.decode('ascii', 'replace')} {b.desc}".rstrip())
         if not b.complete():  # count > 0 here
             if self.filter:
                 self.next_start = b.last + 1  # the cursor walks on

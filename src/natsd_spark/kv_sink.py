@@ -108,17 +108,8 @@ class KVWriteOptions:
 
 def parse_kv_write_options(opts: Mapping[str, str]) -> KVWriteOptions:
     """Options of ``format("jetstream-kv")``; a ``ValueError`` names any bad one."""
-    known = CONNECT_KEYS | {
-        "bucket",
-        "createbucket",
-        "history",
-        "maxpendingacks",
-        "writeid",
-        "nullvalues",
-        "path",
-        "checkpointlocation",
-        "queryname",
-    }
+    known = CONNECT_KEYS | {"bucket", "createbucket", "history", "maxpendingacks", "writeid",
+                            "nullvalues", "path", "checkpointlocation", "queryname"}
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream-kv write option(s): {', '.join(unknown)}")
@@ -128,11 +119,11 @@ def parse_kv_write_options(opts: Mapping[str, str]) -> KVWriteOptions:
     if not _BUCKET_RE.match(bucket):
         raise ValueError(
             f"jetstream-kv option 'bucket': invalid bucket name {bucket!r} (letters, digits, "
-            "'-' and '_' only)"
-        )
+            "'-' and '_' only)")
     history = int_option(opts, "history", 1, 1)
     if history > _MAX_HISTORY:
-        raise ValueError(f"jetstream-kv option 'history' must be <= {_MAX_HISTORY}, got {history}")
+        raise ValueError(f"jetstream-kv option 'history' must be <= {_MAX_HISTORY}, "
+                         f"got {history}")
     write_id = get_option(opts, "writeId")
     if write_id is not None and not write_id.strip():
         raise ValueError("jetstream-kv option 'writeId' must not be empty")
@@ -140,8 +131,7 @@ def parse_kv_write_options(opts: Mapping[str, str]) -> KVWriteOptions:
     if null_values not in _NULL_MODES:
         raise ValueError(
             f"jetstream-kv option 'nullValues' must be one of {', '.join(_NULL_MODES)}, "
-            f"got {null_values!r}"
-        )
+            f"got {null_values!r}")
     return KVWriteOptions(
         conn=parse_connect(opts),
         bucket=bucket,
@@ -206,14 +196,12 @@ def check_kv_columns(schema: StructType) -> None:
         if allowed and f.dataType.simpleString() not in allowed:
             raise ValueError(
                 f"jetstream-kv: column {f.name!r} must be {' or '.join(allowed)}, "
-                f"not {f.dataType.simpleString()}"
-            )
+                f"not {f.dataType.simpleString()}")
     missing = sorted({"key", "value"} - set(names))
     if missing:
         raise ValueError(
             f"jetstream-kv writes need columns 'key' and 'value'; missing {missing} "
-            f"(have {sorted(names)})"
-        )
+            f"(have {sorted(names)})")
     extra = sorted(set(names) - {"key", "value"})
     if extra:
         raise ValueError(f"jetstream-kv writes take columns key and value; unexpected {extra}")
@@ -230,10 +218,8 @@ class KVCommit(WriterCommitMessage):
 
 def _columns(batch: pa.RecordBatch) -> tuple[list[Any], list[Any]]:
     names = batch.schema.names
-    return (
-        batch.column(names.index("key")).to_pylist(),
-        batch.column(names.index("value")).to_pylist(),
-    )
+    return (batch.column(names.index("key")).to_pylist(),
+            batch.column(names.index("value")).to_pylist())
 
 
 def write_partition(
@@ -258,13 +244,11 @@ def write_partition(
                 if why is not None:
                     raise ValueError(
                         f"jetstream-kv: invalid key {key!r} in row {row + i} of partition "
-                        f"{part}: {why}"
-                    )
+                        f"{part}: {why}")
                 if values[i] is None and opts.null_values == "error":
                     raise ValueError(
                         f"jetstream-kv: key {key!r} (row {row + i} of partition {part}) has "
-                        "a null value and option nullValues is 'error'"
-                    )
+                        "a null value and option nullValues is 'error'")
             for key, value in zip(keys, values, strict=True):
                 headers = {"Nats-Msg-Id": f"{id_prefix}:{part}:{row}"}
                 if value is None:
@@ -339,8 +323,7 @@ class JetStreamKVDataSource(DataSource):
         if overwrite:
             raise ValueError(
                 "jetstream-kv: save mode 'overwrite' is not supported; puts are upserts and "
-                "nothing would delete the keys left out (use mode('append'))"
-            )
+                "nothing would delete the keys left out (use mode('append'))")
         check_kv_columns(schema)
         opts = parse_kv_write_options(self.options)
         ensure_bucket(opts)
@@ -350,8 +333,7 @@ class JetStreamKVDataSource(DataSource):
         if overwrite:
             raise ValueError(
                 "jetstream-kv: output mode 'complete' is not supported; use 'append', or for "
-                "aggregations outputMode('update') with foreachBatch and a batch write"
-            )
+                "aggregations outputMode('update') with foreachBatch and a batch write")
         check_kv_columns(schema)
         opts = parse_kv_write_options(self.options)
         ensure_bucket(opts)

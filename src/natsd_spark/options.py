@@ -85,10 +85,8 @@ class ConnectOptions:
         """The client's TLS context (None: plaintext), built where the connection is made."""
         if not self.tls_context_wanted:
             return None
-        ctx = (
-            ssl.create_default_context(cadata=self.tls_ca)
-            if self.tls_ca
-            else (ssl.create_default_context())
+        ctx = ssl.create_default_context(cadata=self.tls_ca) if self.tls_ca else (
+            ssl.create_default_context()
         )
         if self.tls_cert and self.tls_key:
             # ssl loads a certificate chain from files only: a private temporary copy.
@@ -177,8 +175,7 @@ def choice_option(
     low = raw.strip().lower()
     if low not in choices:
         raise ValueError(
-            f"jetstream option {name!r} must be one of {', '.join(choices)}, got {raw!r}"
-        )
+            f"jetstream option {name!r} must be one of {', '.join(choices)}, got {raw!r}")
     return low
 
 
@@ -299,18 +296,9 @@ def parse_include_headers(opts: Mapping[str, str]) -> bool:
 
 def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
     known = CONNECT_KEYS | {
-        "stream",
-        "subjects",
-        "startingoffsets",
-        "endingoffsets",
-        "minpartitions",
-        "maxpartitionsize",
-        "maxmessagespertrigger",
-        "includeheaders",
-        "fetchbatch",
-        "fetchdepth",
-        "failondataloss",
-        "path",
+        "stream", "subjects", "startingoffsets", "endingoffsets", "minpartitions",
+        "maxpartitionsize", "maxmessagespertrigger", "includeheaders", "fetchbatch", "fetchdepth",
+        "failondataloss", "path",
     }
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
@@ -321,13 +309,8 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
     if raw_subj is not None:
         subjects = tuple(s.strip() for s in raw_subj.split(",") if s.strip())
         for s in subjects:
-            if (
-                any(
-                    not t or (">" in t and t != ">") or ("*" in t and t != "*")
-                    for t in s.split(".")
-                )
-                or ">" in s.split(".")[:-1]
-            ):
+            if any(not t or (">" in t and t != ">") or ("*" in t and t != "*")
+                   for t in s.split(".")) or ">" in s.split(".")[:-1]:
                 raise ValueError(f"jetstream option 'subjects': invalid subject filter {s!r}")
     start_default = "latest" if streaming else "earliest"
     starting = parse_offset(get_option(opts, "startingOffsets") or start_default, "startingOffsets")
@@ -360,15 +343,8 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
 
 def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
     # Spark itself passes path, checkpointLocation and (streaming) queryName to sinks.
-    known = CONNECT_KEYS | {
-        "writeid",
-        "maxpendingacks",
-        "stream",
-        "fastbatch",
-        "path",
-        "checkpointlocation",
-        "queryname",
-    }
+    known = CONNECT_KEYS | {"writeid", "maxpendingacks", "stream", "fastbatch", "path",
+                            "checkpointlocation", "queryname"}
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream write option(s): {', '.join(unknown)}")

@@ -152,20 +152,13 @@ def _read_range(opts: ReadOptions, lo: int, hi: int) -> Iterator[pa.RecordBatch]
     local_filters = filters if len(filters) > 1 else ()
     with Session(opts.conn) as s:
         if not s.stream_info(opts.stream).allow_direct:
-            yield from _read_range_msg_get(s, opts, lo, hi, server_filter, local_filters, schema)
+            yield from _read_range_msg_get(s, opts, lo, hi, server_filter, local_filters,
+                                           schema)
             return
         reader = DirectRangeReader(
-            s.client,
-            RawReplies(s.client),
-            opts.stream,
-            lo,
-            hi,
-            server_filter,
-            opts.fetch_batch,
-            depth=opts.fetch_depth,
-            timeout=opts.conn.timeout,
-            with_headers=opts.include_headers,
-        )
+            s.client, RawReplies(s.client), opts.stream, lo, hi, server_filter,
+            opts.fetch_batch, depth=opts.fetch_depth, timeout=opts.conn.timeout,
+            with_headers=opts.include_headers)
         pending = Columns(opts.include_headers)
         while True:
             cols = s.run(reader.next())
@@ -211,27 +204,18 @@ def _columns_to_arrow(opts: ReadOptions, cols: Columns, schema: pa.Schema) -> pa
     ]
     if opts.include_headers:
         raw = cols.headers or []
-        arrays.append(
-            pa.array(
-                [parse_user_headers(h) for h in raw], pa.map_(pa.string(), pa.list_(pa.string()))
-            )
-        )
+        arrays.append(pa.array([parse_user_headers(h) for h in raw],
+                               pa.map_(pa.string(), pa.list_(pa.string()))))
     # RFC 3339 with nanoseconds and a zone; Arrow parses it, then truncates to micros.
     times = pa.array(cols.times, pa.binary()).cast(pa.string())
-    arrays.append(
-        times.cast(pa.timestamp("ns", tz="UTC")).cast(pa.timestamp("us", tz="UTC"), safe=False)
-    )
+    arrays.append(times.cast(pa.timestamp("ns", tz="UTC")).cast(
+        pa.timestamp("us", tz="UTC"), safe=False))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _read_range_msg_get(
-    s: Session,
-    opts: ReadOptions,
-    lo: int,
-    hi: int,
-    server_filter: str,
-    local_filters: Sequence[str],
-    schema: pa.Schema,
+    s: Session, opts: ReadOptions, lo: int, hi: int, server_filter: str,
+    local_filters: Sequence[str], schema: pa.Schema,
 ) -> Iterator[pa.RecordBatch]:
     """Streams without ``allow_direct``: STREAM.MSG.GET one message at a time (slow)."""
     cur = max(lo, 1)
@@ -239,7 +223,8 @@ def _read_range_msg_get(
     while cur < hi:
         chunk, cur = s.run(s.read_chunk(opts.stream, cur, hi, server_filter, 1, False))
         if local_filters:
-            chunk = [m for m in chunk if any(subject_matches(f, m.subject) for f in local_filters)]
+            chunk = [m for m in chunk if any(subject_matches(f, m.subject)
+                                             for f in local_filters)]
         rows.extend(chunk)
         if len(rows) >= ARROW_MIN_ROWS:
             yield _to_arrow(opts, rows, schema)
@@ -256,11 +241,12 @@ def _to_arrow(opts: ReadOptions, rows: list[StoredMessage], schema: pa.Schema) -
         [m.data for m in rows],
     ]
     if opts.include_headers:
-        cols.append([[(k, [v]) for k, v in m.headers.items()] if m.headers else None for m in rows])
+        cols.append([
+            [(k, [v]) for k, v in m.headers.items()] if m.headers else None for m in rows
+        ])
     cols.append([_micros(m.time) for m in rows])
     return pa.RecordBatch.from_arrays(
-        [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema
-    )
+        [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
 
 
 def _range_of(partition: InputPartition) -> tuple[int, int] | None:
@@ -330,11 +316,9 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         with Session(self.opts.conn) as s:
             info = s.stream_info(self.opts.stream)
         if 0 < cur < info.first_seq:
-            msg = (
-                f"jetstream: stream {self.opts.stream!r} no longer holds sequences "
-                f"{cur}..{info.first_seq - 1} (removed by limits or deletes before this "
-                f"query read them)"
-            )
+            msg = (f"jetstream: stream {self.opts.stream!r} no longer holds sequences "
+                   f"{cur}..{info.first_seq - 1} (removed by limits or deletes before this "
+                   f"query read them)")
             if self.opts.fail_on_data_loss:
                 raise JetStreamError(msg + "; set failOnDataLoss=false to skip them")
             _log.warning("%s; skipped (failOnDataLoss=false)", msg)
@@ -350,9 +334,8 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         lo, hi = max(int(start["seq"]), 1), int(end["seq"])
         o = self.opts
-        return [
-            SeqRange(a, b) for a, b in plan_ranges(lo, hi, o.min_partitions, o.max_partition_size)
-        ]
+        return [SeqRange(a, b) for a, b in plan_ranges(lo, hi, o.min_partitions,
+                                                      o.max_partition_size)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         r = _range_of(partition)
@@ -396,8 +379,7 @@ def _headers(raw: Any) -> dict[str, str]:
             if len(vals) > 1:
                 raise ValueError(
                     f"jetstream: header {k!r} has {len(vals)} values; nats-py publishes one "
-                    "value per header"
-                )
+                    "value per header")
             if not vals:
                 continue
             v = vals[0]
@@ -446,8 +428,7 @@ def resolve_fast_batch(opts: WriteOptions) -> WriteOptions:
         if opts.fast_batch == "true":
             raise ValueError(
                 "jetstream option 'fastBatch' true needs the 'stream' option (a fast batch "
-                "goes to one stream)"
-            )
+                "goes to one stream)")
         return opts
     try:
         with Session(opts.conn) as s:
@@ -461,8 +442,7 @@ def resolve_fast_batch(opts: WriteOptions) -> WriteOptions:
     if opts.fast_batch == "true":
         raise ValueError(
             f"jetstream option 'fastBatch' is true but stream {opts.stream!r} does not allow "
-            "batched publishes (allow_batched)"
-        )
+            "batched publishes (allow_batched)")
     return opts
 
 
@@ -481,20 +461,17 @@ def _check_columns(schema: StructType) -> None:
         if allowed and f.dataType.simpleString() not in allowed:
             raise ValueError(
                 f"jetstream: column {f.name!r} must be {' or '.join(allowed)}, "
-                f"not {f.dataType.simpleString()}"
-            )
+                f"not {f.dataType.simpleString()}")
     missing = {"subject", "data"} - names
     if missing:
         raise ValueError(
             f"jetstream writes need columns 'subject' and 'data'; missing {sorted(missing)} "
-            f"(have {sorted(names)})"
-        )
+            f"(have {sorted(names)})")
     extra = names - {"subject", "data", "headers", "msg_id"}
     if extra:
         raise ValueError(
             f"jetstream writes take columns subject, data, headers, msg_id; "
-            f"unexpected {sorted(extra)}"
-        )
+            f"unexpected {sorted(extra)}")
 
 
 class JetStreamWriter(DataSourceArrowWriter):
@@ -564,8 +541,7 @@ class JetStreamDataSource(DataSource):
         if overwrite:
             raise ValueError(
                 "jetstream: save mode 'overwrite' is not supported; a stream is append-only "
-                "(use mode('append'))"
-            )
+                "(use mode('append'))")
         _check_columns(schema)
         return JetStreamWriter(resolve_fast_batch(parse_write_options(self.options)))
 

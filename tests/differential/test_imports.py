@@ -23,10 +23,12 @@ import pytest
 from components import require_nats_server
 
 from .harness import ServerPair, ServerProcess, server_pair
+from .test_limits_monitor import _accountz
 
 pytestmark = pytest.mark.differential
 
 CONFIG = """
+http: "127.0.0.1:-1"
 accounts {
   A: {
     users: [{user: a, password: pw}]
@@ -238,6 +240,24 @@ def test_reserved_reply_subjects(links_pair: ServerPair) -> None:
     impl = asyncio.run(_reserved(links_pair.impl))
     assert len(ref) == 3
     assert impl == ref
+
+
+def _links_of(server: ServerProcess, name: str) -> dict[str, Any]:
+    detail = _accountz(server, f"?acc={name}")["account_detail"]
+    # nats-server's implicit service imports from $SYS (its system services) are not in
+    # natsd yet; both list in map order
+    imports = [i for i in detail.get("imports", []) if i["account"] != "$SYS"]
+    return {
+        "imports": sorted(imports, key=repr),
+        "exports": sorted(detail.get("exports", []), key=repr),
+    }
+
+
+@pytest.mark.parametrize("name", ["A", "B", "C"])
+def test_accountz_lists_imports_and_exports(links_pair: ServerPair, name: str) -> None:
+    ref = _links_of(links_pair.ref, name)
+    assert ref["imports"] or ref["exports"]
+    assert _links_of(links_pair.impl, name) == ref
 
 
 # ---------------------------------------------------------------------- configuration

@@ -20,7 +20,7 @@ __all__ = ["check_links", "parse_exports", "parse_imports"]
 _RESPONSE_TYPES = {
     "single": "Singleton",
     "singleton": "Singleton",
-    "stream": "Stream",
+    "stream": "Streamed",
     "chunk": "Chunked",
     "chunked": "Chunked",
 }

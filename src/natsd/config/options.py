@@ -59,7 +59,7 @@ class ExportConfig:
     subject: str
     # None: public; otherwise the accounts allowed to import it
     accounts: tuple[str, ...] | None = None
-    # services: "Singleton" | "Stream" | "Chunked" (nats-server's names)
+    # services: "Singleton" | "Streamed" | "Chunked" (nats-server's names)
     response_type: str = "Singleton"
     # services: seconds a response mapping lives without a response; 0 = nats-server's 2m
     response_threshold: float = 0.0

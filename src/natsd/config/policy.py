@@ -232,7 +232,8 @@ CLUSTER = Level(
         """
     ),
     refused=_keys(
-        "permissions accounts ping_interval ping_max write_deadline write_timeout connect_backoff"
+        "permissions accounts ping_interval ping_max write_deadline write_timeout"
+        " connect_backoff"
     ),
 )
 

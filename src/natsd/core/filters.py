@@ -7,7 +7,7 @@ __all__ = ["is_all", "is_literal", "match_tokens", "subject_matches"]
 
 
 def is_all(filter: str) -> bool:
-    """ "" and ">" select every subject."""
+    """"" and ">" select every subject."""
     return filter == "" or filter == ">"
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from natsd.config.options import ExportConfig, ImportConfig
 from natsd.core.build import BUILD
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.subjects import subject_matches
@@ -345,12 +346,17 @@ class MonitorServer:
                 "leafnode_connections": 0,
                 "client_connections": len(acct.clients),
                 "subscriptions": acct.num_subscriptions,
-                # natsd has no imports, exports or mappings yet; nats-server omits them
-                # when empty. Its implicit $SYS service imports do not exist here.
                 "name_tag": name,
                 "sublist_stats": _sublist_stats([acct]),
             }
         )
+        acfg = s.options.accounts.get(name)
+        if acfg is not None:
+            # (nats-server's implicit service imports from $SYS do not exist here yet)
+            if acfg.exports:
+                detail["exports"] = [_export_json(e) for e in acfg.exports]
+            if acfg.imports:
+                detail["imports"] = [_import_json(i) for i in acfg.imports]
         data["account_detail"] = detail
         return _json(data)
 
@@ -522,4 +528,29 @@ def _varz_tls(o: Any) -> dict[str, Any]:
         out["tls_required"] = True
     if o.tls is not None and o.tls.verify:
         out["tls_verify"] = True
+    return out
+
+
+def _export_json(e: ExportConfig) -> dict[str, Any]:
+    """One ``exports`` entry of /accountz (nats-server's ExtExport)."""
+    out: dict[str, Any] = {"subject": e.subject, "type": e.kind}
+    if e.kind == "service":
+        out["response_type"] = e.response_type
+    if e.accounts:
+        out["approved_accounts"] = list(e.accounts)
+    return out
+
+
+def _import_json(i: ImportConfig) -> dict[str, Any]:
+    """One ``imports`` entry of /accountz (nats-server's ExtImport)."""
+    out: dict[str, Any] = {"subject": i.subject, "account": i.account}
+    if i.kind == "service":
+        out["to"] = i.to  # (nats-server's deprecated duplicate of local_subject)
+        local = i.to
+    else:
+        local = i.prefix.rstrip(".") + "." + i.subject if i.prefix else (i.to or i.subject)
+    out.update(
+        {"local_subject": local, "type": i.kind, "invalid": False, "share": i.share,
+         "tracking": False}
+    )  # fmt: skip
     return out

@@ -226,3 +226,4 @@ def peer_cert(der: bytes | None) -> PeerCert | None:
         dns_names=tuple(dns),
         uris=tuple(uris),
     )
+

@@ -86,6 +86,7 @@ PINNED_TTL_DEFAULT = 120 * SECOND  # JsDefaultPinnedTTL
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
 
+
 # ============================================================================= enums
 class DeliverPolicy(StrEnum):
     """nats-server's ``DeliverPolicy``: where a consumer starts."""

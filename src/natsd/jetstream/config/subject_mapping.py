@@ -112,11 +112,11 @@ _ERR_TOO_MANY = f"{_MAPPING_ERR}: too many arguments passed to the function"
 _S = r"[\t\n\f\r ]*"
 
 
+
 def overlaps(ours: list[str], theirs: list[str]) -> bool:
     """Whether any subject of ``ours`` collides with any of ``theirs`` (two streams'
     subjects: a publish could belong to both)."""
     return any(subjects_collide(a, b) for a in ours for b in theirs)
-
 
 def _fn_re(name: str) -> re.Pattern[str]:
     letters = "".join(

@@ -57,10 +57,8 @@ def rand8() -> str:
 def strip_origin_headers(hdr: bytes, extra: bytes = b"") -> bytes:
     """``hdr`` without the origin's publish expectations and batch headers, which the
     copy's store has nothing to do with (and without ``extra``-prefixed lines)."""
-    if (
-        b"Nats-Expected-" not in hdr
-        and b"Nats-Batch-" not in hdr
-        and (not extra or extra not in hdr)
+    if b"Nats-Expected-" not in hdr and b"Nats-Batch-" not in hdr and (
+        not extra or extra not in hdr
     ):
         return hdr
     lines = hdr.split(b"\r\n")

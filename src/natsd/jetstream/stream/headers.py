@@ -103,7 +103,6 @@ def check_headers(
         return E.JSMessageSourceHdrNotAllowedErr()
     return None
 
-
 def check_last_msg_id_and_rollup(
     cfg: StreamConfig, last_msg_id: str, h: dict[str, list[str]], sourced: bool = False
 ) -> ApiError | None:
