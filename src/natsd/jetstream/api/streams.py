@@ -146,17 +146,16 @@ def check_origins(
     """The checks of a mirror's or a sourcing stream's config that read the streams it
     copies (``checkStreamCfg``, on create and update): a max message size at least the
     origin's, a mirror's ``mirror_direct`` as its origin's ``allow_direct``, no cycle.
-    What natsd does not run yet is refused: a mirror or source fed by a consumer of the
-    user's (``consumer``) (an update cannot add a mirror: the mirror cannot change). An
-    origin in another account or domain (``external``) is not read here.
+    An origin in another account or domain (``external``) is not read here (an update
+    cannot add a mirror: the mirror cannot change).
     ``lookup``: the config of the account's stream of that name (None: none, yet)."""
     m = cfg.mirror
     if m is not None:
-        origin = _origin(lookup, cfg, m, "mirrors", create, E.JSMirrorMaxMessageSizeTooBigErr)
+        origin = _origin(lookup, cfg, m, E.JSMirrorMaxMessageSizeTooBigErr)
         if origin is not None:
             cfg.mirror_direct = origin.allow_direct
     for src in cfg.sources:
-        _origin(lookup, cfg, src, "sources", True, E.JSSourceMaxMessageSizeTooBigErr)
+        _origin(lookup, cfg, src, E.JSSourceMaxMessageSizeTooBigErr)
     _check_cycle(lookup, cfg)
 
 
@@ -164,16 +163,9 @@ def _origin(
     lookup: Callable[[str], StreamConfig | None],
     cfg: StreamConfig,
     src: StreamSource,
-    what: str,
-    new: bool,
     too_big: Callable[[], ApiError],
 ) -> StreamConfig | None:
-    """One mirror's or source's origin checks; the origin's config when it exists here.
-    ``new``: refuse what natsd does not run (a mirror's cannot change on update)."""
-    if new and src.consumer is not None:
-        raise E.JSStreamInvalidConfigF(
-            err=f"stream {what} with their own consumer are not supported"
-        )
+    """One mirror's or source's origin checks; the origin's config when it exists here."""
     if src.external is not None:
         return None  # in another account or domain: asked through its API prefix only
     origin = lookup(src.name)

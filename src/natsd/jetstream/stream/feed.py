@@ -25,6 +25,7 @@ from natsd.core.headers import slice_header
 from natsd.core.scheduler import Cancellable, Clock, Scheduler
 from natsd.core.transform import SubjectTransform
 from natsd.jetstream.config.stream_types import StreamSource
+from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.ack_subject import ack_tail
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
@@ -36,6 +37,9 @@ HEARTBEAT_NS: Final = 1_000_000_000  # asked of the origin's consumer (sourceHea
 HEALTH_CHECK: Final = 10.0  # s: a feed silent this long is set up again
 RETRY_GATE: Final = 2.0  # s: at least this between two consumer requests
 CREATE_WAIT: Final = 30.0  # s: for the origin's answer to a consumer request
+# s: for the answer to a durable consumer's reset (srcDurableConsumerWaitTime: it is only
+# moved, not made)
+RESET_WAIT: Final = 5.0
 _ACK_WAIT_NS: Final = 22 * 3600 * 1_000_000_000  # nats-server's (ack_policy none: unused)
 _ALNUM: Final = string.digits + string.ascii_letters
 _STRIPPED: Final = (b"Nats-Expected-", b"Nats-Batch-")
@@ -105,6 +109,11 @@ class OriginFeed:
         self._deliver: Subscription | None = None
         self._deliver_subject = ""  # the consumer's, once its request is answered
         self._inbox: Subscription | None = None
+        # A durable consumer of the user's (ADR-60 ``consumer: {name, deliver_subject}``):
+        # reset instead of made, its deliveries acknowledged by the flow control answers,
+        # never deleted; while a reset goes unanswered, a probe on its deliver subject
+        # (anything arriving there says the origin is back) asks again at once.
+        self._probe: Subscription | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -122,10 +131,10 @@ class OriginFeed:
 
     def _cancel(self) -> None:
         """Drop the current consumer (the origin's goes once nobody listens)."""
-        for sub in (self._deliver, self._inbox):
+        for sub in (self._deliver, self._inbox, self._probe):
             if sub is not None:
                 self._sublist.remove(sub)
-        self._deliver = self._inbox = None
+        self._deliver = self._inbox = self._probe = None
         self._requesting = False
         if self._health is not None:
             self._health.cancel()
@@ -197,24 +206,32 @@ class OriginFeed:
         self._cancel()
         self._before_request()
         self._lreq = self._mono()
-        subject, body = self.request()
-        ext = self.source.external
-        if ext is not None and ext.deliver:
-            # an origin in another account: its deliveries come through the user's stream
-            # import of that prefix (nats-server's ``<deliver>.<S|M>.<id>``)
-            deliver = f"{ext.deliver}.{self._kind}.{rand8()}".replace("..", ".")
+        src = self.source
+        ext = src.external
+        durable = src.consumer
+        payload = b""
+        if durable is not None:
+            subject = f"{_api_prefix(src)}.CONSUMER.RESET.{src.name}.{durable.name}"
+            deliver = durable.deliver_subject
         else:
-            deliver = f"$JS.{self._kind}.{rand8()}"
-        body["config"]["deliver_subject"] = deliver
+            subject, body = self.request()
+            if ext is not None and ext.deliver:
+                # an origin in another account: its deliveries come through the user's
+                # stream import of that prefix (nats-server's ``<deliver>.<S|M>.<id>``)
+                deliver = f"{ext.deliver}.{self._kind}.{rand8()}".replace("..", ".")
+            else:
+                deliver = f"$JS.{self._kind}.{rand8()}"
+            body["config"]["deliver_subject"] = deliver
+            payload = orjson.dumps(body)
         inbox = f"$JSC.R.{rand8()}".encode()
         sub = Subscription(inbox, None, b"feed-reply", callback=self._on_answer)
         self._sublist.insert(sub)
         self._inbox = sub
         self._requesting = True
         self._deliver_subject = deliver
-        self._timer = self._sched.call_later(CREATE_WAIT, self._unanswered)
-        publish(self._sublist, subject.encode(), inbox, self._request_headers(),
-                orjson.dumps(body))  # fmt: skip
+        wait = RESET_WAIT if durable is not None else CREATE_WAIT
+        self._timer = self._sched.call_later(wait, self._unanswered)
+        publish(self._sublist, subject.encode(), inbox, self._request_headers(), payload)
 
     def _request_headers(self) -> bytes | None:
         """The consumer request's headers (none but a source's)."""
@@ -223,6 +240,30 @@ class OriginFeed:
     def _unanswered(self) -> None:
         self._timer = None
         self._fail(None)
+        durable = self.source.consumer
+        if durable is not None and self._running:
+            probe = Subscription(durable.deliver_subject.encode(), None, b"feed-probe",
+                                 callback=self._probed)  # fmt: skip
+            self._sublist.insert(probe)
+            self._probe = probe
+
+    def _probed(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """Something arrived on the durable consumer's deliver subject while backing off:
+        the origin is there, so ask again now (``startProbeSubscription``)."""
+        if sub is not self._probe or self._requesting or self.fails == 0:
+            return
+        self._sublist.remove(sub)
+        self._probe = None
+        self.fails = 0
+        self._schedule()
+
+    def _requires_fc(self) -> dict[str, Any]:
+        """The error of a durable consumer that does not acknowledge by flow control."""
+        if self._kind == "M":
+            return E.JSMirrorConsumerRequiresAckFCErr().to_json()
+        return E.JSSourceConsumerRequiresAckFCErr().to_json()
 
     def _fail(self, error: dict[str, Any] | None) -> None:
         if error is not None:
@@ -259,6 +300,12 @@ class OriginFeed:
         if not isinstance(ans, dict) or "error" in ans or not isinstance(ans.get("name"), str):
             err = ans.get("error") if isinstance(ans, dict) else None
             self._fail(err if isinstance(err, dict) else None)
+            return
+        cfg = ans.get("config")
+        if self.source.consumer is not None and (
+            not isinstance(cfg, dict) or cfg.get("ack_policy") != "flow_control"
+        ):
+            self._fail(self._requires_fc())
             return
         delivered = ans.get("delivered", {}).get("stream_seq", 0)
         delivered = delivered if isinstance(delivered, int) and delivered > 0 else 0

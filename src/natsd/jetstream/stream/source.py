@@ -72,6 +72,8 @@ def iname_of(src: StreamSource) -> str:
     name = src.name
     if src.external is not None and src.external.api:
         name += ":" + get_hash(src.external.api)
+    if src.consumer is not None:
+        name += ":C=" + get_hash(src.consumer.name)
     if not src.subject_transforms:
         return f"{name} {src.filter_subject or '>'} >"
     srcs = "\f".join(t.src or ">" for t in src.subject_transforms)
