@@ -86,6 +86,53 @@ async def test_sources_resume_after_a_restart(sig: int) -> None:
     assert got["natsd"] == want
 
 
+async def _durable_scenario(srv: Restartable, sig: int) -> dict[str, Any]:
+    """A workqueue origin copied through a durable flow-control consumer of the user's
+    (ADR-60): what the copy held before the restart stays, what the origin took meanwhile
+    comes after, nothing twice, and the origin drains."""
+    nc = await connect(srv)
+    try:
+        await _ask(nc, "$JS.API.STREAM.CREATE.W",
+                   {"name": "W", "subjects": ["w.>"], "retention": "workqueue"})  # fmt: skip
+        await _ask(nc, "$JS.API.CONSUMER.CREATE.W.C", {"stream_name": "W", "config": {
+            "durable_name": "C", "name": "C", "deliver_subject": "dlv.c",
+            "ack_policy": "flow_control", "flow_control": True, "idle_heartbeat": 1_000_000_000,
+        }})  # fmt: skip
+        await _ask(nc, "$JS.API.STREAM.CREATE.S", {"name": "S", "sources": [
+            {"name": "W", "consumer": {"name": "C", "deliver_subject": "dlv.c"}}]})  # fmt: skip
+        for i in range(10):
+            await nc.request("w.x", b"w%d" % i, timeout=5)
+        await _until(nc, "S", 10)
+        await srv.restart(sig)
+        await wait_reconnected(nc)
+        for i in range(10, 15):
+            await nc.request("w.x", b"w%d" % i, timeout=5)
+        await _until(nc, "S", 15)
+        left = 0
+        for _ in range(50):
+            left = (await _ask(nc, "$JS.API.STREAM.INFO.W"))["state"]["messages"]
+            if left == 0:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # (anything copied twice would show by now)
+        state = (await _ask(nc, "$JS.API.STREAM.INFO.S"))["state"]
+        return {
+            "messages": state["messages"],
+            "copied": sorted(await _payloads(nc, "S", state["last_seq"])),
+            "origin left": left,
+        }
+    finally:
+        await nc.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "kill-9"])
+async def test_a_durable_source_resumes_after_a_restart(sig: int) -> None:
+    got = await both(lambda srv: _durable_scenario(srv, sig))
+    want = {"messages": 15, "copied": sorted(f"w{i}" for i in range(15)), "origin left": 0}
+    assert got["nats-server"] == want
+    assert got["natsd"] == want
+
+
 async def _nats_py_subject_transforms(srv: Restartable) -> dict[str, Any]:
     """nats.py's ``test_subject_transforms``: the origin's own transform, then the source's
     two; ten messages pending for a consumer after a second; the same stream asked for
