@@ -265,3 +265,30 @@ def _heard(trio: EmbeddedJsCluster, lead: str) -> list[tuple[float, float]]:
     jsc = trio.servers[lead].js_cluster
     now = asyncio.get_running_loop().time()
     return [(now, t) for t in jsc.raft.last_heard.values()] or [(now, -1.0)]
+
+
+async def test_requests_for_a_new_r3_stream_wait_for_its_leader(trio: EmbeddedJsCluster) -> None:
+    """A consumer made right after its R3 stream, as clients do (nats.py's add_stream then
+    add_consumer): the group has no leader yet, so its replicas hold the request and the one
+    that comes to lead answers it, once; the same for a purge and a message get."""
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        for ret in ("limits", "workqueue"):
+            name = f"NEW_{ret}"
+            cfg = {"name": name, "subjects": [f"{name}.>"], "retention": ret, "num_replicas": 3}
+            assert "error" not in await _req(nc, f"$JS.API.STREAM.CREATE.{name}", cfg)
+            inbox = nc.new_inbox()
+            sub = await nc.subscribe(inbox)
+            c = {"stream_name": name, "config": {"durable_name": "C", "name": "C",
+                                                 "ack_policy": "explicit", "num_replicas": 3}}
+            await nc.publish(f"$JS.API.CONSUMER.CREATE.{name}.C", json.dumps(c).encode(),
+                             reply=inbox)  # fmt: skip
+            first = json.loads((await sub.next_msg(timeout=10)).data)
+            assert first.get("name") == "C" and "error" not in first, first
+            with pytest.raises(nats.errors.TimeoutError):
+                await sub.next_msg(timeout=0.5)  # answered once
+            await sub.unsubscribe()
+            purged = await _req(nc, f"$JS.API.STREAM.PURGE.{name}")
+            assert purged.get("success") is True, purged
+    finally:
+        await nc.close()

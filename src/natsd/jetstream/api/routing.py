@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from natsd.core.scheduler import Cancellable
 from natsd.jetstream.api.dispatch import make_api_callback
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.api.meta_requests import MetaRequests
@@ -32,6 +33,7 @@ from natsd.jetstream.api.replicated import OnApi, StreamApi
 from natsd.jetstream.cluster.driver import JsCluster
 from natsd.jetstream.cluster.replica import unreplicated
 from natsd.jetstream.engine import JsAccount, find_consumer
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.router.subscription import Subscription
 
@@ -60,6 +62,12 @@ _RESPONSE_TYPES: Final = {
     ("STREAM", "PEER"): "stream_remove_peer_response",
 }
 
+# A request for a replicated stream without a leader yet waits this long at most (s), at
+# most this many per stream, looked at this often.
+PARK_FOR: Final = 5.0
+PARK_MAX: Final = 256
+PARK_POLL: Final = 0.05
+
 # Requests that come once per message read (direct gets, pull requests): routed by prefix.
 _DIRECT: Final = b"$JS.API.DIRECT.GET."
 _PER_MESSAGE: Final = (_DIRECT, b"$JS.API.CONSUMER.MSG.NEXT.")
@@ -74,6 +82,12 @@ class ApiRouter:
         self.cluster = cluster
         self.requests = MetaRequests(cluster)
         self.stream_api = StreamApi(cluster.stream_groups, self._r1_stepdown)
+        # Requests for a replicated stream whose group has no leader yet (just created,
+        # or between leaders), held by each of its replicas: the one that comes to lead
+        # answers them, the others drop theirs once they know who leads (a consumer made
+        # right after its stream, as clients do, is answered once the group is up).
+        self._parked: dict[Stream, list[_Parked]] = {}
+        self._parked_timer: Cancellable | None = None
 
     def subscribe_api(self, ja: JsAccount) -> list[Subscription]:
         """The ``ApiSubscriber`` of a clustered engine: the standalone subscriptions, with
@@ -136,10 +150,14 @@ class ApiRouter:
             return
         s = ja.streams.get(stream)
         if s is not None and s.replica is not None:
-            if self.cluster.stream_groups.leads(s):
+            groups = self.cluster.stream_groups
+            if groups.leads(s):
                 self.stream_api.request(ja, local, s, verb, sub, subject, reply, hdr, data)
-            elif verb[:2] == ["STREAM", "INFO"] and self.cluster.stream_groups.leaderless(s):
+            elif verb[:2] == ["STREAM", "INFO"] and groups.leaderless(s):
                 local(sub, subject, reply, hdr, data)  # every replica: its own state
+            elif reply and self._no_leader_yet(s):
+                self._park(_Parked(ja, local, s, verb, sub, subject, reply, hdr, data,
+                                   self.cluster.clock.monotonic() + PARK_FOR))  # fmt: skip
         elif s is not None:
             if not unreplicated(s):
                 return  # replicated, not yet in its group (a restart): its leader answers
@@ -152,6 +170,42 @@ class ApiRouter:
                 local(sub, subject, reply, hdr, data)  # nats-server's "stream not found"
         elif reply and self.cluster.leaderless() and verb[:2] == ["STREAM", "INFO"]:
             self._unavailable(ja, verb, reply)
+
+    def _no_leader_yet(self, s: Stream) -> bool:
+        m = self.cluster.stream_groups.member(s)
+        return m is not None and not m.leader
+
+    def _park(self, p: _Parked) -> None:
+        held = self._parked.setdefault(p.stream, [])
+        if len(held) >= PARK_MAX:
+            return  # (its requester times out, as it would have)
+        held.append(p)
+        if self._parked_timer is None:
+            self._parked_timer = self.cluster.scheduler.call_later(PARK_POLL, self._unpark)
+
+    def _unpark(self) -> None:
+        """Answer what waited for a stream that now has this replica as leader; drop what
+        another replica leads (it answers) or what waited too long."""
+        self._parked_timer = None
+        groups = self.cluster.stream_groups
+        now = self.cluster.clock.monotonic()
+        for s, held in list(self._parked.items()):
+            m = groups.member(s)
+            if m is None:
+                del self._parked[s]
+            elif groups.leads(s):
+                del self._parked[s]
+                for p in held:
+                    self.stream_api.request(p.ja, p.local, s, p.verb, p.sub, p.subject,
+                                            p.reply, p.hdr, p.data)  # fmt: skip
+            elif m.leader and not m.is_raft_leader():
+                del self._parked[s]
+            else:
+                held[:] = [p for p in held if p.deadline > now]
+                if not held:
+                    del self._parked[s]
+        if self._parked:
+            self._parked_timer = self.cluster.scheduler.call_later(PARK_POLL, self._unpark)
 
     def _unavailable(self, ja: JsAccount, verb: list[str], reply: bytes) -> None:
         rtype = _RESPONSE_TYPES.get(tuple(verb[:2]), "")
@@ -175,6 +229,37 @@ class ApiRouter:
             self.cluster.respond(ja, rep, "consumer_leader_stepdown_response", {"error": err})
             return
         self.cluster.respond(ja, rep, "consumer_leader_stepdown_response", {"success": True})
+
+
+class _Parked:
+    """A request held until its stream's group has a leader."""
+
+    __slots__ = ("data", "deadline", "hdr", "ja", "local", "reply", "stream", "sub", "subject",
+                 "verb")  # fmt: skip
+
+    def __init__(
+        self,
+        ja: JsAccount,
+        local: OnApi,
+        stream: Stream,
+        verb: list[str],
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes,
+        hdr: bytes | None,
+        data: bytes,
+        deadline: float,
+    ) -> None:
+        self.ja = ja
+        self.local = local
+        self.stream = stream
+        self.verb = verb
+        self.sub = sub
+        self.subject = subject
+        self.reply = reply
+        self.hdr = hdr
+        self.data = data
+        self.deadline = deadline
 
 
 def _stream_of(verb: list[str]) -> str | None:
