@@ -173,3 +173,40 @@ def test_bad_durable_consumer_configs(js_pair: ServerPair) -> None:
     impl = asyncio.run(_bad(js_pair.impl))
     assert ref["filtered sources"]["err_code"] == 10215
     assert impl == ref
+
+
+async def _upgraded(server: ServerProcess) -> dict[str, Any]:
+    """A mirror and a sourcing stream of a workqueue origin, and a source of a limits one:
+    the workqueue origin makes each copy's consumer a durable flow-control one under the
+    copy's stable name (its config and metadata compared), the limits origin an ephemeral
+    one; the workqueue drains as the copies acknowledge."""
+    nc = await nats.connect(server.url, allow_reconnect=False)
+    out: dict[str, Any] = {}
+    await _req(nc, "$JS.API.STREAM.CREATE.WQ", {"name": "WQ", "subjects": ["wq.>"],
+                                                "retention": "workqueue"})  # fmt: skip
+    await _req(nc, "$JS.API.STREAM.CREATE.LM", {"name": "LM", "subjects": ["lm.>"]})
+    for i in range(5):
+        await nc.publish(f"wq.{i}", b"w%d" % i)
+        await nc.publish(f"lm.{i}", b"l%d" % i)
+    await nc.flush()
+    await _req(nc, "$JS.API.STREAM.CREATE.CS", {"name": "CS", "sources": [
+        {"name": "WQ"}, {"name": "LM", "filter_subject": "lm.1"}]})  # fmt: skip
+    await _req(nc, "$JS.API.STREAM.CREATE.CM", {"name": "CM", "mirror": {"name": "WQ"}})
+    out["counts"] = await _until(nc, {"CS": 6, "CM": 5, "WQ": 0})
+    for stream in ("WQ", "LM"):
+        listed = (await _req(nc, f"$JS.API.CONSUMER.LIST.{stream}")).get("consumers") or []
+        keys = ("durable_name", "ack_policy", "max_deliver", "sourcing", "direct",
+                "deliver_policy", "max_ack_pending", "metadata", "flow_control")  # fmt: skip
+        out[f"{stream} consumers"] = sorted(
+            (c["name"], {k: c["config"].get(k) for k in keys}) for c in listed
+        )
+    await nc.close()
+    return out
+
+
+def test_a_workqueue_origin_keeps_durable_consumers_for_its_copies(js_pair: ServerPair) -> None:
+    ref = asyncio.run(_upgraded(js_pair.ref))
+    impl = asyncio.run(_upgraded(js_pair.impl))
+    assert ref["counts"] == {"CS": 6, "CM": 5, "WQ": 0}
+    assert next(n for n, _ in ref["WQ consumers"]).startswith("JS_MIRROR_")
+    assert impl == ref

@@ -284,3 +284,48 @@ async def test_r3_durable_source_of_an_r3_workqueue(trio: EmbeddedJsCluster) -> 
         assert sorted(m["data"] for m in sourced) == sorted(f"w{i}" for i in range(30))
     finally:
         await nc.close()
+
+
+async def test_r3_copies_of_an_r3_workqueue_keep_everything(trio: EmbeddedJsCluster) -> None:
+    """ADR-60's automatic upgrade on replicated streams: an R3 mirror and an R3 sourcing
+    stream of an R3 workqueue each get a durable flow-control consumer (``JS_MIRROR_`` /
+    ``JS_SRC_``) the origin's group keeps; the copies' leaders stop, the new ones go on from
+    those consumers; each copy holds every message once and the origin drains."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        w = {"name": "W", "subjects": ["w.>"], "retention": "workqueue", "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.W", w)
+        for i in range(10):
+            assert "error" not in await _publish(nc, "w.x", b"w%d" % i)
+        s = {"name": "S", "num_replicas": 3, "sources": [{"name": "W"}]}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.S", s)
+        m = {"name": "M", "num_replicas": 3, "mirror": {"name": "W"}}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.M", m)
+        await _until_messages(nc, "S", 10)
+        await _until_messages(nc, "M", 10)
+        names = (await _req(nc, "$JS.API.CONSUMER.NAMES.W"))["consumers"]
+        assert sorted(n.split("_")[1] for n in names) == ["MIRROR", "SRC"], names
+    finally:
+        await nc.close()
+    stopped = _leader(trio, "S")
+    assert stopped
+    await trio.stop(stopped)
+    nc = await nats.connect(trio.url(next(n for n in trio.names if n != stopped)))
+    try:
+        for i in range(10, 20):
+            assert "error" not in await _publish(nc, "w.x", b"w%d" % i, within=15)
+        await _until_messages(nc, "S", 20)
+        await _until_messages(nc, "M", 20)
+        await asyncio.sleep(1.0)  # (anything copied twice would show by now)
+        want = sorted(f"w{i}" for i in range(20))
+        assert sorted(m["data"] for m in await _messages(nc, "S")) == want
+        assert sorted(m["data"] for m in await _messages(nc, "M")) == want
+        left = -1
+        for _ in range(100):
+            left = (await _req(nc, "$JS.API.STREAM.INFO.W"))["state"]["messages"]
+            if left == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert left == 0
+    finally:
+        await nc.close()

@@ -17,6 +17,7 @@ building and restoring consumers is the engine's.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -25,12 +26,16 @@ import orjson
 from natsd.core.clock import rfc3339
 from natsd.jetstream.config.consumer_config import (
     ZERO_TIME,
+    AckPolicy,
+    ConsumerConfig,
     parse_create_request,
     rfc3339_to_ns,
     set_static_metadata,
 )
+from natsd.jetstream.config.stream_types import RetentionPolicy
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount, add_consumer, find_consumer
+from natsd.jetstream.stream.source import get_hash
 from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.errors import ApiError
@@ -126,12 +131,41 @@ def _create(
     stream = _stream(ja, req.stream_name)
     if cfg.durable_name and not cfg.name:
         cfg.name = cfg.durable_name
+    if cfg.direct and cfg.sourcing and cfg.name:
+        cname = _sourcing_consumer(stream, cfg)
     existing = find_consumer(stream, cname or cfg.durable_name or cfg.name)
     if existing is not None:
         cfg.pause_until = existing.cfg.pause_until
+        if cfg.sourcing and cfg.durable_name:
+            # a durable sourcing consumer asked for again starts where it was made to
+            cfg.deliver_policy = existing.cfg.deliver_policy
+            cfg.opt_start_seq = existing.cfg.opt_start_seq
+            cfg.opt_start_time = existing.cfg.opt_start_time
     set_static_metadata(cfg)
     c = add_consumer(ja, stream, cfg, action=req.action, pedantic=req.pedantic)
+    if existing is not None and c.cfg.sourcing and c.cfg.durable_name:
+        # (and is moved back to just above what its copy acknowledged: the create is a
+        # reset too, nats-server's resetStartingSeq)
+        c.reset_to(0)
     return c.info()
+
+
+def _sourcing_consumer(stream: Stream, cfg: ConsumerConfig) -> str:
+    """A mirror's or a source's consumer (``direct`` and ``sourcing``, with the copy's
+    stable name), as nats-server 2.14 makes it (ADR-60): on a workqueue or interest origin a
+    durable one that the copy acknowledges through its flow control answers, so that
+    nothing is lost to a copy that was away; on a limits origin a direct one under the name
+    with a random suffix (several servers may copy the same stream). Returns its name."""
+    if stream.cfg.retention != RetentionPolicy.LIMITS:
+        cfg.direct = False
+        cfg.durable_name = cfg.name
+        cfg.ack_policy = AckPolicy.FLOW_CONTROL
+        cfg.ack_wait = 0
+        cfg.max_deliver = -1
+        cfg.inactive_threshold = 0
+    else:
+        cfg.name = f"{cfg.name}-{get_hash(secrets.token_hex(16))}"
+    return cfg.name
 
 
 # ---------------------------------------------------------------------- info / delete

@@ -69,6 +69,23 @@ def ephemeral_request(data: bytes) -> bool:
     return not (isinstance(cfg, dict) and cfg.get("durable_name"))
 
 
+def sourcing_request(data: bytes) -> bool:
+    """Does this consumer create come from a mirror or a source (``direct`` and
+    ``sourcing``, named)? On a workqueue or interest stream it becomes a durable consumer
+    (``consumers._sourcing_consumer``), made through the group."""
+    try:
+        doc = orjson.loads(data) if data.strip() else {}
+    except orjson.JSONDecodeError:
+        return False
+    cfg = doc.get("config") if isinstance(doc, dict) else None
+    return (
+        isinstance(cfg, dict)
+        and cfg.get("direct") is True
+        and cfg.get("sourcing") is True
+        and bool(cfg.get("name"))
+    )
+
+
 def durable_target(s: Stream, verb: list[str]) -> bool:
     """Does this request name a durable consumer of ``s`` (info, delete, pause, unpin,
     reset, leader stepdown)?"""
@@ -118,6 +135,15 @@ class StreamApi:
             return
         create = verb[:2] == ["CONSUMER", "CREATE"] or verb[:3] == ["CONSUMER", "DURABLE", "CREATE"]
         m = self.groups.member(s)
+        if (
+            create
+            and m
+            and m.consumers
+            and s.cfg.retention != RetentionPolicy.LIMITS
+            and sourcing_request(data)
+        ):
+            _change(ja, m.consumers, subject, reply, hdr, data)
+            return
         if create and verb[1] == "CREATE" and ephemeral_request(data):
             if s.cfg.retention == RetentionPolicy.LIMITS:
                 local(sub, subject, reply, hdr, data)

@@ -9,9 +9,8 @@ Durations are nanoseconds, times are RFC 3339 strings as Go re-encodes them (``N
 unset). The policies are ``StrEnum`` members whose values are their JSON strings
 ("all", "explicit", "instant", ...), so they encode unchanged and compare equal to them.
 
-natsd does not run the flow-control ack policy (used by stream sourcing) yet: configs that
-ask for it are refused with ``JSStreamInvalidConfigF`` ("... is not supported") once
-nats-server would have accepted them.
+``ack_policy: flow_control`` (nats-server 2.14) is acknowledged through a push consumer's
+flow control answers: what mirrors and sources use on workqueue and interest origins.
 """
 
 from __future__ import annotations

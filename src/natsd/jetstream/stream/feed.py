@@ -43,6 +43,10 @@ RESET_WAIT: Final = 5.0
 _ACK_WAIT_NS: Final = 22 * 3600 * 1_000_000_000  # nats-server's (ack_policy none: unused)
 _ALNUM: Final = string.digits + string.ascii_letters
 _STRIPPED: Final = (b"Nats-Expected-", b"Nats-Batch-")
+# an origin's answers that it does not know ``sourcing`` (JSInvalidJSONErr, a server
+# before 2.14) or the API level asked for (JSRequiredApiLevelErr)
+_INVALID_JSON: Final = 10025
+_API_LEVEL: Final = 10185
 
 
 def _api_prefix(src: StreamSource) -> str:
@@ -84,8 +88,18 @@ class OriginFeed:
         scheduler: Scheduler,
         clock: Clock,
         kind: str,
+        stable: str = "",
+        metadata: dict[str, str] | None = None,
     ) -> None:
         self.source = source
+        # the consumer's stable name (``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>``) and metadata:
+        # an origin on a workqueue or interest stream makes it a durable that this feed
+        # acknowledges through its flow control answers (ADR-60); "" asks as nats-server
+        # 2.12 did, an ephemeral named by the origin
+        self._stable = stable
+        self._metadata = metadata or {}
+        # set once an origin refused ``sourcing`` (a server before 2.14): asked without it
+        self._legacy = False
         self._sublist = sublist
         self._sched = scheduler
         self._mono = clock.monotonic
@@ -190,9 +204,17 @@ class OriginFeed:
             cfg["filter_subject"] = src.subject_transforms[0].src or ">"
         elif src.subject_transforms:
             cfg["filter_subjects"] = [t.src or ">" for t in src.subject_transforms]
+        if self._stable and not self._legacy:
+            cfg["name"] = self._stable
+            cfg["sourcing"] = True
+            cfg["metadata"] = dict(self._metadata)
+        elif self._stable:
+            # (an origin that does not know sourcing consumers: a name of this copy's own)
+            cfg["name"] = f"{self._stable}_{rand8()}"
         if "filter_subject" in cfg:
-            # (nats-server 2.12 names a filtered one: the subject carries the filter)
-            cfg["name"] = ("mirror-" if self._kind == "M" else "src-") + rand8()
+            # (a filtered one is named: the subject carries the filter)
+            if "name" not in cfg:
+                cfg["name"] = ("mirror-" if self._kind == "M" else "src-") + rand8()
             subject = f"{subject}.{cfg['name']}.{cfg['filter_subject']}"
         return subject, {"stream_name": src.name, "config": cfg, "action": ""}
 
@@ -299,6 +321,14 @@ class OriginFeed:
             return
         if not isinstance(ans, dict) or "error" in ans or not isinstance(ans.get("name"), str):
             err = ans.get("error") if isinstance(ans, dict) else None
+            code = err.get("err_code") if isinstance(err, dict) else None
+            if self._stable and not self._legacy and code in (_INVALID_JSON, _API_LEVEL):
+                # an origin that does not know sourcing consumers: ask as for 2.12, now
+                self._legacy = True
+                self._cancel()
+                if self._running:
+                    self._setup()
+                return
             self._fail(err if isinstance(err, dict) else None)
             return
         cfg = ans.get("config")

@@ -68,8 +68,10 @@ class MirrorFeed(OriginFeed):
         sublist: Sublist[Subscription],
         scheduler: Scheduler,
         clock: Clock,
+        stable: str = "",
+        metadata: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(source, sublist, scheduler, clock, "M")
+        super().__init__(source, sublist, scheduler, clock, "M", stable, metadata)
         self._host = host
         # (bound once: a call through the protocol looks the method up for every message)
         self._store: Callable[[str, bytes | None, bytes, int, int], bool] = host.mirror_store

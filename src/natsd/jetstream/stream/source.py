@@ -131,8 +131,10 @@ class SourceFeed(OriginFeed):
         sublist: Sublist[Subscription],
         scheduler: Scheduler,
         clock: Clock,
+        stable: str = "",
+        metadata: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(source, sublist, scheduler, clock, "S")
+        super().__init__(source, sublist, scheduler, clock, "S", stable, metadata)
         self._host = host
         # (bound once: a call through the protocol looks the method up for every message)
         self._store: Callable[[str, bytes, bytes, bool], int] = host.source_store

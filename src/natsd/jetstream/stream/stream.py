@@ -273,7 +273,8 @@ class Stream:
                 return
             if self.mirror is None:
                 self.mirror = MirrorFeed(self, self.cfg.mirror, self.sublist, self.scheduler,
-                                         self.clock)  # fmt: skip
+                                         self.clock, "JS_MIRROR_" + self._stable_hash(),
+                                         self._feed_metadata("mirror"))  # fmt: skip
             self.mirror.start()
             return
         if self.cfg.sources and not self._feeding and feeds:
@@ -1470,7 +1471,27 @@ class Stream:
             f.start()
 
     def _new_feed(self, src: StreamSource) -> SourceFeed:
-        return SourceFeed(self, src, self.sublist, self.scheduler, self.clock)
+        # nats-server's createSourcingConsumerHash: an origin named by several sources
+        # tells them apart by their index names
+        ident = self._stable_hash()
+        if sum(1 for o in self.cfg.sources if o.name == src.name) > 1:
+            ident = f"{ident} {iname_of(src)}"
+        return SourceFeed(self, src, self.sublist, self.scheduler, self.clock,
+                          "JS_SRC_" + get_hash(ident), self._feed_metadata("src"))  # fmt: skip
+
+    def _stable_hash(self) -> str:
+        """nats-server's createStableConsumerHash: this stream, its account, its domain."""
+        ident = f"{self.name} {self.ctx.account_name}"
+        if self._domain:
+            ident += " " + self._domain
+        return get_hash(ident)
+
+    def _feed_metadata(self, kind: str) -> dict[str, str]:
+        """The metadata of a mirror's (``kind`` "mirror") or source's ("src") consumer."""
+        out = {f"_nats.{kind}.stream": self.name, f"_nats.{kind}.acc": self.ctx.account_name}
+        if self._domain:
+            out[f"_nats.{kind}.domain"] = self._domain
+        return out
 
     def _update_sources(self) -> None:
         """An update's sources (nats-server's, by iname): a new one starts where the
