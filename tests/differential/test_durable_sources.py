@@ -200,6 +200,18 @@ async def _upgraded(server: ServerProcess) -> dict[str, Any]:
         out[f"{stream} consumers"] = sorted(
             (c["name"], {k: c["config"].get(k) for k in keys}) for c in listed
         )
+    # a mirror promoted and a sourcing stream deleted take their origin consumers along
+    info = await _req(nc, "$JS.API.STREAM.INFO.CM")
+    promoted = {k: v for k, v in info["config"].items() if k != "mirror"}
+    out["promoted"] = (await _req(nc, "$JS.API.STREAM.UPDATE.CM", promoted)).get("error")
+    await _req(nc, "$JS.API.STREAM.DELETE.CS")
+    names: Any = None
+    for _ in range(50):
+        names = (await _req(nc, "$JS.API.CONSUMER.NAMES.WQ")).get("consumers")
+        if not names:
+            break
+        await asyncio.sleep(0.05)
+    out["left on WQ"] = names
     await nc.close()
     return out
 
@@ -209,4 +221,5 @@ def test_a_workqueue_origin_keeps_durable_consumers_for_its_copies(js_pair: Serv
     impl = asyncio.run(_upgraded(js_pair.impl))
     assert ref["counts"] == {"CS": 6, "CM": 5, "WQ": 0}
     assert next(n for n, _ in ref["WQ consumers"]).startswith("JS_MIRROR_")
+    assert not ref["left on WQ"]
     assert impl == ref

@@ -143,6 +143,16 @@ class OriginFeed:
             self._timer.cancel()
             self._timer = None
 
+    def retire(self) -> None:
+        """Stop for good (the copying stream is deleted, promoted, or drops this source):
+        a durable consumer the origin keeps for this feed is deleted, best effort, as
+        nats-server does (an ephemeral one goes once nobody listens; the user's own stays)."""
+        running = self._running
+        self.stop()
+        if running and self._stable and self.cname == self._stable:
+            subject = f"{_api_prefix(self.source)}.CONSUMER.DELETE.{self.source.name}.{self.cname}"
+            publish(self._sublist, subject.encode(), None, None, b"")
+
     def _cancel(self) -> None:
         """Drop the current consumer (the origin's goes once nobody listens)."""
         for sub in (self._deliver, self._inbox, self._probe):

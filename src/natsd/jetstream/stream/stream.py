@@ -247,7 +247,7 @@ class Stream:
             self._fast_batches.clear()
         if cfg.mirror is None and self.mirror is not None:
             # promoted (the update without ``mirror``): a stream of its own from now on
-            self._stop_mirror()
+            self._stop_mirror(retire=True)
         elif self._serving_origin and not cfg.mirror_direct and self.mirror is not None:
             # mirror_direct turned off (the origin no longer allows direct gets)
             self.ctx.serve_mirror_direct(self.mirror.source.name, self, False)
@@ -1368,12 +1368,16 @@ class Stream:
             self.process(m.subject.encode(), None, hdr, b"")
 
     # ------------------------------------------------------------------ mirror
-    def _stop_mirror(self) -> None:
+    def _stop_mirror(self, retire: bool = False) -> None:
+        """``retire``: for good (deleted, promoted), not for a shutdown or a new leader."""
         if self.mirror is not None:
             if self._serving_origin:
                 self.ctx.serve_mirror_direct(self.mirror.source.name, self, False)
                 self._serving_origin = False
-            self.mirror.stop()
+            if retire:
+                self.mirror.retire()
+            else:
+                self.mirror.stop()
             self.mirror = None
 
     def last_seq(self) -> int:
@@ -1498,7 +1502,7 @@ class Stream:
         stream's messages say it is, a removed one stops, the others run on."""
         wanted = {iname_of(src): src for src in self.cfg.sources}
         for iname in [i for i in self.sources if i not in wanted]:
-            self.sources.pop(iname).stop()
+            self.sources.pop(iname).retire()
         added = [self._new_feed(src) for i, src in wanted.items() if i not in self.sources]
         recover_positions(self.store, added)
         for f in added:
@@ -1507,9 +1511,12 @@ class Stream:
         if not self.sources:
             self._feeding = False
 
-    def _stop_sources(self) -> None:
+    def _stop_sources(self, retire: bool = False) -> None:
         for f in self.sources.values():
-            f.stop()
+            if retire:
+                f.retire()
+            else:
+                f.stop()
         self.sources = {}
         self._feeding = False
 
@@ -1730,8 +1737,8 @@ class Stream:
     def delete(self) -> None:
         """The stream is being deleted: it stops taking messages and its consumers go
         with it (no advisories). The engine then drops its files."""
-        self._stop_mirror()
-        self._stop_sources()
+        self._stop_mirror(retire=True)
+        self._stop_sources(retire=True)
         if self._batches is not None:
             self._batches.clear()
         if self._fast_batches is not None:
