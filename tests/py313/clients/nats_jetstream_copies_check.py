@@ -1,7 +1,8 @@
 """nats-jetstream 0.3.0 (nats.py's newer JetStream package) check: mirrors and sources as
 nats.py's own stream tests drive them (``test_create_mirror_stream``: a mirror made before
 its origin has messages, caught up within half a second; a stream sourcing two streams,
-one through transforms), each step's answer recorded. Prints a JSON summary.
+one through transforms; ``test_stream_source_with_consumer``: a source fed by a durable
+consumer of the user's), each step's answer recorded. Prints a JSON summary.
 
 Run: NATS_URL=nats://127.0.0.1:4222 venv/bin/python nats_jetstream_copies_check.py
 """
@@ -10,6 +11,7 @@ import asyncio
 
 from common import URL, Report, mapped, run
 from nats.client import connect
+from nats.jetstream import StreamConsumerSource, StreamSource
 from nats.jetstream import new as jetstream
 
 R = Report("nats-jetstream 0.3.0 (mirrors and sources)")
@@ -69,7 +71,30 @@ async def main():
         mapped(both.get_info(subjects_filter=">"),
                lambda i: sorted((i.state.subjects or {}).items())),
     )
-    for name in ("mirror", "source", "BOTH", "EAST", "WEST"):
+    # nats.py's test_stream_source_with_consumer (ADR-60): a source fed by a durable
+    # consumer of the user's is accepted and echoed as it was given
+    await R.step("up", js.create_stream(name="UP", subjects=["up"]))
+    await R.step(
+        "source with a consumer",
+        mapped(
+            js.create_stream(
+                name="DOWN",
+                sources=[StreamSource(
+                    name="UP",
+                    consumer=StreamConsumerSource(name="C", deliver_subject="deliver"),
+                )],
+            ),
+            lambda s: [(x.name, x.consumer.name, x.consumer.deliver_subject)
+                       for x in s.info.config.sources],
+        ),
+    )
+    down = await js.get_stream("DOWN")
+    await R.step(
+        "source with a consumer, info",
+        mapped(down.get_info(), lambda i: (i.config.sources[0].consumer.name,
+                                           i.config.sources[0].consumer.deliver_subject)),
+    )
+    for name in ("mirror", "source", "BOTH", "EAST", "WEST", "DOWN", "UP"):
         await R.step(f"delete {name}", js.delete_stream(name))
     await nc.close()
 
