@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from natsd.config import policy
+from natsd.config.cluster import go_type
 from natsd.config.options import AccountConfig, ExportConfig, ImportConfig
 from natsd.config.policy import Checker
 from natsd.core.clock import parse_duration
@@ -29,25 +30,9 @@ _RESPONSE_TYPES = {
 _MAX_DEPTH = 1024
 
 
-def _go_type(v: Any) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int64"
-    if isinstance(v, float):
-        return "float64"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "[]interface {}"
-    if isinstance(v, Mapping):
-        return "map[string]interface {}"
-    return type(v).__name__
-
-
 def parse_exports(v: Any, where: Mapping[str, Any], path: str, chk: Checker) -> list[ExportConfig]:
     if not isinstance(v, list):
-        chk.error(where, "exports", f"Exports should be an array, got {_go_type(v)}")
+        chk.error(where, "exports", f"Exports should be an array, got {go_type(v)}")
         return []
     out: list[ExportConfig] = []
     for i, item in enumerate(v):
@@ -62,7 +47,7 @@ def _export(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Exp
         chk.error(
             where,
             "exports",
-            f"Export Items should be a map with type entry, got {_go_type(item)}",
+            f"Export Items should be a map with type entry, got {go_type(item)}",
         )
         return None
     kind = subject = ""
@@ -78,7 +63,7 @@ def _export(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Exp
                 )
                 continue
             if not isinstance(val, str):
-                chk.error(item, key, f"Expected {key} name to be string, got {_go_type(val)}")
+                chk.error(item, key, f"Expected {key} name to be string, got {go_type(val)}")
                 continue
             kind, subject = key, val
         elif key in ("response", "response_type"):
@@ -86,7 +71,7 @@ def _export(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Exp
                 chk.error(item, key, "Duplicate response type definition")
                 continue
             if not isinstance(val, str):
-                chk.error(item, key, f"Expected response type to be string, got {_go_type(val)}")
+                chk.error(item, key, f"Expected response type to be string, got {go_type(val)}")
                 continue
             rt = _RESPONSE_TYPES.get(val.lower())
             if rt is None:
@@ -102,7 +87,7 @@ def _export(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Exp
                     raise TypeError
                 thresh = parse_duration(val)
             except (TypeError, ValueError):
-                got = go_quote(val) if isinstance(val, str) else _go_type(val)
+                got = go_quote(val) if isinstance(val, str) else go_type(val)
                 chk.error(
                     item,
                     key,
@@ -129,7 +114,7 @@ def _export(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Exp
 
 def parse_imports(v: Any, where: Mapping[str, Any], path: str, chk: Checker) -> list[ImportConfig]:
     if not isinstance(v, list):
-        chk.error(where, "imports", f"Imports should be an array, got {_go_type(v)}")
+        chk.error(where, "imports", f"Imports should be an array, got {go_type(v)}")
         return []
     out: list[ImportConfig] = []
     # local subject -> the service imports on it (one per exporting account)
@@ -159,7 +144,7 @@ def _import(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Imp
         chk.error(
             where,
             "imports",
-            f"Import Items should be a map with type entry, got {_go_type(item)}",
+            f"Import Items should be a map with type entry, got {go_type(item)}",
         )
         return None
     kind = account = subject = to = prefix = ""
@@ -172,7 +157,7 @@ def _import(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Imp
                 continue
             if not isinstance(val, Mapping):
                 what = "Stream" if key == "stream" else "Service"
-                chk.error(item, key, f"{what} entry should be an account map, got {_go_type(val)}")
+                chk.error(item, key, f"{what} entry should be an account map, got {go_type(val)}")
                 continue
             acc = subj = ""
             for k, x in chk.supported(policy.IMPORT_ACCOUNT, val, f"{path}.{key}."):
@@ -190,7 +175,7 @@ def _import(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Imp
             to = str(val)
         elif key == "share":
             if val is not True and val is not False:
-                chk.error(item, key, f"Expected share to be a boolean, got {_go_type(val)}")
+                chk.error(item, key, f"Expected share to be a boolean, got {go_type(val)}")
                 continue
             if val:
                 # The requester's details (connection, user, server) go with each request
@@ -255,6 +240,16 @@ def check_links(accounts: dict[str, AccountConfig], where: Mapping[str, Any], ch
                 added[acfg.name].append(im)
 
 
+def _exporter(
+    accounts: dict[str, AccountConfig], im: ImportConfig, err: Any
+) -> AccountConfig | None:
+    """The account an import names, or None (reported) when there is none."""
+    if im.account not in accounts:
+        err(f"{go_quote(im.account)} account not defined for {im.kind} import")
+        return None
+    return accounts[im.account]
+
+
 def _check_stream_import(
     accounts: dict[str, AccountConfig],
     added: dict[str, list[ImportConfig]],
@@ -262,10 +257,9 @@ def _check_stream_import(
     im: ImportConfig,
     err: Any,
 ) -> bool:
-    if im.account not in accounts:
-        err(f"{go_quote(im.account)} account not defined for stream import")
+    exporter = _exporter(accounts, im, err)
+    if exporter is None:
         return False
-    exporter = accounts[im.account]
     head = f"Error adding stream import {go_quote(im.subject)}: "
     if not _approved(exporter.exports, "stream", acfg.name, im.subject):
         err(head + "stream import not authorized")
@@ -328,10 +322,9 @@ def _check_service_import(
     im: ImportConfig,
     err: Any,
 ) -> bool:
-    if im.account not in accounts:
-        err(f"{go_quote(im.account)} account not defined for service import")
+    exporter = _exporter(accounts, im, err)
+    if exporter is None:
         return False
-    exporter = accounts[im.account]
     head = f"Error adding service import {go_quote(im.subject)}: "
     if not is_valid_subject(im.subject.encode()) or not is_valid_subject(im.to.encode()):
         err(head + "sublist: invalid subject")
