@@ -80,6 +80,7 @@ def answer(
     is not counted (nats-server does not count successful message gets); ``hdr``: the
     headers of a successful answer sent to ``reply``. Returns the answer as sent."""
     api = ja.api
+    doc: dict[str, Any]
     if isinstance(resp, ApiError):
         api.total += 1
         api.errors += 1
@@ -91,6 +92,11 @@ def answer(
             api.total += 1
         doc = resp
         if ja.engine.cluster_info is not None:
+            alternates = ja.engine.alternates
+            if rtype == "stream_info_response" and alternates is not None:
+                alts = alternates(ja, stream)
+                if alts:
+                    doc["alternates"] = alts
             add_cluster_block(rtype, doc, ja.engine.cluster_info(ja, stream))
     out: dict[str, Any] = {"type": API_TYPE_PREFIX + rtype}
     out.update(doc)

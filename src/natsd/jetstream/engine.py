@@ -242,16 +242,25 @@ class JetStream:
         # On a cluster: the ``cluster`` block of the infos of a stream (by name) and its
         # consumers (``join_cluster``); None when standalone.
         self.cluster_info: Callable[[JsAccount, str], dict[str, Any]] | None = None
+        # On a cluster: STREAM.INFO's ``alternates`` of a stream (itself and its mirrors),
+        # None when there are none; None when standalone, as nats-server reports none.
+        self.alternates: Callable[[JsAccount, str], list[dict[str, str]] | None] | None = None
 
     def direct_answerer(self, ja: JsAccount) -> InternalCallback | None:
         """What answers a DIRECT.GET of ``ja``'s streams (None: an engine without its API)."""
         return self._direct(ja) if self._direct is not None else None
 
-    def join_cluster(self, cluster_info: Callable[[JsAccount, str], dict[str, Any]]) -> None:
+    def join_cluster(
+        self,
+        cluster_info: Callable[[JsAccount, str], dict[str, Any]],
+        alternates: Callable[[JsAccount, str], list[dict[str, str]] | None] | None = None,
+    ) -> None:
         """This engine runs on a cluster (``jetstream/cluster/driver.py`` calls it once, before
         anything is restored): its replicated streams wait for their groups, and infos
-        carry the ``cluster`` block ``cluster_info`` gives."""
+        carry the ``cluster`` block ``cluster_info`` gives (and STREAM.INFO the
+        ``alternates`` that ``alternates`` gives)."""
         self.cluster_info = cluster_info
+        self.alternates = alternates
 
     def start(self) -> None:
         """Start background work: age and TTL expiry every ``EXPIRE_INTERVAL`` seconds."""

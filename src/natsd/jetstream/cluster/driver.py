@@ -206,7 +206,7 @@ class JsCluster:
             self.propose,
             self.cluster_block,
         )
-        engine.join_cluster(self.cluster_block)
+        engine.join_cluster(self.cluster_block, self.alternates)
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -463,6 +463,21 @@ class JsCluster:
             # not yet placeable: the meta state does not hold our row (tags, limits) yet
             return "JetStream is not current with the meta leader"
         return ""
+
+    def alternates(self, ja: JsAccount, stream: str) -> list[dict[str, str]] | None:
+        """nats-server's streamAlternates: the stream and the mirrors of it the meta state
+        holds, each with its cluster (one here); None for a stream without mirrors."""
+        cluster = self.cluster_name()
+        out = []
+        for a in self.meta.account_streams(ja.account.name):
+            mirror = a.config.get("mirror")
+            if a.name == stream or (isinstance(mirror, dict) and mirror.get("name") == stream):
+                alt = {"name": a.name}
+                if self.engine.domain:
+                    alt["domain"] = self.engine.domain
+                alt["cluster"] = cluster
+                out.append(alt)
+        return out if len(out) > 1 else None
 
     def meta_info(self) -> dict[str, Any]:
         """/jsz ``meta_cluster`` (cluster/info.py)."""
