@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -484,7 +485,12 @@ def test_meta_leader_stepdown_needs_the_system_account(shared: ProcCluster) -> N
         "type": "io.nats.jetstream.api.v1.meta_leader_stepdown_response",
         "success": True,
     }
-    assert _leader(shared) is not before
+    # The hand-over takes a moment (the new leader campaigns once caught up): right after
+    # the answer every server may still name the old one, so wait for a new agreed leader.
+    deadline = time.monotonic() + 15
+    while _leader(shared) is before:
+        assert time.monotonic() < deadline, "the meta leader did not change"
+        time.sleep(0.1)
     asyncio.run(shared.wait_js_ready())
 
 
