@@ -35,7 +35,8 @@ from natsd.cluster.mesh import Mesh, route_settings
 from natsd.cluster.urls import cluster_configured, own_client_urls
 from natsd.config import load_config
 from natsd.config.cluster import validate_cluster
-from natsd.config.options import ExportConfig, ServerOptions
+from natsd.config.links import export_for
+from natsd.config.options import ServerOptions
 from natsd.config.reload import ReloadError, ReloadPlan, plan_reload
 from natsd.connection.client import ClientConnection, CloseReason
 from natsd.connection.fairness import ReadBudget
@@ -142,17 +143,6 @@ def _limits(opts: ServerOptions) -> ConnectionLimits:
 
 def _default_store_dir() -> str:
     return os.path.join(os.path.abspath("."), "data")
-
-
-def _service_export(exports: dict[str, ExportConfig], subject: str) -> ExportConfig | None:
-    """The service export an import of ``subject`` uses: the one of that subject, else one
-    it falls under (nats-server's ``getServiceExport``)."""
-    if subject in exports:
-        return exports[subject]
-    for e in exports.values():
-        if subset_match(subject.encode(), e.subject.encode()):
-            return e
-    return None
 
 
 class Server:
@@ -313,22 +303,17 @@ class Server:
         JetStream and the listener, so every subscription, internal ones included, is
         shadowed from its first day."""
         links: AccountLinks | None = None
-        exports = {
-            (name, e.kind): {x.subject: x for x in acfg.exports if x.kind == e.kind}
-            for name, acfg in self.options.accounts.items()
-            for e in acfg.exports
-        }
-        for name, acfg in self.options.accounts.items():
+        accounts = self.options.accounts
+        for name, acfg in accounts.items():
             for im in acfg.imports:
                 if links is None:
                     links = AccountLinks(self.js_scheduler or loop, self.js_clock, self.rng)
                 importer = self.accounts[name]
                 exporter = self.accounts[im.account]
                 if im.kind == "stream":
-                    to = im.prefix.rstrip(".") + "." + im.subject if im.prefix else im.to
-                    links.add_stream_import(importer, exporter, im.subject, to)
+                    links.add_stream_import(importer, exporter, im.subject, im.local_subject)
                     continue
-                export = _service_export(exports.get((im.account, "service"), {}), im.subject)
+                export = export_for(accounts[im.account].exports, "service", im.subject)
                 links.add_service_import(
                     importer,
                     exporter,

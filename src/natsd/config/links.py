@@ -16,7 +16,7 @@ from natsd.core.clock import parse_duration
 from natsd.core.goquote import go_quote
 from natsd.core.subjects import is_valid_subject, subject_has_wildcard, subset_match
 
-__all__ = ["check_links", "parse_exports", "parse_imports"]
+__all__ = ["check_links", "export_for", "parse_exports", "parse_imports"]
 
 _RESPONSE_TYPES = {
     "single": "Singleton",
@@ -192,16 +192,26 @@ def _import(item: Any, where: Mapping[str, Any], path: str, chk: Checker) -> Imp
 
 
 # ---------------------------------------------------------------------- across accounts
+def export_for(exports: list[ExportConfig], kind: str, subject: str) -> ExportConfig | None:
+    """The export an import of ``subject`` uses (nats-server's ``getServiceExport`` and
+    ``check{Stream,Service}ExportApproved``): the one of exactly that subject, else one the
+    subject falls under."""
+    mine = [e for e in exports if e.kind == kind]
+    for e in mine:
+        if e.subject == subject:
+            return e
+    for e in mine:
+        if subset_match(subject.encode(), e.subject.encode()):
+            return e
+    return None
+
+
 def _approved(exports: list[ExportConfig], kind: str, importer: str, subject: str) -> bool:
-    """nats-server's ``check{Stream,Service}ExportApproved``: an export of exactly the
-    subject, else one the subject is a subset of; public, or listing ``importer``."""
+    """An export covers the import and is public or lists ``importer``."""
     if not is_valid_subject(subject.encode()):
         return False
-    mine = [e for e in exports if e.kind == kind]
-    exact = [e for e in mine if e.subject == subject]
-    for e in exact or [e for e in mine if subset_match(subject.encode(), e.subject.encode())]:
-        return e.accounts is None or importer in e.accounts
-    return False
+    e = export_for(exports, kind, subject)
+    return e is not None and (e.accounts is None or importer in e.accounts)
 
 
 def check_links(accounts: dict[str, AccountConfig], where: Mapping[str, Any], chk: Checker) -> None:
@@ -267,7 +277,7 @@ def _check_stream_import(
     if im.prefix and subject_has_wildcard(im.prefix.encode()):
         err(head + "stream import prefix can not contain wildcard tokens")
         return False
-    to = _stream_to(im)
+    to = im.local_subject
     if not is_valid_subject(to.encode()):
         err(head + "sublist: invalid subject")
         return False
@@ -295,7 +305,7 @@ def _stream_cycle(
     for im in added[acc.name]:
         if im.kind != "stream":
             continue
-        ito = _stream_to(im)
+        ito = im.local_subject
         if not _collide(to, ito):
             continue
         if im.account in visited:
@@ -307,12 +317,6 @@ def _stream_cycle(
         if _stream_cycle(accounts, added, nxt, t, visited | {acc.name}):
             return True
     return False
-
-
-def _stream_to(im: ImportConfig) -> str:
-    if im.prefix:
-        return im.prefix.rstrip(".") + "." + im.subject
-    return im.to or im.subject
 
 
 def _check_service_import(

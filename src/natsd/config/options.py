@@ -77,6 +77,14 @@ class ImportConfig:
     prefix: str = ""
     share: bool = False
 
+    @property
+    def local_subject(self) -> str:
+        """The subject the importing account sees: ``to``, or ``<prefix>.<subject>``, or the
+        export's own."""
+        if self.prefix:
+            return self.prefix.rstrip(".") + "." + self.subject
+        return self.to or self.subject
+
 
 @dataclass
 class AccountConfig:

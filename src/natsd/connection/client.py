@@ -71,6 +71,7 @@ _FLUSH_NOW: Final = 65536
 # Reply subjects only a server makes (nats-server's ``isReservedReply``): service import
 # responses, JetStream acks, gateway replies. A client publishing with one is refused.
 _RESERVED_REPLIES: Final = (b"_R_.", b"$JS.ACK.", b"_GR_.")
+_RESERVED_SECOND: Final = b"RGJ"
 
 
 class CloseReason:
@@ -488,8 +489,9 @@ class ClientConnection(Sink):
                         else:
                             self._traced(subject, reply, tail, size, hlen, self._denied)
                     continue
-                if reply is not None and (reply[0] == 95 or reply[0] == 36):
-                    # ("_" or "$": perhaps a reply only a server may make)
+                if reply is not None and len(reply) > 4 and reply[1] in _RESERVED_SECOND:
+                    # ("_R", "_G" or "$J": perhaps a reply only a server may make; an
+                    # _INBOX reply is turned away by its second byte)
                     if _reserved_reply(reply):
                         r = reply.decode(errors="replace")
                         self.send(

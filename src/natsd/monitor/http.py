@@ -546,11 +546,8 @@ def _import_json(i: ImportConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"subject": i.subject, "account": i.account}
     if i.kind == "service":
         out["to"] = i.to  # (nats-server's deprecated duplicate of local_subject)
-        local = i.to
-    else:
-        local = i.prefix.rstrip(".") + "." + i.subject if i.prefix else (i.to or i.subject)
     out.update(
-        {"local_subject": local, "type": i.kind, "invalid": False, "share": i.share,
+        {"local_subject": i.local_subject, "type": i.kind, "invalid": False, "share": i.share,
          "tracking": False}
     )  # fmt: skip
     return out
