@@ -1,7 +1,10 @@
-"""The fault suite's sourcing workload (issue 38): two origin streams ``FO1`` and ``FO2``, a
-stream ``FSRC`` sourcing both and a mirror ``FM`` of ``FO1``, every one as replicated as the
-run's stream. ``SourcePublisher`` publishes into the origins through the faults, each
-message with a payload of its own and a ``Nats-Msg-Id``, retried until acknowledged;
+"""The fault suite's sourcing workload (issue 38): two origin streams ``FO1`` and ``FO2`` and a
+workqueue origin ``FOW``, a stream ``FSRC`` sourcing the three and a mirror ``FM`` of ``FO1``,
+every one as replicated as the run's stream. The workqueue origin keeps a durable
+flow-control consumer for the copy (ADR-60): it drains as the copy acknowledges, and what it
+took is copied once, faults or not. ``SourcePublisher`` publishes into the origins through
+the faults, each message with a payload of its own and a ``Nats-Msg-Id``, retried until
+acknowledged;
 ``check_sourcing`` then waits for the copies to catch up and reads them back through the
 cluster: the sourcing stream holds each origin message exactly once (with the
 ``Nats-Stream-Source`` naming its origin and sequence), the mirror holds the first origin
@@ -22,9 +25,11 @@ from faults.workload import _within, api, create_feature_stream, until_acked
 from natsd.core.headers import parse_headers
 
 ORIGINS: Final = ("FO1", "FO2")
+WORKQUEUE: Final = "FOW"
 SOURCING_STREAM: Final = "FSRC"
 MIRROR_STREAM: Final = "FM"
-SOURCING_STREAMS: Final = (SOURCING_STREAM, MIRROR_STREAM, *ORIGINS)  # (copies first)
+# (copies first)
+SOURCING_STREAMS: Final = (SOURCING_STREAM, MIRROR_STREAM, *ORIGINS, WORKQUEUE)
 # A copy may be in its retry backoff when the faults end (a failed consumer request waits
 # up to 30 s, then 10 s more per failure, up to two minutes): the check waits this long.
 CATCH_UP: Final = 240.0
@@ -41,7 +46,7 @@ class SourcePublisher:
     async def run(self, rng: random.Random) -> None:
         n = 0
         while not self.stopping:
-            origin = rng.choice(ORIGINS)
+            origin = rng.choice((*ORIGINS, WORKQUEUE))
             payload = f"{origin}-{n}"
             self.sent[payload] = origin
             headers = {"Nats-Msg-Id": payload}
@@ -63,12 +68,13 @@ class SourcePublisher:
 async def create_sourcing_streams(nc: NATS, replicas: int) -> None:
     """The origins (each with a publish answered: their groups have leaders before the
     copies ask them for consumers), then the sourcing stream and the mirror."""
-    for name in ORIGINS:
-        await create_feature_stream(nc, name, [f"{name.lower()}.>"], replicas)
+    for name in (*ORIGINS, WORKQUEUE):
+        extra = {"retention": "workqueue"} if name == WORKQUEUE else {}
+        await create_feature_stream(nc, name, [f"{name.lower()}.>"], replicas, **extra)
         ok = await until_acked(nc, f"{name.lower()}.w", b"", {}, _within(30.0))
         assert ok, f"{name} took no publish within 30 s"
     cfg = {"name": SOURCING_STREAM, "num_replicas": replicas, "storage": "file",
-           "sources": [{"name": o} for o in ORIGINS]}  # fmt: skip
+           "sources": [{"name": o} for o in (*ORIGINS, WORKQUEUE)]}  # fmt: skip
     await api(nc, f"$JS.API.STREAM.CREATE.{SOURCING_STREAM}", cfg, 30)
     cfg = {"name": MIRROR_STREAM, "num_replicas": replicas, "storage": "file",
            "mirror": {"name": ORIGINS[0]}}  # fmt: skip
@@ -99,19 +105,23 @@ async def check_sourcing(nc: NATS, pub: SourcePublisher) -> str:
     for name in ORIGINS:
         origin_msgs[name] = [m for m in await _messages(nc, name) if m["subject"].endswith(".m")]
     held = sum(len(v) for v in origin_msgs.values())
-    # the copies catch up (the sourcing stream also holds the origins' warm-up publishes)
-    want = held + len(ORIGINS)
+    # the copies catch up (the sourcing stream also holds the origins' warm-up publishes,
+    # and at least what the workqueue acknowledged), and the workqueue drains
+    queued = {p for p in pub.acked if pub.sent[p] == WORKQUEUE}
+    want = held + len(ORIGINS) + 1 + len(queued)
     mirror_last = await _last_seq(nc, ORIGINS[0])
     deadline = time.monotonic() + CATCH_UP
     while True:
         info = await api(nc, f"$JS.API.STREAM.INFO.{SOURCING_STREAM}", None, 60)
         copied = info["state"]["messages"]
         mirrored = await _last_seq(nc, MIRROR_STREAM)
-        if copied >= want and mirrored >= mirror_last:
+        wq = await api(nc, f"$JS.API.STREAM.INFO.{WORKQUEUE}", None, 60)
+        left = wq["state"]["messages"]
+        if copied >= want and mirrored >= mirror_last and left == 0:
             break
         assert time.monotonic() < deadline, (
             f"{SOURCING_STREAM} holds {copied} of {want}, {MIRROR_STREAM} is at {mirrored} "
-            f"of {mirror_last}: {info.get('sources')}"
+            f"of {mirror_last}, {WORKQUEUE} holds {left}: {info.get('sources')}"
         )
         await asyncio.sleep(1.0)
     await asyncio.sleep(2.0)  # (anything copied twice would show by now)
@@ -126,12 +136,18 @@ async def check_sourcing(nc: NATS, pub: SourcePublisher) -> str:
             f"extra {sorted(got - want_payloads)[:5]}"
         )
     assert pub.acked <= set(payloads), f"acknowledged, not copied: {pub.acked - set(payloads)}"
+    from_wq = {p for p in payloads if pub.sent.get(p) == WORKQUEUE}
+    assert all(p in pub.sent for p in payloads), "a copied message nobody sent"
     by_payload = {base64.b64decode(m["data"]).decode(): m for o in origin_msgs.values() for m in o}
     for m in sourced:
         _, _, h = parse_headers(base64.b64decode(m["hdrs"]))
         name, seq = h["Nats-Stream-Source"][0].split(" ")[:2]
-        origin = by_payload[base64.b64decode(m["data"]).decode()]
-        assert (name, int(seq)) == (pub.sent[base64.b64decode(m["data"]).decode()], origin["seq"])
+        payload = base64.b64decode(m["data"]).decode()
+        if pub.sent[payload] == WORKQUEUE:
+            assert name == WORKQUEUE  # (the workqueue gave its messages away: no seq to check)
+            continue
+        origin = by_payload[payload]
+        assert (name, int(seq)) == (pub.sent[payload], origin["seq"])
     mirror = await _messages(nc, MIRROR_STREAM)
     first = await _messages(nc, ORIGINS[0])
     strip = [(m["seq"], m["subject"], m.get("data"), m["time"]) for m in first]
@@ -139,5 +155,5 @@ async def check_sourcing(nc: NATS, pub: SourcePublisher) -> str:
         f"{MIRROR_STREAM} differs from {ORIGINS[0]}"
     )
     return (f"sourcing {SOURCING_STREAM}: {len(payloads)} origin messages copied once each "
-            f"({len(pub.acked)} acknowledged); mirror {MIRROR_STREAM}: {len(mirror)} messages, "
-            f"as {ORIGINS[0]}")  # fmt: skip
+            f"({len(pub.acked)} acknowledged; {len(from_wq)} from workqueue {WORKQUEUE}, now "
+            f"empty); mirror {MIRROR_STREAM}: {len(mirror)} messages, as {ORIGINS[0]}")  # fmt: skip

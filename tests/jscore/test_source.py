@@ -5,8 +5,13 @@ delivery, and how an update adds and removes sources."""
 
 from __future__ import annotations
 
+import pytest
+
 from natsd.core.clock import rfc3339
 from natsd.jetstream.config.stream_types import StreamSource, SubjectTransformConfig
+from natsd.jetstream.stream import Stream
+from natsd.jetstream.stream.entries import decode_msg
+from natsd.jetstream.stream.replica import Replica
 from natsd.jetstream.stream.source import iname_of, parse_source_header
 
 from .harness import JsHarness
@@ -219,3 +224,72 @@ def test_origin_identity(js: JsHarness) -> None:
     got = [m[2] for m in _msgs(js, "S")]
     assert got == ["A 1 > > a.x", "A 2 > > a.x", "A 1 > > a.y", "A 2 > > a.y", "A 3 > > a.y"]
     assert next(iter(js.stream("S").sources.values())).ident == js.stream("A").identity()
+
+
+class _HeldGroup:
+    """A Raft group that commits only when the test says (``commit``): what a replicated
+    copy's leader proposes stays in flight until then."""
+
+    def __init__(self) -> None:
+        self.entries: list[bytes] = []
+
+    def propose(self, data: bytes) -> bool:
+        self.entries.append(data)
+        return True
+
+    def is_raft_leader(self) -> bool:
+        return True
+
+    def transferring(self) -> bool:
+        return False
+
+    def proposable(self) -> bool:
+        return True
+
+
+def _replicated(js: JsHarness, name: str) -> tuple[Stream, _HeldGroup]:
+    """Stream ``name`` made the leader of a replicated group whose commits the test makes."""
+    stream = js.stream(name)
+    group = _HeldGroup()
+    stream.replica = Replica(1, group)
+    stream.replica.lead(stream.store.last_seq())
+    return stream, group
+
+
+def _commit(stream: Stream, group: _HeldGroup) -> None:
+    for e in group.entries:
+        stream.apply_entry(decode_msg(e))
+    group.entries.clear()
+
+
+@pytest.mark.parametrize("kind", ["sources", "mirror"])
+def test_a_replicated_copy_acknowledges_only_what_its_group_committed(
+    js: JsHarness, kind: str
+) -> None:
+    """ADR-60's durable consumer of a workqueue origin is acknowledged by the copy's flow
+    control answers: the workqueue then removes what they name. A replicated copy's leader
+    answers once its group has committed the messages it took, and a leader that stops
+    leading before that never answers (the next leader copies them again): an answer sent on
+    proposal would have let the origin remove messages a lost leader never stored."""
+    js.add_stream("W", subjects=["w.>"], retention="workqueue")
+    origin = {"name": "W"}
+    js.add_stream("C", subjects=[], **{kind: [origin] if kind == "sources" else origin})
+    stream, group = _replicated(js, "C")
+    js.advance(0.25)
+    _publish(js, "w.x", 3)
+    assert len(group.entries) == 3  # taken: proposed, not committed
+    js.advance(2.5)  # idle heartbeats: the origin asks for its acknowledgement
+    assert js.stream("W").store.state().msgs == 3
+    assert stream.store.state().msgs == 0
+    _commit(stream, group)
+    assert stream.store.state().msgs == 3
+    assert js.stream("W").store.state().msgs == 0  # answered once committed: acknowledged
+
+    _publish(js, "w.y", 2)
+    assert len(group.entries) == 2
+    js.advance(2.5)
+    assert js.stream("W").store.state().msgs == 2
+    stream.replica.follow()  # leadership lost with the two in flight: never answered
+    group.entries.clear()
+    js.advance(2.5)
+    assert js.stream("W").store.state().msgs == 2

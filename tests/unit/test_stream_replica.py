@@ -225,3 +225,38 @@ def test_a_former_leader_answers_its_own_entries_up_to_where_it_stopped() -> Non
     assert not rep.mine(8, 12, False)  # another leader's entry
     rep.follow()  # a second follow (no leadership) keeps the mark
     assert rep.acks_through == 14
+
+
+def test_barriers_run_once_what_was_proposed_before_them_applied() -> None:
+    r = Replica(3, _NoGroup())
+    r.lead(10)
+    ran: list[str] = []
+    r.after_inflight(lambda: ran.append("idle"))
+    assert ran == ["idle"]  # nothing in flight: at once
+    r.clseq, r.inflight = 12, 2
+    r.after_inflight(lambda: ran.append("a"))  # after 11 and 12
+    r.clseq, r.inflight = 13, 3
+    r.after_inflight(lambda: ran.append("b"))  # after 13 too
+    r.applied(11, "")
+    assert ran == ["idle"]
+    r.applied(12, "")
+    assert ran == ["idle", "a"]
+    # publishes waiting to be proposed hold a barrier back until they are proposed and apply
+    r.waiting.append((b"s", None, None, b""))
+    r.after_inflight(lambda: ran.append("c"))
+    r.applied(13, "")
+    assert ran == ["idle", "a", "b"]
+    r.waiting.clear()
+    r.clseq, r.inflight = 14, 1  # (the waiting publish, proposed)
+    r.release()
+    assert ran == ["idle", "a", "b"]
+    r.applied(14, "")
+    assert ran == ["idle", "a", "b", "c"]
+    # leadership lost: what waited for entries that may never commit never runs
+    r.clseq, r.inflight = 15, 1
+    r.after_inflight(lambda: ran.append("d"))
+    r.follow()
+    r.lead(14)
+    r.clseq, r.inflight = 15, 1
+    r.applied(15, "")
+    assert ran == ["idle", "a", "b", "c"] and r.barriers == []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
@@ -128,6 +129,11 @@ class OriginFeed:
         # never deleted; while a reset goes unanswered, a probe on its deliver subject
         # (anything arriving there says the origin is back) asks again at once.
         self._probe: Subscription | None = None
+        # Runs a flow control answer once the copy holds what it acknowledges (the
+        # stream's ``when_committed``; set by the subclass): on a replicated copy, the
+        # messages taken are only proposed, and a leader lost before they commit must not
+        # have acknowledged them (a workqueue origin removes what is acknowledged).
+        self._committed: Callable[[Callable[[], None]], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -428,7 +434,16 @@ class OriginFeed:
                 self.dseq,
                 self.sseq,
             )
-            publish(self._sublist, reply, None, answer, b"")
+            committed = self._committed
+            if committed is None:
+                publish(self._sublist, reply, None, answer, b"")
+            else:
+                sublist, to = self._sublist, reply
+
+                def send() -> None:
+                    publish(sublist, to, None, answer, b"")
+
+                committed(send)
             return
         last = slice_header(hdr, b"Nats-Last-Consumer")
         if last is not None and last.isdigit() and int(last) > 0 and int(last) != self.dseq:

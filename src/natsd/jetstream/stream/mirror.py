@@ -32,6 +32,11 @@ class MirrorHost(Protocol):
     @property
     def name(self) -> str: ...
 
+    def when_committed(self, done: Callable[[], None]) -> None:
+        """Run ``done`` once what the stream took so far is stored (committed, on a
+        replicated stream; never, on one that stopped leading)."""
+        ...
+
     def last_seq(self) -> int: ...
 
     def never_written(self) -> bool:
@@ -73,6 +78,7 @@ class MirrorFeed(OriginFeed):
     ) -> None:
         super().__init__(source, sublist, scheduler, clock, "M", stable, metadata)
         self._host = host
+        self._committed = host.when_committed
         # (bound once: a call through the protocol looks the method up for every message)
         self._store: Callable[[str, bytes | None, bytes, int, int], bool] = host.mirror_store
 

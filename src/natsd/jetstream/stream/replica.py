@@ -36,6 +36,7 @@ encoded) are ``entries.py``.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol
 
 __all__ = ["Replica", "ReplicaGroup", "Waiting"]
@@ -71,6 +72,7 @@ class Replica:
 
     __slots__ = (
         "acks_through",
+        "barriers",
         "clseq",
         "counters",
         "epoch",
@@ -103,6 +105,9 @@ class Replica:
         self.acks_through = 0
         # publishes that waited when leadership went: the cluster layer passes them on
         self.handed: list[Waiting] = []
+        # what runs once the entries proposed before it have applied (``after_inflight``):
+        # (the last such entry's sequence, or -1 while publishes still wait; what to run)
+        self.barriers: list[tuple[int, Callable[[], None]]] = []
 
     def lead(self, last_seq: int) -> None:
         """This replica leads from now on; its store holds every committed entry."""
@@ -113,6 +118,7 @@ class Replica:
         self.inflight_ids.clear()
         self.counters.clear()
         self.waiting.clear()
+        self.barriers.clear()
 
     def follow(self) -> None:
         """Leadership is gone: what was in flight may still commit (this replica sends
@@ -127,6 +133,7 @@ class Replica:
         self.counters.clear()
         self.handed.extend(self.waiting)
         self.waiting.clear()
+        self.barriers.clear()  # (what they wait for may never commit: they never run)
 
     def mine(self, proposer: int, seq: int, leading: bool) -> bool:
         """Does this replica answer the entry at ``seq`` that ``proposer`` proposed?"""
@@ -152,3 +159,34 @@ class Replica:
             del self.inflight_ids[msg_id]
         if seq > self.clseq:
             self.clseq = seq
+        if self.barriers:
+            self.release()
+
+    def after_inflight(self, done: Callable[[], None]) -> None:
+        """Run ``done`` once every entry this leader proposed so far, and every publish
+        waiting to be proposed, has committed and applied: at once when nothing is in
+        flight. A flow control answer that acknowledges an origin's messages to a copy
+        waits so (nats-server proposes it through the log for the same reason): a leader
+        lost before then never runs it, and the new leader copies those messages again."""
+        if not self.inflight and not self.waiting:
+            done()
+            return
+        self.barriers.append((-1 if self.waiting else self.clseq, done))
+
+    def release(self) -> None:
+        """Run the barriers whose entries have all applied (a leader's entries are
+        proposed in sequence order, so those through ``clseq - inflight`` have)."""
+        through = self.clseq - self.inflight
+        idle = not self.inflight and not self.waiting
+        due = self.barriers
+        self.barriers = []
+        keep: list[tuple[int, Callable[[], None]]] = []
+        for target, done in due:
+            if target < 0 and not self.waiting:
+                target = self.clseq  # (its publishes were proposed: the newest entry)
+            if idle or 0 <= target <= through:
+                done()
+            else:
+                keep.append((target, done))
+        # (a barrier run may propose, and add barriers of its own: those come after)
+        self.barriers = keep + self.barriers

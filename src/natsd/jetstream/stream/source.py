@@ -110,6 +110,11 @@ class SourceHost(Protocol):
     @property
     def name(self) -> str: ...
 
+    def when_committed(self, done: Callable[[], None]) -> None:
+        """Run ``done`` once what the stream took so far is stored (committed, on a
+        replicated stream; never, on one that stopped leading)."""
+        ...
+
     def source_store(self, subject: str, hdr: bytes, data: bytes, plain: bool) -> int:
         """Publish a sourced message into the stream: ``SOURCED_OK`` or ``SOURCED_FAILED``
         (``plain``: its one ``Nats-`` header is its Nats-Stream-Source)."""
@@ -136,6 +141,7 @@ class SourceFeed(OriginFeed):
     ) -> None:
         super().__init__(source, sublist, scheduler, clock, "S", stable, metadata)
         self._host = host
+        self._committed = host.when_committed
         # (bound once: a call through the protocol looks the method up for every message)
         self._store: Callable[[str, bytes, bytes, bool], int] = host.source_store
         self.iname = iname_of(source)

@@ -1214,6 +1214,18 @@ class Stream:
                 rep.waiting.append((subject_b, reply, hdr, data))
             else:
                 self.process(subject_b, reply, hdr, data)
+        if rep.barriers and not rep.waiting:
+            rep.release()  # (those that waited may all have been answered, none proposed)
+
+    def when_committed(self, done: Callable[[], None]) -> None:
+        """Run ``done`` once what this stream took so far is stored: at once standalone;
+        on a replicated stream's leader once it has committed (``Replica.after_inflight``),
+        never on a replica that stopped leading."""
+        rep = self.replica
+        if rep is None:
+            done()
+        elif rep.leading:
+            rep.after_inflight(done)
 
     def notify_consumers(self, seq: int, subject: str) -> None:
         """A message was stored at ``seq``: wake the consumers that may want it. With
