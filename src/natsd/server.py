@@ -544,7 +544,7 @@ class Server:
         # Concrete storage classes are chosen here and only here, and so is the API that
         # answers $JS.API (the engine never imports it).
         from natsd.jetstream.api import subscribe_api
-        from natsd.jetstream.api.dispatch import make_api_callback
+        from natsd.jetstream.api.dispatch import make_direct_callback
         from natsd.jetstream.engine import JetStream
         from natsd.storage.disk_catalog import DiskCatalog
 
@@ -578,7 +578,7 @@ class Server:
             clock=self.js_clock,
             scheduler=self.js_scheduler or asyncio.get_running_loop(),
             api=api,
-            direct=make_api_callback,
+            direct=make_direct_callback,
             max_payload=self.options.max_payload,
             system=self.accounts[self.system_account_name],
         )

@@ -125,8 +125,9 @@ class JsAccount:
 # Given a JetStream account, the subscriptions that serve its API (not yet inserted).
 ApiSubscriber = Callable[[JsAccount], list[Subscription]]
 # The callback that answers ``$JS.API.DIRECT.GET.<stream>[.>]`` for an account (the API's):
-# what a replicated stream's replicas subscribe with (``Stream.serve_direct``).
-DirectAnswerer = Callable[[JsAccount], InternalCallback]
+# what a stream's replicas on a cluster subscribe with (``Stream.serve_direct``), or, given
+# a mirror, what the mirror answers its origin's with (``Stream.serve_origin_direct``).
+DirectAnswerer = Callable[[JsAccount, Stream | None], InternalCallback]
 
 
 class StreamHost:
@@ -145,8 +146,13 @@ class StreamHost:
         "sublist",
     )
 
-    def direct_answerer(self) -> InternalCallback | None:
-        return self._engine.direct_answerer(self._ja)
+    def direct_answerer(self, mirror: object = None) -> InternalCallback | None:
+        assert mirror is None or isinstance(mirror, Stream)
+        return self._engine.direct_answerer(self._ja, mirror)
+
+    @property
+    def clustered(self) -> bool:
+        return self._engine.cluster_info is not None
 
     @property
     def max_payload(self) -> int:
@@ -246,9 +252,12 @@ class JetStream:
         # None when there are none; None when standalone, as nats-server reports none.
         self.alternates: Callable[[JsAccount, str], list[dict[str, str]] | None] | None = None
 
-    def direct_answerer(self, ja: JsAccount) -> InternalCallback | None:
-        """What answers a DIRECT.GET of ``ja``'s streams (None: an engine without its API)."""
-        return self._direct(ja) if self._direct is not None else None
+    def direct_answerer(
+        self, ja: JsAccount, mirror: Stream | None = None
+    ) -> InternalCallback | None:
+        """What answers a DIRECT.GET of ``ja``'s streams, or with ``mirror`` what that
+        mirror answers for its origin (None: an engine without its API)."""
+        return self._direct(ja, mirror) if self._direct is not None else None
 
     def join_cluster(
         self,

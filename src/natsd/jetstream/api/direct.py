@@ -268,28 +268,34 @@ def _answering(ja: JsAccount, name: str) -> Stream | None:
     return stream
 
 
-def on_direct_get(ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes) -> None:
+def on_direct_get(
+    ja: JsAccount, subject: bytes, reply: bytes | None, data: bytes, fixed: Stream | None = None
+) -> None:
     """A request on ``$JS.API.DIRECT.GET.>``. The body-less subject form (every KV ``get``)
-    is answered here without tokenising the subject; the rest goes to ``direct_get``."""
+    is answered here without tokenising the subject; the rest goes to ``direct_get``.
+    ``fixed``: the stream that answers (a mirror answering for its origin on a cluster),
+    whatever the subject names."""
     if not reply:
         return
     subj = subject.decode(errors="replace")
     rest = subj[len(DIRECT_GET_PREFIX) :]
     dot = rest.find(".")
     if dot > 0 and not data and dot + 1 < len(rest):
-        stream = _answering(ja, rest[:dot])
+        stream = fixed if fixed is not None else _answering(ja, rest[:dot])
         if stream is not None:
             _get_last(stream, rest[dot + 1 :], _reply_to(ja, reply))
             return
-    direct_get(ja, subj.split(".")[2:], reply, data)
+    direct_get(ja, subj.split(".")[2:], reply, data, fixed)
 
 
-def direct_get(ja: JsAccount, toks: list[str], reply: bytes, data: bytes) -> None:
+def direct_get(
+    ja: JsAccount, toks: list[str], reply: bytes, data: bytes, fixed: Stream | None = None
+) -> None:
     """``$JS.API.DIRECT.GET.<stream>[.<subject>]`` (``toks`` follow ``$JS.API``)."""
     if len(toks) < 3 or toks[1] != "GET":
         return
     send = _reply_to(ja, reply)
-    stream = _answering(ja, toks[2])
+    stream = fixed if fixed is not None else _answering(ja, toks[2])
     if stream is None:
         # nats-server only listens on DIRECT.GET for streams that allow it, so the
         # requester gets the no-responders status; send the same thing.

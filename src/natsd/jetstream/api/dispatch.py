@@ -55,6 +55,7 @@ from natsd.jetstream.api.streams import (
 from natsd.jetstream.consumer.consumer import Consumer
 from natsd.jetstream.engine import JsAccount, find_consumer
 from natsd.jetstream.stream.source import STREAM_IDENTITY
+from natsd.jetstream.stream.stream import Stream
 from natsd.jetstream.wire import errors as E
 from natsd.jetstream.wire.api_level import REQUIRED_API_LEVEL_STATUS, level_refused
 from natsd.jetstream.wire.errors import ApiError
@@ -127,17 +128,44 @@ def make_api_callback(
         sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
         if subject.startswith(DIRECT_GET_PREFIX):
-            if hdr is not None and reply and level_refused(hdr):
-                toks = subject.decode(errors="replace").split(".")
-                stream = ja.streams.get(toks[4]) if len(toks) > 4 else None
-                if stream is not None and stream.cfg.allow_direct:
-                    ja.engine.send(ja, reply, b"", REQUIRED_API_LEVEL_STATUS)
-                    return
-            on_direct_get(ja, subject, reply, data)  # compiled, the KV get path
+            _on_direct(ja, None, subject, reply, hdr, data)
         else:
             handle(ja, subject, reply, data, hdr)
 
     return on_api
+
+
+def make_direct_callback(
+    ja: JsAccount, fixed: Stream | None = None
+) -> Callable[[Subscription, bytes, bytes | None, bytes | None, bytes], None]:
+    """What a stream's direct-get subscriptions answer with (``Stream.serve_direct``; a
+    mirror's for its origin, ``fixed`` naming it, ``Stream.serve_origin_direct``)."""
+
+    def on_direct(
+        sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        _on_direct(ja, fixed, subject, reply, hdr, data)
+
+    return on_direct
+
+
+def _on_direct(
+    ja: JsAccount,
+    fixed: Stream | None,
+    subject: bytes,
+    reply: bytes | None,
+    hdr: bytes | None,
+    data: bytes,
+) -> None:
+    if hdr is not None and reply and level_refused(hdr):
+        stream = fixed
+        if stream is None:
+            toks = subject.decode(errors="replace").split(".")
+            stream = ja.streams.get(toks[4]) if len(toks) > 4 else None
+        if stream is not None and (stream.cfg.allow_direct or fixed is not None):
+            ja.engine.send(ja, reply, b"", REQUIRED_API_LEVEL_STATUS)
+            return
+    on_direct_get(ja, subject, reply, data, fixed)  # compiled, the KV get path
 
 
 def _consumer(ja: JsAccount, stream: str, name: str) -> Consumer | None:

@@ -13,8 +13,10 @@ stream-scoped (``STREAM.INFO``, ``PURGE``,    the server the stream is placed on
 ``MSG.*``, ``CONSUMER.*``, ``DIRECT.GET``)    stream's, or a replicated stream's leader:
                                               ``replicated``); the meta leader for a
                                               stream that does not exist
-``DIRECT.GET`` of a replicated stream with    one of its current replicas, leader or
-``allow_direct``                              follower (their queue group: not here)
+``DIRECT.GET`` of a stream with               one of its current replicas, leader or
+``allow_direct``                              follower, or of its mirrors with
+                                              ``mirror_direct`` (their queue group: not
+                                              here)
 ============================================  =========================================
 
 The clustered JetStream it routes for (the meta group's replica, the stream groups) is
@@ -125,11 +127,11 @@ class ApiRouter:
                 s = ja.streams.get(name.decode(errors="replace"))
                 if s is None:
                     return
-                if unreplicated(s):
-                    local(sub, subject, reply, hdr, data)
-                elif prefix is _DIRECT and s.cfg.allow_direct:
-                    return  # its replicas' queue group answers (Stream.serve_direct)
-                elif self.cluster.stream_groups.leads(s):
+                if prefix is _DIRECT and s.cfg.allow_direct:
+                    # its replicas' (or R1 server's) queue group answers, with its mirrors
+                    # that have mirror_direct (Stream.serve_direct, serve_origin_direct)
+                    return
+                if unreplicated(s) or self.cluster.stream_groups.leads(s):
                     local(sub, subject, reply, hdr, data)
                 return
         toks = subject.decode(errors="replace").split(".")

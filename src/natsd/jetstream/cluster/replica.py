@@ -144,6 +144,12 @@ _NEXT: Final[dict[ReplicaState, frozenset[ReplicaState]]] = {
 LEADS: Final = frozenset({S.LEADING, S.HANDING_OVER, S.OUT_OF_TOUCH})
 
 
+def _current(g: RaftGroup) -> bool:
+    """A follower has applied 90% of what it knows is committed (nats-server's threshold
+    for serving direct gets: under a steady load it is never exactly caught up)."""
+    return g.applied * 10 >= g.node.committed() * 9
+
+
 def unreplicated(s: Stream) -> bool:
     """An R1 stream, answered by the one server that holds it. A replicated one that has
     no group yet (its server is restarting) answers nothing: its leader does."""
@@ -413,18 +419,26 @@ class StreamReplica:
         a leader once it has applied 90% of what it knows is committed (under a steady load
         a follower is never exactly caught up). A follower stays serving while it has a
         leader; an out-of-touch leader, a follower that lost its leader, a repairing or
-        stopped replica, or direct gets turned off in the config, stop it."""
+        stopped replica, or direct gets turned off in the config, stop it. A mirror with
+        ``mirror_direct`` answers its origin's direct gets by the same rule (its leader
+        once its feed has caught up: ``Stream.mirror_caught_up``)."""
         stream = self.stream
         state = self.state
         leading = state is S.LEADING or state is S.HANDING_OVER
         following = state is S.FOLLOWING and bool(self.leader)
-        if not stream.cfg.allow_direct or not (leading or following):
+        cfg = stream.cfg
+        if not (leading or following):
             stream.serve_direct(False)
+            stream.serve_origin_direct(False)
             return
-        if stream.direct_subs:
-            return
-        if leading or g.applied * 10 >= g.node.committed() * 9:
+        if not cfg.allow_direct:
+            stream.serve_direct(False)
+        elif not stream.direct_subs and (leading or _current(g)):
             stream.serve_direct(True)
+        if not cfg.mirror_direct or cfg.mirror is None:
+            stream.serve_origin_direct(False)
+        elif following and not stream.origin_subs and _current(g):
+            stream.serve_origin_direct(True)
 
     def _lead(self) -> None:
         self.ready_at = 0

@@ -105,9 +105,15 @@ class StreamContext(Protocol):
         """Whether publishes must check server or account storage limits at all."""
         ...
 
-    def direct_answerer(self) -> InternalCallback | None:
+    def direct_answerer(self, mirror: object = None) -> InternalCallback | None:
         """What answers DIRECT.GET requests in the account (the API's), for a replica that
-        serves them (``Stream.serve_direct``); None without the API."""
+        serves them (``Stream.serve_direct``), or with ``mirror`` what that mirror answers
+        its origin's with (``Stream.serve_origin_direct``); None without the API."""
+        ...
+
+    @property
+    def clustered(self) -> bool:
+        """The engine runs on a cluster (its streams' direct gets go to queue groups)."""
         ...
 
     def storage_exceeded(

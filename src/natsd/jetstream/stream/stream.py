@@ -169,8 +169,11 @@ class Stream:
         # Bound once: the duplicate window reads the clock for every message with an id.
         self._now_ns: Callable[[], int] = self.clock.time_ns
         self.subs: list[Subscription] = []
-        # A replicated stream's replica that answers DIRECT.GET (``serve_direct``).
+        # On a cluster, a replica (or R1 stream) that answers DIRECT.GET (``serve_direct``),
+        # and a mirror with mirror_direct answering its origin's (``serve_origin_direct``).
         self.direct_subs: list[Subscription] = []
+        self.origin_subs: list[Subscription] = []
+        self._subscribed = False  # (subscribe() ran: an update may change its direct gets)
         # Nats-Msg-Id -> (seq, ts_ns), oldest first, pruned by duplicate_window.
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()
         # the oldest one's timestamp (0: to be looked up), so that a check while it is
@@ -252,6 +255,10 @@ class Stream:
             # mirror_direct turned off (the origin no longer allows direct gets)
             self.ctx.serve_mirror_direct(self.mirror.source.name, self, False)
             self._serving_origin = False
+        if self.origin_subs and not cfg.mirror_direct:
+            self.serve_origin_direct(False)
+        if self._subscribed:
+            self._serve_own_direct()
         if self._feeding:
             self._update_sources()
         elif cfg.sources and self.subs and (self.replica is None or self.replica.leading):
@@ -267,6 +274,8 @@ class Stream:
         (an R1 stream's server, or a replicated stream's leader)."""
         rep = self.replica
         feeds = rep is None or rep.leading
+        self._subscribed = True
+        self._serve_own_direct()
         if self.cfg.mirror is not None:
             # a mirror takes no publishes: it copies its origin
             if not feeds:
@@ -307,24 +316,51 @@ class Stream:
         """Answer (or stop answering) ``$JS.API.DIRECT.GET.<name>[.>]`` from this replica's
         store, in the queue group every replica of the stream shares, so each request goes
         to one of them cluster-wide (nats-server's ``subscribeToDirect``: the leader and
-        each follower once it is current). Only for a replicated stream: on a standalone
-        server or an R1 stream the API's own subscription answers."""
-        if on == bool(self.direct_subs):
+        each follower once it is current; an R1 stream's server). Only on a cluster: a
+        standalone server's API subscription answers (``api/direct.py``)."""
+        self.direct_subs = self._direct_subs(on, self.direct_subs, self.name, None)
+
+    def serve_origin_direct(self, on: bool) -> None:
+        """A mirror with ``mirror_direct`` on a cluster: answer (or stop answering) its
+        origin's direct gets from its own store, in the same queue group as the origin's
+        replicas (nats-server's ``subscribeToMirrorDirect``), wherever in the cluster the
+        mirror's replicas are. Its leader joins once few origin messages are left to copy
+        (``mirror_caught_up``), a follower once it is current (the cluster layer)."""
+        mirror = self.cfg.mirror
+        if on and (mirror is None or not self.cfg.mirror_direct):
             return
+        name = mirror.name if mirror is not None else ""
+        self.origin_subs = self._direct_subs(on, self.origin_subs, name, self)
+
+    def _direct_subs(
+        self, on: bool, subs: list[Subscription], name: str, mirror: Stream | None
+    ) -> list[Subscription]:
+        """The queue subscriptions on ``$JS.API.DIRECT.GET.<name>[.>]`` after turning them
+        ``on`` or off (those in ``subs`` now)."""
+        if on == bool(subs):
+            return subs
         sublist = self.sublist
         if not on:
-            for sub in self.direct_subs:
+            for sub in subs:
                 sublist.remove(sub)
-            self.direct_subs = []
-            return
-        answer = self.ctx.direct_answerer()
+            return []
+        answer = self.ctx.direct_answerer(mirror)
         if answer is None:
-            return
-        base = b"$JS.API.DIRECT.GET." + self._name_b
+            return []
+        base = b"$JS.API.DIRECT.GET." + name.encode()
+        out = []
         for i, subj in enumerate((base, base + b".>")):
             sub = Subscription(subj, DIRECT_QUEUE, b"js-direct-%d" % i, callback=answer)
             sublist.insert(sub)
-            self.direct_subs.append(sub)
+            out.append(sub)
+        return out
+
+    def _serve_own_direct(self) -> None:
+        """An R1 stream on a cluster answers its direct gets in the queue group too (a
+        replicated stream's replicas are the cluster layer's to turn on), so that mirrors
+        with ``mirror_direct`` share them and each request has one answer."""
+        if self.replica is None and self.cfg.num_replicas <= 1 and self.ctx.clustered:
+            self.serve_direct(self.cfg.allow_direct)
 
     # ------------------------------------------------------------------ publish path
     def _on_msg(
@@ -1382,6 +1418,9 @@ class Stream:
     # ------------------------------------------------------------------ mirror
     def _stop_mirror(self, retire: bool = False) -> None:
         """``retire``: for good (deleted, promoted), not for a shutdown or a new leader."""
+        # (a replicated mirror's replica that goes on as a current follower answers again:
+        # the cluster layer's _serve_reads)
+        self.serve_origin_direct(False)
         if self.mirror is not None:
             if self._serving_origin:
                 self.ctx.serve_mirror_direct(self.mirror.source.name, self, False)
@@ -1472,7 +1511,13 @@ class Stream:
             self._committer.add_replicated(self.store)
 
     def mirror_caught_up(self) -> None:
-        if self.cfg.mirror_direct and not self._serving_origin and self.mirror is not None:
+        if not self.cfg.mirror_direct or self.mirror is None:
+            return
+        if self.ctx.clustered:
+            if not self.origin_subs:
+                self.serve_origin_direct(True)
+        elif not self._serving_origin:
+            # (standalone: the API's subscription picks among the origin and its mirrors)
             self._serving_origin = True
             self.ctx.serve_mirror_direct(self.mirror.source.name, self, True)
 
@@ -1741,6 +1786,8 @@ class Stream:
         for c in list(self.consumers.values()):
             c.stop(deleted=False)
         self.unsubscribe()
+        self._subscribed = False
+        self.serve_direct(False)
         try:
             self.store.stop()
         except Exception as e:
@@ -1759,6 +1806,8 @@ class Stream:
             self._schedules.stop()
         self._held_traces.clear()
         self.unsubscribe()
+        self._subscribed = False
+        self.serve_direct(False)
         for c in list(self.consumers.values()):
             c.stop(deleted=True, advisory=False)
         self.consumers.clear()
