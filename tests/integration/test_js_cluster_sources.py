@@ -329,3 +329,48 @@ async def test_r3_copies_of_an_r3_workqueue_keep_everything(trio: EmbeddedJsClus
         assert left == 0
     finally:
         await nc.close()
+
+
+async def test_r3_source_positions_survive_a_purge_and_a_leader_stop(
+    trio: EmbeddedJsCluster,
+) -> None:
+    """Every replica's store keeps where the source is (nats-server 2.15's SourcesState):
+    the sourcing stream purged, its leader stopped, the new leader goes on after what was
+    copied (not from a time, not from the origin's start), and every replica, the stopped
+    one after its restart too, holds the same positions."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "A", "subjects": ["a.>"], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.A", cfg)
+        for i in range(10):
+            assert "error" not in await _publish(nc, "a.x", b"a%d" % i)
+        s = {"name": "S", "sources": [{"name": "A"}], "num_replicas": 3}
+        assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.S", s)
+        await _until_messages(nc, "S", 10)
+        assert (await _req(nc, "$JS.API.STREAM.PURGE.S"))["success"]
+    finally:
+        await nc.close()
+    leader = _leader(trio, "S")
+    assert leader
+    await trio.stop(leader)
+    left = [n for n in trio.names if n != leader]
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        for i in range(10, 15):
+            assert "error" not in await _publish(nc, "a.x", b"a%d" % i, within=15)
+        await _until_messages(nc, "S", 5)
+        await asyncio.sleep(1.0)  # (anything copied twice would show by now)
+        assert [m["data"] for m in await _messages(nc, "S")] == [f"a{i}" for i in range(10, 15)]
+    finally:
+        await nc.close()
+    await trio.start(leader)
+
+    def positions(name: str) -> dict[str, tuple[int, str]]:
+        js = trio.servers[name].jetstream
+        st = js.accounts["$G"].streams.get("S") if js is not None else None
+        return st.store.sources_state() if st is not None else {}
+
+    await until(lambda: len(_copied(trio, leader, "S")) == 5, timeout=30)
+    want = positions(left[0])
+    assert [p[0] for p in want.values()] == [15]
+    assert all(positions(n) == want for n in trio.names)

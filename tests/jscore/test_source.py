@@ -104,6 +104,25 @@ def test_a_restart_resumes_after_the_newest_header(js: JsHarness) -> None:
     assert js.api("STREAM.INFO.S")["state"]["messages"] == 7
 
 
+def test_positions_survive_a_purge_of_the_sourcing_stream(js: JsHarness) -> None:
+    """The store keeps where each source is (nats-server 2.15's SourcesState): after the
+    sourcing stream is purged, a source starts again after what it copied, not from a
+    time (an origin on another server may be on another clock), and without reading the
+    stream backwards."""
+    js.add_stream("A", subjects=["a.>"])
+    js.add_stream("S", subjects=["s.>"], sources=[{"name": "A"}])
+    js.advance(0.25)
+    _publish(js, "a.x", 3)
+    assert js.api("STREAM.PURGE.S")["success"]
+    stream = js.stream("S")
+    stream._stop_sources()
+    _publish(js, "a.x", 2)
+    stream._start_sources()
+    assert stream.sources[iname_of(StreamSource(name="A"))].sseq == 3
+    js.advance(0.25)
+    assert [m[2] for m in _msgs(js, "S")] == ["A 4 > > a.x", "A 5 > > a.x"]
+
+
 def test_start_positions(js: JsHarness) -> None:
     js.add_stream("A", subjects=["a.>"])
     for _ in range(4):

@@ -60,6 +60,7 @@ from natsd.storage.filestore_format import (
 from natsd.storage.filestore_index import SubjState
 from natsd.storage.filestore_io import BlockStore
 from natsd.storage.filestore_recovery import manifest_doc, write_checkpoint, write_manifest
+from natsd.storage.sources_index import SOURCES_FILE, SourcesIndex, decode_sources
 from natsd.storage.store import (
     DiscardPolicy,
     ErrMaxBytes,
@@ -116,6 +117,7 @@ class FileStore(BlockStore):
         self._ckpt_next = 0.0  # none before (the cost of the last one)
         self.checkpoint_every = CHECKPOINT_EVERY
         self.checkpoint_cost = CHECKPOINT_COST
+        self._sources: SourcesIndex | None = None  # (a sourcing stream's: track_sources)
         self._apply_limits_cfg(cfg)
         if self._created and cfg.first_seq > 0:
             # A new stream that starts at first_seq: an empty block named first_seq says so,
@@ -264,6 +266,8 @@ class FileStore(BlockStore):
         cb = self._cb
         if cb is not None:
             cb(1, size, seq, subject)
+        if self._sources is not None and hdr:
+            self._sources.note(hdr)
 
     def _check_discard_new(self, subject: str, ss: SubjState | None, size: int) -> None:
         asl = ss is not None and 0 < self._maxp <= ss.msgs
@@ -507,6 +511,9 @@ class FileStore(BlockStore):
             seq = 0  # a full reset: first and last go back to 0
         elif seq >= self._last_seq:
             return
+        if self._sources is not None:
+            self._sources.reset()  # (a position may name a message that goes now)
+        self._unlink_sources()
         self.flush()
         self.sync()
         self._unlink_now = True
@@ -628,6 +635,7 @@ class FileStore(BlockStore):
                 write_manifest(self._mdir, self._shutdown_doc(), self._io)
             except OSError:
                 pass  # only a cache
+            self._write_sources()
         self._close_fds()
         self._closed = True
         if err is not None:
@@ -663,9 +671,70 @@ class FileStore(BlockStore):
             write_checkpoint(self._mdir, self._shutdown_doc(), self._io)
         except (OSError, StoreError):
             pass  # only a shortcut for the next open after a crash
+        else:
+            self._write_sources()
         took = time.monotonic() - now
         self._ckpt_at = now
         self._ckpt_next = now + self.checkpoint_cost * took
+
+    # ------------------------------------------------------------------ sources
+    def track_sources(self, inames: list[str]) -> None:
+        """``StreamStore.track_sources``. The first call of a run reads back the positions
+        written at the last checkpoint or stop (``sources.idx``, valid for the messages
+        below its stamp) and notes the messages stored since; a file that does not check
+        out, names messages the store no longer reaches, or a store that found damage at
+        open, is ignored (the stream scans)."""
+        if not inames:
+            self._sources = None
+            self._unlink_sources()
+            return
+        if self._sources is not None:
+            self._sources.configure(inames)
+            return
+        idx = SourcesIndex(inames)
+        self._sources = idx
+        try:
+            raw = self._io.read_file(os.path.join(self._mdir, SOURCES_FILE))
+        except OSError:
+            return
+        got = decode_sources(raw)
+        if got is None or self._lost is not None or got[0] > self._last_seq + 1:
+            return
+        stamp, positions = got
+        idx.seed(positions)
+        seq = max(stamp, self._first_seq)
+        while seq <= self._last_seq:
+            msgs = self.load_range(seq, 256)
+            if not msgs:
+                break
+            for m in msgs:
+                if m.hdr:
+                    idx.note(m.hdr)
+            seq = msgs[-1].seq + 1
+
+    def sources_state(self) -> dict[str, tuple[int, str]]:
+        return self._sources.known() if self._sources is not None else {}
+
+    def _write_sources(self) -> None:
+        """Persist the positions, for the messages stored so far (all synced: a stop or a
+        running checkpoint); none seen yet: no file."""
+        idx = self._sources
+        if idx is None:
+            return
+        path = os.path.join(self._mdir, SOURCES_FILE)
+        try:
+            if idx.known():
+                self._io.write_file_atomic(path, idx.encode(self._last_seq + 1))
+            elif self._io.exists(path):
+                self._io.unlink(path)
+        except OSError:
+            pass  # only a shortcut: without it the stream scans
+
+    def _unlink_sources(self) -> None:
+        try:
+            self._io.unlink(os.path.join(self._mdir, SOURCES_FILE))
+        except OSError:
+            pass
 
     def _shutdown_doc(self) -> dict[str, object]:
         """The manifest with the clean-shutdown index (``filestore_checkpoint``)."""

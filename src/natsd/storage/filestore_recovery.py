@@ -50,6 +50,7 @@ from natsd.storage.filestore_format import (
     scan_block,
 )
 from natsd.storage.filestore_index import GROUP, Block, SubjState
+from natsd.storage.sources_index import SOURCES_FILE
 from natsd.storage.store import LostData, StoreError
 
 __all__ = [
@@ -215,7 +216,7 @@ def recover(mdir: str, io: FileIO = DEFAULT_IO, fresh: bool = False) -> Recovere
             # so the original file is intact and this copy is garbage by construction.
             io.unlink(os.path.join(mdir, name))
             report.append(f"removed leftover temporary file {name}")
-        elif name not in (MANIFEST, CHECKPOINT):
+        elif name not in (MANIFEST, CHECKPOINT, SOURCES_FILE):
             report.append(f"ignored unknown file {name}")
     named.sort()
     if manifest is not None and clean:

@@ -49,6 +49,7 @@ from natsd.storage.filestore_recovery import (
     read_manifest,
     repair_block,
 )
+from natsd.storage.sources_index import SOURCES_FILE
 from natsd.storage.store import StoreError
 
 __all__ = ["resume"]
@@ -69,7 +70,7 @@ def resume(mdir: str, io: FileIO) -> Recovered | None:
         first = parse_block_name(name)
         if first is not None:
             named.append((first, name))
-        elif name.endswith(".tmp") or name != CHECKPOINT:
+        elif name.endswith(".tmp") or name not in (CHECKPOINT, SOURCES_FILE):
             return None  # the full scan deals with (and reports) anything else
     named.sort()
     index = doc.get("index")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Final
 
 from natsd.core.filters import is_all, is_literal, match_tokens
+from natsd.storage.sources_index import SourcesIndex
 from natsd.storage.store import (
     DiscardPolicy,
     ErrMaxBytes,
@@ -190,6 +191,7 @@ class MemoryStore(StreamStore):
         self._now_ns = now_ns
         self._cb: StorageUpdate | None = None
         self._closed = False
+        self._sources: SourcesIndex | None = None  # (a sourcing stream's: track_sources)
         self._msgs: dict[int, StoredMsg] = {}
         self._all = _Seqs()
         self._fss: dict[str, _Seqs] = {}
@@ -281,6 +283,8 @@ class MemoryStore(StreamStore):
                 self._rebuild_ttls()  # drop entries of messages removed by other means
         if self._cb is not None:
             self._cb(1, size, seq, subject)
+        if self._sources is not None and hdr is not None:
+            self._sources.note(hdr)
 
         if maxp > 0:
             while ss.n > maxp:
@@ -417,6 +421,8 @@ class MemoryStore(StreamStore):
         return removed
 
     def truncate(self, seq: int) -> None:
+        if self._sources is not None:
+            self._sources.reset()  # (a position may name a message that goes now)
         if seq <= 0:
             # nats-server resets the store to a brand-new state.
             n, b = self._reset(0, 0)
@@ -650,6 +656,17 @@ class MemoryStore(StreamStore):
 
     def sync(self) -> None:
         return None
+
+    def track_sources(self, inames: list[str]) -> None:
+        if not inames:
+            self._sources = None
+        elif self._sources is None:
+            self._sources = SourcesIndex(inames)
+        else:
+            self._sources.configure(inames)
+
+    def sources_state(self) -> dict[str, tuple[int, str]]:
+        return self._sources.known() if self._sources is not None else {}
 
     def stop(self) -> None:
         """Memory cannot outlive the store: stopping releases every message (and reports

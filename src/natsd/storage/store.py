@@ -296,6 +296,17 @@ class StreamStore(ABC):
         sequence <= ``max_seq`` (0 = no bound), sorted ascending. More than
         ``max_allowed`` (if > 0) results raise StoreError("too many results")."""
 
+    # ------------------------------------------------------------------ sources
+    @abstractmethod
+    def track_sources(self, inames: list[str]) -> None:
+        """Keep, for these sources (inames; none: stop), the newest stored position
+        (``sources_index``); a file store reads back what it kept before."""
+
+    @abstractmethod
+    def sources_state(self) -> dict[str, tuple[int, str]]:
+        """(origin seq, identity) of each tracked source that the stored messages name;
+        the others are not known (the stream scans its messages for them)."""
+
     # ------------------------------------------------------------------ lifecycle
     @abstractmethod
     def register_updates(self, cb: StorageUpdate | None) -> None: ...

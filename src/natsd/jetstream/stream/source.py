@@ -30,6 +30,8 @@ from typing import Any, Final, Protocol
 from natsd.core.clock import rfc3339
 from natsd.core.headers import slice_header
 from natsd.core.scheduler import Clock, Scheduler
+from natsd.core.source_header import H_STREAM_SOURCE_B, parse_source_header
+from natsd.core.source_header import HDR_LINE as _HDR_LINE
 from natsd.jetstream.config.consumer_config import rfc3339_to_ns
 from natsd.jetstream.config.stream_types import StreamSource
 from natsd.jetstream.stream.feed import OriginFeed, strip_origin_headers
@@ -51,10 +53,8 @@ __all__ = [
 
 log: Final = logging.getLogger("natsd")
 
-H_STREAM_SOURCE_B: Final = b"Nats-Stream-Source"
 # a consumer request's expected origin identity, and the answer's actual one (2.15)
 STREAM_IDENTITY: Final = b"Nats-Stream-Identity"
-_HDR_LINE: Final = b"Nats-Stream-Source:"
 _DIGITS: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 SOURCED_OK: Final = 1  # stored (or proposed), or a duplicate the stream already holds
 SOURCED_FAILED: Final = 0  # refused: the consumer starts again at this message
@@ -79,29 +79,6 @@ def iname_of(src: StreamSource) -> str:
     srcs = "\f".join(t.src or ">" for t in src.subject_transforms)
     dests = "\f".join(t.dest or ">" for t in src.subject_transforms)
     return f"{name} {srcs} {dests}"
-
-
-def parse_source_header(value: bytes) -> tuple[str, str, int, str] | None:
-    """``streamAndSeq``: (iname, stream, origin seq, origin identity) of a
-    ``Nats-Stream-Source`` value; iname is "" for the two-field form of servers before
-    2.10 and for the legacy form (a whole ack reply), the identity "" before 2.15. None
-    when it is neither."""
-    text = value.decode(errors="replace").strip()
-    if text.startswith("$JS.ACK."):
-        toks = text.split(".")
-        if len(toks) < 9:
-            return None
-        stream, seq = (toks[2], toks[5]) if len(toks) == 9 else (toks[4], toks[7])
-        return ("", stream, int(seq), "") if seq.isdigit() else None
-    fields = text.split(" ")
-    if len(fields) >= 4:
-        if not fields[1].isdigit():
-            return None
-        ident = fields[5] if len(fields) >= 6 else ""
-        return f"{fields[0]} {fields[2]} {fields[3]}", fields[0], int(fields[1]), ident
-    if len(fields) == 2 and fields[1].isdigit():
-        return "", fields[0], int(fields[1]), ""
-    return None
 
 
 class SourceHost(Protocol):
@@ -251,16 +228,25 @@ class SourceFeed(OriginFeed):
 
 
 def recover_positions(store: StreamStore, feeds: list[SourceFeed]) -> None:
-    """``startingSequenceForSources``: each source's origin sequence last copied, from the
-    newest message whose ``Nats-Stream-Source`` names it, reading the stream backwards
-    until every source is placed or the stream's start is reached. A header of a server
-    before 2.10 (no iname) places every source of its origin stream not yet placed."""
+    """``startingSequenceForSources``: each source's origin sequence last copied. The
+    store's index (``StreamStore.sources_state``, nats-server 2.15's ``SourcesState``)
+    places the sources its messages ever named, also after they were purged; the others
+    are looked for in the newest message whose ``Nats-Stream-Source`` names them, reading
+    the stream backwards until every source is placed or the stream's start is reached. A
+    header of a server before 2.10 (no iname) places every source of its origin stream not
+    yet placed."""
     todo: dict[str, list[SourceFeed]] = {}
     by_name: dict[str, list[SourceFeed]] = {}
+    known = store.sources_state()
     for f in feeds:
         f.sseq = 0
         f.dseq = 0
         f._set_ident("")
+        pos = known.get(f.iname)
+        if pos is not None:
+            f.sseq = pos[0]
+            f._set_ident(pos[1])
+            continue
         todo.setdefault(f.iname, []).append(f)
         key = f.iname.split(" ", 1)[0]
         by_name.setdefault(key, []).append(f)

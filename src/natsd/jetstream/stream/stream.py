@@ -235,6 +235,8 @@ class Stream:
 
     def apply_config(self, cfg: StreamConfig) -> None:
         self.cfg = cfg
+        # (its store keeps where each source is: recover_positions reads it)
+        self.store.track_sources([iname_of(src) for src in cfg.sources])
         # Server or account storage limits are checked per message only when configured.
         self._check_limits = self.ctx.limits_set()
         rp = cfg.republish

@@ -1,0 +1,124 @@
+"""Where each source of a sourcing stream is, as its store knows it (nats-server 2.15's
+``SourcesState``): per configured source (its iname), the origin sequence and identity of
+the newest stored message whose ``Nats-Stream-Source`` names it.
+
+The store notes every message it stores (``note``), so the index is kept in step on every
+replica, from publishes, applied entries and catch-up alike; the sourcing stream reads it
+when a source starts (``known``) and scans its messages backwards only for the sources the
+index has not seen. The positions survive a purge of the stream's messages, as
+nats-server's do. A file store persists them (``encode`` / ``decode``) next to its
+checkpoints, stamped with the first sequence they do not cover, and at open reads the
+messages stored after the stamp: start-up does not grow with the stream.
+
+Only the configured sources are kept (``configure``): a header naming anything else costs
+a lookup and is forgotten, so the index's size is the stream's config's, whatever its
+messages carry. A store cut back (``truncate``) forgets everything (``reset``): a position
+may have named a message that is gone, and the stream's scan finds the right one.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from typing import Final
+
+import orjson
+
+from natsd.core.headers import slice_header
+from natsd.core.source_header import H_STREAM_SOURCE_B, HDR_LINE, parse_source_header
+
+__all__ = ["SOURCES_FILE", "SourcesIndex", "decode_sources"]
+
+SOURCES_FILE: Final = "sources.idx"
+_MAGIC: Final = b"NSRC1"
+
+
+class SourcesIndex:
+    """Positions by iname ((origin seq, identity); seq 0: none seen)."""
+
+    __slots__ = ("_by_origin", "entries")
+
+    def __init__(self, inames: Iterable[str]) -> None:
+        self.entries: dict[str, tuple[int, str]] = {}
+        # origin stream name -> its inames (a header without an iname, a server's before
+        # 2.10, places every source of its origin)
+        self._by_origin: dict[str, list[str]] = {}
+        self.configure(inames)
+
+    def configure(self, inames: Iterable[str]) -> None:
+        """The sources now configured: others are forgotten, new ones start unseen."""
+        wanted = set(inames)
+        self.entries = {i: self.entries.get(i, (0, "")) for i in sorted(wanted)}
+        by_origin: dict[str, list[str]] = {}
+        for i in self.entries:
+            by_origin.setdefault(i.split(" ", 1)[0].split(":", 1)[0], []).append(i)
+        self._by_origin = by_origin
+
+    def note(self, hdr: bytes) -> None:
+        """A message with these headers was stored (after every one before it)."""
+        if HDR_LINE not in hdr:
+            return
+        value = slice_header(hdr, H_STREAM_SOURCE_B)
+        parsed = parse_source_header(value) if value else None
+        if parsed is None:
+            return
+        iname, origin, seq, ident = parsed
+        if iname:
+            if iname in self.entries:
+                self.entries[iname] = (seq, ident)
+            return
+        for i in self._by_origin.get(origin, ()):
+            self.entries[i] = (seq, ident)
+
+    def seed(self, entries: dict[str, tuple[int, str]]) -> None:
+        """Positions read back from a file, for the configured sources among them."""
+        for iname, pos in entries.items():
+            if iname in self.entries:
+                self.entries[iname] = pos
+
+    def reset(self) -> None:
+        for i in self.entries:
+            self.entries[i] = (0, "")
+
+    def known(self) -> dict[str, tuple[int, str]]:
+        """The sources seen, with their positions."""
+        return {i: p for i, p in self.entries.items() if p[0] > 0}
+
+    def encode(self, stamp: int) -> bytes:
+        """The file: the positions of the messages below sequence ``stamp``."""
+        known = {i: list(p) for i, p in self.known().items()}
+        body = orjson.dumps({"stamp": stamp, "sources": known})
+        return _MAGIC + b"%08x" % zlib.crc32(body) + body
+
+
+def decode_sources(raw: bytes) -> tuple[int, dict[str, tuple[int, str]]] | None:
+    """(stamp, positions) of a file ``encode`` wrote; None when it is not one (damaged,
+    torn, another format): the stream then scans, as without a file."""
+    head = len(_MAGIC) + 8
+    if not raw.startswith(_MAGIC) or len(raw) < head:
+        return None
+    body = raw[head:]
+    try:
+        if int(raw[len(_MAGIC) : head], 16) != zlib.crc32(body):
+            return None
+        doc = orjson.loads(body)
+    except (ValueError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    stamp = doc.get("stamp")
+    sources = doc.get("sources")
+    if not isinstance(stamp, int) or stamp < 1 or not isinstance(sources, dict):
+        return None
+    out: dict[str, tuple[int, str]] = {}
+    for iname, pos in sources.items():
+        if (
+            not isinstance(pos, list)
+            or len(pos) != 2
+            or not isinstance(pos[0], int)
+            or pos[0] < 1
+            or not isinstance(pos[1], str)
+        ):
+            return None
+        out[str(iname)] = (pos[0], pos[1])
+    return stamp, out
