@@ -266,7 +266,7 @@ class MetaRequests:
             allow_mirrors=True, allow_sources=True,
         )  # fmt: skip
         if cfg.mirror is not None or cfg.sources:
-            check_origins(self._lookup(ja), cfg, create=True)
+            check_origins(self._lookup(ja), cfg)
         existing = self.c.meta.stream(ja.account.name, cfg.name)
         if existing is not None:
             if existing.config != cfg.to_json():
@@ -310,7 +310,7 @@ class MetaRequests:
             allow_sources=True,
         )  # fmt: skip
         if cfg.mirror is not None or cfg.sources:
-            check_origins(self._lookup(ja), cfg, create=False)
+            check_origins(self._lookup(ja), cfg)
         existing = self.c.meta.stream(ja.account.name, cfg.name)
         if existing is None:
             raise E.JSStreamNotFoundErr()

@@ -125,7 +125,7 @@ def stream_create(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
         allow_sources=True,
     )  # fmt: skip
     if cfg.mirror is not None or cfg.sources:
-        check_origins(_lookup(ja), cfg, create=True)
+        check_origins(_lookup(ja), cfg)
     stream = add_stream(ja, cfg)
     out = stream.info_json()
     out["did_create"] = True
@@ -140,9 +140,7 @@ def _lookup(ja: JsAccount) -> Callable[[str], StreamConfig | None]:
     return config_of
 
 
-def check_origins(
-    lookup: Callable[[str], StreamConfig | None], cfg: StreamConfig, create: bool
-) -> None:
+def check_origins(lookup: Callable[[str], StreamConfig | None], cfg: StreamConfig) -> None:
     """The checks of a mirror's or a sourcing stream's config that read the streams it
     copies (``checkStreamCfg``, on create and update): a max message size at least the
     origin's, a mirror's ``mirror_direct`` as its origin's ``allow_direct``, no cycle.
@@ -217,7 +215,7 @@ def stream_update(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]
         allow_sources=True,
     )  # fmt: skip
     if cfg.mirror is not None or cfg.sources:
-        check_origins(_lookup(ja), cfg, create=False)
+        check_origins(_lookup(ja), cfg)
     return update_stream(ja, cfg).info_json()
 
 
