@@ -59,6 +59,14 @@ async def _until_messages(nc: Any, stream: str, n: int, timeout: float = 20.0) -
         await asyncio.sleep(0.1)
 
 
+async def _stop_leader(trio: EmbeddedJsCluster, stream: str) -> tuple[str, list[str]]:
+    """Stop ``stream``'s leader: its name, and the servers left."""
+    leader = _leader(trio, stream)
+    assert leader
+    await trio.stop(leader)
+    return leader, [n for n in trio.names if n != leader]
+
+
 async def test_r3_mirror_and_sources_across_a_leader_stop(trio: EmbeddedJsCluster) -> None:
     nc = await nats.connect(trio.url("n1"))
     try:
@@ -261,10 +269,7 @@ async def test_r3_durable_source_of_an_r3_workqueue(trio: EmbeddedJsCluster) -> 
         await _until_messages(nc, "S", 20)
     finally:
         await nc.close()
-    leader = _leader(trio, "S")
-    assert leader
-    await trio.stop(leader)
-    left = [n for n in trio.names if n != leader]
+    _leader_gone, left = await _stop_leader(trio, "S")
     nc = await nats.connect(trio.url(left[0]))
     try:
         for i in range(20, 30):
@@ -350,10 +355,7 @@ async def test_r3_source_positions_survive_a_purge_and_a_leader_stop(
         assert (await _req(nc, "$JS.API.STREAM.PURGE.S"))["success"]
     finally:
         await nc.close()
-    leader = _leader(trio, "S")
-    assert leader
-    await trio.stop(leader)
-    left = [n for n in trio.names if n != leader]
+    leader, left = await _stop_leader(trio, "S")
     nc = await nats.connect(trio.url(left[0]))
     try:
         for i in range(10, 15):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["HDR_LINE", "H_STREAM_SOURCE_B", "parse_source_header"]
+from natsd.core.headers import slice_header
+
+__all__ = ["HDR_LINE", "H_STREAM_SOURCE_B", "parse_source_header", "source_of"]
 
 H_STREAM_SOURCE_B: Final = b"Nats-Stream-Source"
 HDR_LINE: Final = b"Nats-Stream-Source:"
@@ -43,3 +45,12 @@ def parse_source_header(value: bytes) -> tuple[str, str, int, str] | None:
         seq = _seq(fields[1])
         return ("", fields[0], seq, "") if seq >= 0 else None
     return None
+
+
+def source_of(hdr: bytes | None) -> tuple[str, str, int, str] | None:
+    """``parse_source_header`` of a message's ``Nats-Stream-Source``; None when its headers
+    have none (found without parsing them) or it does not parse."""
+    if not hdr or HDR_LINE not in hdr:
+        return None
+    value = slice_header(hdr, H_STREAM_SOURCE_B)
+    return parse_source_header(value) if value else None

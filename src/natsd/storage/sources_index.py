@@ -24,8 +24,7 @@ from typing import Final
 
 import orjson
 
-from natsd.core.headers import slice_header
-from natsd.core.source_header import H_STREAM_SOURCE_B, HDR_LINE, parse_source_header
+from natsd.core.source_header import source_of
 
 __all__ = ["SOURCES_FILE", "SourcesIndex", "decode_sources"]
 
@@ -56,10 +55,7 @@ class SourcesIndex:
 
     def note(self, hdr: bytes) -> None:
         """A message with these headers was stored (after every one before it)."""
-        if HDR_LINE not in hdr:
-            return
-        value = slice_header(hdr, H_STREAM_SOURCE_B)
-        parsed = parse_source_header(value) if value else None
+        parsed = source_of(hdr)
         if parsed is None:
             return
         iname, origin, seq, ident = parsed

@@ -30,7 +30,7 @@ from typing import Any, Final, Protocol
 from natsd.core.clock import rfc3339
 from natsd.core.headers import slice_header
 from natsd.core.scheduler import Clock, Scheduler
-from natsd.core.source_header import H_STREAM_SOURCE_B, parse_source_header
+from natsd.core.source_header import H_STREAM_SOURCE_B, parse_source_header, source_of
 from natsd.core.source_header import HDR_LINE as _HDR_LINE
 from natsd.jetstream.config.consumer_config import rfc3339_to_ns
 from natsd.jetstream.config.stream_types import StreamSource
@@ -258,11 +258,7 @@ def recover_positions(store: StreamStore, feeds: list[SourceFeed]) -> None:
         if m is None:
             break
         seq = m.seq - 1
-        hdr = m.hdr
-        if not hdr or _HDR_LINE not in hdr:
-            continue
-        value = slice_header(hdr, H_STREAM_SOURCE_B)
-        parsed = parse_source_header(value) if value else None
+        parsed = source_of(m.hdr)
         if parsed is None:
             continue
         iname, stream, oseq, ident = parsed
