@@ -10,7 +10,7 @@ from .scenarios.consumers import PubToPull, Pull, Push
 from .scenarios.core import CrossFanOut, CrossPubSub, FanOut, Publish, PubSub, ReqRep
 from .scenarios.jscluster import JsClusterPublish
 from .scenarios.kv import KvGet, KvPut, ObjGet, ObjPut
-from .scenarios.mirror import MirrorCatchUp, SourceCatchUp
+from .scenarios.mirror import MirrorCatchUp, SourceCatchUp, SourceSteady
 from .scenarios.publish import JsPublish
 
 TABLE: tuple[Scenario, ...] = (
@@ -38,6 +38,7 @@ TABLE: tuple[Scenario, ...] = (
     PubToPull(),
     MirrorCatchUp(),
     SourceCatchUp(),
+    SourceSteady(),
     KvPut(sync=True),
     KvPut(sync=False),
     KvGet(sync=True),

@@ -8,11 +8,13 @@ publishing each message into itself with its Nats-Stream-Source header."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
 
 from ..config import Config
+from ..consumerload import prefill
 from ..fixtures import Fixtures
 from ..harness import RunResult, exc_text
 from ..jsload import api_error, js_api
@@ -101,3 +103,94 @@ class SourceCatchUp(MirrorCatchUp):
     aliases = ("source",)
     groups = ("js", "mirror")
     kind = "source"
+
+
+class SourceSteady(Scenario):
+    """A sourcing stream's steady-state copy rate: a new origin file stream and a stream
+    sourcing it, then ``--js-consume-msgs`` messages published into the origin (PubAck
+    window ``--js-window``) while the copy runs; timed from the first publish until the
+    sourcing stream holds them all. The rate is the whole pipeline's, publish and copy
+    (the origin's own publish rate is in the progress line)."""
+
+    name = "js-source-live"
+    aliases = ("source-live",)
+    groups = ("js", "mirror")
+    family = "consumer"
+    servers = REF_AND_IMPL
+
+    def rows(self, cfg: Config) -> list[Row]:
+        return [Row("js source steady file", self.name, "rate", "tput")]
+
+    def run(self, server: Server, cfg: Config, warmup: bool, prepared: Any) -> RunResult:
+        tag = uuid.uuid4().hex[:10]
+        origin, copy, subject = f"LIVE_{tag}", f"LIVECOPY_{tag}", f"bench.live.{tag}"
+        n = cfg.js_consume_msgs
+        deadline = time.monotonic() + cfg.timeout
+        made: list[str] = []
+        cpu0 = server.cpu_seconds()
+        try:
+            bodies: list[dict[str, Any]] = [
+                {"name": origin, "subjects": [subject], "storage": "file"},
+                {"name": copy, "storage": "file", "sources": [{"name": origin}]},
+            ]
+            for body in bodies:
+                doc = js_api(server.port, f"$JS.API.STREAM.CREATE.{body['name']}", body,
+                             cfg.setup_timeout)  # fmt: skip
+                if (err := api_error(doc)) is not None:
+                    return RunResult(False, error=f"create failed: {err}")
+                made.append(str(body["name"]))
+            if not _copying(server, cfg, copy, deadline):
+                return RunResult(False, error="the sourcing stream never asked for a consumer")
+            done: list[float] = []
+            watcher = threading.Thread(target=_watch, args=(server, cfg, copy, n, deadline, done))
+            t0 = time.monotonic()
+            watcher.start()
+            pub = prefill(server.port, subject, cfg.size, n, cfg.js_window, deadline,
+                          cfg.idle_timeout)  # fmt: skip
+            watcher.join()
+            if not done:
+                return RunResult(False, error=f"the copy did not reach {n} messages in time")
+            wall = done[0] - t0
+            cpu = server.cpu_seconds() - cpu0
+            metrics = {"count": float(n), "wall_s": wall, "rate": n / max(1e-9, wall),
+                       "pub_rate": pub["rate"], "server_cpu": cpu / max(1e-9, wall)}  # fmt: skip
+            return RunResult(True, metrics)
+        except (BenchError, OSError) as exc:
+            return RunResult(False, error=exc_text(exc))
+        finally:
+            for name in reversed(made):
+                try:
+                    js_api(server.port, f"$JS.API.STREAM.DELETE.{name}", None, cfg.setup_timeout)
+                except (BenchError, OSError):
+                    pass
+
+    def report(self, m: dict[str, float]) -> str:
+        return (f"{m['rate']:,.0f} msg/s copied ({m['count']:,.0f} msgs in {m['wall_s']:.2f}s; "
+                f"origin publishes {m['pub_rate']:,.0f} msg/s)  cpu: server "
+                f"{m['server_cpu']:.0%}")  # fmt: skip
+
+
+def _copying(server: Server, cfg: Config, copy: str, deadline: float) -> bool:
+    """Wait until the sourcing stream's source is active (its consumer is set up)."""
+    while time.monotonic() < deadline:
+        info = js_api(server.port, f"$JS.API.STREAM.INFO.{copy}", None, cfg.setup_timeout)
+        sources = info.get("sources") or []
+        if sources and int(sources[0].get("active", -1)) >= 0:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _watch(
+    server: Server, cfg: Config, copy: str, n: int, deadline: float, done: list[float]
+) -> None:
+    """Poll the copy's message count; note when it reaches ``n``."""
+    while time.monotonic() < deadline:
+        try:
+            info = js_api(server.port, f"$JS.API.STREAM.INFO.{copy}", None, cfg.setup_timeout)
+        except (BenchError, OSError):
+            return
+        if int(info.get("state", {}).get("messages", 0)) >= n:
+            done.append(time.monotonic())
+            return
+        time.sleep(0.005)
