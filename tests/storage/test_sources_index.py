@@ -201,3 +201,16 @@ def test_encode_round_trip_and_bit_flips() -> None:
         i = rng.randrange(len(raw))
         flipped = raw[:i] + bytes([raw[i] ^ (1 << rng.randrange(8))]) + raw[i + 1 :]
         assert decode_sources(flipped) in (None, (42, {A: (5, "ID1")}))
+
+
+def test_a_snapshot_seeds_the_tracked_sources(kit: StoreKit) -> None:
+    """A replica caught up from a leader's snapshot takes its positions (also for messages
+    the leader no longer holds); a source not tracked here is not taken."""
+    store = kit.make()
+    store.track_sources([A])
+    store.store_msg("s.x", _hdr("A", 2), b"")  # (what catch-up copied)
+    store.seed_sources({A: (5, "ID9"), ELSEWHERE: (3, "")})
+    assert store.sources_state() == {A: (5, "ID9")}
+    untracked = kit.make()
+    untracked.seed_sources({A: (5, "ID9")})
+    assert untracked.sources_state() == {}

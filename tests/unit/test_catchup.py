@@ -48,6 +48,10 @@ def test_snapshot_round_trip_and_refusals() -> None:
     consumers = {"D": (b'{"config":{}}', b'{"ack_floor":{"stream_seq":3}}')}
     snap = decode_snapshot(encode_snapshot(4, 90, consumers))
     assert (snap.first_seq, snap.last_seq, snap.consumers) == (4, 90, consumers)
+    assert snap.sources == {}
+    positions = {"A > >": (17, "ID"), "B b.> >": (3, "")}
+    snap = decode_snapshot(encode_snapshot(4, 90, {}, positions))
+    assert snap.sources == positions
     bads = [
         b"",
         b"[]",
@@ -55,6 +59,10 @@ def test_snapshot_round_trip_and_refusals() -> None:
         b'{"v":1,"first_seq":1}',
         b'{"v":1,"first_seq":-1,"last_seq":2}',
         b'{"v":1,"first_seq":1,"last_seq":2,"consumers":{"D":1}}',
+        b'{"v":1,"first_seq":1,"last_seq":2,"sources":{"A > >":[0,""]}}',
+        b'{"v":1,"first_seq":1,"last_seq":2,"sources":{"A > >":[3]}}',
+        b'{"v":1,"first_seq":1,"last_seq":2,"sources":{"A > >":["3",""]}}',
+        b'{"v":1,"first_seq":1,"last_seq":2,"sources":[1,2]}',
     ]
     for bad in bads:
         with pytest.raises(CatchupError):

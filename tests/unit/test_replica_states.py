@@ -83,10 +83,12 @@ def test_a_repair_overtaken_by_a_leaders_snapshot_ends_and_applies_what_waited()
     r = _bare(S.REPAIRING)
     r.deferred = []
     r.consumers = SimpleNamespace(install=installed.append)  # type: ignore[assignment]
+    seeded: list[dict[str, tuple[int, str]]] = []
     r.stream = SimpleNamespace(  # type: ignore[assignment]
         name="S",
         apply_entry=lambda e: applied.append(e.seq),
         rebuild_dedupe=lambda now: None,
+        store=SimpleNamespace(seed_sources=seeded.append),
     )
     r.group = SimpleNamespace(applied=40)  # type: ignore[assignment]
     for index, seq in ((10, 5), (20, 6), (30, 7), (40, 8)):  # committed while it repaired
@@ -99,10 +101,11 @@ def test_a_repair_overtaken_by_a_leaders_snapshot_ends_and_applies_what_waited()
             host=SimpleNamespace(step_held=lambda g, m: stepped.append(g)), kick=lambda: None
         ),
     )
-    snap = StreamSnapshot(1, 6, {"D": (b"{}", b"{}")})
+    snap = StreamSnapshot(1, 6, {"D": (b"{}", b"{}")}, {"A > >": (9, "ID")})
     held = SimpleNamespace(term=3)
     t = Transfer(b"G", None, held, 20, snap, 0x11, 1, 0)  # type: ignore[arg-type]
     StreamGroups._caught_up(owner, t)  # type: ignore[arg-type]
     assert r.state is S.FOLLOWING and not r.deferred
     assert stepped == [b"G"] and installed == [snap.consumers]
+    assert seeded == [snap.sources]  # (the positions as the snapshot stands)
     assert applied == [7, 8]  # after the snapshot's index (20) only

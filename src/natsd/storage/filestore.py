@@ -712,6 +712,10 @@ class FileStore(BlockStore):
                     idx.note(m.hdr)
             seq = msgs[-1].seq + 1
 
+    def seed_sources(self, positions: dict[str, tuple[int, str]]) -> None:
+        if self._sources is not None and positions:
+            self._sources.seed(positions)
+
     def sources_state(self) -> dict[str, tuple[int, str]]:
         return self._sources.known() if self._sources is not None else {}
 

@@ -665,6 +665,10 @@ class MemoryStore(StreamStore):
         else:
             self._sources.configure(inames)
 
+    def seed_sources(self, positions: dict[str, tuple[int, str]]) -> None:
+        if self._sources is not None and positions:
+            self._sources.seed(positions)
+
     def sources_state(self) -> dict[str, tuple[int, str]]:
         return self._sources.known() if self._sources is not None else {}
 

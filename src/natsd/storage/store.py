@@ -303,6 +303,11 @@ class StreamStore(ABC):
         (``sources_index``); a file store reads back what it kept before."""
 
     @abstractmethod
+    def seed_sources(self, positions: dict[str, tuple[int, str]]) -> None:
+        """A replica caught up from a snapshot: its sources' positions as they were where
+        the snapshot stands (also those whose messages are gone), for the tracked sources."""
+
+    @abstractmethod
     def sources_state(self) -> dict[str, tuple[int, str]]:
         """(origin seq, identity) of each tracked source that the stored messages name;
         the others are not known (the stream scans its messages for them)."""

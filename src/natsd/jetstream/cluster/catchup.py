@@ -169,13 +169,26 @@ class StreamSnapshot:
     last_seq: int
     # durable consumer name -> (meta document, state document), as committed
     consumers: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
+    # a sourcing stream's source positions (iname -> (origin seq, identity)), as its store
+    # held them at ``last_seq``: they outlive the messages that named them (a purge)
+    sources: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def encode_snapshot(first: int, last: int, consumers: dict[str, tuple[bytes, bytes]]) -> bytes:
-    """A replicated stream's snapshot data: where its store stood and its consumers'
-    committed meta and state (JSON, once per compaction, never per message)."""
+def encode_snapshot(
+    first: int,
+    last: int,
+    consumers: dict[str, tuple[bytes, bytes]],
+    sources: dict[str, tuple[int, str]] | None = None,
+) -> bytes:
+    """A replicated stream's snapshot data: where its store stood, its consumers'
+    committed meta and state, and its sources' positions (JSON, once per compaction,
+    never per message)."""
     docs = {n: [meta.decode(), state.decode()] for n, (meta, state) in consumers.items()}
-    return orjson.dumps({"v": VERSION, "first_seq": first, "last_seq": last, "consumers": docs})
+    doc: dict[str, object] = {"v": VERSION, "first_seq": first, "last_seq": last,
+                              "consumers": docs}  # fmt: skip
+    if sources:
+        doc["sources"] = {i: [seq, ident] for i, (seq, ident) in sources.items()}
+    return orjson.dumps(doc)
 
 
 def decode_snapshot(data: bytes) -> StreamSnapshot:
@@ -190,7 +203,13 @@ def decode_snapshot(data: bytes) -> StreamSnapshot:
         for name, pair in dict(doc.get("consumers") or {}).items():
             meta, state = pair
             consumers[str(name)] = (str(meta).encode(), str(state).encode())
-        return StreamSnapshot(first, last, consumers)
+        sources: dict[str, tuple[int, str]] = {}
+        for iname, pos in dict(doc.get("sources") or {}).items():
+            seq, ident = pos
+            if not isinstance(seq, int) or seq < 1 or not isinstance(ident, str):
+                raise CatchupError("bad source position in stream snapshot")
+            sources[str(iname)] = (seq, ident)
+        return StreamSnapshot(first, last, consumers, sources)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         if isinstance(e, CatchupError):
             raise

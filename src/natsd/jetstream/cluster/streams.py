@@ -224,6 +224,7 @@ class StreamGroups:
         if t.held is None:
             # a repair: the consumers as of its own snapshot, then the entries that waited
             m.consumers.install(t.snap.consumers)
+            m.stream.store.seed_sources(t.snap.sources)
             m.repaired()
             m.stream.rebuild_dedupe(self.clock.time_ns())
             return
@@ -235,8 +236,10 @@ class StreamGroups:
         repairing = m.repairing
         if repairing or m.group.applied < t.held_index:
             # (a log that got past the snapshot meanwhile, from a new leader that still had
-            # the entries, holds newer consumer states than the snapshot)
+            # the entries, holds newer consumer states than the snapshot; and newer
+            # source positions)
             m.consumers.install(t.snap.consumers)
+            m.stream.store.seed_sources(t.snap.sources)
         self.raft.host.step_held(t.group, t.held)
         if repairing:
             m.repaired(after=t.held_index)
@@ -499,7 +502,7 @@ class StreamGroups:
         # what a replica behind the log catches up to: the state now (at or past
         # ``index``; the entries after ``index`` apply again idempotently, see the
         # cluster/catchup.py docstring)
-        data = encode_snapshot(first, st.last_seq, committed)
+        data = encode_snapshot(first, st.last_seq, committed, store.sources_state())
         self.raft.host.compact(name, index, data)
 
     def leads(self, s: Stream) -> bool:
