@@ -124,3 +124,31 @@ def test_an_origin_purged_and_deleted_messages(js: JsHarness) -> None:
     js.add_stream("M2", mirror={"name": "O"}, subjects=[])
     js.advance(0.3)
     assert _state(js, "M2") == {"messages": 2, "first_seq": 4, "last_seq": 5}
+
+
+def test_the_origins_consumer_hands_messages_over_as_stored(js: JsHarness) -> None:
+    """On the origin's server the mirror's feed takes its consumer's messages as stored
+    (no reply subject made and read back: ``Subscription.take``), unless someone else
+    listens on the deliver subject: then every delivery is a message again, with its
+    reply subject, which the listener sees and the feed reads, and the copy is the same."""
+    js.add_stream("O", subjects=["o.>"])
+    _publish(js, "o.a", 3)
+    js.add_stream("M", mirror={"name": "O"}, subjects=[])
+    js.advance(0.25)
+    assert _state(js, "M") == {"messages": 3, "first_seq": 1, "last_seq": 3}
+    feed = js.stream("M").mirror
+    assert feed is not None and feed._deliver is not None and feed._deliver.take is not None
+    snoop = js.subscribe("$JS.M.>")
+    _publish(js, "o.b", 2)
+    assert _state(js, "M") == {"messages": 5, "first_seq": 1, "last_seq": 5}
+    assert [m.subject for m in snoop.msgs] == ["o.b", "o.b"]
+    assert all(m.reply and m.reply.startswith("$JS.ACK.O.") for m in snoop.msgs)
+    snoop.unsubscribe()
+    _publish(js, "o.c", 2)
+    assert _state(js, "M") == {"messages": 7, "first_seq": 1, "last_seq": 7}
+    assert len(snoop.msgs) == 2  # (the lane again: nothing is published)
+    copied = [js.stream("M").store.load_msg(s) for s in range(1, 8)]
+    origin = [js.stream("O").store.load_msg(s) for s in range(1, 8)]
+    assert [(m.subject, m.data, m.ts) for m in copied if m] == [
+        (m.subject, m.data, m.ts) for m in origin if m
+    ]

@@ -9,6 +9,7 @@ per message is the single largest cost of delivery in CPython.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["InternalCallback", "Sink", "Subscription"]
 
@@ -61,6 +62,7 @@ class Subscription:
         "queue",
         "sid",
         "subject",
+        "take",
     )
 
     def __init__(
@@ -78,6 +80,11 @@ class Subscription:
         self.callback = callback
         self.max = 0
         self.delivered = 0
+        # An internal subscriber that takes a JetStream consumer's messages as stored,
+        # without the reply subject made and read back (a mirror's feed on the origin's
+        # server: ``(sub, consumer's ack prefix, message, delivery count, delivery
+        # sequence, pending)``); None for every other kind.
+        self.take: Callable[[Subscription, bytes, Any, int, int, int], None] | None = None
 
     def __repr__(self) -> str:
         q = f" queue={self.queue!r}" if self.queue else ""

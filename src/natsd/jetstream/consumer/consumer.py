@@ -69,6 +69,9 @@ __all__ = ["Consumer"]
 log: Final = logging.getLogger("natsd")
 
 RUN_BUDGET: Final = 256  # deliveries per loop turn before yielding
+# what a delivery's reply subject would have counted toward the flow-control window when
+# it goes down the lane without one (``Delivery.lane``): about its length
+_LANE_REPLY: Final = 64
 
 # Policy members compared per message, bound once: on Python 3.11 `AckPolicy.NONE`
 # is a call to EnumType.__getattr__ (~70 ns); a module Final is a C static under mypyc.
@@ -364,6 +367,7 @@ class Consumer:
         delivery = self.delivery
         ack_none = cfg.ack_policy == _ACK_NONE
         delivery.before_run()
+        lane = delivery.lane
         blocked_by_max = False
         budget = RUN_BUDGET
         while True:
@@ -387,6 +391,21 @@ class Consumer:
             seq = m.seq
             if dc == 1:
                 cur.npc -= 1
+            if lane is not None:
+                take = lane.take
+                if take is not None:
+                    # (an internal subscriber on this server: the message as stored, with
+                    # what its reply subject would have said)
+                    dseq = cur.dseq
+                    cur.dseq += 1
+                    acks.delivered(dseq, seq, dc, m.ts)
+                    take(lane, self._ack_pre, m, dc, dseq, max(cur.npc, 0))
+                    hdr = m.hdr
+                    delivery.sent_inside(len(m.subject) + _LANE_REPLY + len(m.data)
+                                         + (len(hdr) if hdr else 0))  # fmt: skip
+                    if ack_none and self.stream.cfg.retention != _LIMITS:
+                        self.stream.ack_msg(seq, self)
+                    continue
             ack_reply = b"%s%d.%d.%d.%d.%d" % (
                 self._ack_pre,
                 dc,

@@ -36,6 +36,7 @@ from natsd.jetstream.consumer.ack import AckTracker
 from natsd.jetstream.consumer.shared import Cursor, Doorbell
 from natsd.jetstream.stream.stream import Stream
 from natsd.router.publish import publish
+from natsd.router.subscription import Subscription
 
 __all__ = ["Delivery", "inactive_threshold"]
 
@@ -80,6 +81,9 @@ class Delivery:
         self.thresh = 0.0  # inactive_threshold in seconds, 0: never deleted for it
         self._dtmr: Cancellable | None = None
         self._stopped = False
+        # For this run of the delivery loop: the one subscriber of a push consumer that
+        # takes messages as stored (``Subscription.take``), or None (``before_run``)
+        self.lane: Subscription | None = None
 
     def configure(self, cfg: ConsumerConfig, thresh: float) -> None:
         """The consumer's config, at creation and after an update."""
@@ -113,6 +117,9 @@ class Delivery:
     def claim(self, sz: int) -> bytes | None:
         """The subject the next message (``sz`` bytes) goes to; None: nobody can take it."""
         raise NotImplementedError
+
+    def sent_inside(self, sz: int) -> None:
+        """A message of ``sz`` bytes was handed to the ``lane`` subscriber."""
 
     def send(
         self,

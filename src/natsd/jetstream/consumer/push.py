@@ -132,6 +132,29 @@ class PushDelivery(Delivery):
             # look before delivering rather than deliver to nobody (the message would count
             # as delivered and wait out ack_wait instead of staying pending).
             self.update_interest(False)
+        self.lane = self._lane() if self.active else None
+
+    def _lane(self) -> Subscription | None:
+        """The deliver subject's one subscriber, when it takes messages as stored (a
+        mirror's feed on this server) and nothing else would receive them: no other
+        subscriber, no queue group, no route (on a cluster every delivery takes the
+        routed path, which peers may want). Looked up once per run of the loop; a
+        subscriber that comes meanwhile sees the next run's messages."""
+        sl = self._sublist
+        if sl.forward is not None or self.cfg.headers_only:
+            return None
+        psubs, qsubs = sl.match(self.dsubj)
+        if qsubs or len(psubs) != 1:
+            return None
+        sub = psubs[0]
+        return sub if sub.take is not None else None
+
+    def sent_inside(self, sz: int) -> None:
+        """A message of ``sz`` bytes went down the lane (``send``'s accounting)."""
+        self.last_send = self._mono()
+        if self.maxpb > 0:
+            self.pbytes += sz
+            self._maybe_flow_control(sz)
 
     def claim(self, sz: int) -> bytes | None:
         return self.dsubj

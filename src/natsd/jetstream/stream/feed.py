@@ -31,6 +31,7 @@ from natsd.jetstream.wire.ack_subject import ack_tail
 from natsd.router.publish import publish
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
+from natsd.storage.store import StoredMsg
 
 __all__ = ["OriginFeed", "strip_origin_headers"]
 
@@ -363,6 +364,7 @@ class OriginFeed:
         self._created(delivered, hdr)
         self.last = self._mono()
         dsub = Subscription(self._deliver_subject.encode(), None, b"feed", callback=self._on_msg)
+        dsub.take = self._taker()
         self._sublist.insert(dsub)
         self._deliver = dsub
         self._health = self._sched.call_later(HEALTH_CHECK, self._check_health)
@@ -400,6 +402,11 @@ class OriginFeed:
                 self.dseq = dseq
             return  # copied already
         self._take(subject, reply, hdr, data, sseq, dseq, ts, pending)
+
+    def _taker(self) -> Callable[[Subscription, bytes, StoredMsg, int, int, int], None] | None:
+        """What takes the origin consumer's messages as stored when it runs on this server
+        (``Subscription.take``); None: they come as messages, with their reply subjects."""
+        return None
 
     def _take(
         self,

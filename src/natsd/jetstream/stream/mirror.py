@@ -20,6 +20,7 @@ from natsd.jetstream.config.stream_types import StreamSource
 from natsd.jetstream.stream.feed import OriginFeed, strip_origin_headers
 from natsd.router.sublist import Sublist
 from natsd.router.subscription import Subscription
+from natsd.storage.store import StoredMsg
 
 __all__ = ["MirrorFeed", "MirrorHost"]
 
@@ -115,6 +116,39 @@ class MirrorFeed(OriginFeed):
         ts: int,
         pending: int,
     ) -> None:
+        subj = self._transformed(subject) if self._transforms else subject.decode(errors="replace")
+        self._copy(subj, hdr, data, sseq, dseq, ts, pending)
+
+    def _taker(self) -> Callable[[Subscription, bytes, StoredMsg, int, int, int], None] | None:
+        return self._take_stored
+
+    def _take_stored(
+        self, sub: Subscription, pre: bytes, m: StoredMsg, dc: int, dseq: int, pending: int
+    ) -> None:
+        """A delivery the origin's consumer on this server hands over as stored
+        (``Subscription.take``): what ``_on_msg`` and ``_take`` do with one that carries
+        the same numbers in its reply subject."""
+        if sub is not self._deliver or dc > 1 or pre != self._ack_pre:
+            return  # (another consumer's, an earlier one of this feed's; a redelivery)
+        self.last = self._mono()
+        sseq = m.seq
+        if sseq <= self.sseq:
+            if dseq == self.dseq + 1:
+                self.dseq = dseq
+            return  # copied already
+        subj = self._transformed(m.subject.encode()) if self._transforms else m.subject
+        self._copy(subj, m.hdr, m.data, sseq, dseq, m.ts, pending)
+
+    def _copy(
+        self,
+        subj: str,
+        hdr: bytes | None,
+        data: bytes,
+        sseq: int,
+        dseq: int,
+        ts: int,
+        pending: int,
+    ) -> None:
         if sseq != self.sseq + 1:
             if dseq != self.dseq + 1:
                 self.retry()  # a delivery was lost
@@ -125,7 +159,6 @@ class MirrorFeed(OriginFeed):
         self.lag = pending - 1 if pending else 0
         if pending < CAUGHT_UP:
             self._host.mirror_caught_up()
-        subj = self._transformed(subject) if self._transforms else subject.decode(errors="replace")
         if not self._store(subj, strip_origin_headers(hdr) if hdr else None, data, sseq, ts):
             self.sseq, self.dseq, self.lag = osseq, odseq, olag
             self.retry()
