@@ -214,3 +214,36 @@ def test_a_snapshot_seeds_the_tracked_sources(kit: StoreKit) -> None:
     untracked = kit.make()
     untracked.seed_sources({A: (5, "ID9")})
     assert untracked.sources_state() == {}
+
+
+_TOKENS = st.sampled_from(
+    ["A", "B", ">", "b.*", "b.x.*", "s.x", "ID1", "", "7", "$JS.ACK.A.c.1.2.3.4.5"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_TOKENS | st.integers(0, 2**66).map(str), min_size=1, max_size=7),
+       st.sampled_from([" ", "  ", ""]))  # fmt: skip
+def test_the_quick_read_agrees_with_the_parser(tokens: list[str], lead: str) -> None:
+    """``note`` reads the usual header form with finds and slices: for any value, what it
+    keeps is what the parser (``source_of``) makes of it."""
+    from natsd.core.source_header import source_of
+
+    inames = [A, B, "A b.* b.x.*", "B > >"]
+    hdr = f"NATS/1.0\r\nNats-Stream-Source:{lead}{' '.join(tokens)}\r\n\r\n".encode()
+    idx = SourcesIndex(inames)
+    idx.note(hdr)
+    want = SourcesIndex(inames)
+    parsed = source_of(hdr)
+    if parsed is not None:
+        iname, origin, seq, ident = parsed
+        for i in [iname] if iname else [i for i in inames if i.split(" ")[0] == origin]:
+            if i in want.entries:
+                want.entries[i] = (seq, ident)
+    assert idx.known() == want.known()
+
+
+def test_the_quick_read_of_a_value_with_more_fields() -> None:
+    idx = SourcesIndex([A])
+    idx.note(b"NATS/1.0\r\nNats-Stream-Source: A 5 > > s.x ID1 extra\r\n\r\n")
+    assert idx.known() == {A: (5, "ID1")}

@@ -24,37 +24,73 @@ from typing import Final
 
 import orjson
 
-from natsd.core.source_header import source_of
+from natsd.core.source_header import HDR_LINE, source_of
 
 __all__ = ["SOURCES_FILE", "SourcesIndex", "decode_sources"]
 
 SOURCES_FILE: Final = "sources.idx"
+_MAX_DIGITS: Final = 20  # (a uint64's: a longer number is no sequence)
 _MAGIC: Final = b"NSRC1"
 
 
 class SourcesIndex:
     """Positions by iname ((origin seq, identity); seq 0: none seen)."""
 
-    __slots__ = ("_by_origin", "entries")
+    __slots__ = ("_by_origin", "_ident", "_keys", "entries")
 
     def __init__(self, inames: Iterable[str]) -> None:
         self.entries: dict[str, tuple[int, str]] = {}
         # origin stream name -> its inames (a header without an iname, a server's before
         # 2.10, places every source of its origin)
         self._by_origin: dict[str, list[str]] = {}
+        # the inames as the header spells them (``note``'s look-up, without decoding)
+        self._keys: dict[bytes, str] = {}
+        self._ident: tuple[bytes, str] = (b"", "")  # (the last identity read, decoded)
         self.configure(inames)
 
     def configure(self, inames: Iterable[str]) -> None:
         """The sources now configured: others are forgotten, new ones start unseen."""
         wanted = set(inames)
         self.entries = {i: self.entries.get(i, (0, "")) for i in sorted(wanted)}
+        self._keys = {i.encode(): i for i in self.entries}
         by_origin: dict[str, list[str]] = {}
         for i in self.entries:
             by_origin.setdefault(i.split(" ", 1)[0].split(":", 1)[0], []).append(i)
         self._by_origin = by_origin
 
     def note(self, hdr: bytes) -> None:
-        """A message with these headers was stored (after every one before it)."""
+        """A message with these headers was stored (after every one before it). Every
+        message of a sourcing stream has one: the usual form (``<origin> <seq> <filters>
+        <dests> <subject> <identity>``, the iname being the first, third and fourth
+        fields) is read with finds and slices; the others go through the parser."""
+        at = hdr.find(HDR_LINE)
+        if at < 0:
+            return
+        start = at + len(HDR_LINE)
+        while start < len(hdr) and hdr[start] == 32:
+            start += 1
+        end = hdr.find(b"\r\n", start)
+        value = hdr[start:end] if end >= 0 else hdr[start:]
+        s1 = value.find(b" ")
+        s2 = value.find(b" ", s1 + 1) if s1 > 0 else -1
+        s3 = value.find(b" ", s2 + 1) if s2 > 0 else -1
+        s4 = value.find(b" ", s3 + 1) if s3 > 0 else -1
+        if s4 > 0 and not value.startswith(b"$JS.ACK."):
+            iname = self._keys.get(value[:s1] + value[s2:s4])
+            if iname is None:
+                return  # (not a configured source's)
+            seq_b = value[s1 + 1 : s2]
+            if not seq_b.isdigit() or len(seq_b) > _MAX_DIGITS:
+                return
+            s5 = value.find(b" ", s4 + 1)
+            s6 = value.find(b" ", s5 + 1) if s5 > 0 else -1
+            ident_b = value[s5 + 1 : s6 if s6 > 0 else len(value)].strip() if s5 > 0 else b""
+            last = self._ident
+            if ident_b != last[0]:
+                last = (ident_b, ident_b.decode(errors="replace"))
+                self._ident = last
+            self.entries[iname] = (int(seq_b), last[1])
+            return
         parsed = source_of(hdr)
         if parsed is None:
             return
