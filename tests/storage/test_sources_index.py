@@ -247,3 +247,22 @@ def test_the_quick_read_of_a_value_with_more_fields() -> None:
     idx = SourcesIndex([A])
     idx.note(b"NATS/1.0\r\nNats-Stream-Source: A 5 > > s.x ID1 extra\r\n\r\n")
     assert idx.known() == {A: (5, "ID1")}
+
+
+def test_headers_read_in_batches_place_each_source_by_its_newest() -> None:
+    """``note`` keeps headers and reads them newest first in batches: across batch
+    boundaries, mixed with headers of other kinds, each source ends at its newest."""
+    idx = SourcesIndex([A, B])
+    b_last = 0
+    for seq in range(1, 3001):
+        idx.note(_hdr("A", seq))
+        if seq % 7 == 0:
+            b_last = seq * 10
+            idx.note(_hdr("B", b_last, "ID2", "b.* b.x.*"))
+        if seq % 5 == 0:
+            idx.note(b"NATS/1.0\r\nOther: x\r\n\r\n")
+        if seq == 1500:
+            assert idx.known() == {A: (1500, "ID1"), B: (14980, "ID2")}
+    assert idx.known() == {A: (3000, "ID1"), B: (b_last, "ID2")}
+    idx.note(b"NATS/1.0\r\nNats-Stream-Source: A 9\r\n\r\n")  # (before 2.10: its origin's)
+    assert idx.known() == {A: (9, ""), B: (b_last, "ID2")}

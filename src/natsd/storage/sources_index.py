@@ -24,35 +24,37 @@ from typing import Final
 
 import orjson
 
-from natsd.core.source_header import HDR_LINE, source_of
+from natsd.core.source_header import source_of
 
 __all__ = ["SOURCES_FILE", "SourcesIndex", "decode_sources"]
 
 SOURCES_FILE: Final = "sources.idx"
-_MAX_DIGITS: Final = 20  # (a uint64's: a longer number is no sequence)
+# the headers ``note`` keeps before reading them: a count, and their size
+_PENDING_MSGS: Final = 1024
+_PENDING_BYTES: Final = 1 << 20
 _MAGIC: Final = b"NSRC1"
 
 
 class SourcesIndex:
     """Positions by iname ((origin seq, identity); seq 0: none seen)."""
 
-    __slots__ = ("_by_origin", "_ident", "_keys", "entries")
+    __slots__ = ("_by_origin", "_pending", "_pending_bytes", "entries")
 
     def __init__(self, inames: Iterable[str]) -> None:
         self.entries: dict[str, tuple[int, str]] = {}
         # origin stream name -> its inames (a header without an iname, a server's before
         # 2.10, places every source of its origin)
         self._by_origin: dict[str, list[str]] = {}
-        # the inames as the header spells them (``note``'s look-up, without decoding)
-        self._keys: dict[bytes, str] = {}
-        self._ident: tuple[bytes, str] = (b"", "")  # (the last identity read, decoded)
+        # headers of the messages stored since the positions were last read (``note``)
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self.configure(inames)
 
     def configure(self, inames: Iterable[str]) -> None:
         """The sources now configured: others are forgotten, new ones start unseen."""
         wanted = set(inames)
+        self._resolve()
         self.entries = {i: self.entries.get(i, (0, "")) for i in sorted(wanted)}
-        self._keys = {i.encode(): i for i in self.entries}
         by_origin: dict[str, list[str]] = {}
         for i in self.entries:
             by_origin.setdefault(i.split(" ", 1)[0].split(":", 1)[0], []).append(i)
@@ -60,60 +62,57 @@ class SourcesIndex:
 
     def note(self, hdr: bytes) -> None:
         """A message with these headers was stored (after every one before it). Every
-        message of a sourcing stream has one: the usual form (``<origin> <seq> <filters>
-        <dests> <subject> <identity>``, the iname being the first, third and fourth
-        fields) is read with finds and slices; the others go through the parser."""
-        at = hdr.find(HDR_LINE)
-        if at < 0:
+        message of a sourcing stream has one, so nothing is read here: the headers wait
+        (a reference each, up to ``_PENDING_MSGS`` or ``_PENDING_BYTES``) and are read
+        newest first when the positions are asked for or too many wait, each source
+        placed by the newest header naming it (``_resolve``)."""
+        self._pending.append(hdr)
+        self._pending_bytes += len(hdr)
+        if len(self._pending) >= _PENDING_MSGS or self._pending_bytes >= _PENDING_BYTES:
+            self._resolve()
+
+    def _resolve(self) -> None:
+        pending = self._pending
+        if not pending:
             return
-        start = at + len(HDR_LINE)
-        while start < len(hdr) and hdr[start] == 32:
-            start += 1
-        end = hdr.find(b"\r\n", start)
-        value = hdr[start:end] if end >= 0 else hdr[start:]
-        s1 = value.find(b" ")
-        s2 = value.find(b" ", s1 + 1) if s1 > 0 else -1
-        s3 = value.find(b" ", s2 + 1) if s2 > 0 else -1
-        s4 = value.find(b" ", s3 + 1) if s3 > 0 else -1
-        if s4 > 0 and not value.startswith(b"$JS.ACK."):
-            iname = self._keys.get(value[:s1] + value[s2:s4])
-            if iname is None:
-                return  # (not a configured source's)
-            seq_b = value[s1 + 1 : s2]
-            if not seq_b.isdigit() or len(seq_b) > _MAX_DIGITS:
-                return
-            s5 = value.find(b" ", s4 + 1)
-            s6 = value.find(b" ", s5 + 1) if s5 > 0 else -1
-            ident_b = value[s5 + 1 : s6 if s6 > 0 else len(value)].strip() if s5 > 0 else b""
-            last = self._ident
-            if ident_b != last[0]:
-                last = (ident_b, ident_b.decode(errors="replace"))
-                self._ident = last
-            self.entries[iname] = (int(seq_b), last[1])
-            return
-        parsed = source_of(hdr)
-        if parsed is None:
-            return
-        iname, origin, seq, ident = parsed
-        if iname:
-            if iname in self.entries:
-                self.entries[iname] = (seq, ident)
-            return
-        for i in self._by_origin.get(origin, ()):
-            self.entries[i] = (seq, ident)
+        self._pending = []
+        self._pending_bytes = 0
+        todo = set(self.entries)
+        entries = self.entries
+        for hdr in reversed(pending):
+            parsed = source_of(hdr)
+            if parsed is None:
+                continue
+            iname, origin, seq, ident = parsed
+            if iname:
+                if iname in todo:
+                    entries[iname] = (seq, ident)
+                    todo.discard(iname)
+            else:
+                for i in self._by_origin.get(origin, ()):
+                    if i in todo:
+                        entries[i] = (seq, ident)
+                        todo.discard(i)
+            if not todo:
+                break
 
     def seed(self, entries: dict[str, tuple[int, str]]) -> None:
-        """Positions read back from a file, for the configured sources among them."""
+        """Positions read back from a file or taken from a snapshot, for the configured
+        sources among them (newer than anything noted before)."""
+        self._resolve()
         for iname, pos in entries.items():
             if iname in self.entries:
                 self.entries[iname] = pos
 
     def reset(self) -> None:
+        self._pending = []
+        self._pending_bytes = 0
         for i in self.entries:
             self.entries[i] = (0, "")
 
     def known(self) -> dict[str, tuple[int, str]]:
         """The sources seen, with their positions."""
+        self._resolve()
         return {i: p for i, p in self.entries.items() if p[0] > 0}
 
     def encode(self, stamp: int) -> bytes:
