@@ -508,7 +508,7 @@ async def _pull(nc: NATS, stream: str, consumer: str, batch: int) -> list[Msg]:
                 first = await sub.next_msg(timeout=1.5)
             except nats.errors.TimeoutError:
                 continue
-            return [first] + [await sub.next_msg(timeout=5) for _ in range(batch - 1)]
+            return [first] + [await sub.next_msg(timeout=10) for _ in range(batch - 1)]
         raise AssertionError(f"no answer to a pull from {stream}.{consumer}")
     finally:
         await sub.unsubscribe()
