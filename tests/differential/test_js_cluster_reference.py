@@ -481,16 +481,29 @@ def test_meta_leader_stepdown_needs_the_system_account(shared: ProcCluster) -> N
             await nc.close()
             await sysc.close()
 
-    assert asyncio.run(run()) == {
-        "type": "io.nats.jetstream.api.v1.meta_leader_stepdown_response",
-        "success": True,
-    }
+    ok = {"type": "io.nats.jetstream.api.v1.meta_leader_stepdown_response", "success": True}
+    assert asyncio.run(run()) == ok
     # The hand-over takes a moment (the new leader campaigns once caught up): right after
     # the answer every server may still name the old one, so wait for a new agreed leader.
-    deadline = time.monotonic() + 15
-    while _leader(shared) is before:
-        assert time.monotonic() < deadline, "the meta leader did not change"
-        time.sleep(0.1)
+    # A transfer that does not complete in time is abandoned (the old leader goes on, as
+    # Raft's leader transfer does): on a loaded machine that happens, and a second
+    # stepdown is asked then.
+    for attempt in range(3):
+        deadline = time.monotonic() + 10
+        while _leader(shared) is before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _leader(shared) is not before:
+            break
+        assert attempt < 2, "the meta leader did not change"
+
+        async def again() -> dict[str, Any]:
+            sysc = await shared.connect(asker, system=True)
+            try:
+                return dict(await js_request(sysc, "$JS.API.META.LEADER.STEPDOWN"))
+            finally:
+                await sysc.close()
+
+        assert asyncio.run(again()) == ok
     asyncio.run(shared.wait_js_ready())
 
 

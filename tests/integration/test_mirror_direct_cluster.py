@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import nats.errors
 import pytest
 from proc_cluster import ProcCluster
 
@@ -32,6 +33,22 @@ async def _made(nc: Any, body: dict[str, Any]) -> dict[str, Any]:
             return made
         await asyncio.sleep(0.2)
     raise AssertionError(made)
+
+
+async def _acked(nc: Any, subject: str, data: bytes) -> None:
+    """Publish until acknowledged: a stream just made on another server may not have its
+    interest known on the client's server yet (no responders for a moment)."""
+    for _ in range(100):
+        try:
+            # (a retry of one that was stored is a duplicate: the msg id drops it)
+            m = await nc.request(subject, data, timeout=2, headers={"Nats-Msg-Id": subject})
+        except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+            await asyncio.sleep(0.1)
+            continue
+        ack = json.loads(m.data)
+        assert "error" not in ack, ack
+        return
+    raise AssertionError(f"no acknowledgement for {subject}")
 
 
 async def _held(nc: Any, name: str) -> None:
@@ -91,9 +108,8 @@ async def _mirror_direct(tmp: Path, kind: str) -> dict[str, Any]:
         nc = await cluster.connect(1)
         await _made(nc, {"name": "O", "subjects": ["o.>"], "allow_direct": True,
                          "placement": {"tags": ["a"]}})  # fmt: skip
-        js = nc.jetstream()
         for i in range(1, N + 1):
-            await js.publish(f"o.k{i}", b"m%d" % i)
+            await _acked(nc, f"o.k{i}", b"m%d" % i)
         m3 = await _made(nc, {"name": "M", "mirror": {"name": "O"}, "num_replicas": 3})
         m1 = await _made(nc, {"name": "M1", "mirror": {"name": "O"},
                               "placement": {"tags": ["b"]}})  # fmt: skip
