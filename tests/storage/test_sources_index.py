@@ -266,3 +266,35 @@ def test_headers_read_in_batches_place_each_source_by_its_newest() -> None:
     assert idx.known() == {A: (3000, "ID1"), B: (b_last, "ID2")}
     idx.note(b"NATS/1.0\r\nNats-Stream-Source: A 9\r\n\r\n")  # (before 2.10: its origin's)
     assert idx.known() == {A: (9, ""), B: (b_last, "ID2")}
+
+
+def test_at_open_the_newest_messages_place_what_they_name(tmp_path: Path) -> None:
+    """The file's positions, then the messages stored after its stamp read newest first:
+    a source they name takes its newest, one they do not keeps the file's."""
+    fs = _open(tmp_path / "s")
+    fs.store_msg("s.x", _hdr("B", 5, "ID2", "b.* b.x.*"), b"")
+    fs.stop()  # (the file: B at 5)
+    fs = _open(tmp_path / "s")
+    fs.checkpoint_every = 3600.0
+    fs._ckpt_next = float("inf")
+    fs._sources_at = float("inf")  # (no rewrite: what follows is "stored since")
+    for seq in range(1, 40):
+        fs.store_msg("s.x", _hdr("A", seq), b"")
+        fs.store_msg("s.own", None, b"")
+    fs.flush()
+    _crash(fs)
+    again = _open(tmp_path / "s")
+    assert again.sources_state() == {A: (39, "ID1"), B: (5, "ID2")}
+    again.stop()
+
+
+def test_a_file_not_used_is_removed(tmp_path: Path) -> None:
+    fs = _open(tmp_path / "s")
+    fs.store_msg("s.x", _hdr("A", 1), b"")
+    fs.stop()
+    path = tmp_path / "s" / "msgs" / SOURCES_FILE
+    path.write_bytes(path.read_bytes()[:-1])  # (torn)
+    again = _open(tmp_path / "s")
+    assert again.sources_state() == {} and not path.exists()
+    again._close_fds()
+    again._closed = True

@@ -40,7 +40,7 @@ import heapq
 import os
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from natsd.core.crc import crc32 as record_crc
@@ -84,6 +84,8 @@ DEFAULT_BLOCK_SIZE: Final = 8 * 1024 * 1024
 # never sooner than CHECKPOINT_COST times what writing the last one took (under ~2% of the
 # store's time).
 CHECKPOINT_EVERY: Final = 10.0
+# A sourcing stream's positions file is rewritten this often (s) while they change.
+SOURCES_EVERY: Final = 10.0
 CHECKPOINT_SHARE: Final = 16
 CHECKPOINT_COST: Final = 50.0
 # It is the whole index, written on the event loop: about 1 us per subject and 7 ns per
@@ -118,6 +120,8 @@ class FileStore(BlockStore):
         self.checkpoint_every = CHECKPOINT_EVERY
         self.checkpoint_cost = CHECKPOINT_COST
         self._sources: SourcesIndex | None = None  # (a sourcing stream's: track_sources)
+        self._sources_at = 0.0  # when its file was last written (monotonic)
+        self._sources_stamp = 0  # and the stamp it has
         self._apply_limits_cfg(cfg)
         if self._created and cfg.first_seq > 0:
             # A new stream that starts at first_seq: an empty block named first_seq says so,
@@ -643,6 +647,10 @@ class FileStore(BlockStore):
 
     def flush(self) -> int:
         seq = super().flush()
+        if self._sources is not None and time.monotonic() >= self._sources_at + SOURCES_EVERY:
+            # on its own timer: a store too large for running checkpoints has it too, so
+            # a crash leaves at most this long of messages to read back at open
+            self._write_sources()
         rolled = self._rolls - self._ckpt_rolls
         if (
             rolled
@@ -699,18 +707,25 @@ class FileStore(BlockStore):
             return
         got = decode_sources(raw)
         if got is None or self._lost is not None or got[0] > self._last_seq + 1:
+            # (gone at once: were it kept, messages stored at its sequences again could
+            # make it look valid after the next crash)
+            self._unlink_sources()
             return
         stamp, positions = got
         idx.seed(positions)
-        seq = max(stamp, self._first_seq)
-        while seq <= self._last_seq:
-            msgs = self.load_range(seq, 256)
-            if not msgs:
-                break
-            for m in msgs:
-                if m.hdr:
-                    idx.note(m.hdr)
-            seq = msgs[-1].seq + 1
+        # the messages stored since the stamp, newest first, until every source is
+        # placed (an active one by the last few): what they name is newer than the file
+        idx.place_newest_first(self._headers_back(max(stamp, self._first_seq)))
+
+    def _headers_back(self, floor: int) -> Iterator[bytes | None]:
+        """The headers of the messages from the last down to sequence ``floor``."""
+        seq = self._last_seq
+        while seq >= floor:
+            m = self.load_prev_msg(seq)
+            if m is None or m.seq < floor:
+                return
+            yield m.hdr
+            seq = m.seq - 1
 
     def seed_sources(self, positions: dict[str, tuple[int, str]]) -> None:
         if self._sources is not None and positions:
@@ -720,15 +735,19 @@ class FileStore(BlockStore):
         return self._sources.known() if self._sources is not None else {}
 
     def _write_sources(self) -> None:
-        """Persist the positions, for the messages stored so far (all synced: a stop or a
-        running checkpoint); none seen yet: no file."""
+        """Persist the positions, for the messages stored so far; none seen yet: no file.
+        Unsynced messages may be lost with the file naming them, but then the store ends
+        below its stamp and the file is not used (``track_sources``)."""
         idx = self._sources
-        if idx is None:
-            return
+        stamp = self._last_seq + 1
+        if idx is None or (not idx.dirty and stamp == self._sources_stamp):
+            return  # (a stamp moved on by the stream's own messages is worth writing too)
+        self._sources_at = time.monotonic()
+        self._sources_stamp = stamp
         path = os.path.join(self._mdir, SOURCES_FILE)
         try:
             if idx.known():
-                self._io.write_file_atomic(path, idx.encode(self._last_seq + 1))
+                self._io.write_file_atomic(path, idx.encode(stamp))
             elif self._io.exists(path):
                 self._io.unlink(path)
         except OSError:

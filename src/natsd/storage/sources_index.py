@@ -38,7 +38,7 @@ _MAGIC: Final = b"NSRC1"
 class SourcesIndex:
     """Positions by iname ((origin seq, identity); seq 0: none seen)."""
 
-    __slots__ = ("_by_origin", "_pending", "_pending_bytes", "entries")
+    __slots__ = ("_by_origin", "_pending", "_pending_bytes", "dirty", "entries")
 
     def __init__(self, inames: Iterable[str]) -> None:
         self.entries: dict[str, tuple[int, str]] = {}
@@ -48,6 +48,7 @@ class SourcesIndex:
         # headers of the messages stored since the positions were last read (``note``)
         self._pending: list[bytes] = []
         self._pending_bytes = 0
+        self.dirty = False  # (changed since the last ``encode``: a file store rewrites it)
         self.configure(inames)
 
     def configure(self, inames: Iterable[str]) -> None:
@@ -68,6 +69,7 @@ class SourcesIndex:
         placed by the newest header naming it (``_resolve``)."""
         self._pending.append(hdr)
         self._pending_bytes += len(hdr)
+        self.dirty = True
         if len(self._pending) >= _PENDING_MSGS or self._pending_bytes >= _PENDING_BYTES:
             self._resolve()
 
@@ -77,29 +79,31 @@ class SourcesIndex:
             return
         self._pending = []
         self._pending_bytes = 0
+        self.place_newest_first(reversed(pending))
+
+    def place_newest_first(self, headers: Iterable[bytes | None]) -> None:
+        """Place each source by the first of ``headers`` (newest first) naming it; stops
+        reading once every source is placed. Sources no header names keep what they had."""
         todo = set(self.entries)
         entries = self.entries
-        for hdr in reversed(pending):
+        for hdr in headers:
+            if not todo:
+                break
             parsed = source_of(hdr)
             if parsed is None:
                 continue
             iname, origin, seq, ident = parsed
-            if iname:
-                if iname in todo:
-                    entries[iname] = (seq, ident)
-                    todo.discard(iname)
-            else:
-                for i in self._by_origin.get(origin, ()):
-                    if i in todo:
-                        entries[i] = (seq, ident)
-                        todo.discard(i)
-            if not todo:
-                break
+            for i in [iname] if iname else self._by_origin.get(origin, ()):
+                if i in todo:
+                    entries[i] = (seq, ident)
+                    todo.discard(i)
+        self.dirty = True
 
     def seed(self, entries: dict[str, tuple[int, str]]) -> None:
         """Positions read back from a file or taken from a snapshot, for the configured
         sources among them (newer than anything noted before)."""
         self._resolve()
+        self.dirty = True
         for iname, pos in entries.items():
             if iname in self.entries:
                 self.entries[iname] = pos
@@ -107,6 +111,7 @@ class SourcesIndex:
     def reset(self) -> None:
         self._pending = []
         self._pending_bytes = 0
+        self.dirty = True
         for i in self.entries:
             self.entries[i] = (0, "")
 
@@ -118,6 +123,7 @@ class SourcesIndex:
     def encode(self, stamp: int) -> bytes:
         """The file: the positions of the messages below sequence ``stamp``."""
         known = {i: list(p) for i, p in self.known().items()}
+        self.dirty = False
         body = orjson.dumps({"stamp": stamp, "sources": known})
         return _MAGIC + b"%08x" % zlib.crc32(body) + body
 
