@@ -291,6 +291,23 @@ async def test_r3_durable_source_of_an_r3_workqueue(trio: EmbeddedJsCluster) -> 
         await nc.close()
 
 
+async def _until_consumers(nc: Any, stream: str, n: int, timeout: float = 20.0) -> None:
+    """Wait until ``stream`` has ``n`` consumers."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        try:
+            names = (await _req(nc, f"$JS.API.CONSUMER.NAMES.{stream}", timeout=1.0)).get(
+                "consumers"
+            ) or []
+        except (NoRespondersError, NatsTimeoutError):
+            names = []
+        if len(names) >= n:
+            return
+        assert loop.time() < end, f"{stream}: {names}"
+        await asyncio.sleep(0.1)
+
+
 async def test_r3_copies_of_an_r3_workqueue_keep_everything(trio: EmbeddedJsCluster) -> None:
     """ADR-60's automatic upgrade on replicated streams: an R3 mirror and an R3 sourcing
     stream of an R3 workqueue each get a durable flow-control consumer (``JS_MIRROR_`` /
@@ -300,12 +317,15 @@ async def test_r3_copies_of_an_r3_workqueue_keep_everything(trio: EmbeddedJsClus
     try:
         w = {"name": "W", "subjects": ["w.>"], "retention": "workqueue", "num_replicas": 3}
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.W", w)
-        for i in range(10):
-            assert "error" not in await _publish(nc, "w.x", b"w%d" % i)
         s = {"name": "S", "num_replicas": 3, "sources": [{"name": "W"}]}
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.S", s)
         m = {"name": "M", "num_replicas": 3, "mirror": {"name": "W"}}
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.M", m)
+        # both copies' consumers first: a workqueue gives a message away once one consumer
+        # acknowledges it, so a copy whose consumer came later would never see it
+        await _until_consumers(nc, "W", 2)
+        for i in range(10):
+            assert "error" not in await _publish(nc, "w.x", b"w%d" % i)
         await _until_messages(nc, "S", 10)
         await _until_messages(nc, "M", 10)
         names = (await _req(nc, "$JS.API.CONSUMER.NAMES.W"))["consumers"]
