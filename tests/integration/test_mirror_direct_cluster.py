@@ -55,7 +55,12 @@ async def _held(nc: Any, name: str) -> None:
     """Wait until ``name`` holds the N messages and its mirror block shows no lag."""
     info: dict[str, Any] = {}
     for _ in range(150):
-        info = await _req(nc, f"$JS.API.STREAM.INFO.{name}")
+        try:
+            info = await _req(nc, f"$JS.API.STREAM.INFO.{name}")
+        except nats.errors.TimeoutError:
+            # (nats-server: only a stream's leader answers, and a just-made R3 stream
+            # has none until its election ends, which on a loaded machine took over 10 s)
+            continue
         if info.get("state", {}).get("messages") == N and info.get("mirror", {}).get("lag") == 0:
             return
         await asyncio.sleep(0.2)

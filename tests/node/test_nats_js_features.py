@@ -39,8 +39,13 @@ async def test_nats_js_features_natsd(node_modules: Path, tmp_path: Path) -> Non
 async def test_nats_js_features_nats_server(
     node_modules: Path,  # noqa: F811
     nats_server: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
-    """The same script passes against the real nats-server: the checks are sound."""
+    """The same script passes against the real nats-server: the checks are sound. On a
+    failure the server's log is shown too (nats-server logs why a store could not be made;
+    its API answer only says that it could not)."""
     require_node_modules("@nats-io/jetstream", "@nats-io/transport-node")
     rc, out = await run_node_script(SCRIPT, nats_server, NODE_TIMEOUT)
+    if rc != 0:
+        out += "\n--- nats-server's log ---\n" + (tmp_path / "nats-server.log").read_text()[-4000:]
     assert rc == 0, f"{SCRIPT.name} against nats-server exited {rc}:\n{out}"
