@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import backup
 from .common import confirm_edit
 from .conn import ApiError, JsApi, Session
 from .output import (
@@ -191,6 +192,8 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("filter", nargs="?", default=">", help="Limit to subjects matching this")
     p.add_argument("-j", "--json", action="store_true", help="Produce JSON output")
     p.add_argument("--names", action="store_true", help="List only the subjects")
+
+    backup.register_stream(cmd)
 
     p = cmd("copy", stream_copy, "Create a stream from another's configuration", ["cp"])
     p.add_argument("stream", help="Source stream")

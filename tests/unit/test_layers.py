@@ -58,6 +58,7 @@ JETSTREAM_RANK = {
     # clustered JetStream: the meta driver, stream groups, catch-up, membership, hand-over,
     # replicated consumers; it applies typed entries with plain calls, never the API
     "cluster": 6,
+    "backup": 6,  # stream backups: the archive written from a stream, a stream made from one
     "api": 7,  # $JS.API route table and handlers, direct get, routing on a cluster
 }
 

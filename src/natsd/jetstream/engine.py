@@ -83,8 +83,10 @@ __all__ = [
     "StreamRecovery",
     "add_consumer",
     "add_stream",
+    "check_new_stream",
     "delete_stream",
     "find_consumer",
+    "new_stream_store",
     "set_aside_stream",
     "update_stream",
 ]
@@ -566,24 +568,13 @@ def add_stream(
     cluster's meta group gave the stream (every replica has the same), else now."""
     engine = ja.engine
     if recovered is None:
-        check_stream_create(ja.limits, cfg, *_limit_context(ja, cfg.storage))
+        check_new_stream(ja, cfg)
         existing = ja.streams.get(cfg.name)
         if existing is not None:
             if existing.cfg.to_json() == cfg.to_json():
                 return existing
             raise E.JSStreamNameExistErr()
-        _check_overlap(ja, _own_subjects(cfg), None)
-        created = created or engine.clock.time_ns()
-        meta = orjson.dumps({"config": cfg.to_json(), "created": created})
-        try:
-            store = engine.catalog.create(
-                ja.account.name, cfg.name, cfg.storage, cfg.to_store_config(), meta
-            )
-        except (OSError, StoreError) as e:
-            raise E.JSStreamCreateErrF(err=str(e)) from None
-        except ValueError:
-            # A name the file system cannot hold (NUL): refused as nats-server refuses it.
-            raise E.JSStreamCreateErrF(err="error creating store for stream") from None
+        store, created = new_stream_store(ja, cfg, created)
     else:
         store, created = recovered.store, recovered.created_ns
         store.update_config(cfg.to_store_config())
@@ -608,6 +599,35 @@ def add_stream(
     if recovered is None:
         engine.stream_action(ja, cfg.name, "create")
     return stream
+
+
+def new_stream_store(
+    ja: JsAccount, cfg: StreamConfig, created: int = 0
+) -> tuple[StreamStore, int]:
+    """The empty store of a new stream ``cfg`` (its subjects checked against the account's
+    other streams, its config persisted with it), and its creation time: what
+    ``add_stream`` opens a new stream on, and what a restore fills before the stream
+    starts (``StreamRecovery``). The caller has checked the limits and the name."""
+    _check_overlap(ja, _own_subjects(cfg), None)
+    engine = ja.engine
+    created = created or engine.clock.time_ns()
+    meta = orjson.dumps({"config": cfg.to_json(), "created": created})
+    try:
+        store = engine.catalog.create(
+            ja.account.name, cfg.name, cfg.storage, cfg.to_store_config(), meta
+        )
+    except (OSError, StoreError) as e:
+        raise E.JSStreamCreateErrF(err=str(e)) from None
+    except ValueError:
+        # A name the file system cannot hold (NUL): refused as nats-server refuses it.
+        raise E.JSStreamCreateErrF(err="error creating store for stream") from None
+    return store, created
+
+
+def check_new_stream(ja: JsAccount, cfg: StreamConfig) -> None:
+    """The account and server limits a new stream ``cfg`` must fit in (``add_stream``'s
+    first check; a restore makes it before it takes the archive)."""
+    check_stream_create(ja.limits, cfg, *_limit_context(ja, cfg.storage))
 
 
 def set_aside_stream(ja: JsAccount, stream: Stream) -> str:
@@ -723,6 +743,7 @@ def add_consumer(
     action: str = "",
     pedantic: bool = False,
     recovered: ConsumerRecovery | None = None,
+    initial: dict[str, Any] | None = None,
 ) -> Consumer:
     """nats-server ``addConsumerWithAssignment`` for a standalone server: the consumer
     ``cfg`` of ``stream``, started and attached to it.
@@ -733,13 +754,16 @@ def add_consumer(
     is chosen for an unnamed consumer, and the config is persisted before the consumer
     starts. Recovery passes the name, creation time and state it read: the consumer
     resumes from that state (from scratch when the state does not apply), without checks
-    or advisories, as nats-server's ``isRecovering``."""
+    or advisories, as nats-server's ``isRecovering``. ``initial``: a new consumer (checked
+    as from the API) that starts at this saved state instead of its start position: a
+    restored backup's consumer (``addConsumerForRestore``)."""
     if recovered is None:
         existing = _check_consumer(ja, stream, cfg, action, pedantic)
         if existing is not None:
             return existing
         name = _consumer_name(stream, cfg)
-        created, state = stream.clock.time_ns(), None
+        # (``initial``: a restored consumer's state, taken as a recovered one's)
+        created, state = stream.clock.time_ns(), initial
         # (a direct consumer lives in memory only, as nats-server's: the mirror or source
         # that made it asks for another after a restart)
         persist = (
@@ -755,7 +779,9 @@ def add_consumer(
                 c.save_meta()
             except (OSError, ValueError) as e:
                 raise E.JSConsumerStoreFailedErrF(err=str(e)) from None
-        c.start(None)
+        c.start(state)
+        if state is not None:
+            c.saver.mark_dirty()
     elif stream.cfg.num_replicas > 1 and ja.engine.cluster_info is not None:
         # a replicated stream's consumer waits for its group (cluster/consumers.py, adopt):
         # until then nothing may deliver from, or acknowledge into, this copy

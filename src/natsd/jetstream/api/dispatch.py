@@ -26,6 +26,7 @@ import orjson
 from natsd.core.headers import slice_header
 from natsd.jetstream.answer import API_TYPE_PREFIX, ERROR_EXTRAS, answer
 from natsd.jetstream.api.account import account_info
+from natsd.jetstream.api.backup import stream_restore, stream_snapshot
 from natsd.jetstream.api.consumers import (
     consumer_create,
     consumer_delete,
@@ -40,7 +41,7 @@ from natsd.jetstream.api.consumers import (
 )
 from natsd.jetstream.api.direct import DIRECT_GET_PREFIX, direct_get, on_direct_get
 from natsd.jetstream.api.domain import domain_subscriptions
-from natsd.jetstream.api.standalone import cluster_required, stream_restore, stream_snapshot
+from natsd.jetstream.api.standalone import cluster_required
 from natsd.jetstream.api.streams import (
     msg_delete,
     msg_get,

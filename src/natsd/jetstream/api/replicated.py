@@ -43,6 +43,8 @@ _REPLICATED_READS: Final = frozenset(
         ("STREAM", "INFO"),
         ("STREAM", "MSG", "GET"),
         ("DIRECT", "GET"),
+        # a backup: the leader's store holds what the group committed
+        ("STREAM", "SNAPSHOT"),
         ("CONSUMER", "NAMES"),
         ("CONSUMER", "LIST"),
         # the ephemeral consumers the leader holds (see _ephemeral)
@@ -123,8 +125,8 @@ class StreamApi:
         """A request about a replicated stream, on its leader: reads are answered from the
         leader's store, purges and message deletes go through the group, ephemeral consumers
         live on the leader, durable ones share the group (``cluster/consumers.py``); what the
-        group does not replicate yet (durable consumers of interest and workqueue streams,
-        snapshots) is refused with nats-server's "not currently supported in clustered
+        group does not replicate yet (durable consumers of interest and workqueue streams)
+        is refused with nats-server's "not currently supported in clustered
         mode"."""
         durable = durable_target(s, verb)
         if durable:
