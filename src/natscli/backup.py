@@ -39,7 +39,12 @@ from .output import (
     progress_bar,
 )
 
-__all__ = ["register", "restore_from_directory", "snapshot_to_directory"]
+__all__ = [
+    "register_account",
+    "register_stream",
+    "restore_from_directory",
+    "snapshot_to_directory",
+]
 
 DATA_FILE = "stream.arc.s2"
 LEGACY_DATA_FILE = "stream.tar.s2"
@@ -435,17 +440,14 @@ def register_stream(cmd: Callable[..., Any]) -> None:
     )
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """``nats account backup`` / ``restore``."""
-    ac = sub.add_parser("account", help="Account information and status", parents=parents)
-    acs = ac.add_subparsers(dest="account_cmd", metavar="COMMAND", required=True)
-    p = acs.add_parser(
+def register_account(cmd: Callable[..., Any]) -> None:
+    """``nats account backup`` / ``restore`` (``cmd`` adds a subcommand of ``account``)."""
+    p = cmd(
         "backup",
-        aliases=["snapshot"],
-        parents=parents,
-        help="Creates a backup of all JetStream Streams over the NATS network",
+        account_backup,
+        "Creates a backup of all JetStream Streams over the NATS network",
+        ["snapshot"],
     )
-    p.set_defaults(func=account_backup)
     p.add_argument("target", help="Directory to create the backup in")
     p.add_argument(
         "--check", action="store_true", help="Checks the Stream for health prior to backup"
@@ -460,10 +462,7 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "-w", "--critical-warnings", action="store_true", help="Treat warnings as failures"
     )
-    p = acs.add_parser(
-        "restore", parents=parents, help="Restore an account backup over the NATS network"
-    )
-    p.set_defaults(func=account_restore)
+    p = cmd("restore", account_restore, "Restore an account backup over the NATS network")
     p.add_argument("directory", help="The directory holding the account backup to restore")
     p.add_argument("--cluster", help="Place the stream in a specific cluster")
     p.add_argument(

@@ -32,7 +32,7 @@ def _skip_websocket_support(argv: Sequence[str]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import backup, bench, consumer, kv, obj, pubsub, server, stream
+    from . import bench, consumer, kv, obj, pubsub, server, stream
     from .conn import add_conn_flags
 
     common = argparse.ArgumentParser(add_help=False)
@@ -52,7 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     obj.register(sub, parents)
     server.register(sub, parents)
     bench.register(sub, parents)
-    backup.register(sub, parents)
     return parser
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from . import backup
 from .conn import ApiError, Session, connect
 from .output import (
     CliError,
@@ -81,6 +82,7 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     acs = acc.add_subparsers(dest="account_cmd", metavar="COMMAND", required=True)
     p = cmd(acs, "info", account_info, "Account information")
     p.add_argument("-j", "--json", action="store_true", help="Produce JSON output")
+    backup.register_account(lambda *a, **k: cmd(acs, *a, **k))
 
 
 def _server_info(nc: Client) -> dict[str, Any]:
