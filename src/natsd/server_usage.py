@@ -5,6 +5,7 @@ the metrics endpoint)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from natsd.cluster.mesh import Mesh
@@ -58,7 +59,9 @@ def engine_usage(engine: Any, *, streams: bool) -> list[AccountUsage]:
     for name, ja in engine.accounts.items():
         mem, store = engine.usage(ja)
         rmem, rstore = engine.reserved(ja)
-        per_stream = [_stream_usage(st) for st in ja.streams.values()] if streams else []
+        per_stream = (
+            [_stream_usage(engine, ja, st) for st in ja.streams.values()] if streams else []
+        )
         out.append(
             AccountUsage(
                 name=name,
@@ -75,7 +78,31 @@ def engine_usage(engine: Any, *, streams: bool) -> list[AccountUsage]:
     return out
 
 
-def _stream_usage(stream: Any) -> StreamUsage:
+def _running_consumer_infos(stream: Any) -> Callable[[], list[dict[str, Any]]]:
+    def infos() -> list[dict[str, Any]]:
+        # (a replicated stream's follower holds its consumers passive: their figures are
+        # the leader's to report)
+        return [
+            c.info(versioned=False)
+            for c in list(stream.consumers.values())
+            if hasattr(c, "info") and not getattr(c, "passive", False) and not c.closed
+        ]
+
+    return infos
+
+
+def _replicas(engine: Any, ja: Any, stream: Any) -> Callable[[], list[dict[str, Any]]] | None:
+    rep = getattr(stream, "replica", None)
+    if engine.cluster_info is None or rep is None or not rep.leading:
+        return None
+
+    def replicas() -> list[dict[str, Any]]:
+        return list(engine.cluster_info(ja, stream.name).get("replicas") or [])
+
+    return replicas
+
+
+def _stream_usage(engine: Any, ja: Any, stream: Any) -> StreamUsage:
     state = stream.store.state()
     return StreamUsage(
         name=stream.name,
@@ -88,4 +115,6 @@ def _stream_usage(stream: Any) -> StreamUsage:
         state_json=stream.state_json,
         mirror=stream.mirror.info() if stream.mirror is not None else None,
         sources=[f.info() for f in stream.sources.values()] or None,
+        consumer_infos=_running_consumer_infos(stream),
+        replicas=_replicas(engine, ja, stream),
     )

@@ -13,9 +13,10 @@ counters, atomic batch publish, message schedules and async persistence (on R1 f
 streams; nats-server refuses it on replicated ones too): natsd implements all of them, on R1
 and replicated streams. Level 3 is the snapshot ``window_size``, level 4 (2.14) fast batch
 publish and ``flow_control`` acks (natsd has both, R1 and replicated), level 5 (2.15) source
-stream identities (natsd's sources carry them); natsd lacks snapshots, so it stays
-at level 2 until every feature of the next level works (checked by tests), and a client
-that asks for level 3 is told so. Newer behaviour natsd
+stream identities (natsd's sources carry them). natsd's snapshots honour ``window_size``,
+but restores are refused on a cluster, so it stays at level 2 until every feature of the
+next level works on a cluster too (checked by tests), and a client that asks for level 3 is
+told so. Newer behaviour natsd
 matches (error texts and the like, recorded against nats-server 2.15.1) does not change that:
 the version says which features a client may use.
 """

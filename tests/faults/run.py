@@ -72,6 +72,7 @@ from nats.aio.client import Client as NATS
 from proc_cluster import ProcCluster
 from reliability.checker import History, Outcome
 
+from faults.backup import check_backup
 from faults.sourcing import (
     SOURCING_STREAMS,
     SourcePublisher,
@@ -276,6 +277,7 @@ class Run:
             await faster.stop(fasting)
             await sourcer.stop(sourcing)
             await finish(pubs, tasks[1:], admin, self.states, c.logs, consumer)
+            self.note(await check_backup(admin, STREAM, c[0].store_dir.parent))
             self.note(f"published: acked {history.count(Outcome.ACKED)}, "
                       f"unknown {history.count(Outcome.UNKNOWN)}; consumer {CONSUMER}: "
                       f"{consumer.deliveries} deliveries of {len(consumer.delivered)} "

@@ -36,6 +36,7 @@ from natsd.core.s2 import FrameReader
 from natsd.jetstream.backup.restore import ArchiveCheck
 from natsd.jetstream.cluster import driver as cluster_mod
 from natsd.jetstream.stream.entries import encode_msg
+from natsd.monitor.metrics import render_metrics
 from natsd.protocol.natsarc import EntryReader
 from natsd.raft.state import RaftError
 
@@ -76,9 +77,7 @@ async def _backed_up(
     return out
 
 
-async def test_r3_stream_replicates_every_publish(
-    trio: EmbeddedJsCluster, tmp_path: Path
-) -> None:
+async def test_r3_stream_replicates_every_publish(trio: EmbeddedJsCluster, tmp_path: Path) -> None:
     nc = await nats.connect(trio.url("n2"))
     try:
         cfg = {"name": "R", "subjects": ["r.>"], "num_replicas": 3, "duplicate_window": 60 * 10**9}
@@ -119,6 +118,17 @@ async def test_r3_stream_replicates_every_publish(
             assert "leader_since" in cl
             assert sorted(r["name"] for r in cl["replicas"]) == sorted(
                 x for x in trio.names if x != lead
+            )
+        # the leader's /metrics has each follower's lag and currency (a follower reports none)
+        for n in trio.names:
+            text = render_metrics(trio.servers[n], {})[0].decode()
+            current = [
+                x.split('replica="')[1].split('"')[0]
+                for x in text.splitlines()
+                if x.startswith("jetstream_stream_replica_current{") and 'stream="R"' in x
+            ]
+            assert sorted(current) == (
+                sorted(x for x in trio.names if x != lead) if n == lead else []
             )
         # purges and deletes go through the group: every replica does the same
         purge = await _req(nc, "$JS.API.STREAM.PURGE.R", {"filter": "r.0"})

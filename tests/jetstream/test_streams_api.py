@@ -270,6 +270,59 @@ async def test_stream_metrics(srv: natsd.Server, nc: Any) -> None:
     assert 'stream="MET"' in line and line.endswith(" 1.0")
 
 
+async def test_consumer_lag_metrics(srv: natsd.Server, nc: Any) -> None:
+    """/metrics has each consumer's lag: what it has yet to deliver, what waits for an ack,
+    redeliveries, waiting pulls, how long since it delivered; at most MAX_CONSUMER_SERIES
+    consumers one by one, the rest counted."""
+    import urllib.request
+
+    from natsd.monitor import metrics
+
+    js = nc.jetstream()
+    await js.add_stream(name="LAG", subjects=["lag.>"])
+    for i in range(10):
+        await js.publish("lag.x", b"%d" % i)
+    await js.add_consumer("LAG", durable_name="SLOW", ack_policy="explicit")
+    await js.add_consumer("LAG", durable_name="IDLE", ack_policy="explicit")
+    sub = await js.pull_subscribe("lag.>", durable="SLOW", stream="LAG")
+    msgs = await sub.fetch(4)
+    await msgs[0].ack()
+    await nc.flush()
+
+    def fetch() -> dict[str, float]:
+        with urllib.request.urlopen(srv.monitor_url + "/metrics") as r:
+            text = r.read().decode()
+        out = {}
+        for line in text.splitlines():
+            if line.startswith("jetstream_consumer_"):
+                key, _, value = line.rpartition(" ")
+                out[key] = float(value)
+        return out
+
+    got = await asyncio.get_running_loop().run_in_executor(None, fetch)
+
+    def g(name: str, consumer: str) -> float:
+        return next(v for k, v in got.items()
+                    if k.startswith(f"jetstream_consumer_{name}{{")
+                    and f'consumer="{consumer}"' in k and 'stream="LAG"' in k)  # fmt: skip
+
+    assert (g("num_pending", "SLOW"), g("num_ack_pending", "SLOW")) == (6.0, 3.0)
+    assert (g("num_pending", "IDLE"), g("num_ack_pending", "IDLE")) == (10.0, 0.0)
+    assert (g("delivered_stream_seq", "SLOW"), g("ack_floor_stream_seq", "SLOW")) == (4.0, 1.0)
+    assert 0.0 <= g("last_active_seconds", "SLOW") < 60
+    assert g("last_active_seconds", "IDLE") == -1
+    omitted = f'jetstream_consumer_series_omitted{{server_id="{srv.server_id}"}}'
+    assert got[omitted] == 0.0
+    old = metrics.MAX_CONSUMER_SERIES
+    metrics.MAX_CONSUMER_SERIES = 1
+    try:
+        got = await asyncio.get_running_loop().run_in_executor(None, fetch)
+    finally:
+        metrics.MAX_CONSUMER_SERIES = old
+    assert sum(1 for k in got if k.startswith("jetstream_consumer_num_pending{")) == 1
+    assert got[omitted] == 1.0
+
+
 async def test_republish(nc: Any) -> None:
     from nats.js.api import RePublish
 

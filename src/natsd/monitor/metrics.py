@@ -6,7 +6,9 @@ metrics object.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -15,7 +17,22 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from natsd.monitor.source import MonitorSource
 
-__all__ = ["render_metrics"]
+__all__ = ["MAX_CONSUMER_SERIES", "render_metrics"]
+
+# The most consumers a scrape reports one by one (each is a label value of every consumer
+# gauge): a server with more reports the first this many (by account, stream, consumer)
+# and counts the rest in ``jetstream_consumer_series_omitted``, so a scrape's size has a
+# bound whatever the number of consumers.
+MAX_CONSUMER_SERIES = 2000
+
+_CONSUMER_GAUGES = {
+    "num_pending": "Messages the consumer has yet to deliver (its filter's)",
+    "num_ack_pending": "Messages delivered and not yet acknowledged",
+    "num_redelivered": "Messages delivered more than once, not yet acknowledged",
+    "num_waiting": "Pull requests waiting",
+    "delivered_stream_seq": "The last stream sequence delivered",
+    "ack_floor_stream_seq": "The stream sequence below which everything is acknowledged",
+}
 
 _GAUGES = {
     "connections": "Current client connections",
@@ -88,6 +105,34 @@ class _VarzCollector:
             labels=labels4,
         )
         server_id = self.server.server_id
+        labels5 = [*labels3, "consumer"]
+        cgauges = {
+            key: GaugeMetricFamily(f"jetstream_consumer_{key}", doc, labels=labels5)
+            for key, doc in _CONSUMER_GAUGES.items()
+        }
+        idle = GaugeMetricFamily(
+            "jetstream_consumer_last_active_seconds",
+            "Seconds since the consumer last delivered a message (-1: never)",
+            labels=labels5,
+        )
+        omitted = GaugeMetricFamily(
+            "jetstream_consumer_series_omitted",
+            f"Consumers not reported one by one (more than {MAX_CONSUMER_SERIES})",
+            labels=["server_id"],
+        )
+        rlabels = [*labels3, "replica"]
+        rlag = GaugeMetricFamily(
+            "jetstream_stream_replica_lag",
+            "Log entries a replica of a replicated stream is behind its leader",
+            labels=rlabels,
+        )
+        rcurrent = GaugeMetricFamily(
+            "jetstream_stream_replica_current",
+            "1 when a replica of a replicated stream is current with its leader",
+            labels=rlabels,
+        )
+        reported = dropped = 0
+        now = time.time()
         for ja in usage:
             api_total.add_metric([server_id, ja.name], float(ja.api_total))
             api_err.add_metric([server_id, ja.name], float(ja.api_errors))
@@ -103,7 +148,47 @@ class _VarzCollector:
                     lag.add_metric(okey, float(block["lag"]))
                     ns = block["active"]
                     active.add_metric(okey, ns / 1e9 if ns >= 0 else -1.0)
+                if stream.replicas is not None:
+                    for r in stream.replicas():
+                        rkey = [*skey, str(r.get("name", ""))]
+                        rlag.add_metric(rkey, float(r.get("lag", 0)))
+                        rcurrent.add_metric(rkey, 1.0 if r.get("current") else 0.0)
+                infos = stream.consumer_infos() if stream.consumer_infos is not None else []
+                for ci in sorted(infos, key=lambda ci: str(ci.get("name", ""))):
+                    if reported >= MAX_CONSUMER_SERIES:
+                        dropped += 1
+                        continue
+                    reported += 1
+                    ckey = [*skey, str(ci.get("name", ""))]
+                    figures = {
+                        "num_pending": ci.get("num_pending", 0),
+                        "num_ack_pending": ci.get("num_ack_pending", 0),
+                        "num_redelivered": ci.get("num_redelivered", 0),
+                        "num_waiting": ci.get("num_waiting", 0),
+                        "delivered_stream_seq": ci.get("delivered", {}).get("stream_seq", 0),
+                        "ack_floor_stream_seq": ci.get("ack_floor", {}).get("stream_seq", 0),
+                    }
+                    for key, g in cgauges.items():
+                        g.add_metric(ckey, float(figures[key]))
+                    since = _since(ci.get("delivered", {}).get("last_active"), now)
+                    idle.add_metric(ckey, since)
+        omitted.add_metric([server_id], float(dropped))
         yield from (msgs, nbytes, first, last, lag, active, api_total, api_err)
+        yield from cgauges.values()
+        yield from (idle, omitted, rlag, rcurrent)
+
+
+def _since(ts: Any, now: float) -> float:
+    """Seconds from an RFC 3339 time (nats-server's, nanoseconds) to ``now``; -1 without."""
+    if not isinstance(ts, str) or not ts:
+        return -1.0
+    try:
+        head, _, frac = ts.rstrip("Z").partition(".")
+        t = datetime.strptime(head, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return -1.0
+    t += float("0." + frac) if frac.isdigit() else 0.0
+    return max(0.0, now - t)
 
 
 def render_metrics(server: MonitorSource, varz: dict[str, Any]) -> tuple[bytes, str]:

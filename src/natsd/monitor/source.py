@@ -53,6 +53,12 @@ class StreamUsage:
     # (on the server running the copy: an R1 stream's, a replicated stream's leader)
     mirror: dict[str, Any] | None = None
     sources: list[dict[str, Any]] | None = None
+    # The CONSUMER.INFO of each consumer this server runs (an R1 stream's, a replicated
+    # stream's leader's), built only when /metrics asks for them.
+    consumer_infos: Callable[[], list[dict[str, Any]]] | None = None
+    # A replicated stream's STREAM.INFO ``cluster.replicas`` (on its leader: each follower's
+    # ``lag``, ``current``, ``active``), None elsewhere.
+    replicas: Callable[[], list[dict[str, Any]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,7 +110,10 @@ class EntryReader:
             if len(buf) < len(MAGIC):
                 return out
             if bytes(buf[: len(MAGIC)]) != MAGIC:
-                raise ArchiveError("archive: invalid archive stream (no NATSARC1 magic)")
+                raise ArchiveError(
+                    "not a NATS Server 2.15 stream backup (no NATSARC1 archive: backups of"
+                    " nats-server 2.14 and older, a tar of its files, are not supported)"
+                )
             self._magic = True
             pos = len(MAGIC)
         while True:

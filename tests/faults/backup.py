@@ -1,0 +1,44 @@
+"""The fault run's backup case: after the last fault, a backup of the replicated stream (its
+leader makes it, from what its group committed) holds exactly what the stream holds, read
+back message by message with natsd's archive reader (the check a restore makes first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nats.aio.client import Client as NATS
+from reliability.checker import drain
+
+from natscli.backup import DATA_FILE, snapshot_to_directory
+from natscli.conn import ConnOptions, JsApi
+from natsd.core.s2 import FrameReader
+from natsd.jetstream.backup.restore import ArchiveCheck
+from natsd.protocol.natsarc import EntryReader
+
+__all__ = ["check_backup"]
+
+
+async def check_backup(nc: NATS, stream: str, tmp: Path) -> str:
+    stored = [(m.seq, m.subject, m.data) for m in await drain(nc, stream)]
+    api = JsApi(nc, ConnOptions(servers=[], timeout=30.0))
+    target = tmp / f"backup-{stream}"
+    summary = await snapshot_to_directory(nc, api, stream, target, idle=30.0)
+    raw = (target / DATA_FILE).read_bytes()
+    check = ArchiveCheck(8 << 20)
+    check.feed(raw)
+    check.finish()
+    frames, entries = FrameReader(), EntryReader(8 << 20)
+    backed = [
+        (e.seq, e.name.decode(), e.body[e.hdr_size :])
+        for block in frames.feed(raw)
+        for e in entries.feed(block)
+        if e.seq
+    ]
+    if backed != stored:
+        diff = [(a, b) for a, b in zip(backed, stored, strict=False) if a != b][:3]
+        raise AssertionError(
+            f"backup of {stream}: {len(backed)} messages, the stream {len(stored)};"
+            f" first differences (backup, stream): {diff!r}"
+        )
+    return (f"backup of {stream}: {len(backed)} messages in {summary['chunks']} chunks,"
+            f" {len(check.consumers)} consumers, the same as the stream holds")  # fmt: skip
