@@ -4,6 +4,8 @@ back message by message with natsd's archive reader (the check a restore makes f
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 from nats.aio.client import Client as NATS
@@ -21,9 +23,11 @@ __all__ = ["check_backup"]
 async def check_backup(nc: NATS, stream: str, tmp: Path) -> str:
     stored = [(m.seq, m.subject, m.data) for m in await drain(nc, stream)]
     api = JsApi(nc, ConnOptions(servers=[], timeout=30.0))
-    target = tmp / f"backup-{stream}"
+    # (one directory per backup: a run checks one at the end of each epoch)
+    target = Path(tempfile.mkdtemp(prefix=f"backup-{stream}-", dir=tmp))
     summary = await snapshot_to_directory(nc, api, stream, target, idle=30.0)
     raw = (target / DATA_FILE).read_bytes()
+    shutil.rmtree(target)
     check = ArchiveCheck(8 << 20)
     check.feed(raw)
     check.finish()
