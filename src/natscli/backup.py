@@ -395,21 +395,18 @@ async def account_restore(s: Session, a: argparse.Namespace) -> None:
         await _restore_one(s, d, progress=False, config=None, a=a)
 
 
-def register_stream(cmd: Callable[..., Any]) -> None:
-    """``nats stream backup`` / ``restore`` (``cmd`` adds a subcommand of ``stream``)."""
-    p = cmd(
-        "backup", stream_backup, "Creates a backup of a Stream over the NATS network", ["snapshot"]
-    )
-    p.add_argument("stream", help="Stream to backup")
-    p.add_argument("target", help="Directory to create the backup in")
+def _flag_progress(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="Enables or disables progress reporting using a progress bar",
     )
+
+
+def _flags_backup(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
-        "--check", action="store_true", help="Checks the stream for health prior to backup"
+        "--check", action="store_true", help=f"Checks the {what} for health prior to backup"
     )
     p.add_argument(
         "--consumers",
@@ -417,17 +414,9 @@ def register_stream(cmd: Callable[..., Any]) -> None:
         default=True,
         help="Enable or disable consumer backups",
     )
-    p.add_argument("--chunk-size", help="Sets a specific chunk size that the server will send")
-    p.add_argument("--window-size", help="Sets a specific window size that the server will send")
-    p = cmd("restore", stream_restore, "Restore a Stream over the NATS network")
-    p.add_argument("file", help="The directory holding the backup to restore")
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="Enables or disables progress reporting using a progress bar",
-    )
-    p.add_argument("--config", help="Load a different configuration when restoring the stream")
+
+
+def _flags_placement(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", help="Place the stream in a specific cluster")
     p.add_argument(
         "--tag",
@@ -435,6 +424,27 @@ def register_stream(cmd: Callable[..., Any]) -> None:
         default=[],
         help="Place the stream on servers that has specific tags (pass multiple times)",
     )
+
+
+def register_stream(cmd: Callable[..., Any]) -> None:
+    """``nats stream backup`` / ``restore`` (``cmd`` adds a subcommand of ``stream``)."""
+    p = cmd(
+        "backup",
+        stream_backup,
+        "Creates a backup of a Stream over the NATS network",
+        ["snapshot"],
+    )
+    p.add_argument("stream", help="Stream to backup")
+    p.add_argument("target", help="Directory to create the backup in")
+    _flag_progress(p)
+    _flags_backup(p, "stream")
+    p.add_argument("--chunk-size", help="Sets a specific chunk size that the server will send")
+    p.add_argument("--window-size", help="Sets a specific window size that the server will send")
+    p = cmd("restore", stream_restore, "Restore a Stream over the NATS network")
+    p.add_argument("file", help="The directory holding the backup to restore")
+    _flag_progress(p)
+    p.add_argument("--config", help="Load a different configuration when restoring the stream")
+    _flags_placement(p)
     p.add_argument(
         "--replicas", type=int, default=0, help="Override how many replicas of the data to create"
     )
@@ -449,25 +459,11 @@ def register_account(cmd: Callable[..., Any]) -> None:
         ["snapshot"],
     )
     p.add_argument("target", help="Directory to create the backup in")
-    p.add_argument(
-        "--check", action="store_true", help="Checks the Stream for health prior to backup"
-    )
-    p.add_argument(
-        "--consumers",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="Enable or disable consumer backups",
-    )
+    _flags_backup(p, "Stream")
     p.add_argument("-f", "--force", action="store_true", help="Perform backup without prompting")
     p.add_argument(
         "-w", "--critical-warnings", action="store_true", help="Treat warnings as failures"
     )
     p = cmd("restore", account_restore, "Restore an account backup over the NATS network")
     p.add_argument("directory", help="The directory holding the account backup to restore")
-    p.add_argument("--cluster", help="Place the stream in a specific cluster")
-    p.add_argument(
-        "--tag",
-        action="append",
-        default=[],
-        help="Place the stream on servers that has specific tags (pass multiple times)",
-    )
+    _flags_placement(p)
