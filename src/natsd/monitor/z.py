@@ -21,13 +21,16 @@ from natsd.router.account import Account
 from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
 __all__ = [
+    "CONNZ_SORTS",
     "ZError",
     "accountz",
     "connz",
     "healthz",
+    "jetstream_stats",
     "jsz",
     "raftz",
     "routez",
+    "rss",
     "subsz",
     "varz",
 ]
@@ -40,6 +43,23 @@ class ZError(Exception):
         super().__init__(text)
         self.status = status
         self.text = text
+
+
+# Connz ``sort`` options: each one's key (descending ones negated)
+_CONNZ_KEYS: dict[str, Any] = {
+    "cid": lambda c: c.cid,
+    "start": lambda c: c.start,
+    "subs": lambda c: -len(c.subs),
+    "pending": lambda c: -c.pending_bytes,
+    "msgs_to": lambda c: -c.msgs_out,
+    "msgs_from": lambda c: -c.msgs_in,
+    "bytes_to": lambda c: -c.bytes_out,
+    "bytes_from": lambda c: -c.bytes_in,
+    "last": lambda c: -c.last_activity,
+    "idle": lambda c: c.last_activity,
+    "uptime": lambda c: c.start,
+}
+CONNZ_SORTS = frozenset(_CONNZ_KEYS)
 
 
 def _ts(t: float) -> str:
@@ -91,7 +111,7 @@ def varz(s: MonitorSource) -> dict[str, Any]:
         "now": _ts(now),
         "uptime": format_duration(round(now - s.start_time)),
         "cores": os.cpu_count() or 1,
-        "mem": _rss(),
+        "mem": rss(),
         "connections": len(s.clients),
         "total_connections": s.total_connections,
         "routes": 0,
@@ -115,7 +135,7 @@ def varz(s: MonitorSource) -> dict[str, Any]:
     if s.jetstream_enabled:
         data["jetstream"] = {
             "config": {"store_dir": o.js.store_dir},
-            "stats": _jetstream_stats(s.jetstream_usage(streams=False) or []),
+            "stats": jetstream_stats(s.jetstream_usage(streams=False) or []),
         }
     return {k: v for k, v in data.items() if v is not None}
 
@@ -175,20 +195,7 @@ def connz(
     want_subs, want_auth = subs, auth
     now = time.time()
     clients = [c for c in s.clients.values() if not account or c.account.name == account]
-    keyf: dict[str, Any] = {
-        "cid": lambda c: c.cid,
-        "start": lambda c: c.start,
-        "subs": lambda c: -len(c.subs),
-        "pending": lambda c: -c.pending_bytes,
-        "msgs_to": lambda c: -c.msgs_out,
-        "msgs_from": lambda c: -c.msgs_in,
-        "bytes_to": lambda c: -c.bytes_out,
-        "bytes_from": lambda c: -c.bytes_in,
-        "last": lambda c: -c.last_activity,
-        "idle": lambda c: c.last_activity,
-        "uptime": lambda c: c.start,
-    }
-    clients.sort(key=keyf.get(sort, keyf["cid"]))
+    clients.sort(key=_CONNZ_KEYS.get(sort, _CONNZ_KEYS["cid"]))
     page = clients[offset : offset + limit]
     conns = []
     for c in page:
@@ -438,7 +445,7 @@ def healthz(s: MonitorSource, *, js_only: bool = False) -> dict[str, Any]:
     return {"status": "ok"}
 
 
-def _rss() -> int:
+def rss() -> int:
     try:
         with open("/proc/self/statm") as f:
             pages = int(f.read().split()[1])
@@ -447,7 +454,7 @@ def _rss() -> int:
         return 0
 
 
-def _jetstream_stats(usage: list[AccountUsage]) -> dict[str, Any]:
+def jetstream_stats(usage: list[AccountUsage]) -> dict[str, Any]:
     """``/varz`` ``jetstream.stats`` as nats-server reports it (totals over accounts)."""
     return {
         "memory": sum(ja.memory for ja in usage),
