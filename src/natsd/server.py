@@ -349,7 +349,13 @@ class Server:
             )
         return None
 
+    def connected(self, client: ClientConnection) -> None:
+        if self.sys_services is not None:
+            self.sys_services.client_connected(client)
+
     def release(self, client: ClientConnection, reason: str) -> None:
+        if self.sys_services is not None and client.connected:
+            self.sys_services.client_disconnected(client, reason)
         self.clients.pop(client.cid, None)
         client.account.clients.pop(client.cid, None)
         if reason in (CloseReason.SLOW_CONSUMER_PENDING, CloseReason.SLOW_CONSUMER_DEADLINE):
@@ -702,6 +708,7 @@ class Server:
         if self._tcp is not None:
             self._tcp.close()
         if self.sys_services is not None:
+            self.sys_services.server_event("SHUTDOWN")
             self.sys_services.stop()
         if self.handoff is not None:
             self.handoff.stop()
@@ -761,6 +768,8 @@ class Server:
             return
         log.info("Entering lame duck mode, stop accepting new clients")
         self.ldm = True
+        if self.sys_services is not None:
+            self.sys_services.server_event("LAMEDUCK")
         self._tcp.close()
         if self.mesh is not None:
             self.mesh.lame_duck()

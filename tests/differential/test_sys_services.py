@@ -125,6 +125,25 @@ async def _survey(url: str) -> dict[str, Any]:
         out["account jsz"] = [_keys(a["data"]) for a in jsz]
         connz = await _many(sysc, "$SYS.REQ.ACCOUNT.APP.CONNZ")
         out["account connz"] = [len(a["data"]["connections"]) for a in connz]
+        events: dict[str, Any] = {}
+
+        async def on_event(m: Any) -> None:
+            kind = m.subject.rsplit(".", 1)[-1]
+            if kind in ("CONNECT", "DISCONNECT") and ".APP." not in m.subject:
+                return
+            events.setdefault(kind, json.loads(m.data))
+
+        esub = await sysc.subscribe("$SYS.>", cb=on_event)
+        await sysc.flush()
+        other = await nats.connect(url, user="app", password="app", name="leaver")
+        await other.close()
+        await sysc.publish("$SYS.REQ.SERVER.PING", b"")  # (no reply: the broadcast)
+        await asyncio.sleep(0.5)
+        await esub.unsubscribe()
+        out["events"] = {k: (_keys(v), _keys(v.get("client")), _keys(v.get("server")))
+                         for k, v in events.items()
+                         if k in ("CONNECT", "DISCONNECT", "STATSZ")}  # fmt: skip
+        out["disconnect reason"] = events.get("DISCONNECT", {}).get("reason")
         acc = await _many(sysc, "$SYS.REQ.SERVER.PING.JSZ", {"accounts": True})
         out["jsz accounts"] = [sorted(d["name"] for d in a["data"]["account_details"]) for a in acc]
     finally:
@@ -201,6 +220,8 @@ def test_system_services_answer_as_nats_server(servers: dict[str, ServerProcess]
     assert impl["unknown endpoint"] == impl["app user"] == ["503"]
     assert impl["account info"] == [({"server", "data"}, "APP")]
     assert impl["jsz accounts"] == [["APP"]]
+    assert sorted(impl["events"]) == ["CONNECT", "DISCONNECT", "STATSZ"]
+    assert impl["disconnect reason"] == "Client Closed"
 
 
 async def _cluster_survey(tmp: Path, kind: str) -> dict[str, Any]:

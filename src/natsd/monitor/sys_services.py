@@ -19,13 +19,21 @@ A body that is not a JSON object gets error 400; an endpoint's own error (an unk
 account) error 500 with ``"data": null``; JSZ with ``leader_only`` off the meta leader is
 not answered. The data is what the HTTP endpoints show (``z.py``).
 
+Events, published in the system account when someone there listens: a client's
+``$SYS.ACCOUNT.<acc>.CONNECT`` and ``.DISCONNECT`` (nats-server's ``client_connect`` /
+``client_disconnect`` advisories, with the client's figures and the reason it left), the
+server's ``$SYS.SERVER.<id>.STATSZ`` (after 250 ms, then at doubling intervals up to every
+10 s, as nats-server; also when ``$SYS.REQ.SERVER.PING`` arrives without a reply subject),
+``.LAMEDUCK`` and ``.SHUTDOWN`` (the bare ServerInfo).
+
 Not served yet (no-responders): PROFILEZ, EXPVARZ and IPQUEUESZ (Go runtime internals),
-the account STATZ and CONNS (natsd keeps no per-account message counters), USER.INFO and
-the events (connect, disconnect, the periodic STATSZ, lame duck, shutdown).
+the account STATZ and CONNS and their events (natsd keeps no per-account message
+counters), USER.INFO, and the imports nats-server gives every account into these.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -34,6 +42,8 @@ from typing import Any, Final
 import orjson
 
 from natsd.core.clock import rfc3339
+from natsd.core.ids import Nuid
+from natsd.core.scheduler import Cancellable
 from natsd.monitor import z
 from natsd.monitor.source import MonitorSource
 from natsd.router.account import Account
@@ -52,6 +62,9 @@ ACCOUNT_ENDPOINTS: Final = ("CONNZ", "SUBSZ", "LEAFZ", "JSZ", "INFO")
 _PREFIX: Final = b"$SYS.REQ.SERVER."
 _ACCOUNT: Final = b"$SYS.REQ.ACCOUNT."
 _JETSTREAM_FLAG: Final = 1  # ServerInfo.flags: JetStream enabled
+# nats-server's statsz timer: 250 ms after start, doubling up to statsHBInterval
+_STATSZ_FIRST: Final = 0.25
+_STATSZ_EVERY: Final = 10.0
 
 
 class _Skip(Exception):
@@ -67,6 +80,9 @@ class SysServices:
         self._seq = 0
         self._subs: list[Subscription] = []
         self._cpu_at = (time.monotonic(), _cpu_seconds())
+        self._nuid = Nuid()
+        self._statsz_every = _STATSZ_FIRST
+        self._statsz_timer: Cancellable | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -83,11 +99,64 @@ class SysServices:
             sub = Subscription(subject, None, b"sys-%d" % i, callback=cb)
             self._system.sublist.insert(sub)
             self._subs.append(sub)
+        self._statsz_timer = asyncio.get_running_loop().call_later(
+            self._statsz_every, self._statsz_tick
+        )
 
     def stop(self) -> None:
         for sub in self._subs:
             self._system.sublist.remove(sub)
         self._subs.clear()
+        if self._statsz_timer is not None:
+            self._statsz_timer.cancel()
+            self._statsz_timer = None
+
+    # ------------------------------------------------------------------ events
+    def _listened(self, subject: bytes) -> bool:
+        return self._system.sublist.has_interest(subject)
+
+    def _statsz_tick(self) -> None:
+        self.publish_statsz()
+        self._statsz_every = min(self._statsz_every * 2, _STATSZ_EVERY)
+        self._statsz_timer = asyncio.get_running_loop().call_later(
+            self._statsz_every, self._statsz_tick
+        )
+
+    def publish_statsz(self) -> None:
+        subject = b"$SYS.SERVER." + self._server.server_id.encode() + b".STATSZ"
+        if self._listened(subject):
+            self._send(subject, {"server": self.server_info(), "statsz": self.statsz()})
+
+    def server_event(self, kind: str) -> None:
+        """``$SYS.SERVER.<id>.LAMEDUCK`` / ``.SHUTDOWN``: the bare ServerInfo."""
+        subject = f"$SYS.SERVER.{self._server.server_id}.{kind}".encode()
+        if self._listened(subject):
+            self._send(subject, self.server_info())
+
+    def client_connected(self, c: Any) -> None:
+        subject = f"$SYS.ACCOUNT.{c.account.name}.CONNECT".encode()
+        if self._listened(subject):
+            self._send(subject, {
+                **self._typed("io.nats.server.advisory.v1.client_connect"),
+                "server": self.server_info(),
+                "client": _client_info(c, stopped=False),
+            })  # fmt: skip
+
+    def client_disconnected(self, c: Any, reason: str) -> None:
+        subject = f"$SYS.ACCOUNT.{c.account.name}.DISCONNECT".encode()
+        if self._listened(subject):
+            self._send(subject, {
+                **self._typed("io.nats.server.advisory.v1.client_disconnect"),
+                "server": self.server_info(),
+                "client": _client_info(c, stopped=True),
+                # (what the client sent the server, and what it was sent)
+                "sent": {"msgs": c.msgs_in, "bytes": c.bytes_in},
+                "received": {"msgs": c.msgs_out, "bytes": c.bytes_out},
+                "reason": reason,
+            })  # fmt: skip
+
+    def _typed(self, kind: str) -> dict[str, Any]:
+        return {"type": kind, "id": self._nuid.next(), "timestamp": rfc3339(time.time_ns())}
 
     # ------------------------------------------------------------------ answers
     def server_info(self) -> dict[str, Any]:
@@ -130,6 +199,9 @@ class SysServices:
     def _on_ping(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
+        if not reply:  # (nats-server: a ping without a reply asks for the broadcast)
+            self.publish_statsz()
+            return
         self._on_server(sub, _PREFIX + b"PING.STATSZ", reply, hdr, data)
 
     def _on_server(
@@ -338,6 +410,23 @@ class SysServices:
         self._cpu_at = (now, cpu)
         wall = now - then
         return round(100.0 * (cpu - was) / wall, 2) if wall > 0 else 0.0
+
+
+def _client_info(c: Any, stopped: bool) -> dict[str, Any]:
+    """nats-server's ClientInfo of a client connection (its omitempty rules)."""
+    out: dict[str, Any] = {"start": rfc3339(int(c.start * 1e9)), "host": c.ip, "id": c.cid,
+                           "acc": c.account.name}  # fmt: skip
+    for key, value in (("user", c.user), ("name", c.name), ("lang", c.lang), ("ver", c.version)):
+        if value:
+            out[key] = value
+    if stopped:
+        if c.rtt:
+            out["rtt"] = int(c.rtt * 1e9)
+        out["stop"] = rfc3339(time.time_ns())
+    out["name_tag"] = c.account.name
+    out["kind"] = "Client"
+    out["client_type"] = "nats"
+    return out
 
 
 def _cpu_seconds() -> float:
