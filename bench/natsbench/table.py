@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .config import Config
 from .scenario import Row, Scenario
+from .scenarios.backup import BackupRestore
 from .scenarios.consumers import PubToPull, Pull, Push
 from .scenarios.core import CrossFanOut, CrossPubSub, FanOut, Publish, PubSub, ReqRep
 from .scenarios.jscluster import JsClusterPublish
@@ -39,6 +40,7 @@ TABLE: tuple[Scenario, ...] = (
     MirrorCatchUp(),
     SourceCatchUp(),
     SourceSteady(),
+    BackupRestore(),
     KvPut(sync=True),
     KvPut(sync=False),
     KvGet(sync=True),

@@ -12,7 +12,7 @@ from typing import Any
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from . import backup
+from . import backup, server_report
 from .conn import ApiError, Session, connect
 from .output import (
     CliError,
@@ -51,6 +51,7 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
     p = cmd(ss, "info", server_info, "Show the connected server's INFO")
     p.add_argument("-j", "--json", action="store_true", help="Produce JSON output")
+    server_report.register(ss, cmd, parents)
 
     chk = ss.add_parser("check", help="Health checks (Nagios exit codes)", parents=parents)
     cs = chk.add_subparsers(dest="check_cmd", metavar="CHECK", required=True)

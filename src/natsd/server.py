@@ -50,6 +50,7 @@ from natsd.core.scheduler import SYSTEM_CLOCK, Clock, Scheduler
 from natsd.core.subjects import subset_match
 from natsd.logs import install_handler, open_handler
 from natsd.monitor.source import AccountUsage, ClusterUsage
+from natsd.monitor.sys_services import SysServices
 from natsd.protocol.encode import encode_err
 from natsd.router.account import GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, Account
 from natsd.router.imports import AccountLinks
@@ -226,6 +227,7 @@ class Server:
         self._cid = 0
         self._tcp: asyncio.Server | None = None
         self._monitor: Any = None
+        self.sys_services: SysServices | None = None
         self.reads = ReadBudget()
         self.port = 0
         self.monitor_port = 0
@@ -347,7 +349,13 @@ class Server:
             )
         return None
 
+    def connected(self, client: ClientConnection) -> None:
+        if self.sys_services is not None:
+            self.sys_services.client_connected(client)
+
     def release(self, client: ClientConnection, reason: str) -> None:
+        if self.sys_services is not None and client.connected:
+            self.sys_services.client_disconnected(client, reason)
         self.clients.pop(client.cid, None)
         client.account.clients.pop(client.cid, None)
         if reason in (CloseReason.SLOW_CONSUMER_PENDING, CloseReason.SLOW_CONSUMER_DEADLINE):
@@ -524,6 +532,10 @@ class Server:
             self._info_base["domain"] = opts.js.domain
         # nats-server always sends its JetStream API level (ADR-44).
         self._info_base["api_lvl"] = API_LEVEL
+        # the system account's $SYS.REQ services (before the routes start: their interest
+        # goes out with the rest)
+        self.sys_services = SysServices(self, self.accounts[self.system_account_name])
+        self.sys_services.start()
         if self.mesh is not None:
             self._client_urls = own_client_urls(opts.host, self.port)
             self._info_base["cluster"] = self.cluster_name
@@ -695,6 +707,9 @@ class Server:
             await asyncio.sleep(0.05)
         if self._tcp is not None:
             self._tcp.close()
+        if self.sys_services is not None:
+            self.sys_services.server_event("SHUTDOWN")
+            self.sys_services.stop()
         if self.handoff is not None:
             self.handoff.stop()
         await self._transfer_leaders()
@@ -753,6 +768,8 @@ class Server:
             return
         log.info("Entering lame duck mode, stop accepting new clients")
         self.ldm = True
+        if self.sys_services is not None:
+            self.sys_services.server_event("LAMEDUCK")
         self._tcp.close()
         if self.mesh is not None:
             self.mesh.lame_duck()

@@ -98,6 +98,9 @@ class FakeHost:
     def default_account(self) -> Account:
         return self.account
 
+    def connected(self, client: ClientConnection) -> None:
+        pass
+
     def admit(self, client: ClientConnection) -> str | None:
         return None
 

@@ -118,6 +118,9 @@ class ClientHost(Protocol):
 
     def release(self, client: ClientConnection, reason: str) -> None: ...
 
+    def connected(self, client: ClientConnection) -> None:
+        """A client's first CONNECT was accepted (its account is known now)."""
+
     def log_debug(self, msg: str) -> None: ...
 
     def log_tls_error(self, client: ClientConnection, msg: str) -> None:
@@ -765,8 +768,11 @@ class ClientConnection(Sink):
         elif self.host.auth_required:
             self._auth_violation()
             return False
+        first = not self.connected
         self.connected = True
         self._update_pub_checks()
+        if first:
+            self.host.connected(self)
         if self.verbose:
             self.send(OK)
         # nats-server confirms a protocol-1 CONNECT with an INFO right after the first PONG;

@@ -1,27 +1,23 @@
 """Monitoring over HTTP with nats-server's endpoint names and JSON field names.
 
-Served by aiohttp on the server's event loop; handlers only read, through ``MonitorSource``
-(``source.py`` lists what each endpoint reads), never the server or the engine themselves.
+Served by aiohttp on the server's event loop. Each endpoint turns its query into the
+options of its builder in ``z.py`` (the same builders answer the system account's
+``$SYS.REQ`` services), which reads only through ``MonitorSource``.
 """
 
 from __future__ import annotations
 
-import os
 import ssl
-import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from natsd.config.options import ExportConfig, ImportConfig
-from natsd.core.build import BUILD
-from natsd.core.clock import format_duration, rfc3339
-from natsd.core.subjects import subject_matches
+from natsd.monitor import z
 from natsd.monitor.metrics import render_metrics
-from natsd.monitor.source import AccountUsage, ClusterUsage, MonitorSource
-from natsd.router.account import Account
-from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
+from natsd.monitor.source import MonitorSource
+from natsd.version import __version__
 
 __all__ = ["MonitorServer"]
 
@@ -32,21 +28,25 @@ def _json(data: Any) -> web.Response:
     )
 
 
-def _ts(t: float) -> str:
-    return rfc3339(int(t * 1_000_000_000))
+def _answer(build: Callable[[], dict[str, Any]]) -> web.Response:
+    try:
+        return _json(build())
+    except z.ZError as e:
+        if e.status == 503:  # /healthz: JSON with the reason
+            body = orjson.dumps({"status": "unavailable", "error": e.text})
+            return web.Response(status=503, body=body, content_type="application/json")
+        return web.Response(status=e.status, text=e.text)
 
 
-def _cluster_block(c: ClusterUsage) -> dict[str, Any]:
-    """/varz ``cluster`` as nats-server writes it (ClusterOptsVarz)."""
-    block: dict[str, Any] = {
-        "name": c.name,
-        "addr": c.addr,
-        "cluster_port": c.cluster_port,
-        "auth_timeout": c.auth_timeout,
-    }
-    if c.urls:
-        block["urls"] = c.urls
-    return block
+def _flag(q: Any, name: str, *extra: str) -> bool:
+    return bool(q.get(name, "") in ("1", "true", *extra))
+
+
+def _int(q: Any, name: str, default: int) -> int:
+    try:
+        return int(q.get(name, "") or default)
+    except ValueError:
+        return default
 
 
 class MonitorServer:
@@ -104,450 +104,67 @@ class MonitorServer:
         )
 
     def varz_data(self) -> dict[str, Any]:
-        s = self.server
-        o = s.options
-        mi, bi, mo, bo = s.totals()
-        now = time.time()
-        data: dict[str, Any] = {
-            "server_id": s.server_id,
-            "server_name": s.server_name,
-            "version": SERVER_VERSION,
-            "proto": PROTO,
-            "go": f"natsd {__version__}",
-            # natsd's own: the compiled (mypyc) hot path or pure Python (natsd.core.build)
-            "natsd_build": BUILD,
-            "host": o.host,
-            "port": s.port,
-            "max_connections": o.max_connections,
-            "ping_interval": int(o.ping_interval * 1e9),
-            "ping_max": o.ping_max,
-            "http_host": o.http_host,
-            "http_port": s.monitor_port if not o.https_port else o.http_port,
-            "https_port": s.monitor_port if o.https_port else 0,
-            "tls_timeout": o.tls.timeout if o.tls is not None else 0,
-            **_varz_tls(o),
-            "auth_timeout": o.auth_timeout,
-            "max_control_line": o.max_control_line,
-            "max_payload": o.max_payload,
-            "max_pending": o.max_pending,
-            "write_deadline": int(o.write_deadline * 1e9),
-            "start": _ts(s.start_time),
-            "now": _ts(now),
-            "uptime": format_duration(round(now - s.start_time)),
-            "cores": os.cpu_count() or 1,
-            "mem": _rss(),
-            "connections": len(s.clients),
-            "total_connections": s.total_connections,
-            "routes": 0,
-            "remotes": 0,
-            "leafnodes": 0,
-            "in_msgs": mi,
-            "out_msgs": mo,
-            "in_bytes": bi,
-            "out_bytes": bo,
-            "slow_consumers": s.slow_consumers,
-            "stale_connections": s.stale_connections,
-            "subscriptions": s.num_subscriptions(),
-            "config_load_time": _ts(s.config_time),
-            "auth_required": s.auth_required or None,
-            "system_account": s.system_account_name,
-        }
-        cluster = s.cluster_usage(subs=False)
-        if cluster is not None:
-            data["cluster"] = _cluster_block(cluster)
-            data["routes"] = len(cluster.routes)
-        if s.jetstream_enabled:
-            data["jetstream"] = {
-                "config": {"store_dir": o.js.store_dir},
-                "stats": _jetstream_stats(s.jetstream_usage(streams=False) or []),
-            }
-        return {k: v for k, v in data.items() if v is not None}
+        return z.varz(self.server)
 
     async def varz(self, request: web.Request) -> web.Response:
-        return _json(self.varz_data())
+        return _answer(self.varz_data)
 
     async def routez(self, request: web.Request) -> web.Response:
-        """nats-server's Routez: every route, with its subscriptions when ``subs=1``."""
-        s = self.server
-        want_subs = request.query.get("subs", "") in ("1", "true", "detail")
-        cluster = s.cluster_usage(subs=want_subs)
-        routes = cluster.routes if cluster is not None else []
-        now = time.time()
-        out = []
-        for r in routes:
-            info: dict[str, Any] = {
-                "rid": r.rid,
-                "remote_id": r.remote_id,
-                "remote_name": r.remote_name,
-                "did_solicit": r.did_solicit,
-                "is_configured": r.is_configured,
-                "ip": r.ip,
-                "port": r.port,
-                "start": _ts(r.start),
-                "last_activity": _ts(r.last_activity),
-                "rtt": format_duration(r.rtt),
-                "uptime": format_duration(round(now - r.start)),
-                "idle": format_duration(round(now - r.last_activity)),
-                "pending_size": r.pending_size,
-                "in_msgs": r.in_msgs,
-                "out_msgs": r.out_msgs,
-                "in_bytes": r.in_bytes,
-                "out_bytes": r.out_bytes,
-                "subscriptions": r.subscriptions,
-            }
-            if want_subs and r.subscriptions_list:
-                info["subscriptions_list"] = r.subscriptions_list
-            info["compression"] = "off"
-            out.append(info)
-        return _json(
-            {
-                "server_id": s.server_id,
-                "server_name": s.server_name,
-                "now": _ts(now),
-                "num_routes": len(out),
-                "routes": out,
-            }
-        )
+        q = request.query
+        return _answer(lambda: z.routez(self.server, subs=_flag(q, "subs", "detail")))
 
     async def connz(self, request: web.Request) -> web.Response:
-        s = self.server
         q = request.query
-        offset = int(q.get("offset", "0") or 0)
-        limit = int(q.get("limit", "1024") or 1024)
-        want_subs = q.get("subs", "") in ("1", "true", "detail")
-        want_auth = q.get("auth", "") in ("1", "true")
-        sort = q.get("sort", "cid")
-        now = time.time()
-        clients = list(s.clients.values())
-        keyf: dict[str, Any] = {
-            "cid": lambda c: c.cid,
-            "start": lambda c: c.start,
-            "subs": lambda c: -len(c.subs),
-            "pending": lambda c: -c.pending_bytes,
-            "msgs_to": lambda c: -c.msgs_out,
-            "msgs_from": lambda c: -c.msgs_in,
-            "bytes_to": lambda c: -c.bytes_out,
-            "bytes_from": lambda c: -c.bytes_in,
-            "last": lambda c: -c.last_activity,
-            "idle": lambda c: c.last_activity,
-            "uptime": lambda c: c.start,
-        }
-        clients.sort(key=keyf.get(sort, keyf["cid"]))
-        page = clients[offset : offset + limit]
-        conns = []
-        for c in page:
-            info: dict[str, Any] = {
-                "cid": c.cid,
-                "kind": "Client",
-                "type": "nats",
-                "ip": c.ip,
-                "port": c.port,
-                "start": _ts(c.start),
-                "last_activity": _ts(c.last_activity),
-                "rtt": format_duration(c.rtt),
-                "uptime": format_duration(round(now - c.start)),
-                "idle": format_duration(round(now - c.last_activity)),
-                "pending_bytes": c.pending_bytes,
-                "in_msgs": c.msgs_in,
-                "out_msgs": c.msgs_out,
-                "in_bytes": c.bytes_in,
-                "out_bytes": c.bytes_out,
-                "subscriptions": len(c.subs),
-            }
-            if c.name:
-                info["name"] = c.name
-            if c.lang:
-                info["lang"] = c.lang
-            if c.version:
-                info["version"] = c.version
-            if c.user:
-                info["authorized_user"] = c.user
-            if c.account.name != "$G" or c.user:
-                info["account"] = c.account.name
-            if want_subs:
-                info["subscriptions_list"] = [sub.subject.decode() for sub in c.subs.values()]
-            info.update(c.tls_report(peer_certs=want_auth))
-            conns.append(info)
-        return _json(
-            {
-                "server_id": s.server_id,
-                "now": _ts(now),
-                "num_connections": len(page),
-                "total": len(clients),
-                "offset": offset,
-                "limit": limit,
-                "connections": conns,
-            }
+        return _answer(
+            lambda: z.connz(
+                self.server,
+                offset=_int(q, "offset", 0),
+                limit=_int(q, "limit", 1024),
+                subs=_flag(q, "subs", "detail"),
+                auth=_flag(q, "auth"),
+                sort=q.get("sort", "cid"),
+                account=q.get("acc", ""),
+            )
         )
 
     async def subsz(self, request: web.Request) -> web.Response:
-        s = self.server
         q = request.query
-        data: dict[str, Any] = {
-            "server_id": s.server_id,
-            "now": _ts(time.time()),
-            **_sublist_stats(list(s.accounts.values())),
-        }
-        if q.get("subs", "") in ("1", "true", "detail"):
-            offset = int(q.get("offset", "0") or 0)
-            limit = int(q.get("limit", "1024") or 1024)
-            test = q.get("test")
-            subs = []
-            for a in s.accounts.values():
-                for sub in a.sublist:
-                    if test is not None:
-                        if not subject_matches(test.encode(), sub.subject):
-                            continue
-                    d: dict[str, Any] = {
-                        "account": a.name,
-                        "subject": sub.subject.decode(),
-                        "sid": sub.sid.decode(),
-                        "msgs": sub.delivered,
-                        "cid": sub.client.cid if sub.client is not None else 0,
-                    }
-                    if sub.queue:
-                        d["qgroup"] = sub.queue.decode()
-                    if sub.max:
-                        d["max"] = sub.max
-                    subs.append(d)
-            data["total"] = len(subs)
-            data["offset"] = offset
-            data["limit"] = limit
-            data["subscriptions_list"] = subs[offset : offset + limit]
-        return _json(data)
+        return _answer(
+            lambda: z.subsz(
+                self.server,
+                subs=_flag(q, "subs", "detail"),
+                offset=_int(q, "offset", 0),
+                limit=_int(q, "limit", 1024),
+                test=q.get("test"),
+                account=q.get("acc", ""),
+            )
+        )
 
     async def accountz(self, request: web.Request) -> web.Response:
-        s = self.server
-        data: dict[str, Any] = {
-            "server_id": s.server_id,
-            "now": _ts(time.time()),
-            "system_account": s.system_account_name,
-        }
-        name = request.query.get("acc", "")
-        if not name:
-            data["accounts"] = sorted(s.accounts)
-            return _json(data)
-        acct = s.accounts.get(name)
-        if acct is None:
-            # nats-server answers 400 with the error text, not JSON.
-            return web.Response(status=400, text=f"Account {name} does not exist")
-        detail: dict[str, Any] = {
-            "account_name": name,
-            "update_time": _ts(s.config_time),
-        }
-        if name == s.system_account_name:
-            detail["is_system"] = True
-        js = s.jetstream_usage(streams=False)
-        detail.update(
-            {
-                "expired": False,
-                "complete": True,
-                "jetstream_enabled": js is not None and any(ja.name == name for ja in js),
-                "leafnode_connections": 0,
-                "client_connections": len(acct.clients),
-                "subscriptions": acct.num_subscriptions,
-                "name_tag": name,
-                "sublist_stats": _sublist_stats([acct]),
-            }
-        )
-        acfg = s.options.accounts.get(name)
-        if acfg is not None:
-            # (nats-server's implicit service imports from $SYS do not exist here yet)
-            if acfg.exports:
-                detail["exports"] = [_export_json(e) for e in acfg.exports]
-            if acfg.imports:
-                detail["imports"] = [_import_json(i) for i in acfg.imports]
-        data["account_detail"] = detail
-        return _json(data)
+        return _answer(lambda: z.accountz(self.server, acc=request.query.get("acc", "")))
 
     async def jsz(self, request: web.Request) -> web.Response:
-        s = self.server
-        usage = s.jetstream_usage(streams=True)
-        now = time.time()
-        if usage is None:
-            return _json({"server_id": s.server_id, "now": _ts(now), "disabled": True})
-        meta = s.jetstream_meta()
-        leader_only = request.query.get("leader-only", "") in ("1", "true")
-        if leader_only and meta is not None and meta.get("leader") != s.server_name:
-            # nats-server's errSkipZreq answer: plain text, not JSON
-            return web.Response(status=400, text="filtered response: not leader")
-        o = s.options.js
-        mem = store = streams = msgs = nbytes = total = errors = consumers = 0
-        rmem = rstore = 0
-        details = []
-        want = request.query.get("accounts", "") in ("1", "true")
-        want_streams = request.query.get("streams", "") in ("1", "true")
-        for ja in sorted(usage, key=lambda x: x.name):
-            mem += ja.memory
-            store += ja.storage
-            rmem += ja.reserved_memory
-            rstore += ja.reserved_storage
-            streams += ja.stream_count
-            total += ja.api_total
-            errors += ja.api_errors
-            sd = []
-            for stream in sorted(ja.streams, key=lambda x: x.name):
-                consumers += stream.consumers
-                msgs += stream.messages
-                nbytes += stream.bytes
-                if want_streams:
-                    detail: dict[str, Any] = {
-                        "name": stream.name,
-                        "created": _ts(stream.created_ns / 1e9),
-                        "state": stream.state_json(),
-                    }
-                    if stream.mirror is not None:
-                        detail["mirror"] = stream.mirror
-                    if stream.sources:
-                        detail["sources"] = stream.sources
-                    sd.append(detail)
-            if want:
-                d: dict[str, Any] = {
-                    "name": ja.name,
-                    "id": ja.name,
-                    "memory": ja.memory,
-                    "storage": ja.storage,
-                    "api": {"total": ja.api_total, "errors": ja.api_errors},
-                }
-                if want_streams:
-                    d["stream_detail"] = sd
-                details.append(d)
-        data: dict[str, Any] = {
-            "server_id": s.server_id,
-            "now": _ts(now),
-            "config": {
-                "max_memory": o.max_memory,
-                "max_storage": o.max_file,
-                "store_dir": o.store_dir,
-                "sync_interval": int((o.sync_interval or 0) * 1e9),
-                "sync_always": o.sync_always,
-                "domain": o.domain or None,
-            },
-            "memory": mem,
-            "storage": store,
-            "reserved_memory": rmem,
-            "reserved_storage": rstore,
-            "accounts": len(usage),
-            "ha_assets": 0,
-            "api": {"level": API_LEVEL, "total": total, "errors": errors},
-            "streams": streams,
-            "consumers": consumers,
-            "messages": msgs,
-            "bytes": nbytes,
-        }
-        if meta is not None:
-            data["meta_cluster"] = meta
-        if want:
-            data["account_details"] = details
-        return _json(data)
+        q = request.query
+        return _answer(
+            lambda: z.jsz(
+                self.server,
+                accounts=_flag(q, "accounts"),
+                streams=_flag(q, "streams"),
+                leader_only=_flag(q, "leader-only"),
+                account=q.get("acc", ""),
+            )
+        )
 
     async def raftz(self, request: web.Request) -> web.Response:
-        """nats-server's /raftz: the Raft groups of one account (``acc``, default the
-        system account's: the meta group), all or the one named ``group``."""
-        groups = self.server.raftz()
-        if groups is None:
-            return web.Response(status=404, text="No Raft nodes registered")
-        acc = request.query.get("acc", "") or self.server.system_account_name
-        mine = groups.get(acc, {})
-        want = request.query.get("group", "")
-        if want:
-            mine = {want: mine[want]} if want in mine else {}
-        # as nats-server: filters that match nothing give an empty object
-        return _json({acc: mine} if mine else {})
+        q = request.query
+        return _answer(lambda: z.raftz(self.server, acc=q.get("acc", ""), group=q.get("group", "")))
 
     async def healthz(self, request: web.Request) -> web.Response:
-        if not self.server.ready.is_set():
-            return web.Response(
-                status=503,
-                body=orjson.dumps({"status": "unavailable", "error": "server not ready"}),
-                content_type="application/json",
-            )
-        js_only = request.query.get("js-enabled-only", "") in ("1", "true")
-        why = "" if js_only else self.server.jetstream_health()
-        if why:
-            return web.Response(
-                status=503,
-                body=orjson.dumps({"status": "unavailable", "error": why}),
-                content_type="application/json",
-            )
-        return _json({"status": "ok"})
+        q = request.query
+        return _answer(lambda: z.healthz(self.server, js_only=_flag(q, "js-enabled-only")))
 
     async def metrics(self, request: web.Request) -> web.Response:
         body, ctype = render_metrics(self.server, self.varz_data())
         resp = web.Response(body=body)
         resp.headers["Content-Type"] = ctype
         return resp
-
-
-def _rss() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            pages = int(f.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _jetstream_stats(usage: list[AccountUsage]) -> dict[str, Any]:
-    """``/varz`` ``jetstream.stats`` as nats-server reports it (totals over accounts)."""
-    return {
-        "memory": sum(ja.memory for ja in usage),
-        "storage": sum(ja.storage for ja in usage),
-        "reserved_memory": sum(ja.reserved_memory for ja in usage),
-        "reserved_storage": sum(ja.reserved_storage for ja in usage),
-        "accounts": len(usage),
-        "ha_assets": 0,
-        "api": {
-            "level": API_LEVEL,
-            "total": sum(ja.api_total for ja in usage),
-            "errors": sum(ja.api_errors for ja in usage),
-        },
-    }
-
-
-def _sublist_stats(accounts: list[Account]) -> dict[str, Any]:
-    """nats-server's ``SublistStats`` summed over ``accounts`` (/subsz, /accountz?acc=)."""
-    matches = sum(a.sublist.matches + a.sublist.cache_hits for a in accounts)
-    hits = sum(a.sublist.cache_hits for a in accounts)
-    return {
-        "num_subscriptions": sum(a.num_subscriptions for a in accounts),
-        "num_cache": sum(a.sublist.cache_size for a in accounts),
-        "num_inserts": sum(a.sublist.inserts for a in accounts),
-        "num_removes": sum(a.sublist.removes for a in accounts),
-        "num_matches": matches,
-        "cache_hit_rate": (hits / matches) if matches else 0,
-        "max_fanout": 0,
-        "avg_fanout": 0,
-    }
-
-
-def _varz_tls(o: Any) -> dict[str, Any]:
-    """/varz's tls_required and tls_verify (omitted when false, as nats-server)."""
-    out: dict[str, Any] = {}
-    if o.tls is not None and not o.allow_non_tls:
-        out["tls_required"] = True
-    if o.tls is not None and o.tls.verify:
-        out["tls_verify"] = True
-    return out
-
-
-def _export_json(e: ExportConfig) -> dict[str, Any]:
-    """One ``exports`` entry of /accountz (nats-server's ExtExport)."""
-    out: dict[str, Any] = {"subject": e.subject, "type": e.kind}
-    if e.kind == "service":
-        out["response_type"] = e.response_type
-    if e.accounts:
-        out["approved_accounts"] = list(e.accounts)
-    return out
-
-
-def _import_json(i: ImportConfig) -> dict[str, Any]:
-    """One ``imports`` entry of /accountz (nats-server's ExtImport)."""
-    out: dict[str, Any] = {"subject": i.subject, "account": i.account}
-    if i.kind == "service":
-        out["to"] = i.to  # (nats-server's deprecated duplicate of local_subject)
-    out.update(
-        {"local_subject": i.local_subject, "type": i.kind, "invalid": False, "share": i.share,
-         "tracking": False}
-    )  # fmt: skip
-    return out
