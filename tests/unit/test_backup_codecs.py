@@ -135,6 +135,9 @@ def test_entry_limits() -> None:
         EntryReader(1 << 20).feed(b"NATSARC2")
     with pytest.raises(ArchiveError):  # larger than allowed, refused before it is buffered
         EntryReader(100).feed(MAGIC + encode_entry(b"s", 0, 1, b"", b"x" * 101)[:12])
+    # a consumer's entry (sequence 0) may be larger than a message may
+    big = encode_entry(b"consumers/C", 0, 0, b"", b"y" * 500)
+    assert len(EntryReader(100).feed(MAGIC + big)) == 1
     r = EntryReader(1 << 20)
     r.feed(MAGIC + encode_entry(b"s", 0, 1, b"", b"xyz")[:-1])
     with pytest.raises(ArchiveError):

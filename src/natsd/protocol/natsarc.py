@@ -11,7 +11,9 @@ is empty. A backup without the sentinel was cut short.
 
 :class:`EntryReader` takes the decoded bytes in pieces of any size and hands back whole
 entries, refusing a name longer than 1 MiB or a body longer than the limit it is given
-before it buffers either, so a damaged archive cannot make it hold more than one entry.
+before it buffers either (a consumer's entry may be up to ``MAX_META``: its pending map
+grows with its unacknowledged messages), so a damaged archive cannot make it hold more than
+one entry.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ __all__ = [
 
 MAGIC: Final = b"NATSARC1"
 MAX_NAME: Final = 1 << 20
+# The largest entry that is not a message (the state, a consumer's config and state).
+MAX_META: Final = 256 << 20
 
 
 class ArchiveError(ValueError):
@@ -129,10 +133,12 @@ class EntryReader:
             name_len, zts, seq, hsize, psize = fields
             if name_len > MAX_NAME:
                 raise ArchiveError("archive: invalid archive stream (entry name too long)")
-            if hsize + psize > self._max_body:
+            # a message is bounded by the server's max payload; the state and a consumer
+            # (sequence 0: its pending map can be large) by MAX_META
+            limit = self._max_body if seq else MAX_META
+            if hsize + psize > limit:
                 raise ArchiveError(
-                    f"archive: entry of {hsize + psize} bytes is larger than allowed"
-                    f" ({self._max_body})"
+                    f"archive: entry of {hsize + psize} bytes is larger than allowed ({limit})"
                 )
             end = p + name_len + hsize + psize
             if end > len(buf):
