@@ -354,8 +354,6 @@ def jsz(
     rmem = rstore = 0
     details = []
     for ja in sorted(usage, key=lambda x: x.name):
-        if account and ja.name != account:
-            continue
         mem += ja.memory
         store += ja.storage
         rmem += ja.reserved_memory
@@ -379,7 +377,7 @@ def jsz(
                 if stream.sources:
                     detail["sources"] = stream.sources
                 sd.append(detail)
-        if want:
+        if want and (not account or ja.name == account):  # (the totals are every account's)
             d: dict[str, Any] = {
                 "name": ja.name,
                 "id": ja.name,
