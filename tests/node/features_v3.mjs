@@ -158,6 +158,10 @@ main(
   async () => {
     const nc = await connect({ servers: url, timeout: 5000, maxReconnectAttempts: 0 });
     const ctx = { nc, js: jetstream(nc, { timeout: 5000 }), jsm: await jetstreamManager(nc, { timeout: 5000 }) };
+    // A stream that lives through every check: nats-server removes an account's store
+    // directory when its last stream is deleted, and a stream created at that moment fails
+    // ("could not create storage directory": its race, seen in CI between two checks).
+    await ctx.jsm.streams.add({ name: "KEEP", subjects: ["keep.>"] });
     return { nc, ctx };
   },
   { verbose: Boolean(process.env.FEATURES_VERBOSE), timeoutMs: 30_000 },
