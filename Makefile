@@ -14,13 +14,14 @@ FAST := $(VENV)/.compiled
 WHEEL := build/wheel/.built
 # npm ci writes node_modules/.package-lock.json: the stamp of the installed lock file.
 NODE_STAMP := tests/node/node_modules/.package-lock.json
+CONSOLE_STAMP := console/node_modules/.package-lock.json
 # -ra: the summary lists every skip with its reason (a missing component fails under CI=true).
 PYTEST := $(BIN)/python -m pytest -q -ra -p no:cacheprovider
 HOT := $(shell find src/natsd -name '*.py') setup.py
 # NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
 PURE := NATSD_PURE=1
 
-.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules py313 lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
+.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules browser console-vendor py313 lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
 
 # The dependencies, and natsd in place without compiling (the compile is $(WHEEL)'s, since
 # it must follow every change of a source). --no-build-isolation: this install uses this
@@ -62,7 +63,7 @@ run-pure: $(STAMP)
 ## replicated-stream fault suite (tests/faults) on the compiled servers only: it runs real
 ## multi-process clusters through 50 fault cycles, and once is enough; then the wheel,
 ## built and installed as a user would (wheel-smoke)
-test: lint typecheck node-modules py313
+test: lint typecheck node-modules browser py313
 	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel
 	$(MAKE) mutants
 	$(MAKE) test-compiled
@@ -86,7 +87,7 @@ wheel-smoke: $(WHEEL)
 	cd tests/wheel && ../../build/wheel-venv/bin/python -m pytest -q -ra -p no:cacheprovider -c pytest.ini .
 
 ## node-modules: the nats.js packages of tests/node/package-lock.json (npm ci), for tests/node
-node-modules: $(NODE_STAMP)
+node-modules: $(NODE_STAMP) $(CONSOLE_STAMP)
 
 # Without npm: an error under CI=true; elsewhere a warning, and the node tests skip with it.
 $(NODE_STAMP): tests/node/package-lock.json
@@ -96,6 +97,35 @@ $(NODE_STAMP): tests/node/package-lock.json
 	  echo "CI=true: npm is missing, the node tests cannot run" >&2; exit 1; \
 	else \
 	  echo "warning: npm not found; tests/node will skip (CI=true makes this an error)" >&2; \
+	fi
+
+# The console's front-end packages (console/package-lock.json), whose files the console
+# ships vendored: tests/unit/test_console_vendor.py checks the copies against them.
+$(CONSOLE_STAMP): console/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd console && npm ci --no-audit --no-fund --loglevel=error; \
+	elif case "$$CI" in true|TRUE|True|1|yes) true;; *) false;; esac; then \
+	  echo "CI=true: npm is missing, the console's packages cannot be checked" >&2; exit 1; \
+	fi
+
+## console-vendor: copy the console's front-end libraries, unmodified, from npm's packages
+## (console/package.json pins them) into src/natsd/monitor/console_page/vendor
+console-vendor: $(CONSOLE_STAMP)
+	cp console/node_modules/htm/preact/standalone.module.js src/natsd/monitor/console_page/vendor/htm-preact-standalone.module.js
+	cp console/node_modules/uplot/dist/uPlot.esm.js console/node_modules/uplot/dist/uPlot.min.css src/natsd/monitor/console_page/vendor/
+	cp console/node_modules/htm/LICENSE src/natsd/monitor/console_page/vendor/LICENSE-htm
+	cp console/node_modules/preact/LICENSE src/natsd/monitor/console_page/vendor/LICENSE-preact
+	cp console/node_modules/uplot/LICENSE src/natsd/monitor/console_page/vendor/LICENSE-uplot
+
+## browser: Debian's Chromium, for the console's browser tests (tests/console; Playwright
+## drives it and downloads no browser). Installed with apt-get when missing; without it
+## the tests fail under CI=true and skip elsewhere.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || [ -n "$$NATSD_CHROMIUM" ]; then true; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "warning: no chromium and no apt-get as root to install it; tests/console will skip (fail under CI=true)" >&2; \
 	fi
 
 ## py313: build/py313, a Python 3.13 environment with the clients that need it

@@ -168,6 +168,21 @@ def require_java() -> str:
     return java
 
 
+# ------------------------------------------------------------------ a browser
+
+
+def require_chromium() -> str:
+    """A Chromium for the console's browser tests: ``$NATSD_CHROMIUM``, else ``chromium``
+    on PATH (Debian's package, installed by ``make browser``, a prerequisite of ``make
+    test``; Playwright drives it and never downloads a browser of its own)."""
+    path = os.environ.get("NATSD_CHROMIUM") or shutil.which("chromium")
+    ok = path is not None and os.access(path, os.X_OK)
+    require_component("chromium", ok, "no $NATSD_CHROMIUM and no chromium on PATH "
+                      "(run `make browser`: Debian's chromium package)")  # fmt: skip
+    assert path is not None
+    return path
+
+
 # ------------------------------------------------------------------ Raft conformance scripts
 
 

@@ -1017,7 +1017,7 @@ class Server:
         """The JetStream figures the monitor reports (``monitor.source.MonitorSource``)."""
         if self.jetstream is None:
             return None
-        return engine_usage(self.jetstream, streams=streams)
+        return engine_usage(self.jetstream, streams=streams, server_name=self.server_name)
 
 
 def tune_gc() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from natsd.cluster.mesh import Mesh
 from natsd.config.options import ClusterOptions
 from natsd.monitor.source import AccountUsage, ClusterUsage, RouteUsage, StreamUsage
+from natsd.version import API_LEVEL, SERVER_VERSION
 
 __all__ = ["engine_usage", "mesh_usage"]
 
@@ -51,7 +52,7 @@ def mesh_usage(mesh: Mesh, c: ClusterOptions, name: str, *, subs: bool) -> Clust
     )
 
 
-def engine_usage(engine: Any, *, streams: bool) -> list[AccountUsage]:
+def engine_usage(engine: Any, *, streams: bool, server_name: str) -> list[AccountUsage]:
     """Per JetStream account: usage, reservations, API counters; ``streams``: each stream's
     state too. ``engine`` is the server's ``JetStream`` (typed loosely, as the server
     holds it: it is built only when JetStream is enabled)."""
@@ -60,7 +61,9 @@ def engine_usage(engine: Any, *, streams: bool) -> list[AccountUsage]:
         mem, store = engine.usage(ja)
         rmem, rstore = engine.reserved(ja)
         per_stream = (
-            [_stream_usage(engine, ja, st) for st in ja.streams.values()] if streams else []
+            [_stream_usage(engine, ja, st, server_name) for st in ja.streams.values()]
+            if streams
+            else []
         )
         out.append(
             AccountUsage(
@@ -102,7 +105,13 @@ def _replicas(engine: Any, ja: Any, stream: Any) -> Callable[[], list[dict[str, 
     return replicas
 
 
-def _stream_usage(engine: Any, ja: Any, stream: Any) -> StreamUsage:
+def _cluster_block(engine: Any, ja: Any, stream: Any, server_name: str) -> dict[str, Any]:
+    if engine.cluster_info is None:
+        return {"leader": server_name}  # (as a single nats-server's /jsz: itself)
+    return dict(engine.cluster_info(ja, stream.name))
+
+
+def _stream_usage(engine: Any, ja: Any, stream: Any, server_name: str) -> StreamUsage:
     state = stream.store.state()
     return StreamUsage(
         name=stream.name,
@@ -117,4 +126,6 @@ def _stream_usage(engine: Any, ja: Any, stream: Any) -> StreamUsage:
         sources=[f.info() for f in stream.sources.values()] or None,
         consumer_infos=_running_consumer_infos(stream),
         replicas=_replicas(engine, ja, stream),
+        cluster=lambda: _cluster_block(engine, ja, stream, server_name),
+        config=lambda: stream.cfg.to_json(server_version=SERVER_VERSION, api_level=API_LEVEL),
     )

@@ -65,6 +65,10 @@ async def test_the_natsd_command_serves_jetstream(tmp_path: Path) -> None:
         msg = await js.get_msg("S", 100)
         assert msg.data == b"99"
         await nc.close()
+        # the console's page and vendored libraries are in the wheel
+        for path in ("console", "console/app.js", "console/vendor/uPlot.esm.js"):
+            with urllib.request.urlopen(f"http://127.0.0.1:{http}/{path}", timeout=5) as r:
+                assert r.status == 200 and len(r.read()) > 100, path
     finally:
         proc.terminate()
         proc.wait(10)

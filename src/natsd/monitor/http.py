@@ -15,6 +15,7 @@ import orjson
 from aiohttp import web
 
 from natsd.monitor import z
+from natsd.monitor.console import Console
 from natsd.monitor.metrics import render_metrics
 from natsd.monitor.source import MonitorSource
 from natsd.version import __version__
@@ -65,6 +66,7 @@ class MonitorServer:
         app.router.add_get("/jsz", self.jsz)
         app.router.add_get("/raftz", self.raftz)
         app.router.add_get("/metrics", self.metrics)
+        Console(server).add_routes(app)
         self.app = app
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
@@ -96,6 +98,7 @@ class MonitorServer:
                 "raftz",
                 "healthz",
                 "metrics",
+                "console",
             )
         )
         return web.Response(
@@ -150,6 +153,8 @@ class MonitorServer:
                 self.server,
                 accounts=_flag(q, "accounts"),
                 streams=_flag(q, "streams"),
+                consumers=_flag(q, "consumers"),
+                config=_flag(q, "config"),
                 leader_only=_flag(q, "leader-only"),
                 account=q.get("acc", ""),
             )

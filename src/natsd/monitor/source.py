@@ -59,6 +59,10 @@ class StreamUsage:
     # A replicated stream's STREAM.INFO ``cluster.replicas`` (on its leader: each follower's
     # ``lag``, ``current``, ``active``), None elsewhere.
     replicas: Callable[[], list[dict[str, Any]]] | None = None
+    # The /jsz stream detail's ``cluster`` block (nats-server's ClusterInfo: a single
+    # server's names itself as leader) and ``config`` (with ``config=true``).
+    cluster: Callable[[], dict[str, Any]] | None = None
+    config: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

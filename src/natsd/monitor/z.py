@@ -334,13 +334,17 @@ def jsz(
     *,
     accounts: bool = False,
     streams: bool = False,
+    consumers: bool = False,
+    config: bool = False,
     leader_only: bool = False,
     account: str = "",
 ) -> dict[str, Any]:
     """nats-server's Jsz: JetStream's figures, per account with ``accounts`` (implied by
-    ``streams`` and by ``account``, which keeps that account only)."""
-    want = accounts or streams or bool(account)
-    want_streams = streams
+    ``streams`` and by ``account``, which keeps that account only); each stream's detail
+    with ``streams`` (implied by ``consumers``: its ``consumer_detail``, the consumers this
+    server runs), its ``config`` with ``config``."""
+    want_streams = streams or consumers
+    want = accounts or want_streams or bool(account)
     usage = s.jetstream_usage(streams=True)
     now = time.time()
     if usage is None:
@@ -350,7 +354,7 @@ def jsz(
         # nats-server's errSkipZreq answer: plain text, not JSON
         raise ZError(400, "filtered response: not leader")
     o = s.options.js
-    mem = store = n_streams = msgs = nbytes = total = errors = consumers = 0
+    mem = store = n_streams = msgs = nbytes = total = errors = n_consumers = 0
     rmem = rstore = 0
     details = []
     for ja in sorted(usage, key=lambda x: x.name):
@@ -363,15 +367,23 @@ def jsz(
         errors += ja.api_errors
         sd = []
         for stream in sorted(ja.streams, key=lambda x: x.name):
-            consumers += stream.consumers
+            n_consumers += stream.consumers
             msgs += stream.messages
             nbytes += stream.bytes
             if want_streams:
                 detail: dict[str, Any] = {
                     "name": stream.name,
                     "created": _ts(stream.created_ns / 1e9),
-                    "state": stream.state_json(),
                 }
+                if stream.cluster is not None:
+                    detail["cluster"] = stream.cluster()
+                if config and stream.config is not None:
+                    detail["config"] = stream.config()
+                detail["state"] = stream.state_json()
+                if consumers and stream.consumer_infos is not None:
+                    cd = stream.consumer_infos()
+                    if cd:
+                        detail["consumer_detail"] = cd
                 if stream.mirror is not None:
                     detail["mirror"] = stream.mirror
                 if stream.sources:
@@ -407,7 +419,7 @@ def jsz(
         "ha_assets": 0,
         "api": {"level": API_LEVEL, "total": total, "errors": errors},
         "streams": n_streams,
-        "consumers": consumers,
+        "consumers": n_consumers,
         "messages": msgs,
         "bytes": nbytes,
     }
