@@ -146,6 +146,19 @@ async def _survey(url: str) -> dict[str, Any]:
         out["disconnect reason"] = events.get("DISCONNECT", {}).get("reason")
         acc = await _many(sysc, "$SYS.REQ.SERVER.PING.JSZ", {"accounts": True})
         out["jsz accounts"] = [sorted(d["name"] for d in a["data"]["account_details"]) for a in acc]
+        # each stream's detail with its consumers and config (what the console reads)
+        await app.jetstream().add_consumer("S", durable_name="D", ack_policy="explicit")
+        opts = {"streams": True, "consumer": True, "config": True}
+        for label, body in (("jsz detail", opts), ("jsz streams only", {"streams": True})):
+            (a,) = await _many(sysc, "$SYS.REQ.SERVER.PING.JSZ", body)
+            (app_acc,) = [d for d in a["data"]["account_details"] if d["name"] == "APP"]
+            (sd,) = app_acc["stream_detail"]
+            cd = sd.get("consumer_detail") or []
+            out[label] = (
+                (_keys(sd), _keys(sd.get("cluster")), _keys(sd.get("config"))),
+                [_keys(c) for c in cd],
+                [(c["name"], c["num_pending"]) for c in cd],
+            )
     finally:
         await app.jetstream().delete_stream("S")
         await sysc.close()

@@ -225,7 +225,8 @@ class Console:
         ctype = _FILES.get(path)
         if ctype is None:
             raise web.HTTPNotFound()
-        body = resources.files("natsd.monitor").joinpath("console_page", *path.split("/")).read_bytes()
+        page = resources.files("natsd.monitor").joinpath("console_page")
+        body = page.joinpath(*path.split("/")).read_bytes()
         resp = web.Response(body=body, content_type=ctype)
         resp.headers["Cache-Control"] = "no-cache"
         return resp
@@ -243,7 +244,7 @@ class Console:
             return _json({"error": "no system account"}, 503)
         cl = s.cluster_usage(subs=False)
         want = 1 + (len(cl.routes) if cl is not None else 0)
-        opts = {"accounts": True, "streams": True, "consumers": True, "config": True}
+        opts = {"accounts": True, "streams": True, "consumer": True, "config": True}
 
         async def ask(ep: str, body: dict[str, Any]) -> list[dict[str, Any]]:
             subject = b"$SYS.REQ.SERVER.PING." + ep.encode()

@@ -305,7 +305,7 @@ class SysServices:
         if ep == "JSZ":
             try:
                 return z.jsz(s, accounts=bool(o.get("accounts")), streams=bool(o.get("streams")),
-                             consumers=bool(o.get("consumers")), config=bool(o.get("config")),
+                             consumers=bool(o.get("consumer")), config=bool(o.get("config")),
                              leader_only=bool(o.get("leader_only")),
                              account=str(o.get("account") or ""))  # fmt: skip
             except z.ZError as e:
