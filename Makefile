@@ -21,7 +21,7 @@ HOT := $(shell find src/natsd -name '*.py') setup.py
 # NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
 PURE := NATSD_PURE=1
 
-.PHONY: run run-pure test test-compiled mutants wheel-smoke node-modules browser console-vendor py313 lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
+.PHONY: docs run run-pure test test-compiled mutants wheel-smoke node-modules browser console-vendor py313 lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
 
 # The dependencies, and natsd in place without compiling (the compile is $(WHEEL)'s, since
 # it must follow every change of a source). --no-build-isolation: this install uses this
@@ -46,6 +46,12 @@ $(FAST): $(WHEEL)
 	NATSD_EXPECT_COMPILED=1 $(BIN)/python -c 'import natsd.core.build as b; assert b.BUILD == "compiled", b.BUILD'
 	@touch $(FAST)
 
+## docs: the reference site (docs/, Sphinx with MyST) into build/site; warnings are errors
+## (docs/reference/ is generated from the configuration tables and the Spark options)
+docs: $(STAMP)
+	rm -rf build/site
+	$(BIN)/sphinx-build -q -W --keep-going -n -b html docs build/site
+
 ## compile: build the wheel (compiled) and put its extension modules beside their sources
 compile: $(FAST)
 
@@ -63,7 +69,7 @@ run-pure: $(STAMP)
 ## replicated-stream fault suite (tests/faults) on the compiled servers only: it runs real
 ## multi-process clusters through 50 fault cycles, and once is enough; then the wheel,
 ## built and installed as a user would (wheel-smoke)
-test: lint typecheck node-modules browser py313
+test: lint typecheck docs node-modules browser py313
 	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel
 	$(MAKE) mutants
 	$(MAKE) test-compiled

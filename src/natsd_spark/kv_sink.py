@@ -63,8 +63,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from natsd_spark.client import JetStreamError, Publisher, Session
+from natsd_spark.option_table import keys_for
 from natsd_spark.options import (
-    CONNECT_KEYS,
     ConnectOptions,
     bool_option,
     get_option,
@@ -108,8 +108,7 @@ class KVWriteOptions:
 
 def parse_kv_write_options(opts: Mapping[str, str]) -> KVWriteOptions:
     """Options of ``format("jetstream-kv")``; a ``ValueError`` names any bad one."""
-    known = CONNECT_KEYS | {"bucket", "createbucket", "history", "maxpendingacks", "writeid",
-                            "nullvalues", "path", "checkpointlocation", "queryname"}
+    known = keys_for("kv")
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream-kv write option(s): {', '.join(unknown)}")

@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from natsd_spark.option_table import keys_for
+
 __all__ = [
     "CONNECT_KEYS",
     "ConnectOptions",
@@ -45,12 +47,7 @@ __all__ = [
 _TOKEN_OK = re.compile(r"^[^\s.*>]+$")
 
 # The connection options every format takes (lower case, as Spark's options are matched).
-CONNECT_KEYS = frozenset(
-    {
-        "servers", "user", "password", "token", "timeout", "tlscafile", "tlscertfile",
-        "tlskeyfile", "tlsfirst", "nkeyseedfile", "credsfile",
-    }
-)  # fmt: skip
+CONNECT_KEYS = keys_for("connect")
 
 
 @dataclass(frozen=True)
@@ -295,11 +292,7 @@ def parse_include_headers(opts: Mapping[str, str]) -> bool:
 
 
 def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
-    known = CONNECT_KEYS | {
-        "stream", "subjects", "startingoffsets", "endingoffsets", "minpartitions",
-        "maxpartitionsize", "maxmessagespertrigger", "includeheaders", "fetchbatch", "fetchdepth",
-        "failondataloss", "path",
-    }
+    known = keys_for("read")
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream read option(s): {', '.join(unknown)}")
@@ -342,9 +335,7 @@ def parse_read_options(opts: Mapping[str, str], *, streaming: bool = False) -> R
 
 
 def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
-    # Spark itself passes path, checkpointLocation and (streaming) queryName to sinks.
-    known = CONNECT_KEYS | {"writeid", "maxpendingacks", "stream", "fastbatch", "path",
-                            "checkpointlocation", "queryname"}
+    known = keys_for("write")
     unknown = sorted(k for k in opts if k.lower() not in known)
     if unknown:
         raise ValueError(f"unknown jetstream write option(s): {', '.join(unknown)}")
