@@ -30,6 +30,7 @@ from .output import (
     limit,
     parse_duration,
     parse_size,
+    parse_time,
     print_json,
     print_section,
     print_table,
@@ -489,6 +490,9 @@ def show_stream_info(info: dict[str, Any], state_only: bool = False) -> None:
                 ("Maximum Consumers", limit(cfg.get("max_consumers"))),
             ],
         )
+    cluster = info.get("cluster") or {}
+    if cluster.get("name"):
+        print_section("Cluster Information:", cluster_pairs(cluster, info.get("ts")))
     first = st.get("first_seq", 0)
     last = st.get("last_seq", 0)
     spairs: list[tuple[str, Any]] = [
@@ -514,6 +518,34 @@ def show_stream_info(info: dict[str, Any], state_only: bool = False) -> None:
             ("Lost Messages", f"{len(lost.get('msgs') or [])} ({human_bytes(lost.get('bytes'))})")
         )
     print_section(f"State for Stream {name}:" if state_only else "State:", spairs)
+
+
+def cluster_pairs(cluster: dict[str, Any], ts: str | None) -> list[tuple[str, Any]]:
+    """The Go CLI's "Cluster Information" rows: the group, its leader (and for how long),
+    each replica as ``name, current|outdated[, OFFLINE], seen <d> ago[, <n> operations
+    behind]``."""
+    pairs: list[tuple[str, Any]] = [("Name", cluster["name"])]
+    if cluster.get("raft_group"):
+        pairs.append(("Cluster Group", cluster["raft_group"]))
+    leader = cluster.get("leader", "")
+    since, now = parse_time(cluster.get("leader_since")), parse_time(ts)
+    if since is not None:
+        ref = now or datetime.now(UTC)
+        leader = f"{leader} ({human_duration((ref - since).total_seconds() * 1e9)})"
+    pairs.append(("Leader", leader))
+    for r in cluster.get("replicas") or []:
+        state = [str(r.get("name", "")), "current" if r.get("current") else "outdated"]
+        if r.get("offline"):
+            state.append("OFFLINE")
+        active = int(r.get("active") or 0)
+        state.append(f"seen {human_duration(active)} ago" if active > 0 else "not seen")
+        lag = int(r.get("lag") or 0)
+        if lag > 1:
+            state.append(f"{human_count(lag)} operations behind")
+        elif lag == 1:
+            state.append("1 operation behind")
+        pairs.append(("Replica", ", ".join(state)))
+    return pairs
 
 
 async def stream_ls(s: Session, a: argparse.Namespace) -> None:

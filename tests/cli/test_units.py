@@ -14,7 +14,7 @@ from natscli.output import (
     parse_size,
 )
 from natscli.pubsub import parse_headers, render_template
-from natscli.stream import split_subjects
+from natscli.stream import cluster_pairs, split_subjects
 
 S = 10**9
 
@@ -100,6 +100,26 @@ def test_templates_and_headers() -> None:
     }
     with pytest.raises(CliError):
         parse_headers(["novalue"])
+
+
+def test_cluster_information_rows_as_the_go_cli() -> None:
+    cluster = {
+        "name": "demo", "raft_group": "S-R3F-x", "leader": "n1",
+        "leader_since": "2026-12-02T05:00:00Z",
+        "replicas": [
+            {"name": "n2", "current": True, "active": 26_000_000},
+            {"name": "n3", "current": False, "active": 0, "lag": 7, "offline": True},
+            {"name": "n4", "current": False, "active": 1_500_000_000, "lag": 1},
+        ],
+    }  # fmt: skip
+    assert cluster_pairs(cluster, "2026-12-02T05:01:30Z") == [
+        ("Name", "demo"),
+        ("Cluster Group", "S-R3F-x"),
+        ("Leader", "n1 (1m30s)"),
+        ("Replica", "n2, current, seen 26ms ago"),
+        ("Replica", "n3, outdated, OFFLINE, not seen, 7 operations behind"),
+        ("Replica", "n4, outdated, seen 1.5s ago, 1 operation behind"),
+    ]
 
 
 def test_split_subjects() -> None:
