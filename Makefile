@@ -21,7 +21,7 @@ HOT := $(shell find src/natsd -name '*.py') setup.py
 # NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
 PURE := NATSD_PURE=1
 
-.PHONY: docs run run-pure test test-compiled mutants wheel-smoke node-modules browser console-vendor py313 lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
+.PHONY: docs install run run-pure test test-compiled mutants wheel-smoke node-modules browser console-vendor py313 lint typecheck unit soak bench bench-quick bench-scale bench-curve bench-spark bench-spark-quick compile clean
 
 # The dependencies, and natsd in place without compiling (the compile is $(WHEEL)'s, since
 # it must follow every change of a source). --no-build-isolation: this install uses this
@@ -52,6 +52,10 @@ docs: $(STAMP)
 	rm -rf build/site
 	$(BIN)/sphinx-build -q -W --keep-going -n -b html docs build/site
 
+## install: .venv with natsd (its hot path compiled, as pip installs it), the nats command
+## line and the Spark connector
+install: $(FAST)
+
 ## compile: build the wheel (compiled) and put its extension modules beside their sources
 compile: $(FAST)
 
@@ -64,19 +68,20 @@ run: $(FAST)
 run-pure: $(STAMP)
 	$(PURE) $(BIN)/natsd -js -sd ./data -p 4222 -m 8222
 
-## test: lint, type-check, the whole suite on pure Python (NATSD_PURE=1), then the
+## test: lint, type-check, the docs build, the whole suite on pure Python (NATSD_PURE=1), then the
 ## mutation check of the fault suite (mutants), then unit+integration compiled, and the
 ## replicated-stream fault suite (tests/faults) on the compiled servers only: it runs real
-## multi-process clusters through 50 fault cycles, and once is enough; then the wheel,
-## built and installed as a user would (wheel-smoke)
+## multi-process clusters through 50 fault cycles, and once is enough; with them, every
+## command and program of the README and the site (tests/docs: they run natsd as `make
+## install` builds it); then the wheel, built and installed as a user would (wheel-smoke)
 test: lint typecheck docs node-modules browser py313
-	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel
+	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel --ignore=tests/docs
 	$(MAKE) mutants
 	$(MAKE) test-compiled
 	$(MAKE) wheel-smoke
 
 test-compiled: $(FAST)
-	NATSD_EXPECT_COMPILED=1 $(PYTEST) --durations=15 tests/unit tests/integration tests/upgrade tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin
+	NATSD_EXPECT_COMPILED=1 $(PYTEST) --durations=15 tests/unit tests/integration tests/upgrade tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin tests/docs
 
 ## mutants: plant known bugs (tests/mutants/run.py: a minority commit, a WAL sync that does
 ## not sync, a PubAck before the commit, ...) one at a time in a copy of src/, run the same
