@@ -520,19 +520,21 @@ async def test_a_stopping_server_hands_its_leaderships_over(
             await until(lambda: _leader(trio, "H") == meta)
         srv = trio.servers[meta]
         replica = srv.jetstream.accounts["$G"].streams["H"].replica
-        meta_group = srv.js_cluster.group
+        groups = [replica.group.group, srv.js_cluster.group]  # (its StreamReplica's Raft group)
+        assert all(g is not None and g.leader == raft_id(meta) for g in groups)
+        terms = [g.node.term() for g in groups]
         if how == "shutdown":
             await trio.stop(meta)
         else:
             stopping = asyncio.create_task(srv.lame_duck())
             await until(lambda: srv._jetstream_stopped)
-        # Handed over, not elected: the stopped server's groups already knew their new
-        # leaders when it stopped. An election needs the others not to hear from their
-        # leader for an election timeout, which a server that is still running never
-        # lets happen; only a transfer makes them lead while it runs.
-        ids = {raft_id(n) for n in others}
-        assert replica.group is not None and replica.group.leader in ids
-        assert meta_group is not None and meta_group.leader in ids
+        # Handed over, not elected: the stopped server's groups had moved to a newer term
+        # before it stopped, which only the transferee's campaign gives a leader that is
+        # still running (the others never miss its heartbeats long enough to campaign on
+        # their own); it then follows, whether or not the new leader's first append had
+        # reached it yet.
+        for g, term in zip(groups, terms, strict=True):
+            assert g.node.term() > term and g.leader != raft_id(meta)
 
         def led_by_others() -> bool:
             # (a lame duck server's stopped replica keeps its last view: ask the others)
