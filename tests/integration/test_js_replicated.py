@@ -10,6 +10,7 @@ whole cluster.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from natsd.cluster.group import raft_id
 from natsd.core.s2 import FrameReader
 from natsd.jetstream.backup.restore import ArchiveCheck
 from natsd.jetstream.cluster import driver as cluster_mod
+from natsd.jetstream.cluster import restore as restore_mod
 from natsd.jetstream.stream.entries import encode_msg
 from natsd.monitor.metrics import render_metrics
 from natsd.protocol.natsarc import EntryReader
@@ -933,6 +935,11 @@ async def test_r3_stream_restored_on_the_cluster_with_its_consumer(
         m = trio.servers[restorer].js_cluster.stream_groups.members
         (g,) = [r.group for r in m.values()]
         await until(lambda: len(g.conf.voters) == 3 and not g.conf.learners)
+        # the others joined the group the restorer founded, and caught up from its store
+        for n in trio.names:
+            if n != restorer:
+                catchup = trio.servers[n].js_cluster.stream_groups.catchup
+                assert catchup.completed >= 1 and catchup.copied >= 19, n
     finally:
         await nc.close()
     # the restorer (the group's leader) stops: a new leader serves the same
@@ -1014,5 +1021,54 @@ async def test_a_damaged_archive_restored_on_the_cluster_leaves_no_stream(
             assert trio.servers[n].js_cluster.meta.stream("$G", "X") is None
         names = await _req(nc, "$JS.API.STREAM.NAMES")
         assert not names.get("streams"), names
+    finally:
+        await nc.close()
+
+
+async def test_a_restore_cut_short_by_a_restart_of_its_server_leaves_no_stream(
+    trio: EmbeddedJsCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server that received the archive stops after building the stream and before the
+    meta group has it as restored (its client never answered): restarted, it deletes what
+    it built and withdraws the assignment; no server keeps a stream, and the backup can be
+    restored again."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "K", "subjects": ["k.>"], "num_replicas": 3, "storage": "file"}
+        await stream_with(trio, cfg, "k.a", [b"k%d" % i for i in range(10)])
+        api, want = await _backup_and_delete(trio, nc, "K", tmp_path)
+        restorer = trio.leader()
+        # (the restorer never asks for ``restored``: as if it stopped right after building)
+        monkeypatch.setattr(restore_mod.ClusterRestores, "_ask", lambda *_a: None)
+        task = asyncio.create_task(restore_from_directory(nc, api, tmp_path / "K"))
+
+        def built() -> bool:
+            a = trio.servers[restorer].js_cluster.meta.stream("$G", "K")
+            return a is not None and a.restoring and "K" in trio.streams(restorer)
+
+        await until(built)
+        assert all("K" not in trio.streams(n) for n in trio.names if n != restorer)
+        task.cancel()  # (its answer would come once restored, never)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    finally:
+        await nc.close()
+    monkeypatch.undo()
+    await trio.stop(restorer)
+    await trio.start(restorer)
+
+    def gone() -> bool:
+        return all(
+            "K" not in trio.streams(n) and trio.servers[n].js_cluster.meta.stream("$G", "K") is None
+            for n in trio.names
+        )
+
+    await until(gone, timeout=20)
+    nc = await nats.connect(trio.url(restorer))
+    try:
+        api = JsApi(nc, ConnOptions(servers=[trio.url(restorer)], timeout=10.0))
+        done = await restore_from_directory(nc, api, tmp_path / "K")
+        assert done["state"]["messages"] == 10
+        await until(lambda: all(_contents(trio, n, "K") == want for n in trio.names))
     finally:
         await nc.close()
