@@ -88,6 +88,8 @@ class _Pending:
     deadline: float  # (loop time) the restore entry should have applied by then
     built: bool = False  # the stream is built here, ``restored`` asked for
     asked_at: float = 0.0
+    # restored, its group founded here: answered once this server leads it
+    opened: Stream | None = None
 
     def close_spool(self) -> None:
         if self.spool is not None:
@@ -235,13 +237,20 @@ class ClusterRestores:
             stream.subscribe()
             _run(stream)
         log.info("JetStream cluster: stream %s/%s restored", a.account, a.name)
-        if p is not None:
-            p.done(stream)
+        if p is None:
+            return
+        if len(a.peers) > 1 and not self.groups.leads(stream):
+            # answered once it leads its group (a Raft turn away): the client may publish
+            # as soon as it is answered (``tick``)
+            p.opened, p.deadline = stream, self.clock.monotonic() + PLACE_WITHIN
+            self._pending[(a.account, a.name)] = p
+            return
+        p.done(stream)
 
     def waiting(self, a: StreamAssignment) -> bool:
         """Is ``a``'s restore under way here, its client waiting?"""
         p = self._pending.get((a.account, a.name))
-        return p is not None and p.created == a.created
+        return p is not None and p.created == a.created and p.opened is None
 
     def deleted(self, a: StreamAssignment) -> None:
         """The stream's assignment was deleted (withdrawn, or deleted by a client while it
@@ -291,7 +300,13 @@ class ClusterRestores:
         meta leader, withdraw restores abandoned by their restorer."""
         for (account, name), p in list(self._pending.items()):
             a = self.meta().stream(account, name)
-            if p.built:
+            if p.opened is not None:
+                if a is None or a.created != p.created:
+                    self._finish(account, name, E.JSStreamRestoreErrF(err="it was deleted"))
+                elif self.groups.leads(p.opened) or now >= p.deadline:
+                    del self._pending[(account, name)]
+                    p.done(p.opened)
+            elif p.built:
                 if a is None or a.created != p.created:
                     # withdrawn, and this server learnt it from a meta snapshot
                     self._finish(account, name, E.JSStreamRestoreErrF(err="it was withdrawn"))
