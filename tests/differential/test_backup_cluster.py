@@ -93,7 +93,14 @@ async def _scenario(c: ProcCluster, tmp: Path) -> dict[str, Any]:
                 if len(reps) == 2 and all(r.get("current") for r in reps):
                     break
                 await asyncio.sleep(0.2)
-            ci = await ask(nc, "$JS.API.CONSUMER.INFO.RB.D")
+            ci: dict[str, Any] = {}
+            for _ in range(50):
+                # (nats-server's consumer leader counts num_pending 0 for a moment after
+                # the restore)
+                ci = await ask(nc, "$JS.API.CONSUMER.INFO.RB.D")
+                if ci.get("num_pending", 0) + ci.get("delivered", {}).get("stream_seq", 0) == 12:
+                    break
+                await asyncio.sleep(0.2)
             got = await ask(nc, "$JS.API.STREAM.MSG.GET.RB", {"seq": 7})
             seen.append((
                 info["state"]["messages"],
