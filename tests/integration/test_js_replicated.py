@@ -10,6 +10,7 @@ whole cluster.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from natsd.cluster.group import raft_id
 from natsd.core.s2 import FrameReader
 from natsd.jetstream.backup.restore import ArchiveCheck
 from natsd.jetstream.cluster import driver as cluster_mod
+from natsd.jetstream.cluster import restore as restore_mod
 from natsd.jetstream.stream.entries import encode_msg
 from natsd.monitor.metrics import render_metrics
 from natsd.protocol.natsarc import EntryReader
@@ -48,8 +50,8 @@ async def _backed_up(
     nc: Any, url: str, stream: str, tmp: Path
 ) -> list[tuple[int, str, bytes, int]]:
     """A backup of ``stream`` made with ``nats stream backup``'s client code, read back
-    with natsd's archive reader: its messages as ``stream_contents`` lists them. A restore
-    on a cluster is refused (not done on one server behind the meta group's back)."""
+    with natsd's archive reader: its messages as ``stream_contents`` lists them. It is
+    restored to the cluster as another stream, which answers with the same state."""
     api = JsApi(nc, ConnOptions(servers=[url], timeout=10.0))
     await snapshot_to_directory(nc, api, stream, tmp / stream)
     check = ArchiveCheck(1 << 20)
@@ -69,12 +71,10 @@ async def _backed_up(
     meta["config"]["subjects"] = ["other.>"]
     (other / "backup.json").write_text(json.dumps(meta))
     (other / DATA_FILE).write_bytes(raw)
-    try:
-        await restore_from_directory(nc, api, other)
-    except ApiError as e:
-        assert e.err_code == 10062 and "cluster" in e.description, e
-    else:
-        raise AssertionError("a restore on a cluster was not refused")
+    done = await restore_from_directory(nc, api, other)
+    assert done["config"]["name"] == stream + "2"
+    assert done["state"]["messages"] == len(out)
+    assert done["state"]["last_seq"] == meta["state"]["last_seq"]
     return out
 
 
@@ -866,3 +866,225 @@ async def test_a_new_leader_knows_the_message_ids_it_applied_as_a_follower(
     finally:
         await nc.close()
     assert all(len(_contents(trio, n, "D")) == 1 for n in left)
+
+
+# ---------------------------------------------------------------------- restore on a cluster
+
+
+def _consumer_state(trio: EmbeddedJsCluster, name: str, stream: str, consumer: str) -> Any:
+    js = trio.servers[name].jetstream
+    assert js is not None
+    s = js.accounts["$G"].streams.get(stream)
+    c = s.consumers.get(consumer) if s is not None else None
+    if c is None:
+        return None
+    st = json.loads(c.state_doc())
+    return (st["delivered"]["stream_seq"], st["ack_floor"]["stream_seq"])
+
+
+async def _backup_and_delete(
+    trio: EmbeddedJsCluster, nc: Any, name: str, tmp: Path
+) -> tuple[JsApi, list[tuple[int, str, bytes, int]]]:
+    """``name``'s backup in ``tmp / name``, its contents, and the stream deleted."""
+    api = JsApi(nc, ConnOptions(servers=[trio.url("n1")], timeout=10.0))
+    await snapshot_to_directory(nc, api, name, tmp / name)
+    holder = _leader(trio, name) or next(n for n in trio.names if name in trio.streams(n))
+    want = _contents(trio, holder, name)
+    gone = await _req(nc, f"$JS.API.STREAM.DELETE.{name}")
+    assert gone.get("success") is True, gone
+    await until(lambda: all(name not in trio.streams(n) for n in trio.names))
+    return api, want
+
+
+async def test_r3_stream_restored_on_the_cluster_with_its_consumer(
+    trio: EmbeddedJsCluster, tmp_path: Path
+) -> None:
+    """A backup of an R3 stream with a durable consumer part-way through, restored as R3:
+    every replica holds the same messages and the consumer's state, a new leader after the
+    restorer stops serves the same, and publishes go on from the next sequence."""
+    nc = await nats.connect(trio.url("n2"))
+    try:
+        cfg = {"name": "B", "subjects": ["b.>"], "num_replicas": 3, "storage": "file",
+               "allow_direct": True}  # fmt: skip
+        await stream_with(trio, cfg, "b.x", [b"m%d" % i for i in range(20)], via="n2")
+        assert (await _req(nc, "$JS.API.STREAM.MSG.DELETE.B", {"seq": 4}))["success"]
+        dcfg = {"durable_name": "D", "ack_policy": "explicit"}
+        made = await _req(nc, "$JS.API.CONSUMER.DURABLE.CREATE.B.D", {"stream_name": "B",
+                                                                      "config": dcfg})
+        assert "error" not in made, made
+        assert await take_and_ack(nc, "B", "D", 6) == [1, 2, 3, 5, 6, 7]
+        lead = _leader(trio, "B")
+        await until(lambda: _consumer_state(trio, lead, "B", "D") == (7, 7))
+        api, want = await _backup_and_delete(trio, nc, "B", tmp_path)
+        assert len(want) == 19
+
+        done = await restore_from_directory(nc, api, tmp_path / "B")
+        assert done["type"] == "io.nats.jetstream.api.v1.stream_create_response"
+        assert done["config"]["num_replicas"] == 3
+        assert done["state"]["messages"] == 19 and done["state"]["last_seq"] == 20
+        # the replicas that answer direct gets (any current one) answer from the restored
+        # messages from the first moment: one joining the group serves none before its
+        # catch-up is done
+        for _ in range(40):
+            m = await nc.request("$JS.API.DIRECT.GET.B", b'{"seq": 20}', timeout=2)
+            assert not m.headers or "Status" not in m.headers, m.headers
+            await asyncio.sleep(0.002)
+        # every server holds the same messages (sequence, subject, data, time), and the
+        # consumer with the state it was backed up with
+        await until(lambda: all(_contents(trio, n, "B") == want for n in trio.names))
+        await until(lambda: all(_consumer_state(trio, n, "B", "D") == (7, 7)
+                                for n in trio.names))  # fmt: skip
+        await until(lambda: _leader(trio, "B") != "")
+        info = await _req(nc, "$JS.API.CONSUMER.INFO.B.D")
+        assert info["delivered"]["stream_seq"] == 7 and info["ack_floor"]["stream_seq"] == 7
+        assert info["num_pending"] == 13, info
+        restorer = _leader(trio, "B")
+        # every replica is a voter of the group by now
+        await until(lambda: all(len(trio.servers[n].js_cluster.stream_groups.members) == 1
+                                for n in trio.names))  # fmt: skip
+        groups = [
+            r.group
+            for n in trio.names
+            for r in trio.servers[n].js_cluster.stream_groups.members.values()
+        ]
+        # (each replica knows itself a voter: one that has not applied its promotion yet
+        # would not stand for election when the restorer stops)
+        await until(lambda: all(len(g.conf.voters) == 3 and not g.conf.learners
+                                for g in groups))  # fmt: skip
+        # the others joined the group the restorer founded, and caught up from its store
+        for n in trio.names:
+            if n != restorer:
+                catchup = trio.servers[n].js_cluster.stream_groups.catchup
+                assert catchup.completed >= 1 and catchup.copied >= 19, n
+    finally:
+        await nc.close()
+    # the restorer (the group's leader) stops: a new leader serves the same
+    await trio.stop(restorer)
+    left = [n for n in trio.names if n != restorer]
+    nc = await nats.connect(trio.url(left[0]))
+    try:
+        ack = await _publish(nc, "b.y", b"after", within=15)
+        assert ack["seq"] == 21, ack
+        assert _leader(trio, "B") in left
+        info = await _req(nc, "$JS.API.CONSUMER.INFO.B.D")
+        assert info["delivered"]["stream_seq"] == 7 and info["ack_floor"]["stream_seq"] == 7
+        assert await take_and_ack(nc, "B", "D", 2) == [8, 9]
+        got = await _req(nc, "$JS.API.STREAM.MSG.GET.B", {"seq": 5})
+        assert got["message"]["subject"] == "b.x"
+        for n in left:
+            assert _contents(trio, n, "B")[:19] == want
+    finally:
+        await nc.close()
+
+
+async def test_r1_stream_restored_on_the_cluster(trio: EmbeddedJsCluster, tmp_path: Path) -> None:
+    nc = await nats.connect(trio.url("n3"))
+    try:
+        cfg = {"name": "S", "subjects": ["s.>"], "storage": "memory"}
+        await stream_with(trio, cfg, "s.a", [b"x%d" % i for i in range(5)], via="n3")
+        made = await _req(nc, "$JS.API.CONSUMER.DURABLE.CREATE.S.C", {"stream_name": "S",
+                          "config": {"durable_name": "C", "ack_policy": "explicit"}})
+        assert "error" not in made, made
+        assert await take_and_ack(nc, "S", "C", 2) == [1, 2]
+        api, want = await _backup_and_delete(trio, nc, "S", tmp_path)
+        # a restore of a name in use is refused before any chunk, as nats-server does
+        again = await _req(nc, "$JS.API.STREAM.CREATE.S", cfg)
+        assert "error" not in again, again
+        meta = json.loads((tmp_path / "S" / "backup.json").read_text())
+        refused = await _req(nc, "$JS.API.STREAM.RESTORE.S", meta)
+        assert refused["error"]["err_code"] == 10130, refused
+        assert (await _req(nc, "$JS.API.STREAM.DELETE.S")).get("success") is True
+        await until(lambda: all("S" not in trio.streams(n) for n in trio.names))
+
+        done = await restore_from_directory(nc, api, tmp_path / "S")
+        assert done["state"]["messages"] == 5
+        holders = [n for n in trio.names if "S" in trio.streams(n)]
+        assert len(holders) == 1 and _contents(trio, holders[0], "S") == want
+        info = await _req(nc, "$JS.API.CONSUMER.INFO.S.C")
+        assert info["ack_floor"]["stream_seq"] == 2 and info["num_pending"] == 3, info
+        assert (await _publish(nc, "s.b", b"next"))["seq"] == 6
+        assert await take_and_ack(nc, "S", "C", 4) == [3, 4, 5, 6]
+    finally:
+        await nc.close()
+
+
+async def test_a_damaged_archive_restored_on_the_cluster_leaves_no_stream(
+    trio: EmbeddedJsCluster, tmp_path: Path
+) -> None:
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "X", "subjects": ["x.>"], "num_replicas": 3}
+        await stream_with(trio, cfg, "x.a", [b"y" * 200 for _ in range(30)])
+        api, _want = await _backup_and_delete(trio, nc, "X", tmp_path)
+        data = tmp_path / "X" / DATA_FILE
+        raw = bytearray(data.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF  # a flipped bit: the chunk's CRC does not match
+        data.write_bytes(bytes(raw))
+        with pytest.raises(ApiError) as e:
+            await restore_from_directory(nc, api, tmp_path / "X")
+        assert e.value.err_code == 10062, e.value  # refused at the damaged chunk
+        truncated = tmp_path / "T"
+        truncated.mkdir()
+        meta = json.loads((tmp_path / "X" / "backup.json").read_text())
+        (truncated / "backup.json").write_text(json.dumps(meta))
+        (truncated / DATA_FILE).write_bytes(bytes(raw[: len(raw) // 3]))
+        with pytest.raises(ApiError) as e:
+            await restore_from_directory(nc, api, truncated)
+        assert e.value.err_code == 10062 and "truncated" in e.value.description, e.value
+        await asyncio.sleep(0.5)
+        for n in trio.names:
+            assert "X" not in trio.streams(n)
+            assert trio.servers[n].js_cluster.meta.stream("$G", "X") is None
+        names = await _req(nc, "$JS.API.STREAM.NAMES")
+        assert not names.get("streams"), names
+    finally:
+        await nc.close()
+
+
+async def test_a_restore_cut_short_by_a_restart_of_its_server_leaves_no_stream(
+    trio: EmbeddedJsCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server that received the archive stops after building the stream and before the
+    meta group has it as restored (its client never answered): restarted, it deletes what
+    it built and withdraws the assignment; no server keeps a stream, and the backup can be
+    restored again."""
+    nc = await nats.connect(trio.url("n1"))
+    try:
+        cfg = {"name": "K", "subjects": ["k.>"], "num_replicas": 3, "storage": "file"}
+        await stream_with(trio, cfg, "k.a", [b"k%d" % i for i in range(10)])
+        api, want = await _backup_and_delete(trio, nc, "K", tmp_path)
+        restorer = trio.leader()
+        # (the restorer never asks for ``restored``: as if it stopped right after building)
+        monkeypatch.setattr(restore_mod.ClusterRestores, "_ask", lambda *_a: None)
+        task = asyncio.create_task(restore_from_directory(nc, api, tmp_path / "K"))
+
+        def built() -> bool:
+            a = trio.servers[restorer].js_cluster.meta.stream("$G", "K")
+            return a is not None and a.restoring and "K" in trio.streams(restorer)
+
+        await until(built)
+        assert all("K" not in trio.streams(n) for n in trio.names if n != restorer)
+        task.cancel()  # (its answer would come once restored, never)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    finally:
+        await nc.close()
+    await trio.stop(restorer)
+    monkeypatch.undo()  # (once stopped: that run would ask for ``restored`` at its next tick)
+    await trio.start(restorer)
+
+    def gone() -> bool:
+        return all(
+            "K" not in trio.streams(n) and trio.servers[n].js_cluster.meta.stream("$G", "K") is None
+            for n in trio.names
+        )
+
+    await until(gone, timeout=20)
+    nc = await nats.connect(trio.url(restorer))
+    try:
+        api = JsApi(nc, ConnOptions(servers=[trio.url(restorer)], timeout=10.0))
+        done = await restore_from_directory(nc, api, tmp_path / "K")
+        assert done["state"]["messages"] == 10
+        await until(lambda: all(_contents(trio, n, "K") == want for n in trio.names))
+    finally:
+        await nc.close()

@@ -14,6 +14,12 @@ Operations (one JSON object per entry; the field ``op`` names it):
 - ``stream``: ``{"account", "config", "created", "peers", "reply", "origin"}`` -- assign a new
   stream to ``peers`` (server names; one for R1), or update an assigned one's config (same
   peers). ``config`` is the stream config as nats-server's JSON.
+  With ``restore`` (a server name) it is a stream restored from a backup that server
+  holds: the assignment is ``restoring`` until a ``restored`` entry says the server has
+  built it (``jetstream/cluster/restore.py``); a ``restore`` entry for a name that is
+  assigned already is skipped.
+- ``restored``: ``{"account", "stream", "created"}`` -- the restoring server built the
+  stream from its backup; the other replicas may now join it.
 - ``delete``: ``{"account", "stream", "reply", "origin"}`` -- the stream is gone.
 - ``forget``: ``{"name", "reply", "origin"}`` -- a server removed from the cluster.
 - ``noop``: ``{"origin", "barrier"}`` -- changes nothing. A server whose meta records were
@@ -83,14 +89,22 @@ class StreamAssignment:
     config: dict[str, Any]
     created: int
     peers: list[str]
+    # a stream restored from a backup: the server that built it (the founder of its group;
+    # the other replicas join it), and whether it is still building it
+    restore: str = ""
+    restoring: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "account": self.account,
             "config": self.config,
             "created": self.created,
             "peers": self.peers,
         }
+        if self.restore:
+            out["restore"] = self.restore
+            out["restoring"] = self.restoring
+        return out
 
 
 @dataclass(slots=True)
@@ -149,7 +163,7 @@ def decode_op(data: bytes) -> MetaOp:
     if not isinstance(doc, dict):
         raise MetaError("meta entry is not an object")
     op = doc.get("op")
-    if op not in ("server", "stream", "delete", "forget", "noop"):
+    if op not in ("server", "stream", "restored", "delete", "forget", "noop"):
         raise MetaError(f"unknown meta operation {op!r}")
     return MetaOp(op, doc)
 
@@ -207,12 +221,34 @@ class MetaState:
                 raise MetaError("stream entry without peers")
             name = cfg["name"]
             prev = self.stream(account, name)
+            restore = doc.get("restore", "")
+            if not isinstance(restore, str):
+                raise MetaError("meta entry with a bad restore")
+            if restore and prev is not None:
+                raise MetaError(f"restore of {account}/{name}, which exists")
+            if prev is not None and prev.restoring:
+                raise MetaError(f"update of {account}/{name}, which is being restored")
             created = prev.created if prev is not None else _int(doc, "created", 0)
             # an update keeps the peers, unless it is a peer change (STREAM.PEER.REMOVE)
-            keep = prev is not None and doc.get("remap") is not True
+            remap = doc.get("remap") is True
+            keep = prev is not None and not remap
             now = prev.peers if keep and prev is not None else peers
-            a = StreamAssignment(account, name, cfg, created, now)
+            if prev is not None:
+                # (the founder matters to a replica that finds no group in its log: after a
+                # move the peers are others)
+                restore = "" if remap else prev.restore
+            a = StreamAssignment(account, name, cfg, created, now, restore, bool(restore)
+                                 and prev is None)  # fmt: skip
             self.streams.setdefault(account, {})[name] = a
+            op.assignment, op.previous = a, prev
+        elif op.op == "restored":
+            account, name = _str(doc, "account"), _str(doc, "stream")
+            prev = self.stream(account, name)
+            if prev is None or not prev.restoring or prev.created != _int(doc, "created", 0):
+                raise MetaError(f"restored {account}/{name}, which is not being restored")
+            a = StreamAssignment(account, name, prev.config, prev.created, prev.peers,
+                                 prev.restore, False)  # fmt: skip
+            self.streams[account][name] = a
             op.assignment, op.previous = a, prev
         else:
             account, name = _str(doc, "account"), _str(doc, "stream")
@@ -246,8 +282,9 @@ class MetaState:
             )
         for a in doc.get("streams", []):
             st.streams.setdefault(a["account"], {})[a["config"]["name"]] = StreamAssignment(
-                a["account"], a["config"]["name"], a["config"], a["created"], list(a["peers"])
-            )
+                a["account"], a["config"]["name"], a["config"], a["created"], list(a["peers"]),
+                str(a.get("restore", "")), bool(a.get("restoring", False)),
+            )  # fmt: skip
         st.applied = int(doc.get("applied", 0))
         st.removed = {str(n) for n in doc.get("removed", [])}
         return st

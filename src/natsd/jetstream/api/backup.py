@@ -18,8 +18,16 @@ chunk's reply gets the error), and nothing is created unless all of it checks ou
 (``jetstream/backup/restore.py``). Nothing arriving for 5 s abandons the restore.
 
 On a cluster a replicated stream's leader makes its backups (its store holds what the
-group committed). Restoring on a cluster is refused: the restored stream would have to be
-placed and replicated through the meta group, which natsd does not do yet.
+group committed). A restore on a cluster is answered by the meta leader, which checks the
+request against the whole cluster's streams (the name unused, 10130 otherwise; the
+account's limits; placement, 10005) and takes the archive as above. Once all of it has
+arrived and checked out, the stream is placed through the meta group with the archive's
+config (``num_replicas`` as it says), on this server first, which builds it from the spool;
+a replicated stream's other replicas then join its group and catch up from its store,
+consumers included; the answer to the last chunk follows once the stream is in service
+(``jetstream/cluster/restore.py``). A restore that fails on the way leaves no stream on any
+server. The archive stays on the server that received it: the stream is placed there, so a
+placement (tags) that excludes the meta leader is refused with 10005.
 """
 
 from __future__ import annotations
@@ -36,8 +44,10 @@ from natsd.core.ids import Nuid
 from natsd.core.s2 import FrameWriter
 from natsd.core.scheduler import Cancellable
 from natsd.jetstream.answer import API_TYPE_PREFIX
+from natsd.jetstream.api.meta_requests import MetaRequests
 from natsd.jetstream.backup.restore import ArchiveCheck, restore_stream
 from natsd.jetstream.backup.snapshot import archive_pieces
+from natsd.jetstream.cluster.restore import ClusterRestores
 from natsd.jetstream.config.stream_config import StreamConfig, check_restore_config
 from natsd.jetstream.config.stream_unmarshal import RESTORE_SCHEMA
 from natsd.jetstream.config.subject_mapping import _is_valid_publish_subject
@@ -57,7 +67,7 @@ from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.storage.store import StoreError
 
-__all__ = ["stream_restore", "stream_snapshot"]
+__all__ = ["ClusteredRestore", "stream_restore", "stream_snapshot"]
 
 log = logging.getLogger("natsd")
 
@@ -258,9 +268,23 @@ class SnapshotSender:
 
 
 # ---------------------------------------------------------------------- restore
-def stream_restore(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
-    """``jsStreamRestoreRequest``: its checks in its order, then the session that takes the
-    archive."""
+class ClusteredRestore:
+    """What a restore needs of a cluster: the meta leader's checks and placement, and the
+    restores this server builds (the ``STREAM.RESTORE`` handler of ``api/routing.py``)."""
+
+    def __init__(self, requests: MetaRequests, restores: ClusterRestores) -> None:
+        self.requests = requests
+        self.restores = restores
+
+    def __call__(self, ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any]:
+        return stream_restore(ja, args, data, self)
+
+
+def stream_restore(
+    ja: JsAccount, args: list[str], data: bytes, cluster: ClusteredRestore | None = None
+) -> dict[str, Any]:
+    """``jsStreamRestoreRequest``: its checks in its order (on a cluster, those of
+    ``jsClusteredStreamRestoreRequest``), then the session that takes the archive."""
     if is_empty_request(data):
         raise E.JSBadRequestErr()
     req = decode_request(data, RESTORE_SCHEMA)
@@ -272,15 +296,16 @@ def stream_restore(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
         raise E.JSStreamMismatchErr()
     if "\\" in name or "/" in name:
         raise E.JSStreamNameContainsPathSeparatorsErr()
-    if ja.engine.cluster_info is not None:
-        raise E.JSStreamRestoreErrF(
-            err="restoring a stream on a natsd cluster is not supported yet"
-        )
     check_restore_config(cfg)
-    check_new_stream(ja, cfg)
-    if name in ja.streams:
-        raise E.JSStreamNameExistRestoreFailedErr()
-    session = RestoreSession(ja, cfg)
+    if cluster is not None:
+        cluster.requests.restore_peers(ja, cfg, final=False)
+    elif ja.engine.cluster_info is not None:
+        raise E.JSStreamRestoreErrF(err="restoring a stream on this server is not possible")
+    else:
+        check_new_stream(ja, cfg)
+        if name in ja.streams:
+            raise E.JSStreamNameExistRestoreFailedErr()
+    session = RestoreSession(ja, cfg, cluster)
     session.start()
     return {"deliver_subject": session.subject.decode()}
 
@@ -288,9 +313,12 @@ def stream_restore(ja: JsAccount, args: list[str], data: bytes) -> dict[str, Any
 class RestoreSession:
     """Takes one restore's chunks, checks and spools them, then builds the stream."""
 
-    def __init__(self, ja: JsAccount, cfg: StreamConfig) -> None:
+    def __init__(
+        self, ja: JsAccount, cfg: StreamConfig, cluster: ClusteredRestore | None = None
+    ) -> None:
         self._ja = ja
         self._cfg = cfg
+        self._cluster = cluster
         self._sublist = ja.account.sublist
         self.subject = f"$JS.SNAPSHOT.RESTORE.{cfg.name}.{_nuid.next()}".encode()
         self._max_body = ja.engine.max_payload
@@ -300,6 +328,7 @@ class RestoreSession:
         self._timer: Cancellable | None = None
         self._last = 0.0
         self._done = False
+        self._receiving = False
         self._total = 0
         self._started_ns = ja.engine.clock.time_ns()
         lim = ja.limits.max_memory if cfg.storage == "memory" else ja.limits.max_storage
@@ -310,6 +339,7 @@ class RestoreSession:
         # (closed by _close, whichever way the session ends)
         self._spool = tempfile.TemporaryFile(prefix="natsd-restore-")  # noqa: SIM115
         self._sublist.insert(self._sub)
+        self._receiving = True
         self._last = self._ja.engine.clock.monotonic()
         self._timer = self._ja.engine.scheduler.call_later(RESTORE_IDLE, self._idle)
         self._ja.engine.advise(
@@ -362,6 +392,9 @@ class RestoreSession:
         try:
             self._check.finish()
             assert self._spool is not None
+            if self._cluster is not None:
+                self._place(reply, self._cluster)
+                return
             stream = restore_stream(self._ja, self._cfg, self._spool, self._check, self._max_body)
         except ApiError as e:
             self._fail(reply, e)
@@ -369,6 +402,31 @@ class RestoreSession:
         except ValueError as e:
             self._fail(reply, E.JSStreamRestoreErrF(err=str(e)))
             return
+        self._restored(reply, stream)
+
+    def _place(self, reply: bytes, cluster: ClusteredRestore) -> None:
+        """On a cluster: the whole archive checked out; the stream goes through the meta
+        group (``cluster/restore.py``), which takes the spool over, and the client is
+        answered once it is in service, or has failed."""
+        peers = cluster.requests.restore_peers(self._ja, self._cfg, final=True)
+        spool, self._spool = self._spool, None
+        assert spool is not None
+        self._stop_receiving()
+
+        def done(outcome: Stream | ApiError) -> None:
+            if isinstance(outcome, ApiError):
+                self._fail(reply, outcome)
+            else:
+                self._restored(reply, outcome)
+
+        try:
+            cluster.restores.begin(self._ja, self._cfg, peers, spool, self._check,
+                                   self._max_body, done)  # fmt: skip
+        except ApiError:
+            spool.close()
+            raise
+
+    def _restored(self, reply: bytes, stream: Stream) -> None:
         doc = {"type": API_TYPE_PREFIX + "stream_create_response", **stream.info_json()}
         self._complete(reply, doc, "")
 
@@ -395,12 +453,17 @@ class RestoreSession:
             "io.nats.jetstream.advisory.v1.restore_complete", body,
         )  # fmt: skip
 
-    def _close(self) -> None:
+    def _stop_receiving(self) -> None:
         self._done = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._sublist.remove(self._sub)
+        if self._receiving:
+            self._receiving = False
+            self._sublist.remove(self._sub)
+
+    def _close(self) -> None:
+        self._stop_receiving()
         if self._spool is not None:
             self._spool.close()
             self._spool = None

@@ -181,9 +181,11 @@ def handle(
     data: bytes,
     hdr: bytes | None = None,
     respond: Callable[[bytes], None] | None = None,
+    handler: Handler | None = None,
 ) -> None:
     """Answer one API request. ``respond`` takes the response instead of ``reply`` (a
-    replicated stream's leader answers once the group has the outcome)."""
+    replicated stream's leader answers once the group has the outcome). ``handler``: the
+    one to run instead of the table's (a cluster's own, for a verb the table has)."""
     toks = subject.decode(errors="replace").split(".")[2:]
     if toks and toks[0] == "DIRECT":
         if reply:
@@ -214,7 +216,9 @@ def handle(
     route = lookup_verb(toks)
     if route is None:
         return  # nats-server does not answer unknown API subjects
-    rtype, handler, args = route
+    rtype, table_handler, args = route
+    if handler is None:
+        handler = table_handler
     resp: dict[str, Any] | ApiError
     ident_hdr: bytes | None = None
     try:

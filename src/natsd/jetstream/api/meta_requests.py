@@ -99,6 +99,8 @@ class MetaHost(Protocol):
 
     def rows_pending(self) -> bool: ...
 
+    def alive(self) -> list[str]: ...
+
 
 # verb tokens -> (response type, number of argument tokens), as dispatch's table
 _VERBS: Final[dict[tuple[str, ...], tuple[str, int]]] = {
@@ -269,7 +271,7 @@ class MetaRequests:
             check_origins(self._lookup(ja), cfg)
         existing = self.c.meta.stream(ja.account.name, cfg.name)
         if existing is not None:
-            if existing.config != cfg.to_json():
+            if existing.config != cfg.to_json() or existing.restoring:
                 raise E.JSStreamNameExistErr()
             peers = existing.peers  # the same config again: its owner answers with its info
         else:
@@ -304,6 +306,34 @@ class MetaRequests:
         if existing is None:
             self.c.pending.add(ja.account.name, cfg.name, peers, self.c.clock.monotonic())
 
+    def restore_peers(self, ja: JsAccount, cfg: StreamConfig, final: bool) -> list[str]:
+        """Where a stream restored from a backup goes, checked as nats-server's
+        ``jsClusteredStreamRestoreRequest`` checks it (the account's limits across the
+        cluster, the name unused, placement): this server first, which receives the archive
+        and builds the stream (``cluster/restore.py``), then as many others as its
+        ``num_replicas`` asks, placed as for a create. ``final``: the archive has arrived,
+        and the stream is about to be proposed (its subjects are checked too, as a
+        standalone restore checks them when it makes the stream)."""
+        check_stream_create(ja.limits, cfg, *self._limits(ja))
+        if self.c.meta.stream(ja.account.name, cfg.name) is not None:
+            raise E.JSStreamNameExistRestoreFailedErr()
+        if final:
+            self._check_overlap(ja, cfg)
+        pl = cfg.placement
+        if pl is not None and pl.cluster and pl.cluster != self.c.cluster_name():
+            raise E.JSClusterNoPeersErrF(err="no suitable peers for placement")
+        me = self.c.server_name
+        tags = list(pl.tags) if pl is not None else []
+        memory = cfg.storage == StorageType.MEMORY
+        try:
+            # (this server, if it is eligible itself)
+            self.c.place(1, tags, cfg.max_bytes, memory, exclude=set(self.c.alive()) - {me})
+            others = self.c.place(cfg.num_replicas - 1, tags, cfg.max_bytes, memory,
+                                  exclude={me}) if cfg.num_replicas > 1 else []  # fmt: skip
+        except NoPeers as e:
+            raise E.JSClusterNoPeersErrF(err=str(e)) from None
+        return [me, *others]
+
     def update(self, ja: JsAccount, name: str, data: bytes, reply: str) -> None:
         cfg = parse_stream_config_json(
             data or b"{}", name_in_subject=name, action="update", limits=ja.limits,
@@ -312,8 +342,8 @@ class MetaRequests:
         if cfg.mirror is not None or cfg.sources:
             check_origins(self._lookup(ja), cfg)
         existing = self.c.meta.stream(ja.account.name, cfg.name)
-        if existing is None:
-            raise E.JSStreamNotFoundErr()
+        if existing is None or existing.restoring:
+            raise E.JSStreamNotFoundErr()  # (a restore's stream exists once it is restored)
         old = parse_stream_config(existing.config, name_in_subject=None)
         cfg = check_update(old, cfg, clustered=True)
         check_stream_update(ja.limits, old, cfg, *self._limits(ja))
@@ -379,7 +409,7 @@ class MetaRequests:
         if not isinstance(peer, str) or not peer:
             raise E.JSBadRequestErr()
         existing = self.c.meta.stream(ja.account.name, name)
-        if existing is None:
+        if existing is None or existing.restoring:
             raise E.JSStreamNotFoundErr()
         server = peer if peer in existing.peers else ""
         if not server:

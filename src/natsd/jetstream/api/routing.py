@@ -7,8 +7,9 @@ every server over the routes, and ``ApiRouter.route`` decides which one answers:
 request                                       answered by
 ============================================  =========================================
 ``INFO``, ``STREAM.CREATE/UPDATE/DELETE``,    the meta leader (creates, updates and
-``STREAM.NAMES/LIST``                         deletes go through the meta group:
-                                              ``meta_requests``)
+``STREAM.NAMES/LIST``, ``STREAM.RESTORE``     deletes go through the meta group:
+                                              ``meta_requests``; a restore takes the
+                                              archive there: ``backup``)
 stream-scoped (``STREAM.INFO``, ``PURGE``,    the server the stream is placed on (an R1
 ``MSG.*``, ``CONSUMER.*``, ``DIRECT.GET``)    stream's, or a replicated stream's leader:
                                               ``replicated``); the meta leader for a
@@ -28,7 +29,8 @@ from __future__ import annotations
 from typing import Final
 
 from natsd.core.scheduler import Cancellable
-from natsd.jetstream.api.dispatch import make_api_callback
+from natsd.jetstream.api.backup import ClusteredRestore
+from natsd.jetstream.api.dispatch import handle, make_api_callback
 from natsd.jetstream.api.domain import domain_subscriptions
 from natsd.jetstream.api.meta_requests import MetaRequests
 from natsd.jetstream.api.replicated import OnApi, StreamApi
@@ -62,6 +64,7 @@ _RESPONSE_TYPES: Final = {
     ("STREAM", "LIST"): "stream_list_response",
     ("STREAM", "INFO"): "stream_info_response",
     ("STREAM", "PEER"): "stream_remove_peer_response",
+    ("STREAM", "RESTORE"): "stream_restore_response",
 }
 
 # A request for a replicated stream without a leader yet waits this long at most (s), at
@@ -84,6 +87,7 @@ class ApiRouter:
         self.cluster = cluster
         self.requests = MetaRequests(cluster)
         self.stream_api = StreamApi(cluster.stream_groups, self._r1_stepdown)
+        self.restore = ClusteredRestore(self.requests, cluster.restores)
         # Requests for a replicated stream whose group has no leader yet (just created,
         # or between leaders), held by each of its replicas: the one that comes to lead
         # answers them, the others drop theirs once they know who leads (a consumer made
@@ -142,6 +146,13 @@ class ApiRouter:
         if tuple(verb[:1]) in _META_VERBS or tuple(verb[:2]) in _META_VERBS:
             if leader:
                 self.requests.handle(ja, verb, reply, hdr, data, subject)
+            elif reply and self.cluster.leaderless():
+                self._unavailable(ja, verb, reply)
+            return
+        if verb[:2] == ["STREAM", "RESTORE"]:
+            # the meta leader checks it against the cluster's streams and takes the archive
+            if leader:
+                handle(ja, subject, reply, data, hdr, handler=self.restore)
             elif reply and self.cluster.leaderless():
                 self._unavailable(ja, verb, reply)
             return

@@ -204,9 +204,15 @@ def _natsd_state(st: dict[str, Any]) -> dict[str, Any]:
 
 
 def restore_stream(
-    ja: JsAccount, cfg: StreamConfig, spool: IO[bytes], check: ArchiveCheck, max_body: int
+    ja: JsAccount,
+    cfg: StreamConfig,
+    spool: IO[bytes],
+    check: ArchiveCheck,
+    max_body: int,
+    created: int = 0,
 ) -> Stream:
-    """The stream ``cfg`` with the checked backup ``check`` read from ``spool``."""
+    """The stream ``cfg`` with the checked backup ``check`` read from ``spool``, its store
+    synced. ``created``: the creation time a cluster's meta group gave it, else now."""
     assert check.state is not None and check.ended
     if cfg.name in ja.streams:
         raise E.JSStreamNameExistRestoreFailedErr()
@@ -215,7 +221,7 @@ def restore_stream(
         consumers = consumer_configs(ja, cfg, check)
     except ArchiveError as err:
         raise E.JSStreamRestoreErrF(err=str(err)) from None
-    store, created = new_stream_store(ja, cfg)
+    store, created = new_stream_store(ja, cfg, created)
     first, last = int(check.state.get("first_seq", 0)), int(check.state.get("last_seq", 0))
     now = ja.engine.clock.time_ns()
     try:
@@ -240,6 +246,7 @@ def restore_stream(
         if lseq < last:
             store.skip_msgs(lseq + 1, last - lseq)  # (trailing deleted sequences stay used)
         store.flush()
+        store.sync()
     except (StoreError, OSError, ValueError) as err:
         ja.engine.catalog.remove(ja.account.name, cfg.name, cfg.storage, store)
         raise E.JSStreamRestoreErrF(err=str(err) or type(err).__name__) from None

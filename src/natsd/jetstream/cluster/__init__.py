@@ -18,4 +18,6 @@ the API's (``api/routing.py``, ``api/meta_requests.py``, ``api/replicated.py``).
 ``info``         the cluster as clients see it (/jsz ``meta_cluster``, a stream's ``cluster``)
 ``usage``        each server's JetStream usage, summed for the meta leader's account info
 ``gather``       ask other servers and wait for their answers (STREAM.LIST, account INFO)
+``restore``      a stream restored from a backup: placed, built by the server that received
+                 it, which founds its group; the other replicas join and catch up
 """

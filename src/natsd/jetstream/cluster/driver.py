@@ -74,6 +74,7 @@ from natsd.jetstream.answer import API_TYPE_PREFIX
 from natsd.jetstream.cluster.catchup import cut_lost
 from natsd.jetstream.cluster.info import CURRENT_FOR, meta_cluster_info, raftz_group
 from natsd.jetstream.cluster.local import LocalStreams
+from natsd.jetstream.cluster.restore import ClusterRestores
 from natsd.jetstream.cluster.servers import (
     PLACE_ALIVE,
     SystemRequests,
@@ -196,6 +197,10 @@ class JsCluster:
             self.clock,
             self.scheduler,
         )
+        # streams restored from a backup this server received (STREAM.RESTORE)
+        self.restores = ClusterRestores(
+            engine, server_name, self.stream_groups, lambda: self.meta, self.propose, self.clock
+        )
         self.local = LocalStreams(
             engine,
             server_name,
@@ -205,6 +210,7 @@ class JsCluster:
             self.respond,
             self.propose,
             self.cluster_block,
+            self.restores,
         )
         engine.join_cluster(self.cluster_block, self.alternates)
 
@@ -271,6 +277,7 @@ class JsCluster:
             self._timer.cancel()
             self._timer = None
         self.usage.stop()
+        self.restores.stop()
         try:
             self.stream_groups.stop()
             self.system_requests.stop()
@@ -404,6 +411,8 @@ class JsCluster:
             self._orphans_at = 0.0
             self.local.set_aside_orphans()
         self.stream_groups.check()
+        if self.group is not None and not self._repairing:
+            self.restores.tick(now, leading)
         if now - self._usage_at >= USAGE_INTERVAL:
             self._usage_at = now
             self.usage.report()
@@ -591,6 +600,8 @@ class JsCluster:
                 if op.assignment is not None:
                     self.pending.done(op.assignment.account, op.assignment.name)
                 self.local.applied_stream(op, replay)
+            elif op.op == "restored":
+                self.local.applied_restored(op, replay)
             elif op.op == "delete":
                 self.local.applied_delete(op, replay)
             elif op.op == "forget":

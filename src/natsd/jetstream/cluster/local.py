@@ -13,6 +13,7 @@ from natsd.cluster.group import GroupHost
 from natsd.cluster.meta import META_GROUP, MetaOp, MetaState, StreamAssignment, encode_op
 from natsd.jetstream.answer import add_cluster_block
 from natsd.jetstream.cluster.replica import group_name
+from natsd.jetstream.cluster.restore import ClusterRestores
 from natsd.jetstream.cluster.streams import StreamGroups
 from natsd.jetstream.config.stream_config import parse_stream_config
 from natsd.jetstream.engine import (
@@ -48,6 +49,7 @@ class LocalStreams:
         respond: Callable[[JsAccount, str, str, dict[str, Any]], bytes],
         propose: Callable[[bytes], bool],
         cluster_block: Callable[[JsAccount, str], dict[str, Any]],
+        restores: ClusterRestores,
     ) -> None:
         self.engine = engine
         self.server_name = server_name
@@ -57,6 +59,7 @@ class LocalStreams:
         self.respond = respond
         self.propose = propose
         self.cluster_block = cluster_block
+        self.restores = restores
 
     def applied_stream(self, op: MetaOp, replay: bool) -> None:
         a = op.assignment
@@ -73,6 +76,9 @@ class LocalStreams:
             return
         if replay:
             return  # recovery opened it; _reconcile creates what is missing
+        if a.restoring:
+            self.restores.applied_restore(ja, a)  # (its restorer builds it first)
+            return
         # one replica answers: the first peer (the only one of an R1 stream)
         answer = answer and a.peers[0] == self.server_name
         try:
@@ -115,6 +121,16 @@ class LocalStreams:
             if op.previous is None and a.name not in ja.streams:
                 # the assignment stands for nothing here: withdraw it
                 self.propose(encode_op("delete", account=a.account, stream=a.name))
+
+    def applied_restored(self, op: MetaOp, replay: bool) -> None:
+        """A stream restored from a backup is built on its restorer: it goes into service
+        there, and its other replicas join it (``cluster/restore.py``)."""
+        a = op.assignment
+        assert a is not None
+        ja = self.engine.accounts.get(a.account)
+        if replay or ja is None or self.server_name not in a.peers:
+            return  # (after a restart, _reconcile does it)
+        self.restores.applied_restored(ja, a)
 
     def gone(self, old: MetaState, new: MetaState) -> None:
         """The meta leader's snapshot replaced this server's meta state (it was away, or
@@ -181,6 +197,7 @@ class LocalStreams:
                     err = E.JSStreamDeleteErrF(err=str(e))
                     self.respond(ja, op.reply, "stream_delete_response", {"error": err.to_json()})
                 return
+        self.restores.deleted(a)
         if answer:
             self.respond(ja, op.reply, "stream_delete_response", {"success": True})
 
@@ -197,6 +214,15 @@ class LocalStreams:
                 if self.server_name in a.peers
             }
             for name, a in assigned.items():
+                me = self.server_name
+                if a.restoring:
+                    # its restorer builds it (or, restarted, withdraws it); the others wait
+                    if a.restore == me:
+                        self.restores.abandoned(ja, a)
+                    continue
+                if a.restore == me and self.restores.waiting(a):
+                    self.restores.opened(ja, a)  # (``restored`` came in a meta snapshot)
+                    continue
                 if name not in ja.streams:
                     try:
                         cfg = parse_stream_config(a.config, name_in_subject=None)
@@ -209,7 +235,11 @@ class LocalStreams:
                                   ja.account.name, name, e)  # fmt: skip
                         continue
                 if len(a.peers) > 1:
-                    self.stream_groups.attach(ja, ja.streams[name], a)
+                    # a restored stream's group is founded by its restorer alone; the
+                    # others join it (cluster/restore.py)
+                    founders = [me] if a.restore == me else None
+                    joining = bool(a.restore) and a.restore != me
+                    self.stream_groups.attach(ja, ja.streams[name], a, joining, founders)
             for name in ja.streams:
                 if name in assigned:
                     continue

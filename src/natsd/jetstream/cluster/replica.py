@@ -417,15 +417,19 @@ class StreamReplica:
         """A stream that allows direct gets answers them from every replica that is current,
         as nats-server does: the leader while it holds its lease, and a follower that knows
         a leader once it has applied 90% of what it knows is committed (under a steady load
-        a follower is never exactly caught up). A follower stays serving while it has a
-        leader; an out-of-touch leader, a follower that lost its leader, a repairing or
+        a follower is never exactly caught up) and holds a log (a replica that joins the
+        group serves nothing until its catch-up is done). A follower stays serving while it
+        has a leader; an out-of-touch leader, a follower that lost its leader, a repairing or
         stopped replica, or direct gets turned off in the config, stop it. A mirror with
         ``mirror_direct`` answers its origin's direct gets by the same rule (its leader
         once its feed has caught up: ``Stream.mirror_caught_up``)."""
         stream = self.stream
         state = self.state
         leading = state is S.LEADING or state is S.HANDING_OVER
-        following = state is S.FOLLOWING and bool(self.leader)
+        # (a replica that joined an existing group holds nothing until the leader's
+        # snapshot is stepped, after its catch-up: its log is empty, applied 0, and it
+        # would count as current; a group's founders start applied at 1)
+        following = state is S.FOLLOWING and bool(self.leader) and g.applied > 0
         cfg = stream.cfg
         if not (leading or following):
             stream.serve_direct(False)
