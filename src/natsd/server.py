@@ -248,6 +248,8 @@ class Server:
         self.handoff: Handoff | None = None
         # Accounts' imports and exports, installed when the server starts (start_links).
         self.links: AccountLinks | None = None
+        # The client whose read is being processed (ClientHost.publisher).
+        self.publisher: ClientConnection | None = None
 
     # ------------------------------------------------------------------ ClientHost
     @property
@@ -333,6 +335,8 @@ class Server:
         acct = self.accounts[name] = Account(name)
         if self.mesh is not None:
             self.mesh.attach(acct)
+        if self.sys_services is not None:
+            self.sys_services.account_added(acct)
         if self.jetstream is not None and not jetstream:
             self._answer_not_enabled(self.jetstream, acct)
         return acct
@@ -534,7 +538,9 @@ class Server:
         self._info_base["api_lvl"] = API_LEVEL
         # the system account's $SYS.REQ services (before the routes start: their interest
         # goes out with the rest)
-        self.sys_services = SysServices(self, self.accounts[self.system_account_name])
+        self.sys_services = SysServices(
+            self, self.accounts[self.system_account_name], lambda: self.publisher
+        )
         self.sys_services.start()
         if self.mesh is not None:
             self._client_urls = own_client_urls(opts.host, self.port)

@@ -279,3 +279,62 @@ def test_each_server_of_a_cluster_answers_for_itself(tmp_path: Path) -> None:
         r["ping"] = len(r["ping"])
         r["clusters"] = len(r["clusters"])
     assert impl == ref
+
+
+USER_INFO_CONFIG = """
+server_name: U1
+accounts {
+  SYS { users: [{user: sys, password: sys}] }
+  APP {
+    users: [
+      {user: app, password: app,
+       permissions: {publish: {allow: ["a.>", "$SYS.REQ.USER.INFO", "_INBOX.>"]},
+                     subscribe: {deny: ["secret.>"]}}},
+      {user: resp, password: resp,
+       permissions: {publish: {deny: ["x.>"]}, allow_responses: {max: 3, expires: "5s"}}},
+      {user: denied, password: denied, permissions: {publish: {allow: ["a.>"]}}}
+    ]
+  }
+}
+system_account: SYS
+no_auth_user: app
+"""
+
+
+async def _user_info(url: str, user: str | None) -> Any:
+    creds = {} if user is None else {"user": user, "password": user}
+    nc = await nats.connect(url, **creds)
+    try:
+        msg = await nc.request("$SYS.REQ.USER.INFO", b"", timeout=2)
+        doc = json.loads(msg.data)
+        # (nats-server lists a permission's subjects in its sublist's order, not the config's)
+        for part in ((doc.get("data") or {}).get("permissions") or {}).values():
+            for k in ("allow", "deny"):
+                if isinstance(part, dict) and k in part:
+                    part[k] = sorted(part[k])
+        return {"server keys": _keys(doc.get("server")) >= REQUIRED["server"],
+                "data": doc.get("data"), "error": doc.get("error")}  # fmt: skip
+    except Exception as e:  # a refused publish: no answer, the permissions error
+        return type(e).__name__
+    finally:
+        await nc.close()
+
+
+def test_user_info_answers_as_nats_server(tmp_path: Path) -> None:
+    """``$SYS.REQ.USER.INFO`` from each kind of user (system account, permissions,
+    allow_responses, no_auth_user, one not allowed to publish there): the same data."""
+    require_nats_server()
+    conf = tmp_path / "user-info.conf"
+    conf.write_text(USER_INFO_CONFIG)
+    answers: dict[str, Any] = {}
+    for kind in ("nats-server", "natsd"):
+        srv = start_server(kind, [], config_path=conf, log_dir=tmp_path)
+        try:
+            answers[kind] = {
+                who: asyncio.run(_user_info(srv.url, who))
+                for who in ("app", "resp", "sys", None, "denied")
+            }
+        finally:
+            srv.stop()
+    assert answers["natsd"] == answers["nats-server"]
+    assert answers["natsd"]["app"]["data"]["permissions"]["subscribe"] == {"deny": ["secret.>"]}

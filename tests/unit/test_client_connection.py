@@ -84,6 +84,7 @@ class FakeHost:
         self.debug: list[str] = []
         self.tls: ClientTls | None = None
         self.tls_errors: list[str] = []
+        self.publisher: ClientConnection | None = None
 
     def info_for(self, client: ClientConnection, connect_info: bool = False) -> bytes:
         return INFO

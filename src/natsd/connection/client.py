@@ -104,6 +104,10 @@ class ClientHost(Protocol):
     auth_required: bool
     # The client port's TLS (None: plain only).
     tls: ClientTls | None
+    # The connection whose read is being processed now, None between reads: what a
+    # server-side service answering inside the publish (``$SYS.REQ.USER.INFO``) asks
+    # "who is asking" (nats-server passes the client along with the message).
+    publisher: ClientConnection | None
 
     def info_for(self, client: ClientConnection, connect_info: bool = False) -> bytes: ...
 
@@ -444,6 +448,14 @@ class ClientConnection(Sink):
             self.read_cost = (self.read_cost + (time.perf_counter() - t0) / n) * 0.5
 
     def _process(self, data: bytes) -> None:
+        host = self.host
+        host.publisher = self
+        try:
+            self._process_read(data)
+        finally:
+            host.publisher = None
+
+    def _process_read(self, data: bytes) -> None:
         self.last_activity = time.time()
         if self.host.trace:
             self.host.log_trace(f"cid:{self.cid} <<- {data[:512]!r}")

@@ -26,9 +26,12 @@ server's ``$SYS.SERVER.<id>.STATSZ`` (after 250 ms, then at doubling intervals u
 10 s, as nats-server; also when ``$SYS.REQ.SERVER.PING`` arrives without a reply subject),
 ``.LAMEDUCK`` and ``.SHUTDOWN`` (the bare ServerInfo).
 
+``$SYS.REQ.USER.INFO``, in every account (as the service import nats-server gives each):
+the requesting connection's user, account and permissions.
+
 Not served yet (no-responders): PROFILEZ, EXPVARZ and IPQUEUESZ (Go runtime internals),
 the account STATZ and CONNS and their events (natsd keeps no per-account message
-counters), USER.INFO, and the imports nats-server gives every account into these.
+counters), and the CONNZ and STATZ imports nats-server gives every account.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ SERVER_ENDPOINTS: Final = (
 ACCOUNT_ENDPOINTS: Final = ("CONNZ", "SUBSZ", "LEAFZ", "JSZ", "INFO")
 
 _PREFIX: Final = b"$SYS.REQ.SERVER."
+_USER_INFO: Final = b"$SYS.REQ.USER.INFO"
 _ACCOUNT: Final = b"$SYS.REQ.ACCOUNT."
 _JETSTREAM_FLAG: Final = 1  # ServerInfo.flags: JetStream enabled
 # nats-server's statsz timer: 250 ms after start, doubling up to statsHBInterval
@@ -74,9 +78,17 @@ class _Skip(Exception):
 class SysServices:
     """The ``$SYS.REQ`` services of one server, in its system account."""
 
-    def __init__(self, server: MonitorSource, system: Account) -> None:
+    def __init__(
+        self,
+        server: MonitorSource,
+        system: Account,
+        publisher: Callable[[], Any] = lambda: None,
+    ) -> None:
         self._server = server
         self._system = system
+        # the client whose publish is being delivered now (USER.INFO answers about it)
+        self._publisher = publisher
+        self._user_info: dict[str, tuple[Account, Subscription]] = {}
         self._seq = 0
         self._subs: list[Subscription] = []
         self._cpu_at = (time.monotonic(), _cpu_seconds())
@@ -102,11 +114,25 @@ class SysServices:
         self._statsz_timer = asyncio.get_running_loop().call_later(
             self._statsz_every, self._statsz_tick
         )
+        for acct in list(self._server.accounts.values()):
+            self.account_added(acct)
+
+    def account_added(self, acct: Account) -> None:
+        """``$SYS.REQ.USER.INFO`` in ``acct``, as the service import nats-server gives every
+        account (the system account too): quiet, each server answers its own clients."""
+        if acct.name in self._user_info:
+            return
+        sub = Subscription(_USER_INFO, None, b"sys-user-info", callback=self._on_user_info)
+        acct.sublist.insert(sub, quiet=True)
+        self._user_info[acct.name] = (acct, sub)
 
     def stop(self) -> None:
         for sub in self._subs:
             self._system.sublist.remove(sub)
         self._subs.clear()
+        for acct, sub in self._user_info.values():
+            acct.sublist.remove(sub)
+        self._user_info.clear()
         if self._statsz_timer is not None:
             self._statsz_timer.cancel()
             self._statsz_timer = None
@@ -248,6 +274,23 @@ class SysServices:
             self._error(reply, 500, e.text)
             return
         self._send(reply, {"server": self.server_info(), "data": out})
+
+    def _on_user_info(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """nats-server's ``userInfoReq``: the requesting connection's user, account and
+        permissions, answered in its account. Only a client's own publish is answered
+        (the publisher is known only while its read is processed)."""
+        c = self._publisher()
+        if not reply or c is None:
+            return
+        acc = c.account.name
+        info: dict[str, Any] = {"user": c.user, "account": acc, "account_name": acc}
+        perms = _public_permissions(getattr(c, "permissions", None))
+        if perms:
+            info["permissions"] = perms
+        doc = {"server": self.server_info(), "data": info}
+        publish(c.account.sublist, reply, None, None, orjson.dumps(doc))
 
     # ------------------------------------------------------------------ filters
     def _for_me(self, opts: dict[str, Any]) -> bool:
@@ -453,3 +496,20 @@ def _options(data: bytes) -> dict[str, Any] | None:
 def _int(o: dict[str, Any], key: str, default: int) -> int:
     v = o.get(key)
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else default
+
+
+def _public_permissions(perms: Any) -> dict[str, Any]:
+    """nats-server's ``publicPermissions``: the allow and deny lists a connection has
+    (empty parts left out), and its ``allow_responses`` as ``responses``."""
+    out: dict[str, Any] = {}
+    if perms is None:
+        return out
+    for kind in ("publish", "subscribe"):
+        ps = getattr(perms, kind, None)
+        part = {k: list(v) for k in ("allow", "deny") if (v := getattr(ps, k, None))}
+        if part:
+            out[kind] = part
+    resp = getattr(perms, "allow_responses", None)
+    if resp is not None:
+        out["responses"] = {"max": resp.max_msgs, "ttl": int(resp.expires * 1e9)}
+    return out
