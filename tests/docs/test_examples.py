@@ -166,12 +166,34 @@ def _argv(b: Block, work: Path) -> list[str]:
     return ["bash", "-euo", "pipefail", "-c", b.code]
 
 
-def _ports_free(page: Path) -> None:
+def _ports_free(page: Path, within: float = 30.0) -> None:
+    """The ports the page names are free (a previous page's servers may still be
+    shutting down: waits ``within`` seconds for them)."""
     text = page.read_text()
+    deadline = time.monotonic() + within
     for port in sorted({int(p) for p in re.findall(r"127\.0\.0\.1:(\d{4})\b", text)}):
-        with socket.socket() as s:
-            in_use = s.connect_ex(("127.0.0.1", port)) == 0
-        assert not in_use, f"port {port} is in use: {page.name}'s examples need it"
+        while True:
+            with socket.socket() as s:
+                in_use = s.connect_ex(("127.0.0.1", port)) == 0
+            if not in_use:
+                break
+            assert time.monotonic() < deadline, f"port {port} is in use: {page.name} needs it"
+            time.sleep(0.1)
+
+
+def _group_gone(pgid: int, within: float = 20.0) -> None:
+    """Every process of a background block's group has exited (a server the block started
+    shuts down after its shell): SIGKILL for what is left after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        if time.monotonic() > deadline:
+            os.killpg(pgid, signal.SIGKILL)
+            return
+        time.sleep(0.1)
 
 
 def _runnable_pages() -> list[Path]:
@@ -217,4 +239,6 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
+            _group_gone(proc.pid)
         shutil.rmtree(work / "data", ignore_errors=True)
+        _ports_free(page)  # (its servers gone before the next page starts its own)
