@@ -47,7 +47,7 @@ _FILES: Final = {
 # How long the console waits for the other servers' answers (it stops waiting once every
 # server it has a route to has answered).
 _GATHER_TIMEOUT: Final = 1.0
-_MSG_TIMEOUT: Final = 2.0
+_MSG_TIMEOUT: Final = 5.0
 # A page of messages, and how much of each payload the page shows.
 MAX_PAGE: Final = 100
 PREVIEW: Final = 4096
