@@ -66,10 +66,13 @@ async def _fill(trio: EmbeddedJsCluster) -> None:
         assert "error" not in await _req(nc, "$JS.API.STREAM.CREATE.LOGS", cfg)
         for i in range(1, 31):
             subject = "orders.b" if i % 3 == 0 else "orders.a"
-            ack = await _publish(nc, subject, f"order {i}".encode(), {"Shop": f"s{i}"})
+            # (a message id: a publish retried after a slow first answer is no duplicate)
+            hdrs = {"Shop": f"s{i}", "Nats-Msg-Id": f"order-{i}"}
+            ack = await _publish(nc, subject, f"order {i}".encode(), hdrs)
             assert ack.get("seq") == i, ack
-        for _ in range(3):
-            assert "error" not in await _publish(nc, "logs.x", b"\x00\xffbinary")
+        for i in range(3):
+            ack = await _publish(nc, "logs.x", b"\x00\xffbinary", {"Nats-Msg-Id": f"log-{i}"})
+            assert ack.get("seq") == i + 1, ack
         sub = await js.pull_subscribe("orders.>", "PROC", stream="ORDERS")
         for m in await sub.fetch(10, timeout=5):
             await m.ack_sync()

@@ -37,6 +37,7 @@ counters), and the CONNZ and STATZ imports nats-server gives every account.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -62,6 +63,7 @@ SERVER_ENDPOINTS: Final = (
 )  # fmt: skip
 ACCOUNT_ENDPOINTS: Final = ("CONNZ", "SUBSZ", "LEAFZ", "JSZ", "INFO")
 
+log: Final = logging.getLogger("natsd")
 _PREFIX: Final = b"$SYS.REQ.SERVER."
 _USER_INFO: Final = b"$SYS.REQ.USER.INFO"
 _ACCOUNT: Final = b"$SYS.REQ.ACCOUNT."
@@ -255,6 +257,10 @@ class SysServices:
         except z.ZError as e:
             self._error(reply, 500, e.text)
             return
+        except Exception as e:  # (a figure read mid-change; never an error of the publisher's)
+            log.warning("$SYS.REQ %s: %s", ep, e, exc_info=True)
+            self._error(reply, 500, f"{ep}: {e}")
+            return
         self._send(reply, {"server": self.server_info(), "data": out})
 
     def _on_account(
@@ -272,6 +278,10 @@ class SysServices:
             out = self._account_data(acc, ep, opts)
         except z.ZError as e:
             self._error(reply, 500, e.text)
+            return
+        except Exception as e:  # (as _on_server)
+            log.warning("$SYS.REQ.ACCOUNT %s: %s", ep, e, exc_info=True)
+            self._error(reply, 500, f"{ep}: {e}")
             return
         self._send(reply, {"server": self.server_info(), "data": out})
 
