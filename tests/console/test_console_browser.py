@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import nats
 import pytest
 from components import ROOT, require_chromium, require_module
@@ -239,8 +240,6 @@ async def test_console_pages_show_the_cluster(trio: EmbeddedJsCluster, browser: 
 async def test_console_api_answers_match_the_cluster(trio: EmbeddedJsCluster) -> None:
     """The page's data: ``/console/api/cluster`` from each server tells the same cluster."""
     await _fill(trio)
-    import aiohttp
-
     views = []
     async with aiohttp.ClientSession() as http:
         for name in trio.names:
