@@ -41,6 +41,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import nats.errors
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
@@ -278,10 +279,20 @@ async def drain(
     ``204 EOB`` status. A request left unanswered for ``timeout`` is asked again from the
     sequence it had reached, up to ``retries`` times in all: a replicated stream's leader
     answers only while a majority of its group hears from it, and a loaded machine has it
-    lose that for a moment (the (5,3) soak's final read of a 7.7 GB stream did).
+    lose that for a moment (the (5,3) soak's final read of a 7.7 GB stream did). The
+    ``STREAM.INFO`` that finds the last sequence is asked again the same way: a leader
+    whose loop stalls reads a request before its followers' answers, finds its lease run
+    out and leaves the request unanswered (the R3 fault run's final read did, once).
     """
-    js = nc.jetstream()
-    info = await js.stream_info(stream)
+    js = nc.jetstream(timeout=timeout)
+    while True:
+        try:
+            info = await js.stream_info(stream)
+            break
+        except nats.errors.TimeoutError:
+            if retries <= 0:
+                raise
+            retries -= 1
     last = info.state.last_seq
     out: list[StoredMsg] = []
     seq = max(1, info.state.first_seq)

@@ -485,6 +485,8 @@ class StreamReplica:
         elif lease and self.state is S.OUT_OF_TOUCH:
             self._enter(S.LEADING)
             self.consumers.activate()
+            log.info("stream %s > %s: in touch with a majority of its group again;"
+                     " consumers running", self.ja.account.name, self.stream.name)  # fmt: skip
         else:
             return
         self._serve_reads(g)  # (an out-of-touch leader answers no direct get either)
