@@ -202,7 +202,11 @@ async def test_console_pages_show_the_cluster(trio: EmbeddedJsCluster, browser: 
     )
     assert [m[0] for m in await _rows(page, "messages")] == [str(i) for i in range(3, 31, 3)]
     await page.goto(base + "#/messages/%24G/LOGS")
-    await page.locator("[data-testid=messages] tbody tr").nth(2).wait_for()
+    # (the rows of ORDERS stay on the page until the fetch for LOGS begins: wait for LOGS')
+    await page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=messages] tbody tr')]"
+        ".map(r => r.cells[1].innerText).join() === 'logs.x,logs.x,logs.x'"
+    )
     logs = await _rows(page, "messages")
     assert logs[0][5] == "(binary, base64) AP9iaW5hcnk="
     assert errors == [], errors

@@ -464,6 +464,65 @@ def test_jsz_meta_cluster_and_healthz(shared: ProcCluster) -> None:
     assert status == 200 and body["meta_cluster"]["leader"] == leader.name
 
 
+def test_jsz_stream_leader_only_and_raft_groups(shared: ProcCluster) -> None:
+    """``/jsz?stream-leader-only=true``: an R3 stream is listed by its leader alone;
+    ``raft=true``: each replica's detail names the stream's Raft group, and the servers'
+    ``streams_leader`` counts add up to one leader per stream."""
+
+    async def run() -> dict[str, Any]:
+        nc = await shared.connect(2)
+        try:
+            body = {"name": "JZ", "subjects": ["jz.>"], "num_replicas": 3}
+            await js_request(nc, "$JS.API.STREAM.CREATE.JZ", body)
+            info = await _stream_leader(nc, "JZ")
+            for s in shared:  # (every replica has applied the stream)
+
+                async def listed(s: ServerProc = s) -> bool:
+                    return _jz(s, "streams=true") is not None
+
+                await _until(f"JZ on {s.name}", listed)
+            names = await js_request(nc, "$JS.API.STREAM.NAMES", {})
+            return {"leader": info["cluster"]["leader"], "streams": len(names["streams"])}
+        finally:
+            await nc.close()
+
+    try:
+        seen = asyncio.run(run())
+        group = None
+        led = 0
+        for s in shared:
+            mine = _jz(s, "streams=true&stream-leader-only=true")
+            assert (mine is not None) == (s.name == seen["leader"]), s.name
+            detail = _jz(s, "streams=true&raft=true")
+            assert detail is not None
+            group = group or detail["stream_raft_group"]
+            assert detail["stream_raft_group"] == group
+            assert re.fullmatch(r"S-R3F-[0-9A-Za-z]{8}", group), group
+            assert "stream_raft_group" not in (_jz(s, "streams=true") or {})
+            led += s.jsz("acc=A&streams=true&raft=true").get("streams_leader", 0)
+        assert led == seen["streams"]
+    finally:
+        asyncio.run(_delete(shared, "JZ"))
+
+
+def _jz(s: ServerProc, query: str) -> dict[str, Any] | None:
+    """Stream JZ's detail in account A's /jsz with ``query`` (None when not listed)."""
+    doc = s.jsz(f"acc=A&{query}")
+    for d in doc.get("account_details") or []:
+        for sd in d.get("stream_detail") or []:
+            if sd["name"] == "JZ":
+                return dict(sd)
+    return None
+
+
+async def _delete(c: ProcCluster, name: str) -> None:
+    nc = await c.connect(2)
+    try:
+        await js_request(nc, f"$JS.API.STREAM.DELETE.{name}")
+    finally:
+        await nc.close()
+
+
 def test_meta_leader_stepdown_needs_the_system_account(shared: ProcCluster) -> None:
     before = _leader(shared)
     asker = next(s for s in shared if s is not before).index

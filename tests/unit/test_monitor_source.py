@@ -114,6 +114,10 @@ def _fields(a: AccountUsage) -> dict[str, Any]:
     return {k: getattr(a, k) for k in AccountUsage.__slots__}
 
 
+def _stream_fields(st: StreamUsage) -> dict[str, Any]:
+    return {k: getattr(st, k) for k in StreamUsage.__slots__}
+
+
 def _stream(name: str, msgs: int, built: list[str]) -> StreamUsage:
     def state_json() -> dict[str, Any]:
         built.append(name)
@@ -186,6 +190,80 @@ async def test_jsz_sorts_accounts_and_builds_stream_state_only_when_asked(
     assert a["stream_detail"][0]["state"] == {"messages": 10}
     assert a["stream_detail"][0]["created"].startswith("2023-11-14T22:13:20")
     assert sorted(built) == ["S1", "S2", "T1"]
+
+
+async def test_jsz_pages_accounts_and_targets_one_as_nats_server(
+    client: TestClient[Any, Any],
+) -> None:
+    async def names(query: str) -> list[str] | None:
+        doc = await (await client.get(f"/jsz?{query}")).json()
+        assert doc["total"] == 2
+        if "account_details" not in doc:
+            return None
+        return [d["name"] for d in doc["account_details"]]
+
+    assert await names("accounts=1&offset=1&limit=1") == ["B"]
+    assert await names("accounts=1&limit=1") == ["A"]
+    assert await names("accounts=1&offset=2") is None
+    assert await names("accounts=1&offset=-3") == ["A", "B"]
+    assert await names("") is None
+    assert await names("streams=1&limit=1") == ["A"]  # (streams imply accounts)
+    assert await names("acc=B&streams=1") == ["B"]
+    assert await names("acc=B") == ["B"]
+    # an account that is not there: nothing, or every account when accounts are asked for
+    assert await names("acc=NOPE&streams=1") is None
+    assert await names("acc=NOPE&accounts=true") == ["A", "B"]
+
+
+async def test_jsz_raft_and_stream_leader_only(source: StubSource, built: list[str]) -> None:
+    def led_by(leader: str, group: str) -> Any:
+        return lambda: {"name": "C", "raft_group": group, "leader": leader}
+
+    _, a = source.usage or []
+    s2, s1 = a.streams
+    a.streams[:] = [
+        StreamUsage(**{**_stream_fields(s2), "cluster": led_by("other", "S-R3F-two")}),
+        StreamUsage(**{**_stream_fields(s1), "cluster": led_by("stub", "S-R3F-one")}),
+    ]
+    async with TestClient(TestServer(MonitorServer(source).app)) as c:
+        doc = await (await c.get("/jsz?streams=1&raft=1")).json()
+        # S1 (led here) and T1 (no group: a single server's) with 2 consumers each
+        assert (doc["streams_leader"], doc["consumers_leader"]) == (2, 4)
+        detail = {sd["name"]: sd for d in doc["account_details"] for sd in d["stream_detail"]}
+        assert detail["S1"]["stream_raft_group"] == "S-R3F-one"
+        assert detail["S2"]["stream_raft_group"] == "S-R3F-two"
+        assert "stream_raft_group" not in detail["T1"]
+        plain = await (await c.get("/jsz?streams=1")).json()
+        assert "streams_leader" not in plain
+        assert all(
+            "stream_raft_group" not in sd for sd in plain["account_details"][0]["stream_detail"]
+        )
+        mine = await (await c.get("/jsz?streams=1&stream-leader-only=true")).json()
+        kept = {
+            d["name"]: [sd["name"] for sd in d.get("stream_detail", [])]
+            for d in mine["account_details"]
+        }
+        assert kept == {"A": ["S1"], "B": ["T1"]}
+
+
+BOOL = "Error decoding boolean for '{}': strconv.ParseBool: parsing \"{}\": invalid syntax"
+INT = "Error decoding int for '{}': strconv.Atoi: parsing \"{}\": invalid syntax"
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("/jsz?accounts=yes", BOOL.format("accounts", "yes")),
+        ("/jsz?offset=1.5", INT.format("offset", "1.5")),
+        ("/connz?limit=ten", INT.format("limit", "ten")),
+        ("/routez?subs=maybe", BOOL.format("subs", "maybe")),
+    ],
+)
+async def test_bad_query_values_are_refused_with_nats_servers_text(
+    client: TestClient[Any, Any], path: str, text: str
+) -> None:
+    r = await client.get(path)
+    assert (r.status, await r.text()) == (400, text)
 
 
 async def test_jsz_disabled_without_jetstream(source: StubSource) -> None:

@@ -7,6 +7,7 @@ options of its builder in ``z.py`` (the same builders answer the system account'
 
 from __future__ import annotations
 
+import re
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -39,15 +40,32 @@ def _answer(build: Callable[[], dict[str, Any]]) -> web.Response:
         return web.Response(status=e.status, text=e.text)
 
 
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
 def _flag(q: Any, name: str, *extra: str) -> bool:
-    return bool(q.get(name, "") in ("1", "true", *extra))
+    """A boolean query parameter as nats-server reads one (Go's ``strconv.ParseBool``, and
+    the ``extra`` words that mean true); anything else is refused with its 400 text."""
+    v = q.get(name, "")
+    if v == "" or v in _FALSE:
+        return False
+    if v in _TRUE or v in extra:
+        return True
+    why = f'strconv.ParseBool: parsing "{v}": invalid syntax'
+    raise z.ZError(400, f"Error decoding boolean for '{name}': {why}")
 
 
 def _int(q: Any, name: str, default: int) -> int:
-    try:
-        return int(q.get(name, "") or default)
-    except ValueError:
+    """An integer query parameter as nats-server reads one (``strconv.Atoi``: digits with
+    an optional sign); absent, ``default``; anything else is refused with its 400 text."""
+    v = q.get(name, "")
+    if v == "":
         return default
+    if not re.fullmatch(r"[+-]?[0-9]+", v):
+        why = f'strconv.Atoi: parsing "{v}": invalid syntax'
+        raise z.ZError(400, f"Error decoding int for '{name}': {why}")
+    return int(v)
 
 
 class MonitorServer:
@@ -157,6 +175,10 @@ class MonitorServer:
                 config=_flag(q, "config"),
                 leader_only=_flag(q, "leader-only"),
                 account=q.get("acc", ""),
+                offset=_int(q, "offset", 0),
+                limit=_int(q, "limit", 0),
+                raft=_flag(q, "raft"),
+                stream_leader_only=_flag(q, "stream-leader-only"),
             )
         )
 

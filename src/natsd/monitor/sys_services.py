@@ -360,7 +360,9 @@ class SysServices:
                 return z.jsz(s, accounts=bool(o.get("accounts")), streams=bool(o.get("streams")),
                              consumers=bool(o.get("consumer")), config=bool(o.get("config")),
                              leader_only=bool(o.get("leader_only")),
-                             account=str(o.get("account") or ""))  # fmt: skip
+                             account=str(o.get("account") or ""), offset=_int(o, "offset", 0),
+                             limit=_int(o, "limit", 0), raft=bool(o.get("raft")),
+                             stream_leader_only=bool(o.get("stream_leader_only")))  # fmt: skip
             except z.ZError as e:
                 if e.status == 400:  # not the leader: nats-server's errSkipZreq
                     raise _Skip() from None
@@ -393,7 +395,7 @@ class SysServices:
                 raise z.ZError(500, f"Account {acc} does not exist")
             return dict(z.accountz(s, acc=acc)["account_detail"])
         if ep == "JSZ":
-            doc = z.jsz(s, accounts=True, streams=bool(o.get("streams")), account=acc)
+            doc = z.jsz(s, streams=bool(o.get("streams")), account=acc)
             details = doc.get("account_details") or []
             if not details:
                 raise z.ZError(500, f'account "{acc}" not found')

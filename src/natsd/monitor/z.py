@@ -16,7 +16,7 @@ from natsd.config.options import ExportConfig, ImportConfig
 from natsd.core.build import BUILD
 from natsd.core.clock import format_duration, rfc3339
 from natsd.core.subjects import subject_matches
-from natsd.monitor.source import AccountUsage, ClusterUsage, MonitorSource
+from natsd.monitor.source import AccountUsage, ClusterUsage, MonitorSource, StreamUsage
 from natsd.router.account import Account
 from natsd.version import API_LEVEL, PROTO, SERVER_VERSION, __version__
 
@@ -338,16 +338,32 @@ def jsz(
     config: bool = False,
     leader_only: bool = False,
     account: str = "",
+    offset: int = 0,
+    limit: int = 0,
+    raft: bool = False,
+    stream_leader_only: bool = False,
 ) -> dict[str, Any]:
-    """nats-server's Jsz: JetStream's figures, per account with ``accounts`` (implied by
-    ``streams`` and by ``account``, which keeps that account only); each stream's detail
-    with ``streams`` (implied by ``consumers``: its ``consumer_detail``, the consumers this
-    server runs), its ``config`` with ``config``."""
-    want_streams = streams or consumers
-    want = accounts or want_streams or bool(account)
+    """nats-server's Jsz: JetStream's figures, and per account details (``account_details``)
+    for the account named ``account`` when it has JetStream, else with ``accounts`` for
+    every account by name from ``offset``, ``limit`` of them (0: 1,024). ``consumers``
+    implies ``streams`` and ``streams`` implies ``accounts`` unless an account is named (as
+    nats-server: a named account without JetStream then gives no details). Each stream's
+    detail with ``streams`` (skipping those another server leads with
+    ``stream_leader_only``), its consumers (``consumer_detail``: those this server runs)
+    with ``consumers``, its ``config`` with ``config``. ``raft``: each detail's
+    ``stream_raft_group`` and the counts of streams and consumers this server leads
+    (``streams_leader``, ``consumers_leader``; a consumer runs on its stream's leader)."""
+    offset = max(offset, 0)
+    limit = limit or 1024
+    if consumers:
+        streams = True
+    if streams and not account:
+        accounts = True
     usage = s.jetstream_usage(streams=True)
     now = time.time()
     if usage is None:
+        if leader_only:
+            raise ZError(400, "filtered response: not leader")
         return {"server_id": s.server_id, "now": _ts(now), "disabled": True}
     meta = s.jetstream_meta()
     if leader_only and meta is not None and meta.get("leader") != s.server_name:
@@ -355,9 +371,8 @@ def jsz(
         raise ZError(400, "filtered response: not leader")
     o = s.options.js
     mem = store = n_streams = msgs = nbytes = total = errors = n_consumers = 0
-    rmem = rstore = 0
-    details = []
-    for ja in sorted(usage, key=lambda x: x.name):
+    rmem = rstore = streams_leader = consumers_leader = 0
+    for ja in usage:
         mem += ja.memory
         store += ja.storage
         rmem += ja.reserved_memory
@@ -365,41 +380,16 @@ def jsz(
         n_streams += ja.stream_count
         total += ja.api_total
         errors += ja.api_errors
-        sd = []
-        for stream in sorted(ja.streams, key=lambda x: x.name):
+        for stream in ja.streams:
             n_consumers += stream.consumers
             msgs += stream.messages
             nbytes += stream.bytes
-            if want_streams:
-                detail: dict[str, Any] = {
-                    "name": stream.name,
-                    "created": _ts(stream.created_ns / 1e9),
-                }
-                if stream.cluster is not None:
-                    detail["cluster"] = stream.cluster()
-                if config and stream.config is not None:
-                    detail["config"] = stream.config()
-                detail["state"] = stream.state_json()
-                if consumers and stream.consumer_infos is not None:
-                    cd = stream.consumer_infos()
-                    if cd:
-                        detail["consumer_detail"] = cd
-                if stream.mirror is not None:
-                    detail["mirror"] = stream.mirror
-                if stream.sources:
-                    detail["sources"] = stream.sources
-                sd.append(detail)
-        if want and (not account or ja.name == account):  # (the totals are every account's)
-            d: dict[str, Any] = {
-                "name": ja.name,
-                "id": ja.name,
-                "memory": ja.memory,
-                "storage": ja.storage,
-                "api": {"total": ja.api_total, "errors": ja.api_errors},
-            }
-            if want_streams:
-                d["stream_detail"] = sd
-            details.append(d)
+            if raft and _leads(s, stream):
+                streams_leader += 1
+                consumers_leader += stream.consumers
+    chosen = [ja for ja in usage if account and ja.name == account]
+    if not chosen and accounts:
+        chosen = sorted(usage, key=lambda x: x.name)[offset : offset + limit]
     data: dict[str, Any] = {
         "server_id": s.server_id,
         "now": _ts(now),
@@ -422,12 +412,79 @@ def jsz(
         "consumers": n_consumers,
         "messages": msgs,
         "bytes": nbytes,
+        "total": len(usage),
     }
+    if streams_leader:
+        data["streams_leader"] = streams_leader
+    if consumers_leader:
+        data["consumers_leader"] = consumers_leader
     if meta is not None:
         data["meta_cluster"] = meta
-    if want:
-        data["account_details"] = details
+    if chosen:
+        data["account_details"] = [
+            _account_detail(s, ja, streams, consumers, config, raft, stream_leader_only)
+            for ja in chosen
+        ]
     return data
+
+
+def _leads(s: MonitorSource, stream: StreamUsage) -> bool:
+    """Does this server lead ``stream`` (a stream without a Raft group: always)?"""
+    cl = stream.cluster() if stream.cluster is not None else {}
+    return not cl.get("raft_group") or cl.get("leader") == s.server_name
+
+
+def _account_detail(
+    s: MonitorSource,
+    ja: AccountUsage,
+    streams: bool,
+    consumers: bool,
+    config: bool,
+    raft: bool,
+    stream_leader_only: bool,
+) -> dict[str, Any]:
+    # (nats-server's AccountDetail embeds JetStreamStats: its server-wide fields are 0)
+    d: dict[str, Any] = {
+        "name": ja.name,
+        "id": ja.name,
+        "memory": ja.memory,
+        "storage": ja.storage,
+        "reserved_memory": ja.reserved_memory,
+        "reserved_storage": ja.reserved_storage,
+        "accounts": 0,
+        "ha_assets": 0,
+        "api": {"level": 0, "total": ja.api_total, "errors": ja.api_errors},
+    }
+    if not streams:
+        return d
+    sd = []
+    for stream in sorted(ja.streams, key=lambda x: x.name):
+        cl = stream.cluster() if stream.cluster is not None else None
+        if stream_leader_only and cl is not None and cl.get("leader") != s.server_name:
+            continue
+        detail: dict[str, Any] = {"name": stream.name, "created": _ts(stream.created_ns / 1e9)}
+        if cl is not None:
+            detail["cluster"] = cl
+        if config and stream.config is not None:
+            detail["config"] = stream.config()
+        detail["state"] = stream.state_json()
+        if consumers and stream.consumer_infos is not None:
+            cd = stream.consumer_infos()
+            if cd:
+                # (as nats-server: a consumer's config only with ``config``)
+                detail["consumer_detail"] = (
+                    cd if config else [{k: v for k, v in c.items() if k != "config"} for c in cd]
+                )
+        if stream.mirror is not None:
+            detail["mirror"] = stream.mirror
+        if stream.sources:
+            detail["sources"] = stream.sources
+        if raft and cl is not None and cl.get("raft_group"):
+            detail["stream_raft_group"] = cl["raft_group"]
+        sd.append(detail)
+    if sd:
+        d["stream_detail"] = sd
+    return d
 
 
 def raftz(s: MonitorSource, *, acc: str = "", group: str = "") -> dict[str, Any]:
