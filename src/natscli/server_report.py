@@ -182,7 +182,7 @@ async def report_jetstream(s: Session, a: argparse.Namespace) -> None:
 
 async def report_connections(s: Session, a: argparse.Namespace) -> None:
     nc = await s.nc()
-    body = {"subscriptions": False, "limit": a.top, **_filters(a)}
+    body = {"subscriptions": False, "auth": True, "limit": a.top, **_filters(a)}
     answers = await ask(nc, "$SYS.REQ.SERVER.PING.CONNZ", body, s.opts.timeout)
     conns = []
     for doc in answers:

@@ -364,6 +364,7 @@ class Server:
         client.account.clients.pop(client.cid, None)
         if reason in (CloseReason.SLOW_CONSUMER_PENDING, CloseReason.SLOW_CONSUMER_DEADLINE):
             self.slow_consumers += 1
+            client.account.slow_consumers += 1
             log.info("%s:%d - cid:%d - Slow Consumer Detected", client.ip, client.port, client.cid)
         elif reason == CloseReason.STALE:
             self.stale_connections += 1

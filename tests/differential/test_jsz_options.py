@@ -99,9 +99,9 @@ async def _populate(url: str) -> None:
             await nc.close()
 
 
-def _get(port: int, query: str) -> tuple[int, Any]:
+def _get(port: int, query: str, path: str = "/jsz") -> tuple[int, Any]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/jsz?{query}", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}?{query}", timeout=10) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -180,3 +180,44 @@ def test_jsz_paging_over_the_system_account_as_nats_server(
     impl = asyncio.run(ask(servers["natsd"][0].url))
     assert impl == ref
     assert [a for a, _, _ in impl[0]["details"]] == ["B"]
+
+
+def test_accstatz_as_nats_server(servers: dict[str, tuple[ServerProcess, int]]) -> None:
+    """``/accstatz``: the accounts with connections on the server (``unused``: every
+    account), each with nats-server's keys (natsd leaves out the parts by route, gateway
+    and leaf node)."""
+
+    async def ask(url: str, port: int) -> list[Any]:
+        nc = await nats.connect(url, user="b", password="b")
+        try:
+            await nc.publish("b1.x", b"m")
+            await nc.flush()
+            out = []
+            for q in ("", "unused=true"):
+                status, doc = _get(port, q, path="/accstatz")
+                assert status == 200, doc
+                out.append(
+                    (
+                        set(doc),
+                        sorted(
+                            (st["acc"], st["conns"], set(st), set(st["sent"]) & {"msgs", "bytes"})
+                            for st in doc["account_statz"]
+                            if q == "" or st["acc"] in ("A", "B", "C")
+                        ),
+                    )
+                )
+            out.append(_get(port, "unused=maybe", path="/accstatz"))
+            return out
+        finally:
+            await nc.close()
+
+    (ref_proc, ref_port), (proc, port) = servers["nats-server"], servers["natsd"]
+    ref = asyncio.run(ask(ref_proc.url, ref_port))
+    impl = asyncio.run(ask(proc.url, port))
+    assert impl[0][1] == [("B", 1, impl[0][1][0][2], {"msgs", "bytes"})]
+    for (keys, stats), (ref_keys, ref_stats) in zip(impl[:2], ref[:2], strict=True):
+        assert keys == ref_keys
+        assert [(a, n) for a, n, _, _ in stats] == [(a, n) for a, n, _, _ in ref_stats]
+        for (_, _, st_keys, _), (_, _, ref_st_keys, _) in zip(stats, ref_stats, strict=True):
+            assert st_keys == ref_st_keys
+    assert impl[2] == ref[2]

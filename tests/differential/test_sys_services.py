@@ -125,12 +125,48 @@ async def _survey(url: str) -> dict[str, Any]:
         out["account jsz"] = [_keys(a["data"]) for a in jsz]
         connz = await _many(sysc, "$SYS.REQ.ACCOUNT.APP.CONNZ")
         out["account connz"] = [len(a["data"]["connections"]) for a in connz]
+        # account statistics: the account's, every account's with connections, none for
+        # an account that has none here; the connections event on request
+        for label, subject, body in (
+            ("account statz", "$SYS.REQ.ACCOUNT.APP.STATZ", {}),
+            ("ping statz", "$SYS.REQ.ACCOUNT.PING.STATZ", {"accounts": ["APP"]}),
+            ("ping statz all", "$SYS.REQ.ACCOUNT.PING.STATZ", {}),
+            ("ping statz unused", "$SYS.REQ.ACCOUNT.PING.STATZ", {"accounts": ["NOPE", "APP"]}),
+        ):
+            got = await _many(sysc, subject, body)
+            out[label] = [
+                (_keys(a["data"]), sorted((st["acc"], _keys(st), _keys(st["sent"]), st["conns"])
+                                           for st in a["data"]["account_statz"]))
+                for a in got
+            ]  # fmt: skip
+        out["statz without connections"] = await _many(sysc, "$SYS.REQ.ACCOUNT.NOPE.STATZ")
+        conns = await _many(sysc, "$SYS.REQ.ACCOUNT.APP.CONNS")
+        out["account conns"] = [(_keys(a), a["acc"], a["conns"], a["type"]) for a in conns]
+        # through the imports every account has: its own connections and statistics only
+        for label, subject in (
+            ("app ping connz", "$SYS.REQ.SERVER.PING.CONNZ"),
+            ("app account ping connz", "$SYS.REQ.ACCOUNT.PING.CONNZ"),
+        ):
+            got = await _many(app, subject, {"auth": True})
+            out[label] = [
+                (_keys(a), sorted({c.get("account", "?") for c in a["data"]["connections"]}),
+                 len(a["data"]["connections"]))
+                for a in got
+            ]  # fmt: skip
+        got = await _many(app, "$SYS.REQ.ACCOUNT.PING.STATZ", {"accounts": ["SYS"]})
+        out["app ping statz"] = [[st["acc"] for st in a["data"]["account_statz"]] for a in got]
         events: dict[str, Any] = {}
+
+        conns_events: list[tuple[str, Any]] = []
 
         async def on_event(m: Any) -> None:
             kind = m.subject.rsplit(".", 1)[-1]
-            if kind in ("CONNECT", "DISCONNECT") and ".APP." not in m.subject:
+            if kind not in ("CONNECT", "DISCONNECT", "CONNS", "STATSZ"):
+                return  # (the requests themselves, this survey's among them)
+            if kind in ("CONNECT", "DISCONNECT", "CONNS") and ".APP." not in m.subject:
                 return
+            if kind == "CONNS":
+                conns_events.append((m.subject, json.loads(m.data)))
             events.setdefault(kind, json.loads(m.data))
 
         esub = await sysc.subscribe("$SYS.>", cb=on_event)
@@ -144,6 +180,8 @@ async def _survey(url: str) -> dict[str, Any]:
                          for k, v in events.items()
                          if k in ("CONNECT", "DISCONNECT", "STATSZ")}  # fmt: skip
         out["disconnect reason"] = events.get("DISCONNECT", {}).get("reason")
+        # at the connect and at the disconnect, on both subjects
+        out["conns events"] = [(subj, _keys(ev), ev["conns"]) for subj, ev in conns_events]
         acc = await _many(sysc, "$SYS.REQ.SERVER.PING.JSZ", {"accounts": True})
         out["jsz accounts"] = [sorted(d["name"] for d in a["data"]["account_details"]) for a in acc]
         # each stream's detail with its consumers and config (what the console reads)
@@ -235,6 +273,25 @@ def test_system_services_answer_as_nats_server(servers: dict[str, ServerProcess]
     assert impl["jsz accounts"] == [["APP"]]
     assert sorted(impl["events"]) == ["CONNECT", "DISCONNECT", "STATSZ"]
     assert impl["disconnect reason"] == "Client Closed"
+    app_stat = ("APP", impl["account statz"][0][1][0][1], impl["account statz"][0][1][0][2], 1)
+    assert impl["account statz"] == [({"server_id", "now", "account_statz"}, [app_stat])]
+    assert impl["ping statz"] == impl["account statz"]
+    assert [st[0] for st in impl["ping statz all"][0][1]] == ["APP", "SYS"]
+    assert impl["statz without connections"] == []
+    assert impl["account conns"][0][1:] == (
+        "APP",
+        1,
+        "io.nats.server.advisory.v1.account_connections",
+    )
+    assert impl["app ping connz"] == impl["app account ping connz"]
+    assert impl["app ping connz"][0][1:] == (["APP"], 1)
+    assert impl["app ping statz"] == [["APP"]]
+    assert [(subj, n) for subj, _, n in impl["conns events"]] == [
+        ("$SYS.SERVER.ACCOUNT.APP.CONNS", 2),
+        ("$SYS.ACCOUNT.APP.SERVER.CONNS", 2),
+        ("$SYS.SERVER.ACCOUNT.APP.CONNS", 1),
+        ("$SYS.ACCOUNT.APP.SERVER.CONNS", 1),
+    ]
 
 
 async def _cluster_survey(tmp: Path, kind: str) -> dict[str, Any]:
@@ -250,6 +307,7 @@ async def _cluster_survey(tmp: Path, kind: str) -> dict[str, Any]:
                     break
                 await asyncio.sleep(0.2)
             out["ping"] = sorted(a["server"]["name"] for a in ping)
+            ping_names = [cluster[0].name]
             out["clusters"] = {a["server"].get("cluster") for a in ping}
             out["active_servers"] = {a["statsz"]["active_servers"] for a in ping}
             jsz = await _many(nc, "$SYS.REQ.SERVER.PING.JSZ")
@@ -263,6 +321,24 @@ async def _cluster_survey(tmp: Path, kind: str) -> dict[str, Any]:
                 {"server_name": ping[1]["server"]["name"], "exact_match": True},
             )
             out["one server"] = [a["server"]["name"] for a in one] == [ping[1]["server"]["name"]]
+            # an account's user on server 0: through its imports every server answers with
+            # its own connections of that account; account statistics come from the server
+            # that has them
+            app = await cluster.connect(0)
+            try:
+                acc = (await _many(app, "$SYS.REQ.USER.INFO", wait=0.5))[0]["data"]["account"]
+                connz = await _many(app, "$SYS.REQ.SERVER.PING.CONNZ", wait=0.5)
+                out["app connz"] = sorted(len(a["data"]["connections"]) for a in connz)
+                statz = await _many(app, "$SYS.REQ.ACCOUNT.PING.STATZ", wait=0.5)
+                out["app statz"] = [
+                    (a["server"]["name"] == ping_names[0],
+                     [(st["acc"] == acc, st["conns"]) for st in a["data"]["account_statz"]])
+                    for a in statz
+                ]  # fmt: skip
+                conns = await _many(nc, f"$SYS.REQ.ACCOUNT.{acc}.CONNS", wait=0.5)
+                out["conns"] = [(a["conns"], a["server"]["name"] == ping_names[0]) for a in conns]
+            finally:
+                await app.close()
             return out
         finally:
             await nc.close()
@@ -279,6 +355,8 @@ def test_each_server_of_a_cluster_answers_for_itself(tmp_path: Path) -> None:
         r["ping"] = len(r["ping"])
         r["clusters"] = len(r["clusters"])
     assert impl == ref
+    assert impl["app connz"] == [0, 0, 1]
+    assert impl["app statz"] == [(True, [(True, 1)])] and impl["conns"] == [(1, True)]
 
 
 USER_INFO_CONFIG = """

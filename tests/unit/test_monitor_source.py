@@ -266,6 +266,31 @@ async def test_bad_query_values_are_refused_with_nats_servers_text(
     assert (r.status, await r.text()) == (400, text)
 
 
+async def test_accstatz_lists_the_accounts_with_connections(source: StubSource) -> None:
+    g = source.accounts[GLOBAL_ACCOUNT]
+    g.clients[5] = source.clients[5]  # type: ignore[assignment]
+    g.msgs_in, g.bytes_in, g.msgs_out, g.bytes_out, g.slow_consumers = 4, 40, 6, 60, 1
+    async with TestClient(TestServer(MonitorServer(source).app)) as c:
+        doc = await (await c.get("/accstatz")).json()
+        assert set(doc) == {"server_id", "now", "account_statz"}
+        assert doc["account_statz"] == [
+            {
+                "acc": "$G",
+                "name": "$G",
+                "conns": 1,
+                "leafnodes": 0,
+                "total_conns": 1,
+                "num_subscriptions": 0,
+                "sent": {"msgs": 6, "bytes": 60},
+                "received": {"msgs": 4, "bytes": 40},
+                "slow_consumers": 1,
+            }
+        ]
+        unused = await (await c.get("/accstatz?unused=true")).json()
+        assert [a["acc"] for a in unused["account_statz"]] == ["$G", "A"]
+        assert unused["account_statz"][1]["conns"] == 0
+
+
 async def test_jsz_disabled_without_jetstream(source: StubSource) -> None:
     source.usage = None
     async with TestClient(TestServer(MonitorServer(source).app)) as c:

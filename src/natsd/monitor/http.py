@@ -81,6 +81,7 @@ class MonitorServer:
         app.router.add_get("/subscriptionsz", self.subsz)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/accountz", self.accountz)
+        app.router.add_get("/accstatz", self.accstatz)
         app.router.add_get("/jsz", self.jsz)
         app.router.add_get("/raftz", self.raftz)
         app.router.add_get("/metrics", self.metrics)
@@ -112,6 +113,7 @@ class MonitorServer:
                 "routez",
                 "subsz",
                 "accountz",
+                "accstatz",
                 "jsz",
                 "raftz",
                 "healthz",
@@ -163,6 +165,10 @@ class MonitorServer:
 
     async def accountz(self, request: web.Request) -> web.Response:
         return _answer(lambda: z.accountz(self.server, acc=request.query.get("acc", "")))
+
+    async def accstatz(self, request: web.Request) -> web.Response:
+        q = request.query
+        return _answer(lambda: z.accstatz(self.server, include_unused=_flag(q, "unused")))
 
     async def jsz(self, request: web.Request) -> web.Response:
         q = request.query

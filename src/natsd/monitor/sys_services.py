@@ -26,12 +26,20 @@ server's ``$SYS.SERVER.<id>.STATSZ`` (after 250 ms, then at doubling intervals u
 10 s, as nats-server; also when ``$SYS.REQ.SERVER.PING`` arrives without a reply subject),
 ``.LAMEDUCK`` and ``.SHUTDOWN`` (the bare ServerInfo).
 
-``$SYS.REQ.USER.INFO``, in every account (as the service import nats-server gives each):
-the requesting connection's user, account and permissions.
+``$SYS.REQ.ACCOUNT.PING.STATZ`` (each server with connections in the accounts asked for
+answers) and ``$SYS.REQ.ACCOUNT.<acc>.CONNS`` (nats-server's AccountNumConns, from the
+servers with connections in it); the AccountNumConns events ``$SYS.SERVER.ACCOUNT.<acc>.CONNS``
+and ``$SYS.ACCOUNT.<acc>.SERVER.CONNS`` at each connect and disconnect, and every 30 s while
+the account has connections.
 
-Not served yet (no-responders): PROFILEZ, EXPVARZ and IPQUEUESZ (Go runtime internals),
-the account STATZ and CONNS and their events (natsd keeps no per-account message
-counters), and the CONNZ and STATZ imports nats-server gives every account.
+In every account, as the service imports nats-server gives each: ``$SYS.REQ.USER.INFO``
+(the requesting connection's user, account and permissions; the server it is connected to
+answers), and ``$SYS.REQ.SERVER.PING.CONNZ``, ``$SYS.REQ.ACCOUNT.PING.CONNZ`` and
+``$SYS.REQ.ACCOUNT.PING.STATZ`` (``ACCOUNT_IMPORTS``: every server answers for that
+account alone).
+
+Not served (no-responders): PROFILEZ, EXPVARZ and IPQUEUESZ, nats-server's Go runtime
+internals.
 """
 
 from __future__ import annotations
@@ -55,13 +63,20 @@ from natsd.router.publish import publish
 from natsd.router.subscription import Subscription
 from natsd.version import SERVER_VERSION
 
-__all__ = ["ACCOUNT_ENDPOINTS", "SERVER_ENDPOINTS", "SysServices"]
+__all__ = ["ACCOUNT_ENDPOINTS", "ACCOUNT_IMPORTS", "SERVER_ENDPOINTS", "SysServices"]
 
 SERVER_ENDPOINTS: Final = (
     "IDZ", "STATSZ", "VARZ", "SUBSZ", "CONNZ", "ROUTEZ", "GATEWAYZ", "LEAFZ", "ACCOUNTZ",
     "JSZ", "HEALTHZ", "RAFTZ",
 )  # fmt: skip
-ACCOUNT_ENDPOINTS: Final = ("CONNZ", "SUBSZ", "LEAFZ", "JSZ", "INFO")
+ACCOUNT_ENDPOINTS: Final = ("CONNZ", "SUBSZ", "LEAFZ", "JSZ", "INFO", "STATZ", "CONNS")
+# The service imports nats-server gives every other account: (subject there, endpoint of
+# ``$SYS.REQ.ACCOUNT.<that account>.<EP>`` it reaches)
+ACCOUNT_IMPORTS: Final = (
+    (b"$SYS.REQ.SERVER.PING.CONNZ", "CONNZ"),
+    (b"$SYS.REQ.ACCOUNT.PING.CONNZ", "CONNZ"),
+    (b"$SYS.REQ.ACCOUNT.PING.STATZ", "STATZ"),
+)
 
 log: Final = logging.getLogger("natsd")
 _PREFIX: Final = b"$SYS.REQ.SERVER."
@@ -71,6 +86,8 @@ _JETSTREAM_FLAG: Final = 1  # ServerInfo.flags: JetStream enabled
 # nats-server's statsz timer: 250 ms after start, doubling up to statsHBInterval
 _STATSZ_FIRST: Final = 0.25
 _STATSZ_EVERY: Final = 10.0
+# nats-server's eventsHBInterval: an account's CONNS event again while it has connections
+_CONNS_EVERY: Final = 30.0
 
 
 class _Skip(Exception):
@@ -91,12 +108,14 @@ class SysServices:
         # the client whose publish is being delivered now (USER.INFO answers about it)
         self._publisher = publisher
         self._user_info: dict[str, tuple[Account, Subscription]] = {}
+        self._imports: list[tuple[Account, Subscription]] = []
         self._seq = 0
         self._subs: list[Subscription] = []
         self._cpu_at = (time.monotonic(), _cpu_seconds())
         self._nuid = Nuid()
         self._statsz_every = _STATSZ_FIRST
         self._statsz_timer: Cancellable | None = None
+        self._conns_timer: Cancellable | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -109,13 +128,14 @@ class SysServices:
             subjects.append((_PREFIX + sid + b"." + ep.encode(), self._on_server))
         for ep in ACCOUNT_ENDPOINTS:
             subjects.append((_ACCOUNT + b"*." + ep.encode(), self._on_account))
+        subjects.append((_ACCOUNT + b"PING.STATZ", self._on_account_ping))
         for i, (subject, cb) in enumerate(subjects):
             sub = Subscription(subject, None, b"sys-%d" % i, callback=cb)
             self._system.sublist.insert(sub)
             self._subs.append(sub)
-        self._statsz_timer = asyncio.get_running_loop().call_later(
-            self._statsz_every, self._statsz_tick
-        )
+        loop = asyncio.get_running_loop()
+        self._statsz_timer = loop.call_later(self._statsz_every, self._statsz_tick)
+        self._conns_timer = loop.call_later(_CONNS_EVERY, self._conns_tick)
         for acct in list(self._server.accounts.values()):
             self.account_added(acct)
 
@@ -127,17 +147,27 @@ class SysServices:
         sub = Subscription(_USER_INFO, None, b"sys-user-info", callback=self._on_user_info)
         acct.sublist.insert(sub, quiet=True)
         self._user_info[acct.name] = (acct, sub)
+        if acct is self._system:
+            return
+        # the CONNZ and STATZ imports: every server answers for its own connections, so
+        # the interest crosses the routes
+        for i, (subject, _) in enumerate(ACCOUNT_IMPORTS):
+            imp = Subscription(subject, None, b"sys-import-%d" % i, callback=self._on_import)
+            acct.sublist.insert(imp)
+            self._imports.append((acct, imp))
 
     def stop(self) -> None:
         for sub in self._subs:
             self._system.sublist.remove(sub)
         self._subs.clear()
-        for acct, sub in self._user_info.values():
+        for acct, sub in (*self._user_info.values(), *self._imports):
             acct.sublist.remove(sub)
         self._user_info.clear()
-        if self._statsz_timer is not None:
-            self._statsz_timer.cancel()
-            self._statsz_timer = None
+        self._imports.clear()
+        for timer in (self._statsz_timer, self._conns_timer):
+            if timer is not None:
+                timer.cancel()
+        self._statsz_timer = self._conns_timer = None
 
     # ------------------------------------------------------------------ events
     def _listened(self, subject: bytes) -> bool:
@@ -161,7 +191,36 @@ class SysServices:
         if self._listened(subject):
             self._send(subject, self.server_info())
 
+    def _conns_tick(self) -> None:
+        for acct in list(self._server.accounts.values()):
+            if acct.clients:
+                self.publish_conns(acct)
+        self._conns_timer = asyncio.get_running_loop().call_later(_CONNS_EVERY, self._conns_tick)
+
+    def publish_conns(self, acct: Account, leaving: object = None) -> None:
+        """nats-server's AccountNumConns event, on both its subjects: at each connect and
+        disconnect in ``acct``, and every 30 s while it has connections here."""
+        subjects = [
+            f"$SYS.SERVER.ACCOUNT.{acct.name}.CONNS".encode(),
+            f"$SYS.ACCOUNT.{acct.name}.SERVER.CONNS".encode(),
+        ]
+        listened = [subject for subject in subjects if self._listened(subject)]
+        if listened:
+            # (one event on both subjects: the same id, each with its own ServerInfo)
+            typed = self._typed("io.nats.server.advisory.v1.account_connections")
+            stat = z.account_stat(acct, leaving)
+            for subject in listened:
+                self._send(subject, {**typed, "server": self.server_info(), **stat})
+
+    def _num_conns(self, acct: Account) -> dict[str, Any]:
+        return {
+            **self._typed("io.nats.server.advisory.v1.account_connections"),
+            "server": self.server_info(),
+            **z.account_stat(acct),
+        }
+
     def client_connected(self, c: Any) -> None:
+        self.publish_conns(c.account)
         subject = f"$SYS.ACCOUNT.{c.account.name}.CONNECT".encode()
         if self._listened(subject):
             self._send(subject, {
@@ -171,6 +230,7 @@ class SysServices:
             })  # fmt: skip
 
     def client_disconnected(self, c: Any, reason: str) -> None:
+        self.publish_conns(c.account, leaving=c)
         subject = f"$SYS.ACCOUNT.{c.account.name}.DISCONNECT".encode()
         if self._listened(subject):
             self._send(subject, {
@@ -270,12 +330,31 @@ class SysServices:
         if len(toks) != 5:
             return
         acc, ep = toks[3], toks[4]
+        if ep == "CONNS":
+            self._on_conns(acc, reply, data)
+            return
         opts = _options(data)
         if opts is None:
             self._error(reply, 400, "invalid request body")
             return
+        if not self._for_me(opts):
+            return
+        self._answer_account(acc, ep, opts, reply)
+
+    def _answer_account(
+        self,
+        acc: str,
+        ep: str,
+        opts: dict[str, Any],
+        reply: bytes | None,
+        to: Account | None = None,
+    ) -> None:
+        """The answer of ``$SYS.REQ.ACCOUNT.<acc>.<ep>``, sent in the system account (or
+        in ``to``, the account whose import the request came through)."""
         try:
             out = self._account_data(acc, ep, opts)
+        except _Skip:
+            return
         except z.ZError as e:
             self._error(reply, 500, e.text)
             return
@@ -283,7 +362,64 @@ class SysServices:
             log.warning("$SYS.REQ.ACCOUNT %s: %s", ep, e, exc_info=True)
             self._error(reply, 500, f"{ep}: {e}")
             return
-        self._send(reply, {"server": self.server_info(), "data": out})
+        doc = {"server": self.server_info(), "data": out}
+        if to is None:
+            self._send(reply, doc)
+        elif reply:
+            publish(to.sublist, reply, None, None, orjson.dumps(doc))
+
+    def _on_account_ping(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """``$SYS.REQ.ACCOUNT.PING.STATZ``: the accounts the body names (all when none)
+        that have connections here (``include_unused``: all); no answer when none has."""
+        opts = _options(data)
+        if opts is None:
+            self._error(reply, 400, "invalid request body")
+            return
+        if not self._for_me(opts):
+            return
+        out = self._statz(opts, None)
+        if out is not None:
+            self._send(reply, {"server": self.server_info(), "data": out})
+
+    def _on_import(
+        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+    ) -> None:
+        """A request in an account through one of ``ACCOUNT_IMPORTS``: answered as its
+        ``$SYS.REQ.ACCOUNT.<account>.<EP>``, for that account only, in that account."""
+        owner = next((a for a, s in self._imports if s is sub), None)
+        ep = dict(ACCOUNT_IMPORTS).get(subject)
+        if owner is None or ep is None:
+            return
+        opts = _options(data)
+        if opts is None:
+            if reply:
+                doc = {"server": self.server_info(),
+                       "error": {"code": 400, "description": "invalid request body"}}  # fmt: skip
+                publish(owner.sublist, reply, None, None, orjson.dumps(doc))
+            return
+        if self._for_me(opts):
+            self._answer_account(owner.name, ep, opts, reply, to=owner)
+
+    def _on_conns(self, acc: str, reply: bytes | None, data: bytes) -> None:
+        """nats-server's ``connsRequest``: the account's AccountNumConns event to
+        ``reply``, from a server with connections in it (the others stay silent)."""
+        if data.strip():
+            body = _options(data)
+            if body is None or body.get("acc", acc) != acc:
+                return
+        acct = self._server.accounts.get(acc)
+        if acct is not None and acct.clients:
+            self._send(reply, self._num_conns(acct))
+
+    def _statz(self, opts: dict[str, Any], acc: str | None) -> dict[str, Any] | None:
+        names = [acc] if acc is not None else opts.get("accounts")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            names = None
+        unused = bool(opts.get("include_unused"))
+        out = z.accstatz(self._server, accounts=names, include_unused=unused)
+        return out if out["account_statz"] or unused else None
 
     def _on_user_info(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
@@ -384,7 +520,8 @@ class SysServices:
         s = self._server
         if ep == "CONNZ":
             return z.connz(s, offset=_int(o, "offset", 0), limit=_int(o, "limit", 1024),
-                           subs=bool(o.get("subscriptions")), account=acc)  # fmt: skip
+                           subs=bool(o.get("subscriptions") or o.get("subscriptions_detail")),
+                           auth=bool(o.get("auth")), account=acc)  # fmt: skip
         if ep == "SUBSZ":
             return z.subsz(s, subs=True, offset=_int(o, "offset", 0),
                            limit=_int(o, "limit", 1024), account=acc)  # fmt: skip
@@ -394,6 +531,13 @@ class SysServices:
             if acc not in s.accounts:
                 raise z.ZError(500, f"Account {acc} does not exist")
             return dict(z.accountz(s, acc=acc)["account_detail"])
+        if ep == "STATZ":
+            if acc == "PING":  # ($SYS.REQ.ACCOUNT.PING.STATZ has its own subscription)
+                raise _Skip()
+            out = self._statz(o, acc)
+            if out is None:
+                raise _Skip()
+            return out
         if ep == "JSZ":
             doc = z.jsz(s, streams=bool(o.get("streams")), account=acc)
             details = doc.get("account_details") or []

@@ -223,10 +223,11 @@ def connz(
             info["lang"] = c.lang
         if c.version:
             info["version"] = c.version
-        if c.user:
-            info["authorized_user"] = c.user
-        if c.account.name != "$G" or c.user:
-            info["account"] = c.account.name
+        if want_auth:  # (as nats-server: who a connection is, only when asked)
+            if c.user:
+                info["authorized_user"] = c.user
+            if c.account.name != "$G":
+                info["account"] = c.account.name
         if want_subs:
             info["subscriptions_list"] = [sub.subject.decode() for sub in c.subs.values()]
         info.update(c.tls_report(peer_certs=want_auth))
@@ -282,6 +283,42 @@ def subsz(
         data["limit"] = limit
         data["subscriptions_list"] = found[offset : offset + limit]
     return data
+
+
+def account_stat(acct: Account, leaving: object = None) -> dict[str, Any]:
+    """nats-server's AccountStat: the account's client connections on this server (but
+    ``leaving``, one being closed), its subscriptions, the messages its clients published
+    (``received``) and those delivered of what was published in it (``sent``), and its
+    clients closed as slow consumers. (natsd has no leaf nodes or gateways, and does not
+    split the figures by route: nats-server's ``routes``, ``gateways`` and ``leafs`` parts
+    are left out.)"""
+    conns = sum(1 for c in acct.clients.values() if c is not leaving)
+    return {
+        "acc": acct.name,
+        "name": acct.name,
+        "conns": conns,
+        "leafnodes": 0,
+        "total_conns": conns,
+        "num_subscriptions": acct.num_subscriptions,
+        "sent": {"msgs": acct.msgs_out, "bytes": acct.bytes_out},
+        "received": {"msgs": acct.msgs_in, "bytes": acct.bytes_in},
+        "slow_consumers": acct.slow_consumers,
+    }
+
+
+def accstatz(
+    s: MonitorSource, *, accounts: list[str] | None = None, include_unused: bool = False
+) -> dict[str, Any]:
+    """nats-server's AccountStatz (/accstatz): each account's ``account_stat``, those named
+    in ``accounts`` (all when none), only those with connections here unless
+    ``include_unused``."""
+    names = accounts if accounts else sorted(s.accounts)
+    stats = []
+    for name in names:
+        acct = s.accounts.get(name)
+        if acct is not None and (include_unused or acct.clients):
+            stats.append(account_stat(acct))
+    return {"server_id": s.server_id, "now": _ts(time.time()), "account_statz": stats}
 
 
 def accountz(s: MonitorSource, *, acc: str = "") -> dict[str, Any]:

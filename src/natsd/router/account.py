@@ -29,6 +29,8 @@ class Account:
     bytes_in: int = 0
     msgs_out: int = 0
     bytes_out: int = 0
+    # its clients closed as slow consumers (nats-server's per-account figure)
+    slow_consumers: int = 0
 
     @property
     def num_subscriptions(self) -> int:
