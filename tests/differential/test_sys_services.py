@@ -153,6 +153,8 @@ async def _survey(url: str) -> dict[str, Any]:
                  len(a["data"]["connections"]))
                 for a in got
             ]  # fmt: skip
+        bad = await _many(app, "$SYS.REQ.SERVER.PING.CONNZ", b"{bad")
+        out["app bad body"] = [(_keys(a), a["error"]["code"]) for a in bad]
         got = await _many(app, "$SYS.REQ.ACCOUNT.PING.STATZ", {"accounts": ["SYS"]})
         out["app ping statz"] = [[st["acc"] for st in a["data"]["account_statz"]] for a in got]
         events: dict[str, Any] = {}
@@ -286,6 +288,7 @@ def test_system_services_answer_as_nats_server(servers: dict[str, ServerProcess]
     assert impl["app ping connz"] == impl["app account ping connz"]
     assert impl["app ping connz"][0][1:] == (["APP"], 1)
     assert impl["app ping statz"] == [["APP"]]
+    assert impl["app bad body"] == [({"server", "error"}, 400)]
     assert [(subj, n) for subj, _, n in impl["conns events"]] == [
         ("$SYS.SERVER.ACCOUNT.APP.CONNS", 2),
         ("$SYS.ACCOUNT.APP.SERVER.CONNS", 2),

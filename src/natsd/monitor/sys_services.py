@@ -271,18 +271,32 @@ class SysServices:
         info["time"] = rfc3339(time.time_ns())
         return info
 
-    def _send(self, reply: bytes | None, doc: dict[str, Any]) -> None:
+    def _send(self, reply: bytes | None, doc: dict[str, Any], to: Account | None = None) -> None:
+        """``doc`` to ``reply`` in the system account (or in ``to``: the account a request
+        came from through its imports)."""
         if reply:
-            publish(self._system.sublist, reply, None, None, orjson.dumps(doc))
+            account = to or self._system
+            publish(account.sublist, reply, None, None, orjson.dumps(doc))
 
-    def _error(self, reply: bytes | None, code: int, text: str) -> None:
+    def _error(self, reply: bytes | None, code: int, text: str, to: Account | None = None) -> None:
         """An error answer: a bad body's (400) has no ``data``; an endpoint's (500) has
         ``"data": null``, as nats-server's typed nil."""
         doc: dict[str, Any] = {"server": self.server_info()}
         if code != 400:
             doc["data"] = None
         doc["error"] = {"code": code, "description": text}
-        self._send(reply, doc)
+        self._send(reply, doc, to)
+
+    def _request(
+        self, reply: bytes | None, data: bytes, to: Account | None = None
+    ) -> dict[str, Any] | None:
+        """A request's options when it is for this server; None when it is not (a filter
+        naming another) or its body is no JSON object (then answered with error 400)."""
+        opts = _options(data)
+        if opts is None:
+            self._error(reply, 400, "invalid request body", to)
+            return None
+        return opts if self._for_me(opts) else None
 
     def _on_ping(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
@@ -301,11 +315,8 @@ class SysServices:
             host = s.options.host or "0.0.0.0"
             self._send(reply, {"name": s.server_name, "host": host, "id": s.server_id})
             return
-        opts = _options(data)
+        opts = self._request(reply, data)
         if opts is None:
-            self._error(reply, 400, "invalid request body")
-            return
-        if not self._for_me(opts):
             return
         try:
             if ep == "STATSZ":
@@ -333,11 +344,8 @@ class SysServices:
         if ep == "CONNS":
             self._on_conns(acc, reply, data)
             return
-        opts = _options(data)
+        opts = self._request(reply, data)
         if opts is None:
-            self._error(reply, 400, "invalid request body")
-            return
-        if not self._for_me(opts):
             return
         self._answer_account(acc, ep, opts, reply)
 
@@ -356,28 +364,21 @@ class SysServices:
         except _Skip:
             return
         except z.ZError as e:
-            self._error(reply, 500, e.text)
+            self._error(reply, 500, e.text, to)
             return
         except Exception as e:  # (as _on_server)
             log.warning("$SYS.REQ.ACCOUNT %s: %s", ep, e, exc_info=True)
-            self._error(reply, 500, f"{ep}: {e}")
+            self._error(reply, 500, f"{ep}: {e}", to)
             return
-        doc = {"server": self.server_info(), "data": out}
-        if to is None:
-            self._send(reply, doc)
-        elif reply:
-            publish(to.sublist, reply, None, None, orjson.dumps(doc))
+        self._send(reply, {"server": self.server_info(), "data": out}, to)
 
     def _on_account_ping(
         self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
     ) -> None:
         """``$SYS.REQ.ACCOUNT.PING.STATZ``: the accounts the body names (all when none)
         that have connections here (``include_unused``: all); no answer when none has."""
-        opts = _options(data)
+        opts = self._request(reply, data)
         if opts is None:
-            self._error(reply, 400, "invalid request body")
-            return
-        if not self._for_me(opts):
             return
         out = self._statz(opts, None)
         if out is not None:
@@ -392,14 +393,8 @@ class SysServices:
         ep = dict(ACCOUNT_IMPORTS).get(subject)
         if owner is None or ep is None:
             return
-        opts = _options(data)
-        if opts is None:
-            if reply:
-                doc = {"server": self.server_info(),
-                       "error": {"code": 400, "description": "invalid request body"}}  # fmt: skip
-                publish(owner.sublist, reply, None, None, orjson.dumps(doc))
-            return
-        if self._for_me(opts):
+        opts = self._request(reply, data, to=owner)
+        if opts is not None:
             self._answer_account(owner.name, ep, opts, reply, to=owner)
 
     def _on_conns(self, acc: str, reply: bytes | None, data: bytes) -> None:
