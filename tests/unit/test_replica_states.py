@@ -109,3 +109,63 @@ def test_a_repair_overtaken_by_a_leaders_snapshot_ends_and_applies_what_waited()
     assert stepped == [b"G"] and installed == [snap.consumers]
     assert seeded == [snap.sources]  # (the positions as the snapshot stands)
     assert applied == [7, 8]  # after the snapshot's index (20) only
+
+
+class _Consumers:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def passivate(self) -> None:
+        self.calls.append("passivate")
+
+    def activate(self) -> None:
+        self.calls.append("activate")
+
+
+def test_back_in_touch_the_consumers_wait_for_the_log_applied_up_to_where_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A leader out of touch holds its consumers passive; back in touch it may still hold a
+    consumer state it proposed before (with its ack-sync replies), which commits now: the
+    consumers run again only once the log is applied up to where it was, so they start
+    from that state and never deliver what those replies confirmed."""
+    lease = [True]
+    monkeypatch.setattr("natsd.jetstream.cluster.replica.has_lease", lambda g, now, t: lease[0])
+    r = _bare(S.LEADING)
+    node = SimpleNamespace(last_index=lambda: 10)
+    r.group = SimpleNamespace(node=node, applied=8)  # type: ignore[assignment]
+    r.consumers = _Consumers()  # type: ignore[assignment]
+    r.resume_at = 0
+    r._clock = lambda: 0.0  # type: ignore[method-assign]
+    r._serve_reads = lambda g: None  # type: ignore[method-assign]
+
+    r.keep_lease()
+    assert (r.state, r.consumers.calls) == (S.LEADING, [])
+    lease[0] = False
+    r.keep_lease()
+    assert (r.state, r.consumers.calls) == (S.OUT_OF_TOUCH, ["passivate"])
+    lease[0] = True
+    r.keep_lease()  # back in touch, entries 9 and 10 not applied yet
+    assert (r.state, r.consumers.calls, r.resume_at) == (S.LEADING, ["passivate"], 10)
+    r.group.applied = 9  # type: ignore[union-attr]
+    r.keep_lease()
+    assert r.consumers.calls == ["passivate"]
+    r.group.applied = 10  # type: ignore[union-attr]
+    r.keep_lease()
+    assert (r.consumers.calls, r.resume_at) == (["passivate", "activate"], 0)
+    r.keep_lease()
+    assert r.consumers.calls == ["passivate", "activate"]
+
+    # out of touch again before the log applied: nothing runs until the next time back
+    lease[0] = False
+    r.keep_lease()
+    lease[0] = True
+    r.group.applied = 10  # type: ignore[union-attr]
+    node.last_index = lambda: 12
+    r.keep_lease()
+    lease[0] = False
+    r.keep_lease()
+    assert r.resume_at == 0
+    r.group.applied = 12  # type: ignore[union-attr]
+    r.keep_lease()
+    assert r.consumers.calls == ["passivate", "activate", "passivate", "passivate"]

@@ -33,7 +33,10 @@ States and transitions (``_enter`` logs any other as an error)::
   meanwhile): publishes wait, and go to the new leader if it takes over (``handed``).
 * ``OUT_OF_TOUCH``: leading without an answer from a majority for ``LEASE``: its consumers
   are held passive (another leader may be delivering), requests go unanswered; back in
-  touch, it runs them again from their committed state.
+  touch, it runs them again from their committed state once it has applied its log up to
+  where it was (``resume_at``): a consumer state it proposed before it lost touch commits
+  then, and that entry's ack-sync replies go out, so a consumer started before it applied
+  would deliver those acknowledged messages again.
 * ``REPAIRING``: its store ends before its log (damage, a memory stream after a restart):
   it is refilled from the others' stores (``CatchUp.repair``) while committed entries wait
   (``deferred``); it never leads meanwhile.
@@ -231,6 +234,9 @@ class StreamReplica:
         self.group: RaftGroup | None = None
         # as READYING: the log index it must apply before it takes publishes
         self.ready_at = 0
+        # back in touch from OUT_OF_TOUCH: the log index it must apply before its
+        # consumers run again (0: none waits)
+        self.resume_at = 0
         # an applied COMPACT entry's index, to compact at when no WAL sync is under way
         self.compact_to = 0
         # as leader: the index of the last COMPACT entry proposed
@@ -445,7 +451,7 @@ class StreamReplica:
             stream.serve_origin_direct(True)
 
     def _lead(self) -> None:
-        self.ready_at = 0
+        self.ready_at = self.resume_at = 0
         self._enter(S.LEADING)
         self.shadow.lead(self.stream.store.last_seq())
         self.stream.leadership_changed()
@@ -463,32 +469,41 @@ class StreamReplica:
         self.stream.leadership_changed()
         self.stream.unsubscribe()
         self.consumers.passivate()
-        self.ready_at = 0
+        self.ready_at = self.resume_at = 0
         if self.state in LEADS or self.state is S.READYING:
             self._enter(S.FOLLOWING)
 
     def keep_lease(self) -> None:
         """As leader: out of touch with a majority for ``LEASE``, the consumers stop (held
-        passive from their committed state), and run again once back in touch: a leader cut
-        off from the others must not deliver messages another leader may since have
-        delivered and seen acknowledged. (Publishes need a commit anyway.)"""
+        passive from their committed state), and run again once back in touch and its log
+        applied up to where it was then (``resume_at``): a leader cut off from the others
+        must not deliver messages another leader may since have delivered and seen
+        acknowledged. (Publishes need a commit anyway.)"""
         g = self.group
         if g is None or self.state not in LEADS:
             return
         lease = has_lease(g, self._clock(), LEASE)
         if not lease and self.state is not S.OUT_OF_TOUCH:
             self._enter(S.OUT_OF_TOUCH)
+            self.resume_at = 0
             self.consumers.passivate()
             log.warning("stream %s > %s: no word from a majority of its group for %.1f s;"
                         " consumers stopped", self.ja.account.name, self.stream.name,
                         LEASE)  # fmt: skip
         elif lease and self.state is S.OUT_OF_TOUCH:
             self._enter(S.LEADING)
-            self.consumers.activate()
-            log.info("stream %s > %s: in touch with a majority of its group again;"
-                     " consumers running", self.ja.account.name, self.stream.name)  # fmt: skip
-        else:
+            # (what it proposed before, consumer states with their ack-sync replies
+            # among it, commits now: the consumers start from it once it has applied)
+            self.resume_at = max(g.node.last_index(), 1)
+            log.info("stream %s > %s: in touch with a majority of its group again",
+                     self.ja.account.name, self.stream.name)  # fmt: skip
+        elif not self.resume_at:
             return
+        if self.resume_at and self.state is not S.OUT_OF_TOUCH and g.applied >= self.resume_at:
+            self.resume_at = 0
+            self.consumers.activate()
+            log.info("stream %s > %s: consumers running again", self.ja.account.name,
+                     self.stream.name)  # fmt: skip
         self._serve_reads(g)  # (an out-of-touch leader answers no direct get either)
 
     def leads(self) -> bool:
