@@ -45,6 +45,7 @@ internals.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -151,8 +152,10 @@ class SysServices:
             return
         # the CONNZ and STATZ imports: every server answers for its own connections, so
         # the interest crosses the routes
-        for i, (subject, _) in enumerate(ACCOUNT_IMPORTS):
-            imp = Subscription(subject, None, b"sys-import-%d" % i, callback=self._on_import)
+        for i, (subject, ep) in enumerate(ACCOUNT_IMPORTS):
+            # (the callback knows its account and endpoint: no lookup per request)
+            answer = functools.partial(self._on_import, acct, ep)
+            imp = Subscription(subject, None, b"sys-import-%d" % i, callback=answer)
             acct.sublist.insert(imp)
             self._imports.append((acct, imp))
 
@@ -385,14 +388,17 @@ class SysServices:
             self._send(reply, {"server": self.server_info(), "data": out})
 
     def _on_import(
-        self, sub: Subscription, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes
+        self,
+        owner: Account,
+        ep: str,
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes | None,
+        hdr: bytes | None,
+        data: bytes,
     ) -> None:
-        """A request in an account through one of ``ACCOUNT_IMPORTS``: answered as its
-        ``$SYS.REQ.ACCOUNT.<account>.<EP>``, for that account only, in that account."""
-        owner = next((a for a, s in self._imports if s is sub), None)
-        ep = dict(ACCOUNT_IMPORTS).get(subject)
-        if owner is None or ep is None:
-            return
+        """A request in ``owner`` through one of ``ACCOUNT_IMPORTS``: answered as its
+        ``$SYS.REQ.ACCOUNT.<owner>.<ep>``, for that account only, in that account."""
         opts = self._request(reply, data, to=owner)
         if opts is not None:
             self._answer_account(owner.name, ep, opts, reply, to=owner)
