@@ -322,7 +322,9 @@ async def test_durable_push_consumer_through_leader_loss(trio: EmbeddedJsCluster
         for i in range(5, 10):  # published through the new leader
             while True:
                 try:
-                    ack = json.loads((await nc.request(f"c.{i}", b"m", timeout=1)).data)
+                    # (a message id: a retry after a late answer is not stored twice)
+                    hdrs = {"Nats-Msg-Id": f"c{i}"}
+                    ack = json.loads((await nc.request(f"c.{i}", b"m", 1, headers=hdrs)).data)
                     if "seq" in ack:
                         break
                 except (NoRespondersError, TimeoutError):
