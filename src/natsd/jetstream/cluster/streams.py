@@ -227,6 +227,7 @@ class StreamGroups:
             m.stream.store.seed_sources(t.snap.sources)
             m.repaired()
             m.stream.rebuild_dedupe(self.clock.time_ns())
+            m.stream.rebuild_schedules()
             return
         # A repair that a leader's snapshot overtook (``CatchUp.offer`` aims a repair at a
         # newer snapshot): the entries committed meanwhile only waited (``apply`` defers
@@ -244,6 +245,8 @@ class StreamGroups:
         if repairing:
             m.repaired(after=t.held_index)
         m.stream.rebuild_dedupe(self.clock.time_ns())
+        # (the copied messages never went past the schedules' table: read it again)
+        m.stream.rebuild_schedules()
         self.raft.kick()
 
     def detach(self, a: StreamAssignment) -> None:

@@ -18,10 +18,11 @@ the stream, fed by the same events (/work/notes/schedules-spec.md §4-§7):
   schedule message is found gone when its time comes (``load_msg``), and the table is swept
   of such entries when it doubles, so it stays the size of the live schedules.
 
-On restart (``recover``) the table is rebuilt from the last message of every subject: a
-repeating schedule whose time passed fires at its next slot after now, an ``@at`` one at once
-(what nats-server does after a crash; after a clean stop it restores its saved times and fires
-each overdue schedule once at start-up).
+On restart (``recover``), and after a replica caught up from another's store (``rebuild``:
+the copied messages never went past ``stored``), the table is rebuilt from the last message
+of every subject: a repeating schedule whose time passed fires at its next slot after now,
+an ``@at`` one at once (what nats-server does after a crash; after a clean stop it restores
+its saved times and fires each overdue schedule once at start-up).
 """
 
 from __future__ import annotations
@@ -213,6 +214,14 @@ class MsgSchedules:
                 self._set(m.subject, m.seq, fire)
         self._sweep_at = max(_SWEEP_MIN, 2 * len(self.entries))
         self._arm()
+
+    def rebuild(self) -> None:
+        """The store changed under the table, not through ``stored`` (a replica caught up
+        from another's store: messages copied in, others removed): read it again."""
+        self.entries.clear()
+        self.inflight.clear()
+        self._heap = []
+        self.recover()
 
     def reset(self) -> None:
         """Leadership changed: nothing is in flight any more (the new leader fires what is

@@ -1065,6 +1065,12 @@ class Stream:
         if purge:
             self.store.purge_ex(purge, 0, 0)
 
+    def rebuild_schedules(self) -> None:
+        """The store was filled from another replica's (a catch-up): the schedule table is
+        read from it again."""
+        if self._schedules is not None:
+            self._schedules.rebuild()
+
     def leads(self) -> bool:
         rep = self.replica
         return rep is None or rep.leading
