@@ -165,6 +165,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "a leader whose follower lost its log unawares sends it the same append again at "
         "once, for ever (found by the deterministic tier, seed 51)",
     ),
+    Mutant(
+        "replay-skips-side-effects",
+        "natsd/jetstream/stream/stream.py",
+        "            self._applied_again(e)\n",
+        "",
+        "a replayed entry whose message the store holds does not purge again what its "
+        "schedule's firing purged: after a power loss a new leader fires that schedule "
+        "again (found by the deterministic tier, seed 122 with message schedules)",
+    ),
 )
 
 _REPLICATED = "tests/integration/test_js_replicated.py"
@@ -186,6 +195,10 @@ KILL_SUITE: tuple[tuple[str, str], ...] = (
     # of the ten: not commit-old-term, nor the two that seed 51 found (wal-dir-not-durable
     # is caught by that seed's own test, not among these)
     ("simulated", "tests/sim/test_sim_cluster.py::test_schedule"),
+    (
+        "simulated",
+        "tests/sim/test_sim_cluster.py::test_seed_122_fires_no_schedule_twice_after_a_power_loss",
+    ),
     # in-process three-server clusters: a few seconds each
     (
         "in-process",

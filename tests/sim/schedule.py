@@ -31,6 +31,7 @@ if __name__ == "__main__":  # run as a script: the tests directory is the import
 
 from sim.client import NoResponders
 from sim.consumer import SimConsumer
+from sim.msg_schedules import SchedulePublisher
 from sim.vloop import Stalled, run_virtual
 from sim.world import STREAM, JsWorld, SimFailure, fresh_tmp, seeded_ids, virtual_cpu
 
@@ -58,6 +59,8 @@ class Result:
     errors: list[str] = field(default_factory=list)  # what the servers logged as errors
     consumer: bool = False  # the schedule has a durable pull consumer (with_consumer)
     deliveries: int = 0  # its deliveries
+    schedules: bool = False  # message schedules in a second stream (sim/msg_schedules.py)
+    fired: int = 0  # the @at schedules that fired
 
 
 # An error a server may never log, whatever the faults: it means a disk lost what it had
@@ -196,7 +199,14 @@ async def _schedule(w: JsWorld, res: Result) -> None:
         reader = SimConsumer(w, random.Random(w.seed ^ 0xC0_5E))
         await reader.create()
         reading = asyncio.ensure_future(reader.run())
+    scheduler: SchedulePublisher | None = None
+    scheduling: asyncio.Future[None] | None = None
+    if res.schedules:
+        scheduler = SchedulePublisher(w, random.Random(w.seed ^ 0x5C_4E))
+        await scheduler.create()
     w.publishing = True
+    if scheduler is not None:
+        scheduling = asyncio.ensure_future(scheduler.run())
     pubs = [
         asyncio.ensure_future(w.publisher(pid, rng.randint(20, 60)))
         for pid in range(1, rng.randint(2, 3) + 1)
@@ -215,6 +225,8 @@ async def _schedule(w: JsWorld, res: Result) -> None:
         if t not in done:
             raise SimFailure(f"seed {w.seed}: publishes not all acknowledged within 60s")
         t.result()
+    if scheduling is not None:
+        await scheduling
     res.acked = len(w.history.records)
     peers = w.stream_peers()
     await w.until(lambda: w.converged(peers), 30.0, f"replicas {peers} converge")
@@ -227,6 +239,9 @@ async def _schedule(w: JsWorld, res: Result) -> None:
         await reader.drain(reading, stored)
         await reader.check_replicas(peers)
         res.deliveries = reader.deliveries
+    if scheduler is not None:
+        await scheduler.check(sorted(n for n in w.live if scheduler.stream(n) is not None))
+        res.fired = scheduler.fired
 
 
 def with_consumer(seed: int) -> bool:
@@ -236,12 +251,17 @@ def with_consumer(seed: int) -> bool:
 
 
 def run_schedule(
-    seed: int, base: Path, size: int | None = None, consumer: bool | None = None
+    seed: int,
+    base: Path,
+    size: int | None = None,
+    consumer: bool | None = None,
+    schedules: bool = False,
 ) -> Result:
     t0 = time.perf_counter()
     tmp = fresh_tmp(base, seed)
     box: list[JsWorld] = []
-    res = Result(seed, 0, consumer=with_consumer(seed) if consumer is None else consumer)
+    res = Result(seed, 0, consumer=with_consumer(seed) if consumer is None else consumer,
+                 schedules=schedules)  # fmt: skip
     logger = logging.getLogger("natsd")
     handler = _Errors(res.errors)
     saved = logger.level, logger.propagate

@@ -1059,11 +1059,12 @@ class Stream:
 
     def _scheduled(self, seq: int, subject: str, hdr: bytes | None, ts: int) -> None:
         """Every stored message goes past the schedules; a fired ``@at`` schedule, or a
-        client's cancel, purges the schedule's subject."""
+        client's cancel, purges the schedule's subject (below ``seq``: the same when the
+        log is replayed over messages that came after it)."""
         assert self._schedules is not None
         purge = self._schedules.stored(seq, subject, hdr, ts)
         if purge:
-            self.store.purge_ex(purge, 0, 0)
+            self.store.purge_ex(purge, seq, 0)
 
     def rebuild_schedules(self) -> None:
         """The store was filled from another replica's (a catch-up): the schedule table is
@@ -1152,6 +1153,20 @@ class Stream:
             rep.inflight_ids[msg_id] = seq
         return True
 
+    def _applied_again(self, e: MsgEntry) -> None:
+        """An entry whose message the store holds (a restart replays the log after its last
+        compaction; a catch-up copied past its snapshot): what storing it did besides is
+        done again, bounded by its sequence so that it is idempotent. A power loss can keep
+        a message and lose the purge its rollup or its schedule's firing made just after
+        it (the replica then held messages the others had purged), and the schedule table,
+        read from such a store at start-up, would fire that schedule again."""
+        if e.rollup == "sub":
+            self.store.purge_ex(e.subject, e.seq, 0)
+        elif e.rollup == "all":
+            self.store.compact(e.seq)
+        if self._schedules is not None:
+            self._scheduled(e.seq, e.subject, e.hdr, e.ts)
+
     def apply_entry(self, e: MsgEntry, batch: tuple[str, int] | None = None) -> None:
         """A committed MSG entry, on every replica in log order (and again when a restart
         replays the log: what the store holds is skipped)."""
@@ -1160,6 +1175,7 @@ class Stream:
         leading = rep is not None and rep.leading
         mine = rep is not None and rep.mine(e.proposer, e.seq, leading)
         if e.seq <= store.last_seq():
+            self._applied_again(e)
             if mine and rep is not None:
                 rep.applied(e.seq, e.msg_id, e.subject)
             return
