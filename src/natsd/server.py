@@ -972,6 +972,8 @@ class Server:
             acct = self.accounts[name]
             if not acct.clients:
                 del self.accounts[name]
+                if self.sys_services is not None:
+                    self.sys_services.account_removed(acct)
                 if self.mesh is not None:
                     self.mesh.detach(name)
                 log.info("Reloaded: deleting account %r", name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -112,6 +113,31 @@ async def test_removed_account_is_dropped(started: list[Any]) -> None:
     )
     srv.reload(_opts(users=[User("w", "pw", "C")], accounts={"C": AccountConfig("C")}))
     assert "A" not in srv.accounts and "C" in srv.accounts
+
+
+async def test_an_account_removed_and_added_again_gets_the_system_services(
+    started: list[Any],
+) -> None:
+    """The services every account imports from the system account (``$SYS.REQ.USER.INFO``,
+    the CONNZ/STATZ pings) go with a removed account, and come again with an account of
+    the same name added by a later reload (they were kept for the old one, and the new one
+    got none: its users' requests had no responders)."""
+    a = _opts(users=[User("u", "pw", "A")], accounts={"A": AccountConfig("A")})
+    srv = await _start(started, a)
+    services = srv.sys_services
+    assert services is not None
+    srv.reload(_opts(users=[User("w", "pw", "C")], accounts={"C": AccountConfig("C")}))
+    assert "A" not in srv.accounts
+    assert all(acct.name != "A" for acct, _sub in services._imports)
+    srv.reload(a)
+    nc = await nats.connect(srv.client_url, user="u", password="pw")
+    try:
+        info = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=2)).data)
+        assert info["data"]["account"] == "A", info
+        connz = json.loads((await nc.request("$SYS.REQ.SERVER.PING.CONNZ", b"", timeout=2)).data)
+        assert connz["data"]["num_connections"] == 1, connz
+    finally:
+        await nc.close()
 
 
 async def test_token_change_is_an_authorization_violation(started: list[Any]) -> None:

@@ -159,6 +159,20 @@ class SysServices:
             acct.sublist.insert(imp)
             self._imports.append((acct, imp))
 
+    def account_removed(self, acct: Account) -> None:
+        """``acct`` was deleted (a reload no longer configures it): its USER.INFO service
+        and imports go with it (an account of that name added again later gets its own)."""
+        entry = self._user_info.pop(acct.name, None)
+        if entry is not None:
+            entry[0].sublist.remove(entry[1])
+        kept = []
+        for owner, sub in self._imports:
+            if owner is acct:
+                acct.sublist.remove(sub)
+            else:
+                kept.append((owner, sub))
+        self._imports = kept
+
     def stop(self) -> None:
         for sub in self._subs:
             self._system.sublist.remove(sub)
