@@ -1160,12 +1160,15 @@ class Stream:
         a message and lose the purge its rollup or its schedule's firing made just after
         it (the replica then held messages the others had purged), and the schedule table,
         read from such a store at start-up, would fire that schedule again."""
+        store = self.store
         if e.rollup == "sub":
-            self.store.purge_ex(e.subject, e.seq, 0)
+            store.purge_ex(e.subject, e.seq, 0)
         elif e.rollup == "all":
-            self.store.compact(e.seq)
+            store.compact(e.seq)
         if self._schedules is not None:
             self._scheduled(e.seq, e.subject, e.hdr, e.ts)
+        if self.cfg.retention == _INTEREST and not self.consumer_count:
+            store.remove_msg(e.seq)  # (nobody was interested: gone on the others too)
 
     def apply_entry(self, e: MsgEntry, batch: tuple[str, int] | None = None) -> None:
         """A committed MSG entry, on every replica in log order (and again when a restart
