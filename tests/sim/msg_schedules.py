@@ -1,15 +1,16 @@
 """Message schedules in the deterministic tier: a second R3 stream, ``SCH``
 (``allow_msg_schedules``), beside the checked one, with a publisher that sends an ``@at``
 schedule 0.5 to 2 virtual seconds ahead on a subject of its own every few tenths of a
-second, each retried with its ``Nats-Msg-Id`` until acknowledged, through the faults.
+second, and after each a ``Nats-Rollup: sub`` message on one of three subjects, each retried
+with its ``Nats-Msg-Id`` until acknowledged, through the faults.
 
 Checked once every fault has healed, every schedule's time has passed and the replicas
 converged: the replicas hold the same messages; no schedule is left (each fired and purged
-itself); every ``@at`` schedule fired at most once, each acknowledged one exactly once, and
-nothing fired that was not scheduled. A firing proposed by a leader that lost the
-leadership before it committed may be made again by the next leader (nats-server's
-at-least-once), but one that committed must never be made again: the next leader applies it
-before it leads, and the firing purges its schedule.
+itself); each rolled-up subject holds one message; every ``@at`` schedule fired at most
+once, each acknowledged one exactly once, and nothing fired that was not scheduled. A
+firing proposed by a leader that lost the leadership before it committed may be made again
+by the next leader (nats-server's at-least-once), but one that committed must never be made
+again: the next leader applies it before it leads, and the firing purges its schedule.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class SchedulePublisher:
         c = await w.client("sched-admin")
         try:
             cfg = {"name": SCHED_STREAM, "subjects": ["sch.>"], "num_replicas": 3,
-                   "allow_msg_schedules": True}  # fmt: skip
+                   "allow_msg_schedules": True, "allow_rollup_hdrs": True}  # fmt: skip
             for _ in range(20):
                 try:
                     r = await w.api(c, f"$JS.API.STREAM.CREATE.{SCHED_STREAM}", cfg)
@@ -99,6 +100,19 @@ class SchedulePublisher:
                     continue
                 self.acked.add(n)
                 break
+            # and a rollup of one of three subjects: each ends up holding its last one only
+            roll = {"Nats-Rollup": "sub", "Nats-Msg-Id": f"roll-{n}"}
+            while w.publishing:
+                if c is None or c.closed:
+                    c = await w.client("sched", rng=rng)
+                try:
+                    await c.request(
+                        f"sch.roll.{n % 3}", b"%d" % n, roll, timeout=rng.uniform(0.5, 2.0)
+                    )
+                except (TimeoutError, NoResponders, ConnectionError):
+                    await asyncio.sleep(rng.uniform(0.01, 0.2))
+                    continue
+                break
             await asyncio.sleep(rng.uniform(0.1, 0.4))
         if c is not None:
             c.close()
@@ -132,6 +146,14 @@ class SchedulePublisher:
             if subj.startswith("sch.tgt."):
                 n = int(subj.rsplit(".", 1)[1])
                 fired[n] = fired.get(n, 0) + 1
+        rolls: dict[str, int] = {}
+        for _seq, subj, *_ in self._contents(peers[0]):
+            if subj.startswith("sch.roll."):
+                rolls[subj] = rolls.get(subj, 0) + 1
+        if any(k != 1 for k in rolls.values()):
+            raise SimFailure(
+                f"seed {w.seed}: rolled-up subjects hold more than their last: {rolls}"
+            )
         twice = {n: k for n, k in fired.items() if k > 1}
         if twice:
             raise SimFailure(f"seed {w.seed}: @at schedules fired more than once: {twice}")
