@@ -83,7 +83,7 @@ def test_seed_122_fires_no_schedule_twice_after_a_power_loss(tmp_path: Path) -> 
     what a held entry did besides storing its message (``Stream._applied_again``)."""
     r = run_schedule(122, tmp_path, schedules=True)
     assert "crash n3#1 (torn=True)" in "\n".join(r.log)
-    assert r.fired >= 20, r.fired
+    assert r.fired >= 10, r.fired
 
 
 @pytest.mark.soak
