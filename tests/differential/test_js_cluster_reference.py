@@ -193,12 +193,17 @@ async def _stream_leader(nc: NATS, name: str, timeout: float = 15.0) -> dict[str
 
 
 async def _pub(nc: NATS, subject: str, data: bytes, timeout: float = 10.0) -> dict[str, Any]:
-    """A publish acknowledged by the stream (retried while its leader is not ready)."""
+    """A publish acknowledged by the stream (retried while its leader is not ready), with a
+    message id of its own: a retry after a late answer is answered as a duplicate of the
+    first, not stored twice (the answer is then the first's PubAck)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    hdrs = {"Nats-Msg-Id": f"{subject}:{data.hex()}"}
     while True:
         try:
-            ack: dict[str, Any] = json.loads((await nc.request(subject, data, timeout=1)).data)
+            msg = await nc.request(subject, data, timeout=1, headers=hdrs)
+            ack: dict[str, Any] = json.loads(msg.data)
+            ack.pop("duplicate", None)
             return ack
         except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
             assert loop.time() < deadline, f"{subject} not acknowledged"

@@ -168,7 +168,8 @@ async def test_a_three_server_cluster(natsd_cluster: ThreadedCluster) -> None:
                 await asyncio.sleep(0.1)
         for _ in range(100):
             try:
-                await js.publish("r", b"x", timeout=1)
+                # (a message id: a retry after a late answer is not stored twice)
+                await js.publish("r", b"x", timeout=1, headers={"Nats-Msg-Id": "r-x"})
                 break
             except (nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
                 await asyncio.sleep(0.1)  # the stream's group is still electing its leader
