@@ -88,6 +88,7 @@ def test_a_repair_overtaken_by_a_leaders_snapshot_ends_and_applies_what_waited()
         name="S",
         apply_entry=lambda e: applied.append(e.seq),
         rebuild_dedupe=lambda now: None,
+        rebuild_schedules=lambda: None,
         store=SimpleNamespace(seed_sources=seeded.append),
     )
     r.group = SimpleNamespace(applied=40)  # type: ignore[assignment]
