@@ -17,6 +17,12 @@ NODE_STAMP := tests/node/node_modules/.package-lock.json
 CONSOLE_STAMP := console/node_modules/.package-lock.json
 # -ra: the summary lists every skip with its reason (a missing component fails under CI=true).
 PYTEST := $(BIN)/python -m pytest -q -ra -p no:cacheprovider
+# The in-process, CPU-bound directories (no real-time waits, no processes): pytest-xdist runs
+# them on every core; and on pure Python the differential tests too (each waits mostly on
+# its nats-server and natsd, and asserts their answers, never their timing). The rest (the
+# in-process and real-process clusters with their leases, the fault runs) runs one at a time.
+PARALLEL_DIRS := tests/unit tests/raft tests/storage tests/jscore tests/jetstream
+XDIST := -n $(shell nproc 2>/dev/null || echo 2)
 HOT := $(shell find src/natsd -name '*.py') setup.py
 # NATSD_PURE=1: natsd loads its Python sources instead of the compiled modules (natsd/hotpath.py)
 PURE := NATSD_PURE=1
@@ -75,13 +81,16 @@ run-pure: $(STAMP)
 ## command and program of the README and the site (tests/docs: they run natsd as `make
 ## install` builds it); then the wheel, built and installed as a user would (wheel-smoke)
 test: lint typecheck docs node-modules browser py313
-	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel --ignore=tests/docs
+	$(PURE) $(PYTEST) $(XDIST) $(PARALLEL_DIRS) tests/sim tests/differential
+	$(PURE) $(PYTEST) --durations=25 --ignore=tests/faults --ignore=tests/wheel --ignore=tests/docs \
+	  $(addprefix --ignore=,$(PARALLEL_DIRS) tests/sim tests/differential)
 	$(MAKE) mutants
 	$(MAKE) test-compiled
 	$(MAKE) wheel-smoke
 
 test-compiled: $(FAST)
-	NATSD_EXPECT_COMPILED=1 $(PYTEST) --durations=15 tests/unit tests/integration tests/upgrade tests/storage tests/jetstream tests/jscore tests/raft tests/faults tests/plugin tests/docs
+	NATSD_EXPECT_COMPILED=1 $(PYTEST) $(XDIST) $(PARALLEL_DIRS)
+	NATSD_EXPECT_COMPILED=1 $(PYTEST) --durations=15 tests/integration tests/upgrade tests/faults tests/plugin tests/docs
 
 ## mutants: plant known bugs (tests/mutants/run.py: a minority commit, a WAL sync that does
 ## not sync, a PubAck before the commit, ...) one at a time in a copy of src/, run the same
