@@ -16,7 +16,6 @@ again: the next leader applies it before it leads, and the firing purges its sch
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from typing import Any
@@ -85,34 +84,13 @@ class SchedulePublisher:
             hdr = {"Nats-Schedule": _at(w, ahead), "Nats-Schedule-Target": f"sch.tgt.{n}",
                    "Nats-Msg-Id": f"at-{n}"}  # fmt: skip
             self.last_at = max(self.last_at, w.loop.time() + ahead)
-            while w.publishing:
-                if c is None or c.closed:
-                    c = await w.client("sched", rng=rng)
-                try:
-                    reply = json.loads(
-                        await c.request(f"sch.at.{n}", b"s", hdr, timeout=rng.uniform(0.5, 2.0))
-                    )
-                except (TimeoutError, NoResponders, ConnectionError):
-                    await asyncio.sleep(rng.uniform(0.01, 0.2))
-                    continue
-                if "error" in reply:
-                    await asyncio.sleep(rng.uniform(0.01, 0.2))
-                    continue
+            c, reply = await w.publish_answered(c, "sched", f"sch.at.{n}", b"s", hdr, rng, rng)
+            if reply is not None:
                 self.acked.add(n)
-                break
             # and a rollup of one of three subjects: each ends up holding its last one only
             roll = {"Nats-Rollup": "sub", "Nats-Msg-Id": f"roll-{n}"}
-            while w.publishing:
-                if c is None or c.closed:
-                    c = await w.client("sched", rng=rng)
-                try:
-                    await c.request(
-                        f"sch.roll.{n % 3}", b"%d" % n, roll, timeout=rng.uniform(0.5, 2.0)
-                    )
-                except (TimeoutError, NoResponders, ConnectionError):
-                    await asyncio.sleep(rng.uniform(0.01, 0.2))
-                    continue
-                break
+            subject = f"sch.roll.{n % 3}"
+            c, _ = await w.publish_answered(c, "sched", subject, b"%d" % n, roll, rng, rng)
             await asyncio.sleep(rng.uniform(0.1, 0.4))
         if c is not None:
             c.close()

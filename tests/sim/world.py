@@ -354,27 +354,46 @@ class JsWorld:
             data = make_payload(pid, counter, rng.randint(16, 600), rng)
             hdr = {"Nats-Msg-Id": msg_id(pid, counter)}
             outcome, seq = Outcome.UNKNOWN, None
-            while self.publishing:
-                if c is None or c.closed:
-                    c = await self.client(f"p{pid}")
-                try:
-                    reply = json.loads(
-                        await c.request(f"sim.{pid}", data, hdr, timeout=rng.uniform(0.5, 2.0))
-                    )
-                except (TimeoutError, NoResponders, ConnectionError):
-                    await asyncio.sleep(rng.uniform(0.01, 0.2))
-                    continue
-                if "error" in reply:
-                    await asyncio.sleep(rng.uniform(0.01, 0.2))
-                    continue
+            c, reply = await self.publish_answered(c, f"p{pid}", f"sim.{pid}", data, hdr, rng)
+            if reply is not None:
                 outcome, seq = Outcome.ACKED, int(reply["seq"])
-                break
             self.history.record(pid, counter, outcome, seq)
             if outcome is not Outcome.ACKED:
                 return
             await asyncio.sleep(rng.random() * 0.02)
         if c is not None:
             c.close()
+
+    async def publish_answered(
+        self,
+        c: SimClient | None,
+        tag: str,
+        subject: str,
+        data: bytes,
+        hdr: dict[str, str],
+        rng: random.Random,
+        pick: random.Random | None = None,
+    ) -> tuple[SimClient | None, dict[str, Any] | None]:
+        """A publish (with its ``Nats-Msg-Id`` in ``hdr``) sent again until it is answered
+        without an error, through ``c`` or a new client of a server drawn from ``pick``
+        (the world's generator unless given); the client and the answer (None: the run
+        stopped publishing first)."""
+        while self.publishing:
+            if c is None or c.closed:
+                c = await self.client(tag, rng=pick)
+            try:
+                reply = json.loads(
+                    await c.request(subject, data, hdr, timeout=rng.uniform(0.5, 2.0))
+                )
+            except (TimeoutError, NoResponders, ConnectionError):
+                await asyncio.sleep(rng.uniform(0.01, 0.2))
+                continue
+            if "error" in reply:
+                await asyncio.sleep(rng.uniform(0.01, 0.2))
+                continue
+            out: dict[str, Any] = reply
+            return c, out
+        return c, None
 
     # ---------------------------------------------------------------- reads through a cut
     def cut_off(self) -> list[str]:

@@ -1160,15 +1160,19 @@ class Stream:
         a message and lose the purge its rollup or its schedule's firing made just after
         it (the replica then held messages the others had purged), and the schedule table,
         read from such a store at start-up, would fire that schedule again."""
-        store = self.store
+        self._purges_of(e)
+        if self.cfg.retention == _INTEREST and not self.consumer_count:
+            self.store.remove_msg(e.seq)  # (nobody was interested: gone on the others too)
+
+    def _purges_of(self, e: MsgEntry) -> None:
+        """What storing ``e`` purges besides: its rollup's, and its schedule's firing's
+        (each below its sequence: the same when done again over later messages)."""
         if e.rollup == "sub":
-            store.purge_ex(e.subject, e.seq, 0)
+            self.store.purge_ex(e.subject, e.seq, 0)
         elif e.rollup == "all":
-            store.compact(e.seq)
+            self.store.compact(e.seq)
         if self._schedules is not None:
             self._scheduled(e.seq, e.subject, e.hdr, e.ts)
-        if self.cfg.retention == _INTEREST and not self.consumer_count:
-            store.remove_msg(e.seq)  # (nobody was interested: gone on the others too)
 
     def apply_entry(self, e: MsgEntry, batch: tuple[str, int] | None = None) -> None:
         """A committed MSG entry, on every replica in log order (and again when a restart
@@ -1216,12 +1220,7 @@ class Stream:
         if e.msg_id:
             self._dedup[e.msg_id] = (e.seq, e.ts)
         self._last_msg_id = e.msg_id
-        if e.rollup == "sub":
-            store.purge_ex(e.subject, e.seq, 0)
-        elif e.rollup == "all":
-            store.compact(e.seq)
-        if self._schedules is not None:
-            self._scheduled(e.seq, e.subject, e.hdr, e.ts)
+        self._purges_of(e)
         if leading and self._republish is not None:
             self._do_republish(e.subject, e.seq, e.ts, e.hdr, e.data, rp_last)
         nointerest = self.cfg.retention == _INTEREST and not self.consumer_count
