@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import os
 
+# Imported while the process is young: otherwise hypothesis's pytest plugin imports it in
+# its end-of-run summary, when pytest rewrites (parses) it, and after the compiled run's
+# long serial step CPython 3.11 failed that parse with "SystemError: AST constructor
+# recursion depth mismatch", ending a run whose tests had all passed.
+import hypothesis  # noqa: F401
+
 import natsd.cluster.group
 import natsd.connection.client
 import natsd.protocol.parser
