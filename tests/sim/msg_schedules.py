@@ -22,7 +22,7 @@ from typing import Any
 
 from embedded_cluster import store_messages
 
-from sim.client import NoResponders, SimClient
+from sim.client import SimClient
 from sim.world import JsWorld, SimFailure
 
 __all__ = ["SCHED_STREAM", "SchedulePublisher"]
@@ -48,30 +48,12 @@ class SchedulePublisher:
         self.fired = 0
 
     def stream(self, name: str) -> Any:
-        inc = self.w.live.get(name)
-        js = inc.server.jetstream if inc is not None else None
-        if js is None or "$G" not in js.accounts:
-            return None
-        return js.accounts["$G"].streams.get(SCHED_STREAM)
+        return self.w.stream(name, SCHED_STREAM)
 
     async def create(self) -> None:
-        w = self.w
-        c = await w.client("sched-admin")
-        try:
-            cfg = {"name": SCHED_STREAM, "subjects": ["sch.>"], "num_replicas": 3,
-                   "allow_msg_schedules": True, "allow_rollup_hdrs": True}  # fmt: skip
-            for _ in range(20):
-                try:
-                    r = await w.api(c, f"$JS.API.STREAM.CREATE.{SCHED_STREAM}", cfg)
-                except (TimeoutError, NoResponders, ConnectionError):
-                    await asyncio.sleep(0.2)
-                    continue
-                if "error" not in r:
-                    return
-                await asyncio.sleep(0.2)
-            raise SimFailure(f"seed {w.seed}: the schedule stream could not be created")
-        finally:
-            c.close()
+        cfg = {"name": SCHED_STREAM, "subjects": ["sch.>"], "num_replicas": 3,
+               "allow_msg_schedules": True, "allow_rollup_hdrs": True}  # fmt: skip
+        await self.w.create_stream("sched-admin", cfg)
 
     async def run(self) -> None:
         w, rng = self.w, self.rng

@@ -170,29 +170,10 @@ class Nemesis:
         await w.until(lambda: w.stream(gone) is None, 20.0, f"{gone} kept its copy")
 
 
-async def _create_stream(w: JsWorld) -> None:
-    c = await w.client("admin")
-    try:
-        cfg = {"name": STREAM, "subjects": ["sim.>"], "num_replicas": 3}
-        for _ in range(20):
-            try:
-                r = await w.api(c, f"$JS.API.STREAM.CREATE.{STREAM}", cfg)
-            except (TimeoutError, NoResponders, ConnectionError):
-                await asyncio.sleep(0.2)
-                continue
-            if "error" not in r:
-                return
-            w.say(f"create: {r['error']}")
-            await asyncio.sleep(0.2)
-        raise SimFailure(f"seed {w.seed}: the stream could not be created")
-    finally:
-        c.close()
-
-
 async def _schedule(w: JsWorld, res: Result) -> None:
     rng = w.rng
     await w.start_all()
-    await _create_stream(w)
+    await w.create_stream("admin", {"name": STREAM, "subjects": ["sim.>"], "num_replicas": 3})
     reader: SimConsumer | None = None
     reading: asyncio.Future[None] | None = None
     if res.consumer:

@@ -280,12 +280,32 @@ class JsWorld:
                 return name
         return ""
 
-    def stream(self, name: str) -> Any:
+    def stream(self, name: str, stream: str = STREAM) -> Any:
+        """Server ``name``'s replica of ``stream`` (None: not there, or the server is down)."""
         inc = self.live.get(name)
         js = inc.server.jetstream if inc is not None else None
         if js is None or "$G" not in js.accounts:
             return None
-        return js.accounts["$G"].streams.get(STREAM)
+        return js.accounts["$G"].streams.get(stream)
+
+    async def create_stream(self, tag: str, cfg: dict[str, Any]) -> None:
+        """Create the stream ``cfg`` through a client ``tag``, asking again while the meta
+        group has no leader or refuses it for now."""
+        c = await self.client(tag)
+        try:
+            for _ in range(20):
+                try:
+                    r = await self.api(c, f"$JS.API.STREAM.CREATE.{cfg['name']}", cfg)
+                except (TimeoutError, NoResponders, ConnectionError):
+                    await asyncio.sleep(0.2)
+                    continue
+                if "error" not in r:
+                    return
+                self.say(f"create: {r['error']}")
+                await asyncio.sleep(0.2)
+            raise SimFailure(f"seed {self.seed}: stream {cfg['name']} could not be created")
+        finally:
+            c.close()
 
     def stream_leader(self) -> str:
         for name in self.live:
